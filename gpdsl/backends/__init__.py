@@ -1,0 +1,1 @@
+"""gpdsl.backends."""

@@ -1,0 +1,1 @@
+"""The typed intermediate representation that backends and engines consume."""

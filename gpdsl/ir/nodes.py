@@ -1,0 +1,326 @@
+"""Typed IR: what the checker produces and every backend and engine consumes.
+
+Expressions carry their :class:`~gpdsl.semantics.types.VarType` (without bounds). Kernels are a
+separate small algebra (leaves, sums, products, scalings). A :class:`Model` keeps the statements in
+source order plus the structural facts engines need: which variables are latent GP values, with which
+kernel over which inputs, and which likelihood sits on which data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from gpdsl.semantics.types import VarType
+from gpdsl.source import Source, Span
+
+REAL = VarType("real")
+INT = VarType("int")
+
+
+# ---- expressions -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Expr:
+    type: VarType
+    span: Span = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Constant(Expr):
+    value: float
+
+
+@dataclass(frozen=True)
+class StringConstant(Expr):
+    value: str
+
+
+@dataclass(frozen=True)
+class Ref(Expr):
+    """A reference to a variable; ``role`` is data, parameter, latent or loop."""
+
+    name: str
+    role: str
+
+
+@dataclass(frozen=True)
+class Slice:
+    """A 1-based inclusive index range ``start:stop``."""
+
+    start: Expr
+    stop: Expr
+
+
+@dataclass(frozen=True)
+class Index(Expr):
+    """``base[i, ...]`` with 1-based indices (Stan's convention)."""
+
+    base: Expr
+    indices: tuple[Expr | Slice, ...]
+
+
+@dataclass(frozen=True)
+class Binary(Expr):
+    """Elementwise ``+ - * / ^`` with scalar broadcasting."""
+
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
+class Negate(Expr):
+    operand: Expr
+
+
+@dataclass(frozen=True)
+class Apply(Expr):
+    """An elementwise function from :data:`~gpdsl.semantics.catalog.FUNCTIONS`."""
+
+    function: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class VectorLiteral(Expr):
+    items: tuple[Expr, ...]
+
+
+# ---- GP inputs -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Inputs:
+    """The inputs of a GP: one or more components whose columns are concatenated per point.
+
+    ``index_shape`` is the shape of the set of points, e.g. ``("N",)`` for ``matrix[N, D] X`` or
+    ``("T", "N")`` for ``(t, X)`` with ``vector[T] t`` and ``array[T] matrix[N, 2] X``; a component
+    with a shorter index shape is broadcast over the trailing index. ``dim`` is the total input
+    dimension and ``offsets[name]`` the first column of each named component.
+    """
+
+    components: tuple[Expr, ...]
+    names: tuple[str | None, ...]
+    dims: tuple[int | str, ...]
+    index_shape: tuple[int | str, ...]
+    span: Span = field(repr=False, compare=False)
+
+    @property
+    def dim(self) -> int | str:
+        if len(self.dims) == 1:
+            return self.dims[0]
+        if all(isinstance(d, int) for d in self.dims):
+            return sum(self.dims)
+        return "+".join(str(d) for d in self.dims)
+
+
+@dataclass(frozen=True)
+class Project(Expr):
+    """``project(W, X)``: z[i, q] = sum_d W[q][i, d] * X[i, d] (the deep Mahalanobis GP's map)."""
+
+    weights: Expr
+    inputs: Expr
+
+
+# ---- kernels ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Kernel:
+    span: Span = field(repr=False, compare=False)
+
+    def leaves(self) -> Iterator["KernelLeaf"]:
+        raise NotImplementedError  # each concrete kernel node defines it
+
+
+@dataclass(frozen=True)
+class KernelLeaf(Kernel):
+    """A named kernel with its hyperparameter expressions (defaults filled in).
+
+    ``component`` is the index of the input component it is bound to, or None for all inputs;
+    ``input_dim`` the dimension it acts on.
+    """
+
+    name: str = ""
+    params: tuple[tuple[str, Expr], ...] = ()
+    component: int | None = None
+    input_dim: int | str = 1
+
+    def param(self, name: str) -> Expr | None:
+        return dict(self.params).get(name)
+
+    def leaves(self):
+        yield self
+
+
+@dataclass(frozen=True)
+class KernelSum(Kernel):
+    left: Kernel = None
+    right: Kernel = None
+
+    def leaves(self):
+        yield from self.left.leaves()
+        yield from self.right.leaves()
+
+
+@dataclass(frozen=True)
+class KernelProduct(Kernel):
+    left: Kernel = None
+    right: Kernel = None
+
+    def leaves(self):
+        yield from self.left.leaves()
+        yield from self.right.leaves()
+
+
+@dataclass(frozen=True)
+class KernelScale(Kernel):
+    scale: Expr = None
+    kernel: Kernel = None
+
+    def leaves(self):
+        yield from self.kernel.leaves()
+
+
+# ---- statements ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Target:
+    """The left of ``~``: a variable, optionally indexed by loop variables or constants."""
+
+    name: str
+    role: str
+    indices: tuple[Expr, ...]
+    type: VarType
+    span: Span = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Statement:
+    span: Span = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class GPStatement(Statement):
+    """``target ~ gp(inputs, kernel)``: target holds latent GP values, columns iid for matrices."""
+
+    target: Target = None
+    inputs: Inputs = None
+    kernel: Kernel = None
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A distribution with its arguments by canonical parameter name (defaults filled in)."""
+
+    name: str
+    args: tuple[tuple[str, Expr], ...]
+    span: Span = field(repr=False, compare=False)
+
+    def arg(self, name: str) -> Expr:
+        return dict(self.args)[name]
+
+
+@dataclass(frozen=True)
+class PriorStatement(Statement):
+    """``target ~ dist(...)`` on a parameter or latent variable (elementwise iid when scalar args)."""
+
+    target: Target = None
+    distribution: Distribution = None
+
+
+@dataclass(frozen=True)
+class LikelihoodStatement(Statement):
+    """``data ~ dist(...)``: how observed data arise."""
+
+    target: Target = None
+    distribution: Distribution = None
+
+
+@dataclass(frozen=True)
+class ExternalLikelihood(Statement):
+    """``data ~ external("module:function", args...)``: user Python code computes the log likelihood."""
+
+    target: Target = None
+    function: str = ""
+    args: tuple[Expr, ...] = ()
+
+
+@dataclass(frozen=True)
+class ForLoop(Statement):
+    """``for (var in start:stop) body`` with inclusive integer bounds."""
+
+    variable: str = ""
+    start: Expr = None
+    stop: Expr = None
+    body: tuple[Statement, ...] = ()
+
+
+# ---- declarations and the model --------------------------------------------------------------
+@dataclass(frozen=True)
+class Variable:
+    """A declared (or, for latent GP values, inferred) variable."""
+
+    name: str
+    role: str  # "data" | "parameter" | "latent"
+    type: VarType
+    span: Span = field(repr=False, compare=False)
+    declared: bool = True
+
+
+@dataclass(frozen=True)
+class Model:
+    """A checked model.
+
+    Attributes
+    ----------
+    source : Source
+        The text it came from.
+    sizes : tuple of str
+        Size symbols (``int`` data used as dimensions); they name the results' dims.
+    data, parameters, latents : dict of str to Variable
+        Declared data, parameters (with effective bounds) and latent variables, in order.
+    statements : tuple of Statement
+        The model statements in source order, with parameter priors from declarations first.
+    """
+
+    source: Source
+    sizes: tuple[str, ...]
+    data: dict[str, Variable]
+    parameters: dict[str, Variable]
+    latents: dict[str, Variable]
+    statements: tuple[Statement, ...]
+
+    @property
+    def name(self) -> str:
+        from pathlib import Path
+
+        return Path(self.source.name).stem if self.source.name != "<string>" else "model"
+
+    @property
+    def source_hash(self) -> str:
+        """sha256 of the model text (the results' ``model_hash``)."""
+        return hashlib.sha256(self.source.text.encode()).hexdigest()
+
+    def walk(self) -> Iterator[tuple[Statement, tuple[ForLoop, ...]]]:
+        """Every non-loop statement with the loops that enclose it."""
+        def visit(statements, loops):
+            for statement in statements:
+                if isinstance(statement, ForLoop):
+                    yield from visit(statement.body, loops + (statement,))
+                else:
+                    yield statement, loops
+        yield from visit(self.statements, ())
+
+    def gp_statements(self) -> list[GPStatement]:
+        """Statements that define latent GP values."""
+        return [s for s, _ in self.walk() if isinstance(s, GPStatement)]
+
+    def likelihoods(self) -> list[Statement]:
+        """Likelihood statements (built-in and external)."""
+        return [s for s, _ in self.walk() if isinstance(s, (LikelihoodStatement, ExternalLikelihood))]
+
+    def priors(self) -> dict[str, PriorStatement]:
+        """The prior statement of each parameter or latent that has one (by variable name)."""
+        return {s.target.name: s for s, _ in self.walk() if isinstance(s, PriorStatement)}
+
+    def unpriored_parameters(self) -> list[str]:
+        """Parameters that have no prior (point-estimated by optimisers, refused by samplers)."""
+        priors = self.priors()
+        return [name for name in self.parameters if name not in priors]

@@ -1,0 +1,146 @@
+"""What the language knows by name: distributions, likelihoods, kernels and functions.
+
+Each entry states its parameterisation; ``docs/language.md`` is generated from the same facts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class DistributionSpec:
+    """A distribution usable as a prior (on parameters or latent values) or a likelihood.
+
+    Parameters
+    ----------
+    name : str
+        Name in model files.
+    params : tuple of str
+        Parameter names in positional order.
+    defaults : dict
+        Default values of optional parameters.
+    support : {"real", "positive", "bounded", "binary", "count"}
+        Support of the variate; "bounded" takes its bounds from the ``lower`` and ``upper`` arguments.
+    likelihood : bool
+        Usable on data.
+    prior : bool
+        Usable on parameters and latent values.
+    doc : str
+        The density, as written in the docs.
+    """
+
+    name: str
+    params: tuple[str, ...]
+    defaults: dict = field(default_factory=dict)
+    support: str = "real"
+    likelihood: bool = False
+    prior: bool = True
+    doc: str = ""
+
+
+DISTRIBUTIONS: dict[str, DistributionSpec] = {d.name: d for d in [
+    DistributionSpec("normal", ("mu", "sigma"), likelihood=True,
+                     doc="mean mu, standard deviation sigma"),
+    DistributionSpec("lognormal", ("mu", "sigma"), support="positive",
+                     doc="log(x) ~ normal(mu, sigma)"),
+    DistributionSpec("gamma", ("shape", "rate"), support="positive",
+                     doc="density rate^shape / Gamma(shape) x^(shape-1) exp(-rate x); mean shape/rate"),
+    DistributionSpec("inv_gamma", ("shape", "scale"), support="positive",
+                     doc="1/x ~ gamma(shape, rate=scale); mean scale/(shape-1)"),
+    DistributionSpec("half_normal", ("sigma",), support="positive",
+                     doc="|z| with z ~ normal(0, sigma); needs <lower=0>"),
+    DistributionSpec("student_t", ("nu", "mu", "sigma"),
+                     doc="degrees of freedom nu, location mu, scale sigma"),
+    DistributionSpec("uniform", ("lower", "upper"), support="bounded",
+                     doc="uniform on (lower, upper); the bounds are implied if not declared"),
+    DistributionSpec("scaled_sigmoid_normal", ("lower", "upper", "mu", "sigma"),
+                     defaults={"mu": 0.0, "sigma": 1.5}, support="bounded",
+                     doc="x = lower + (upper - lower) * inv_logit(z), z ~ normal(mu, sigma) "
+                         "(Tegner et al. 2018, eq. 9); defaults mu = 0, sigma = 1.5"),
+    DistributionSpec("bernoulli_probit", ("f",), support="binary", likelihood=True, prior=False,
+                     doc="P(y = 1) = Phi(f), the standard normal CDF"),
+    DistributionSpec("bernoulli_logit", ("f",), support="binary", likelihood=True, prior=False,
+                     doc="P(y = 1) = inv_logit(f)"),
+    DistributionSpec("poisson_log", ("eta",), support="count", likelihood=True, prior=False,
+                     doc="y ~ Poisson(exp(eta))"),
+]}
+
+EXTERNAL = "external"
+"""``external("module:function", args...)``: a likelihood computed by user Python code."""
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """One kernel hyperparameter: its default (None = required) and whether a vector (ARD) is allowed."""
+
+    name: str
+    default: float | None
+    ard: bool = False
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel of the language.
+
+    Parameters
+    ----------
+    name : str
+        Name in model files.
+    params : tuple of KernelParam
+        Hyperparameters in positional order.
+    exclusive : tuple of tuple of str
+        Groups of parameters of which at most one may be given.
+    doc : str
+        The covariance function, as written in the docs.
+    """
+
+    name: str
+    params: tuple[KernelParam, ...]
+    exclusive: tuple[tuple[str, ...], ...] = ()
+    doc: str = ""
+
+    def param(self, name: str) -> KernelParam | None:
+        return next((p for p in self.params if p.name == name), None)
+
+
+_MATERN_LS = (KernelParam("variance", 1.0), KernelParam("lengthscale", 1.0, ard=True))
+KERNELS: dict[str, KernelSpec] = {k.name: k for k in [
+    KernelSpec("rbf", (KernelParam("variance", 1.0), KernelParam("lengthscale", 1.0, ard=True),
+                       KernelParam("inv_ls2", None, ard=True)),
+               exclusive=(("lengthscale", "inv_ls2"),),
+               doc="variance * exp(-r^2 / 2), r^2 = sum_d (x_d - x'_d)^2 / lengthscale_d^2 "
+                   "= sum_d inv_ls2_d (x_d - x'_d)^2"),
+    KernelSpec("matern12", _MATERN_LS, doc="variance * exp(-r)"),
+    KernelSpec("matern32", _MATERN_LS, doc="variance * (1 + sqrt(3) r) exp(-sqrt(3) r)"),
+    KernelSpec("matern52", _MATERN_LS, doc="variance * (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)"),
+    KernelSpec("periodic", (KernelParam("variance", 1.0), KernelParam("lengthscale", 1.0, ard=True),
+                            KernelParam("period", 1.0, ard=True)),
+               doc="variance * exp(-sum_d 2 sin^2(pi |x_d - x'_d| / period_d) / lengthscale_d^2)"),
+    KernelSpec("linear", (KernelParam("variance", 1.0, ard=True),), doc="sum_d variance_d x_d x'_d"),
+    KernelSpec("white", (KernelParam("variance", None),),
+               doc="variance on the diagonal of K(X, X) (same index), zero between different sets"),
+    KernelSpec("constant", (KernelParam("variance", None),), doc="variance"),
+    KernelSpec("mlp", (KernelParam("variance", 1.0), KernelParam("weight_variance", 1.0, ard=True),
+                       KernelParam("bias_variance", 1.0)),
+               doc="variance * 2/pi * asin((w x.x' + b) / sqrt((w x.x + b + 1)(w x'.x' + b + 1))), "
+                   "the arc-sine (MLP) kernel, w = weight_variance, b = bias_variance"),
+]}
+
+FUNCTIONS: dict[str, str] = {
+    "sqrt": "square root", "exp": "exponential", "log": "natural logarithm",
+    "inv_sqrt": "1 / sqrt(x)", "inv": "1 / x", "square": "x^2", "softplus": "log(1 + exp(x))",
+    "inv_logit": "1 / (1 + exp(-x))", "log1p_exp": "log(1 + exp(x)), as softplus", "abs": "|x|",
+    "Phi": "standard normal CDF",
+}
+"""Elementwise functions of expressions."""
+
+SPECIAL_FUNCTIONS = {"gp", "project", EXTERNAL}
+
+CONSTANTS = {"pi": math.pi}
+
+
+def known_callables() -> list[str]:
+    """Every name that may be called in a model file (for 'did you mean' suggestions)."""
+    return sorted(set(DISTRIBUTIONS) | set(KERNELS) | set(FUNCTIONS) | SPECIAL_FUNCTIONS)

@@ -1,0 +1,768 @@
+"""The checker: AST to typed IR, with name resolution, types, shapes and constraints.
+
+``check_program`` returns the :class:`~gpdsl.ir.nodes.Model` and a list of warnings, or raises a
+:class:`~gpdsl.errors.ModelCheckError` carrying a span.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import replace
+
+from gpdsl.errors import CheckWarning, ModelCheckError
+from gpdsl.ir import nodes as ir
+from gpdsl.semantics import catalog
+from gpdsl.semantics.types import Dim, VarType
+from gpdsl.source import Span
+from gpdsl.syntax import ast
+
+_BLOCK_ORDER = ("data", "parameters", "latent", "model")
+
+
+def check_program(program: ast.Program) -> tuple[ir.Model, list[CheckWarning]]:
+    """Check a parsed program and build its typed IR.
+
+    Parameters
+    ----------
+    program : gpdsl.syntax.ast.Program
+        The parsed model.
+
+    Returns
+    -------
+    model : gpdsl.ir.nodes.Model
+    warnings : list of CheckWarning
+
+    Raises
+    ------
+    ModelCheckError
+        The first problem found, with its span.
+    """
+    return _Checker(program).run()
+
+
+def _fail(message: str, span: Span, hint: str | None = None):
+    raise ModelCheckError(message, span, hint)
+
+
+def _suggest(name: str, candidates) -> str | None:
+    match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f"did you mean '{match[0]}'?" if match else None
+
+
+def _same_dim(a: Dim, b: Dim) -> bool:
+    return a == b
+
+
+def _shape_text(shape) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]" if shape else "scalar"
+
+
+def _value_type(t: VarType) -> VarType:
+    return VarType(t.base, t.container, t.dims, t.array_dims)
+
+
+def _element_count(shape) -> int | None:
+    n = 1
+    for d in shape:
+        if not isinstance(d, int):
+            return None
+        n *= d
+    return n
+
+
+class _Checker:
+    def __init__(self, program: ast.Program):
+        self.program = program
+        self.source = program.source
+        self.variables: dict[str, ir.Variable] = {}
+        self.sizes: list[str] = []
+        self.used: set[str] = set()
+        self.loops: dict[str, tuple[ast.Expr, ast.Expr]] = {}
+        self.warnings: list[CheckWarning] = []
+        self.defined: dict[str, Span] = {}
+
+    # ---- driver ------------------------------------------------------------------------------
+    def run(self):
+        blocks = self._blocks()
+        for decl in blocks["data"].declarations:
+            self._declare(decl, "data")
+        statements: list[ir.Statement] = []
+        for decl in blocks["parameters"].declarations:
+            self._declare(decl, "parameter")
+        for decl in blocks["latent"].declarations:
+            self._declare(decl, "latent")
+        for decl in blocks["parameters"].declarations + blocks["latent"].declarations:
+            if decl.prior is not None:
+                statements.append(self._declared_prior(decl))
+        self._infer_latents(blocks["model"].statements)
+        for statement in blocks["model"].statements:
+            statements.append(self._statement(statement))
+        self._final_checks()
+        model = ir.Model(
+            source=self.source,
+            sizes=tuple(self.sizes),
+            data={n: v for n, v in self.variables.items() if v.role == "data"},
+            parameters={n: v for n, v in self.variables.items() if v.role == "parameter"},
+            latents={n: v for n, v in self.variables.items() if v.role == "latent"},
+            statements=tuple(statements),
+        )
+        return model, self.warnings
+
+    def _blocks(self) -> dict[str, ast.Block]:
+        found: dict[str, ast.Block] = {}
+        last = -1
+        for block in self.program.blocks:
+            if block.kind in found:
+                _fail(f"the {block.kind} block appears twice", block.span,
+                      f"merge it with the one at line {found[block.kind].span.line}")
+            order = _BLOCK_ORDER.index(block.kind)
+            if order < last:
+                _fail(f"the {block.kind} block must come before the {_BLOCK_ORDER[last]} block", block.span,
+                      "blocks go in the order: " + ", ".join(_BLOCK_ORDER))
+            last = order
+            found[block.kind] = block
+        if "model" not in found:
+            span = self.program.blocks[-1].span if self.program.blocks else Span.point(self.source, 1, 1)
+            _fail("the program has no model block", span, "add 'model { ... }' with at least one likelihood")
+        empty = Span.point(self.source, 1, 1)
+        for kind in _BLOCK_ORDER:
+            found.setdefault(kind, ast.Block(empty, kind))
+        return found
+
+    # ---- declarations ------------------------------------------------------------------------
+    def _declare(self, decl: ast.Declaration, role: str):
+        if decl.name in self.variables:
+            previous = self.variables[decl.name]
+            _fail(f"'{decl.name}' is already declared (line {previous.span.line})", decl.name_span)
+        if decl.name in catalog.known_callables() or decl.name in catalog.CONSTANTS:
+            _fail(f"'{decl.name}' is a built-in name and cannot be declared", decl.name_span)
+        if role == "data" and decl.prior is not None:
+            _fail(f"data '{decl.name}' cannot have a prior", decl.prior.span,
+                  "priors go beside parameters; a distribution on data is a likelihood in the model block")
+        spec = decl.type
+        dims = tuple(self._dim(d) for d in spec.dims)
+        array_dims = tuple(self._dim(d) for d in spec.array_dims)
+        lower = self._constant(spec.lower) if spec.lower is not None else None
+        upper = self._constant(spec.upper) if spec.upper is not None else None
+        if lower is not None and upper is not None and not lower < upper:
+            _fail(f"empty constraint: lower={lower:g} is not below upper={upper:g}", spec.span)
+        if spec.base == "int" and role != "data":
+            _fail(f"{role} '{decl.name}' cannot be an int", spec.span,
+                  "only data may be integer; use real, vector or matrix")
+        base = "int" if spec.base == "int" else "real"
+        container = {"int": "scalar", "real": "scalar"}.get(spec.base, spec.base)
+        vartype = VarType(base, container, dims, array_dims, lower, upper)
+        self.variables[decl.name] = ir.Variable(decl.name, role, vartype, decl.name_span)
+
+    def _dim(self, expr: ast.Expr) -> Dim:
+        if isinstance(expr, ast.Number):
+            if not expr.is_int or expr.value < 0:
+                _fail("a size must be a non-negative integer", expr.span)
+            return int(expr.value)
+        if isinstance(expr, ast.Name):
+            var = self.variables.get(expr.name)
+            if var is None:
+                _fail(f"size '{expr.name}' is not declared", expr.span,
+                      _suggest(expr.name, self.variables) or f"declare 'int {expr.name};' in the data block")
+            if var.role != "data" or var.type != VarType("int", lower=var.type.lower, upper=var.type.upper):
+                _fail(f"size '{expr.name}' must be an int declared in the data block", expr.span)
+            self.used.add(expr.name)
+            if expr.name not in self.sizes:
+                self.sizes.append(expr.name)
+            return expr.name
+        _fail("a size must be an integer or the name of an int in the data block", expr.span)
+
+    def _constant(self, expr: ast.Expr) -> float:
+        if isinstance(expr, ast.Number):
+            return expr.value
+        if isinstance(expr, ast.Negate):
+            return -self._constant(expr.operand)
+        if isinstance(expr, ast.Name) and expr.name in catalog.CONSTANTS:
+            return catalog.CONSTANTS[expr.name]
+        if isinstance(expr, ast.BinaryOp):
+            a, b = self._constant(expr.left), self._constant(expr.right)
+            try:
+                return {"+": a + b, "-": a - b, "*": a * b}.get(expr.op) if expr.op in "+-*" else (
+                    a / b if expr.op == "/" else a ** b)
+            except ZeroDivisionError:
+                _fail("division by zero in a constant", expr.span)
+        if isinstance(expr, ast.Call) and expr.function in ("sqrt", "exp", "log") and len(expr.args) == 1:
+            value = self._constant(expr.args[0])
+            try:
+                return getattr(math, expr.function)(value)
+            except ValueError:
+                _fail(f"{expr.function}({value:g}) is undefined", expr.span)
+        _fail("a bound must be a constant number", expr.span, "write e.g. <lower=0> or <lower=0, upper=1>")
+
+    # ---- latent shape inference --------------------------------------------------------------
+    def _infer_latents(self, statements):
+        """Give undeclared GP targets a type: vector over the inputs' points, or the data's matrix shape."""
+        likelihood_shapes: dict[str, VarType] = {}
+        gp_targets: list[ast.Tilde] = []
+
+        def visit(items):
+            for s in items:
+                if isinstance(s, ast.For):
+                    visit(s.body)
+                elif isinstance(s, ast.Tilde):
+                    if s.distribution.function == "gp":
+                        gp_targets.append(s)
+                    var = self.variables.get(s.target.name)
+                    first = s.distribution.args[0] if s.distribution.args else None
+                    if (var is not None and var.role == "data" and not s.target.indices
+                            and isinstance(first, ast.Name)):
+                        likelihood_shapes.setdefault(first.name, var.type)
+
+        visit(statements)
+        for s in gp_targets:
+            name = s.target.name
+            if name in self.variables:
+                continue
+            if s.target.indices:
+                _fail(f"cannot infer the shape of latent '{name}' from an indexed statement", s.target.span,
+                      f"declare it in a latent block, e.g. 'latent {{ array[Q] matrix[N, D] {name}; }}'")
+            if len(s.distribution.args) < 1:
+                continue
+            inputs = self._inputs(s.distribution.args[0])
+            observed = likelihood_shapes.get(name)
+            index_shape = inputs.index_shape
+            if (observed is not None and observed.container == "matrix" and not observed.array_dims
+                    and len(index_shape) == 1 and _same_dim(observed.dims[0], index_shape[0])):
+                vartype = VarType("real", "matrix", observed.dims)
+            elif len(index_shape) == 1:
+                vartype = VarType("real", "vector", index_shape)
+            else:
+                vartype = VarType("real", "vector", index_shape[-1:], index_shape[:-1])
+            self.variables[name] = ir.Variable(name, "latent", vartype, s.target.span, declared=False)
+
+    # ---- statements --------------------------------------------------------------------------
+    def _declared_prior(self, decl: ast.Declaration) -> ir.Statement:
+        var = self.variables[decl.name]
+        target = ir.Target(decl.name, var.role, (), _value_type(var.type), decl.name_span)
+        self.defined[decl.name] = decl.prior.span
+        return self._prior(target, decl.prior)
+
+    def _statement(self, statement: ast.Statement) -> ir.Statement:
+        if isinstance(statement, ast.For):
+            return self._for(statement)
+        return self._tilde(statement)
+
+    def _for(self, loop: ast.For) -> ir.ForLoop:
+        if loop.variable in self.variables or loop.variable in self.loops:
+            _fail(f"loop variable '{loop.variable}' hides another variable", loop.span)
+        start, stop = self._expr(loop.start), self._expr(loop.stop)
+        for bound in (start, stop):
+            if bound.type != ir.INT:
+                _fail("loop bounds must be integers", bound.span)
+        self.loops[loop.variable] = (loop.start, loop.stop)
+        body = tuple(self._statement(s) for s in loop.body)
+        del self.loops[loop.variable]
+        return ir.ForLoop(loop.span, loop.variable, start, stop, body)
+
+    def _target(self, target: ast.Target) -> ir.Target:
+        var = self.variables.get(target.name)
+        if var is None:
+            if target.name in self.loops:
+                _fail(f"loop variable '{target.name}' cannot be the target of '~'", target.span)
+            _fail(f"'{target.name}' is not declared", target.span,
+                  _suggest(target.name, self.variables) or
+                  "declare data in the data block, parameters in the parameters block, latent values "
+                  "in a latent block (GP values may also be introduced by 'f ~ gp(...)')")
+        self.used.add(target.name)
+        base = ir.Ref(_value_type(var.type), target.span, target.name, var.role)
+        indices = tuple(self._expr(i) for i in target.indices)
+        for i in indices:
+            if isinstance(i, ir.Slice) or i.type != ir.INT:
+                _fail("the target of '~' may only be indexed by integers", i.span if not isinstance(i, ir.Slice)
+                      else target.span)
+        vartype = self._index_type(base.type, indices, target.span) if indices else base.type
+        return ir.Target(target.name, var.role, indices, vartype, target.span)
+
+    def _tilde(self, statement: ast.Tilde) -> ir.Statement:
+        call = statement.distribution
+        target = self._target(statement.target)
+        if call.function == "gp":
+            if target.role != "latent":
+                what = "data" if target.role == "data" else "a parameter"
+                _fail(f"'{target.name}' is {what}; only latent values can have a gp prior", statement.target.span,
+                      "GP values are latent: write 'f ~ gp(X, k);' and put the data on top, "
+                      f"e.g. '{target.name} ~ normal(f, sigma);'")
+            self._define(target, statement)
+            return self._gp(statement, target)
+        if call.function == catalog.EXTERNAL:
+            if target.role != "data":
+                _fail("external(...) is a likelihood: its target must be data", statement.target.span)
+            return self._external(statement, target)
+        if target.role == "data":
+            return self._likelihood(statement, target)
+        self._define(target, statement)
+        return self._prior(target, call)
+
+    def _define(self, target: ir.Target, statement: ast.Tilde):
+        key = target.name
+        if target.indices:
+            key += "[" + ",".join(_describe_index(i) for i in target.indices) + "]"
+        whole = self.defined.get(target.name)
+        if key in self.defined or (whole is not None and key != target.name):
+            previous = self.defined.get(key) or whole
+            what = "prior" if target.role == "parameter" else "distribution"
+            _fail(f"'{target.name}' already has a {what} (line {previous.line})", statement.target.span,
+                  "give each parameter or latent variable exactly one prior")
+        self.defined[key] = statement.span
+
+    def _gp(self, statement: ast.Tilde, target: ir.Target) -> ir.GPStatement:
+        call = statement.distribution
+        if len(call.args) != 2 or call.kwargs:
+            _fail("gp takes two arguments: gp(inputs, kernel)", call.span)
+        inputs = self._inputs(call.args[0])
+        kernel = self._kernel(call.args[1], inputs)
+        points = inputs.index_shape
+        t = target.type
+        if t.container == "matrix" and not t.array_dims:
+            rows, ok = t.dims[:1], len(points) == 1 and _same_dim(t.dims[0], points[0])
+        else:
+            rows = t.shape
+            ok = len(rows) == len(points) and all(_same_dim(a, b) for a, b in zip(rows, points))
+        if not ok or t.base != "real" or t.container == "scalar":
+            _fail(f"'{target.name}' has shape {_shape_text(t.shape)} but its gp inputs have "
+                  f"{_shape_text(points)} points", statement.target.span,
+                  "a GP over N points gives vector[N] (or matrix[N, C] for C independent columns)")
+        return ir.GPStatement(statement.span, target, inputs, kernel)
+
+    def _likelihood(self, statement: ast.Tilde, target: ir.Target) -> ir.Statement:
+        call = statement.distribution
+        spec = catalog.DISTRIBUTIONS.get(call.function)
+        if spec is None:
+            self._unknown_callable(call, "distribution")
+        if not spec.likelihood:
+            likelihoods = [d.name for d in catalog.DISTRIBUTIONS.values() if d.likelihood]
+            _fail(f"'{call.function}' is not a likelihood", call.name_span,
+                  "likelihoods are: " + ", ".join(likelihoods + [catalog.EXTERNAL]))
+        distribution = self._distribution(call, spec, target)
+        t = target.type
+        if spec.support in ("binary", "count"):
+            if t.base != "int":
+                _fail(f"{spec.name} needs integer data but '{target.name}' is {t.describe()}", statement.target.span,
+                      f"declare it e.g. 'array[N] int<lower=0{', upper=1' if spec.support == 'binary' else ''}> "
+                      f"{target.name};'")
+        elif t.base == "int":
+            _fail(f"{spec.name} is a likelihood for real data but '{target.name}' is integer",
+                  statement.target.span)
+        return ir.LikelihoodStatement(statement.span, target, distribution)
+
+    def _external(self, statement: ast.Tilde, target: ir.Target) -> ir.ExternalLikelihood:
+        call = statement.distribution
+        if not call.args or not isinstance(call.args[0], ast.String):
+            _fail('external needs the function as a string first: external("module:function", ...)', call.span)
+        function = call.args[0].value
+        module, _, name = function.partition(":")
+        if not module or not name or not all(p.isidentifier() for p in module.split(".") + [name]):
+            _fail(f"'{function}' is not of the form 'package.module:function'", call.args[0].span)
+        if call.kwargs:
+            _fail("external takes positional arguments only", call.kwargs[0].span)
+        args = tuple(self._expr(a) for a in call.args[1:])
+        return ir.ExternalLikelihood(statement.span, target, function, args)
+
+    def _prior(self, target: ir.Target, call: ast.Call) -> ir.PriorStatement:
+        spec = catalog.DISTRIBUTIONS.get(call.function)
+        if spec is None:
+            if call.function in catalog.KERNELS:
+                _fail(f"'{call.function}' is a kernel, not a distribution", call.name_span,
+                      f"write '{target.name} ~ gp(inputs, {call.function}(...))'")
+            self._unknown_callable(call, "distribution")
+        if not spec.prior:
+            priors = [d.name for d in catalog.DISTRIBUTIONS.values() if d.prior]
+            _fail(f"'{spec.name}' is a likelihood for data; '{target.name}' is a {target.role}", call.name_span,
+                  "priors are: " + ", ".join(priors))
+        distribution = self._distribution(call, spec, target)
+        if target.role == "parameter" and not target.indices:
+            self._fit_bounds(target, spec, distribution, call)
+        return ir.PriorStatement(call.span, target, distribution)
+
+    def _fit_bounds(self, target: ir.Target, spec: catalog.DistributionSpec, distribution: ir.Distribution,
+                    call: ast.Call):
+        """Check the declared constraint against the prior's support; imply bounds for bounded priors."""
+        var = self.variables[target.name]
+        lower, upper = var.type.lower, var.type.upper
+        if spec.support == "positive":
+            if lower is None or lower < 0:
+                declared = var.type.describe()
+                _fail(f"{spec.name} has support (0, inf) but '{target.name}' is declared {declared}", call.name_span,
+                      f"declare it with <lower=0>, e.g. '{replace(var.type, lower=0.0).describe()} {target.name}'")
+        elif spec.support == "bounded":
+            lo = self._constant_vector(distribution.arg("lower"))
+            hi = self._constant_vector(distribution.arg("upper"))
+            if lo is None or hi is None:
+                _fail(f"the bounds of {spec.name} must be constants", call.span)
+            if any(a >= b for a, b in zip(lo, hi)):
+                _fail(f"{spec.name} needs lower < upper", call.span)
+            lo_v, hi_v = (lo[0] if len(set(lo)) == 1 else None), (hi[0] if len(set(hi)) == 1 else None)
+            if lower is not None or upper is not None:
+                if (lower, upper) != (lo_v, hi_v):
+                    _fail(f"the declared bounds of '{target.name}' differ from the support of {spec.name}",
+                          var.span, "drop the declared bounds: they are implied by the prior")
+            self.variables[target.name] = replace(var, type=replace(var.type, lower=lo_v, upper=hi_v))
+        elif spec.support == "real" and (lower is not None or upper is not None) and spec.name != "normal":
+            pass
+
+    def _constant_vector(self, expr: ir.Expr) -> list[float] | None:
+        if isinstance(expr, ir.Constant):
+            return [expr.value]
+        if isinstance(expr, ir.VectorLiteral) and all(isinstance(i, ir.Constant) for i in expr.items):
+            return [i.value for i in expr.items]
+        if isinstance(expr, ir.Negate):
+            inner = self._constant_vector(expr.operand)
+            return None if inner is None else [-v for v in inner]
+        return None
+
+    def _distribution(self, call: ast.Call, spec: catalog.DistributionSpec, target: ir.Target) -> ir.Distribution:
+        values: dict[str, ir.Expr] = {}
+        if len(call.args) > len(spec.params):
+            _fail(f"{spec.name} takes at most {len(spec.params)} arguments ({', '.join(spec.params)}), "
+                  f"got {len(call.args)}", call.span)
+        for name, arg in zip(spec.params, call.args):
+            values[name] = self._expr(arg)
+        for kw in call.kwargs:
+            if kw.name not in spec.params:
+                _fail(f"{spec.name} has no argument '{kw.name}'", kw.name_span,
+                      _suggest(kw.name, spec.params) or f"its arguments are {', '.join(spec.params)}")
+            if kw.name in values:
+                _fail(f"argument '{kw.name}' of {spec.name} given twice", kw.name_span)
+            values[kw.name] = self._expr(kw.value)
+        for name in spec.params:
+            if name not in values:
+                if name in spec.defaults:
+                    values[name] = ir.Constant(ir.REAL, call.span, float(spec.defaults[name]))
+                else:
+                    _fail(f"{spec.name} needs the argument '{name}' ({', '.join(spec.params)})", call.span)
+        shape = target.type.shape
+        for name, value in values.items():
+            if isinstance(value, ir.StringConstant):
+                _fail(f"argument '{name}' of {spec.name} cannot be a string", value.span)
+            vshape = value.type.shape
+            if vshape and not self._shapes_agree(vshape, shape):
+                _fail(f"argument '{name}' of {spec.name} has shape {_shape_text(vshape)} but "
+                      f"'{target.name}' has shape {_shape_text(shape)}", value.span,
+                      "arguments are scalars (applied to every element) or match the variate's shape")
+        return ir.Distribution(spec.name, tuple((n, values[n]) for n in spec.params), call.span)
+
+    def _shapes_agree(self, a, b) -> bool:
+        if len(a) == len(b) and all(_same_dim(x, y) for x, y in zip(a, b)):
+            return True
+        return _element_count(a) is not None and _element_count(a) == _element_count(b) and len(a) == len(b)
+
+    # ---- GP inputs and kernels ---------------------------------------------------------------
+    def _inputs(self, expr: ast.Expr) -> ir.Inputs:
+        items = expr.items if isinstance(expr, ast.Tuple) else (expr,)
+        components, names, dims, index_shapes = [], [], [], []
+        for item in items:
+            if isinstance(item, ast.Call) and item.function == "project":
+                value = self._project(item)
+            else:
+                value = self._expr(item)
+            t = value.type
+            if t.base != "real" and t.base != "int":
+                _fail("GP inputs must be numeric", item.span)
+            if t.container == "matrix":
+                index_shapes.append(t.array_dims + t.dims[:1])
+                dims.append(t.dims[1])
+            elif t.container == "vector":
+                index_shapes.append(t.array_dims + t.dims)
+                dims.append(1)
+            else:
+                _fail("GP inputs must be a vector (one input per point) or a matrix (one row per point)",
+                      item.span, f"got {t.describe()}")
+            components.append(value)
+            names.append(item.name if isinstance(item, ast.Name) else None)
+        longest = max(index_shapes, key=len)
+        for item, shape in zip(items, index_shapes):
+            if tuple(longest[: len(shape)]) != tuple(shape):
+                _fail(f"GP input components disagree on the points: {_shape_text(shape)} vs "
+                      f"{_shape_text(longest)}", item.span,
+                      "a component may be broadcast over a trailing index (e.g. time t over the N points "
+                      "of each X[t]) but must otherwise index the same points")
+        return ir.Inputs(tuple(components), tuple(names), tuple(dims), tuple(longest), expr.span)
+
+    def _project(self, call: ast.Call) -> ir.Project:
+        if len(call.args) != 2 or call.kwargs:
+            _fail("project takes two arguments: project(W, X)", call.span)
+        weights, inputs = self._expr(call.args[0]), self._expr(call.args[1])
+        w, x = weights.type, inputs.type
+        if not (w.container == "matrix" and len(w.array_dims) == 1 and x.container == "matrix"
+                and not x.array_dims and w.dims == x.dims):
+            _fail(f"project(W, X) needs W: array[Q] matrix[N, D] and X: matrix[N, D]; got "
+                  f"{w.describe()} and {x.describe()}", call.span)
+        return ir.Project(VarType("real", "matrix", (x.dims[0], w.array_dims[0])), call.span, weights, inputs)
+
+    def _kernel(self, expr: ast.Expr, inputs: ir.Inputs) -> ir.Kernel:
+        if isinstance(expr, ast.BinaryOp) and expr.op in "+*":
+            left_is_kernel, right_is_kernel = self._is_kernel(expr.left), self._is_kernel(expr.right)
+            if expr.op == "+":
+                if not (left_is_kernel and right_is_kernel):
+                    bad = expr.right if left_is_kernel else expr.left
+                    _fail("a kernel can only be added to another kernel", bad.span,
+                          "to add a constant covariance write constant(c)")
+                return ir.KernelSum(expr.span, self._kernel(expr.left, inputs), self._kernel(expr.right, inputs))
+            if left_is_kernel and right_is_kernel:
+                return ir.KernelProduct(expr.span, self._kernel(expr.left, inputs),
+                                        self._kernel(expr.right, inputs))
+            if left_is_kernel or right_is_kernel:
+                scale_ast, kernel_ast = (expr.right, expr.left) if left_is_kernel else (expr.left, expr.right)
+                scale = self._expr(scale_ast)
+                if scale.type.shape:
+                    _fail("a kernel can only be scaled by a scalar", scale_ast.span)
+                return ir.KernelScale(expr.span, scale, self._kernel(kernel_ast, inputs))
+        if isinstance(expr, ast.Call):
+            if expr.function in catalog.KERNELS:
+                return self._kernel_leaf(expr, inputs)
+            if expr.function in catalog.DISTRIBUTIONS:
+                _fail(f"'{expr.function}' is a distribution, not a kernel", expr.name_span,
+                      "kernels are: " + ", ".join(catalog.KERNELS))
+            if expr.function not in catalog.FUNCTIONS:
+                self._unknown_callable(expr, "kernel")
+        _fail("expected a kernel expression (kernels combined with +, * and scaled by scalars)", expr.span,
+              "kernels are: " + ", ".join(catalog.KERNELS))
+
+    def _is_kernel(self, expr: ast.Expr) -> bool:
+        if isinstance(expr, ast.Call):
+            return expr.function in catalog.KERNELS
+        if isinstance(expr, ast.BinaryOp) and expr.op in "+*":
+            return self._is_kernel(expr.left) or self._is_kernel(expr.right)
+        return False
+
+    def _kernel_leaf(self, call: ast.Call, inputs: ir.Inputs) -> ir.KernelLeaf:
+        spec = catalog.KERNELS[call.function]
+        args = list(call.args)
+        component = None
+        if args and isinstance(args[0], ast.Name) and args[0].name in inputs.names:
+            component = inputs.names.index(args[0].name)
+            args = args[1:]
+        elif args and isinstance(args[0], ast.Name) and self.variables.get(args[0].name, None) is not None \
+                and self.variables[args[0].name].role == "data" and self.variables[args[0].name].type.shape:
+            _fail(f"'{args[0].name}' is not one of this GP's inputs", args[0].span,
+                  "bind a kernel to an input by naming one of the inputs of gp((t, X), ...)")
+        input_dim = inputs.dims[component] if component is not None else inputs.dim
+        values: dict[str, ir.Expr] = {}
+        if len(args) > len(spec.params):
+            _fail(f"{spec.name} takes at most {len(spec.params)} positional hyperparameters", call.span)
+        for param, arg in zip(spec.params, args):
+            values[param.name] = self._expr(arg)
+        for kw in call.kwargs:
+            param = spec.param(kw.name)
+            if param is None:
+                _fail(f"kernel {spec.name} has no parameter '{kw.name}'", kw.name_span,
+                      _suggest(kw.name, [p.name for p in spec.params])
+                      or "its parameters are " + ", ".join(p.name for p in spec.params))
+            if kw.name in values:
+                _fail(f"parameter '{kw.name}' of {spec.name} given twice", kw.name_span)
+            values[kw.name] = self._expr(kw.value)
+        for group in spec.exclusive:
+            given = [g for g in group if g in values]
+            if len(given) > 1:
+                _fail(f"{spec.name} takes one of {' or '.join(group)}, not both", call.span)
+        for param in spec.params:
+            excluded = any(param.name in g and any(o in values for o in g if o != param.name)
+                           for g in spec.exclusive)
+            if param.name not in values and not excluded:
+                if param.default is None and not any(param.name in g for g in spec.exclusive):
+                    _fail(f"kernel {spec.name} needs '{param.name}'", call.span)
+                if param.default is not None:
+                    values[param.name] = ir.Constant(ir.REAL, call.span, float(param.default))
+        for name, value in values.items():
+            param = spec.param(name)
+            shape = value.type.shape
+            if value.type.container == "matrix" or value.type.array_dims or isinstance(value, ir.StringConstant):
+                _fail(f"{spec.name} parameter '{name}' must be a scalar or a vector", value.span)
+            if shape:
+                if not param.ard:
+                    _fail(f"{spec.name} parameter '{name}' must be a scalar", value.span)
+                if not self._dims_agree(shape[0], input_dim):
+                    _fail(f"{spec.name} parameter '{name}' has length {shape[0]} but the kernel acts on "
+                          f"{input_dim} input dimension(s)", value.span,
+                          "an ARD vector has one entry per input column")
+        ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
+        return ir.KernelLeaf(call.span, spec.name, ordered, component, input_dim)
+
+    def _dims_agree(self, a: Dim, b) -> bool:
+        return a == b or (isinstance(b, str) and "+" in b)
+
+    # ---- expressions -------------------------------------------------------------------------
+    def _expr(self, expr: ast.Expr) -> ir.Expr:
+        method = getattr(self, "_expr_" + type(expr).__name__)
+        return method(expr)
+
+    def _expr_Number(self, expr: ast.Number) -> ir.Expr:
+        return ir.Constant(ir.INT if expr.is_int else ir.REAL, expr.span, expr.value)
+
+    def _expr_String(self, expr: ast.String) -> ir.Expr:
+        return ir.StringConstant(ir.REAL, expr.span, expr.value)
+
+    def _expr_Name(self, expr: ast.Name) -> ir.Expr:
+        if expr.name in self.loops:
+            return ir.Ref(ir.INT, expr.span, expr.name, "loop")
+        var = self.variables.get(expr.name)
+        if var is None:
+            if expr.name in catalog.CONSTANTS:
+                return ir.Constant(ir.REAL, expr.span, catalog.CONSTANTS[expr.name])
+            if expr.name in catalog.KERNELS or expr.name in catalog.DISTRIBUTIONS:
+                _fail(f"'{expr.name}' must be called: {expr.name}(...)", expr.span)
+            _fail(f"'{expr.name}' is not declared", expr.span,
+                  _suggest(expr.name, list(self.variables) + list(self.loops)))
+        self.used.add(expr.name)
+        return ir.Ref(_value_type(var.type), expr.span, expr.name, var.role)
+
+    def _expr_Negate(self, expr: ast.Negate) -> ir.Expr:
+        operand = self._expr(expr.operand)
+        if isinstance(operand, ir.Constant):
+            return ir.Constant(operand.type, expr.span, -operand.value)
+        return ir.Negate(operand.type, expr.span, operand)
+
+    def _expr_BinaryOp(self, expr: ast.BinaryOp) -> ir.Expr:
+        if self._is_kernel(expr):
+            _fail("a kernel expression can only appear as the second argument of gp(...)", expr.span)
+        left, right = self._expr(expr.left), self._expr(expr.right)
+        for side in (left, right):
+            if isinstance(side, ir.StringConstant):
+                _fail("strings cannot be used in arithmetic", side.span)
+        lt, rt = left.type, right.type
+        if not lt.shape:
+            shape_type = rt
+        elif not rt.shape:
+            shape_type = lt
+        elif lt.container == rt.container and lt.shape == rt.shape:
+            shape_type = lt
+        else:
+            _fail(f"shapes do not match for '{expr.op}': {lt.describe()} and {rt.describe()}", expr.span,
+                  "operators act elementwise: both sides need the same shape, or one side a scalar")
+        base = "int" if lt.base == rt.base == "int" and expr.op in "+-*" else "real"
+        return ir.Binary(replace(shape_type, base=base), expr.span, expr.op, left, right)
+
+    def _expr_Index(self, expr: ast.Index) -> ir.Expr:
+        base = self._expr(expr.base)
+        indices = tuple(self._index_item(i) for i in expr.indices)
+        return ir.Index(self._index_type(base.type, indices, expr.span), expr.span, base, indices)
+
+    def _index_item(self, item: ast.Expr):
+        if isinstance(item, ast.Slice):
+            start, stop = self._expr(item.start), self._expr(item.stop)
+            for bound in (start, stop):
+                if bound.type != ir.INT:
+                    _fail("slice bounds must be integers", bound.span)
+            return ir.Slice(start, stop)
+        value = self._expr(item)
+        if value.type != ir.INT:
+            _fail(f"an index must be an integer, got {value.type.describe()}", item.span)
+        return value
+
+    def _index_type(self, t: VarType, indices, span: Span) -> VarType:
+        shape = list(t.shape)
+        if len(indices) > len(shape):
+            _fail(f"too many indices: {t.describe()} has {len(shape)} dimension(s)", span)
+        new_dims = []
+        for position, (index, dim) in enumerate(zip(indices, shape)):
+            if isinstance(index, ir.Slice):
+                new_dims.append(self._slice_length(index))
+            else:
+                if isinstance(index, ir.Constant) and isinstance(dim, int) and not 1 <= index.value <= dim:
+                    _fail(f"index {int(index.value)} is out of range 1..{dim}", index.span)
+                if isinstance(index, ir.Constant) and index.value < 1:
+                    _fail("indices start at 1", index.span)
+        rest = shape[len(indices):]
+        n_array = len(t.array_dims)
+        kept = [(p, d) for p, d in enumerate(shape[: len(indices)]) if isinstance(indices[p], ir.Slice)]
+        array_dims = [new_dims[i] for i, (p, _) in enumerate(kept) if p < n_array] + \
+            [d for p, d in enumerate(shape) if p >= len(indices) and p < n_array]
+        container_dims = [new_dims[i] for i, (p, _) in enumerate(kept) if p >= n_array] + \
+            [d for p, d in enumerate(shape) if p >= len(indices) and p >= n_array]
+        container = {0: "scalar", 1: "vector", 2: "matrix"}[len(container_dims)]
+        if t.base == "int" and container != "scalar":
+            array_dims, container_dims, container = array_dims + container_dims, [], "scalar"
+        del rest
+        return VarType(t.base, container, tuple(container_dims), tuple(array_dims))
+
+    def _slice_length(self, index: ir.Slice) -> Dim:
+        if isinstance(index.start, ir.Constant) and isinstance(index.stop, ir.Constant):
+            length = int(index.stop.value) - int(index.start.value) + 1
+            if length < 1:
+                _fail("empty slice", index.start.span)
+            return length
+        if isinstance(index.start, ir.Constant) and index.start.value == 1 and isinstance(index.stop, ir.Ref):
+            return index.stop.name
+        _fail("slice bounds must be constants (or 1:N with a size N)", index.start.span)
+
+    def _expr_Call(self, expr: ast.Call) -> ir.Expr:
+        name = expr.function
+        if name in catalog.KERNELS:
+            _fail(f"kernel '{name}' can only appear inside gp(inputs, kernel)", expr.name_span)
+        if name in catalog.DISTRIBUTIONS or name in ("gp", catalog.EXTERNAL):
+            _fail(f"'{name}' can only appear on the right of '~'", expr.name_span)
+        if name == "project":
+            return self._project(expr)
+        if name not in catalog.FUNCTIONS:
+            self._unknown_callable(expr, "function")
+        if len(expr.args) != 1 or expr.kwargs:
+            _fail(f"{name} takes one argument", expr.span)
+        arg = self._expr(expr.args[0])
+        return ir.Apply(replace(arg.type, base="real"), expr.span, name, (arg,))
+
+    def _expr_Tuple(self, expr: ast.Tuple) -> ir.Expr:
+        _fail("a tuple can only be the inputs of gp((t, X), kernel)", expr.span)
+
+    def _expr_VectorLiteral(self, expr: ast.VectorLiteral) -> ir.Expr:
+        items = tuple(self._expr(i) for i in expr.items)
+        for item in items:
+            if item.type.shape:
+                _fail("vector literal items must be scalars", item.span)
+        return ir.VectorLiteral(VarType("real", "vector", (len(items),)), expr.span, items)
+
+    def _expr_Slice(self, expr: ast.Slice) -> ir.Expr:
+        _fail("a range a:b can only be used as an index", expr.span)
+
+    def _unknown_callable(self, call: ast.Call, kind: str):
+        pool = {"distribution": list(catalog.DISTRIBUTIONS) + ["gp", catalog.EXTERNAL],
+                "kernel": list(catalog.KERNELS),
+                "function": list(catalog.FUNCTIONS) + ["project"]}[kind]
+        hint = _suggest(call.function, pool) or _suggest(call.function, catalog.known_callables())
+        _fail(f"unknown {kind} '{call.function}'", call.name_span, hint or f"{kind}s are: " + ", ".join(pool))
+
+    # ---- whole-program checks ----------------------------------------------------------------
+    def _final_checks(self):
+        for name, var in self.variables.items():
+            if var.role == "data" and name not in self.used:
+                self.warnings.append(CheckWarning(f"data '{name}' is declared but never used", var.span))
+            if var.role == "parameter" and name not in self.defined:
+                self.warnings.append(CheckWarning(
+                    f"parameter '{name}' has no prior: methods that optimise point-estimate it, "
+                    "samplers refuse it", var.span))
+            if var.role == "parameter" and name not in self.used:
+                self.warnings.append(CheckWarning(f"parameter '{name}' is never used", var.span))
+            if var.role == "latent" and not any(k == name or k.startswith(name + "[") for k in self.defined):
+                _fail(f"latent '{name}' has no distribution", var.span,
+                      f"give it one in the model block, e.g. '{name} ~ normal(0, 1);' or '{name} ~ gp(X, k);'")
+        has_likelihood = False
+
+        def visit(statements):
+            nonlocal has_likelihood
+            for s in statements:
+                if isinstance(s, ast.For):
+                    visit(s.body)
+                elif isinstance(s, ast.Tilde) and self.variables.get(s.target.name) is not None \
+                        and self.variables[s.target.name].role == "data":
+                    has_likelihood = True
+
+        for block in self.program.blocks:
+            if block.kind == "model":
+                visit(block.statements)
+        if not has_likelihood:
+            model_block = next(b for b in self.program.blocks if b.kind == "model")
+            _fail("the model has no likelihood: no data appear on the left of '~'", model_block.span,
+                  "add e.g. 'y ~ normal(f, sigma);'")
+
+
+def _describe_index(index: ir.Expr) -> str:
+    if isinstance(index, ir.Constant):
+        return str(int(index.value))
+    if isinstance(index, ir.Ref):
+        return index.name
+    return "?"

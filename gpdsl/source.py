@@ -1,0 +1,81 @@
+"""Source text, spans and excerpts with a caret."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Source:
+    """A model file's text and the name it is reported under.
+
+    Parameters
+    ----------
+    text : str
+        The full source text.
+    name : str
+        The file name shown in messages (``<string>`` for text not read from a file).
+    """
+
+    text: str
+    name: str = "<string>"
+
+    def line(self, lineno: int) -> str:
+        """Return line ``lineno`` (1-based) without its newline, or ``""`` past the end."""
+        lines = self.text.splitlines()
+        return lines[lineno - 1] if 1 <= lineno <= len(lines) else ""
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """Return the 1-based (line, column) of a character offset."""
+        offset = max(0, min(offset, len(self.text)))
+        line = self.text.count("\n", 0, offset) + 1
+        column = offset - (self.text.rfind("\n", 0, offset) + 1) + 1
+        return line, column
+
+
+@dataclass(frozen=True)
+class Span:
+    """A region of a source: 1-based line and column of its start and end (end exclusive).
+
+    Parameters
+    ----------
+    source : Source
+        The source the span points into.
+    line, column : int
+        Start position.
+    end_line, end_column : int
+        End position; equal to the start for a point.
+    """
+
+    source: Source
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @classmethod
+    def point(cls, source: Source, line: int, column: int) -> "Span":
+        """A zero-width span at one position."""
+        return cls(source, line, column, line, column)
+
+    @classmethod
+    def from_offsets(cls, source: Source, start: int, end: int) -> "Span":
+        """A span between two character offsets."""
+        line, column = source.position(start)
+        end_line, end_column = source.position(end)
+        return cls(source, line, column, end_line, end_column)
+
+    def location(self) -> str:
+        """``file:line:col``."""
+        return f"{self.source.name}:{self.line}:{self.column}"
+
+    def excerpt(self) -> str:
+        """The source line with a caret (or a run of carets) under the span."""
+        text = self.source.line(self.line)
+        width = 1
+        if self.end_line == self.line and self.end_column > self.column:
+            width = self.end_column - self.column
+        width = max(1, min(width, max(1, len(text) - self.column + 1)))
+        gutter = f"{self.line:>4} | "
+        pad = "".join("\t" if ch == "\t" else " " for ch in text[: self.column - 1])
+        return f"{gutter}{text}\n{' ' * (len(gutter) - 2)}| {pad}{'^' * width}"

@@ -1,0 +1,1 @@
+"""The gpdsl grammar (package data)."""

@@ -1,0 +1,1 @@
+"""Stan function chunks and block templates (package data)."""
