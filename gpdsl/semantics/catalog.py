@@ -144,3 +144,6 @@ CONSTANTS = {"pi": math.pi}
 def known_callables() -> list[str]:
     """Every name that may be called in a model file (for 'did you mean' suggestions)."""
     return sorted(set(DISTRIBUTIONS) | set(KERNELS) | set(FUNCTIONS) | SPECIAL_FUNCTIONS)
+
+GP_JITTER = 1e-8
+"""Added to the diagonal of every GP covariance matrix, by every backend, before factorising."""

@@ -1,0 +1,432 @@
+"""Lowering of the typed IR to JAX model functions.
+
+:func:`lower` turns a checked model and validated data into a :class:`JaxModel`: a flat unconstrained
+parameter vector with its layout, the transforms to the constrained space with log-Jacobians, the joint
+log density, and per-GP-node kernel and input builders that engines use directly.
+
+Latent GP values are handled in one of three ways:
+
+* marginalised (a ``normal`` likelihood with scalar noise directly on the latent): integrated out, each
+  column contributing ``MVN(y; 0, K + sigma^2 I)``;
+* ``"whitened"`` (non-centred, the default): the free variable is ``<name>_raw ~ N(0, I)`` and
+  ``<name> = L <name>_raw`` with ``L L^T = K``, as in the generated Stan program;
+* ``"centred"``: the latent itself is the free variable, with density ``N(0, K)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from gpdsl.backends.jax import densities  # noqa: E402
+from gpdsl.backends.jax.bijectors import constrain, unconstrain  # noqa: E402
+from gpdsl.errors import MethodError  # noqa: E402
+from gpdsl.ir import nodes as ir  # noqa: E402
+from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds  # noqa: E402
+from gpdsl.kernels import Kernel, build_kernel  # noqa: E402
+from gpdsl.semantics.catalog import GP_JITTER  # noqa: E402
+
+PARAMETERISATIONS = ("whitened", "centred")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One named block of the flat unconstrained vector.
+
+    Attributes
+    ----------
+    name : str
+        Free-variable name (a parameter, a latent, or ``<latent>_raw`` for whitened GP values).
+    shape : tuple of int
+        Concrete shape.
+    start : int
+        Offset in the flat vector.
+    lower, upper : array or None
+        Bounds of the constrained variable.
+    role : str
+        ``"parameter"``, ``"latent"`` or ``"latent_raw"``.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    start: int
+    lower: np.ndarray | None
+    upper: np.ndarray | None
+    role: str
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=int))
+
+
+@dataclass
+class JaxModel:
+    """Model functions over a flat unconstrained vector (see the module docstring).
+
+    Attributes
+    ----------
+    model : ir.Model
+        The checked model.
+    data : dict
+        Validated data (numpy arrays, sizes as ints).
+    sizes : dict of str to int
+        Values of the size symbols.
+    blocks : list of Block
+        Layout of the unconstrained vector.
+    dim : int
+        Its length.
+    parameterisation : str
+        ``"whitened"`` or ``"centred"``.
+    gp_nodes : list of GPNode
+        Structural facts: latent GP values, marginalised or not.
+    """
+
+    model: ir.Model
+    data: dict
+    sizes: dict
+    blocks: list[Block]
+    dim: int
+    parameterisation: str
+    gp_nodes: list[GPNode]
+    allow_external: bool = False
+    _externals: dict = field(default_factory=dict, repr=False)
+
+    # ---- layout ------------------------------------------------------------------------------
+    def block(self, name: str) -> Block:
+        """The block of a free variable by name."""
+        for b in self.blocks:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def unflatten(self, z) -> dict:
+        """Split a flat unconstrained vector into named arrays (still unconstrained)."""
+        return {b.name: jnp.reshape(z[b.start:b.start + b.size], b.shape) for b in self.blocks}
+
+    def flatten(self, values: dict) -> jax.Array:
+        """Concatenate named unconstrained arrays into the flat vector."""
+        return jnp.concatenate([jnp.ravel(jnp.asarray(values[b.name], dtype=float)) for b in self.blocks]) \
+            if self.blocks else jnp.zeros((0,))
+
+    def constrain_free(self, z) -> tuple[dict, jax.Array]:
+        """Free variables on their constrained scale and the summed log-Jacobian."""
+        values, log_jac = {}, jnp.zeros(())
+        for name, u in self.unflatten(z).items():
+            b = self.block(name)
+            x, lj = constrain(u, b.lower, b.upper)
+            values[name] = x
+            log_jac = log_jac + lj
+        return values, log_jac
+
+    def unconstrain_values(self, values: dict) -> jax.Array:
+        """The flat unconstrained vector of constrained free-variable values."""
+        return self.flatten({b.name: unconstrain(values[b.name], b.lower, b.upper) for b in self.blocks})
+
+    # ---- evaluation --------------------------------------------------------------------------
+    def environment(self, free: dict) -> dict:
+        """Data, free variables and derived latent GP values (``f = L f_raw``) by name."""
+        env = dict(self.data)
+        env.update(free)
+        if self.parameterisation == "whitened":
+            for node in self.gp_nodes:
+                if node.marginalised:
+                    continue
+                raw = free[node.name + "_raw"]
+                env[node.name] = self._whitened_to_latent(node, raw, env)
+        return env
+
+    def constrained(self, z) -> dict:
+        """Every model variable's value at ``z``: parameters, latents (derived where whitened)."""
+        free, _ = self.constrain_free(z)
+        env = self.environment(free)
+        names = list(self.model.parameters) + [n for n in self.model.latents if n in env] + \
+            [b.name for b in self.blocks if b.role == "latent_raw"]
+        return {name: env[name] for name in names}
+
+    def log_density(self, z) -> jax.Array:
+        """Joint log density on the unconstrained space, including log-Jacobians."""
+        free, log_jac = self.constrain_free(z)
+        return self.log_joint(free) + log_jac
+
+    def log_joint(self, free: dict) -> jax.Array:
+        """Joint log density of the constrained free variables (no Jacobian)."""
+        env = self.environment(free)
+        total = jnp.zeros(())
+        for statement, loops in self.model.walk():
+            total = total + self._over_loops(statement, loops, env)
+        for node in self.gp_nodes:
+            if self.parameterisation == "whitened" and not node.marginalised:
+                total = total + jnp.sum(jax.scipy.stats.norm.logpdf(free[node.name + "_raw"]))
+        return total
+
+    def _over_loops(self, statement, loops, env, bound=None):
+        bound = dict(bound or {})
+        if not loops:
+            return self._statement_logpdf(statement, {**env, **bound})
+        loop, rest = loops[0], loops[1:]
+        start = int(self.evaluate(loop.start, {**env, **bound}))
+        stop = int(self.evaluate(loop.stop, {**env, **bound}))
+        total = jnp.zeros(())
+        for value in range(start, stop + 1):
+            total = total + self._over_loops(statement, rest, env, {**bound, loop.variable: value})
+        return total
+
+    def _statement_logpdf(self, statement, env):
+        if isinstance(statement, ir.PriorStatement):
+            x = self._target_value(statement.target, env)
+            args = [self.evaluate(v, env) for _, v in statement.distribution.args]
+            return densities.log_density(densities.PRIOR_LOGPDF, statement.distribution.name, x, args)
+        if isinstance(statement, ir.LikelihoodStatement):
+            node = self._marginalised_node(statement)
+            if node is not None:
+                return self._marginal_loglik(node, statement, env)
+            y = self._target_value(statement.target, env)
+            args = [self.evaluate(v, env) for _, v in statement.distribution.args]
+            return densities.log_density(densities.LIKELIHOOD_LOGPDF, statement.distribution.name, y, args)
+        if isinstance(statement, ir.GPStatement):
+            if self.parameterisation == "centred":
+                node = self._node(statement)
+                if not node.marginalised:
+                    return self._centred_gp_logpdf(statement, env)
+            return jnp.zeros(())
+        if isinstance(statement, ir.ExternalLikelihood):
+            function = self._external(statement)
+            y = self._target_value(statement.target, env)
+            return jnp.asarray(function(y, *[self.evaluate(a, env) for a in statement.args]))
+        raise TypeError(statement)  # an IR statement type this lowering does not know is a bug
+
+    def _node(self, statement: ir.GPStatement) -> GPNode:
+        return next(n for n in self.gp_nodes if n.statement is statement)
+
+    def _marginalised_node(self, likelihood) -> GPNode | None:
+        return next((n for n in self.gp_nodes if n.marginalised and n.likelihood is likelihood), None)
+
+    def _target_value(self, target: ir.Target, env):
+        value = env[target.name]
+        return self._apply_indices(value, target.indices, env) if target.indices else value
+
+    # ---- GP pieces ---------------------------------------------------------------------------
+    def gp_inputs(self, statement: ir.GPStatement, env) -> jax.Array:
+        """The GP's points as a ``(n_points, input_dim)`` array (tuple inputs concatenated)."""
+        inputs = statement.inputs
+        index_shape = tuple(self._dim(d) for d in inputs.index_shape)
+        columns = []
+        for component in inputs.components:
+            value = jnp.asarray(self.evaluate(component, env), dtype=float)
+            if component.type.container == "vector":
+                value = value[..., None]
+            extra = len(index_shape) - (value.ndim - 1)
+            value = jnp.reshape(value, value.shape[:-1] + (1,) * extra + value.shape[-1:])
+            value = jnp.broadcast_to(value, index_shape + value.shape[-1:])
+            columns.append(value)
+        points = jnp.concatenate(columns, axis=-1)
+        return jnp.reshape(points, (-1, points.shape[-1]))
+
+    def gp_kernel(self, statement: ir.GPStatement, env) -> Kernel:
+        """The GP's kernel with hyperparameters evaluated in ``env``."""
+        offsets = np.cumsum([0] + [self._dim(d) for d in statement.inputs.dims])
+        return self._kernel(statement.kernel, env, offsets)
+
+    def gp_covariance(self, statement: ir.GPStatement, env) -> jax.Array:
+        """``K(X, X) + GP_JITTER I`` for the GP's points."""
+        points = self.gp_inputs(statement, env)
+        K = self.gp_kernel(statement, env)(points)
+        return K + GP_JITTER * jnp.eye(K.shape[0])
+
+    def _kernel(self, kernel: ir.Kernel, env, offsets) -> Kernel:
+        if isinstance(kernel, ir.KernelSum):
+            return self._kernel(kernel.left, env, offsets) + self._kernel(kernel.right, env, offsets)
+        if isinstance(kernel, ir.KernelProduct):
+            return self._kernel(kernel.left, env, offsets) * self._kernel(kernel.right, env, offsets)
+        if isinstance(kernel, ir.KernelScale):
+            return self.evaluate(kernel.scale, env) * self._kernel(kernel.kernel, env, offsets)
+        params = {name: jnp.asarray(self.evaluate(value, env), dtype=float) for name, value in kernel.params}
+        active = None
+        if kernel.component is not None:
+            active = tuple(range(int(offsets[kernel.component]), int(offsets[kernel.component + 1])))
+        return build_kernel(kernel.name, active_dims=active, **params)
+
+    def _whitened_to_latent(self, node: GPNode, raw, env):
+        statement = node.statement
+        if not node.loops:
+            return self._whiten_one(statement, raw, env)
+        # indexed targets (W[q] ~ gp(...)): one GP per loop index, stacked along the array dims
+        out = jnp.zeros(raw.shape)
+
+        def fill(loops, bound, out):
+            if not loops:
+                scope = {**env, **bound}
+                idx = tuple(int(self.evaluate(i, scope)) - 1 for i in statement.target.indices)
+                return out.at[idx].set(self._whiten_one(statement, raw[idx], scope))
+            loop = loops[0]
+            for value in range(int(self.evaluate(loop.start, env)), int(self.evaluate(loop.stop, env)) + 1):
+                out = fill(loops[1:], {**bound, loop.variable: value}, out)
+            return out
+
+        return fill(node.loops, {}, out)
+
+    def _whiten_one(self, statement: ir.GPStatement, raw, env):
+        L = jnp.linalg.cholesky(self.gp_covariance(statement, env))
+        n = L.shape[0]
+        flat = jnp.reshape(raw, (n, -1))
+        return jnp.reshape(L @ flat, raw.shape)
+
+    def _centred_gp_logpdf(self, statement: ir.GPStatement, env):
+        value = self._target_value(statement.target, env)
+        L = jnp.linalg.cholesky(self.gp_covariance(statement, env))
+        flat = jnp.reshape(value, (L.shape[0], -1))
+        return _mvn_logpdf_columns(flat, L)
+
+    def _marginal_loglik(self, node: GPNode, likelihood: ir.LikelihoodStatement, env):
+        y = jnp.asarray(self._target_value(likelihood.target, env), dtype=float)
+        sigma = self.evaluate(likelihood.distribution.arg("sigma"), env)
+        K = self.gp_covariance(node.statement, env)
+        n = K.shape[0]
+        L = jnp.linalg.cholesky(K + sigma ** 2 * jnp.eye(n))
+        flat = jnp.reshape(y, (n, -1))
+        observed = ~jnp.isnan(flat)
+        if bool(np.all(np.asarray(observed))):
+            return _mvn_logpdf_columns(flat, L)
+        raise MethodError(f"'{likelihood.target.name}' has missing values; the exact marginal likelihood "
+                          "with missing entries is computed by the variational engine, not here")
+
+    # ---- expressions -------------------------------------------------------------------------
+    def evaluate(self, expr, env):
+        """Value of an IR expression in ``env`` (names to arrays; loop variables to ints)."""
+        if isinstance(expr, ir.Constant):
+            return expr.value
+        if isinstance(expr, ir.Ref):
+            return env[expr.name]
+        if isinstance(expr, ir.Index):
+            return self._apply_indices(self.evaluate(expr.base, env), expr.indices, env)
+        if isinstance(expr, ir.Binary):
+            left, right = self.evaluate(expr.left, env), self.evaluate(expr.right, env)
+            return _BINARY[expr.op](left, right)
+        if isinstance(expr, ir.Negate):
+            return -self.evaluate(expr.operand, env)
+        if isinstance(expr, ir.Apply):
+            return _FUNCTIONS[expr.function](self.evaluate(expr.args[0], env))
+        if isinstance(expr, ir.VectorLiteral):
+            return jnp.stack([jnp.asarray(self.evaluate(i, env), dtype=float) for i in expr.items])
+        if isinstance(expr, ir.Project):
+            weights = jnp.asarray(self.evaluate(expr.weights, env))
+            inputs = jnp.asarray(self.evaluate(expr.inputs, env), dtype=float)
+            return jnp.einsum("qnd,nd->nq", weights, inputs)
+        raise TypeError(expr)  # an IR expression type this lowering does not know is a bug
+
+    def _apply_indices(self, value, indices, env):
+        key = []
+        for index in indices:
+            if isinstance(index, ir.Slice):
+                start = int(self.evaluate(index.start, env))
+                stop = int(self.evaluate(index.stop, env))
+                key.append(slice(start - 1, stop))
+            else:
+                key.append(int(self.evaluate(index, env)) - 1)
+        return jnp.asarray(value)[tuple(key)]
+
+    def _dim(self, d) -> int:
+        return d if isinstance(d, int) else int(self.sizes[d])
+
+    def _external(self, statement: ir.ExternalLikelihood) -> Callable:
+        if not self.allow_external:
+            raise MethodError(f"'{statement.target.name}' has an external likelihood "
+                              f"({statement.function}) that runs user Python code",
+                              statement.span, hint="allow it explicitly (--allow-external) if you trust it")
+        if statement.function not in self._externals:
+            module_name, _, attribute = statement.function.partition(":")
+            try:
+                function = getattr(importlib.import_module(module_name), attribute)
+            except (ImportError, AttributeError) as error:
+                raise MethodError(f"cannot load external likelihood {statement.function}: {error}",
+                                  statement.span) from None
+            self._externals[statement.function] = function
+        return self._externals[statement.function]
+
+
+def _mvn_logpdf_columns(Y, L):
+    """Sum over columns of ``log N(Y[:, j]; 0, L L^T)``."""
+    n, columns = Y.shape
+    alpha = jax.scipy.linalg.solve_triangular(L, Y, lower=True)
+    return (-0.5 * jnp.sum(alpha ** 2) - columns * jnp.sum(jnp.log(jnp.diag(L)))
+            - 0.5 * n * columns * jnp.log(2 * jnp.pi))
+
+
+_BINARY = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b, "^": lambda a, b: a ** b,
+}
+_FUNCTIONS = {
+    "sqrt": jnp.sqrt, "exp": jnp.exp, "log": jnp.log, "inv_sqrt": jax.lax.rsqrt, "inv": lambda x: 1.0 / x,
+    "square": jnp.square, "softplus": jax.nn.softplus, "inv_logit": jax.nn.sigmoid,
+    "log1p_exp": jax.nn.softplus, "abs": jnp.abs, "Phi": jax.scipy.stats.norm.cdf,
+}
+
+
+def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
+          allow_external: bool = False) -> JaxModel:
+    """Lower a checked model with validated data to JAX functions.
+
+    Parameters
+    ----------
+    model : ir.Model
+        The checked model.
+    data : dict
+        Validated data (see :func:`gpdsl.data_io.load_data`), including the size symbols.
+    parameterisation : {"whitened", "centred"}
+        How sampled latent GP values are represented (see the module docstring).
+    allow_external : bool
+        Permit ``external(...)`` likelihoods, which import and run user Python code.
+
+    Returns
+    -------
+    JaxModel
+    """
+    if parameterisation not in PARAMETERISATIONS:
+        raise MethodError(f"unknown parameterisation '{parameterisation}'; use one of {PARAMETERISATIONS}")
+    sizes = {name: int(data[name]) for name in model.sizes}
+    nodes = gp_nodes(model)
+    priors = model.priors()
+    blocks: list[Block] = []
+    start = 0
+
+    def add(name, vartype, lower_bound, upper_bound, role):
+        nonlocal start
+        shape = vartype.concrete_shape(sizes)
+        lo = None if lower_bound is None else np.asarray(lower_bound, dtype=float).reshape(-1)
+        hi = None if upper_bound is None else np.asarray(upper_bound, dtype=float).reshape(-1)
+        lo = None if lo is None else (lo[0] if lo.size == 1 else lo)
+        hi = None if hi is None else (hi[0] if hi.size == 1 else hi)
+        block = Block(name, shape, start, lo, hi, role)
+        blocks.append(block)
+        start += block.size
+
+    for name, var in model.parameters.items():
+        lo, hi = parameter_bounds(model, name)
+        add(name, var.type, lo, hi, "parameter")
+    by_name = {n.name: n for n in nodes}
+    for name, var in model.latents.items():
+        node = by_name.get(name)
+        if node is None:
+            if name in priors:
+                add(name, var.type, var.type.lower, var.type.upper, "latent")
+            continue
+        if node.marginalised:
+            continue
+        if parameterisation == "whitened":
+            add(name + "_raw", var.type, None, None, "latent_raw")
+        else:
+            add(name, var.type, None, None, "latent")
+    clean = {k: (np.asarray(v, dtype=float) if not isinstance(v, (int, np.integer)) else int(v))
+             for k, v in data.items()}
+    for name in model.sizes:
+        clean[name] = int(data[name])
+    return JaxModel(model, clean, sizes, blocks, start, parameterisation, nodes, allow_external)

@@ -1,0 +1,153 @@
+"""Structural facts about a checked model that engines and backends need.
+
+A flat log density is not enough for elliptical slice sampling, pseudo-marginal MCMC or Psi-statistic
+methods: they need to know which variables are latent GP values, over which inputs and with which
+kernel, and how the likelihood on top of them factorises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpdsl.ir import nodes as ir
+
+
+@dataclass(frozen=True)
+class GPNode:
+    """A latent GP variable.
+
+    Attributes
+    ----------
+    name : str
+        The latent variable.
+    statement : GPStatement
+        Its ``~ gp(...)`` statement (inside ``loops`` when indexed, e.g. ``W[q]``).
+    loops : tuple of ForLoop
+        Enclosing loops.
+    marginalised : bool
+        True when its only use is as the mean of a ``normal`` likelihood with a scalar standard
+        deviation on data of the same shape: backends integrate it out exactly.
+    likelihood : Statement or None
+        The likelihood statement (built-in or external) that consumes it, if any.
+    elementwise : bool
+        True when that likelihood depends on the latent element by element (each observation on one
+        latent value, possibly shifted by a scalar), as ESS and the Laplace/EP approximations require.
+    """
+
+    name: str
+    statement: ir.GPStatement
+    loops: tuple[ir.ForLoop, ...]
+    marginalised: bool
+    likelihood: ir.Statement | None
+    elementwise: bool
+
+
+def _refs(expr) -> set[str]:
+    """Names referenced by an expression."""
+    if isinstance(expr, ir.Ref):
+        return {expr.name}
+    if isinstance(expr, ir.Index):
+        names = _refs(expr.base)
+        for i in expr.indices:
+            names |= (_refs(i.start) | _refs(i.stop)) if isinstance(i, ir.Slice) else _refs(i)
+        return names
+    if isinstance(expr, ir.Binary):
+        return _refs(expr.left) | _refs(expr.right)
+    if isinstance(expr, (ir.Negate,)):
+        return _refs(expr.operand)
+    if isinstance(expr, ir.Apply):
+        return set().union(*(_refs(a) for a in expr.args))
+    if isinstance(expr, ir.VectorLiteral):
+        return set().union(set(), *(_refs(a) for a in expr.items))
+    if isinstance(expr, ir.Project):
+        return _refs(expr.weights) | _refs(expr.inputs)
+    return set()
+
+
+def kernel_refs(kernel: ir.Kernel) -> set[str]:
+    """Names referenced by a kernel's hyperparameters."""
+    if isinstance(kernel, ir.KernelLeaf):
+        return set().union(set(), *(_refs(v) for _, v in kernel.params))
+    if isinstance(kernel, ir.KernelScale):
+        return _refs(kernel.scale) | kernel_refs(kernel.kernel)
+    return kernel_refs(kernel.left) | kernel_refs(kernel.right)
+
+
+def statement_refs(statement: ir.Statement) -> set[str]:
+    """Names a statement reads (not its target)."""
+    if isinstance(statement, ir.GPStatement):
+        names = set().union(*(_refs(c) for c in statement.inputs.components))
+        return names | kernel_refs(statement.kernel)
+    if isinstance(statement, (ir.PriorStatement, ir.LikelihoodStatement)):
+        return set().union(set(), *(_refs(v) for _, v in statement.distribution.args))
+    if isinstance(statement, ir.ExternalLikelihood):
+        return set().union(set(), *(_refs(a) for a in statement.args))
+    return set()
+
+
+def _is_elementwise_of(expr: ir.Expr, name: str) -> bool:
+    """``expr`` is the latent (optionally indexed by the likelihood's own indices) plus scalars."""
+    if isinstance(expr, ir.Ref):
+        return expr.name == name
+    if isinstance(expr, ir.Index):
+        return _is_elementwise_of(expr.base, name)
+    if isinstance(expr, ir.Binary) and expr.op in "+-":
+        left, right = _is_elementwise_of(expr.left, name), _is_elementwise_of(expr.right, name)
+        other = expr.right if left else expr.left
+        return (left or right) and not other.type.shape and name not in _refs(other)
+    if isinstance(expr, ir.Apply) and len(expr.args) == 1:
+        return _is_elementwise_of(expr.args[0], name)
+    return False
+
+
+def gp_nodes(model: ir.Model) -> list[GPNode]:
+    """The latent GP variables of a model, with how they are used."""
+    walked = list(model.walk())
+    found = []
+    for statement, loops in walked:
+        if not isinstance(statement, ir.GPStatement):
+            continue
+        name = statement.target.name
+        users = [s for s, _ in walked if s is not statement and name in statement_refs(s)]
+        likelihoods = [s for s in users if isinstance(s, (ir.LikelihoodStatement, ir.ExternalLikelihood))]
+        likelihood = likelihoods[0] if len(likelihoods) == 1 else None
+        marginalised = False
+        elementwise = False
+        if isinstance(likelihood, ir.LikelihoodStatement):
+            first = likelihood.distribution.args[0][1]
+            others = [v for _, v in likelihood.distribution.args[1:]]
+            elementwise = _is_elementwise_of(first, name) and not any(name in _refs(v) for v in others)
+            marginalised = (
+                len(users) == 1 and not loops and not statement.target.indices
+                and likelihood.distribution.name == "normal"
+                and isinstance(first, ir.Ref) and first.name == name
+                and not likelihood.target.indices
+                and likelihood.target.type.shape == statement.target.type.shape
+                and all(not v.type.shape for v in others)
+            )
+        found.append(GPNode(name, statement, loops, marginalised, likelihood, elementwise))
+    return found
+
+
+def _constant_values(expr: ir.Expr) -> list[float] | None:
+    if isinstance(expr, ir.Constant):
+        return [expr.value]
+    if isinstance(expr, ir.VectorLiteral) and all(isinstance(i, ir.Constant) for i in expr.items):
+        return [i.value for i in expr.items]
+    return None
+
+
+def parameter_bounds(model: ir.Model, name: str) -> tuple[list[float] | None, list[float] | None]:
+    """Lower and upper bounds of a parameter, scalar (one-element list) or elementwise.
+
+    Declared bounds come from the type; bounded priors (``uniform``, ``scaled_sigmoid_normal``) imply
+    them, elementwise when given as vector literals.
+    """
+    var = model.parameters[name]
+    lower = None if var.type.lower is None else [var.type.lower]
+    upper = None if var.type.upper is None else [var.type.upper]
+    prior = model.priors().get(name)
+    if prior is not None and prior.distribution.name in ("uniform", "scaled_sigmoid_normal"):
+        lower = _constant_values(prior.distribution.arg("lower")) or lower
+        upper = _constant_values(prior.distribution.arg("upper")) or upper
+    return lower, upper
