@@ -1,0 +1,204 @@
+"""The child side of the PyStan backend: ``python -m gpdsl.backends.stan.pystan_worker REQUEST RESULT_DIR``.
+
+PyStan forks chain processes and runs an asyncio event loop, so it runs here, in a process of its
+own that never imports JAX. The request is a JSON file (``command``, ``program_code``, ``data`` and
+the command's options). The worker writes ``result.json`` (metadata, or ``{"error": ...}``) and, for
+array results, ``result.npz`` into RESULT_DIR. Progress lines go to stdout, which the parent streams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+HEARTBEAT_SECONDS = 10
+
+
+class _LineWriter(io.TextIOBase):
+    """Forwards each write's non-blank lines to ``sink``; claims ``fileno`` so httpstan can still silence
+    the compiler on that descriptor and PyStan sees a non-terminal (no ANSI redraws).
+    """
+
+    def __init__(self, sink, lock: threading.Lock, descriptor: int):
+        super().__init__()
+        self._sink, self._lock, self._descriptor = sink, lock, descriptor
+
+    def write(self, text: str) -> int:
+        for line in text.split("\n"):
+            if line.strip():
+                _emit(self._sink, self._lock, line.rstrip())
+        return len(text)
+
+    def fileno(self) -> int:
+        return self._descriptor
+
+
+def _emit(sink, lock: threading.Lock, line: str) -> None:
+    with lock:
+        sink.write(line + "\n")
+        sink.flush()
+
+
+@contextmanager
+def _heartbeat(sink, lock: threading.Lock, what: str):
+    stop = threading.Event()
+    start = time.perf_counter()
+
+    def beat():
+        while not stop.wait(HEARTBEAT_SECONDS):
+            _emit(sink, lock, f"gpdsl: {what} ({time.perf_counter() - start:.0f} s so far)")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _stan_message(error: BaseException) -> str:
+    """The Stan text inside PyStan's wrapping of a services exception, else ``str(error)``."""
+    text = str(error)
+    match = re.search(r"Exception during call to services function: `\w+\((['\"])(.*)\1\)`", text, re.DOTALL)
+    if match:
+        text = match.group(2).encode().decode("unicode_escape")
+    return text.strip() or type(error).__name__
+
+
+def _draws_by_chain(values: np.ndarray, dims: list[int], num_draws: int, num_chains: int) -> np.ndarray:
+    """PyStan's ``fit[name]`` is ``(*dims, draw * num_chains + chain)``; return ``(chain, draw, *dims)``.
+
+    The element order within ``dims`` is already row-major-correct because PyStan reshapes the
+    column-major flat Stan output with ``order="F"``.
+    """
+    by_draw_chain = values.reshape(*dims, num_draws, num_chains)
+    return np.moveaxis(by_draw_chain, (-1, -2), (0, 1))
+
+
+def _build(request: dict, sink, lock: threading.Lock):
+    import stan
+
+    notice = "still building the Stan model; a first build of a program takes about a minute"
+    with _heartbeat(sink, lock, notice):
+        return stan.build(request["program_code"], data=request["data"], random_seed=request.get("seed"))
+
+
+def _sample(request: dict, sink, lock: threading.Lock) -> tuple[dict, dict[str, np.ndarray]]:
+    options = request["options"]
+    started = time.perf_counter()
+    model = _build(request, sink, lock)
+    built = time.perf_counter()
+    arguments = dict(
+        num_chains=options["chains"],
+        num_warmup=options["warmup"],
+        num_samples=options["draws"],
+        delta=options["adapt_delta"],
+        max_depth=options["max_depth"],
+    )
+    if options.get("init") is not None:
+        arguments["init"] = options["init"]
+    fit = model.sample(**arguments)
+    sampled = time.perf_counter()
+
+    num_chains, num_draws = fit.num_chains, -(-fit.num_samples // fit.num_thin)
+    arrays = {}
+    for name, dims in zip(fit.param_names, fit.dims):
+        arrays[f"draw.{name}"] = _draws_by_chain(fit[name], list(dims), num_draws, num_chains)
+    for name in fit.sample_and_sampler_param_names:
+        arrays[f"stat.{name}"] = _draws_by_chain(fit[name][0], [], num_draws, num_chains)
+    metadata = {
+        "param_names": list(fit.param_names),
+        "dims": [list(dims) for dims in fit.dims],
+        "sample_stat_names": list(fit.sample_and_sampler_param_names),
+        "build_seconds": built - started,
+        "sampling_seconds": sampled - built,
+    }
+    return metadata, arrays
+
+
+async def _post_each(model, route: str, payloads: list[dict]) -> list[dict]:
+    import stan.common
+
+    replies = []
+    async with stan.common.HttpstanClient() as client:
+        for payload in payloads:
+            response = await client.post(f"/{model.model_name}/{route}", json=payload)
+            if response.status != 200:
+                raise RuntimeError(response.json().get("message", response.content.decode()))
+            replies.append(response.json())
+    return replies
+
+
+def _log_prob(request: dict, sink, lock: threading.Lock) -> tuple[dict, dict[str, np.ndarray]]:
+    model = _build(request, sink, lock)
+    options = request["options"]
+    payloads = [
+        {"data": model.data, "unconstrained_parameters": point, "adjust_transform": options["jacobian"]}
+        for point in options["points"]
+    ]
+    replies = asyncio.run(_post_each(model, "log_prob", payloads))
+    arrays = {"log_prob": np.array([reply["log_prob"] for reply in replies], dtype=float)}
+    if options["gradient"]:
+        replies = asyncio.run(_post_each(model, "log_prob_grad", payloads))
+        gradients = [reply["log_prob_grad"] for reply in replies]
+        arrays["gradient"] = np.array(gradients, dtype=float).reshape(len(payloads), -1)
+    return {}, arrays
+
+
+def _unconstrain(request: dict, sink, lock: threading.Lock) -> tuple[dict, dict[str, np.ndarray]]:
+    model = _build(request, sink, lock)
+    unconstrained = model.unconstrain_pars(request["options"]["constrained_params"])
+    return {}, {"unconstrained": np.asarray(unconstrained, dtype=float)}
+
+
+def _layout(request: dict, sink, lock: threading.Lock) -> tuple[dict, dict[str, np.ndarray]]:
+    model = _build(request, sink, lock)
+    metadata = {
+        "param_names": list(model.param_names),
+        "dims": [list(dims) for dims in model.dims],
+        "constrained_param_names": list(model.constrained_param_names),
+    }
+    return metadata, {}
+
+
+COMMANDS = {"sample": _sample, "log_prob": _log_prob, "unconstrain": _unconstrain, "layout": _layout}
+
+
+def run(request_path: Path, result_dir: Path) -> int:
+    """Serve one request; the exit status is 0 on success and 1 when ``result.json`` holds an error."""
+    sink, original_stderr = sys.stdout, sys.stderr
+    lock = threading.Lock()
+    sys.stdout = _LineWriter(sink, lock, sink.fileno())
+    sys.stderr = _LineWriter(sink, lock, original_stderr.fileno())
+    request = json.loads(request_path.read_text())
+    try:
+        import httpstan
+        import stan
+
+        metadata, arrays = COMMANDS[request["command"]](request, sink, lock)
+        metadata["versions"] = {"pystan": stan.__version__, "httpstan": httpstan.__version__}
+    except BaseException as error:  # everything must reach the parent as a message, not a traceback
+        failure = {"error": _stan_message(error), "error_type": type(error).__name__}
+        (result_dir / "result.json").write_text(json.dumps(failure))
+        return 1
+    finally:
+        sys.stdout, sys.stderr = sink, original_stderr
+    np.savez(result_dir / "result.npz", **arrays)
+    (result_dir / "result.json").write_text(json.dumps(metadata))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m gpdsl.backends.stan.pystan_worker REQUEST.json RESULT_DIR")
+    sys.exit(run(Path(sys.argv[1]), Path(sys.argv[2])))

@@ -1,0 +1,296 @@
+"""Tests for the Stan runners: stanc checks, PyStan (and, where installed, CmdStanPy) sampling, log_prob.
+
+Every compiling test uses the one program below, so httpstan builds it once (about 50 s) and then
+serves it from its cache.
+"""
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gpdsl.backends.stan import cmdstan_runner, runners
+from gpdsl.backends.stan.cmdstan_runner import find_cmdstan, sample_cmdstanpy
+from gpdsl.backends.stan.runners import (
+    StanFit,
+    log_prob_grad_pystan,
+    log_prob_pystan,
+    parameter_layout_pystan,
+    sample_pystan,
+    sample_stan,
+    unconstrain_pystan,
+)
+from gpdsl.backends.stan.stanc import check_program, find_stanc, stanc_version
+from gpdsl.errors import BackendError
+
+PROGRAM = """\
+data {
+  int<lower=0> N;
+  vector[N] y;
+  real<lower=0> sigma;
+}
+parameters {
+  real mu;
+  real<lower=0> tau;
+}
+transformed parameters {
+  matrix[2, 3] M;
+  for (i in 1:2) {
+    for (j in 1:3) {
+      M[i, j] = 10 * i + j + mu;
+    }
+  }
+}
+model {
+  target += normal_lpdf(mu | 0, 10);
+  target += exponential_lpdf(tau | 1);
+  target += normal_lpdf(y | mu, sigma);
+}
+generated quantities {
+  array[2] vector[3] G;
+  for (k in 1:2) {
+    for (j in 1:3) {
+      G[k][j] = 100 * k + j;
+    }
+  }
+}
+"""
+
+BROKEN_PROGRAM = """\
+parameters {
+  real x;
+}
+model {
+  x ~ normal(0, 1)
+}
+"""
+
+Y = np.array([0.3, -1.2, 2.1, 0.8, 1.5, -0.4, 0.9, 1.1, 0.2, 1.7])
+DATA = {"N": len(Y), "y": Y, "sigma": 1.0}
+PRIOR_SD = 10.0
+CHAINS, DRAWS = 4, 1000
+CMDSTAN_MISSING = "CmdStan not installed: set CMDSTAN or run cmdstanpy.install_cmdstan()"
+
+
+def normal_logpdf(x, mean, sd):
+    return -0.5 * ((x - mean) / sd) ** 2 - math.log(sd) - 0.5 * math.log(2 * math.pi)
+
+
+def log_density(mu, tau, jacobian):
+    """The program's target at constrained (mu, tau), plus log tau for the exp transform if asked."""
+    value = normal_logpdf(mu, 0.0, PRIOR_SD) - tau + sum(normal_logpdf(y, mu, 1.0) for y in Y)
+    return value + (math.log(tau) if jacobian else 0.0)
+
+
+def conservative_mcse(values):
+    return values.std() / math.sqrt(values.size / 4)
+
+
+@pytest.fixture(scope="module", params=["pystan", "cmdstanpy"])
+def fit(request) -> StanFit:
+    if request.param == "cmdstanpy" and find_cmdstan() is None:
+        pytest.skip(CMDSTAN_MISSING)
+    sampler = sample_pystan if request.param == "pystan" else sample_cmdstanpy
+    return sampler(PROGRAM, DATA, chains=CHAINS, warmup=1000, draws=DRAWS, seed=20240607, progress=False)
+
+
+def test_find_stanc_and_version():
+    assert find_stanc().is_file()
+    assert stanc_version().startswith("stanc3 v")
+
+
+def test_check_program_accepts_valid_program():
+    check_program(PROGRAM)
+
+
+def test_check_program_rejects_broken_program_with_line_number():
+    with pytest.raises(BackendError) as caught:
+        check_program(BROKEN_PROGRAM, name="broken.stan")
+    assert "'broken.stan', line 6" in caught.value.message
+    assert "Ill-formed" in caught.value.message
+
+
+def test_sample_reports_stanc_error_before_building():
+    with pytest.raises(BackendError, match="line 6"):
+        sample_pystan(BROKEN_PROGRAM, {}, progress=False)
+
+
+def test_posterior_mean_matches_conjugate_result(fit):
+    precision = 1 / PRIOR_SD**2 + len(Y)
+    exact_mean = Y.sum() / precision
+    mu = fit.draws["mu"]
+    assert abs(mu.mean() - exact_mean) < 4 * conservative_mcse(mu)
+    assert abs(mu.std() - precision**-0.5) < 0.1 * precision**-0.5
+    tau = fit.draws["tau"]
+    assert abs(tau.mean() - 1.0) < 4 * conservative_mcse(tau)
+
+
+def test_draws_are_chain_draw_then_stan_shape(fit):
+    assert set(fit.draws) == {"mu", "tau", "M", "G"}
+    assert fit.draws["mu"].shape == (CHAINS, DRAWS)
+    assert fit.draws["M"].shape == (CHAINS, DRAWS, 2, 3)
+    assert fit.draws["G"].shape == (CHAINS, DRAWS, 2, 3)
+    assert (fit.num_chains, fit.num_draws) == (CHAINS, DRAWS)
+
+
+def test_matrix_and_array_elements_keep_their_indices(fit):
+    i, j = np.meshgrid(np.arange(1, 3), np.arange(1, 4), indexing="ij")
+    expected_m = 10 * i + j + fit.draws["mu"][..., None, None]
+    np.testing.assert_allclose(fit.draws["M"], expected_m, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(fit.draws["G"], np.broadcast_to(100 * i + j, fit.draws["G"].shape))
+
+
+def test_sample_stats_have_arviz_names_shapes_and_types(fit):
+    expected = {"lp", "acceptance_rate", "step_size", "tree_depth", "n_steps", "diverging", "energy"}
+    assert set(fit.sample_stats) == expected
+    for values in fit.sample_stats.values():
+        assert values.shape == (CHAINS, DRAWS)
+    assert fit.sample_stats["diverging"].dtype == bool
+    assert np.issubdtype(fit.sample_stats["tree_depth"].dtype, np.integer)
+    assert np.all((fit.sample_stats["acceptance_rate"] >= 0) & (fit.sample_stats["acceptance_rate"] <= 1))
+
+
+def test_chains_are_not_interleaved(fit):
+    step_size = fit.sample_stats["step_size"]
+    assert np.all(step_size == step_size[:, :1]), "the adapted step size is constant within a chain"
+    assert len(np.unique(step_size[:, 0])) == CHAINS
+
+
+def test_lp_matches_draws_at_every_iteration(fit):
+    mu, tau = fit.draws["mu"], fit.draws["tau"]
+    expected = np.vectorize(log_density)(mu, tau, True)
+    np.testing.assert_allclose(fit.sample_stats["lp"], expected, rtol=1e-6)
+
+
+def test_fit_records_settings_and_versions(fit):
+    assert fit.settings["chains"] == CHAINS and fit.settings["draws"] == DRAWS
+    assert fit.settings["adapt_delta"] == 0.8 and fit.settings["max_depth"] == 10
+    assert fit.versions["stanc"].startswith("stanc3")
+    assert fit.backend in fit.versions
+    assert fit.wall_time >= fit.sampling_time > 0
+
+
+def test_log_prob_with_and_without_jacobian():
+    points = np.array([[0.3, math.log(0.7)], [-1.1, math.log(2.5)]])
+    for jacobian in (True, False):
+        values = log_prob_pystan(PROGRAM, DATA, points, jacobian=jacobian)
+        expected = [log_density(mu, math.exp(log_tau), jacobian) for mu, log_tau in points]
+        assert values.shape == (2,)
+        np.testing.assert_allclose(values, expected, rtol=0, atol=1e-8)
+
+
+def test_log_prob_gradient():
+    mu, log_tau = 0.3, math.log(0.7)
+    values, gradient = log_prob_grad_pystan(PROGRAM, DATA, np.array([[mu, log_tau]]), jacobian=True)
+    expected_gradient = [-mu / PRIOR_SD**2 + (Y - mu).sum(), -math.exp(log_tau) + 1]
+    np.testing.assert_allclose(values, [log_density(mu, math.exp(log_tau), True)], atol=1e-8)
+    np.testing.assert_allclose(gradient, [expected_gradient], atol=1e-8)
+
+
+def test_log_prob_rejects_points_that_are_not_a_matrix():
+    with pytest.raises(BackendError, match=r"\(K, P\)"):
+        log_prob_pystan(PROGRAM, DATA, np.zeros(2))
+
+
+def test_unconstrain_and_parameter_layout():
+    unconstrained = unconstrain_pystan(PROGRAM, DATA, {"mu": 0.3, "tau": 2.0})
+    np.testing.assert_allclose(unconstrained, [0.3, math.log(2.0)], rtol=1e-14)
+    layout = parameter_layout_pystan(PROGRAM, DATA)
+    assert layout.names == ("mu", "tau", "M", "G")
+    assert layout.dims == ((), (), (2, 3), (2, 3))
+    assert layout.constrained_names[2:5] == ("M.1.1", "M.2.1", "M.1.2")
+
+
+def test_initialization_failure_is_a_backend_error_with_stans_message():
+    with pytest.raises(BackendError) as caught:
+        sample_pystan(PROGRAM, dict(DATA, sigma=0.0), chains=2, warmup=50, draws=50, progress=False)
+    assert "Initialization" in caught.value.message
+    assert "Scale parameter is 0" in caught.value.message
+    assert "Traceback" not in caught.value.message
+
+
+def test_bad_data_is_a_backend_error():
+    with pytest.raises(BackendError, match="PyStan failed"):
+        sample_pystan(PROGRAM, dict(DATA, N=9), chains=1, warmup=10, draws=10, progress=False)
+
+
+def test_progress_callback_receives_worker_lines():
+    lines = []
+    sample_pystan(PROGRAM, DATA, chains=1, warmup=20, draws=20, progress=lines.append)
+    assert any("Sampling" in line for line in lines)
+
+
+def test_invalid_settings_are_rejected_without_running():
+    with pytest.raises(BackendError, match="adapt_delta"):
+        sample_pystan(PROGRAM, DATA, adapt_delta=1.5)
+    with pytest.raises(BackendError, match="init has 1 entries"):
+        sample_pystan(PROGRAM, DATA, chains=2, init=[{"mu": 0.0, "tau": 1.0}])
+
+
+def test_user_init_is_passed_per_chain():
+    fit = sample_pystan(
+        PROGRAM, DATA, chains=2, warmup=0, draws=1, init={"mu": 0.5, "tau": 1.0}, seed=7, progress=False
+    )
+    assert fit.draws["mu"].shape == (2, 1)
+
+
+def test_worker_does_not_import_jax():
+    script = (
+        "import sys, gpdsl.backends.stan.pystan_worker;"
+        "print(any(name.split('.')[0] == 'jax' for name in sys.modules))"
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert completed.stdout.strip() == "False"
+
+
+def test_sample_stan_auto_uses_pystan_without_cmdstan(monkeypatch):
+    calls = []
+    monkeypatch.setattr(cmdstan_runner, "find_cmdstan", lambda: None)
+    monkeypatch.setattr(runners, "sample_pystan", lambda *a, **kwargs: calls.append(kwargs) or "pystan-fit")
+    assert sample_stan(PROGRAM, DATA, chains=2, backend="auto") == "pystan-fit"
+    assert calls[0]["chains"] == 2
+
+
+def test_sample_stan_rejects_unknown_backend():
+    with pytest.raises(BackendError, match="unknown Stan backend"):
+        sample_stan(PROGRAM, DATA, backend="stanpy")
+
+
+def test_find_cmdstan_honours_cmdstan_variable(monkeypatch, tmp_path):
+    pytest.importorskip("cmdstanpy")
+    (tmp_path / "makefile").write_text("CMDSTAN_VERSION := 2.36.0\n")
+    monkeypatch.setenv("CMDSTAN", str(tmp_path))
+    assert find_cmdstan() == tmp_path
+    monkeypatch.setenv("CMDSTAN", str(tmp_path / "missing"))
+    assert find_cmdstan() is None
+
+
+def test_sample_cmdstanpy_without_cmdstan_is_a_backend_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("CMDSTAN", str(tmp_path / "missing"))
+    with pytest.raises(BackendError, match="cmdstan"):
+        sample_cmdstanpy(PROGRAM, DATA)
+
+
+def test_cmdstanpy_initialization_failure_is_a_backend_error():
+    if find_cmdstan() is None:
+        pytest.skip(CMDSTAN_MISSING)
+    with pytest.raises(BackendError, match="Initialization|Rejecting initial value"):
+        sample_cmdstanpy(PROGRAM, dict(DATA, sigma=0.0), chains=2, warmup=50, draws=50, progress=False)
+
+
+def test_cmdstanpy_draws_are_split_by_chain():
+    class ChainStackedFit:
+        """CmdStanPy's documented layout: chain 1's draws first, then chain 2's."""
+
+        chains, num_draws_sampling = 2, 3
+
+        def stan_variables(self):
+            chain_draw = np.arange(6.0).reshape(6, 1, 1) * 1000
+            return {"s": np.arange(6.0), "M": chain_draw + np.array([[11.0, 12.0, 13.0], [21.0, 22.0, 23.0]])}
+
+    draws = cmdstan_runner._draws_by_chain(ChainStackedFit())
+    assert draws["s"].shape == (2, 3) and draws["s"][1, 0] == 3.0
+    assert draws["M"].shape == (2, 3, 2, 3)
+    assert draws["M"][1, 2, 1, 0] == 5 * 1000 + 21.0
