@@ -117,7 +117,8 @@ KERNELS: dict[str, KernelSpec] = {k.name: k for k in [
     KernelSpec("matern52", _MATERN_LS, doc="variance * (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)"),
     KernelSpec("periodic", (KernelParam("variance", 1.0), KernelParam("lengthscale", 1.0, ard=True),
                             KernelParam("period", 1.0, ard=True)),
-               doc="variance * exp(-sum_d 2 sin^2(pi |x_d - x'_d| / period_d) / lengthscale_d^2)"),
+               doc="variance * exp(-1/2 sum_d sin^2(pi (x_d - x'_d) / period_d) / lengthscale_d^2) "
+                   "(GPy's StdPeriodic; MacKay's form with length-scale 2 * lengthscale)"),
     KernelSpec("linear", (KernelParam("variance", 1.0, ard=True),), doc="sum_d variance_d x_d x'_d"),
     KernelSpec("white", (KernelParam("variance", None),),
                doc="variance on the diagonal of K(X, X) (same index), zero between different sets"),

@@ -1,0 +1,40 @@
+"""Covariance functions as JAX pytrees, composable with ``+`` and ``*``.
+
+Every kernel evaluates on single points (:meth:`Kernel.evaluate`) and is vectorised by
+:class:`Kernel`: ``k(X)`` is the Gram matrix of ``X`` with itself (including white-noise
+terms), ``k(X1, X2)`` the cross-covariance and ``k.diag(X)`` the diagonal of ``k(X)``.
+"""
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+from gpdsl.kernels.base import Kernel  # noqa: E402
+from gpdsl.kernels.composite import Product, Scale, Sum  # noqa: E402
+from gpdsl.kernels.dot_product import MLP, Linear  # noqa: E402
+from gpdsl.kernels.registry import KERNEL_SPECS, KERNELS, build_kernel, kernel_spec  # noqa: E402
+from gpdsl.kernels.spec import KernelSpec, ParamSpec  # noqa: E402
+from gpdsl.kernels.static import Constant, White  # noqa: E402
+from gpdsl.kernels.stationary import RBF, Matern12, Matern32, Matern52, Periodic  # noqa: E402
+
+__all__ = [
+    "Kernel",
+    "RBF",
+    "Matern12",
+    "Matern32",
+    "Matern52",
+    "Periodic",
+    "Linear",
+    "MLP",
+    "White",
+    "Constant",
+    "Sum",
+    "Product",
+    "Scale",
+    "KernelSpec",
+    "ParamSpec",
+    "KERNELS",
+    "KERNEL_SPECS",
+    "kernel_spec",
+    "build_kernel",
+]

@@ -1,0 +1,76 @@
+"""Kernels built from other kernels: sums, products and scalar scaling."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from gpdsl.errors import ModelCheckError
+from gpdsl.kernels.base import Kernel
+
+
+class Sum(Kernel):
+    """``k1(x, x') + k2(x, x')``; same-index terms add as well.
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        The summands; each applies its own ``active_dims``.
+    """
+
+    def __init__(self, k1: Kernel, k2: Kernel):
+        self._set_params({"k1": k1, "k2": k2})
+
+    def pair(self, x1, x2):
+        return self.k1.pair(x1, x2) + self.k2.pair(x1, x2)
+
+    def same(self, x):
+        return self.k1.same(x) + self.k2.same(x)
+
+
+class Product(Kernel):
+    """``k1(x, x') * k2(x, x')``; at the same index the factors' same-index values multiply.
+
+    With factors on different ``active_dims`` this is a separable kernel, e.g.
+    ``RBF(lengthscale=l_t, active_dims=(0,)) * RBF(lengthscale=l_x, active_dims=(1, 2))``.
+
+    Parameters
+    ----------
+    k1, k2 : Kernel
+        The factors; each applies its own ``active_dims``.
+    """
+
+    def __init__(self, k1: Kernel, k2: Kernel):
+        self._set_params({"k1": k1, "k2": k2})
+
+    def pair(self, x1, x2):
+        return self.k1.pair(x1, x2) * self.k2.pair(x1, x2)
+
+    def same(self, x):
+        return self.k1.same(x) * self.k2.same(x)
+
+
+class Scale(Kernel):
+    """``scale * k(x, x')`` for a scalar (possibly traced) ``scale``.
+
+    ``scale`` multiplies the covariance, so it plays the role of a variance
+    (``sigma**2 * RBF(...)`` for a marginal standard deviation ``sigma``).
+
+    Parameters
+    ----------
+    scale : float or scalar array
+        The factor.
+    kernel : Kernel
+        The scaled kernel.
+    """
+
+    def __init__(self, scale, kernel: Kernel):
+        scale = jnp.asarray(scale, dtype=jnp.float64)
+        if scale.ndim != 0:
+            raise ModelCheckError(f"a kernel can only be scaled by a scalar, got shape {scale.shape}")
+        self._set_params({"scale": scale, "kernel": kernel})
+
+    def pair(self, x1, x2):
+        return self.scale * self.kernel.pair(x1, x2)
+
+    def same(self, x):
+        return self.scale * self.kernel.same(x)

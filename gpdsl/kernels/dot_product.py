@@ -1,0 +1,80 @@
+"""Non-stationary kernels built from (weighted) inner products of the inputs."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from gpdsl.kernels.base import Kernel
+from gpdsl.kernels.params import as_param, check_ard
+from gpdsl.kernels.spec import KernelSpec, ParamSpec
+
+
+class Linear(Kernel):
+    """Linear kernel ``sum_d v_d x_d x'_d``.
+
+    Matches ``GPy.kern.Linear``.
+
+    Parameters
+    ----------
+    variance : float or array of shape (d,)
+        One shared (scalar) or per-dimension (ARD) variance of the linear coefficients.
+    active_dims : tuple of int or slice, optional
+        Input columns the kernel sees.
+    """
+
+    spec = KernelSpec("linear", {"variance": ParamSpec("variance", default=1.0, ard_allowed=True)})
+
+    def __init__(self, variance=1.0, *, active_dims=None):
+        self._set_params({"variance": as_param(variance, "variance", "linear", True)}, active_dims)
+
+    def evaluate(self, x1, x2):
+        check_ard(self.variance, "variance", "linear", x1.shape[-1])
+        return jnp.sum(self.variance * x1 * x2)
+
+
+class MLP(Kernel):
+    """Arc-sine (multi-layer perceptron) kernel, as ``GPy.kern.MLP``.
+
+    ``k(x, x') = variance * 2/pi * asin((p(x, x') / sqrt((p(x, x) + 1) (p(x', x') + 1)))``
+    with ``p(x, x') = sum_d w_d x_d x'_d + b``, ``w`` the ``weight_variance`` and ``b`` the
+    ``bias_variance``.
+
+    Parameters
+    ----------
+    variance : float
+        Overall scale.
+    weight_variance : float or array of shape (d,)
+        Prior variance of the hidden-unit weights, shared or per dimension (ARD).
+    bias_variance : float
+        Prior variance of the hidden-unit bias.
+    active_dims : tuple of int or slice, optional
+        Input columns the kernel sees.
+    """
+
+    spec = KernelSpec(
+        "mlp",
+        {
+            "variance": ParamSpec("variance", default=1.0),
+            "weight_variance": ParamSpec("weight_variance", default=1.0, ard_allowed=True),
+            "bias_variance": ParamSpec("bias_variance", default=1.0),
+        },
+    )
+
+    def __init__(self, variance=1.0, weight_variance=1.0, bias_variance=1.0, *, active_dims=None):
+        self._set_params(
+            {
+                "variance": as_param(variance, "variance", "mlp", False),
+                "weight_variance": as_param(weight_variance, "weight_variance", "mlp", True),
+                "bias_variance": as_param(bias_variance, "bias_variance", "mlp", False),
+            },
+            active_dims,
+        )
+
+    def evaluate(self, x1, x2):
+        check_ard(self.weight_variance, "weight_variance", "mlp", x1.shape[-1])
+
+        def inner(a, b):
+            return jnp.sum(self.weight_variance * a * b) + self.bias_variance
+
+        ratio = inner(x1, x2) / jnp.sqrt((inner(x1, x1) + 1.0) * (inner(x2, x2) + 1.0))
+        return self.variance * (2.0 / jnp.pi) * jnp.arcsin(ratio)

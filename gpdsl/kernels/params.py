@@ -1,0 +1,88 @@
+"""Hyperparameter conversion, input-column selection and numerically safe helpers."""
+
+from __future__ import annotations
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from gpdsl.errors import ModelCheckError  # noqa: E402
+
+
+def as_param(value, name: str, kernel: str, ard_allowed: bool):
+    """Convert a hyperparameter to a float64 JAX array, checking its rank.
+
+    Parameters
+    ----------
+    value : float or array_like
+        A number, array or tracer.
+    name, kernel : str
+        Parameter and kernel names, for the error message.
+    ard_allowed : bool
+        Whether a vector (one value per input dimension) is accepted.
+
+    Raises
+    ------
+    ModelCheckError
+        The value has too many dimensions.
+    """
+    array = jnp.asarray(value, dtype=jnp.float64)
+    max_ndim = 1 if ard_allowed else 0
+    if array.ndim > max_ndim:
+        allowed = "a scalar or a vector" if ard_allowed else "a scalar"
+        raise ModelCheckError(f"{kernel}() parameter '{name}' must be {allowed}, got shape {array.shape}")
+    return array
+
+
+def check_ard(param, name: str, kernel: str, input_dim: int) -> None:
+    """Raise ModelCheckError when a vector hyperparameter does not match the input dimension."""
+    if param.ndim == 1 and param.shape[0] not in (1, input_dim):
+        raise ModelCheckError(
+            f"{kernel}() parameter '{name}' has {param.shape[0]} values but the kernel sees "
+            f"{input_dim} input dimension(s)"
+        )
+
+
+def normalise_active_dims(active_dims):
+    """Turn ``None``, an int, a sequence of ints or a slice into a hashable static form.
+
+    Returns ``None``, a tuple of ints, or ``("slice", start, stop, step)``.
+    """
+    if active_dims is None:
+        return None
+    if isinstance(active_dims, slice):
+        return ("slice", active_dims.start, active_dims.stop, active_dims.step)
+    if isinstance(active_dims, int):
+        return (active_dims,)
+    dims = tuple(active_dims)
+    if not dims or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
+        raise ModelCheckError(f"active_dims must be a non-empty sequence of ints or a slice, got {active_dims!r}")
+    return dims
+
+
+def select_columns(x, active_dims):
+    """Restrict the last axis of ``x`` to ``active_dims`` (in normalised form)."""
+    if active_dims is None:
+        return x
+    if active_dims[0] == "slice":
+        return x[..., slice(*active_dims[1:])]
+    if max(active_dims) >= x.shape[-1] or min(active_dims) < -x.shape[-1]:
+        raise ModelCheckError(f"active_dims {active_dims} out of range for inputs with {x.shape[-1]} column(s)")
+    return x[..., np.asarray(active_dims)]
+
+
+def safe_sqrt(value):
+    """Square root whose gradient is zero, not NaN, at zero."""
+    positive = value > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, value, 1.0)), 0.0)
+
+
+def scaled_sqdist(x1, x2, lengthscale=None, inv_ls2=None):
+    """``sum_d (x1_d - x2_d)^2 / l_d^2``, or ``sum_d w_d (x1_d - x2_d)^2`` given ``inv_ls2``."""
+    diff2 = jnp.square(x1 - x2)
+    if inv_ls2 is not None:
+        return jnp.sum(inv_ls2 * diff2)
+    return jnp.sum(diff2 / jnp.square(lengthscale))

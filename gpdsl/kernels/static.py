@@ -1,0 +1,57 @@
+"""Kernels that do not depend on the input values: white noise and a constant."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from gpdsl.kernels.base import Kernel
+from gpdsl.kernels.params import as_param
+from gpdsl.kernels.spec import KernelSpec, ParamSpec
+
+
+class White(Kernel):
+    """Independent noise: ``variance`` between a point and itself at the same index, else 0.
+
+    Follows ``GPy.kern.White``: ``k(X)`` (one argument, :meth:`~Kernel.gram`) is
+    ``variance * I`` even when rows of ``X`` repeat, while ``k(X1, X2)``
+    (:meth:`~Kernel.cross`) is zero even when ``X1`` and ``X2`` hold the same points.
+    Adding ``White(1e-6)`` to a kernel is the usual way to add jitter.
+
+    Parameters
+    ----------
+    variance : float
+        Noise variance.
+    active_dims : tuple of int or slice, optional
+        Accepted for uniformity; has no effect.
+    """
+
+    spec = KernelSpec("white", {"variance": ParamSpec("variance", default=1.0)})
+
+    def __init__(self, variance=1.0, *, active_dims=None):
+        self._set_params({"variance": as_param(variance, "variance", "white", False)}, active_dims)
+
+    def evaluate(self, x1, x2):
+        return jnp.zeros((), dtype=self.variance.dtype)
+
+    def evaluate_same(self, x):
+        return self.variance
+
+
+class Constant(Kernel):
+    """Constant kernel ``k(x, x') = variance`` (GPy's ``Bias``).
+
+    Parameters
+    ----------
+    variance : float
+        Variance of a shared offset.
+    active_dims : tuple of int or slice, optional
+        Accepted for uniformity; has no effect.
+    """
+
+    spec = KernelSpec("constant", {"variance": ParamSpec("variance", default=1.0)})
+
+    def __init__(self, variance=1.0, *, active_dims=None):
+        self._set_params({"variance": as_param(variance, "variance", "constant", False)}, active_dims)
+
+    def evaluate(self, x1, x2):
+        return self.variance

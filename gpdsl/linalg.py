@@ -1,0 +1,200 @@
+"""Cholesky factorisation with jitter, and Gaussian densities and solves from a Cholesky factor."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+from jax.scipy.linalg import cho_solve, solve_triangular  # noqa: E402
+
+from gpdsl.errors import NumericalError  # noqa: E402
+
+_SMALLEST_JITTER = 1e-8
+
+
+def jitter_ladder(jitter: float = 1e-6, max_tries: int = 5) -> tuple[float, ...]:
+    """Relative jitters tried in turn: 0, then geometrically from 1e-8 up to ``jitter``.
+
+    Parameters
+    ----------
+    jitter : float
+        Largest relative jitter (a multiple of the mean diagonal).
+    max_tries : int
+        Number of factorisations attempted, the unjittered one included.
+
+    Returns
+    -------
+    tuple of float
+        ``max_tries`` values; e.g. ``(0, 1e-8, 4.6e-8, 2.2e-7, 1e-6)`` for the defaults.
+    """
+    if max_tries < 1:
+        raise ValueError("max_tries must be at least 1")
+    if max_tries == 1:
+        return (0.0,)
+    smallest = min(_SMALLEST_JITTER, jitter)
+    return (0.0, *(float(v) for v in np.geomspace(smallest, jitter, max_tries - 1)))
+
+
+def cholesky_with_jitter(K, jitter: float = 1e-6, max_tries: int = 5):
+    """Lower Cholesky factor of ``K``, adding diagonal jitter only when needed.
+
+    Tries ``K + j * mean(diag(K)) * I`` for each relative ``j`` of :func:`jitter_ladder`
+    and keeps the first factor without NaN. Works under ``jit``, ``grad`` and ``vmap``:
+    the search is a ``lax.while_loop`` and derivatives are those of the Cholesky factor of
+    ``K + jitter_used * I`` with the jitter held fixed.
+
+    Parameters
+    ----------
+    K : array_like, shape (n, n)
+        Symmetric matrix.
+    jitter : float
+        Largest relative jitter.
+    max_tries : int
+        Number of attempts, the unjittered one included.
+
+    Returns
+    -------
+    L : jax.Array, shape (n, n)
+        Lower-triangular factor; contains NaN if every attempt failed.
+    jitter_used : jax.Array
+        Absolute jitter added to the diagonal (0 if none was needed).
+    """
+    return _compiled_search(jnp.asarray(K, dtype=jnp.float64), jitter_ladder(jitter, max_tries))
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(1,))
+def _jittered_cholesky(K, ladder):
+    relative = jnp.asarray(ladder, dtype=K.dtype)
+    scale = jnp.mean(jnp.diag(K))
+    identity = jnp.eye(K.shape[-1], dtype=K.dtype)
+
+    def factor(i):
+        added = relative[i] * scale
+        L = jnp.linalg.cholesky(K + added * identity)
+        return L, added, jnp.all(jnp.isfinite(L))
+
+    def keep_trying(state):
+        i, _, _, ok = state
+        return jnp.logical_and(~ok, i < len(ladder) - 1)
+
+    def next_try(state):
+        i = state[0] + 1
+        return (i, *factor(i))
+
+    _, L, added, _ = lax.while_loop(keep_trying, next_try, (0, *factor(0)))
+    return L, added
+
+
+_compiled_search = jax.jit(_jittered_cholesky, static_argnums=1)
+
+
+@_jittered_cholesky.defjvp
+def _jittered_cholesky_jvp(ladder, primals, tangents):
+    (K,), (dK,) = primals, tangents
+    L, added = _jittered_cholesky(K, ladder)
+    dK = 0.5 * (dK + dK.T)
+    half_solved = solve_triangular(L, dK, lower=True)
+    inner = solve_triangular(L, half_solved.T, lower=True).T
+    phi = jnp.tril(inner) / (1.0 + jnp.eye(K.shape[-1], dtype=K.dtype))
+    return (L, added), (L @ phi, jnp.zeros_like(added))
+
+
+def checked_cholesky(K, context: dict | None = None, jitter: float = 1e-6, max_tries: int = 5):
+    """:func:`cholesky_with_jitter`, raising a helpful error when it fails (not jit-compatible).
+
+    Parameters
+    ----------
+    K : array_like, shape (n, n)
+        Kernel matrix.
+    context : dict, optional
+        Values that produced ``K`` (typically hyperparameters), quoted in the error.
+    jitter, max_tries
+        As in :func:`cholesky_with_jitter`.
+
+    Returns
+    -------
+    L : jax.Array, shape (n, n)
+        Lower-triangular factor.
+    jitter_used : float
+        Absolute jitter added to the diagonal.
+
+    Raises
+    ------
+    NumericalError
+        ``K`` has non-finite entries or is not positive definite even with the largest jitter.
+    """
+    where = _describe(context)
+    if not bool(jnp.all(jnp.isfinite(jnp.asarray(K)))):
+        raise NumericalError(
+            f"the kernel matrix contains NaN or infinite entries{where}",
+            hint="check the inputs and hyperparameters for NaN, infinities or overflow",
+        )
+    L, jitter_used = cholesky_with_jitter(K, jitter, max_tries)
+    if not bool(jnp.all(jnp.isfinite(L))):
+        raise NumericalError(
+            f"the kernel matrix is not positive definite{where}, even with relative jitter {jitter:g}",
+            hint="try adding white(1e-6) to the kernel, rescaling inputs, or a tighter prior",
+        )
+    return L, float(jitter_used)
+
+
+def solve_chol(L, b):
+    """Solve ``K x = b`` given the lower Cholesky factor ``L`` of ``K``.
+
+    Parameters
+    ----------
+    L : array_like, shape (n, n)
+    b : array_like, shape (n,) or (n, m)
+
+    Returns
+    -------
+    jax.Array
+        ``K^{-1} b``, shaped like ``b``.
+    """
+    return cho_solve((L, True), b)
+
+
+def logdet_chol(L):
+    """``log det K = 2 sum_i log L_ii`` from the lower Cholesky factor ``L`` of ``K``."""
+    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
+
+
+def mvn_logpdf_chol(x, L):
+    """Log density of ``N(0, K)`` at ``x`` given the lower Cholesky factor ``L`` of ``K``.
+
+    Parameters
+    ----------
+    x : array_like, shape (n,)
+        The point (subtract a mean beforehand).
+    L : array_like, shape (n, n)
+        Lower Cholesky factor of the covariance.
+
+    Returns
+    -------
+    jax.Array
+        ``-1/2 x^T K^{-1} x - 1/2 log det K - n/2 log(2 pi)``.
+    """
+    x = jnp.asarray(x)
+    alpha = solve_triangular(L, x, lower=True)
+    n = x.shape[-1]
+    return -0.5 * jnp.sum(jnp.square(alpha)) - 0.5 * logdet_chol(L) - 0.5 * n * math.log(2.0 * math.pi)
+
+
+def _describe(context: dict | None) -> str:
+    if not context:
+        return ""
+    return " at " + ", ".join(f"{name}={_format_value(value)}" for name, value in context.items())
+
+
+def _format_value(value) -> str:
+    array = np.asarray(value)
+    if array.ndim == 0:
+        return f"{array.item():.6g}" if np.issubdtype(array.dtype, np.number) else str(value)
+    return np.array2string(array, precision=4, threshold=8, separator=", ")

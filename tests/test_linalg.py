@@ -1,0 +1,134 @@
+"""Jittered Cholesky, its error reporting, and Gaussian log densities from a factor."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from gpdsl.errors import NumericalError
+from gpdsl.kernels import RBF, White
+from gpdsl.linalg import (
+    checked_cholesky,
+    cholesky_with_jitter,
+    jitter_ladder,
+    logdet_chol,
+    mvn_logpdf_chol,
+    solve_chol,
+)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+def spd(rng, n=6):
+    A = rng.normal(size=(n, n))
+    return A @ A.T + n * np.eye(n)
+
+
+def rank_deficient(rng, n=8, rank=2):
+    A = rng.normal(size=(n, rank))
+    return A @ A.T
+
+
+def test_jitter_ladder():
+    ladder = jitter_ladder()
+    assert len(ladder) == 5 and ladder[0] == 0.0
+    np.testing.assert_allclose(ladder[1], 1e-8)
+    np.testing.assert_allclose(ladder[-1], 1e-6)
+    assert list(ladder) == sorted(ladder)
+    assert jitter_ladder(max_tries=1) == (0.0,)
+
+
+def test_no_jitter_for_positive_definite(rng):
+    K = spd(rng)
+    L, used = cholesky_with_jitter(K)
+    assert float(used) == 0.0
+    np.testing.assert_allclose(L, np.linalg.cholesky(K), rtol=1e-12)
+
+
+def test_jitter_escalation_for_rank_deficient(rng):
+    K = rank_deficient(rng)
+    assert np.any(np.isnan(np.asarray(jnp.linalg.cholesky(K))))
+    L, used = jax.jit(cholesky_with_jitter)(K)
+    assert np.all(np.isfinite(L))
+    assert 0.0 < float(used) <= 1e-6 * np.mean(np.diag(K)) * (1 + 1e-12)
+    np.testing.assert_allclose(L @ L.T, K + float(used) * np.eye(8), atol=1e-10)
+
+
+def test_duplicate_inputs_need_jitter_and_get_it():
+    X = np.repeat(np.linspace(0, 1, 5), 2)[:, None]
+    K = RBF(lengthscale=0.5)(X)
+    L, used = checked_cholesky(K, {"tau": 0.5})
+    assert np.all(np.isfinite(L))
+    assert used >= 0.0
+
+
+def test_gradient_through_jittered_cholesky_matches_plain(rng):
+    K = spd(rng)
+
+    def f(chol):
+        return lambda M: jnp.sum(jnp.sin(chol(M)))
+
+    ours = jax.grad(f(lambda M: cholesky_with_jitter(M)[0]))(K)
+    plain = jax.grad(f(jnp.linalg.cholesky))(K)
+    np.testing.assert_allclose(ours, plain, rtol=1e-10, atol=1e-12)
+
+
+def test_gradient_of_log_likelihood_in_hyperparameters(rng):
+    X = rng.normal(size=(10, 2))
+    y = rng.normal(size=10)
+
+    def loglik(theta):
+        K = (theta[0] * RBF(lengthscale=theta[1]) + White(1e-6))(X)
+        return mvn_logpdf_chol(y, cholesky_with_jitter(K)[0])
+
+    theta = jnp.array([1.3, 0.8])
+    grad = jax.jit(jax.grad(loglik))(theta)
+    eps = 1e-6
+    fd = [(loglik(theta.at[i].add(eps)) - loglik(theta.at[i].add(-eps))) / (2 * eps) for i in range(2)]
+    np.testing.assert_allclose(grad, fd, rtol=1e-6)
+
+
+def test_vmap_over_matrices(rng):
+    Ks = jnp.stack([spd(rng), rank_deficient(rng, n=6)])
+    Ls, used = jax.vmap(cholesky_with_jitter)(Ks)
+    assert np.all(np.isfinite(Ls))
+    assert float(used[0]) == 0.0 and float(used[1]) > 0.0
+
+
+def test_checked_cholesky_reports_context_for_indefinite(rng):
+    K = spd(rng)
+    K[0, 0] = -5.0
+    with pytest.raises(NumericalError) as info:
+        checked_cholesky(K, {"sigma": 1.5, "tau": 0.25})
+    message = str(info.value)
+    assert "not positive definite" in message
+    assert "sigma=1.5" in message and "tau=0.25" in message
+    assert "white(1e-6)" in info.value.hint
+
+
+def test_checked_cholesky_reports_non_finite(rng):
+    K = spd(rng)
+    K[1, 2] = K[2, 1] = np.nan
+    with pytest.raises(NumericalError, match="NaN or infinite.*ls=\\[0.5, 2"):
+        checked_cholesky(K, {"ls": np.array([0.5, 2.0])})
+
+
+def test_mvn_logpdf_matches_scipy(rng):
+    K = spd(rng, n=7)
+    x = rng.normal(size=7)
+    L = jnp.linalg.cholesky(K)
+    expected = multivariate_normal(mean=np.zeros(7), cov=K).logpdf(x)
+    np.testing.assert_allclose(mvn_logpdf_chol(x, L), expected, rtol=1e-12)
+
+
+def test_solve_and_logdet(rng):
+    K = spd(rng)
+    L = jnp.linalg.cholesky(K)
+    b = rng.normal(size=(6, 3))
+    np.testing.assert_allclose(solve_chol(L, b), np.linalg.solve(K, b), rtol=1e-10)
+    np.testing.assert_allclose(solve_chol(L, b[:, 0]), np.linalg.solve(K, b[:, 0]), rtol=1e-10)
+    np.testing.assert_allclose(logdet_chol(L), np.linalg.slogdet(K)[1], rtol=1e-12)
