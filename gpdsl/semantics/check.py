@@ -165,45 +165,72 @@ class _Checker:
             if var is None:
                 _fail(f"size '{expr.name}' is not declared", expr.span,
                       _suggest(expr.name, self.variables) or f"declare 'int {expr.name};' in the data block")
-            if var.role != "data" or var.type != VarType("int", lower=var.type.lower, upper=var.type.upper):
-                _fail(f"size '{expr.name}' must be an int declared in the data block", expr.span)
+            if var.role != "data":
+                _fail(f"size '{expr.name}' is a {var.role}; a size must be an int declared in the data block",
+                      expr.span)
+            if var.type != VarType("int", lower=var.type.lower, upper=var.type.upper):
+                _fail(f"size '{expr.name}' is {var.type.describe()}; a size must be a single int", expr.span)
             self.used.add(expr.name)
             if expr.name not in self.sizes:
                 self.sizes.append(expr.name)
             return expr.name
+        if isinstance(expr, ast.Negate):
+            _fail("a size must be a non-negative integer", expr.span)
         _fail("a size must be an integer or the name of an int in the data block", expr.span)
 
     def _constant(self, expr: ast.Expr) -> float:
+        value = self._fold(expr)
+        if value is None:
+            _fail("a bound must be a constant number", expr.span, "write e.g. <lower=0> or <lower=0, upper=1>")
+        return value
+
+    def _fold(self, expr: ast.Expr) -> float | None:
+        """The value of a constant expression, None if it is not constant; errors for non-finite values."""
         if isinstance(expr, ast.Number):
-            return expr.value
-        if isinstance(expr, ast.Negate):
-            return -self._constant(expr.operand)
-        if isinstance(expr, ast.Name) and expr.name in catalog.CONSTANTS:
-            return catalog.CONSTANTS[expr.name]
-        if isinstance(expr, ast.BinaryOp):
-            a, b = self._constant(expr.left), self._constant(expr.right)
+            value = expr.value
+        elif isinstance(expr, ast.Negate):
+            inner = self._fold(expr.operand)
+            return None if inner is None else -inner
+        elif isinstance(expr, ast.Name) and expr.name in catalog.CONSTANTS:
+            value = catalog.CONSTANTS[expr.name]
+        elif isinstance(expr, ast.BinaryOp):
+            a, b = self._fold(expr.left), self._fold(expr.right)
+            if a is None or b is None:
+                return None
             try:
-                return {"+": a + b, "-": a - b, "*": a * b}.get(expr.op) if expr.op in "+-*" else (
-                    a / b if expr.op == "/" else a ** b)
+                value = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b,
+                         "^": lambda: a ** b}[expr.op]()
             except ZeroDivisionError:
                 _fail("division by zero in a constant", expr.span)
-        if isinstance(expr, ast.Call) and expr.function in ("sqrt", "exp", "log") and len(expr.args) == 1:
-            value = self._constant(expr.args[0])
+            except OverflowError:
+                value = math.inf
+        elif isinstance(expr, ast.Call) and expr.function in ("sqrt", "exp", "log") and len(expr.args) == 1:
+            inner = self._fold(expr.args[0])
+            if inner is None:
+                return None
             try:
-                return getattr(math, expr.function)(value)
+                value = getattr(math, expr.function)(inner)
             except ValueError:
-                _fail(f"{expr.function}({value:g}) is undefined", expr.span)
-        _fail("a bound must be a constant number", expr.span, "write e.g. <lower=0> or <lower=0, upper=1>")
+                _fail(f"{expr.function}({inner:g}) is undefined", expr.span)
+            except OverflowError:
+                value = math.inf
+        else:
+            return None
+        if isinstance(value, complex) or not math.isfinite(value):
+            _fail("a constant must be a finite real number", expr.span)
+        return float(value)
 
     # ---- latent shape inference --------------------------------------------------------------
     def _infer_latents(self, statements):
         """Give undeclared GP targets a type: vector over the inputs' points, or the data's matrix shape."""
         likelihood_shapes: dict[str, VarType] = {}
         gp_targets: list[ast.Tilde] = []
+        loop_variables: set[str] = set()
 
         def visit(items):
             for s in items:
                 if isinstance(s, ast.For):
+                    loop_variables.add(s.variable)
                     visit(s.body)
                 elif isinstance(s, ast.Tilde):
                     if s.distribution.function == "gp":
@@ -222,8 +249,11 @@ class _Checker:
             if s.target.indices:
                 _fail(f"cannot infer the shape of latent '{name}' from an indexed statement", s.target.span,
                       f"declare it in a latent block, e.g. 'latent {{ array[Q] matrix[N, D] {name}; }}'")
-            if len(s.distribution.args) < 1:
-                continue
+            if len(s.distribution.args) != 2 or s.distribution.kwargs:
+                _fail("gp takes two arguments: gp(inputs, kernel)", s.distribution.span)
+            if any(name in _names_in(s.distribution.args[0]) for name in loop_variables):
+                _fail(f"cannot infer the shape of latent '{name}' inside a loop", s.target.span,
+                      f"declare it in a latent block, e.g. 'latent {{ array[T] vector[N] {name}; }}'")
             inputs = self._inputs(s.distribution.args[0])
             observed = likelihood_shapes.get(name)
             index_shape = inputs.index_shape
@@ -271,6 +301,10 @@ class _Checker:
                   "in a latent block (GP values may also be introduced by 'f ~ gp(...)')")
         self.used.add(target.name)
         base = ir.Ref(_value_type(var.type), target.span, target.name, var.role)
+        for i in target.indices:
+            if isinstance(i, ast.Slice):
+                _fail("the target of '~' cannot be sliced", i.span,
+                      "loop over the elements: for (i in a:b) x[i] ~ ...;")
         indices = tuple(self._expr(i) for i in target.indices)
         for i in indices:
             if isinstance(i, ir.Slice) or i.type != ir.INT:
@@ -339,8 +373,11 @@ class _Checker:
             likelihoods = [d.name for d in catalog.DISTRIBUTIONS.values() if d.likelihood]
             _fail(f"'{call.function}' is not a likelihood", call.name_span,
                   "likelihoods are: " + ", ".join(likelihoods + [catalog.EXTERNAL]))
-        distribution = self._distribution(call, spec, target)
         t = target.type
+        if spec.support not in ("binary", "count") and t.base == "int":
+            _fail(f"{spec.name} is a likelihood for real data but '{target.name}' is integer",
+                  statement.target.span)
+        distribution = self._distribution(call, spec, target)
         if spec.support in ("binary", "count"):
             if t.base != "int":
                 _fail(f"{spec.name} needs integer data but '{target.name}' is {t.describe()}", statement.target.span,
@@ -358,7 +395,8 @@ class _Checker:
         function = call.args[0].value
         module, _, name = function.partition(":")
         if not module or not name or not all(p.isidentifier() for p in module.split(".") + [name]):
-            _fail(f"'{function}' is not of the form 'package.module:function'", call.args[0].span)
+            _fail(f"'{function}' is not of the form 'package.module:function'", call.args[0].span,
+                  "separate the module and the function with ':', e.g. \"mypkg.pricing:call_prices\"")
         if call.kwargs:
             _fail("external takes positional arguments only", call.kwargs[0].span)
         args = tuple(self._expr(a) for a in call.args[1:])
@@ -400,13 +438,25 @@ class _Checker:
             lo_v, hi_v = (lo[0] if len(set(lo)) == 1 else None), (hi[0] if len(set(hi)) == 1 else None)
             if lower is not None or upper is not None:
                 if (lower, upper) != (lo_v, hi_v):
-                    _fail(f"the declared bounds of '{target.name}' differ from the support of {spec.name}",
-                          var.span, "drop the declared bounds: they are implied by the prior")
+                    support = (f"({lo[0]:g}, {hi[0]:g})" if len(lo) == len(hi) == 1 else
+                               f"lower {[round(v, 12) for v in lo]}, upper {[round(v, 12) for v in hi]}")
+                    _fail(f"'{target.name}' is declared {var.type.describe()} but {spec.name} has support "
+                          f"{support}", var.span, "drop the declared bounds: they are implied by the prior")
             self.variables[target.name] = replace(var, type=replace(var.type, lower=lo_v, upper=hi_v))
         elif spec.support == "real" and (lower is not None or upper is not None) and spec.name != "normal":
             pass
 
     def _constant_vector(self, expr: ir.Expr) -> list[float] | None:
+        if isinstance(expr, ir.Binary) and not expr.type.shape:
+            a, b = self._constant_vector(expr.left), self._constant_vector(expr.right)
+            if a is None or b is None:
+                return None
+            try:
+                value = {"+": a[0] + b[0], "-": a[0] - b[0], "*": a[0] * b[0]}.get(expr.op) \
+                    if expr.op in "+-*" else (a[0] / b[0] if expr.op == "/" else a[0] ** b[0])
+            except (ZeroDivisionError, OverflowError):
+                return None
+            return None if isinstance(value, complex) or not math.isfinite(value) else [float(value)]
         if isinstance(expr, ir.Constant):
             return [expr.value]
         if isinstance(expr, ir.VectorLiteral) and all(isinstance(i, ir.Constant) for i in expr.items):
@@ -461,6 +511,8 @@ class _Checker:
                 value = self._project(item)
             else:
                 value = self._expr(item)
+            if isinstance(value, ir.StringConstant):
+                _fail("GP inputs must be a vector or a matrix, got a string", item.span)
             t = value.type
             if t.base != "real" and t.base != "int":
                 _fail("GP inputs must be numeric", item.span)
@@ -566,7 +618,8 @@ class _Checker:
                            for g in spec.exclusive)
             if param.name not in values and not excluded:
                 if param.default is None and not any(param.name in g for g in spec.exclusive):
-                    _fail(f"kernel {spec.name} needs '{param.name}'", call.span)
+                    _fail(f"kernel {spec.name} needs '{param.name}'", call.span,
+                          f"e.g. {spec.name}(1e-6)" if spec.name == "white" else f"e.g. {spec.name}({param.name} = 1)")
                 if param.default is not None:
                     values[param.name] = ir.Constant(ir.REAL, call.span, float(param.default))
         for name, value in values.items():
@@ -687,7 +740,8 @@ class _Checker:
             if length < 1:
                 _fail("empty slice", index.start.span)
             return length
-        if isinstance(index.start, ir.Constant) and index.start.value == 1 and isinstance(index.stop, ir.Ref):
+        if (isinstance(index.start, ir.Constant) and index.start.value == 1 and isinstance(index.stop, ir.Ref)
+                and index.stop.name in self.sizes):
             return index.stop.name
         _fail("slice bounds must be constants (or 1:N with a size N)", index.start.span)
 
@@ -766,3 +820,16 @@ def _describe_index(index: ir.Expr) -> str:
     if isinstance(index, ir.Ref):
         return index.name
     return "?"
+
+
+def _names_in(expr: ast.Expr) -> set[str]:
+    """Names referenced anywhere in an AST expression."""
+    if isinstance(expr, ast.Name):
+        return {expr.name}
+    found: set[str] = set()
+    for value in vars(expr).values():
+        items = value if isinstance(value, tuple) else (value,)
+        for item in items:
+            if isinstance(item, (ast.Expr, ast.KeywordArgument)):
+                found |= _names_in(item) if isinstance(item, ast.Expr) else _names_in(item.value)
+    return found

@@ -1,0 +1,667 @@
+"""The Stan code generator: a checked gpdsl model to a Stan program.
+
+Every density is added with ``target += ..._lpdf(...)`` (never ``~``), so the program's log density
+keeps all normalising constants and can be compared with the JAX lowering term by term.
+
+How gpdsl variables become Stan variables (see :class:`StanVariable`):
+
+* data: the same name in the ``data`` block (renamed with a trailing ``_`` if it is a Stan keyword or
+  clashes with a library function); GP inputs are also converted to point sets (``array[] vector``)
+  in ``transformed data``.
+* parameters: the same name in ``parameters``, with the IR's bounds (vector bounds that differ per
+  entry become ``<name>_lower`` / ``<name>_upper`` in ``transformed data``).
+* latent values with an ordinary prior (``X ~ normal(0, 1)``): a Stan parameter of the same name.
+* latent GP values, marginalised: when the latent's only use is the mean of a ``normal`` likelihood
+  on data of the same shape with a scalar scale, ``y ~ normal(f, s)`` with ``f ~ gp(X, k)`` becomes
+  ``y ~ multi_normal_cholesky(0, cholesky_decompose(K + (s^2 + JITTER) I))`` (each column of a
+  matrix ``Y`` independently); the latent has no Stan variable.
+* latent GP values, otherwise: non-centred. A parameter ``<name>_raw`` of the latent's shape with a
+  ``std_normal`` prior, and ``<name> = cholesky_decompose(K + JITTER I) * <name>_raw`` in
+  ``transformed parameters`` (column-wise for matrices). Two-level inputs ``gp((t, X), k)`` with
+  ``array[T] vector[N] f`` flatten the T * N points (point (i, n) at (i - 1) * N + n): ``f_raw`` is a
+  ``vector[T * N]`` and ``f[i]`` its i-th segment of length N. The Stan density is then over
+  ``<name>_raw``: log p_stan = log p_gpdsl(f) + sum(log(diag(L))) with L the Cholesky factor.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+
+import gpdsl
+from gpdsl.backends.stan.expressions import ATOM, PRODUCT, SUM, ExpressionTranslator, format_number
+from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
+from gpdsl.errors import DataError, MethodError
+from gpdsl.ir import nodes as ir
+from gpdsl.semantics import catalog
+from gpdsl.semantics.types import Dim, VarType
+
+JITTER = 1e-8
+"""Added to the diagonal of every latent (non-centred) and marginal GP covariance before Cholesky.
+
+The JAX lowering must add the same constant for the two backends to share one log density.
+"""
+
+STAN_RESERVED = frozenset("""
+    for in while repeat until if then else true false target functions model data parameters
+    quantities transformed generated profile return break continue print reject fatal_error void
+    int real complex vector row_vector matrix complex_vector complex_row_vector complex_matrix array
+    tuple lower upper offset multiplier ordered positive_ordered simplex unit_vector
+    sum_to_zero_vector cholesky_factor_corr cholesky_factor_cov corr_matrix cov_matrix
+    column_stochastic_matrix row_stochastic_matrix jacobian auto struct export extern static
+""".split())
+"""Names a gpdsl variable cannot keep in Stan."""
+
+
+@dataclass(frozen=True)
+class StanVariable:
+    """How one gpdsl variable appears in the Stan program.
+
+    Parameters
+    ----------
+    name : str
+        The gpdsl name.
+    kind : {"data", "parameter", "latent_parameter", "non_centred", "marginalised"}
+        ``latent_parameter`` is a latent with an ordinary prior, sampled as a Stan parameter.
+    stan_name : str or None
+        Its Stan name (``data``, ``parameters`` or ``transformed parameters``); None if marginalised.
+    block : str or None
+        The Stan block declaring ``stan_name``.
+    raw_name : str or None
+        For ``non_centred``: the ``std_normal`` Stan parameter it is computed from.
+    flattened : bool
+        For ``non_centred`` over two-level inputs: ``raw_name`` is one vector over all T * N points.
+    """
+
+    name: str
+    kind: str
+    stan_name: str | None
+    block: str | None
+    raw_name: str | None = None
+    flattened: bool = False
+
+
+@dataclass(frozen=True)
+class StanProgram:
+    """A generated Stan program.
+
+    Parameters
+    ----------
+    code : str
+        The program text.
+    parameter_names : tuple of str
+        Names in the Stan ``parameters`` block, in order.
+    variables : dict of str to StanVariable
+        Every gpdsl data, parameter and latent variable, by gpdsl name.
+    warnings : tuple of str
+        Messages naming the parameters Stan gives an improper flat prior because the model has none.
+    jitter : float
+        The diagonal jitter of latent and marginal covariances (:data:`JITTER`).
+    """
+
+    code: str
+    parameter_names: tuple[str, ...]
+    variables: dict[str, StanVariable]
+    warnings: tuple[str, ...]
+    jitter: float = JITTER
+
+    def stan_data(self, model: ir.Model, data: Mapping[str, np.ndarray]) -> dict:
+        """The Stan data dictionary of ``data`` for this program's model (see :func:`stan_data`)."""
+        return stan_data(model, data)
+
+
+def generate_stan(model: ir.Model) -> StanProgram:
+    """Generate the Stan program of a checked model.
+
+    Parameters
+    ----------
+    model : gpdsl.ir.nodes.Model
+        The typed IR from the checker.
+
+    Returns
+    -------
+    StanProgram
+
+    Raises
+    ------
+    MethodError
+        If Stan cannot express the model (an ``external`` likelihood, a latent with both a GP and
+        another distribution, inputs with more than two levels).
+    """
+    return _Generator(model).run()
+
+
+def stan_name(name: str) -> str:
+    """The Stan name of a gpdsl variable: itself unless reserved in Stan or by the function library."""
+    if name in STAN_RESERVED or name in function_library() or name.endswith("__"):
+        return name.rstrip("_") + "_"
+    return name
+
+
+def stan_data(model: ir.Model, data: Mapping[str, np.ndarray]) -> dict:
+    """Convert validated data to the dictionary Stan expects.
+
+    Integers become Python ints, reals floats, containers nested lists shaped as declared (so a
+    ``matrix[N, 1]`` accepts a length-N vector and ``array[T] matrix[N, D]`` a (T, N, D) array).
+
+    Parameters
+    ----------
+    model : gpdsl.ir.nodes.Model
+        The model.
+    data : dict of str to array_like
+        A value for every data variable of the model, by gpdsl name.
+
+    Returns
+    -------
+    dict
+        By Stan name, JSON-serialisable (PyStan and CmdStan both accept it).
+
+    Raises
+    ------
+    DataError
+        A variable is missing, not integral where an int is declared, or has the wrong size.
+    """
+    sizes: dict[str, int] = {}
+    out: dict = {}
+    for name, var in model.data.items():
+        if name not in data:
+            raise DataError(f"no value for data '{name}'")
+        value = np.asarray(data[name])
+        if var.type.base == "int":
+            if value.size and not np.all(np.mod(value, 1) == 0):
+                raise DataError(f"data '{name}' is declared int but has non-integer values")
+            value = value.astype(np.int64)
+        else:
+            value = value.astype(np.float64)
+        shape = var.type.concrete_shape(sizes)
+        if value.size != int(np.prod(shape, dtype=np.int64)):
+            raise DataError(f"data '{name}' has {value.size} values but {var.type.describe()} needs "
+                            f"shape {shape}")
+        value = value.reshape(shape)
+        if not shape and var.type.base == "int":
+            sizes[name] = int(value)
+        out[stan_name(name)] = value.item() if not shape else value.tolist()
+    return out
+
+
+def _stan_dim(d: Dim | str) -> str:
+    if isinstance(d, int):
+        return str(d)
+    return " + ".join(stan_name(part) if not part.isdigit() else part for part in d.split("+"))
+
+
+def _product(dims) -> str:
+    texts = [_stan_dim(d) for d in dims]
+    return " * ".join(f"({t})" if "+" in t and len(texts) > 1 else t for t in texts) if texts else "1"
+
+
+def stan_type(t: VarType, lower: str | None = None, upper: str | None = None) -> str:
+    """Stan's spelling of a type, e.g. ``array[Q] vector<lower=0>[D]``, with bounds given as text."""
+    bounds = [f"{k}={v}" for k, v in (("lower", lower), ("upper", upper)) if v is not None]
+    inner = "int" if t.base == "int" else {"scalar": "real", "vector": "vector", "matrix": "matrix"}[t.container]
+    if bounds:
+        inner += "<" + ", ".join(bounds) + ">"
+    if t.dims:
+        inner += "[" + ", ".join(_stan_dim(d) for d in t.dims) + "]"
+    if t.array_dims:
+        inner = "array[" + ", ".join(_stan_dim(d) for d in t.array_dims) + "] " + inner
+    return inner
+
+
+def _bound(value: float | None) -> str | None:
+    return None if value is None else format_number(value, float(value).is_integer())
+
+
+def _indented(lines: list[str]) -> list[str]:
+    return [INDENT + line for line in lines]
+
+
+def _refs(expr) -> set[str]:
+    """Names of the variables an expression (or slice) refers to."""
+    if isinstance(expr, ir.Ref):
+        return {expr.name}
+    if isinstance(expr, ir.Slice):
+        return _refs(expr.start) | _refs(expr.stop)
+    if isinstance(expr, ir.Index):
+        return _refs(expr.base).union(*(_refs(i) for i in expr.indices))
+    if isinstance(expr, ir.Binary):
+        return _refs(expr.left) | _refs(expr.right)
+    if isinstance(expr, ir.Negate):
+        return _refs(expr.operand)
+    if isinstance(expr, (ir.Apply,)):
+        return set().union(*(_refs(a) for a in expr.args))
+    if isinstance(expr, ir.VectorLiteral):
+        return set().union(*(_refs(i) for i in expr.items))
+    if isinstance(expr, ir.Project):
+        return _refs(expr.weights) | _refs(expr.inputs)
+    return set()
+
+
+def _kernel_exprs(kernel: ir.Kernel) -> list[ir.Expr]:
+    if isinstance(kernel, ir.KernelLeaf):
+        return [e for _, e in kernel.params]
+    if isinstance(kernel, ir.KernelScale):
+        return [kernel.scale] + _kernel_exprs(kernel.kernel)
+    return _kernel_exprs(kernel.left) + _kernel_exprs(kernel.right)
+
+
+def _statement_exprs(statement: ir.Statement) -> list[ir.Expr]:
+    exprs = list(statement.target.indices)
+    if isinstance(statement, ir.GPStatement):
+        exprs += list(statement.inputs.components) + _kernel_exprs(statement.kernel)
+    elif isinstance(statement, (ir.PriorStatement, ir.LikelihoodStatement)):
+        exprs += [e for _, e in statement.distribution.args]
+    elif isinstance(statement, ir.ExternalLikelihood):
+        exprs += list(statement.args)
+    return exprs
+
+
+def _mentions(statement: ir.Statement, name: str) -> bool:
+    return any(name in _refs(e) for e in _statement_exprs(statement))
+
+
+class _Generator:
+    def __init__(self, model: ir.Model):
+        self.model = model
+        self.blocks = StanBlocks()
+        self.translate = ExpressionTranslator(stan_name)
+        names = set(model.data) | set(model.parameters) | set(model.latents)
+        names |= {loop.variable for _, loops in model.walk() for loop in loops}
+        self.taken = {stan_name(n) for n in names} | set(function_library())
+        self.variables: dict[str, StanVariable] = {}
+        self.marginal_of: dict[int, ir.GPStatement] = {}  # id(likelihood) -> its marginalised GP
+        self.transformed_data: dict[str, str] = {}  # defining expression -> name
+        self.parameter_names: list[str] = []
+        self.jitter = ""
+        self.loop_names: list[str] = []
+        self.covariance_name = ""
+
+    def loop_variable(self, depth: int) -> str:
+        """The generated loop variable at nesting depth ``depth`` (reused by sibling loops)."""
+        while len(self.loop_names) <= depth:
+            self.loop_names.append(self.fresh(f"i{len(self.loop_names) + 1}"))
+        return self.loop_names[depth]
+
+    def fresh(self, base: str) -> str:
+        name = base
+        while name in self.taken:
+            name += "_"
+        self.taken.add(name)
+        return name
+
+    # ---- driver ------------------------------------------------------------------------------
+    def run(self) -> StanProgram:
+        self._refuse_unsupported()
+        self._classify_latents()
+        self.jitter = self.fresh("jitter")
+        self.blocks.add("transformed data", f"real {self.jitter} = {format_number(JITTER)};")
+        self._data_block()
+        self._parameters_block()
+        self._transformed_parameters_block()
+        self.blocks.add("model", *self._tree(self.model.statements, self._model_statement))
+        header = [f"// generated by gpdsl {gpdsl.__version__}",
+                  f"// model: {Path(self.model.source.name).name} sha256 {self.model.source_hash}"]
+        warnings = tuple(f"parameter '{name}' has no prior: Stan gives it an improper flat prior"
+                         for name in self.model.unpriored_parameters())
+        order = [*self.model.data, *self.model.parameters, *self.model.latents]
+        variables = {name: self.variables[name] for name in order}
+        return StanProgram(self.blocks.render(header), tuple(self.parameter_names), variables, warnings)
+
+    def _refuse_unsupported(self):
+        for statement, _ in self.model.walk():
+            if isinstance(statement, ir.ExternalLikelihood):
+                raise MethodError(
+                    f"the Stan backend cannot run the external likelihood '{statement.function}': "
+                    "it calls user Python code, which Stan cannot call", statement.span,
+                    "use a JAX-based method, which can call external likelihoods")
+            if isinstance(statement, ir.GPStatement) and len(statement.inputs.index_shape) > 2:
+                raise MethodError("the Stan backend supports GP inputs with at most two index levels",
+                                  statement.inputs.span)
+
+    def _classify_latents(self):
+        defining: dict[str, list] = defaultdict(list)
+        for statement, loops in self.model.walk():
+            if isinstance(statement, (ir.GPStatement, ir.PriorStatement)) and statement.target.role == "latent":
+                defining[statement.target.name].append((statement, loops))
+        for name, var in self.model.latents.items():
+            statements = defining[name]
+            gps = [s for s, _ in statements if isinstance(s, ir.GPStatement)]
+            sname = stan_name(name)
+            if not gps:
+                self.variables[name] = StanVariable(name, "latent_parameter", sname, "parameters")
+                continue
+            if len(gps) != len(statements):
+                raise MethodError(f"latent '{name}' has both a gp and another distribution; the Stan "
+                                  "backend needs one kind per latent variable", var.span)
+            if var.type.lower is not None or var.type.upper is not None:
+                raise MethodError(f"latent GP values '{name}' cannot have bounds", var.span)
+            likelihood = self._marginal_likelihood(*statements[0]) if len(statements) == 1 else None
+            if likelihood is not None:
+                self.marginal_of[id(likelihood)] = gps[0]
+                self.variables[name] = StanVariable(name, "marginalised", None, None)
+            else:
+                flattened = len(gps[0].inputs.index_shape) == 2
+                if flattened and (len(gps) > 1 or gps[0].target.indices):
+                    raise MethodError(f"the Stan backend needs '{name} ~ gp((t, X), k)' over two-level "
+                                      "inputs to define the whole latent at once", gps[0].span)
+                self.variables[name] = StanVariable(name, "non_centred", sname, "transformed parameters",
+                                                    self.fresh(f"{sname}_raw"), flattened)
+
+    def _marginal_likelihood(self, gp: ir.GPStatement, loops) -> ir.LikelihoodStatement | None:
+        """The likelihood ``y ~ normal(f, s)`` that ``f ~ gp(...)`` can be integrated against, if any."""
+        name = gp.target.name
+        if loops or gp.target.indices or len(gp.inputs.index_shape) != 1:
+            return None
+        uses = [(s, l) for s, l in self.model.walk() if s is not gp and _mentions(s, name)]
+        if len(uses) != 1:
+            return None
+        statement, statement_loops = uses[0]
+        if (not isinstance(statement, ir.LikelihoodStatement) or statement_loops or statement.target.indices
+                or statement.distribution.name != "normal"):
+            return None
+        mu, sigma = statement.distribution.arg("mu"), statement.distribution.arg("sigma")
+        latent = self.model.latents[name].type
+        data = statement.target.type
+        if not (isinstance(mu, ir.Ref) and mu.name == name) or sigma.type.shape or name in _refs(sigma):
+            return None
+        if (data.container, data.shape) != (latent.container, latent.shape) or data.array_dims:
+            return None
+        return statement
+
+    # ---- declarations ------------------------------------------------------------------------
+    def _data_block(self):
+        for name, var in self.model.data.items():
+            sname = stan_name(name)
+            self.blocks.add("data", f"{stan_type(var.type, _bound(var.type.lower), _bound(var.type.upper))} "
+                                    f"{sname};")
+            self.variables[name] = StanVariable(name, "data", sname, "data")
+
+    def _parameters_block(self):
+        priors = self.model.priors()
+        for name, var in self.model.parameters.items():
+            lower, upper = _bound(var.type.lower), _bound(var.type.upper)
+            prior = priors.get(name)
+            if prior is not None and catalog.DISTRIBUTIONS[prior.distribution.name].support == "bounded":
+                if lower is None:
+                    lower = self._bound_vector(name, "lower", var.type, prior.distribution.arg("lower"))
+                if upper is None:
+                    upper = self._bound_vector(name, "upper", var.type, prior.distribution.arg("upper"))
+            self._declare_parameter(stan_name(name), stan_type(var.type, lower, upper))
+            self.variables[name] = StanVariable(name, "parameter", stan_name(name), "parameters")
+        for name, var in self.model.latents.items():
+            mapping = self.variables[name]
+            if mapping.kind == "latent_parameter":
+                t = stan_type(var.type, _bound(var.type.lower), _bound(var.type.upper))
+                self._declare_parameter(mapping.stan_name, t)
+            elif mapping.kind == "non_centred":
+                t = (f"vector[{_product(var.type.shape)}]" if mapping.flattened
+                     else stan_type(replace(var.type, lower=None, upper=None)))
+                self._declare_parameter(mapping.raw_name, t)
+
+    def _declare_parameter(self, name: str, type_text: str):
+        self.blocks.add("parameters", f"{type_text} {name};")
+        self.parameter_names.append(name)
+
+    def _bound_vector(self, name: str, which: str, t: VarType, expr: ir.Expr) -> str:
+        if not expr.type.shape:
+            return self.translate(expr)
+        bound_type = replace(t, lower=None, upper=None)
+        return self._transformed_data(f"{stan_name(name)}_{which}", stan_type(bound_type), self.translate(expr))
+
+    def _transformed_data(self, base: str, type_text: str, definition: str) -> str:
+        """A ``transformed data`` variable holding ``definition`` (one per distinct definition)."""
+        if definition not in self.transformed_data:
+            name = self.fresh(base)
+            self.blocks.add("transformed data", f"{type_text} {name} = {definition};")
+            self.transformed_data[definition] = name
+        return self.transformed_data[definition]
+
+    def _transformed_parameters_block(self):
+        for name, var in self.model.latents.items():
+            mapping = self.variables[name]
+            if mapping.kind == "non_centred":
+                self.blocks.add("transformed parameters", f"{stan_type(var.type)} {mapping.stan_name};")
+        self.blocks.add("transformed parameters", *self._tree(self.model.statements, self._non_centred))
+
+    # ---- statements --------------------------------------------------------------------------
+    def _tree(self, statements, emit: Callable[[ir.Statement], list[str]]) -> list[str]:
+        """Lines for a statement list, keeping the loops around statements that produce any."""
+        lines: list[str] = []
+        for statement in statements:
+            if isinstance(statement, ir.ForLoop):
+                body = self._tree(statement.body, emit)
+                if len(body) > 2 and body[0] == "{" and body[-1] == "}" and all(
+                        line.startswith(INDENT) for line in body[1:-1]):
+                    body = [line[len(INDENT):] for line in body[1:-1]]
+                if body:
+                    start = self.translate.operand(statement.start, SUM)
+                    stop = self.translate.operand(statement.stop, SUM)
+                    lines.append(f"for ({stan_name(statement.variable)} in {start}:{stop}) {{")
+                    lines += _indented(body)
+                    lines.append("}")
+            else:
+                lines += emit(statement)
+        return lines
+
+    def _non_centred(self, statement: ir.Statement) -> list[str]:
+        if not isinstance(statement, ir.GPStatement):
+            return []
+        mapping = self.variables[statement.target.name]
+        if mapping.kind != "non_centred":
+            return []
+        local = self._covariance(statement)
+        covariance = f"add_diag({self.covariance_name}, {self.jitter})"
+        raw = self.translate.index(mapping.raw_name, statement.target.indices)
+        if not mapping.flattened:
+            target = self.translate.index(mapping.stan_name, statement.target.indices)
+            return ["{", *_indented(local + [f"{target} = cholesky_decompose({covariance}) * {raw};"]), "}"]
+        outer, inner = statement.inputs.index_shape
+        flat, i = self.fresh(f"{mapping.stan_name}_flat"), self.fresh("i")
+        n = _stan_dim(inner)
+        body = local + [
+            f"vector[{_product((outer, inner))}] {flat} = cholesky_decompose({covariance}) * {raw};",
+            f"for ({i} in 1:{_stan_dim(outer)}) {{",
+            f"{INDENT}{mapping.stan_name}[{i}] = segment({flat}, ({i} - 1) * {n} + 1, {n});",
+            "}",
+        ]
+        return ["{", *_indented(body), "}"]
+
+    def _model_statement(self, statement: ir.Statement) -> list[str]:
+        if isinstance(statement, ir.GPStatement):
+            mapping = self.variables[statement.target.name]
+            if mapping.kind == "marginalised":
+                return []
+            raw = self.translate.index(mapping.raw_name, statement.target.indices)
+            if statement.target.type.container == "matrix":
+                raw = f"to_vector({raw})"
+            return [f"target += std_normal_lpdf({raw});"]
+        if isinstance(statement, ir.LikelihoodStatement) and id(statement) in self.marginal_of:
+            return self._marginal(self.marginal_of[id(statement)], statement)
+        return self._density(statement)
+
+    def _marginal(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement) -> list[str]:
+        local = self._covariance(gp)
+        sigma = self.translate(likelihood.distribution.arg("sigma"))
+        n = _stan_dim(gp.inputs.index_shape[0])
+        observed = stan_name(likelihood.target.name)
+        if likelihood.target.type.container == "matrix":
+            columns_type = f"array[{_stan_dim(likelihood.target.type.dims[1])}] vector[{n}]"
+            observed = self._transformed_data(f"{observed}_columns", columns_type, f"matrix_columns({observed})")
+        cholesky = f"cholesky_decompose(add_diag({self.covariance_name}, square({sigma}) + {self.jitter}))"
+        line = f"target += multi_normal_cholesky_lpdf({observed} | rep_vector(0, {n}), {cholesky});"
+        return ["{", *_indented(local + [line]), "}"]
+
+    # ---- densities ---------------------------------------------------------------------------
+    def _density(self, statement: ir.Statement) -> list[str]:
+        """``target += <dist>_lpdf(...)`` for a prior or likelihood, looping over array dimensions."""
+        target, distribution = statement.target, statement.distribution
+        t = target.type
+        loop_dims = t.array_dims[:-1] if t.container == "scalar" and t.array_dims else t.array_dims
+        loop_vars = [self.loop_variable(k) for k in range(len(loop_dims))]
+        indices = [self.translate(i) for i in target.indices] + loop_vars
+        variate = stan_name(target.name) + (f"[{', '.join(indices)}]" if indices else "")
+        flat_dims = t.shape[len(loop_dims):]
+        args = {name: self._argument(expr, loop_vars) for name, expr in distribution.args}
+        if t.container == "matrix":
+            variate = f"to_vector({variate})"
+        lines = [f"target += {self._log_density(distribution.name, variate, flat_dims, args)};"]
+        for var, dim in reversed(list(zip(loop_vars, loop_dims))):
+            lines = [f"for ({var} in 1:{_stan_dim(dim)}) {{", *_indented(lines), "}"]
+        return lines
+
+    def _argument(self, expr: ir.Expr, loop_vars: list[str]) -> tuple[str, bool]:
+        """A distribution argument indexed like the variate inside the loops; and whether it is shaped."""
+        shape = expr.type.shape
+        if not shape:
+            return self.translate(expr), False
+        if loop_vars:
+            text = f"{self.translate.operand(expr, ATOM)}[{', '.join(loop_vars)}]"
+        else:
+            text = self.translate(expr)
+        if len(shape) - len(loop_vars) == 2:
+            text = f"to_vector({text})"
+        return text, len(shape) > len(loop_vars)
+
+    def _log_density(self, name: str, x: str, dims, args: dict[str, tuple[str, bool]]) -> str:
+        a = {k: v for k, (v, _) in args.items()}
+        if name in ("normal", "lognormal"):
+            return f"{name}_lpdf({x} | {a['mu']}, {a['sigma']})"
+        if name == "gamma":
+            return f"gamma_lpdf({x} | {a['shape']}, {a['rate']})"
+        if name == "inv_gamma":
+            return f"inv_gamma_lpdf({x} | {a['shape']}, {a['scale']})"
+        if name == "student_t":
+            return f"student_t_lpdf({x} | {a['nu']}, {a['mu']}, {a['sigma']})"
+        if name == "uniform":
+            return f"uniform_lpdf({x} | {a['lower']}, {a['upper']})"
+        if name == "half_normal":
+            count = "" if not dims else f"{_product(dims)} * "
+            return f"normal_lpdf({x} | 0, {a['sigma']}) + {count}log2()"
+        if name == "scaled_sigmoid_normal":
+            if dims:
+                n = _product(dims)
+                a = {k: v if shaped else f"rep_vector({v}, {n})" for k, (v, shaped) in args.items()}
+            return (f"scaled_sigmoid_normal_lpdf({x} | {a['lower']}, {a['upper']}, {a['mu']}, "
+                    f"{a['sigma']})")
+        if name == "bernoulli_logit":
+            return f"bernoulli_logit_lpmf({x} | {a['f']})"
+        if name == "poisson_log":
+            return f"poisson_log_lpmf({x} | {a['eta']})"
+        if name == "bernoulli_probit":
+            f, f_shaped = args["f"]
+            if not dims:
+                return f"std_normal_lcdf((2 * {x} - 1) * {self._factor(f)})"
+            return f"std_normal_lcdf((2 * to_vector({x}) - 1) {'.*' if f_shaped else '*'} {self._factor(f)})"
+        raise MethodError(f"the Stan backend has no translation of the distribution '{name}'")
+
+    @staticmethod
+    def _factor(text: str) -> str:
+        simple = text.replace("_", "").replace("[", "").replace("]", "").replace(", ", "").isalnum()
+        return text if simple else f"({text})"
+
+    # ---- kernels -----------------------------------------------------------------------------
+    def _covariance(self, gp: ir.GPStatement) -> list[str]:
+        """Local declarations ending with ``matrix[n, n] K = <K(X, X)>`` for a GP statement."""
+        local: list[str] = []
+        kernel = self._kernel_matrix(gp, local)
+        n = _product(gp.inputs.index_shape)
+        if not self.covariance_name:
+            self.covariance_name = self.fresh("K")
+        return local + [f"matrix[{n}, {n}] {self.covariance_name} = {kernel};"]
+
+    def _kernel_matrix(self, gp: ir.GPStatement, local: list[str]) -> str:
+        """K(X, X) of a GP statement; point sets it needs that are not data are declared in ``local``."""
+        cache: dict[int | None, str] = {}
+
+        def points(component: int | None) -> str:
+            if len(gp.inputs.components) == 1:
+                component = 0
+            if component not in cache:
+                cache[component] = self._points(gp, component, local)
+            return cache[component]
+
+        return self._kernel(gp.kernel, points)[0]
+
+    def _kernel(self, kernel: ir.Kernel, points: Callable[[int | None], str]) -> tuple[str, int]:
+        if isinstance(kernel, ir.KernelLeaf):
+            return self._kernel_leaf(kernel, points), ATOM
+        if isinstance(kernel, ir.KernelScale):
+            inner, level = self._kernel(kernel.kernel, points)
+            inner = inner if level >= PRODUCT else f"({inner})"
+            return f"{self.translate.operand(kernel.scale, PRODUCT)} * {inner}", PRODUCT
+        left, left_level = self._kernel(kernel.left, points)
+        right, right_level = self._kernel(kernel.right, points)
+        if isinstance(kernel, ir.KernelSum):
+            return f"{left} + {right}", SUM
+        left = left if left_level >= PRODUCT else f"({left})"
+        right = right if right_level > PRODUCT else f"({right})"
+        return f"{left} .* {right}", PRODUCT
+
+    def _kernel_leaf(self, leaf: ir.KernelLeaf, points: Callable[[int | None], str]) -> str:
+        x = points(leaf.component)
+        params = dict(leaf.params)
+
+        def scalar(name: str) -> str:
+            return self.translate(params[name])
+
+        def vector(name: str) -> str:
+            expr = params[name]
+            text = self.translate(expr)
+            return text if expr.type.shape else f"rep_vector({text}, {_stan_dim(leaf.input_dim)})"
+
+        if leaf.name == "rbf":
+            if "inv_ls2" in params:
+                return f"rbf_inv_ls2_kernel({x}, {x}, {scalar('variance')}, {vector('inv_ls2')})"
+            return f"rbf_kernel({x}, {x}, {scalar('variance')}, {vector('lengthscale')})"
+        if leaf.name in ("matern12", "matern32", "matern52"):
+            return f"{leaf.name}_kernel({x}, {x}, {scalar('variance')}, {vector('lengthscale')})"
+        if leaf.name == "periodic":
+            return (f"periodic_kernel({x}, {x}, {scalar('variance')}, {vector('lengthscale')}, "
+                    f"{vector('period')})")
+        if leaf.name == "linear":
+            return f"linear_kernel({x}, {x}, {vector('variance')})"
+        if leaf.name == "white":
+            return f"white_kernel({x}, {x}, {scalar('variance')}, 1)"
+        if leaf.name == "constant":
+            return f"constant_kernel({x}, {x}, {scalar('variance')})"
+        if leaf.name == "mlp":
+            return (f"mlp_kernel({x}, {x}, {scalar('variance')}, {vector('weight_variance')}, "
+                    f"{scalar('bias_variance')})")
+        raise MethodError(f"the Stan backend has no translation of the kernel '{leaf.name}'", leaf.span)
+
+    def _points(self, gp: ir.GPStatement, component: int | None, local: list[str]) -> str:
+        """The name of the point set a kernel leaf acts on (all components when ``component`` is None)."""
+        inputs = gp.inputs
+        members = range(len(inputs.components)) if component is None else [component]
+        definition = None
+        for c in members:
+            one = self._component_points(inputs, c)
+            definition = one if definition is None else f"concatenated_points({definition}, {one})"
+        if component is not None and inputs.names[component]:
+            base = f"{stan_name(inputs.names[component])}_points"
+        else:
+            base = f"{stan_name(gp.target.name)}_points"
+        dim = inputs.dims[component] if component is not None else inputs.dim
+        type_text = f"array[{_product(inputs.index_shape)}] vector[{_stan_dim(dim)}]"
+        used = set().union(*(_refs(inputs.components[c]) for c in members))
+        if all(name in self.model.data for name in used):
+            return self._transformed_data(base, type_text, definition)
+        name = self.fresh(base)
+        local.append(f"{type_text} {name} = {definition};")
+        return name
+
+    def _component_points(self, inputs: ir.Inputs, c: int) -> str:
+        expr = inputs.components[c]
+        t = expr.type
+        text = self.translate(expr)
+        own_levels = len(t.array_dims) + 1
+        if len(inputs.index_shape) == 1 or own_levels == 2:
+            kind = "rows" if t.container == "matrix" else "values"
+            prefix = "" if len(inputs.index_shape) == 1 else "stacked_"
+            return f"{prefix}{kind}_as_points({text})"
+        kind = "rows" if t.container == "matrix" else "values"
+        return f"repeated_{kind}_as_points({text}, {_stan_dim(inputs.index_shape[1])})"

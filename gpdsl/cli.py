@@ -1,0 +1,170 @@
+"""The ``gpdsl`` command line: check, compile, sample, summary, plot.
+
+Exit status: 0 on success, 1 for a user error (rendered with its location, no traceback), 2 for an
+internal error (a bug in gpdsl, with a request to report it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from pathlib import Path
+
+from gpdsl import __version__
+from gpdsl.errors import GpdslError
+
+METHODS = ("nuts",)
+PLOT_KINDS = ("trace", "pair", "posterior")
+REPORT_URL = "https://github.com/gpdsl/gpdsl/issues"
+
+
+def _cmd_check(args) -> int:
+    from gpdsl.api import check_file
+
+    failed = 0
+    for path in args.files:
+        try:
+            model, warnings = check_file(path)
+        except GpdslError as error:
+            print(error.render(), file=sys.stderr)
+            failed += 1
+            continue
+        for warning in warnings:
+            print(warning.render(), file=sys.stderr)
+        note = f" ({len(warnings)} warning{'s' if len(warnings) != 1 else ''})" if warnings else ""
+        print(f"{path}: ok{note}")
+    return 1 if failed else 0
+
+
+def _cmd_compile(args) -> int:
+    from gpdsl.api import check_file
+    from gpdsl.backends.stan.codegen import generate_stan
+    from gpdsl.backends.stan.stanc import check_program
+
+    model, warnings = check_file(args.file)
+    for warning in warnings:
+        print(warning.render(), file=sys.stderr)
+    program = generate_stan(model)
+    for warning in getattr(program, "warnings", ()):
+        print(f"warning: {warning}", file=sys.stderr)
+    check_program(program.code, model.name)
+    if args.output:
+        from gpdsl.results.io import atomic_write_text
+
+        atomic_write_text(Path(args.output), program.code)
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(program.code)
+    return 0
+
+
+def _cmd_sample(args) -> int:
+    from gpdsl.api import check_file
+    from gpdsl.backends.stan.nuts import sample_nuts
+    from gpdsl.data_io import load_data
+    from gpdsl.results.io import write_netcdf
+    from gpdsl.results.summary import format_summary, sampler_warnings, summarize
+
+    model, warnings = check_file(args.file)
+    for warning in warnings:
+        print(warning.render(), file=sys.stderr)
+    data, data_warnings = load_data(args.data, model)
+    for warning in data_warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    results = sample_nuts(model, data, backend=args.backend, chains=args.chains, warmup=args.warmup,
+                          draws=args.draws, seed=args.seed, adapt_delta=args.adapt_delta,
+                          max_depth=args.max_depth, progress=not args.quiet)
+    path = write_netcdf(results, args.out)
+    print(f"wrote {path}", file=sys.stderr)
+    if not args.quiet:
+        print(format_summary(summarize(results), sampler_warnings(results)))
+    return 0
+
+
+def _cmd_summary(args) -> int:
+    from gpdsl.results.io import read_netcdf
+    from gpdsl.results.summary import format_summary, sampler_warnings, summarize
+
+    results = read_netcdf(args.fit)
+    print(format_summary(summarize(results, var_names=args.vars), sampler_warnings(results)))
+    return 0
+
+
+def _cmd_plot(args) -> int:
+    from gpdsl.results.io import read_netcdf
+    from gpdsl.results.plots import plot
+
+    results = read_netcdf(args.fit)
+    path = plot(results, args.kind, args.output, var_names=args.vars)
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``gpdsl`` command."""
+    parser = argparse.ArgumentParser(prog="gpdsl", description="Gaussian-process models: check, compile, "
+                                     "sample, summarise and plot.")
+    parser.add_argument("--version", action="version", version=f"gpdsl {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    check = sub.add_parser("check", help="parse and check model files")
+    check.add_argument("files", nargs="+", metavar="FILE")
+    check.set_defaults(run=_cmd_check)
+
+    compile_ = sub.add_parser("compile", help="compile a model to another language")
+    compile_.add_argument("file", metavar="FILE")
+    compile_.add_argument("--target", choices=("stan",), default="stan")
+    compile_.add_argument("-o", "--output", metavar="OUT", help="write here instead of standard output")
+    compile_.set_defaults(run=_cmd_compile)
+
+    sample = sub.add_parser("sample", help="run inference and write the results as NetCDF")
+    sample.add_argument("file", metavar="FILE")
+    sample.add_argument("--data", required=True, metavar="DATA", help=".json, .csv or .nc data file")
+    sample.add_argument("--method", choices=METHODS, default="nuts")
+    sample.add_argument("--backend", choices=("auto", "pystan", "cmdstanpy"), default="auto",
+                        help="Stan interface for NUTS (auto: CmdStan when installed, else PyStan)")
+    sample.add_argument("--chains", type=int, default=4)
+    sample.add_argument("--warmup", type=int, default=1000)
+    sample.add_argument("--draws", type=int, default=1000)
+    sample.add_argument("--seed", type=int, default=None)
+    sample.add_argument("--adapt-delta", type=float, default=0.8)
+    sample.add_argument("--max-depth", type=int, default=10)
+    sample.add_argument("--out", required=True, metavar="FIT.nc")
+    sample.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    sample.set_defaults(run=_cmd_sample)
+
+    summary = sub.add_parser("summary", help="posterior summary and sampler warnings of a results file")
+    summary.add_argument("fit", metavar="FIT.nc")
+    summary.add_argument("--vars", nargs="+", default=None, metavar="NAME")
+    summary.set_defaults(run=_cmd_summary)
+
+    plot = sub.add_parser("plot", help="plot a results file to PNG")
+    plot.add_argument("fit", metavar="FIT.nc")
+    plot.add_argument("--kind", choices=PLOT_KINDS, default="trace")
+    plot.add_argument("-o", "--output", required=True, metavar="OUT.png")
+    plot.add_argument("--vars", nargs="+", default=None, metavar="NAME")
+    plot.set_defaults(run=_cmd_plot)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except GpdslError as error:
+        print(error.render(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 1
+    except Exception:
+        traceback.print_exc()
+        print(f"\ninternal error: this is a bug in gpdsl {__version__}; please report it with the "
+              f"output above at {REPORT_URL}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+// Covariance functions of the gpdsl kernels, in the parameterisations of gpdsl.semantics.catalog.
+// Each takes two point sets (array[] vector, one vector per point) and returns the matrix
+// K[i, j] = k(x1[i], x2[j]). Hyperparameters that may be ARD are vectors with one entry per input
+// dimension; the code generator passes rep_vector(value, D) for an isotropic (scalar) value.
+// Elementwise formulas are written so that K(X, X) is exactly symmetric.
+
+/**
+ * Weighted squared distances r2[i, j] = sum_d w[d] * (x1[i][d] - x2[j][d])^2.
+ *
+ * @param x1  array[N1] vector[D]
+ * @param x2  array[N2] vector[D]
+ * @param w   vector[D] of weights (inverse squared length-scales)
+ * @return    matrix[N1, N2]
+ */
+matrix weighted_sq_dist(array[] vector x1, array[] vector x2, vector w) {
+  matrix[size(x1), size(x2)] r2;
+  for (i in 1:size(x1)) {
+    for (j in 1:size(x2)) {
+      r2[i, j] = dot_product(w, square(x1[i] - x2[j]));
+    }
+  }
+  return r2;
+}
+
+/**
+ * Elementwise square root of squared distances, with a zero (and zero gradient) where r2 is zero,
+ * so that Matérn kernels have finite gradients on the diagonal of K(X, X).
+ *
+ * @param r2  matrix of squared distances
+ * @return    matrix of distances
+ */
+matrix distances(matrix r2) {
+  matrix[rows(r2), cols(r2)] r = rep_matrix(0, rows(r2), cols(r2));
+  for (j in 1:cols(r2)) {
+    for (i in 1:rows(r2)) {
+      if (r2[i, j] > 0) {
+        r[i, j] = sqrt(r2[i, j]);
+      }
+    }
+  }
+  return r;
+}
+
+/**
+ * rbf (squared exponential): variance * exp(-r^2 / 2), r^2 = sum_d (x_d - x'_d)^2 / lengthscale_d^2.
+ *
+ * @param variance     marginal variance
+ * @param lengthscale  vector[D] of length-scales
+ */
+matrix rbf_kernel(array[] vector x1, array[] vector x2, real variance, vector lengthscale) {
+  return variance * exp(-0.5 * weighted_sq_dist(x1, x2, inv(square(lengthscale))));
+}
+
+/**
+ * rbf with inverse squared length-scales: variance * exp(-r^2 / 2), r^2 = sum_d inv_ls2_d (x_d - x'_d)^2.
+ *
+ * @param variance  marginal variance
+ * @param inv_ls2   vector[D] of inverse squared length-scales (ARD weights)
+ */
+matrix rbf_inv_ls2_kernel(array[] vector x1, array[] vector x2, real variance, vector inv_ls2) {
+  return variance * exp(-0.5 * weighted_sq_dist(x1, x2, inv_ls2));
+}
+
+/**
+ * matern12 (exponential): variance * exp(-r), r = sqrt(sum_d (x_d - x'_d)^2 / lengthscale_d^2).
+ *
+ * @param variance     marginal variance
+ * @param lengthscale  vector[D] of length-scales
+ */
+matrix matern12_kernel(array[] vector x1, array[] vector x2, real variance, vector lengthscale) {
+  matrix[size(x1), size(x2)] r = distances(weighted_sq_dist(x1, x2, inv(square(lengthscale))));
+  return variance * exp(-r);
+}
+
+/**
+ * matern32: variance * (1 + sqrt(3) r) * exp(-sqrt(3) r), r as for matern12.
+ *
+ * @param variance     marginal variance
+ * @param lengthscale  vector[D] of length-scales
+ */
+matrix matern32_kernel(array[] vector x1, array[] vector x2, real variance, vector lengthscale) {
+  matrix[size(x1), size(x2)] s = sqrt(3.0)
+      * distances(weighted_sq_dist(x1, x2, inv(square(lengthscale))));
+  return variance * ((1 + s) .* exp(-s));
+}
+
+/**
+ * matern52: variance * (1 + sqrt(5) r + 5 r^2 / 3) * exp(-sqrt(5) r), r as for matern12.
+ *
+ * @param variance     marginal variance
+ * @param lengthscale  vector[D] of length-scales
+ */
+matrix matern52_kernel(array[] vector x1, array[] vector x2, real variance, vector lengthscale) {
+  matrix[size(x1), size(x2)] s = sqrt(5.0)
+      * distances(weighted_sq_dist(x1, x2, inv(square(lengthscale))));
+  return variance * ((1 + s + square(s) / 3) .* exp(-s));
+}
+
+/**
+ * periodic: variance * exp(-1/2 sum_d sin^2(pi (x_d - x'_d) / period_d) / lengthscale_d^2)
+ * (GPy's StdPeriodic).
+ *
+ * @param variance     marginal variance
+ * @param lengthscale  vector[D] of length-scales
+ * @param period       vector[D] of periods
+ */
+matrix periodic_kernel(array[] vector x1, array[] vector x2, real variance, vector lengthscale,
+                       vector period) {
+  matrix[size(x1), size(x2)] k;
+  for (i in 1:size(x1)) {
+    for (j in 1:size(x2)) {
+      k[i, j] = variance
+                * exp(-0.5 * sum(square(sin(pi() * (x1[i] - x2[j]) ./ period) ./ lengthscale)));
+    }
+  }
+  return k;
+}
+
+/**
+ * linear: sum_d variance_d x_d x'_d.
+ *
+ * @param variance  vector[D] of variances of the linear coefficients
+ */
+matrix linear_kernel(array[] vector x1, array[] vector x2, vector variance) {
+  matrix[size(x1), size(x2)] k;
+  for (i in 1:size(x1)) {
+    for (j in 1:size(x2)) {
+      k[i, j] = dot_product(variance, x1[i] .* x2[j]);
+    }
+  }
+  return k;
+}
+
+/**
+ * white: variance on the diagonal of K(X, X) (a point set with itself, same_points = 1), zero between
+ * different point sets (same_points = 0), even where points coincide.
+ *
+ * @param variance     noise variance
+ * @param same_points  1 when x1 and x2 are the same point set
+ */
+matrix white_kernel(array[] vector x1, array[] vector x2, real variance, int same_points) {
+  if (same_points) {
+    return diag_matrix(rep_vector(variance, size(x1)));
+  }
+  return rep_matrix(0, size(x1), size(x2));
+}
+
+/**
+ * constant: variance between every pair of points.
+ *
+ * @param variance  variance of a shared offset
+ */
+matrix constant_kernel(array[] vector x1, array[] vector x2, real variance) {
+  return rep_matrix(variance, size(x1), size(x2));
+}
+
+/**
+ * mlp (arc-sine): variance * 2/pi * asin(p(x, x') / sqrt((p(x, x) + 1) (p(x', x') + 1))),
+ * p(x, x') = sum_d weight_variance_d x_d x'_d + bias_variance.
+ *
+ * @param variance         overall scale
+ * @param weight_variance  vector[D] of hidden-unit weight variances
+ * @param bias_variance    hidden-unit bias variance
+ */
+matrix mlp_kernel(array[] vector x1, array[] vector x2, real variance, vector weight_variance,
+                  real bias_variance) {
+  vector[size(x1)] norm1;
+  vector[size(x2)] norm2;
+  matrix[size(x1), size(x2)] k;
+  for (i in 1:size(x1)) {
+    norm1[i] = dot_product(weight_variance, x1[i] .* x1[i]) + bias_variance + 1;
+  }
+  for (j in 1:size(x2)) {
+    norm2[j] = dot_product(weight_variance, x2[j] .* x2[j]) + bias_variance + 1;
+  }
+  for (i in 1:size(x1)) {
+    for (j in 1:size(x2)) {
+      k[i, j] = variance * 2 / pi()
+                * asin((dot_product(weight_variance, x1[i] .* x2[j]) + bias_variance)
+                       / sqrt(norm1[i] * norm2[j]));
+    }
+  }
+  return k;
+}
