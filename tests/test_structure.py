@@ -1,0 +1,55 @@
+"""Structural facts engines rely on: latent GP nodes, marginalisation, likelihood factorisation."""
+
+import pytest
+
+from gpdsl.api import check_file, check_text
+from gpdsl.ir.structure import gp_nodes, parameter_bounds
+
+EXPECTED = {
+    "gp_classification": {"f": (False, True)},
+    "gp_regression": {"f": (True, True)},
+    "bayesian_gplvm": {"F": (True, True)},
+    "supervised_gplvm": {"Z": (False, False), "F": (True, True)},
+    "dynamical_gplvm": {"X": (False, False), "F": (True, True)},
+    "deep_mahalanobis_gp": {"W": (False, False), "f": (True, True)},
+    "sequential_latent_gp": {"f": (False, True)},
+    "local_volatility": {"f": (False, False)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_gp_nodes_of_shipped_models(name):
+    model, _ = check_file(f"models/{name}.gpm")
+    found = {n.name: (n.marginalised, n.elementwise) for n in gp_nodes(model)}
+    assert found == EXPECTED[name]
+
+
+def test_gp_node_reports_kernel_inputs_and_likelihood():
+    model, _ = check_file("models/gp_classification.gpm")
+    (node,) = gp_nodes(model)
+    assert node.statement.inputs.names == ("X",)
+    assert [leaf.name for leaf in node.statement.kernel.leaves()] == ["rbf"]
+    assert node.likelihood.distribution.name == "bernoulli_probit"
+
+
+def test_normal_likelihood_with_vector_noise_is_not_marginalised():
+    model, _ = check_text("""
+    data { int N; vector[N] x; vector[N] y; vector<lower=0>[N] s; }
+    parameters { real<lower=0> ell ~ gamma(2, 2); }
+    model { f ~ gp(x, rbf(lengthscale = ell)); y ~ normal(f, s); }""")
+    (node,) = gp_nodes(model)
+    assert not node.marginalised and node.elementwise
+
+
+def test_latent_used_twice_is_not_marginalised():
+    model, _ = check_text("""
+    data { int N; vector[N] x; vector[N] y; array[N] int<lower=0, upper=1> b; }
+    parameters { real<lower=0> ell ~ gamma(2, 2); }
+    model { f ~ gp(x, rbf(lengthscale = ell)); y ~ normal(f, 1); b ~ bernoulli_logit(f); }""")
+    (node,) = gp_nodes(model)
+    assert not node.marginalised
+
+
+def test_vector_bounds_from_bounded_prior():
+    model, _ = check_file("models/sequential_latent_gp.gpm")
+    assert parameter_bounds(model, "kappa") == ([0.0], [3.16, 3.16, 3.16, 2.0])
