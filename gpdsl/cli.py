@@ -50,9 +50,9 @@ def _cmd_compile(args) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     check_program(program.code, model.name)
     if args.output:
-        from gpdsl.results.io import atomic_write_text
+        from gpdsl.atomic import atomic_write_text
 
-        atomic_write_text(Path(args.output), program.code)
+        atomic_write_text(args.output, program.code, "Stan program")
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(program.code)
@@ -78,7 +78,7 @@ def _cmd_sample(args) -> int:
     path = write_netcdf(results, args.out)
     print(f"wrote {path}", file=sys.stderr)
     if not args.quiet:
-        print(format_summary(summarize(results), sampler_warnings(results)))
+        print(format_summary(summarize(results, var_names=list(model.parameters)), sampler_warnings(results)))
     return 0
 
 

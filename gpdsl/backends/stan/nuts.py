@@ -27,10 +27,15 @@ def require_priors(model: Model, method: str) -> None:
 
 
 def data_groups(model: Model, data: dict) -> tuple[dict, dict, dict]:
-    """Observed data (likelihood targets), constant data (the rest) and their dims."""
+    """Observed data (likelihood targets), constant data (the rest but sizes) and their dims.
+
+    Size symbols are not stored as variables: they are the lengths of the dims named after them.
+    """
     observed_names = {s.target.name for s in model.likelihoods()}
     observed, constant, dims = {}, {}, {}
     for name, var in model.data.items():
+        if name in model.sizes:
+            continue
         value = np.asarray(data[name])
         (observed if name in observed_names else constant)[name] = value
         dims[name] = list(var.type.dim_names(name))

@@ -1,0 +1,58 @@
+"""All-or-nothing file writes: write a temporary file beside the target, fsync, then rename."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from gpdsl.errors import GpdslError
+
+
+@contextlib.contextmanager
+def atomic_target(path: str | os.PathLike, what: str = "file") -> Iterator[Path]:
+    """Yield a temporary path to write; on success it replaces ``path``, on failure it is removed.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The final file. Its directory must exist.
+    what : str
+        What is written, for error messages (``"results"``, ``"Stan program"``).
+
+    Raises
+    ------
+    GpdslError
+        The directory does not exist or the file system refuses the write.
+    """
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise GpdslError(f"cannot write {what} to {target}: directory {target.parent} does not exist")
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        yield Path(temporary)
+        with open(temporary, "rb+") as stream:
+            os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    except BaseException as error:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temporary)
+        if isinstance(error, OSError):
+            raise GpdslError(f"cannot write {what} to {target}: {error}") from error
+        raise
+    with contextlib.suppress(OSError):
+        directory = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, what: str = "file") -> Path:
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_target`) and return the path."""
+    with atomic_target(path, what) as temporary:
+        temporary.write_text(text)
+    return Path(path)

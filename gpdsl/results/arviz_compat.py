@@ -1,0 +1,116 @@
+"""Every difference between ArviZ 0.x and ArviZ 1.x, and nothing else.
+
+ArviZ 0.x keeps results in ``arviz.InferenceData``; ArviZ 1.x (arviz-base, arviz-stats,
+arviz-plots) keeps them in ``xarray.DataTree``. The rest of :mod:`gpdsl.results` only sees
+plain ``xarray.Dataset`` groups and calls the functions here for the container, NetCDF storage
+and the sampling diagnostics. Plots are drawn with matplotlib from the datasets, so they need
+nothing from this module.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+ARVIZ_MAJOR = int(az.__version__.split(".")[0])
+NETCDF_ENGINE = "netcdf4"
+
+if ARVIZ_MAJOR == 0:
+    Container = az.InferenceData
+else:
+    Container = xr.DataTree
+
+
+def make_container(groups: Mapping[str, xr.Dataset], attrs: Mapping[str, Any]) -> Any:
+    """The results object of the installed ArviZ.
+
+    Parameters
+    ----------
+    groups : mapping of str to xarray.Dataset
+        Group name (``posterior``, ``sample_stats``, ...) to its dataset.
+    attrs : mapping
+        Attributes of the root.
+
+    Returns
+    -------
+    arviz.InferenceData or xarray.DataTree
+        ``InferenceData`` under ArviZ 0.x, ``DataTree`` under ArviZ 1.x.
+    """
+    if ARVIZ_MAJOR == 0:
+        return az.InferenceData(attrs=dict(attrs), **dict(groups))
+    tree = xr.DataTree.from_dict({f"/{name}": ds for name, ds in groups.items()})
+    tree.attrs = dict(attrs)
+    return tree
+
+
+def is_container(obj: Any) -> bool:
+    """Whether ``obj`` is a results object of the installed ArviZ."""
+    return isinstance(obj, Container)
+
+
+def groups(obj: Any) -> dict[str, xr.Dataset]:
+    """The groups of a results object as plain datasets, in stored order."""
+    if ARVIZ_MAJOR == 0:
+        return {name: obj[name] for name in obj.groups()}
+    return {name: node.to_dataset(inherit=False) for name, node in obj.children.items()}
+
+
+def root_attrs(obj: Any) -> dict[str, Any]:
+    """The attributes of the root of a results object."""
+    return dict(getattr(obj, "attrs", None) or {})
+
+
+def to_netcdf(obj: Any, path: str | os.PathLike) -> None:
+    """Write a results object to ``path`` as NetCDF4 with one group per ArviZ group."""
+    obj.to_netcdf(os.fspath(path), engine=NETCDF_ENGINE)
+
+
+def from_netcdf(path: str | os.PathLike) -> Any:
+    """Read a NetCDF results file fully into memory and close it."""
+    if ARVIZ_MAJOR == 0:
+        with az.rc_context({"data.load": "eager"}):
+            return az.from_netcdf(os.fspath(path), engine=NETCDF_ENGINE)
+    with xr.open_datatree(os.fspath(path), engine=NETCDF_ENGINE) as tree:
+        return tree.load().copy()
+
+
+def _as_dataset(result: Any) -> xr.Dataset:
+    if isinstance(result, xr.Dataset):
+        return result
+    return result.to_dataset()
+
+
+def ess(posterior: xr.Dataset, var_names: Sequence[str], method: str = "bulk") -> xr.Dataset:
+    """Effective sample size per element (``method`` is ``"bulk"`` or ``"tail"``)."""
+    return _as_dataset(az.ess(posterior, var_names=list(var_names), method=method))
+
+
+def rhat(posterior: xr.Dataset, var_names: Sequence[str]) -> xr.Dataset:
+    """Rank-normalised split R-hat per element."""
+    return _as_dataset(az.rhat(posterior, var_names=list(var_names)))
+
+
+def mcse(posterior: xr.Dataset, var_names: Sequence[str], method: str = "mean") -> xr.Dataset:
+    """Monte Carlo standard error of the mean (``method="mean"``) or sd (``"sd"``)."""
+    return _as_dataset(az.mcse(posterior, var_names=list(var_names), method=method))
+
+
+def bfmi(sample_stats: xr.Dataset) -> np.ndarray:
+    """E-BFMI of each chain, from the ``energy`` variable of ``sample_stats``."""
+    if ARVIZ_MAJOR == 0:
+        return np.asarray(az.bfmi(sample_stats["energy"].transpose("chain", "draw").values))
+    result = az.bfmi(sample_stats, var_names="energy")
+    return np.asarray(_as_dataset(result)["energy"].values)
+
+
+def summary(obj: Any, var_names: Sequence[str] | None = None) -> pd.DataFrame:
+    """ArviZ's own diagnostics table (ess_bulk, ess_tail, r_hat, mcse_mean, mcse_sd), unrounded."""
+    names = None if var_names is None else list(var_names)
+    table = az.summary(obj, var_names=names, kind="diagnostics", round_to="none")
+    return table[["ess_bulk", "ess_tail", "r_hat", "mcse_mean", "mcse_sd"]]

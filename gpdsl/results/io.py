@@ -1,0 +1,113 @@
+"""Results files: atomic NetCDF writes and checked reads."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from gpdsl.errors import GpdslError
+from gpdsl.results import arviz_compat
+
+
+def write_netcdf(results: Any, path: str | os.PathLike) -> Path:
+    """Write results to a NetCDF file, all or nothing.
+
+    The file is written to a temporary name in the same directory, flushed to disk and then
+    renamed over ``path``, so a reader sees either the old file or the complete new one.
+
+    Parameters
+    ----------
+    results : arviz.InferenceData or xarray.DataTree
+        What :func:`~gpdsl.results.build_results` returned.
+    path : str or path-like
+        Where to write; an existing file is replaced only once the new one is complete.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    GpdslError
+        If ``results`` is not a results object, or the file cannot be written.
+    """
+    if not arviz_compat.is_container(results):
+        raise GpdslError(
+            f"cannot write {type(results).__name__} as results; expected "
+            f"{arviz_compat.Container.__name__} from build_results"
+        )
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise GpdslError(f"cannot write results to {target}: directory {target.parent} does not exist")
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        arviz_compat.to_netcdf(results, temporary)
+        _fsync_file(temporary)
+        os.replace(temporary, target)
+    except BaseException as error:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(temporary)
+        if isinstance(error, OSError):
+            raise GpdslError(f"cannot write results to {target}: {error}") from error
+        raise
+    _fsync_directory(target.parent)
+    return target
+
+
+def read_netcdf(path: str | os.PathLike) -> Any:
+    """Read a results file written by :func:`write_netcdf`.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The NetCDF file.
+
+    Returns
+    -------
+    arviz.InferenceData or xarray.DataTree
+        The same kind of object :func:`~gpdsl.results.build_results` returns, loaded into
+        memory (the file is closed).
+
+    Raises
+    ------
+    GpdslError
+        If the file is missing, is not NetCDF, or was not written by gpdsl.
+    """
+    source = Path(path)
+    if not source.is_file():
+        raise GpdslError(f"results file {source} does not exist")
+    try:
+        results = arviz_compat.from_netcdf(source)
+    except Exception as error:
+        raise GpdslError(
+            f"{source} is not a readable NetCDF results file: {error}",
+            hint="results files are written by gpdsl's samplers (write_netcdf)",
+        ) from error
+    groups = arviz_compat.groups(results)
+    written_by_gpdsl = "gpdsl_version" in arviz_compat.root_attrs(results) or any(
+        "gpdsl_version" in ds.attrs for ds in groups.values()
+    )
+    if "posterior" not in groups or not written_by_gpdsl:
+        raise GpdslError(
+            f"{source} is not a gpdsl results file (no posterior group with gpdsl attributes)"
+        )
+    return results
+
+
+def _fsync_file(path: str) -> None:
+    with open(path, "rb+") as stream:
+        os.fsync(stream.fileno())
+
+
+def _fsync_directory(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        handle = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(handle)
+        finally:
+            os.close(handle)

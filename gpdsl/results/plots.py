@@ -1,0 +1,152 @@
+"""Trace, pair and posterior plots written to PNG files.
+
+Drawn with matplotlib's Agg backend straight from the posterior draws, so the pictures are the
+same under every ArviZ version and no window or browser is opened.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from gpdsl.errors import GpdslError
+from gpdsl.results import arviz_compat
+from gpdsl.results.elements import Element, checked_var_names, elements
+
+PLOT_KINDS = ("trace", "pair", "posterior")
+MAX_TRACE_ROWS = 12
+MAX_PAIR_ELEMENTS = 6
+MAX_POSTERIOR_PANELS = 16
+POSTERIOR_COLUMNS = 4
+DPI = 100
+
+
+def plot(
+    results: Any, kind: str, path: str | os.PathLike, var_names: Sequence[str] | None = None
+) -> Path:
+    """Draw one kind of plot of the posterior and save it as a PNG.
+
+    Vector and matrix parameters are drawn element by element; only the first elements are
+    drawn when there are many (12 trace rows, 6 pair elements, 16 posterior panels), and the
+    figure title says how many were left out.
+
+    Parameters
+    ----------
+    results : arviz.InferenceData or xarray.DataTree
+        Results with a ``posterior`` group.
+    kind : {"trace", "pair", "posterior"}
+        ``trace``: per-chain density and draws against iteration; ``pair``: scatter of every
+        pair of elements with histograms on the diagonal; ``posterior``: histogram with the
+        mean and the 90% interval (q5 to q95).
+    path : str or path-like
+        The PNG file to write.
+    var_names : sequence of str, optional
+        Variables to draw; all posterior variables by default.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    GpdslError
+        For an unknown kind, a variable not in the posterior, or a file that cannot be written.
+    """
+    if kind not in PLOT_KINDS:
+        raise GpdslError(
+            f"unknown plot kind {kind!r}; valid kinds are {', '.join(PLOT_KINDS)}"
+        )
+    groups = arviz_compat.groups(results)
+    if "posterior" not in groups:
+        raise GpdslError("results have no posterior group to plot")
+    posterior = groups["posterior"]
+    chosen = list(elements(posterior, checked_var_names(posterior, var_names)))
+    if not chosen:
+        raise GpdslError("nothing to plot: the chosen variables have no elements")
+    draw = {"trace": _trace, "pair": _pair, "posterior": _posterior}[kind]
+    figure = draw(posterior, chosen)
+    FigureCanvasAgg(figure)
+    target = Path(path)
+    try:
+        figure.savefig(target, format="png", dpi=DPI)
+    except OSError as error:
+        raise GpdslError(f"cannot write plot to {target}: {error}") from error
+    return target
+
+
+def _trace(posterior, chosen: list[Element]) -> Figure:
+    shown = chosen[:MAX_TRACE_ROWS]
+    figure = Figure(figsize=(10, 2.2 * len(shown)), layout="constrained")
+    axes = figure.subplots(len(shown), 2, squeeze=False)
+    chains = posterior["chain"].values
+    for row, element in zip(axes, shown):
+        draws = element.draws(posterior)
+        bins = np.histogram_bin_edges(draws, bins=30)
+        for chain, chain_draws in zip(chains, draws):
+            row[0].hist(chain_draws, bins=bins, histtype="step", density=True, label=f"chain {chain}")
+            row[1].plot(chain_draws, linewidth=0.6, alpha=0.8)
+        row[0].set_title(element.label, fontsize="medium")
+        row[0].set_yticks([])
+        row[1].set_title(element.label, fontsize="medium")
+        row[1].set_xlabel("draw")
+    if len(chains) <= 8:
+        axes[0, 0].legend(fontsize="small")
+    _title_left_out(figure, "trace", len(chosen), len(shown))
+    return figure
+
+
+def _pair(posterior, chosen: list[Element]) -> Figure:
+    shown = chosen[:MAX_PAIR_ELEMENTS]
+    size = len(shown)
+    figure = Figure(figsize=(2.4 * size + 1, 2.4 * size + 1), layout="constrained")
+    axes = figure.subplots(size, size, squeeze=False)
+    flat = [element.draws(posterior).ravel() for element in shown]
+    for i in range(size):
+        for j in range(size):
+            ax = axes[i, j]
+            if i == j:
+                ax.hist(flat[i], bins=30, color="C0", alpha=0.8)
+                ax.set_yticks([])
+            elif i > j:
+                ax.scatter(flat[j], flat[i], s=2, alpha=0.3, color="C0", rasterized=True)
+            else:
+                ax.set_axis_off()
+            if i == size - 1:
+                ax.set_xlabel(shown[j].label)
+            if j == 0 and i > 0:
+                ax.set_ylabel(shown[i].label)
+    _title_left_out(figure, "pair", len(chosen), size)
+    return figure
+
+
+def _posterior(posterior, chosen: list[Element]) -> Figure:
+    shown = chosen[:MAX_POSTERIOR_PANELS]
+    columns = min(POSTERIOR_COLUMNS, len(shown))
+    rows = -(-len(shown) // columns)
+    figure = Figure(figsize=(3.2 * columns, 2.6 * rows), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
+    for ax, element in zip(axes, shown):
+        draws = element.draws(posterior).ravel()
+        low, high = np.quantile(draws, [0.05, 0.95])
+        mean = draws.mean()
+        ax.hist(draws, bins=40, color="C0", alpha=0.7)
+        ax.axvline(mean, color="k", linewidth=1)
+        ax.plot([low, high], [0, 0], color="k", linewidth=4, solid_capstyle="butt", clip_on=False)
+        ax.set_title(f"{element.label}\nmean {mean:.3g}, 90% [{low:.3g}, {high:.3g}]", fontsize="small")
+        ax.set_yticks([])
+    for ax in axes[len(shown):]:
+        ax.set_axis_off()
+    _title_left_out(figure, "posterior", len(chosen), len(shown))
+    return figure
+
+
+def _title_left_out(figure: Figure, kind: str, total: int, shown: int) -> None:
+    if shown < total:
+        figure.suptitle(f"{kind}: first {shown} of {total} elements (choose others with var_names)")

@@ -1,0 +1,211 @@
+"""Posterior summary table, sampler warnings and their terminal rendering."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gpdsl.errors import GpdslError
+from gpdsl.results import arviz_compat
+from gpdsl.results.elements import checked_var_names, elements
+
+COLUMNS = ["mean", "mcse_mean", "sd", "q5", "q50", "q95", "ess_bulk", "ess_tail", "r_hat"]
+DEFAULT_MAX_TREE_DEPTH = 10
+MIN_EBFMI = 0.3
+MAX_RHAT = 1.01
+MIN_ESS_PER_CHAIN = 100
+LISTED_NAMES = 8
+
+
+def summarize(results: Any, var_names: Sequence[str] | None = None) -> pd.DataFrame:
+    """Posterior statistics and convergence diagnostics, one row per scalar element.
+
+    Parameters
+    ----------
+    results : arviz.InferenceData or xarray.DataTree
+        Results with a ``posterior`` group.
+    var_names : sequence of str, optional
+        Variables to summarise; all posterior variables by default.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by element label (``mu``, ``tau[0]``, ``K[0, 1]``) with columns ``mean``,
+        ``mcse_mean``, ``sd``, ``q5``, ``q50``, ``q95``, ``ess_bulk``, ``ess_tail`` and
+        ``r_hat``. The diagnostics come from ArviZ (rank-normalised split R-hat, bulk and tail
+        ESS); ``sd`` uses ``ddof=1``.
+
+    Raises
+    ------
+    GpdslError
+        If there is no posterior or a requested variable is not in it.
+    """
+    posterior = _group(results, "posterior")
+    names = checked_var_names(posterior, var_names)
+    ess_bulk = arviz_compat.ess(posterior, names, method="bulk")
+    ess_tail = arviz_compat.ess(posterior, names, method="tail")
+    r_hat = arviz_compat.rhat(posterior, names)
+    mcse_mean = arviz_compat.mcse(posterior, names, method="mean")
+    rows = {}
+    for element in elements(posterior, names):
+        draws = element.draws(posterior).astype(float).ravel()
+        q5, q50, q95 = np.quantile(draws, [0.05, 0.5, 0.95])
+        rows[element.label] = {
+            "mean": draws.mean(),
+            "mcse_mean": element.value(mcse_mean),
+            "sd": draws.std(ddof=1) if draws.size > 1 else np.nan,
+            "q5": q5,
+            "q50": q50,
+            "q95": q95,
+            "ess_bulk": element.value(ess_bulk),
+            "ess_tail": element.value(ess_tail),
+            "r_hat": element.value(r_hat),
+        }
+    return pd.DataFrame.from_dict(rows, orient="index", columns=COLUMNS)
+
+
+def sampler_warnings(results: Any, table: pd.DataFrame | None = None) -> list[str]:
+    """Problems a user should know about before trusting the draws.
+
+    Checks divergent transitions (``diverging``), transitions that reached the maximum tree
+    depth (``tree_depth`` against the ``max_tree_depth`` attribute or setting, default 10),
+    E-BFMI below 0.3 per chain (from ``energy``), R-hat above 1.01 and bulk ESS below 100 per
+    chain. Sampler statistics that are absent are not checked.
+
+    Parameters
+    ----------
+    results : arviz.InferenceData or xarray.DataTree
+        Results with a ``posterior`` and optionally a ``sample_stats`` group.
+    table : pandas.DataFrame, optional
+        The output of :func:`summarize` for these results, to avoid computing it again.
+
+    Returns
+    -------
+    list of str
+        One sentence per problem; empty when nothing was found.
+    """
+    groups = arviz_compat.groups(results)
+    posterior = _group(results, "posterior")
+    warnings = []
+    stats = groups.get("sample_stats")
+    if stats is not None:
+        total = stats.sizes["chain"] * stats.sizes["draw"]
+        if "diverging" in stats:
+            count = int(np.asarray(stats["diverging"].values, dtype=bool).sum())
+            if count:
+                warnings.append(
+                    f"{count} of {total} transitions ({100 * count / total:.1f}%) ended with a "
+                    "divergence; increase adapt_delta or reparameterise the model"
+                )
+        if "tree_depth" in stats:
+            depth = _max_tree_depth(results, stats)
+            count = int((stats["tree_depth"].values >= depth).sum())
+            if count:
+                warnings.append(
+                    f"{count} of {total} transitions ({100 * count / total:.1f}%) reached the "
+                    f"maximum tree depth of {depth}; increase max_tree_depth"
+                )
+        if "energy" in stats and stats.sizes["draw"] > 2:
+            values = arviz_compat.bfmi(stats)
+            chains = stats["chain"].values
+            low = [f"chain {chains[i]} ({values[i]:.2f})" for i in np.flatnonzero(values < MIN_EBFMI)]
+            if low:
+                warnings.append(
+                    f"E-BFMI below {MIN_EBFMI} in {', '.join(low)}; the sampler may not explore "
+                    "the posterior well, try reparameterising"
+                )
+    if table is None:
+        table = summarize(results)
+    n_chains = posterior.sizes["chain"]
+    high_rhat = table.index[table["r_hat"] > MAX_RHAT]
+    if len(high_rhat):
+        warnings.append(
+            f"r_hat above {MAX_RHAT} for {_listed(high_rhat)} (max {table['r_hat'].max():.3f}); "
+            "the chains have not mixed, run longer or check the model"
+        )
+    threshold = MIN_ESS_PER_CHAIN * n_chains
+    low_ess = table.index[table["ess_bulk"] < threshold]
+    if len(low_ess):
+        warnings.append(
+            f"ess_bulk below {threshold:g} ({MIN_ESS_PER_CHAIN} per chain) for {_listed(low_ess)} "
+            f"(min {table['ess_bulk'].min():.0f}); estimates are unreliable, run more draws"
+        )
+    return warnings
+
+
+def format_summary(table: pd.DataFrame, warnings: Sequence[str]) -> str:
+    """The summary as terminal text: an aligned table, then the warnings.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The output of :func:`summarize`.
+    warnings : sequence of str
+        The output of :func:`sampler_warnings`.
+
+    Returns
+    -------
+    str
+        Text ending in a newline.
+    """
+    formatters = {column: _significant for column in COLUMNS}
+    formatters.update(ess_bulk=_whole, ess_tail=_whole, r_hat=lambda value: f"{value:.3f}")
+    text = table.to_string(formatters={c: f for c, f in formatters.items() if c in table})
+    lines = [text, ""]
+    if warnings:
+        lines.append("Warnings:")
+        lines.extend(f"  - {warning}" for warning in warnings)
+    else:
+        lines.append("No sampler warnings.")
+    lines.append("")
+    lines.append(
+        "q5/q50/q95 are posterior quantiles; ess_bulk and ess_tail are effective sample sizes "
+        "and r_hat the rank-normalised split R-hat (1.0 at convergence)."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _group(results: Any, name: str):
+    groups = arviz_compat.groups(results)
+    if name not in groups:
+        raise GpdslError(f"results have no {name} group (groups: {', '.join(groups) or 'none'})")
+    return groups[name]
+
+
+def _max_tree_depth(results: Any, stats) -> int:
+    sources = [stats.attrs, _group(results, "posterior").attrs, arviz_compat.root_attrs(results)]
+    for attrs in sources:
+        if "max_tree_depth" in attrs:
+            return int(attrs["max_tree_depth"])
+    for attrs in sources:
+        settings = attrs.get("settings")
+        if isinstance(settings, str):
+            try:
+                settings = json.loads(settings)
+            except ValueError:
+                continue
+        if isinstance(settings, dict):
+            for key in ("max_tree_depth", "max_depth", "max_treedepth"):
+                if key in settings:
+                    return int(settings[key])
+    return DEFAULT_MAX_TREE_DEPTH
+
+
+def _listed(labels: Sequence[str]) -> str:
+    labels = list(labels)
+    shown = ", ".join(labels[:LISTED_NAMES])
+    if len(labels) > LISTED_NAMES:
+        shown += f" and {len(labels) - LISTED_NAMES} more"
+    return shown
+
+
+def _significant(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def _whole(value: float) -> str:
+    return "nan" if np.isnan(value) else f"{value:.0f}"
