@@ -16,7 +16,7 @@ Latent GP values are handled in one of three ways:
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import jax
@@ -165,6 +165,27 @@ class JaxModel:
         for node in self.gp_nodes:
             if self.parameterisation == "whitened" and not node.marginalised:
                 total = total + jnp.sum(jax.scipy.stats.norm.logpdf(free[node.name + "_raw"]))
+        return total
+
+    def log_terms(self, env: dict, kinds: tuple[str, ...]) -> jax.Array:
+        """Sum of the log densities of some statements in ``env``.
+
+        Parameters
+        ----------
+        env : dict
+            Values by name (see :meth:`environment`).
+        kinds : tuple of str
+            Which statements: ``"prior"`` (priors of parameters and of non-GP latent variables),
+            ``"gp"`` (centred GP priors) and ``"likelihood"`` (built-in and external likelihoods,
+            marginalised ones included).
+        """
+        types = {"prior": ir.PriorStatement, "gp": ir.GPStatement,
+                 "likelihood": (ir.LikelihoodStatement, ir.ExternalLikelihood)}
+        wanted = tuple(t for k in kinds for t in (types[k] if isinstance(types[k], tuple) else (types[k],)))
+        total = jnp.zeros(())
+        for statement, loops in self.model.walk():
+            if isinstance(statement, wanted):
+                total = total + self._over_loops(statement, loops, env)
         return total
 
     def _over_loops(self, statement, loops, env, bound=None):
@@ -372,7 +393,7 @@ _FUNCTIONS = {
 
 
 def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
-          allow_external: bool = False) -> JaxModel:
+          allow_external: bool = False, marginalise: bool = True) -> JaxModel:
     """Lower a checked model with validated data to JAX functions.
 
     Parameters
@@ -385,6 +406,9 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
         How sampled latent GP values are represented (see the module docstring).
     allow_external : bool
         Permit ``external(...)`` likelihoods, which import and run user Python code.
+    marginalise : bool
+        Integrate out latent GP values under a Gaussian likelihood (the default); False keeps them
+        as sampled variables, for engines that sample them (ESS).
 
     Returns
     -------
@@ -394,6 +418,8 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
         raise MethodError(f"unknown parameterisation '{parameterisation}'; use one of {PARAMETERISATIONS}")
     sizes = {name: int(data[name]) for name in model.sizes}
     nodes = gp_nodes(model)
+    if not marginalise:
+        nodes = [replace(node, marginalised=False) for node in nodes]
     priors = model.priors()
     blocks: list[Block] = []
     start = 0

@@ -1,0 +1,155 @@
+"""The view of a model that latent-GP engines work on: f ~ N(0, K(theta)), y | f, theta factorised.
+
+ESS, SA/AA/SURR, the Laplace and EP approximations and pseudo-marginal MCMC all need the same few
+functions of the hyperparameters ``theta`` (on the unconstrained scale, one flat vector): the GP
+covariance, the log prior with its Jacobian, and the log likelihood of the latent values. A
+:class:`LatentGP` provides them from any checked model with one sampled latent GP vector.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from gpdsl.backends.jax.lowering import Block, JaxModel, lower  # noqa: E402
+from gpdsl.errors import MethodError  # noqa: E402
+from gpdsl.ir import nodes as ir  # noqa: E402
+from gpdsl.ir.structure import GPNode  # noqa: E402
+
+
+@dataclass
+class LatentGP:
+    """A latent GP vector ``f`` of length ``n`` with hyperparameters ``theta``.
+
+    Attributes
+    ----------
+    jax_model : JaxModel
+        The centred lowering of the model.
+    node : GPNode
+        The latent GP node.
+    theta_blocks : list of Block
+        The hyperparameters' blocks, in the order of the flat ``theta`` vector.
+    theta_dim : int
+        Length of ``theta``.
+    n : int
+        Number of latent values.
+    likelihood : str
+        The built-in likelihood on ``f`` (``"bernoulli_probit"``, ...), or ``"external"``.
+    y : numpy.ndarray
+        The observations of that likelihood.
+    """
+
+    jax_model: JaxModel
+    node: GPNode
+    theta_blocks: list[Block]
+    theta_dim: int
+    n: int
+    likelihood: str
+    y: np.ndarray
+
+    @property
+    def name(self) -> str:
+        """The latent variable's name."""
+        return self.node.name
+
+    @property
+    def theta_names(self) -> list[str]:
+        """Hyperparameter names in block order."""
+        return [b.name for b in self.theta_blocks]
+
+    def theta_values(self, theta) -> tuple[dict, jax.Array]:
+        """Constrained hyperparameters by name and the log-Jacobian of the transform."""
+        from gpdsl.backends.jax.bijectors import constrain
+
+        values, log_jac, start = {}, jnp.zeros(()), 0
+        for block in self.theta_blocks:
+            u = jnp.reshape(theta[start:start + block.size], block.shape)
+            values[block.name], lj = constrain(u, block.lower, block.upper)
+            log_jac = log_jac + lj
+            start += block.size
+        return values, log_jac
+
+    def environment(self, theta, f=None) -> dict:
+        """Data, constrained hyperparameters and (if given) the latent values by name."""
+        values, _ = self.theta_values(theta)
+        env = {**self.jax_model.data, **values}
+        if f is not None:
+            env[self.name] = jnp.reshape(f, self.jax_model.block(self.name).shape)
+        return env
+
+    def covariance(self, theta) -> jax.Array:
+        """``K(theta) + jitter I``, shape ``(n, n)``."""
+        return self.jax_model.gp_covariance(self.node.statement, self.environment(theta))
+
+    def log_prior(self, theta) -> jax.Array:
+        """Log prior density of ``theta`` on the unconstrained scale (Jacobian included)."""
+        values, log_jac = self.theta_values(theta)
+        return self.jax_model.log_terms({**self.jax_model.data, **values}, ("prior",)) + log_jac
+
+    def log_likelihood(self, f, theta) -> jax.Array:
+        """``log p(y | f, theta)``."""
+        return self.jax_model.log_terms(self.environment(theta, f), ("likelihood",))
+
+    def unconstrain_theta(self, values: dict) -> jax.Array:
+        """The flat ``theta`` of constrained hyperparameter values by name."""
+        from gpdsl.backends.jax.bijectors import unconstrain
+
+        return jnp.concatenate([jnp.ravel(unconstrain(jnp.asarray(values[b.name], dtype=float), b.lower, b.upper))
+                                for b in self.theta_blocks])
+
+
+def latent_gp(model: ir.Model, data: dict, method: str = "this method", allow_external: bool = False,
+              marginalise: bool = True) -> LatentGP:
+    """Build the :class:`LatentGP` view of a model, or refuse it with what the method needs.
+
+    Parameters
+    ----------
+    model : ir.Model
+        The checked model.
+    data : dict
+        Validated data.
+    method : str
+        The method's name, for messages.
+    allow_external : bool
+        Permit an external likelihood.
+    marginalise : bool
+        False keeps latent GP values under a Gaussian likelihood as the sampled vector ``f``.
+
+    Raises
+    ------
+    MethodError
+        The model has no sampled latent GP vector, more than one, a likelihood that does not factorise
+        over its elements, latent variables besides it, or parameters without priors.
+    """
+    jax_model = lower(model, data, "centred", allow_external=allow_external, marginalise=marginalise)
+    sampled = [n for n in jax_model.gp_nodes if not n.marginalised]
+    needs = (f"{method} needs a model with one latent GP vector f ~ gp(X, k) and a likelihood on its "
+             "elements (e.g. y ~ bernoulli_probit(f))")
+    if len(sampled) != 1:
+        found = ", ".join(n.name for n in sampled) or "none (Gaussian likelihoods are integrated out)"
+        raise MethodError(f"{needs}; this model's sampled latent GP values: {found}")
+    node = sampled[0]
+    var = model.latents[node.name]
+    others = [b.name for b in jax_model.blocks if b.role == "latent" and b.name != node.name]
+    if others:
+        raise MethodError(f"{needs}; this model also has latent {', '.join(others)}")
+    if node.loops or var.type.container != "vector" or var.type.array_dims:
+        raise MethodError(f"{needs}; '{node.name}' is {var.type.describe()}")
+    if node.likelihood is None or not node.elementwise:
+        raise MethodError(f"{needs}; the likelihood of '{node.name}' does not act on its elements one by one")
+    missing = model.unpriored_parameters()
+    if missing:
+        raise MethodError(f"{method} samples the hyperparameters and needs a prior on each; "
+                          f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} none")
+    theta_blocks = [b for b in jax_model.blocks if b.role == "parameter"]
+    likelihood = node.likelihood
+    name = likelihood.distribution.name if isinstance(likelihood, ir.LikelihoodStatement) else "external"
+    y = np.asarray(jax_model.data[likelihood.target.name])
+    n = int(np.prod(jax_model.block(node.name).shape))
+    return LatentGP(jax_model, node, theta_blocks, sum(b.size for b in theta_blocks), n, name, y)
