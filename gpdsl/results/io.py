@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from gpdsl.atomic import atomic_target
 from gpdsl.errors import GpdslError
 from gpdsl.results import arviz_compat
 
@@ -41,21 +40,8 @@ def write_netcdf(results: Any, path: str | os.PathLike) -> Path:
             f"{arviz_compat.Container.__name__} from build_results"
         )
     target = Path(path)
-    if not target.parent.is_dir():
-        raise GpdslError(f"cannot write results to {target}: directory {target.parent} does not exist")
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(handle)
-    try:
+    with atomic_target(target, "results") as temporary:
         arviz_compat.to_netcdf(results, temporary)
-        _fsync_file(temporary)
-        os.replace(temporary, target)
-    except BaseException as error:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(temporary)
-        if isinstance(error, OSError):
-            raise GpdslError(f"cannot write results to {target}: {error}") from error
-        raise
-    _fsync_directory(target.parent)
     return target
 
 
@@ -97,17 +83,3 @@ def read_netcdf(path: str | os.PathLike) -> Any:
             f"{source} is not a gpdsl results file (no posterior group with gpdsl attributes)"
         )
     return results
-
-
-def _fsync_file(path: str) -> None:
-    with open(path, "rb+") as stream:
-        os.fsync(stream.fileno())
-
-
-def _fsync_directory(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        handle = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(handle)
-        finally:
-            os.close(handle)

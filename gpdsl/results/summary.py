@@ -124,7 +124,7 @@ def sampler_warnings(results: Any, table: pd.DataFrame | None = None) -> list[st
     high_rhat = table.index[table["r_hat"] > MAX_RHAT]
     if len(high_rhat):
         warnings.append(
-            f"r_hat above {MAX_RHAT} for {_listed(high_rhat)} (max {table['r_hat'].max():.3f}); "
+            f"r_hat above {MAX_RHAT} for {_listed(high_rhat)} (max {table['r_hat'].max():.4f}); "
             "the chains have not mixed, run longer or check the model"
         )
     threshold = MIN_ESS_PER_CHAIN * n_chains
