@@ -1,0 +1,197 @@
+"""Laplace and EP approximations: GPy agreement, exact small cases, q's density, jit and vmap."""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from gpdsl.api import check_file
+from gpdsl.errors import MethodError
+from gpdsl.inference.ep import ep, ep_for
+from gpdsl.inference.gaussian_approx import (log_density, posterior_mean_cov, predict, predict_latent, sample,
+                                             sample_with_log_density)
+from gpdsl.inference.latent_gp import latent_gp
+from gpdsl.inference.laplace import laplace, laplace_for, log_likelihood_derivatives
+
+SIGMA, TAU = 2.0, 0.4
+TIGHT = {"tol": 1e-20, "max_iter": 500}
+TIGHT_EP = {"tol": 1e-24, "max_sweeps": 1000}
+
+
+def rbf(A, B, sigma=SIGMA, tau=TAU):
+    return sigma * np.exp(-0.5 * ((A[:, None] - B[None]) ** 2).sum(-1) / tau**2)
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(1)
+    n = 30
+    X = rng.uniform(size=(n, 2))
+    K = rbf(X, X)
+    f = np.linalg.cholesky(K + 1e-8 * np.eye(n)) @ rng.normal(size=n)
+    y = (rng.uniform(size=n) < stats.norm.cdf(f)).astype(int)
+    X_test = rng.uniform(size=(7, 2))
+    return X, y, K, X_test
+
+
+def gpy_model(X, y, inference):
+    GPy = pytest.importorskip("GPy")
+    kernel = GPy.kern.RBF(X.shape[1], variance=SIGMA, lengthscale=TAU)
+    model = GPy.models.GPClassification(X, y[:, None].astype(float), kernel=kernel,
+                                        likelihood=GPy.likelihoods.Bernoulli(), inference_method=inference)
+    return model
+
+
+def test_laplace_probit_matches_gpy(data):
+    GPy = pytest.importorskip("GPy")
+    X, y, K, X_test = data
+    inference = GPy.inference.latent_function_inference.Laplace()
+    # GPy stops Newton when the objective changes by less than 1e-4 (at most 30 iterations); tighten both.
+    inference._mode_finding_tolerance = 1e-15
+    inference._mode_finding_max_iter = 200
+    model = gpy_model(X, y, inference)
+    approx = laplace(K, y, "bernoulli_probit", **TIGHT)
+    assert bool(approx.converged)
+    assert float(approx.log_marginal) == pytest.approx(model.log_likelihood(), rel=1e-6)
+    probabilities = predict(approx, rbf(X, X_test), np.full(len(X_test), SIGMA), "bernoulli_probit")
+    np.testing.assert_allclose(probabilities, model.predict(X_test)[0][:, 0], rtol=1e-6)
+    mean, var = predict_latent(approx, rbf(X, X_test), np.full(len(X_test), SIGMA))
+    gpy_mean, gpy_var = model.predict_noiseless(X_test)
+    np.testing.assert_allclose(mean, gpy_mean[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(var, gpy_var[:, 0], rtol=1e-6)
+
+
+def test_ep_matches_gpy(data):
+    GPy = pytest.importorskip("GPy")
+    X, y, K, X_test = data
+    # GPy's EP is sequential by default (parallel_updates=False) but visits sites in a random order, starts
+    # from Sigma = K + 1e-7 I and stops when the mean squared change of the sites is below epsilon (1e-6).
+    # With epsilon tiny all of these converge to the same fixed point; ep_mode="nested" reruns EP on every
+    # inference call rather than reusing the first run (irrelevant here: hyperparameters are fixed).
+    np.random.seed(0)
+    inference = GPy.inference.latent_function_inference.EP(epsilon=1e-20, max_iters=1000, ep_mode="nested")
+    model = gpy_model(X, y, inference)
+    approx = ep(K, y, **TIGHT_EP)
+    assert bool(approx.converged)
+    assert float(approx.log_marginal) == pytest.approx(model.log_likelihood(), rel=1e-6)
+    probabilities = predict(approx, rbf(X, X_test), np.full(len(X_test), SIGMA))
+    np.testing.assert_allclose(probabilities, model.predict(X_test)[0][:, 0], rtol=1e-6)
+
+
+def test_logit_laplace_is_at_the_mode_with_the_dense_log_marginal(data):
+    _, y, K, X_test = data
+    K = K + 1e-6 * np.eye(len(y))
+    approx = laplace(K, y, "bernoulli_logit", **TIGHT)
+    f_hat = np.asarray(approx.mean)
+    signs = jnp.asarray(2.0 * y - 1.0)
+    log_lik, grad, W = (np.asarray(v) for v in log_likelihood_derivatives(jnp.asarray(f_hat), signs,
+                                                                         "bernoulli_logit"))
+    K_inv_f = np.linalg.solve(K, f_hat)
+    assert np.max(np.abs(grad - K_inv_f)) < 1e-8 * np.max(np.abs(grad))
+    _, log_det = np.linalg.slogdet(np.eye(len(y)) + K @ np.diag(W))
+    assert float(approx.log_marginal) == pytest.approx(log_lik - 0.5 * f_hat @ K_inv_f - 0.5 * log_det, rel=1e-8)
+    probabilities = np.asarray(predict(approx, K[:, :3], np.diag(K)[:3], "bernoulli_logit"))
+    mean, var = predict_latent(approx, K[:, :3], np.diag(K)[:3])
+    draws = np.asarray(mean)[:, None] + np.sqrt(np.asarray(var))[:, None] * np.random.default_rng(0).normal(
+        size=(3, 200_000))
+    np.testing.assert_allclose(probabilities, (1 / (1 + np.exp(-draws))).mean(1), atol=5e-3)
+
+
+def exact_log_marginal(K, y):
+    """log p(y) for probit, by Gauss-Hermite quadrature over f ~ N(0, K) (n = 1 or 2)."""
+    nodes, weights = np.polynomial.hermite.hermgauss(120)
+    signs = 2.0 * np.asarray(y) - 1.0
+    chol = np.linalg.cholesky(K)
+    grids = np.meshgrid(*[nodes] * len(y), indexing="ij")
+    z = np.sqrt(2.0) * np.stack([g.ravel() for g in grids])
+    w = np.prod(np.stack([g.ravel() for g in np.meshgrid(*[weights] * len(y), indexing="ij")]), 0)
+    f = chol @ z
+    likelihood = np.prod(stats.norm.cdf(signs[:, None] * f), axis=0)
+    return np.log(np.sum(w * likelihood) / np.pi ** (len(y) / 2))
+
+
+@pytest.mark.parametrize("K, y", [
+    (np.array([[1.5]]), [1]),
+    (np.array([[2.0, 1.4], [1.4, 2.0]]), [1, 0]),
+    (np.array([[3.0, 2.5], [2.5, 3.0]]), [1, 1]),
+])
+def test_small_cases_against_quadrature(K, y):
+    exact = exact_log_marginal(K, y)
+    if len(y) == 2:
+        signs = 2.0 * np.array(y) - 1.0
+        orthant = stats.multivariate_normal(np.zeros(2), np.outer(signs, signs) * K + np.eye(2)).cdf(np.zeros(2))
+        assert exact == pytest.approx(np.log(orthant), abs=1e-4)
+    assert float(ep(K, np.array(y), **TIGHT_EP).log_marginal) == pytest.approx(exact, abs=1e-2)
+    laplace_value = float(laplace(K, np.array(y), **TIGHT).log_marginal)
+    assert np.isfinite(laplace_value) and abs(laplace_value - exact) < 0.5
+
+
+@pytest.mark.parametrize("method", ["laplace", "ep"])
+def test_density_and_draws_of_q(data, method):
+    _, y, K, _ = data
+    K = K + 1e-6 * np.eye(len(y))
+    approx = laplace(K, y) if method == "laplace" else ep(K, y)
+    mean, cov = (np.asarray(v) for v in posterior_mean_cov(approx, K))
+    reference = stats.multivariate_normal(mean, cov)
+    points = reference.rvs(size=3, random_state=0)
+    np.testing.assert_allclose(log_density(approx, K, points), reference.logpdf(points), rtol=1e-8)
+    assert float(log_density(approx, K, points[0])) == pytest.approx(reference.logpdf(points[0]), rel=1e-8)
+    draws, log_q = sample_with_log_density(approx, K, jax.random.PRNGKey(0), 20_000)
+    np.testing.assert_allclose(log_q, reference.logpdf(np.asarray(draws)), rtol=1e-8)
+    scale = np.sqrt(np.diag(cov))
+    assert np.max(np.abs(np.asarray(draws).mean(0) - mean) / scale) < 0.05
+    np.testing.assert_allclose(np.cov(np.asarray(draws).T), cov, atol=0.05 * np.max(np.diag(cov)))
+    assert sample(approx, K, jax.random.PRNGKey(1), 4).shape == (4, len(y))
+
+
+def test_convergence_flag_and_cost_counts(data):
+    _, y, K, _ = data
+    approx = laplace(K, y)
+    assert bool(approx.converged) and int(approx.cubic_ops) == int(approx.iterations) >= 2
+    capped = laplace(K, y, tol=1e-30, max_iter=2)
+    assert not bool(capped.converged) and int(capped.iterations) == 2
+    approx = ep(K, y)
+    assert bool(approx.converged) and int(approx.cubic_ops) == 5 * int(approx.iterations)
+    capped = ep(K, y, tol=1e-30, max_sweeps=1)
+    assert not bool(capped.converged) and int(capped.cubic_ops) == 5
+
+
+def test_jit_and_vmap_over_covariances(data):
+    _, y, K, _ = data
+    scales = jnp.asarray([0.5, 1.0, 3.0])
+    batch = scales[:, None, None] * jnp.asarray(K)
+    for method in (partial(laplace, likelihood="bernoulli_logit"), ep):
+        single = [method(K_i, y) for K_i in batch]
+        batched = jax.jit(jax.vmap(lambda K_i: method(K_i, y)))(batch)
+        np.testing.assert_allclose(batched.log_marginal, [a.log_marginal for a in single], rtol=1e-10)
+        np.testing.assert_allclose(batched.mean, np.stack([a.mean for a in single]), rtol=1e-8, atol=1e-10)
+        np.testing.assert_array_equal(batched.iterations, [a.iterations for a in single])
+
+        def draw(approx, K_i, key):
+            return sample_with_log_density(approx, K_i + 1e-6 * jnp.eye(len(y)), key, 5)[1]
+
+        keys = jax.random.split(jax.random.PRNGKey(0), 3)
+        assert np.all(np.isfinite(jax.jit(jax.vmap(draw))(batched, batch, keys)))
+
+
+def test_helpers_on_a_latent_gp():
+    model, _ = check_file("models/gp_classification.gpm")
+    rng = np.random.default_rng(3)
+    X, y = rng.uniform(size=(12, 2)), rng.integers(0, 2, 12)
+    problem = latent_gp(model, {"N": 12, "D": 2, "X": X, "y": y})
+    theta = jnp.asarray([0.5, -0.5, -0.3])
+    K = problem.covariance(theta)
+    assert float(laplace_for(problem, theta, tol=1e-12).log_marginal) == pytest.approx(
+        float(laplace(K, y, tol=1e-12).log_marginal), rel=1e-12)
+    assert float(jax.jit(lambda t: ep_for(problem, t).log_marginal)(theta)) == pytest.approx(
+        float(ep(K, y).log_marginal), rel=1e-12)
+    problem.likelihood = "bernoulli_logit"
+    with pytest.raises(MethodError, match="expectation propagation supports bernoulli_probit"):
+        ep_for(problem, theta)
+    assert np.isfinite(float(laplace_for(problem, theta).log_marginal))
+    problem.likelihood = "poisson_log"
+    with pytest.raises(MethodError, match="Laplace approximation supports"):
+        laplace_for(problem, theta)
