@@ -14,7 +14,7 @@ from pathlib import Path
 from gpdsl import __version__
 from gpdsl.errors import GpdslError
 
-METHODS = ("nuts",)
+METHODS = ("nuts", "pm", "mcmc-ep", "gibbs", "ep-ml")
 PLOT_KINDS = ("trace", "pair", "posterior")
 REPORT_URL = "https://github.com/gpdsl/gpdsl/issues"
 
@@ -72,9 +72,21 @@ def _cmd_sample(args) -> int:
     data, data_warnings = load_data(args.data, model)
     for warning in data_warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    results = sample_nuts(model, data, backend=args.backend, chains=args.chains, warmup=args.warmup,
-                          draws=args.draws, seed=args.seed, adapt_delta=args.adapt_delta,
-                          max_depth=args.max_depth, progress=not args.quiet)
+    if args.method == "nuts":
+        results = sample_nuts(model, data, backend=args.backend, chains=args.chains, warmup=args.warmup,
+                              draws=args.draws, seed=args.seed, adapt_delta=args.adapt_delta,
+                              max_depth=args.max_depth, progress=not args.quiet)
+    else:
+        from gpdsl.inference.run import EngineSettings, sample_engine
+
+        settings = EngineSettings(
+            approximation=args.approximation, num_importance=args.num_importance,
+            target_acceptance=args.target_acceptance, sample_latent=args.sample_latent,
+            theta_update=args.theta_update.replace("-", "_"), repeat_f=args.repeat_f,
+            repeat_theta=args.repeat_theta, surrogate_variance=args.surrogate_variance, tol=args.tol)
+        results = sample_engine(model, data, args.method, settings, chains=args.chains, warmup=args.warmup,
+                                draws=args.draws, seed=args.seed, progress=not args.quiet,
+                                checkpoint_path=args.checkpoint)
     path = write_netcdf(results, args.out)
     print(f"wrote {path}", file=sys.stderr)
     if not args.quiet:
@@ -121,7 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     sample = sub.add_parser("sample", help="run inference and write the results as NetCDF")
     sample.add_argument("file", metavar="FILE")
     sample.add_argument("--data", required=True, metavar="DATA", help=".json, .csv or .nc data file")
-    sample.add_argument("--method", choices=METHODS, default="nuts")
+    sample.add_argument("--method", choices=METHODS, default="nuts",
+                        help="nuts (Stan); pm (pseudo-marginal MH); mcmc-ep (MH on the EP marginal); "
+                             "gibbs (ESS for f with SA/AA/SURR for theta); ep-ml (type-II ML on EP)")
     sample.add_argument("--backend", choices=("auto", "pystan", "cmdstanpy"), default="auto",
                         help="Stan interface for NUTS (auto: CmdStan when installed, else PyStan)")
     sample.add_argument("--chains", type=int, default=4)
@@ -130,6 +144,24 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--seed", type=int, default=None)
     sample.add_argument("--adapt-delta", type=float, default=0.8)
     sample.add_argument("--max-depth", type=int, default=10)
+    engines = sample.add_argument_group("options of gpdsl's engines (pm, mcmc-ep, gibbs, ep-ml)")
+    engines.add_argument("--approximation", choices=("ep", "laplace"), default="ep",
+                         help="pm: the Gaussian approximation used as importance distribution")
+    engines.add_argument("--num-importance", type=int, default=1, metavar="N_IMP",
+                         help="pm: importance samples per marginal-likelihood estimate")
+    engines.add_argument("--target-acceptance", type=float, default=0.25,
+                         help="acceptance rate the proposal scale is tuned towards during warmup")
+    engines.add_argument("--sample-latent", action="store_true",
+                         help="pm, mcmc-ep: also sample the latent f by ESS (stored in the posterior)")
+    engines.add_argument("--theta-update", choices=("sa", "aa", "surr", "surr-slice"), default="surr",
+                         help="gibbs: the hyperparameter update given f")
+    engines.add_argument("--repeat-f", type=int, default=1, help="gibbs: ESS updates of f per iteration")
+    engines.add_argument("--repeat-theta", type=int, default=1, help="gibbs: theta updates per iteration")
+    engines.add_argument("--surrogate-variance", type=float, default=1.0, help="gibbs with SURR: noise S")
+    engines.add_argument("--tol", type=float, default=None,
+                         help="Laplace/EP convergence: change in squared norm of f (default n/1e4)")
+    engines.add_argument("--checkpoint", default=None, metavar="FILE.npz",
+                         help="write the draws so far after each compiled segment")
     sample.add_argument("--out", required=True, metavar="FIT.nc")
     sample.add_argument("--quiet", action="store_true", help="no progress and no summary")
     sample.set_defaults(run=_cmd_sample)

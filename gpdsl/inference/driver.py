@@ -1,0 +1,312 @@
+"""The one sampling loop: compiled segments of a pure transition, vmapped over chains.
+
+A transition is ``step_fn(rng_key, state, adapting) -> (state, info)`` with ``state`` and ``info``
+pytrees. :func:`run_chains` compiles ``segment_size`` iterations at a time (``lax.scan`` inside
+``jit``, ``vmap`` over chains) and loops in Python only over segments, to show progress and to write
+checkpoints. Iteration ``i`` of chain ``c`` uses the key ``split(fold_in(rng_key, i), chains)[c]``,
+so results depend only on the key, never on the segment size or on where a run was resumed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+
+from gpdsl.atomic import atomic_target  # noqa: E402
+from gpdsl.errors import GpdslError  # noqa: E402
+
+CHECKPOINT_VERSION = 1
+
+
+@dataclass
+class ChainResult:
+    """Draws, per-iteration infos and timings of :func:`run_chains`.
+
+    Attributes
+    ----------
+    draws : pytree
+        ``extract(state)`` after each sampling iteration; every leaf shaped ``(chain, draw, ...)``.
+    infos : pytree
+        The transition's infos, every leaf shaped ``(chain, draw, ...)``.
+    final_state : pytree
+        The chains' last states (leading chain axis), to continue sampling.
+    num_warmup, num_draws : int
+        Iterations run in each phase.
+    timings : dict
+        Seconds: ``total`` (the whole call), ``compile`` (ahead-of-time compilation), ``warmup`` and
+        ``sampling`` (compiled execution only, compilation excluded), ``resumed_at`` (the iteration
+        a resumed run started from; 0 otherwise).
+    warmup_draws, warmup_infos : pytree or None
+        As ``draws`` and ``infos`` for warmup, when ``keep_warmup`` was set.
+    """
+
+    draws: Any
+    infos: Any
+    final_state: Any
+    num_warmup: int
+    num_draws: int
+    timings: dict = field(default_factory=dict)
+    warmup_draws: Any = None
+    warmup_infos: Any = None
+
+    @property
+    def num_chains(self) -> int:
+        """Number of chains."""
+        return int(jax.tree.leaves(self.final_state)[0].shape[0])
+
+    def draws_per_second(self) -> float:
+        """Sampling iterations per second of compiled execution, summed over chains."""
+        seconds = self.timings.get("sampling", 0.0)
+        return self.num_chains * self.num_draws / seconds if seconds > 0 else float("nan")
+
+
+class Interrupted(GpdslError):
+    """Raised by an ``on_segment`` callback to stop a run early; the checkpoint is already written."""
+
+
+def _default_extract(state):
+    return state.position
+
+
+def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_draws: int, *,
+               extract: Callable = _default_extract, segment_size: int = 100, progress: bool = True,
+               checkpoint_path: str | Path | None = None, resume: bool = False, keep_warmup: bool = False,
+               on_segment: Callable | None = None) -> ChainResult:
+    """Run chains of a transition in compiled segments.
+
+    Parameters
+    ----------
+    step_fn : callable
+        ``step_fn(rng_key, state, adapting) -> (state, info)`` for one chain; ``adapting`` is True
+        during warmup (the transition may tune parameters kept in its state) and False afterwards.
+    initial_states : pytree
+        One state per chain, stacked on a leading chain axis.
+    rng_key : jax.Array
+        PRNG key (typed or raw ``uint32[2]``).
+    num_warmup, num_draws : int
+        Iterations of warmup (not returned unless ``keep_warmup``) and of sampling.
+    extract : callable
+        ``extract(state) -> pytree`` of the values to record; defaults to ``state.position``.
+    segment_size : int
+        Iterations per compiled segment.
+    progress : bool
+        Show a tqdm progress bar on stderr.
+    checkpoint_path : str or Path, optional
+        After each segment, write the draws so far and the chains' states there atomically (``.npz``).
+    resume : bool
+        Continue from ``checkpoint_path`` if it exists (same key, chains and iteration counts required).
+        ``initial_states`` then only gives the state's structure.
+    keep_warmup : bool
+        Also return warmup draws and infos.
+    on_segment : callable, optional
+        ``on_segment(iteration, phase)`` called after each segment (and its checkpoint); raising
+        :class:`Interrupted` (or anything else) stops the run.
+
+    Returns
+    -------
+    ChainResult
+
+    Raises
+    ------
+    GpdslError
+        The checkpoint does not match this run.
+    """
+    started = time.perf_counter()
+    if num_warmup < 0 or num_draws < 0 or segment_size < 1:
+        raise ValueError("num_warmup and num_draws must be non-negative and segment_size positive")
+    if not jnp.issubdtype(jnp.asarray(rng_key).dtype, jax.dtypes.prng_key):
+        rng_key = jax.random.wrap_key_data(jnp.asarray(rng_key, dtype=jnp.uint32))
+    states = jax.tree.map(jnp.asarray, initial_states)
+    num_chains = int(jax.tree.leaves(states)[0].shape[0])
+    record = _Record(num_warmup, num_draws, num_chains, keep_warmup)
+    runner = _SegmentRunner(step_fn, extract, rng_key)
+    if resume and checkpoint_path is not None and Path(checkpoint_path).exists():
+        states = record.load(checkpoint_path, states, rng_key, runner.output_shapes(states))
+    timings = {"compile": 0.0, "warmup": 0.0, "sampling": 0.0, "resumed_at": record.iteration}
+
+    total = num_warmup + num_draws
+    bar = _progress_bar(total, record.iteration, progress)
+    try:
+        while record.iteration < total:
+            adapting = record.iteration < num_warmup
+            phase_end = num_warmup if adapting else total
+            length = min(segment_size, phase_end - record.iteration)
+            compile_seconds = runner.prepare(states, length)
+            timings["compile"] += compile_seconds
+            tic = time.perf_counter()
+            states, draws, infos = runner.run(states, record.iteration, length, adapting)
+            jax.block_until_ready((states, draws, infos))
+            timings["warmup" if adapting else "sampling"] += time.perf_counter() - tic
+            record.append(draws, infos, length, adapting)
+            if checkpoint_path is not None:
+                record.save(checkpoint_path, states, rng_key)
+            if bar is not None:
+                bar.set_description("warmup" if adapting else "sampling")
+                bar.update(length)
+            if on_segment is not None:
+                on_segment(record.iteration, "warmup" if adapting else "sampling")
+    finally:
+        if bar is not None:
+            bar.close()
+    if record.sample_draws is None:
+        empty = lambda s: np.zeros((s.shape[0], 0, *s.shape[2:]), s.dtype)  # noqa: E731
+        draws, infos = jax.tree.map(empty, runner.output_shapes(states))
+        record.sample_draws, record.sample_infos = [draws], [infos]
+    timings["total"] = time.perf_counter() - started
+    draws, infos = record.collected(sampling=True)
+    warmup_draws, warmup_infos = record.collected(sampling=False) if keep_warmup else (None, None)
+    return ChainResult(draws=draws, infos=infos, final_state=states, num_warmup=num_warmup, num_draws=num_draws,
+                       timings=timings, warmup_draws=warmup_draws, warmup_infos=warmup_infos)
+
+
+class _SegmentRunner:
+    """Compiled segments of ``length`` iterations, one executable per length (``adapting`` is traced)."""
+
+    def __init__(self, step_fn, extract, rng_key):
+        self.step_fn = step_fn
+        self.extract = extract
+        self.rng_key = rng_key
+        self.compiled = {}
+
+    def _segment(self, rng_key, states, start, adapting, length):
+        num_chains = jax.tree.leaves(states)[0].shape[0]
+        step_all = jax.vmap(lambda key, state: self.step_fn(key, state, adapting))
+
+        def body(states, iteration):
+            keys = jax.random.split(jax.random.fold_in(rng_key, iteration), num_chains)
+            states, info = step_all(keys, states)
+            return states, (jax.vmap(self.extract)(states), info)
+
+        states, (draws, infos) = lax.scan(body, states, start + jnp.arange(length))
+        chain_first = lambda leaf: jnp.swapaxes(leaf, 0, 1)  # noqa: E731
+        return states, jax.tree.map(chain_first, draws), jax.tree.map(chain_first, infos)
+
+    def prepare(self, states, length) -> float:
+        """Compile the segment of ``length`` iterations if needed; return the seconds spent."""
+        if length in self.compiled:
+            return 0.0
+        tic = time.perf_counter()
+        jitted = jax.jit(self._segment, static_argnums=4)
+        lowered = jitted.lower(self.rng_key, states, jnp.asarray(0, jnp.int32), jnp.asarray(True), length)
+        self.compiled[length] = lowered.compile()
+        return time.perf_counter() - tic
+
+    def run(self, states, start, length, adapting):
+        return self.compiled[length](self.rng_key, states, jnp.asarray(start, jnp.int32), jnp.asarray(adapting))
+
+    def output_shapes(self, states):
+        """Shapes of one iteration's ``(draws, infos)``, each leaf ``(chain, 1, ...)``."""
+        segment = partial(self._segment, length=1)
+        shapes = jax.eval_shape(segment, self.rng_key, states, jnp.asarray(0, jnp.int32), jnp.asarray(False))
+        return shapes[1], shapes[2]
+
+
+class _Record:
+    """Draws and infos collected segment by segment, and their checkpoint."""
+
+    def __init__(self, num_warmup, num_draws, num_chains, keep_warmup):
+        self.num_warmup, self.num_draws, self.num_chains = num_warmup, num_draws, num_chains
+        self.keep_warmup = keep_warmup
+        self.iteration = 0
+        self.warmup_draws, self.warmup_infos = None, None
+        self.sample_draws, self.sample_infos = None, None
+
+    def append(self, draws, infos, length, adapting):
+        draws, infos = jax.tree.map(np.asarray, draws), jax.tree.map(np.asarray, infos)
+        if adapting:
+            if self.keep_warmup:
+                self.warmup_draws = (self.warmup_draws or []) + [draws]
+                self.warmup_infos = (self.warmup_infos or []) + [infos]
+        else:
+            self.sample_draws = (self.sample_draws or []) + [draws]
+            self.sample_infos = (self.sample_infos or []) + [infos]
+        self.iteration += length
+
+    def collected(self, sampling: bool):
+        draws, infos = (self.sample_draws, self.sample_infos) if sampling else (self.warmup_draws, self.warmup_infos)
+        if not draws:
+            return None, None
+        join = lambda *parts: np.concatenate(parts, axis=1)  # noqa: E731
+        return jax.tree.map(join, *draws), jax.tree.map(join, *infos)
+
+    def _meta(self, rng_key) -> dict:
+        return {"version": CHECKPOINT_VERSION, "iteration": self.iteration, "num_warmup": self.num_warmup,
+                "num_draws": self.num_draws, "num_chains": self.num_chains, "keep_warmup": self.keep_warmup,
+                "key": np.asarray(jax.random.key_data(rng_key)).tolist()}
+
+    def save(self, path, states, rng_key):
+        arrays = {"meta": np.asarray(json.dumps(self._meta(rng_key)))}
+        arrays.update(_flat("state", states))
+        for prefix, sampling in (("draws", True), ("warmup", False)):
+            draws, infos = self.collected(sampling)
+            if draws is not None:
+                arrays.update(_flat(f"{prefix}_draw", draws))
+                arrays.update(_flat(f"{prefix}_info", infos))
+        with atomic_target(path, "checkpoint") as temporary:
+            with open(temporary, "wb") as stream:
+                np.savez(stream, **arrays)
+
+    def load(self, path, like_states, rng_key, like_outputs):
+        with np.load(path) as stored:
+            meta = json.loads(str(stored["meta"]))
+            expected = self._meta(rng_key)
+            for name in ("version", "num_warmup", "num_draws", "num_chains", "key"):
+                if meta[name] != expected[name]:
+                    raise GpdslError(f"checkpoint {path} was written by a different run: its {name} is "
+                                     f"{meta[name]}, this run's is {expected[name]}")
+            states = jax.tree.map(jnp.asarray, _unflat(stored, "state", like_states))
+            self.iteration = int(meta["iteration"])
+            like_draws, like_infos = like_outputs
+            if "draws_draw_count" in stored:
+                self.sample_draws = [_unflat(stored, "draws_draw", like_draws, check_shapes=False)]
+                self.sample_infos = [_unflat(stored, "draws_info", like_infos, check_shapes=False)]
+            if self.keep_warmup and "warmup_draw_count" in stored:
+                self.warmup_draws = [_unflat(stored, "warmup_draw", like_draws, check_shapes=False)]
+                self.warmup_infos = [_unflat(stored, "warmup_info", like_infos, check_shapes=False)]
+        if self.keep_warmup and self.warmup_draws is None and self.iteration > 0:
+            raise GpdslError(f"checkpoint {path} holds no warmup draws; resume without keep_warmup")
+        return states
+
+
+def _flat(prefix, tree) -> dict:
+    leaves, treedef = jax.tree.flatten(tree)
+    arrays = {f"{prefix}_{i}": np.asarray(leaf) for i, leaf in enumerate(leaves)}
+    arrays[f"{prefix}_count"] = np.asarray(len(leaves))
+    arrays[f"{prefix}_treedef"] = np.asarray(_treedef_text(treedef))
+    return arrays
+
+
+def _treedef_text(treedef) -> str:
+    return str(treedef)
+
+
+def _unflat(stored, prefix, like, check_shapes=True):
+    leaves, treedef = jax.tree.flatten(like)
+    if str(stored[f"{prefix}_treedef"]) != _treedef_text(treedef):
+        raise GpdslError(f"the checkpoint's {prefix.replace('_', ' ')} have a different structure from this run's")
+    restored = [np.asarray(stored[f"{prefix}_{i}"]) for i in range(len(leaves))]
+    for old, new in zip(leaves, restored):
+        if check_shapes and old.shape != new.shape:
+            raise GpdslError(f"the checkpoint's chain state has shape {new.shape} where this run has {old.shape}")
+    return jax.tree.unflatten(treedef, restored)
+
+
+def _progress_bar(total, done, enabled):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=done, file=sys.stderr, unit="it", dynamic_ncols=True)

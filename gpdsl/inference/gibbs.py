@@ -1,0 +1,166 @@
+"""Gibbs schedules for latent GP models: ESS for f given theta, then SA, AA or SURR for theta.
+
+One step does ``repeat_f`` elliptical slice updates of ``f`` (sharing the cached Cholesky factor of
+``K(theta)``) and then ``repeat_theta`` hyperparameter updates; Table 3 of Filippone & Girolami
+(2014) repeats each 20 times. During warmup the random-walk scale is adapted by Robbins-Monro on its
+logarithm towards ``target_acceptance``; afterwards it is frozen.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+from gpdsl.inference.ess import ess_step  # noqa: E402
+from gpdsl.inference.hyper_mh import (  # noqa: E402
+    LatentPosition, SurrogateVariance, aa_step, latent_position, sa_step, surr_slice_step, surr_step,
+)
+from gpdsl.inference.latent_gp import LatentGP  # noqa: E402
+
+THETA_UPDATES = ("sa", "aa", "surr", "surr_slice")
+
+
+class GibbsState(NamedTuple):
+    """State of a Gibbs chain.
+
+    Attributes
+    ----------
+    latent : LatentPosition
+        ``theta``, ``f``, the Cholesky factor of ``K(theta)`` and ``log p(y | f, theta)``.
+    log_scale : jax.Array, shape (theta_dim,)
+        Log of the random-walk scale (or slice width) per coordinate.
+    adapt_count : jax.Array (int)
+        Number of adapted hyperparameter updates so far.
+    """
+
+    latent: LatentPosition
+    log_scale: jax.Array
+    adapt_count: jax.Array
+
+    @property
+    def position(self) -> dict:
+        """The sampled values: ``{"theta": theta, "f": f}``."""
+        return {"theta": self.latent.theta, "f": self.latent.f}
+
+
+class GibbsInfo(NamedTuple):
+    """What one Gibbs step did.
+
+    Attributes
+    ----------
+    num_shrinks : jax.Array (int)
+        ESS bracket shrinks, summed over the ``repeat_f`` updates.
+    acceptance_rate : jax.Array
+        MH acceptance probability averaged over the ``repeat_theta`` updates (1 for slice).
+    accepted : jax.Array
+        Fraction of the ``repeat_theta`` updates that moved ``theta``.
+    num_evaluations : jax.Array (int)
+        Hyperparameter target evaluations, summed.
+    cubic_ops : jax.Array (int)
+        ``n x n`` Cholesky factorisations in the step (ESS needs none: it reuses the cached factor).
+    """
+
+    num_shrinks: jax.Array
+    acceptance_rate: jax.Array
+    accepted: jax.Array
+    num_evaluations: jax.Array
+    cubic_ops: jax.Array
+
+
+def make_gibbs(problem: LatentGP, theta_update: str = "surr", repeat_f: int = 1, repeat_theta: int = 1,
+               target_acceptance: float = 0.25, initial_scale=None, surrogate_variance: SurrogateVariance = 1.0,
+               slice_direction: str = "coordinate", adaptation_rate: float = 1.0, adaptation_decay: float = 0.6):
+    """Build the init and step functions of an ESS-within-Gibbs sampler.
+
+    Parameters
+    ----------
+    problem : LatentGP
+        The model view.
+    theta_update : {"sa", "aa", "surr", "surr_slice"}
+        The hyperparameter update (see :mod:`gpdsl.inference.hyper_mh`).
+    repeat_f, repeat_theta : int
+        Number of ESS updates of ``f`` and of hyperparameter updates per step.
+    target_acceptance : float
+        Acceptance rate the random-walk scale is adapted towards during warmup (MH updates only).
+    initial_scale : float or array_like of shape (theta_dim,), optional
+        Initial random-walk scale; for ``"surr_slice"`` the slice width (never adapted). Defaults to
+        0.3 for MH and 1.0 for slice sampling.
+    surrogate_variance : float, array_like of shape (n,), or callable
+        Diagonal surrogate noise ``S`` for SURR updates.
+    slice_direction : {"coordinate", "random"}
+        For ``"surr_slice"``: slice each coordinate in turn or along one random direction.
+    adaptation_rate, adaptation_decay : float
+        Robbins-Monro gain ``adaptation_rate * (t + 1) ** -adaptation_decay`` at adapted update ``t``.
+
+    Returns
+    -------
+    init : callable
+        ``init(theta, f=None) -> GibbsState``; ``theta`` unconstrained, ``f`` defaults to zeros.
+    step : callable
+        ``step(rng_key, state, adapting=False) -> (GibbsState, GibbsInfo)``.
+    """
+    if theta_update not in THETA_UPDATES:
+        raise ValueError(f"theta_update must be one of {', '.join(THETA_UPDATES)}, not {theta_update!r}")
+    if repeat_f < 0 or repeat_theta < 0:
+        raise ValueError("repeat_f and repeat_theta must be non-negative")
+    is_slice = theta_update == "surr_slice"
+    if initial_scale is None:
+        initial_scale = 1.0 if is_slice else 0.3
+    update = {
+        "sa": partial(sa_step, problem=problem),
+        "aa": partial(aa_step, problem=problem),
+        "surr": partial(surr_step, problem=problem, surrogate_variance=surrogate_variance),
+        "surr_slice": partial(surr_slice_step, problem=problem, surrogate_variance=surrogate_variance,
+                              direction=slice_direction),
+    }[theta_update]
+
+    def init(theta, f=None) -> GibbsState:
+        theta = jnp.asarray(theta, dtype=jnp.float64)
+        f = jnp.zeros(problem.n) if f is None else f
+        log_scale = jnp.log(jnp.broadcast_to(jnp.asarray(initial_scale, dtype=jnp.float64), theta.shape))
+        return GibbsState(latent_position(problem, theta, f), log_scale, jnp.zeros((), jnp.int32))
+
+    def update_f(latent: LatentPosition, keys):
+
+        def one(carry, key):
+            f, loglik = carry
+            f, loglik, info = ess_step(key, f, loglik, latent.chol_K, lambda v: problem.log_likelihood(v, latent.theta))
+            return (f, loglik), info.num_shrinks
+
+        (f, loglik), shrinks = lax.scan(one, (latent.f, latent.loglik), keys)
+        return latent._replace(f=f, loglik=loglik), jnp.sum(shrinks)
+
+    def update_theta(state: GibbsState, keys, adapting):
+
+        def one(carry, key):
+            latent, log_scale, count = carry
+            latent, info = update(key, latent, scale=jnp.exp(log_scale))
+            gain = adaptation_rate * (count + 1.0) ** -adaptation_decay
+            adapted = log_scale + gain * (info.acceptance_rate - target_acceptance)
+            adapt = jnp.logical_and(adapting, not is_slice)
+            log_scale = jnp.where(adapt, adapted, log_scale)
+            count = count + jnp.where(adapt, 1, 0).astype(count.dtype)
+            return (latent, log_scale, count), info
+
+        (latent, log_scale, count), infos = lax.scan(one, (state.latent, state.log_scale, state.adapt_count), keys)
+        return GibbsState(latent, log_scale, count), infos
+
+    def step(rng_key, state: GibbsState, adapting=False):
+        keys = jax.random.split(rng_key, repeat_f + repeat_theta)
+        latent, shrinks = update_f(state.latent, keys[:repeat_f])
+        state, infos = update_theta(state._replace(latent=latent), keys[repeat_f:], adapting)
+        info = GibbsInfo(num_shrinks=shrinks,
+                         acceptance_rate=jnp.mean(infos.acceptance_rate),
+                         accepted=jnp.mean(infos.accepted.astype(jnp.float64)),
+                         num_evaluations=jnp.sum(infos.num_evaluations),
+                         cubic_ops=jnp.sum(infos.cubic_ops))
+        return state, info
+
+    return init, step

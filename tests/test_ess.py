@@ -1,0 +1,75 @@
+"""Elliptical slice sampling against the exact GP posterior of a Gaussian likelihood."""
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gpdsl.api import check_file
+from gpdsl.inference.driver import run_chains
+from gpdsl.inference.ess import ESSInfo, ess_init, ess_step, make_ess_kernel
+from gpdsl.inference.latent_gp import latent_gp
+
+NUM_CHAINS, NUM_DRAWS = 4, 4000
+
+
+@pytest.fixture(scope="module")
+def regression():
+    model, _ = check_file("models/gp_regression.gpm")
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.uniform(0, 4, size=(8, 1)), axis=0)
+    y = np.sin(2 * x[:, 0]) + 0.3 * rng.normal(size=8)
+    problem = latent_gp(model, {"N": 8, "D": 1, "X": x, "y": y}, "ESS", marginalise=False)
+    theta = problem.unconstrain_theta({"variance": 1.2, "lengthscale": np.array([0.8]), "noise": 0.4})
+    return problem, theta, y
+
+
+def exact_posterior(problem, theta, y):
+    K = np.asarray(problem.covariance(theta))
+    noise = float(problem.theta_values(theta)[0]["noise"])
+    gain = K @ np.linalg.inv(K + noise**2 * np.eye(len(y)))
+    return gain @ y, K - gain @ K
+
+
+def test_ess_matches_exact_gp_posterior(regression):
+    problem, theta, y = regression
+    loglik = lambda f: problem.log_likelihood(f, theta)  # noqa: E731
+    step = make_ess_kernel(jnp.linalg.cholesky(problem.covariance(theta)), loglik)
+    starts = jax.vmap(lambda f: ess_init(f, loglik))(jnp.zeros((NUM_CHAINS, problem.n)))
+    result = run_chains(step, starts, jax.random.key(11), 500, NUM_DRAWS, segment_size=1000, progress=False)
+    f = np.asarray(result.draws)
+    assert f.shape == (NUM_CHAINS, NUM_DRAWS, problem.n)
+    assert result.infos.num_shrinks.shape == (NUM_CHAINS, NUM_DRAWS)
+    assert result.infos.num_shrinks.mean() > 0 and not result.infos.gave_up.any()
+
+    mean, cov = exact_posterior(problem, theta, y)
+    squared = (f - mean) ** 2
+    for i in range(problem.n):
+        print(f"f[{i}] mean {f[..., i].mean():.4f} exact {mean[i]:.4f} MCSE {float(az.mcse(f[..., i])):.4f}; "
+              f"var {squared[..., i].mean():.4f} exact {cov[i, i]:.4f} MCSE {float(az.mcse(squared[..., i])):.4f}")
+        assert abs(f[..., i].mean() - mean[i]) < 4 * float(az.mcse(f[..., i])), f"mean of f[{i}]"
+        assert abs(squared[..., i].mean() - cov[i, i]) < 4 * float(az.mcse(squared[..., i])), f"variance of f[{i}]"
+
+
+def test_ess_step_keeps_the_slice_and_counts_shrinks(regression):
+    problem, theta, _ = regression
+    loglik = lambda f: problem.log_likelihood(f, theta)  # noqa: E731
+    chol = jnp.linalg.cholesky(problem.covariance(theta))
+    f = jnp.zeros(problem.n)
+    step = jax.jit(lambda key, f, value: ess_step(key, f, value, chol, loglik))
+    value = loglik(f)
+    for key in jax.random.split(jax.random.key(0), 20):
+        f_new, value_new, info = step(key, f, value)
+        assert isinstance(info, ESSInfo) and int(info.num_shrinks) >= 0
+        assert float(value_new) == pytest.approx(float(loglik(f_new)), rel=1e-10)
+        f, value = f_new, value_new
+
+
+def test_ess_with_an_impossible_likelihood_keeps_f():
+    chol = jnp.eye(3)
+    f = jnp.ones(3)
+    f_new, value, info = ess_step(jax.random.key(1), f, jnp.asarray(0.0), chol, lambda v: jnp.asarray(jnp.nan),
+                                  max_shrinks=5)
+    np.testing.assert_array_equal(f_new, f)
+    assert bool(info.gave_up) and int(info.num_shrinks) == 5 and float(value) == 0.0
