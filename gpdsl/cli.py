@@ -84,14 +84,30 @@ def _cmd_sample(args) -> int:
             target_acceptance=args.target_acceptance, sample_latent=args.sample_latent,
             theta_update=args.theta_update.replace("-", "_"), repeat_f=args.repeat_f,
             repeat_theta=args.repeat_theta, surrogate_variance=args.surrogate_variance, tol=args.tol)
+        new_inputs = _new_inputs(args.predict, model) if args.predict else None
         results = sample_engine(model, data, args.method, settings, chains=args.chains, warmup=args.warmup,
                                 draws=args.draws, seed=args.seed, progress=not args.quiet,
-                                checkpoint_path=args.checkpoint)
+                                checkpoint_path=args.checkpoint, new_inputs=new_inputs)
     path = write_netcdf(results, args.out)
     print(f"wrote {path}", file=sys.stderr)
     if not args.quiet:
         print(format_summary(summarize(results, var_names=list(model.parameters)), sampler_warnings(results)))
     return 0
+
+
+def _new_inputs(path, model):
+    """The GP input variable's values in a prediction data file (same name as in the model)."""
+    from gpdsl.data_io import read_data
+    from gpdsl.errors import DataError
+    from gpdsl.ir.structure import gp_nodes
+
+    values = read_data(path)
+    names = {name for node in gp_nodes(model) for name in node.statement.inputs.names if name}
+    found = [name for name in names if name in values]
+    if len(found) != 1:
+        raise DataError(f"{path} must hold the new inputs under the model's input name "
+                        f"({' or '.join(sorted(names)) or 'none'})")
+    return values[found[0]]
 
 
 def _cmd_summary(args) -> int:
@@ -160,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     engines.add_argument("--surrogate-variance", type=float, default=1.0, help="gibbs with SURR: noise S")
     engines.add_argument("--tol", type=float, default=None,
                          help="Laplace/EP convergence: change in squared norm of f (default n/1e4)")
+    engines.add_argument("--predict", default=None, metavar="NEW.json",
+                         help="new inputs (under the model's input name) for a predictions group")
     engines.add_argument("--checkpoint", default=None, metavar="FILE.npz",
                          help="write the draws so far after each compiled segment")
     sample.add_argument("--out", required=True, metavar="FIT.nc")

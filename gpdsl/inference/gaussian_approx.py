@@ -243,6 +243,20 @@ def predict(approx: GaussianApproximation, K_star, k_star_diag, likelihood: str 
         For another likelihood.
     """
     mean, var = predict_latent(approx, K_star, k_star_diag)
+    return class_probability(mean, var, likelihood)
+
+
+def class_probability(mean, var, likelihood: str = "bernoulli_probit") -> jax.Array:
+    """``p(y = 1)`` when ``f ~ N(mean, var)``: the likelihood integrated against a Gaussian.
+
+    Probit: exactly ``Phi(mean / sqrt(1 + var))``. Logit: 64-point Gauss-Hermite quadrature.
+
+    Raises
+    ------
+    MethodError
+        For a likelihood that is not Bernoulli.
+    """
+    mean, var = jnp.asarray(mean), jnp.asarray(var)
     if likelihood == "bernoulli_probit":
         return ndtr(mean / jnp.sqrt(1.0 + var))
     if likelihood == "bernoulli_logit":

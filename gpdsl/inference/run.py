@@ -102,7 +102,7 @@ def _engine(problem: LatentGP, method: str, settings: EngineSettings):
 
 def sample_engine(model: Model, data: dict, method: str, settings: EngineSettings | None = None, *,
                   chains: int = 4, warmup: int = 1000, draws: int = 1000, seed: int | None = None,
-                  progress: bool = True, checkpoint_path=None):
+                  progress: bool = True, checkpoint_path=None, new_inputs=None):
     """Run one of gpdsl's engines and return results in the common format.
 
     Parameters
@@ -121,6 +121,9 @@ def sample_engine(model: Model, data: dict, method: str, settings: EngineSetting
         Show a progress bar.
     checkpoint_path : path, optional
         Write the draws so far after each compiled segment (atomically).
+    new_inputs : array_like, optional
+        Inputs ``(m, d)`` at which to predict class probabilities; stored in the ``predictions``
+        group as ``<y>_prob`` with dims ``(chain, draw, <N>_new)``.
     """
     if method not in ENGINE_METHODS:
         raise MethodError(f"unknown method '{method}'; gpdsl's engines are {', '.join(ENGINE_METHODS)}")
@@ -150,8 +153,24 @@ def sample_engine(model: Model, data: dict, method: str, settings: EngineSetting
         if "log_marginal" in result.draws:
             stats["log_marginal"] = np.asarray(result.draws["log_marginal"])
         extra = {"timings": result.timings}
+    predictions = None
+    if new_inputs is not None:
+        predictions = _predictions(problem, method, settings, theta_draws, f_draws, new_inputs)
     return engine_results(model, data, problem, method, settings, theta_draws, f_draws, stats,
-                          seed=seed, wall_time=time.perf_counter() - started, extra=extra)
+                          seed=seed, wall_time=time.perf_counter() - started, extra=extra, predictions=predictions)
+
+
+def _predictions(problem: LatentGP, method: str, settings: EngineSettings, theta_draws, f_draws, new_inputs):
+    from gpdsl.inference.predict import predict_from_latent_draws, predict_from_theta_draws
+
+    if f_draws is not None:
+        probabilities = predict_from_latent_draws(problem, theta_draws, f_draws, new_inputs)
+    else:
+        approximation = settings.approximation if method == "pm" else "ep"
+        probabilities = predict_from_theta_draws(problem, theta_draws, new_inputs, approximation, settings.tol)
+    target = problem.node.likelihood.target.name
+    points = problem.node.statement.inputs.index_shape[0]
+    return {f"{target}_prob": probabilities}, {f"{target}_prob": [f"{points}_new"]}
 
 
 def _sample_stats(result) -> dict:
@@ -164,7 +183,7 @@ def _sample_stats(result) -> dict:
 
 def engine_results(model: Model, data: dict, problem: LatentGP, method: str, settings: EngineSettings,
                    theta_draws: np.ndarray, f_draws: np.ndarray | None, sample_stats: dict, *, seed, wall_time,
-                   extra: dict | None = None):
+                   extra: dict | None = None, predictions: tuple[dict, dict] | None = None):
     """Constrained, named draws of an engine as results (ArviZ groups, dims named after sizes)."""
     chains, num_draws = theta_draws.shape[:2]
     flat = jnp.reshape(jnp.asarray(theta_draws), (chains * num_draws, -1))
@@ -184,5 +203,8 @@ def engine_results(model: Model, data: dict, problem: LatentGP, method: str, set
              "model_hash": model.source_hash, "model_name": model.name, "engine": "gpdsl"}
     if extra:
         attrs["engine_report"] = json.dumps(extra, default=float)
+    if predictions is not None:
+        dims.update(predictions[1])
     return build_results(posterior, dims=dims, sample_stats=sample_stats, observed_data=observed,
-                         constant_data=constant, attrs=attrs)
+                         constant_data=constant, attrs=attrs,
+                         predictions=None if predictions is None else predictions[0])

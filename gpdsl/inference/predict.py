@@ -1,0 +1,90 @@
+"""Predictive class probabilities at new inputs from any engine's draws (eqs. 7-8 and 20).
+
+* Samplers that keep ``f`` (Gibbs, PM with latent sampling): ``p(y* = 1 | y)`` is the average over
+  draws ``(theta_i, f_i)`` of ``int p(y* | f*) p(f* | f_i, theta_i) df*`` (eq. 20), where
+  ``p(f* | f, theta)`` is the GP conditional.
+* Samplers of ``theta`` only (PM, MCMC-EP) and point estimates (EP-ML): the average over draws of the
+  approximation's predictive ``p(y* | y, theta_i)`` (eqs. 7-8).
+"""
+
+from __future__ import annotations
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.scipy.linalg import solve_triangular  # noqa: E402
+
+from gpdsl.errors import DataError, MethodError  # noqa: E402
+from gpdsl.inference.ep import ep  # noqa: E402
+from gpdsl.inference.gaussian_approx import class_probability, predict  # noqa: E402
+from gpdsl.inference.laplace import laplace  # noqa: E402
+from gpdsl.inference.latent_gp import LatentGP  # noqa: E402
+
+
+def new_input_covariances(problem: LatentGP, theta, X_new):
+    """``K(X, X_new)`` (n, m) and the prior variances at ``X_new`` (m,) at hyperparameters ``theta``."""
+    statement = problem.node.statement
+    if len(statement.inputs.components) != 1:
+        raise MethodError("predictions at new inputs are implemented for GPs over one input variable")
+    env = problem.environment(theta)
+    kernel = problem.jax_model.gp_kernel(statement, env)
+    X = problem.jax_model.gp_inputs(statement, env)
+    X_new = jnp.asarray(X_new, dtype=float).reshape(-1, X.shape[1])
+    return kernel(X, X_new), kernel.diag(X_new)
+
+
+def check_new_inputs(problem: LatentGP, X_new) -> np.ndarray:
+    """``X_new`` as a float matrix with the training inputs' number of columns, or a DataError."""
+    X_new = np.asarray(X_new, dtype=float)
+    statement = problem.node.statement
+    width = problem.jax_model.gp_inputs(statement, problem.jax_model.data).shape[1] \
+        if len(statement.inputs.components) == 1 else None
+    if X_new.ndim == 1 and width == 1:
+        X_new = X_new[:, None]
+    if X_new.ndim != 2 or X_new.shape[1] != width or not np.all(np.isfinite(X_new)):
+        name = statement.inputs.names[0] or "the inputs"
+        raise DataError(f"new inputs must be a finite matrix with {width} columns like {name}; "
+                        f"got shape {X_new.shape}")
+    return X_new
+
+
+def predict_from_latent_draws(problem: LatentGP, theta_draws, f_draws, X_new) -> np.ndarray:
+    """Eq. 20: class probabilities averaged over ``(theta, f)`` draws, shape ``(chain, draw, m)``."""
+    X_new = check_new_inputs(problem, X_new)
+
+    def one(theta, f):
+        K = problem.covariance(theta)
+        L = jnp.linalg.cholesky(K)
+        K_star, k_diag = new_input_covariances(problem, theta, X_new)
+        A = solve_triangular(L, K_star, lower=True)
+        mean = A.T @ solve_triangular(L, f, lower=True)
+        var = k_diag - jnp.sum(A ** 2, axis=0)
+        return class_probability(mean, jnp.maximum(var, 0.0), problem.likelihood)
+
+    return _over_draws(one, theta_draws, f_draws)
+
+
+def predict_from_theta_draws(problem: LatentGP, theta_draws, X_new, approximation: str = "ep",
+                             tol=None) -> np.ndarray:
+    """Eqs. 7-8 inside: the approximation's class probabilities averaged over ``theta`` draws."""
+    X_new = check_new_inputs(problem, X_new)
+    y = jnp.asarray(problem.y)
+
+    def one(theta):
+        K = problem.covariance(theta)
+        approx = ep(K, y, tol=tol) if approximation == "ep" else laplace(K, y, problem.likelihood, tol=tol)
+        K_star, k_diag = new_input_covariances(problem, theta, X_new)
+        return predict(approx, K_star, k_diag, problem.likelihood)
+
+    return _over_draws(one, theta_draws)
+
+
+def _over_draws(function, *draws) -> np.ndarray:
+    chains, num = np.shape(draws[0])[:2]
+    flat = [jnp.reshape(jnp.asarray(d), (chains * num,) + np.shape(d)[2:]) for d in draws]
+    batched = jax.jit(jax.vmap(function))
+    out = [np.asarray(batched(*[d[i:i + 256] for d in flat])) for i in range(0, chains * num, 256)]
+    return np.concatenate(out).reshape(chains, num, -1)

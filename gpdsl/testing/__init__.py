@@ -1,0 +1,1 @@
+"""Testing utilities: simulation-based calibration."""

@@ -1,0 +1,101 @@
+"""gpdsl's engines through the library and the CLI: results format, diagnostics, predictions, refusals."""
+
+import json
+import subprocess
+import sys
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.special import ndtr
+
+from gpdsl.api import check_file
+from gpdsl.inference.ep import ep
+from gpdsl.inference.gaussian_approx import predict
+from gpdsl.inference.latent_gp import latent_gp
+from gpdsl.inference.predict import new_input_covariances, predict_from_latent_draws, predict_from_theta_draws
+from gpdsl.inference.run import EngineSettings, sample_engine
+from gpdsl.results import arviz_compat
+
+
+@pytest.fixture(scope="module")
+def classification():
+    model, _ = check_file("models/gp_classification.gpm")
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(15, 2))
+    y = (X[:, 0] + 0.2 * rng.normal(size=15) > 0.5).astype(int)
+    return model, {"N": 15, "D": 2, "X": X, "y": y}
+
+
+def test_latent_predictions_at_training_inputs_use_f(classification):
+    model, data = classification
+    problem = latent_gp(model, data)
+    rng = np.random.default_rng(1)
+    theta = jnp.asarray(rng.normal(size=(1, 2, 3)) * 0.3)
+    f = jnp.stack([jnp.linalg.cholesky(problem.covariance(t)) @ rng.normal(size=15) for t in theta[0]])[None]
+    probabilities = predict_from_latent_draws(problem, theta, f, data["X"])
+    np.testing.assert_allclose(probabilities, ndtr(np.asarray(f)), atol=1e-3)
+
+
+def test_theta_predictions_are_the_approximation_average(classification):
+    model, data = classification
+    problem = latent_gp(model, data)
+    X_new = np.array([[0.2, 0.3], [0.8, 0.1]])
+    thetas = jnp.asarray([[[0.1, -0.3, 0.2], [0.5, 0.0, -0.4]]])
+    expected = []
+    for theta in thetas[0]:
+        approx = ep(problem.covariance(theta), jnp.asarray(problem.y))
+        K_star, k_diag = new_input_covariances(problem, theta, X_new)
+        expected.append(np.asarray(predict(approx, K_star, k_diag)))
+    np.testing.assert_allclose(predict_from_theta_draws(problem, thetas, X_new)[0], expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("method, settings", [
+    ("pm", EngineSettings(approximation="laplace", num_importance=2)),
+    ("gibbs", EngineSettings(theta_update="aa", repeat_f=2)),
+])
+def test_engine_results_format(classification, method, settings):
+    model, data = classification
+    results = sample_engine(model, data, method, settings, chains=2, warmup=50, draws=60, seed=3, progress=False,
+                            new_inputs=np.array([[0.1, 0.1], [0.9, 0.9]]))
+    groups = arviz_compat.groups(results)
+    posterior, stats = groups["posterior"], groups["sample_stats"]
+    assert posterior["sigma"].shape == (2, 60) and posterior["tau"].dims == ("chain", "draw", "D")
+    assert float(posterior["sigma"].min()) > 0
+    assert {"acceptance_rate", "cubic_ops"} <= set(stats)
+    if method == "gibbs":
+        assert posterior["f"].dims == ("chain", "draw", "N") and "num_shrinks" in stats
+    else:
+        assert "log_marginal" in stats and "f" not in posterior
+    probabilities = groups["predictions"]["y_prob"]
+    assert probabilities.dims == ("chain", "draw", "N_new")
+    assert np.all((probabilities.values > 0) & (probabilities.values < 1))
+    attrs = arviz_compat.root_attrs(results)
+    assert attrs["method"] == method and json.loads(attrs["settings"])["theta_update"] == settings.theta_update
+
+
+def test_cli_refuses_engine_for_model_without_sampled_latent(tmp_path):
+    data = tmp_path / "d.json"
+    data.write_text(json.dumps({"N": 3, "D": 1, "X": [[0.0], [0.5], [1.0]], "y": [0.1, 0.2, 0.3]}))
+    result = subprocess.run([sys.executable, "-m", "gpdsl.cli", "sample", "models/gp_regression.gpm", "--data",
+                             str(data), "--method", "pm", "--out", str(tmp_path / "f.nc")],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "pm needs a model with one latent GP vector" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_cli_pm_with_predictions(tmp_path, classification):
+    model, data = classification
+    data_file, new_file = tmp_path / "d.json", tmp_path / "new.json"
+    data_file.write_text(json.dumps({k: np.asarray(v).tolist() for k, v in data.items()}))
+    new_file.write_text(json.dumps({"X": [[0.5, 0.5]]}))
+    fit = tmp_path / "fit.nc"
+    result = subprocess.run([sys.executable, "-m", "gpdsl.cli", "sample", "models/gp_classification.gpm", "--data",
+                             str(data_file), "--method", "pm", "--approximation", "ep", "--num-importance", "4",
+                             "--chains", "2", "--warmup", "50", "--draws", "50", "--seed", "1", "--predict",
+                             str(new_file), "--out", str(fit), "--quiet"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    from gpdsl.results import read_netcdf
+
+    groups = arviz_compat.groups(read_netcdf(fit))
+    assert groups["predictions"]["y_prob"].shape == (2, 50, 1)
