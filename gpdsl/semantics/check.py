@@ -443,8 +443,6 @@ class _Checker:
                     _fail(f"'{target.name}' is declared {var.type.describe()} but {spec.name} has support "
                           f"{support}", var.span, "drop the declared bounds: they are implied by the prior")
             self.variables[target.name] = replace(var, type=replace(var.type, lower=lo_v, upper=hi_v))
-        elif spec.support == "real" and (lower is not None or upper is not None) and spec.name != "normal":
-            pass
 
     def _constant_vector(self, expr: ir.Expr) -> list[float] | None:
         if isinstance(expr, ir.Binary) and not expr.type.shape:
@@ -713,7 +711,7 @@ class _Checker:
         if len(indices) > len(shape):
             _fail(f"too many indices: {t.describe()} has {len(shape)} dimension(s)", span)
         new_dims = []
-        for position, (index, dim) in enumerate(zip(indices, shape)):
+        for index, dim in zip(indices, shape):
             if isinstance(index, ir.Slice):
                 new_dims.append(self._slice_length(index))
             else:
@@ -721,7 +719,6 @@ class _Checker:
                     _fail(f"index {int(index.value)} is out of range 1..{dim}", index.span)
                 if isinstance(index, ir.Constant) and index.value < 1:
                     _fail("indices start at 1", index.span)
-        rest = shape[len(indices):]
         n_array = len(t.array_dims)
         kept = [(p, d) for p, d in enumerate(shape[: len(indices)]) if isinstance(indices[p], ir.Slice)]
         array_dims = [new_dims[i] for i, (p, _) in enumerate(kept) if p < n_array] + \
@@ -731,7 +728,6 @@ class _Checker:
         container = {0: "scalar", 1: "vector", 2: "matrix"}[len(container_dims)]
         if t.base == "int" and container != "scalar":
             array_dims, container_dims, container = array_dims + container_dims, [], "scalar"
-        del rest
         return VarType(t.base, container, tuple(container_dims), tuple(array_dims))
 
     def _slice_length(self, index: ir.Slice) -> Dim:
