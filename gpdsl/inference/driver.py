@@ -5,6 +5,10 @@ pytrees. :func:`run_chains` compiles ``segment_size`` iterations at a time (``la
 ``jit``, ``vmap`` over chains) and loops in Python only over segments, to show progress and to write
 checkpoints. Iteration ``i`` of chain ``c`` uses the key ``split(fold_in(rng_key, i), chains)[c]``,
 so results depend only on the key, never on the segment size or on where a run was resumed.
+
+When JAX sees several devices (on CPU: ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` set
+before JAX starts), the chains are split over them with ``shard_map`` (each device runs a vmap over
+its share), so the chains use several cores; with one device nothing changes.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
+from jax.sharding import Mesh, PartitionSpec  # noqa: E402
 
 from gpdsl.atomic import atomic_target  # noqa: E402
 from gpdsl.errors import GpdslError  # noqa: E402
@@ -181,9 +186,22 @@ class _SegmentRunner:
         self.rng_key = rng_key
         self.compiled = {}
 
+    def _step_all(self, num_chains):
+        """The transition of all chains: a vmap, split over the devices when there are several."""
+        step_local = jax.vmap(lambda key, state, adapting: self.step_fn(key, state, adapting), in_axes=(0, 0, None))
+        devices = jax.devices()
+        shards = max(k for k in range(1, len(devices) + 1) if num_chains % k == 0)
+        if shards == 1:
+            return step_local
+        mesh = Mesh(np.asarray(devices[:shards]), ("chains",))
+        chains = PartitionSpec("chains")
+        return jax.shard_map(step_local, mesh=mesh, in_specs=(chains, chains, PartitionSpec()), out_specs=chains,
+                             check_vma=False)
+
     def _segment(self, rng_key, states, start, adapting, length):
         num_chains = jax.tree.leaves(states)[0].shape[0]
-        step_all = jax.vmap(lambda key, state: self.step_fn(key, state, adapting))
+        step_sharded = self._step_all(num_chains)
+        step_all = lambda keys, states: step_sharded(keys, states, adapting)  # noqa: E731
 
         def body(states, iteration):
             keys = jax.random.split(jax.random.fold_in(rng_key, iteration), num_chains)

@@ -7,8 +7,20 @@ The marginal likelihood ``p(y | theta)`` is replaced by the unbiased importance-
 with ``q`` the Laplace or EP Gaussian, computed in the log domain. The chain's state keeps the current
 estimate and never re-estimates it (that is what makes the chain exact). The random-walk proposal on
 the unconstrained ``theta`` has a scale adapted during warmup towards a target acceptance (about 25%)
-and frozen afterwards. Optionally the latent ``f`` is updated by elliptical slice sampling given
-``theta`` after each step, for predictions (eq. 20).
+and, by default, a shape (Cholesky factor of the covariance) estimated from the warmup draws; both are
+frozen afterwards, so the sampling phase is a plain MH chain. Optionally the latent ``f`` is updated
+by elliptical slice sampling given ``theta`` after each step, for predictions (eq. 20).
+
+Cost of one estimate (``O(n^3)`` operations): the approximation (Laplace: one factorisation per
+Newton iteration; EP: two per parallel sweep, see :mod:`gpdsl.inference.ep`) and one Cholesky
+factorisation of ``K`` to draw from ``q``. The importance weights need no further ``O(n^3)`` or
+triangular-solve work: with ``q = N(m, (K^-1 + S)^-1)``, ``alpha = K^-1 m`` and
+``B = I + S^1/2 K S^1/2``,
+
+    log N(f | 0, K) - log q(f) = -alpha^T f + alpha^T m / 2 + (f - m)^T S (f - m) / 2 - log|B| / 2,
+
+an exact identity (``f^T K^-1 f - (f - m)^T K^-1 (f - m) = 2 alpha^T f - alpha^T m``), so each
+importance sample costs ``O(n^2)`` (drawing it) plus ``O(n)``.
 """
 
 from __future__ import annotations
@@ -20,17 +32,19 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
-from jax.scipy.linalg import solve_triangular  # noqa: E402
 from jax.scipy.special import logsumexp  # noqa: E402
 
 from gpdsl.errors import MethodError  # noqa: E402
 from gpdsl.inference.ep import check_ep_likelihood, ep  # noqa: E402
 from gpdsl.inference.ess import ess_step  # noqa: E402
-from gpdsl.inference.gaussian_approx import log_density, sample  # noqa: E402
+from gpdsl.inference.gaussian_approx import sample  # noqa: E402
 from gpdsl.inference.laplace import check_laplace_likelihood, laplace  # noqa: E402
 from gpdsl.inference.latent_gp import LatentGP  # noqa: E402
 
 APPROXIMATIONS = ("laplace", "ep")
+COVARIANCE_START = 100  # warmup iteration from which draws enter the proposal covariance
+COVARIANCE_MIN_DRAWS = 100  # draws needed before the proposal follows the covariance
+COVARIANCE_REGULARISATION = 1e-6  # added to the diagonal of the estimated covariance
 
 
 class PMState(NamedTuple):
@@ -52,6 +66,12 @@ class PMState(NamedTuple):
         Latent values (updated only when latent sampling is on).
     loglik_f : jax.Array, shape ()
         ``log p(y | f, theta)`` at the current ``f``.
+    proposal_chol : jax.Array, shape (p, p)
+        Shape of the random walk: the proposal is ``theta + exp(log_scale) * proposal_chol @ z``.
+    theta_mean, theta_scatter : jax.Array, shapes (p,) and (p, p)
+        Running mean and sum of squared deviations of the warmup draws used for ``proposal_chol``.
+    theta_count : jax.Array, shape ()
+        Number of warmup draws in ``theta_mean`` and ``theta_scatter``.
     """
 
     theta: jax.Array
@@ -61,6 +81,10 @@ class PMState(NamedTuple):
     adapt_step: jax.Array
     f: jax.Array
     loglik_f: jax.Array
+    proposal_chol: jax.Array
+    theta_mean: jax.Array
+    theta_scatter: jax.Array
+    theta_count: jax.Array
 
 
 class PMInfo(NamedTuple):
@@ -74,43 +98,60 @@ class PMInfo(NamedTuple):
     num_shrinks: jax.Array
 
 
-def _approximate(problem: LatentGP, approximation: str, tol, max_iter):
+def _approximate(problem: LatentGP, approximation: str, tol, max_iter, ep_schedule: str = "parallel"):
     y = jnp.asarray(problem.y)
     if approximation == "ep":
-        return lambda K: ep(K, y, tol=tol, max_sweeps=max_iter)
+        return lambda K: ep(K, y, tol=tol, max_sweeps=max_iter, schedule=ep_schedule)
     return lambda K: laplace(K, y, likelihood=problem.likelihood, tol=tol, max_iter=max_iter)
 
 
 def make_importance_estimator(problem: LatentGP, approximation: str = "ep", num_importance: int = 1,
-                              tol=None, max_iter: int = 100, use_approximate_marginal: bool = False):
+                              tol=None, max_iter: int = 100, use_approximate_marginal: bool = False,
+                              ep_schedule: str = "parallel"):
     """The log of the importance-sampling estimate of ``p(y | theta)`` (eq. 25).
 
     With ``use_approximate_marginal`` the approximation's own (deterministic, biased) log marginal is
     returned instead: MH on it is the paper's MCMC-EP / MCMC-LA comparison method.
 
+    The approximation always starts from zero sites (a cold start), so ``q`` is a deterministic
+    function of ``theta`` and the estimate is unbiased for any convergence tolerance.
+
+    Parameters
+    ----------
+    problem : LatentGP
+        The model's latent-GP view.
+    approximation : {"ep", "laplace"}
+        The importance distribution.
+    num_importance : int
+        ``N_imp``.
+    tol, max_iter
+        Convergence settings of the approximation.
+    use_approximate_marginal : bool
+        Return the approximation's log marginal instead (no sampling, no factorisation of ``K``).
+    ep_schedule : {"parallel", "sequential"}
+        EP's site schedule (see :func:`~gpdsl.inference.ep.ep`); parallel is several times cheaper.
+
     Returns
     -------
     callable
-        ``estimate(key, theta) -> (log_p_hat, chol_K, converged, cubic_ops)``.
+        ``estimate(key, theta) -> (log_p_hat, converged, cubic_ops)``.
     """
-    approximate = _approximate(problem, approximation, tol, max_iter)
+    approximate = _approximate(problem, approximation, tol, max_iter, ep_schedule)
 
     def estimate(key, theta):
         K = problem.covariance(theta)
-        chol_k = jnp.linalg.cholesky(K)
         approx = approximate(K)
         if use_approximate_marginal:
-            return approx.log_marginal, chol_k, approx.converged, approx.cubic_ops + 1
-        draws = sample(approx, K, key, num_importance, chol_k=chol_k)
-        log_q = log_density(approx, K, draws, chol_k=chol_k)
-        whitened = solve_triangular(chol_k, draws.T, lower=True)
-        log_prior_f = (-0.5 * jnp.sum(whitened ** 2, axis=0) - jnp.sum(jnp.log(jnp.diag(chol_k)))
-                       - 0.5 * K.shape[0] * jnp.log(2 * jnp.pi))
+            return approx.log_marginal, approx.converged, approx.cubic_ops
+        draws = sample(approx, K, key, num_importance)  # one Cholesky factorisation of K
+        deviations = draws - approx.mean
+        log_prior_minus_log_q = (-draws @ approx.alpha + 0.5 * approx.alpha @ approx.mean
+                                 + 0.5 * jnp.sum(approx.site_precision * deviations ** 2, axis=-1)
+                                 - jnp.sum(jnp.log(jnp.diag(approx.chol_b))))
         log_lik = jax.vmap(lambda f: problem.log_likelihood(f, theta))(draws)
-        log_weights = log_lik + log_prior_f - log_q
-        log_p_hat = logsumexp(log_weights) - jnp.log(num_importance)
+        log_p_hat = logsumexp(log_lik + log_prior_minus_log_q) - jnp.log(num_importance)
         log_p_hat = jnp.where(jnp.isfinite(log_p_hat), log_p_hat, -jnp.inf)
-        return log_p_hat, chol_k, approx.converged, approx.cubic_ops + 1
+        return log_p_hat, approx.converged, approx.cubic_ops + 1
 
     return estimate
 
@@ -118,7 +159,8 @@ def make_importance_estimator(problem: LatentGP, approximation: str = "ep", num_
 def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_importance: int = 1,
                          target_acceptance: float = 0.25, initial_scale: float | None = None,
                          proposal_scales=None, sample_latent: bool = False, tol=None, max_iter: int = 100,
-                         use_approximate_marginal: bool = False):
+                         use_approximate_marginal: bool = False, adapt_covariance: bool = True,
+                         ep_schedule: str = "parallel"):
     """Build the pseudo-marginal MH engine for a latent GP model.
 
     Parameters
@@ -141,6 +183,13 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
         Convergence settings of the approximation (default tolerance ``n / 1e4``).
     use_approximate_marginal : bool
         Use the approximation's log marginal instead of the unbiased estimate (MCMC-EP; not exact).
+    adapt_covariance : bool
+        During warmup, also estimate the covariance of ``theta`` from the chain's draws (from warmup
+        iteration ``COVARIANCE_START`` on) and, once ``COVARIANCE_MIN_DRAWS`` draws are in, propose
+        along its Cholesky factor (adaptive Metropolis, Haario et al. 2001), resetting the scale to
+        ``2.38 / sqrt(p)`` at the switch. Frozen with the scale after warmup.
+    ep_schedule : {"parallel", "sequential"}
+        EP's site schedule (see :func:`~gpdsl.inference.ep.ep`).
 
     Returns
     -------
@@ -155,7 +204,7 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
     if num_importance < 1:
         raise MethodError(f"the number of importance samples must be at least 1, got {num_importance}")
     estimate = make_importance_estimator(problem, approximation, num_importance, tol, max_iter,
-                                         use_approximate_marginal)
+                                         use_approximate_marginal, ep_schedule)
     p = problem.theta_dim
     scales = jnp.ones(p) if proposal_scales is None else jnp.asarray(proposal_scales, dtype=float)
     start_scale = 0.5 * 2.38 / jnp.sqrt(p) if initial_scale is None else initial_scale
@@ -163,15 +212,29 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
 
     def init(key, theta):
         theta = jnp.asarray(theta, dtype=float)
-        log_marginal, _, _, _ = estimate(key, theta)
+        log_marginal, _, _ = estimate(key, theta)
         f = jnp.zeros(problem.n)
         return PMState(theta, log_marginal, problem.log_prior(theta), jnp.log(jnp.asarray(start_scale, float)),
-                       jnp.zeros((), jnp.int32), f, loglik(theta)(f))
+                       jnp.zeros((), jnp.int32), f, loglik(theta)(f), jnp.diag(scales), jnp.zeros(p),
+                       jnp.zeros((p, p)), jnp.zeros((), jnp.int32))
+
+    def adapt_shape(state: PMState, theta, log_scale, adapting):
+        """Welford update of the warmup covariance and, once enough draws are in, the proposal shape."""
+        collect = adapting & (state.adapt_step >= COVARIANCE_START) & adapt_covariance
+        count = state.theta_count + jnp.where(collect, 1, 0)
+        delta = theta - state.theta_mean
+        mean = jnp.where(collect, state.theta_mean + delta / jnp.maximum(count, 1), state.theta_mean)
+        scatter = jnp.where(collect, state.theta_scatter + jnp.outer(delta, theta - mean), state.theta_scatter)
+        use = collect & (count >= COVARIANCE_MIN_DRAWS)
+        covariance = scatter / jnp.maximum(count - 1, 1) + COVARIANCE_REGULARISATION * jnp.eye(p)
+        chol = jnp.where(use, jnp.linalg.cholesky(covariance), state.proposal_chol)
+        log_scale = jnp.where(use & (count == COVARIANCE_MIN_DRAWS), jnp.log(2.38 / jnp.sqrt(p)), log_scale)
+        return chol, mean, scatter, count, log_scale
 
     def step(key, state: PMState, adapting):
         key_move, key_estimate, key_accept, key_latent = jax.random.split(key, 4)
-        proposal = state.theta + jnp.exp(state.log_scale) * scales * jax.random.normal(key_move, (p,))
-        log_marginal, chol_k, converged, ops = estimate(key_estimate, proposal)
+        proposal = state.theta + jnp.exp(state.log_scale) * state.proposal_chol @ jax.random.normal(key_move, (p,))
+        log_marginal, converged, ops = estimate(key_estimate, proposal)
         log_prior = problem.log_prior(proposal)
         log_ratio = log_marginal + log_prior - state.log_marginal - state.log_prior
         log_ratio = jnp.where(jnp.isnan(log_ratio), -jnp.inf, log_ratio)
@@ -182,8 +245,9 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
         adapt_step = state.adapt_step + jnp.where(adapting, 1, 0)
         rate = (adapt_step.astype(float) + 1.0) ** -0.6
         log_scale = jnp.where(adapting, state.log_scale + rate * (accept_prob - target_acceptance), state.log_scale)
+        chol, mean, scatter, count, log_scale = adapt_shape(state, theta, log_scale, adapting)
         new = PMState(theta, pick(log_marginal, state.log_marginal), pick(log_prior, state.log_prior),
-                      log_scale, adapt_step, state.f, state.loglik_f)
+                      log_scale, adapt_step, state.f, state.loglik_f, chol, mean, scatter, count)
         shrinks = jnp.zeros((), jnp.int32)
         if sample_latent:
             current_chol = jnp.linalg.cholesky(problem.covariance(theta))

@@ -1,0 +1,225 @@
+"""Speed benchmark: minimum ESS per second of sampling, gpdsl's engines against PyStan NUTS.
+
+On the same simulated data (Sec. 4.2 of Filippone & Girolami 2014, see ``simulate_data.py``;
+``n = 50`` and ``n = 200``, ``d = 2``, the ARD model ``models/gp_classification.gpm``) it runs
+
+- PM (LA, N_imp=1): pseudo-marginal MH with a Laplace importance distribution;
+- PM (EP, N_imp=64): pseudo-marginal MH with an EP importance distribution;
+- AA and SURR: ESS for ``f`` within Gibbs, with MH on ``theta`` (ancillary / surrogate augmentation);
+- NUTS: PyStan, 4 chains of 1000 warmup + 1000 draws, ``adapt_delta = 0.95``;
+
+and prints, for each, the minimum over the hyperparameters (``sigma``, ``tau[1]``, ``tau[2]``) of
+ArviZ's ``ess_bulk`` divided by the seconds of sampling, and its ratio to NUTS's.
+
+"Seconds of sampling" is the same notion for every method: post-compilation execution time of all
+chains, warmup included (gpdsl: the compiled segments' execution time, ``timings["warmup"] +
+timings["sampling"]`` of :func:`~gpdsl.inference.driver.run_chains`; NUTS: the time PyStan's
+``sample`` call takes, i.e. after the C++ build). Compilation times are reported separately.
+gpdsl runs its chains vectorised in one process; PyStan runs its chains in parallel processes.
+
+Usage::
+
+    python -m case_studies.filippone2014.bench            # full: n = 50 and 200
+    python -m case_studies.filippone2014.bench --quick    # smoke run: n = 50, few iterations
+
+The table is printed and written to ``bench_results.md`` next to this file (``--output`` to change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import gpdsl  # noqa: E402,F401  (sets the BLAS thread variables before numpy/jax load BLAS)
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+import numpy as np  # noqa: E402
+
+from case_studies.filippone2014.simulate_data import MODEL_PATH, simulate_classification  # noqa: E402
+from gpdsl.api import load_model  # noqa: E402
+from gpdsl.backends.stan.nuts import sample_nuts  # noqa: E402
+from gpdsl.inference.run import EngineSettings, sample_engine  # noqa: E402
+from gpdsl.results.arviz_compat import ess, groups, rhat  # noqa: E402
+
+HYPERPARAMETERS = ("sigma", "tau")
+TARGET_RATIO = 20.0
+
+FULL = {"sizes": [50, 200], "chains": 4, "warmup": 1000, "draws": 5000,
+        "nuts": {"chains": 4, "warmup": 1000, "draws": 1000, "adapt_delta": 0.95}}
+QUICK = {"sizes": [50], "chains": 4, "warmup": 200, "draws": 500,
+         "nuts": {"chains": 4, "warmup": 300, "draws": 300, "adapt_delta": 0.95}}
+
+ENGINES = {
+    "PM (LA, N_imp=1)": ("pm", EngineSettings(approximation="laplace", num_importance=1)),
+    "PM (EP, N_imp=64)": ("pm", EngineSettings(approximation="ep", num_importance=64)),
+    "AA": ("gibbs", EngineSettings(theta_update="aa")),
+    "SURR": ("gibbs", EngineSettings(theta_update="surr")),
+}
+
+
+@dataclass
+class Row:
+    """One method's measurements on one data set."""
+
+    method: str
+    n: int
+    iterations: str
+    min_ess: float
+    ess_by_parameter: dict
+    max_rhat: float
+    acceptance: float | None
+    seconds: float
+    compile_seconds: float
+    load_before: float
+    load_after: float
+
+    @property
+    def ess_per_second(self) -> float:
+        """Minimum ESS per second of sampling."""
+        return self.min_ess / self.seconds
+
+
+def _ess_summary(results) -> tuple[float, dict, float]:
+    posterior = groups(results)["posterior"]
+    bulk = ess(posterior, HYPERPARAMETERS, method="bulk")
+    r_hat = rhat(posterior, HYPERPARAMETERS)
+    by_parameter = {}
+    for name in HYPERPARAMETERS:
+        values = np.atleast_1d(np.asarray(bulk[name].values, dtype=float))
+        for index, value in enumerate(values):
+            by_parameter[name if values.size == 1 else f"{name}[{index + 1}]"] = float(value)
+    max_rhat = max(float(np.max(r_hat[name].values)) for name in HYPERPARAMETERS)
+    return min(by_parameter.values()), by_parameter, max_rhat
+
+
+def run_engine(label: str, model, data: dict, config: dict, seed: int) -> Row:
+    """Run one of gpdsl's engines and measure it."""
+    method, settings = ENGINES[label]
+    load_before = os.getloadavg()[0]
+    results = sample_engine(model, data, method, settings, chains=config["chains"], warmup=config["warmup"],
+                            draws=config["draws"], seed=seed, progress=False)
+    load_after = os.getloadavg()[0]
+    timings = json.loads(results.attrs["engine_report"])["timings"]
+    min_ess, by_parameter, max_rhat = _ess_summary(results)
+    stats = groups(results)["sample_stats"]
+    acceptance = float(stats["accepted"].mean()) if "accepted" in stats else None
+    return Row(label, data["N"], f"{config['chains']} x ({config['warmup']} + {config['draws']})", min_ess,
+               by_parameter, max_rhat, acceptance, timings["warmup"] + timings["sampling"], timings["compile"],
+               load_before, load_after)
+
+
+def run_nuts(model, data: dict, config: dict, seed: int) -> Row:
+    """Run PyStan NUTS and measure it (sampling time excludes the C++ build)."""
+    nuts = config["nuts"]
+    load_before = os.getloadavg()[0]
+    results = sample_nuts(model, data, backend="pystan", chains=nuts["chains"], warmup=nuts["warmup"],
+                          draws=nuts["draws"], seed=seed, adapt_delta=nuts["adapt_delta"], progress=False)
+    load_after = os.getloadavg()[0]
+    min_ess, by_parameter, max_rhat = _ess_summary(results)
+    seconds = float(results.attrs["sampling_time"])
+    stats = groups(results)["sample_stats"]
+    divergent = int(np.asarray(stats["diverging"]).sum()) if "diverging" in stats else 0
+    row = Row(f"NUTS (PyStan, adapt_delta={nuts['adapt_delta']})", data["N"],
+              f"{nuts['chains']} x ({nuts['warmup']} + {nuts['draws']})", min_ess, by_parameter, max_rhat,
+              None, seconds, float(results.attrs["wall_time"]) - seconds, load_before, load_after)
+    row.divergent = divergent
+    return row
+
+
+def format_table(rows: list[Row]) -> list[str]:
+    """Markdown table of the rows of one data set, with ratios to the NUTS row."""
+    nuts = next((r for r in rows if r.method.startswith("NUTS")), None)
+    lines = ["| method | iterations | min ESS_bulk | ESS_bulk (sigma, tau[1], tau[2]) | max R-hat | accept. "
+             "| sampling s | compile s | min ESS/s | ratio to NUTS | load (before/after) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = r.ess_per_second / nuts.ess_per_second if nuts is not None else float("nan")
+        acceptance = f"{r.acceptance:.2f}" if r.acceptance is not None else "-"
+        parameters = ", ".join(f"{v:.0f}" for v in r.ess_by_parameter.values())
+        lines.append(f"| {r.method} | {r.iterations} | {r.min_ess:.0f} | {parameters} | {r.max_rhat:.3f} "
+                     f"| {acceptance} | {r.seconds:.1f} | {r.compile_seconds:.1f} | {r.ess_per_second:.1f} "
+                     f"| {ratio:.1f} | {r.load_before:.1f} / {r.load_after:.1f} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: n = 50 only, few iterations")
+    parser.add_argument("--sizes", type=int, nargs="+", help="data sizes (default 50 200; 50 with --quick)")
+    parser.add_argument("--methods", nargs="+", choices=["la", "ep", "aa", "surr", "nuts"],
+                        default=["la", "ep", "aa", "surr", "nuts"], help="methods to run")
+    parser.add_argument("--seed", type=int, default=0, help="data seed (the samplers use seed + 1)")
+    parser.add_argument("--output", type=Path, default=HERE / "bench_results.md", help="markdown output file")
+    args = parser.parse_args(argv)
+    config = dict(QUICK if args.quick else FULL)
+    if args.sizes:
+        config["sizes"] = args.sizes
+    keys = {"la": "PM (LA, N_imp=1)", "ep": "PM (EP, N_imp=64)", "aa": "AA", "surr": "SURR"}
+    model = load_model(MODEL_PATH)
+    started = datetime.datetime.now()
+    lines = [f"# Filippone & Girolami (2014) case study: min ESS per second, gpdsl engines vs NUTS", "",
+             f"- date: {started:%Y-%m-%d %H:%M}; machine: {platform.machine()}, {os.cpu_count()} cores "
+             f"(shared with other jobs; the 1-minute load average is shown before and after each run); "
+             f"load at start: {', '.join(f'{v:.1f}' for v in os.getloadavg())}",
+             f"- mode: {'quick' if args.quick else 'full'}; data: simulate_data.py, seed {args.seed}, d = 2, "
+             f"balanced classes; model: models/gp_classification.gpm (ARD)",
+             f"- gpdsl engines: {config['chains']} vectorised chains (vmap) in one process, "
+             f"{config['warmup']} warmup + {config['draws']} draws each, chains started from prior draws; "
+             "NUTS: PyStan, chains in parallel processes",
+             "- **seconds of sampling = post-compilation execution time of all chains, warmup included** "
+             "(gpdsl: compiled segments' execution time; NUTS: PyStan's sample call after the build). "
+             "Compile: gpdsl's XLA compilation; for NUTS the rest of the wall time (C++ build or cache "
+             "lookup, process start-up)",
+             "- min ESS = minimum over sigma, tau[1], tau[2] of ArviZ ess_bulk over all chains", ""]
+    print("\n".join(lines), flush=True)
+    for n in config["sizes"]:
+        data, truth = simulate_classification(n, 2, seed=args.seed)
+        header = [f"## n = {n}, d = 2 (true sigma = {truth['sigma']:.3f}, "
+                  f"tau = {', '.join(f'{t:.3f}' for t in truth['tau'])})", ""]
+        print("\n".join(header), flush=True)
+        rows = []
+        for method in args.methods:
+            tic = time.perf_counter()
+            if method == "nuts":
+                rows.append(run_nuts(model, data, config, args.seed + 1))
+            else:
+                rows.append(run_engine(keys[method], model, data, config, args.seed + 1))
+            r = rows[-1]
+            print(f"  {r.method}: min ESS {r.min_ess:.0f} in {r.seconds:.1f} s -> {r.ess_per_second:.1f}/s "
+                  f"(compile {r.compile_seconds:.1f} s, wall {time.perf_counter() - tic:.0f} s)", flush=True)
+        table = format_table(rows)
+        nuts = next((r for r in rows if r.method.startswith("NUTS")), None)
+        notes = []
+        if nuts is not None:
+            divergent = getattr(nuts, "divergent", 0)
+            notes.append(f"NUTS divergent transitions: {divergent}")
+            for r in rows:
+                if r.method.startswith("PM"):
+                    ratio = r.ess_per_second / nuts.ess_per_second
+                    notes.append(f"{r.method}: {ratio:.1f} x NUTS (target {TARGET_RATIO:.0f} x: "
+                                 f"{'met' if ratio >= TARGET_RATIO else 'not met'})")
+        block = table + [""] + [f"- {note}" for note in notes] + [""]
+        print("\n".join(block), flush=True)
+        lines += header + block
+    args.output.write_text("\n".join(lines) + "\n")
+    print(f"written to {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

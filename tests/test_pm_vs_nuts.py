@@ -1,0 +1,78 @@
+"""Pseudo-marginal MH (EP importance sampling) and Stan's NUTS agree on GP classification hyperparameters.
+
+Data as in Sec. 4.2 of Filippone & Girolami (2014): n = 50 inputs uniform in the unit square, d = 2,
+labels drawn from the GP probit classification model (hyperparameters from their priors) and 25
+of each class kept. Both samplers target the same posterior, so for each hyperparameter element the
+posterior means must differ by less than three combined Monte Carlo standard errors.
+"""
+
+import jax
+import numpy as np
+import pytest
+
+from gpdsl.api import check_file
+from gpdsl.backends.jax.lowering import lower
+from gpdsl.backends.jax.simulate import simulate
+from gpdsl.inference.run import EngineSettings, sample_engine
+from gpdsl.results.arviz_compat import groups, mcse, root_attrs
+from gpdsl.testing.sbc import element_names
+
+PER_CLASS = 25
+D = 2
+POOL = 200
+
+
+def balanced_data(model, seed=4):
+    """Labels simulated on a pool of inputs until each class has 25 members; 25 of each are kept."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(POOL, D))
+    jax_model = lower(model, {"N": POOL, "D": D, "X": X, "y": np.zeros(POOL, int)})
+    for key in jax.random.split(jax.random.PRNGKey(seed), 100):
+        truth, observed = simulate(jax_model, key)
+        y = np.asarray(observed["y"])
+        ones, zeros = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+        if min(ones.size, zeros.size) >= PER_CLASS:
+            keep = np.sort(np.concatenate([ones[:PER_CLASS], zeros[:PER_CLASS]]))
+            data = {"N": 2 * PER_CLASS, "D": D, "X": X[keep], "y": y[keep].astype(int)}
+            return data, {name: np.asarray(truth[name]) for name in ("sigma", "tau")}
+    raise RuntimeError("no balanced draw in 100 tries")
+
+
+def means_and_mcse(results, names):
+    posterior = groups(results)["posterior"]
+    errors = mcse(posterior, names)
+    table = {}
+    for name in names:
+        values = posterior[name].transpose("chain", "draw", ...).values
+        flat_means = np.ravel(values.mean(axis=(0, 1)))
+        flat_errors = np.ravel(errors[name].values)
+        for label, mean, error in zip(element_names(name, values.shape[2:]), flat_means, flat_errors):
+            table[label] = (float(mean), float(error))
+    return table
+
+
+@pytest.mark.slow
+def test_pseudo_marginal_agrees_with_nuts():
+    from gpdsl.backends.stan.nuts import sample_nuts
+
+    model, _ = check_file("models/gp_classification.gpm")
+    data, truth = balanced_data(model)
+    names = ["sigma", "tau"]
+    pm = sample_engine(model, data, "pm", EngineSettings(approximation="ep", num_importance=16), chains=4,
+                       warmup=1000, draws=4000, seed=5, progress=False)
+    nuts = sample_nuts(model, data, chains=4, warmup=1000, draws=1000, seed=6, adapt_delta=0.95, progress=False)
+    pm_table, nuts_table = means_and_mcse(pm, names), means_and_mcse(nuts, names)
+    print(f"\ntruth: sigma = {float(truth['sigma']):.3f}, tau = {np.round(truth['tau'], 3)}")
+    print(f"PM wall time {float(root_attrs(pm)['wall_time']):.0f} s, "
+          f"NUTS wall time {float(root_attrs(nuts)['wall_time']):.0f} s")
+    print(f"{'element':8} {'PM mean':>9} {'PM mcse':>8} {'NUTS mean':>10} {'NUTS mcse':>9} {'|diff|':>8} {'3 se':>8}")
+    failures = []
+    for label, (pm_mean, pm_error) in pm_table.items():
+        nuts_mean, nuts_error = nuts_table[label]
+        bound = 3 * np.hypot(pm_error, nuts_error)
+        difference = abs(pm_mean - nuts_mean)
+        print(f"{label:8} {pm_mean:9.4f} {pm_error:8.4f} {nuts_mean:10.4f} {nuts_error:9.4f} "
+              f"{difference:8.4f} {bound:8.4f}")
+        if not difference < bound:
+            failures.append(label)
+    assert not failures, f"posterior means differ by more than 3 combined MCSEs for {failures}"
