@@ -36,6 +36,7 @@ def atomic_target(path: str | os.PathLike, what: str = "file") -> Iterator[Path]
         yield Path(temporary)
         with open(temporary, "rb+") as stream:
             os.fsync(stream.fileno())
+        os.chmod(temporary, _mode_for(target))
         os.replace(temporary, target)
     except BaseException as error:
         with contextlib.suppress(FileNotFoundError):
@@ -49,6 +50,16 @@ def atomic_target(path: str | os.PathLike, what: str = "file") -> Iterator[Path]
             os.fsync(directory)
         finally:
             os.close(directory)
+
+
+def _mode_for(target: Path) -> int:
+    """An existing file's permissions, else those a plain ``open`` would give (0666 less the umask)."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, what: str = "file") -> Path:

@@ -1,4 +1,4 @@
-"""The ``gpdsl`` command line: check, compile, sample, summary, plot.
+"""The ``gpdsl`` command line: check, compile, sample, fit, summary, plot.
 
 Exit status: 0 on success, 1 for a user error (rendered with its location, no traceback), 2 for an
 internal error (a bug in gpdsl, with a request to report it).
@@ -15,7 +15,8 @@ from gpdsl import __version__
 from gpdsl.errors import GpdslError
 
 METHODS = ("nuts", "pm", "mcmc-ep", "gibbs", "ep-ml")
-PLOT_KINDS = ("trace", "pair", "posterior")
+PLOT_KINDS = ("trace", "pair", "posterior", "latent")
+PSI_METHODS = ("analytic", "unscented", "gauss-hermite", "monte-carlo")
 REPORT_URL = "https://github.com/gpdsl/gpdsl/issues"
 
 
@@ -95,6 +96,57 @@ def _cmd_sample(args) -> int:
     return 0
 
 
+def _cmd_fit(args) -> int:
+    from gpdsl.api import check_file
+    from gpdsl.data_io import load_data
+    from gpdsl.inference.vem import VEMSettings
+    from gpdsl.inference.vem_run import fit_model
+    from gpdsl.results.io import write_netcdf
+
+    model, warnings = check_file(args.file)
+    for warning in warnings:
+        print(warning.render(), file=sys.stderr)
+    outputs = [s.target.name for s in model.likelihoods()
+               if s.target.name in model.data and model.data[s.target.name].type.base == "real"]
+    data, data_warnings = load_data(args.data, model, allow_missing=outputs)
+    for warning in data_warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    settings = VEMSettings(
+        psi=args.psi.replace("-", "_"), gh_nodes=args.gh_nodes, mc_samples=args.mc_samples,
+        num_inducing=args.num_inducing, init=args.init, init_variance=args.init_variance,
+        ard_heuristic=not args.no_ard_heuristic, initial_values=_initial_values(args.init_value),
+        max_iterations=args.max_iterations, seed=args.seed)
+    results, fit = fit_model(model, data, settings, progress=not args.quiet)
+    path = write_netcdf(results, args.out)
+    print(f"wrote {path}", file=sys.stderr)
+    report = fit.report
+    print(f"variational EM ({settings.psi} Psi statistics, M = {settings.num_inducing}): "
+          f"{'converged' if report['converged'] else 'NOT converged'} after {report['iterations']} iterations "
+          f"({report['evaluations']} evaluations, {report['seconds']:.1f} s): {report['message']}")
+    print(f"final bound {report['bound']:.6g}, gradient norm {report['gradient_norm']:.3g}")
+    if not args.quiet:
+        import numpy as np
+
+        for name, value in fit.hyperparameters().items():
+            print(f"  {name} = {np.array2string(np.asarray(value), precision=4)}")
+    return 0
+
+
+def _initial_values(items) -> dict:
+    from gpdsl.errors import MethodError
+
+    values = {}
+    for item in items or ():
+        name, sep, text = item.partition("=")
+        try:
+            values[name.strip()] = [float(v) for v in text.split(",")] if "," in text else float(text)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise MethodError(f"--init-value expects name=value or name=v1,v2,...; got '{item}'")
+    return values
+
+
 def _new_inputs(path, model):
     """The GP input variable's values in a prediction data file (same name as in the model)."""
     from gpdsl.data_io import read_data
@@ -124,9 +176,46 @@ def _cmd_plot(args) -> int:
     from gpdsl.results.plots import plot
 
     results = read_netcdf(args.fit)
-    path = plot(results, args.kind, args.output, var_names=args.vars)
+    if args.kind == "latent":
+        path = _plot_latent(results, args)
+    else:
+        path = plot(results, args.kind, args.output, var_names=args.vars)
     print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def _plot_latent(results, args):
+    import numpy as np
+
+    from gpdsl.inference.gplvm_predict import latent_variance_grid, most_relevant_dims
+    from gpdsl.inference.vem_run import fit_from_results
+    from gpdsl.results.latent_plot import plot_latent
+
+    _, fit = fit_from_results(results)
+    dims = args.dims if args.dims else most_relevant_dims(fit, 2)
+    labels = _labels(args.labels) if args.labels else None
+    background = latent_variance_grid(fit, dims)
+    points = np.asarray(fit.params.mean)[:, dims]
+    return plot_latent(points, args.output, labels=labels, background=background, dims=dims,
+                       title=f"{fit.problem.latent}: dimensions {dims[0]} and {dims[1]} (most relevant first)")
+
+
+def _labels(spec):
+    """Labels from ``FILE`` (its only variable or column) or ``FILE:NAME``."""
+    import numpy as np
+
+    from gpdsl.data_io import read_data
+    from gpdsl.errors import DataError
+
+    path, _, name = spec.partition(":") if not Path(spec).exists() else (spec, "", "")
+    values = read_data(path)
+    if not name:
+        if len(values) != 1:
+            raise DataError(f"{path} holds {', '.join(values)}; name the labels with {path}:NAME")
+        name = next(iter(values))
+    if name not in values:
+        raise DataError(f"{path} has no variable '{name}' (it has {', '.join(values)})")
+    return np.asarray(values[name])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -184,6 +273,27 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--quiet", action="store_true", help="no progress and no summary")
     sample.set_defaults(run=_cmd_sample)
 
+    fit = sub.add_parser("fit", help="fit a Bayesian GPLVM by variational EM and write the results as NetCDF")
+    fit.add_argument("file", metavar="FILE")
+    fit.add_argument("--data", required=True, metavar="DATA", help=".json, .csv or .nc data file (NaN = missing)")
+    fit.add_argument("--psi", choices=PSI_METHODS, default="analytic",
+                     help="Psi statistics: analytic (rbf, linear, sums), or the unscented transform, "
+                          "Gauss-Hermite or Monte Carlo for any kernel")
+    fit.add_argument("--gh-nodes", type=int, default=2, help="Gauss-Hermite nodes per latent dimension")
+    fit.add_argument("--mc-samples", type=int, default=10, help="Monte Carlo draws per point (fixed per fit)")
+    fit.add_argument("--num-inducing", type=int, default=20, metavar="M")
+    fit.add_argument("--init", choices=("pca", "random"), default="pca", help="initial latent means")
+    fit.add_argument("--init-variance", type=float, default=0.5, help="initial latent variances")
+    fit.add_argument("--no-ard-heuristic", action="store_true",
+                     help="do not initialise ARD weights from the spread of the initial means")
+    fit.add_argument("--init-value", action="append", metavar="NAME=VALUE",
+                     help="initial value of a hyperparameter (repeatable; vectors as v1,v2,...)")
+    fit.add_argument("--max-iterations", type=int, default=1000, help="L-BFGS-B iterations")
+    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--out", required=True, metavar="FIT.nc")
+    fit.add_argument("--quiet", action="store_true", help="no progress and no parameter listing")
+    fit.set_defaults(run=_cmd_fit)
+
     summary = sub.add_parser("summary", help="posterior summary and sampler warnings of a results file")
     summary.add_argument("fit", metavar="FIT.nc")
     summary.add_argument("--vars", nargs="+", default=None, metavar="NAME")
@@ -194,6 +304,10 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--kind", choices=PLOT_KINDS, default="trace")
     plot.add_argument("-o", "--output", required=True, metavar="OUT.png")
     plot.add_argument("--vars", nargs="+", default=None, metavar="NAME")
+    plot.add_argument("--labels", default=None, metavar="FILE[:NAME]",
+                      help="latent: class of each point, from a data file")
+    plot.add_argument("--dims", type=int, nargs=2, default=None, metavar="Q",
+                      help="latent: the two latent dimensions (0-based; default the two most relevant)")
     plot.set_defaults(run=_cmd_plot)
     return parser
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from functools import partial
 
@@ -12,11 +13,119 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
-from jax.scipy.linalg import cho_solve, solve_triangular  # noqa: E402
+from jax.scipy import linalg as _scipy_linalg  # noqa: E402
 
 from gpdsl.errors import NumericalError  # noqa: E402
 
 _SMALLEST_JITTER = 1e-8
+
+
+# Batched LAPACK calls on CPU (vmapped Cholesky factorisations and triangular solves) are fanned out by
+# jaxlib into XLA's thread pool from inside that pool, which can wedge it: every worker waits and the
+# program hangs at 0% CPU (seen with vmapped chains on n = 200 matrices). The functions below are
+# the jax ones, except that under vmap they work through the batch one matrix at a time (lax.map).
+# gpdsl code uses them instead of jnp.linalg.cholesky / jax.scipy.linalg (a test checks this).
+
+
+@jax.custom_jvp
+def cholesky(a):
+    """Lower Cholesky factor of a symmetric positive-definite matrix (NaN where it is not one).
+
+    ``jnp.linalg.cholesky``, but safe under ``vmap`` (see the note above). Differentiable in both
+    modes.
+
+    Parameters
+    ----------
+    a : array_like, shape (n, n)
+
+    Returns
+    -------
+    jax.Array, shape (n, n)
+    """
+    return _cholesky_one_at_a_time(a)
+
+
+@jax.custom_batching.custom_vmap
+def _cholesky_one_at_a_time(a):
+    if a.ndim > 2:
+        flat = jnp.reshape(a, (-1, *a.shape[-2:]))
+        return jnp.reshape(lax.map(jnp.linalg.cholesky, flat), a.shape)
+    return jnp.linalg.cholesky(a)
+
+
+@_cholesky_one_at_a_time.def_vmap
+def _cholesky_batch_rule(axis_size, in_batched, a):
+    return lax.map(_cholesky_one_at_a_time, a), True
+
+
+@cholesky.defjvp
+def _cholesky_jvp(primals, tangents):
+    (a,), (da,) = primals, tangents
+    L = cholesky(a)
+    return L, _cholesky_tangent(L, da)
+
+
+def _cholesky_tangent(L, dK):
+    dK = 0.5 * (dK + _transpose(dK))
+    half_solved = _scipy_linalg.solve_triangular(L, dK, lower=True)
+    inner = _transpose(_scipy_linalg.solve_triangular(L, _transpose(half_solved), lower=True))
+    phi = jnp.tril(inner) / (1.0 + jnp.eye(L.shape[-1], dtype=L.dtype))
+    return L @ phi
+
+
+def _transpose(a):
+    return jnp.swapaxes(a, -1, -2)
+
+
+def solve_triangular(a, b, trans=0, lower=False):
+    """Solve ``a x = b`` (``trans=0``) or ``a^T x = b`` (``trans=1``) for triangular ``a``.
+
+    ``jax.scipy.linalg.solve_triangular``, but safe under ``vmap`` (see the note above).
+    """
+    return _triangular_solver(int(trans), bool(lower))(a, b)
+
+
+def cho_solve(c_and_lower, b):
+    """Solve ``A x = b`` given ``(L, lower)`` with ``A = L L^T`` (lower) or ``U^T U``; safe under ``vmap``."""
+    c, lower = c_and_lower
+    if lower:
+        return solve_triangular(c, solve_triangular(c, b, lower=True), trans=1, lower=True)
+    return solve_triangular(c, solve_triangular(c, b, trans=1, lower=False), lower=False)
+
+
+@functools.lru_cache(maxsize=None)
+def _triangular_solver(trans: int, lower: bool):
+    def solve(a, b):
+        if a.ndim > 2:
+            batch = a.shape[:-2]
+            flat_a = jnp.reshape(a, (-1, *a.shape[-2:]))
+            flat_b = jnp.reshape(jnp.broadcast_to(b, (*batch, *b.shape[len(batch):])), (flat_a.shape[0], *b.shape[len(batch):]))
+            solved = lax.map(lambda ab: _scipy_linalg.solve_triangular(*ab, trans=trans, lower=lower), (flat_a, flat_b))
+            return jnp.reshape(solved, (*batch, *solved.shape[1:]))
+        return _scipy_linalg.solve_triangular(a, b, trans=trans, lower=lower)
+
+    one_at_a_time = jax.custom_batching.custom_vmap(solve)
+
+    @one_at_a_time.def_vmap
+    def _batch_rule(axis_size, in_batched, a, b):
+        a = a if in_batched[0] else jnp.broadcast_to(a, (axis_size, *a.shape))
+        b = b if in_batched[1] else jnp.broadcast_to(b, (axis_size, *b.shape))
+        return lax.map(lambda ab: one_at_a_time(*ab), (a, b)), True
+
+    @jax.custom_jvp
+    def solver(a, b):
+        return one_at_a_time(a, b)
+
+    @solver.defjvp
+    def _jvp(primals, tangents):
+        (a, b), (da, db) = primals, tangents
+        x = solver(a, b)
+        da = jnp.tril(da) if lower else jnp.triu(da)
+        da = _transpose(da) if trans else da
+        product = da @ x if x.ndim == da.ndim else (da @ x[..., None])[..., 0]
+        return x, solve(a, db - product)
+
+    return solver
 
 
 def jitter_ladder(jitter: float = 1e-6, max_tries: int = 5) -> tuple[float, ...]:
@@ -77,7 +186,7 @@ def _jittered_cholesky(K, ladder):
 
     def factor(i):
         added = relative[i] * scale
-        L = jnp.linalg.cholesky(K + added * identity)
+        L = cholesky(K + added * identity)
         return L, added, jnp.all(jnp.isfinite(L))
 
     def keep_trying(state):
@@ -99,11 +208,7 @@ _compiled_search = jax.jit(_jittered_cholesky, static_argnums=1)
 def _jittered_cholesky_jvp(ladder, primals, tangents):
     (K,), (dK,) = primals, tangents
     L, added = _jittered_cholesky(K, ladder)
-    dK = 0.5 * (dK + dK.T)
-    half_solved = solve_triangular(L, dK, lower=True)
-    inner = solve_triangular(L, half_solved.T, lower=True).T
-    phi = jnp.tril(inner) / (1.0 + jnp.eye(K.shape[-1], dtype=K.dtype))
-    return (L, added), (L @ phi, jnp.zeros_like(added))
+    return (L, added), (_cholesky_tangent(L, dK), jnp.zeros_like(added))
 
 
 def checked_cholesky(K, context: dict | None = None, jitter: float = 1e-6, max_tries: int = 5):

@@ -376,3 +376,19 @@ def test_unknown_plot_kind_lists_valid_kinds(results, tmp_path):
 def test_plot_unknown_variable(results, tmp_path):
     with pytest.raises(GpdslError, match="no posterior variable"):
         plot(results, "trace", tmp_path / "x.png", var_names=["nope"])
+
+
+def test_atomic_writes_give_files_the_usual_permissions(tmp_path):
+    import os
+
+    from gpdsl.atomic import atomic_write_text
+
+    umask = os.umask(0o022)
+    try:
+        path = atomic_write_text(tmp_path / "new.txt", "x")
+        assert path.stat().st_mode & 0o777 == 0o644
+        os.chmod(path, 0o600)
+        atomic_write_text(path, "y")
+        assert path.stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(umask)

@@ -72,6 +72,19 @@ SETTINGS = {
                      "nuts": {"chains": 4, "warmup": 1000, "draws": 1000, "adapt_delta": 0.95}},
         "data_seed": 0,
     },
+    "medium": {
+        "sizes": [(50, 2), (50, 10), (200, 2), (200, 10)],
+        "kernels": ["iso", "ard"],
+        "chains": 4, "warmup": 1000, "draws": 2000,
+        "num_importance": [1, 16, 64],
+        "nuts": {"chains": 4, "warmup": 1000, "draws": 1000, "adapt_delta": 0.95},
+        "table3": {"num_importance": 16, "repeat": 20, "chains": 4, "warmup": 100, "draws": 500},
+        "capacity": {"datasets": ["pima", "breast", "ionosphere", "glass", "thyroid", "usps"],
+                     "sizes": [20, 50, 100], "splits": 2, "num_importance": 16,
+                     "chains": 2, "warmup": 300, "draws": 600, "predict_thin": 5,
+                     "nuts": {"chains": 2, "warmup": 500, "draws": 500, "adapt_delta": 0.95}},
+        "data_seed": 0,
+    },
     "quick": {
         "sizes": [(50, 2)],
         "kernels": ["iso", "ard"],
@@ -628,11 +641,13 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--table", default="all", choices=["1", "2", "3", "capacity", "all"])
     parser.add_argument("--quick", action="store_true", help="CI-sized settings (minutes instead of hours)")
+    parser.add_argument("--medium", action="store_true",
+                        help="every (n, d) of the paper with fewer chains, iterations and repeats (hours)")
     parser.add_argument("--fresh", action="store_true", help="ignore cached runs in results/cache")
     args = parser.parse_args(argv)
-    mode = "quick" if args.quick else "full"
+    mode = "quick" if args.quick else "medium" if args.medium else "full"
     cfg = SETTINGS[mode]
-    suffix = "_quick" if args.quick else ""
+    suffix = "" if mode == "full" else f"_{mode}"
     timings = {}
     t1_rows = None
     if args.table in ("1", "2", "3", "all"):

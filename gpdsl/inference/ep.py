@@ -26,11 +26,11 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
-from jax.scipy.linalg import cho_solve, solve_triangular  # noqa: E402
 from jax.scipy.special import log_ndtr  # noqa: E402
 
 from gpdsl.errors import MethodError  # noqa: E402
 from gpdsl.inference.gaussian_approx import GaussianApproximation  # noqa: E402
+from gpdsl.linalg import cho_solve, cholesky, solve_triangular  # noqa: E402
 
 EP_LIKELIHOODS = ("bernoulli_probit",)
 CUBIC_OPS_PER_SWEEP = 5
@@ -206,14 +206,14 @@ def _ep_parallel(K, y, tol, max_sweeps, damping):
 def _marginals(K, tau, nu):
     """``L``, ``diag(Sigma)`` and ``mu = Sigma nu`` without forming ``Sigma`` (two ``O(n^3)`` operations)."""
     root_tau = jnp.sqrt(tau)
-    L = jnp.linalg.cholesky(jnp.eye(K.shape[-1], dtype=K.dtype) + root_tau[:, None] * K * root_tau[None, :])
+    L = cholesky(jnp.eye(K.shape[-1], dtype=K.dtype) + root_tau[:, None] * K * root_tau[None, :])
     V = solve_triangular(L, root_tau[:, None] * K, lower=True)
     return L, jnp.diag(K) - jnp.sum(V**2, axis=0), K @ nu - V.T @ (V @ nu)
 
 
 def _recompute(K, tau, nu):
     root_tau = jnp.sqrt(tau)
-    L = jnp.linalg.cholesky(jnp.eye(K.shape[-1], dtype=K.dtype) + root_tau[:, None] * K * root_tau[None, :])
+    L = cholesky(jnp.eye(K.shape[-1], dtype=K.dtype) + root_tau[:, None] * K * root_tau[None, :])
     V = solve_triangular(L, root_tau[:, None] * K, lower=True)
     Sigma = K - V.T @ V
     return Sigma, Sigma @ nu, L

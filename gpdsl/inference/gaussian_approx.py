@@ -22,10 +22,10 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from jax.scipy.linalg import cho_solve, solve_triangular  # noqa: E402
 from jax.scipy.special import ndtr  # noqa: E402
 
 from gpdsl.errors import MethodError  # noqa: E402
+from gpdsl.linalg import cho_solve, cholesky, solve_triangular  # noqa: E402
 
 PREDICTIVE_LIKELIHOODS = ("bernoulli_probit", "bernoulli_logit")
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(64)
@@ -120,7 +120,7 @@ def sample(approx: GaussianApproximation, K, key, num: int, chol_k=None) -> jax.
     jax.Array, shape (num, n)
     """
     K = jnp.asarray(K)
-    chol_k = jnp.linalg.cholesky(K) if chol_k is None else chol_k
+    chol_k = cholesky(K) if chol_k is None else chol_k
     n = K.shape[-1]
     prior_key, noise_key = jax.random.split(key)
     f0 = chol_k @ jax.random.normal(prior_key, (n, num), dtype=K.dtype)
@@ -152,7 +152,7 @@ def log_density(approx: GaussianApproximation, K, f, chol_k=None) -> jax.Array:
     jax.Array, shape (...)
     """
     K = jnp.asarray(K)
-    chol_k = jnp.linalg.cholesky(K) if chol_k is None else chol_k
+    chol_k = cholesky(K) if chol_k is None else chol_k
     f = jnp.asarray(f)
     d = jnp.reshape(f - approx.mean, (-1, K.shape[-1])).T
     whitened = solve_triangular(chol_k, d, lower=True)
@@ -185,7 +185,7 @@ def sample_with_log_density(approx: GaussianApproximation, K, key, num: int) -> 
     draws : jax.Array, shape (num, n)
     log_q : jax.Array, shape (num,)
     """
-    chol_k = jnp.linalg.cholesky(jnp.asarray(K))
+    chol_k = cholesky(jnp.asarray(K))
     draws = sample(approx, K, key, num, chol_k=chol_k)
     return draws, log_density(approx, K, draws, chol_k=chol_k)
 

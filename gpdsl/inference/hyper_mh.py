@@ -41,11 +41,10 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
-from jax.scipy.linalg import solve_triangular  # noqa: E402
 from jax.scipy.special import ndtri  # noqa: E402
 
 from gpdsl.inference.latent_gp import LatentGP  # noqa: E402
-from gpdsl.linalg import mvn_logpdf_chol  # noqa: E402
+from gpdsl.linalg import cholesky, mvn_logpdf_chol, solve_triangular  # noqa: E402
 
 
 class LatentPosition(NamedTuple):
@@ -97,7 +96,7 @@ def latent_position(problem: LatentGP, theta, f) -> LatentPosition:
     """The :class:`LatentPosition` at ``theta`` and ``f`` (one Cholesky factorisation)."""
     theta = jnp.asarray(theta, dtype=jnp.float64)
     f = jnp.asarray(f, dtype=jnp.float64)
-    chol_K = jnp.linalg.cholesky(problem.covariance(theta))
+    chol_K = cholesky(problem.covariance(theta))
     return LatentPosition(theta, f, chol_K, problem.log_likelihood(f, theta))
 
 
@@ -122,7 +121,7 @@ def sa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     """
     normals, uniform = _normals_and_uniform(rng_key, position.theta.shape[0])
     theta_new = position.theta + scale * normals
-    chol_new = jnp.linalg.cholesky(problem.covariance(theta_new))
+    chol_new = cholesky(problem.covariance(theta_new))
     loglik_new = problem.log_likelihood(position.f, theta_new)
 
     def target(theta, chol, loglik):
@@ -141,7 +140,7 @@ def aa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     normals, uniform = _normals_and_uniform(rng_key, position.theta.shape[0])
     nu = solve_triangular(position.chol_K, position.f, lower=True)
     theta_new = position.theta + scale * normals
-    chol_new = jnp.linalg.cholesky(problem.covariance(theta_new))
+    chol_new = cholesky(problem.covariance(theta_new))
     f_new = chol_new @ nu
     loglik_new = problem.log_likelihood(f_new, theta_new)
     log_ratio = (problem.log_prior(theta_new) + loglik_new) - (problem.log_prior(position.theta) + position.loglik)
@@ -244,7 +243,7 @@ class _Surrogate:
         """``S`` diagonal, ``L_C`` and the log-density pieces that need only ``theta``."""
         s = self.variance(theta)
         scaled = chol_K / jnp.sqrt(s)[:, None]
-        chol_C = jnp.linalg.cholesky(jnp.eye(self.problem.n) + scaled.T @ scaled)
+        chol_C = cholesky(jnp.eye(self.problem.n) + scaled.T @ scaled)
         return s, chol_C
 
     def whitening(self, g, chol_K, s, chol_C):
@@ -266,7 +265,7 @@ class _Surrogate:
 
     def evaluate(self, theta, g, eta):
         """Log target and the :class:`LatentPosition` at ``theta`` with ``g`` and ``eta`` fixed."""
-        chol_K = jnp.linalg.cholesky(self.problem.covariance(theta))
+        chol_K = cholesky(self.problem.covariance(theta))
         s, chol_C = self.factors(theta, chol_K)
         a, log_density = self.whitening(g, chol_K, s, chol_C)
         f = chol_K @ solve_triangular(chol_C.T, a + eta, lower=False)

@@ -17,11 +17,11 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
-from jax.scipy.linalg import cho_solve  # noqa: E402
 from jax.scipy.special import log_ndtr  # noqa: E402
 
 from gpdsl.errors import MethodError  # noqa: E402
 from gpdsl.inference.gaussian_approx import GaussianApproximation  # noqa: E402
+from gpdsl.linalg import cho_solve, cholesky  # noqa: E402
 
 LAPLACE_LIKELIHOODS = ("bernoulli_probit", "bernoulli_logit")
 _MAX_HALVINGS = 10
@@ -129,7 +129,7 @@ def _laplace(K, y, likelihood, tol, max_iter):
         f, a, _, _, _, iteration = state
         _, grad, W = log_likelihood_derivatives(f, signs, likelihood)
         root_w = jnp.sqrt(W)
-        L = jnp.linalg.cholesky(jnp.eye(n, dtype=K.dtype) + root_w[:, None] * K * root_w[None, :])
+        L = cholesky(jnp.eye(n, dtype=K.dtype) + root_w[:, None] * K * root_w[None, :])
         b = W * f + grad
         direction = b - root_w * cho_solve((L, True), root_w * (K @ b)) - a
         a_new, f_new = _halve_until_better(objective, K, a, f, direction)

@@ -17,7 +17,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from gpdsl.backends.jax.lowering import Block, JaxModel, lower  # noqa: E402
+from gpdsl.backends.jax.lowering import Block, JaxModel, constrain_blocks, lower, unconstrain_blocks  # noqa: E402
 from gpdsl.errors import MethodError  # noqa: E402
 from gpdsl.ir import nodes as ir  # noqa: E402
 from gpdsl.ir.structure import GPNode  # noqa: E402
@@ -65,15 +65,7 @@ class LatentGP:
 
     def theta_values(self, theta) -> tuple[dict, jax.Array]:
         """Constrained hyperparameters by name and the log-Jacobian of the transform."""
-        from gpdsl.backends.jax.bijectors import constrain
-
-        values, log_jac, start = {}, jnp.zeros(()), 0
-        for block in self.theta_blocks:
-            u = jnp.reshape(theta[start:start + block.size], block.shape)
-            values[block.name], lj = constrain(u, block.lower, block.upper)
-            log_jac = log_jac + lj
-            start += block.size
-        return values, log_jac
+        return constrain_blocks(theta, self.theta_blocks)
 
     def environment(self, theta, f=None) -> dict:
         """Data, constrained hyperparameters and (if given) the latent values by name."""
@@ -98,10 +90,7 @@ class LatentGP:
 
     def unconstrain_theta(self, values: dict) -> jax.Array:
         """The flat ``theta`` of constrained hyperparameter values by name."""
-        from gpdsl.backends.jax.bijectors import unconstrain
-
-        return jnp.concatenate([jnp.ravel(unconstrain(jnp.asarray(values[b.name], dtype=float), b.lower, b.upper))
-                                for b in self.theta_blocks])
+        return unconstrain_blocks(values, self.theta_blocks)
 
 
 def latent_gp(model: ir.Model, data: dict, method: str = "this method", allow_external: bool = False,

@@ -15,13 +15,13 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from jax.scipy.linalg import solve_triangular  # noqa: E402
 
 from gpdsl.errors import DataError, MethodError  # noqa: E402
 from gpdsl.inference.ep import ep  # noqa: E402
 from gpdsl.inference.gaussian_approx import class_probability, predict  # noqa: E402
 from gpdsl.inference.laplace import laplace  # noqa: E402
 from gpdsl.inference.latent_gp import LatentGP  # noqa: E402
+from gpdsl.linalg import cholesky, solve_triangular  # noqa: E402
 
 
 def new_input_covariances(problem: LatentGP, theta, X_new):
@@ -57,7 +57,7 @@ def predict_from_latent_draws(problem: LatentGP, theta_draws, f_draws, X_new) ->
 
     def one(theta, f):
         K = problem.covariance(theta)
-        L = jnp.linalg.cholesky(K)
+        L = cholesky(K)
         K_star, k_diag = new_input_covariances(problem, theta, X_new)
         A = solve_triangular(L, K_star, lower=True)
         mean = A.T @ solve_triangular(L, f, lower=True)

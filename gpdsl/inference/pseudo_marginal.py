@@ -40,6 +40,7 @@ from gpdsl.inference.ess import ess_step  # noqa: E402
 from gpdsl.inference.gaussian_approx import sample  # noqa: E402
 from gpdsl.inference.laplace import check_laplace_likelihood, laplace  # noqa: E402
 from gpdsl.inference.latent_gp import LatentGP  # noqa: E402
+from gpdsl.linalg import cholesky  # noqa: E402
 
 APPROXIMATIONS = ("laplace", "ep")
 COVARIANCE_START = 100  # warmup iteration from which draws enter the proposal covariance
@@ -227,7 +228,7 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
         scatter = jnp.where(collect, state.theta_scatter + jnp.outer(delta, theta - mean), state.theta_scatter)
         use = collect & (count >= COVARIANCE_MIN_DRAWS)
         covariance = scatter / jnp.maximum(count - 1, 1) + COVARIANCE_REGULARISATION * jnp.eye(p)
-        chol = jnp.where(use, jnp.linalg.cholesky(covariance), state.proposal_chol)
+        chol = jnp.where(use, cholesky(covariance), state.proposal_chol)
         log_scale = jnp.where(use & (count == COVARIANCE_MIN_DRAWS), jnp.log(2.38 / jnp.sqrt(p)), log_scale)
         return chol, mean, scatter, count, log_scale
 
@@ -250,7 +251,7 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
                       log_scale, adapt_step, state.f, state.loglik_f, chol, mean, scatter, count)
         shrinks = jnp.zeros((), jnp.int32)
         if sample_latent:
-            current_chol = jnp.linalg.cholesky(problem.covariance(theta))
+            current_chol = cholesky(problem.covariance(theta))
             like = loglik(theta)
             loglik_f = like(state.f)
             f, loglik_f, ess_info = ess_step(key_latent, state.f, loglik_f, current_chol, like)

@@ -71,7 +71,11 @@ def plot(
     if not chosen:
         raise GpdslError("nothing to plot: the chosen variables have no elements")
     draw = {"trace": _trace, "pair": _pair, "posterior": _posterior}[kind]
-    figure = draw(posterior, chosen)
+    return save_png(draw(posterior, chosen), path)
+
+
+def save_png(figure: Figure, path: str | os.PathLike) -> Path:
+    """Render a figure with the Agg backend (no display) and write it as a PNG."""
     FigureCanvasAgg(figure)
     target = Path(path)
     try:

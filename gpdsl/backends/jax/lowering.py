@@ -32,6 +32,7 @@ from gpdsl.errors import MethodError  # noqa: E402
 from gpdsl.ir import nodes as ir  # noqa: E402
 from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds  # noqa: E402
 from gpdsl.kernels import Kernel, build_kernel  # noqa: E402
+from gpdsl.linalg import cholesky, solve_triangular  # noqa: E402
 from gpdsl.semantics.catalog import GP_JITTER  # noqa: E402
 
 PARAMETERISATIONS = ("whitened", "centred")
@@ -167,7 +168,7 @@ class JaxModel:
                 total = total + jnp.sum(jax.scipy.stats.norm.logpdf(free[node.name + "_raw"]))
         return total
 
-    def log_terms(self, env: dict, kinds: tuple[str, ...]) -> jax.Array:
+    def log_terms(self, env: dict, kinds: tuple[str, ...], targets=None) -> jax.Array:
         """Sum of the log densities of some statements in ``env``.
 
         Parameters
@@ -178,13 +179,15 @@ class JaxModel:
             Which statements: ``"prior"`` (priors of parameters and of non-GP latent variables),
             ``"gp"`` (centred GP priors) and ``"likelihood"`` (built-in and external likelihoods,
             marginalised ones included).
+        targets : collection of str, optional
+            Only statements whose target is one of these variables.
         """
         types = {"prior": ir.PriorStatement, "gp": ir.GPStatement,
                  "likelihood": (ir.LikelihoodStatement, ir.ExternalLikelihood)}
         wanted = tuple(t for k in kinds for t in (types[k] if isinstance(types[k], tuple) else (types[k],)))
         total = jnp.zeros(())
         for statement, loops in self.model.walk():
-            if isinstance(statement, wanted):
+            if isinstance(statement, wanted) and (targets is None or statement.target.name in targets):
                 total = total + self._over_loops(statement, loops, env)
         return total
 
@@ -295,14 +298,14 @@ class JaxModel:
         return fill(node.loops, {}, out)
 
     def _whiten_one(self, statement: ir.GPStatement, raw, env):
-        L = jnp.linalg.cholesky(self.gp_covariance(statement, env))
+        L = cholesky(self.gp_covariance(statement, env))
         n = L.shape[0]
         flat = jnp.reshape(raw, (n, -1))
         return jnp.reshape(L @ flat, raw.shape)
 
     def _centred_gp_logpdf(self, statement: ir.GPStatement, env):
         value = self._target_value(statement.target, env)
-        L = jnp.linalg.cholesky(self.gp_covariance(statement, env))
+        L = cholesky(self.gp_covariance(statement, env))
         flat = jnp.reshape(value, (L.shape[0], -1))
         return _mvn_logpdf_columns(flat, L)
 
@@ -311,7 +314,7 @@ class JaxModel:
         sigma = self.evaluate(likelihood.distribution.arg("sigma"), env)
         K = self.gp_covariance(node.statement, env)
         n = K.shape[0]
-        L = jnp.linalg.cholesky(K + sigma ** 2 * jnp.eye(n))
+        L = cholesky(K + sigma ** 2 * jnp.eye(n))
         flat = jnp.reshape(y, (n, -1))
         observed = ~jnp.isnan(flat)
         if bool(np.all(np.asarray(observed))):
@@ -373,10 +376,30 @@ class JaxModel:
         return self._externals[statement.function]
 
 
+def constrain_blocks(flat, blocks: list[Block]) -> tuple[dict, jax.Array]:
+    """Constrained values by name of a flat unconstrained vector laid out as ``blocks`` (in order,
+    ignoring their ``start``), and the summed log-Jacobian."""
+    values, log_jac, start = {}, jnp.zeros(()), 0
+    for block in blocks:
+        u = jnp.reshape(flat[start:start + block.size], block.shape)
+        values[block.name], lj = constrain(u, block.lower, block.upper)
+        log_jac = log_jac + lj
+        start += block.size
+    return values, log_jac
+
+
+def unconstrain_blocks(values: dict, blocks: list[Block]) -> jax.Array:
+    """Inverse of :func:`constrain_blocks`: the flat unconstrained vector of values by name."""
+    if not blocks:
+        return jnp.zeros((0,))
+    return jnp.concatenate([jnp.ravel(unconstrain(jnp.asarray(values[b.name], dtype=float), b.lower, b.upper))
+                            for b in blocks])
+
+
 def _mvn_logpdf_columns(Y, L):
     """Sum over columns of ``log N(Y[:, j]; 0, L L^T)``."""
     n, columns = Y.shape
-    alpha = jax.scipy.linalg.solve_triangular(L, Y, lower=True)
+    alpha = solve_triangular(L, Y, lower=True)
     return (-0.5 * jnp.sum(alpha ** 2) - columns * jnp.sum(jnp.log(jnp.diag(L)))
             - 0.5 * n * columns * jnp.log(2 * jnp.pi))
 

@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 from gpdsl.backends.jax.lowering import JaxModel  # noqa: E402
 from gpdsl.errors import MethodError  # noqa: E402
 from gpdsl.ir import nodes as ir  # noqa: E402
+from gpdsl.linalg import cholesky  # noqa: E402
 
 
 def _draw(name: str, key, args, shape):
@@ -98,7 +99,7 @@ def simulate(jax_model: JaxModel, key, fixed: dict | None = None) -> tuple[dict,
             index = tuple(int(jax_model.evaluate(i, scope)) - 1 for i in target.indices)
             shape = target.type.concrete_shape(jax_model.sizes)
             if isinstance(statement, ir.GPStatement):
-                L = jnp.linalg.cholesky(jax_model.gp_covariance(statement, scope))
+                L = cholesky(jax_model.gp_covariance(statement, scope))
                 value = jnp.reshape(L @ jax.random.normal(sub, (L.shape[0], int(np.prod(shape)) // L.shape[0])),
                                     shape)
             elif isinstance(statement, ir.ExternalLikelihood):

@@ -107,7 +107,13 @@ def _sample(request: dict, sink, lock: threading.Lock) -> tuple[dict, dict[str, 
     )
     if options.get("init") is not None:
         arguments["init"] = options["init"]
-    fit = model.sample(**arguments)
+    fits = _fit_directory(model)
+    _remove_fits(fits, older_than=time.time() - STALE_FIT_SECONDS)
+    sampling_started = time.time()
+    try:
+        fit = model.sample(**arguments)
+    finally:
+        _remove_fits(fits, newer_than=sampling_started - 1.0)
     sampled = time.perf_counter()
 
     num_chains, num_draws = fit.num_chains, -(-fit.num_samples // fit.num_thin)
@@ -124,6 +130,27 @@ def _sample(request: dict, sink, lock: threading.Lock) -> tuple[dict, dict[str, 
         "sampling_seconds": sampled - built,
     }
     return metadata, arrays
+
+
+STALE_FIT_SECONDS = 600
+
+
+def _fit_directory(model):
+    import httpstan.cache
+
+    return httpstan.cache.model_directory(model.model_name) / "fits"
+
+
+def _remove_fits(directory, older_than: float | None = None, newer_than: float | None = None) -> None:
+    """Delete httpstan's cached fits, so that a seeded call samples again instead of replaying an old
+    fit (which would report a sampling time of almost nothing) and fits do not pile up on disk."""
+    for path in directory.glob("*.jsonlines.gz"):
+        try:
+            modified = path.stat().st_mtime
+            if (older_than is not None and modified < older_than) or (newer_than is not None and modified >= newer_than):
+                path.unlink()
+        except OSError:
+            continue
 
 
 async def _post_each(model, route: str, payloads: list[dict]) -> list[dict]:

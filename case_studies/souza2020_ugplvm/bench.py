@@ -1,0 +1,198 @@
+"""Speed benchmarks of gpdsl's variational EM for the Bayesian GPLVM, with ratios measured in one run.
+
+P2 (against GPy 1.15): oil flow (1000 x 12), Q = 10, M = 30, rbf-ARD. GPy's ``BayesianGPLVM`` is built
+with its default initialisation (PCA means, uniform(0, 0.1) variances, inducing inputs a random subset
+of the means, length-scales from the PCA fractions) and optimised with L-BFGS-B for 1000 evaluations;
+gpdsl starts from exactly the same values (read from the GPy model) and the wall time it needs to reach
+GPy's final bound (XLA compilation included) is divided by GPy's time. Target: at most 1/10.
+
+P3: at Q = 10 on the same data, the cost of one bound-and-gradient evaluation with the unscented
+transform (2Q = 20 sigma points) against tensor Gauss-Hermite with 2 nodes per dimension
+(2^Q = 1024 points), both with the rbf-ARD kernel at the P2 starting point, and the relative
+difference of the two bounds (and of each to the analytic bound). Target: UT at most 1/20 of GH's
+cost with the bound within 0.5%.
+
+Usage::
+
+    python -m case_studies.souza2020_ugplvm.bench [--only p2|p3] [--gpy-evaluations 1000]
+
+Prints the tables and writes them to ``bench_results.md`` beside this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("GPDSL_DATA_MIRROR", str(ROOT.parent / "shared" / "data"))
+
+import gpdsl  # noqa: E402,F401  (XLA and BLAS settings before numpy/jax load)
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from gpdsl.api import load_model  # noqa: E402
+from gpdsl.datasets import oil_flow  # noqa: E402
+from gpdsl.inference.gplvm import gplvm_problem  # noqa: E402
+from gpdsl.inference.vem import VariationalParams, VEMSettings, fit_vem, make_objective  # noqa: E402
+
+MODEL = ROOT / "models" / "bayesian_gplvm.gpm"
+
+
+def load_oil(Q: int) -> dict:
+    Y = oil_flow("train").X
+    return {"N": Y.shape[0], "D": Y.shape[1], "Q": Q, "Y": Y}
+
+
+def gpy_model(Y, Q: int, M: int, seed: int):
+    import GPy
+
+    np.random.seed(seed)
+    return GPy.models.BayesianGPLVM(Y, Q, num_inducing=M, kernel=GPy.kern.RBF(Q, ARD=True))
+
+
+def params_from_gpy(problem, gpy) -> VariationalParams:
+    """Our parameters at the GPy model's current values."""
+    kern = gpy.kern
+    theta = problem.unconstrain_theta({"s2": float(np.squeeze(kern.variance)), "w": 1.0 / np.asarray(kern.lengthscale) ** 2,
+                                       "noise": float(np.squeeze(gpy.likelihood.variance))})
+    return VariationalParams(jnp.asarray(np.asarray(gpy.X.mean)), jnp.log(jnp.asarray(np.asarray(gpy.X.variance))),
+                             jnp.asarray(np.asarray(gpy.Z)), theta)
+
+
+def p2(args) -> list[str]:
+    import GPy
+
+    Q, M = 10, 30
+    data = load_oil(Q)
+    model = load_model(MODEL)
+    problem = gplvm_problem(model, data)
+    gpy = gpy_model(data["Y"], Q, M, args.seed)
+    start = params_from_gpy(problem, gpy)
+    objective = make_objective(problem, VEMSettings(num_inducing=M))
+    ours_at_start = float(objective(start))
+    gpy_start_bound = float(np.squeeze(gpy.log_likelihood()))
+    print(f"P2: start bound gpdsl {ours_at_start:.4f}, GPy {gpy_start_bound:.4f}", flush=True)
+    tic = time.perf_counter()
+    gpy.optimize("lbfgsb", max_iters=args.gpy_evaluations)
+    gpy_seconds = time.perf_counter() - tic
+    gpy_bound = float(np.squeeze(gpy.log_likelihood()))
+    print(f"P2: GPy {GPy.__version__}: bound {gpy_bound:.4f} after {args.gpy_evaluations} evaluations in "
+          f"{gpy_seconds:.1f} s", flush=True)
+    settings = VEMSettings(num_inducing=M, max_iterations=args.gpy_evaluations * 2,
+                           max_evaluations=args.gpy_evaluations * 3, ftol=0.0, gtol=1e-8)
+    fit = fit_vem(problem, settings, initial=start)
+    reached = np.nonzero(fit.trace >= gpy_bound)[0]
+    ours_seconds = float(fit.times[reached[0]]) if reached.size else None
+    ratio = ours_seconds / gpy_seconds if ours_seconds is not None else None
+    lines = [
+        "## P2: time to GPy's bound (oil flow 1000 x 12, Q = 10, M = 30, rbf-ARD)",
+        "",
+        "| | bound | evaluations | iterations | seconds |",
+        "|---|---|---|---|---|",
+        f"| GPy {GPy.__version__} L-BFGS-B (its default start) | {gpy_bound:.2f} | {args.gpy_evaluations} | - | "
+        f"{gpy_seconds:.1f} |",
+        f"| gpdsl, same start, until GPy's bound | {fit.trace[reached[0]]:.2f} | - | {int(reached[0])} | "
+        f"{ours_seconds:.1f} |" if reached.size else "| gpdsl never reached GPy's bound | - | - | - | - |",
+        f"| gpdsl, run to convergence | {fit.bound:.2f} | {fit.report['evaluations']} | {fit.report['iterations']} | "
+        f"{fit.report['seconds']:.1f} |",
+        "",
+        f"- start bound: gpdsl {ours_at_start:.4f}, GPy {gpy_start_bound:.4f}",
+        f"- gpdsl stop: {fit.report['message']} (gradient norm {fit.report['gradient_norm']:.3g})",
+        f"- first compiled evaluation (XLA compile + run): {fit.times[0]:.1f} s, included in gpdsl's seconds",
+        f"- **ratio gpdsl / GPy = {ratio:.3f}** (target <= 0.1: {'met' if ratio <= 0.1 else 'NOT met'})"
+        if ratio is not None else "- ratio: gpdsl did not reach GPy's bound (NOT met)",
+        "",
+    ]
+    return lines
+
+
+def p3(args) -> list[str]:
+    Q, M = 10, 30
+    data = load_oil(Q)
+    model = load_model(MODEL)
+    problem = gplvm_problem(model, data)
+    start = params_from_gpy(problem, gpy_model(data["Y"], Q, M, args.seed)) if args.gpy_start else None
+    if start is None:
+        from gpdsl.inference.vem import initial_params
+
+        start = initial_params(problem, VEMSettings(num_inducing=M))
+    rows, values = [], {}
+    for label, settings in [("analytic", VEMSettings(psi="analytic")),
+                            ("unscented (2Q = 20 points)", VEMSettings(psi="unscented")),
+                            ("Gauss-Hermite (2^Q = 1024 points)", VEMSettings(psi="gauss_hermite", gh_nodes=2))]:
+        objective = make_objective(problem, settings)
+        value_and_grad = jax.jit(jax.value_and_grad(objective))
+        tic = time.perf_counter()
+        value, _ = jax.block_until_ready(value_and_grad(start))
+        compile_seconds = time.perf_counter() - tic
+        times = []
+        for _ in range(args.repeats):
+            tic = time.perf_counter()
+            jax.block_until_ready(value_and_grad(start))
+            times.append(time.perf_counter() - tic)
+        values[label] = float(value)
+        rows.append((label, float(value), float(np.median(times)), compile_seconds))
+        print(f"P3: {label}: bound {float(value):.4f}, {np.median(times) * 1e3:.1f} ms per evaluation", flush=True)
+    ut, gh = rows[1], rows[2]
+    ratio = ut[2] / gh[2]
+    difference = abs(ut[1] - gh[1]) / abs(gh[1])
+    lines = [
+        "## P3: one bound-and-gradient evaluation at Q = 10 (oil flow, N = 1000, M = 30, rbf-ARD)",
+        "",
+        "| Psi statistics | bound | ms per evaluation (median of %d) | compile s |" % args.repeats,
+        "|---|---|---|---|",
+        *[f"| {label} | {value:.4f} | {seconds * 1e3:.1f} | {compile_s:.1f} |" for label, value, seconds, compile_s in rows],
+        "",
+        f"- **cost ratio UT / GH = {ratio:.4f}** (target <= 0.05: {'met' if ratio <= 0.05 else 'NOT met'})",
+        f"- **|bound UT - bound GH| / |bound GH| = {difference:.2e}** (target <= 0.5%: "
+        f"{'met' if difference <= 0.005 else 'NOT met'})",
+        f"- UT vs analytic {abs(ut[1] - rows[0][1]) / abs(rows[0][1]):.2e}, GH vs analytic "
+        f"{abs(gh[1] - rows[0][1]) / abs(rows[0][1]):.2e} (relative)",
+        "",
+    ]
+    return lines
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=("p2", "p3"), default=None)
+    parser.add_argument("--gpy-evaluations", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--gpy-start", action="store_true", default=True,
+                        help="P3 at GPy's default starting point (needs GPy)")
+    parser.add_argument("--output", type=Path, default=HERE / "bench_results.md")
+    args = parser.parse_args(argv)
+    header = [
+        "# Bayesian GPLVM by variational EM: speed benchmarks (P2, P3)",
+        "",
+        f"- date: {datetime.datetime.now():%Y-%m-%d %H:%M}; machine: {platform.machine()}, {os.cpu_count()} cores; "
+        f"load at start: {', '.join(f'{v:.1f}' for v in os.getloadavg())}",
+        f"- gpdsl: JAX {jax.__version__} on CPU, float64, L-BFGS-B (scipy) with jitted value-and-gradient",
+        "",
+    ]
+    lines = list(header)
+    if args.only in (None, "p2"):
+        lines += p2(args)
+    if args.only in (None, "p3"):
+        lines += p3(args)
+    text = "\n".join(lines)
+    print(text)
+    from gpdsl.atomic import atomic_write_text
+
+    atomic_write_text(args.output, text + "\n", "benchmark results")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""The collapsed variational bound of the Bayesian GPLVM, given the Psi statistics.
+
+Titsias & Lawrence (2010); Damianou, Titsias & Lawrence (2016), eqs. (25)-(30): with the inducing
+outputs integrated out optimally, the data term of the bound (``F-hat``, GPy's ``VarDTC``) depends on
+``q(X)`` only through ``psi0``, ``Psi1`` and ``Psi2``. With ``Kmm = L L^T``, ``beta = 1 / sigma^2``
+and ``A = I + beta L^-1 Psi2 L^-T = L_A L_A^T``, for ``Y`` of shape ``(N, D)``::
+
+    F = -N D/2 log(2 pi) + N D/2 log(beta) - D/2 log|A| - beta/2 tr(Y^T Y)
+        + beta^2/2 ||L_A^-1 L^-1 Psi1^T Y||_F^2 - beta D/2 sum(psi0) + beta D/2 tr(L^-1 Psi2 L^-T)
+
+The KL term of the latent prior is separate (:mod:`gpdsl.inference.latent_prior`), so the same data
+term serves other priors on ``X``. ``Y`` enters only through ``tr(Y^T Y)`` and ``Psi1^T Y``, so for
+``D > N`` a factor ``R`` with ``R R^T = Y Y^T`` (:func:`yy_factor`) can stand in for ``Y``.
+With missing outputs (:func:`collapsed_bound_missing`) the bound is the sum over columns of the
+single-column bound on that column's observed rows; columns with the same missingness pattern share
+one ``Psi2`` and one factorisation of ``A``.
+
+Nothing here raises on numerical failure: a ``Kmm`` or ``A`` that is not positive definite gives NaN,
+which the caller checks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from gpdsl.linalg import cholesky, solve_triangular  # noqa: E402
+
+_LOG_2PI = math.log(2.0 * math.pi)
+EIGENVALUE_CUTOFF = 1e-12
+
+
+def _symmetric(a):
+    return 0.5 * (a + jnp.swapaxes(a, -1, -2))
+
+
+def _whiten_psi2(L, psi2):
+    """``L^-1 Psi2 L^-T`` for ``psi2`` of shape (M, M) or (G, M, M)."""
+    if psi2.ndim == 3:
+        return jax.vmap(lambda p: _whiten_psi2(L, p))(psi2)
+    left = solve_triangular(L, psi2, lower=True)
+    return _symmetric(solve_triangular(L, left.T, lower=True))
+
+
+def collapsed_bound(Y, psi0, psi1, psi2, Kmm, noise_variance, *, output_dim=None) -> jax.Array:
+    """The data term ``F-hat`` of the Bayesian GPLVM bound for fully observed outputs.
+
+    Parameters
+    ----------
+    Y : array_like, shape (N, D) or (N, r)
+        Outputs, or a factor ``R`` with ``R R^T = Y Y^T`` (see :func:`yy_factor`) together with
+        ``output_dim``.
+    psi0 : array_like, shape (N,)
+        Per-point ``E[k(x_n, x_n)]``.
+    psi1 : array_like, shape (N, M)
+        ``E[k(x_n, z_m)]``.
+    psi2 : array_like, shape (M, M)
+        ``sum_n E[k(z, x_n) k(x_n, z')]``.
+    Kmm : array_like, shape (M, M)
+        Covariance of the inducing inputs, jitter already added.
+    noise_variance : float
+        Gaussian noise variance ``sigma^2``.
+    output_dim : int, optional
+        The number of outputs ``D`` when ``Y`` is a factor; defaults to ``Y.shape[1]``.
+
+    Returns
+    -------
+    jax.Array
+        The scalar bound (NaN if ``Kmm`` is not positive definite).
+    """
+    Y = jnp.asarray(Y)
+    N = Y.shape[0]
+    D = Y.shape[1] if output_dim is None else output_dim
+    beta = 1.0 / noise_variance
+    L = cholesky(_symmetric(Kmm))
+    C = _whiten_psi2(L, jnp.asarray(psi2))
+    LA = cholesky(jnp.eye(L.shape[0]) + beta * C)
+    c = solve_triangular(LA, solve_triangular(L, psi1.T @ Y, lower=True), lower=True)
+    return (0.5 * N * D * (jnp.log(beta) - _LOG_2PI)
+            - D * jnp.sum(jnp.log(jnp.diag(LA)))
+            - 0.5 * beta * jnp.sum(Y * Y)
+            + 0.5 * beta ** 2 * jnp.sum(c * c)
+            - 0.5 * beta * D * (jnp.sum(psi0) - jnp.trace(C)))
+
+
+def collapsed_bound_missing(Y, psi0, psi1, psi2_groups, group_of_column, Kmm, noise_variance,
+                            observed) -> jax.Array:
+    """The data term ``F-hat`` with missing outputs, exactly (GPy's missing-data Bayesian GPLVM).
+
+    The bound is ``sum_d F_d``, where ``F_d`` is :func:`collapsed_bound` of column ``d`` on its observed
+    rows: ``psi0`` and ``psi1`` restricted to those rows and ``Psi2`` summed over them. Columns with
+    the same missingness pattern share a group (:func:`missingness_groups`).
+
+    Parameters
+    ----------
+    Y : array_like, shape (N, D)
+        Outputs; missing entries may hold anything (NaN included), they are replaced by 0.
+    psi0 : array_like, shape (N,)
+    psi1 : array_like, shape (N, M)
+    psi2_groups : array_like, shape (G, M, M)
+        ``sum_n patterns[n, g] Psi2_n`` for each missingness pattern ``g``.
+    group_of_column : array_like of int, shape (D,)
+        The pattern of each output column.
+    Kmm : array_like, shape (M, M)
+        Covariance of the inducing inputs, jitter already added.
+    noise_variance : float
+        Gaussian noise variance ``sigma^2``.
+    observed : array_like of bool, shape (N, D)
+        True where ``Y`` is observed; column ``d`` must equal the pattern ``group_of_column[d]``.
+
+    Returns
+    -------
+    jax.Array
+        The scalar bound (NaN if ``Kmm`` is not positive definite).
+    """
+    observed = jnp.asarray(observed, dtype=bool)
+    weights = observed.astype(jnp.float64)
+    Y = jnp.where(observed, jnp.asarray(Y), 0.0)
+    psi2_groups = jnp.asarray(psi2_groups)
+    group_of_column = jnp.asarray(group_of_column)
+    G = psi2_groups.shape[0]
+    beta = 1.0 / noise_variance
+    columns_in_group = jnp.zeros(G).at[group_of_column].add(1.0)
+
+    L = cholesky(_symmetric(Kmm))
+    C = _whiten_psi2(L, psi2_groups)
+    LA = cholesky(jnp.eye(L.shape[0]) + beta * C)
+    log_det = 2.0 * jnp.sum(jnp.log(jnp.diagonal(LA, axis1=-2, axis2=-1)), axis=-1)
+    b = solve_triangular(L, psi1.T @ Y, lower=True)
+    c = jax.vmap(lambda g, bd: solve_triangular(LA[g], bd, lower=True))(group_of_column, b.T)
+    num_observed = jnp.sum(weights)
+    return (0.5 * num_observed * (jnp.log(beta) - _LOG_2PI)
+            - 0.5 * jnp.dot(columns_in_group, log_det)
+            - 0.5 * beta * jnp.sum(Y * Y)
+            + 0.5 * beta ** 2 * jnp.sum(c * c)
+            - 0.5 * beta * jnp.dot(jnp.sum(weights, axis=1), psi0)
+            + 0.5 * beta * jnp.dot(columns_in_group, jnp.trace(C, axis1=-2, axis2=-1)))
+
+
+def grouped_psi2(psi2n, patterns) -> jax.Array:
+    """``Psi2`` summed over the observed rows of each missingness pattern.
+
+    Parameters
+    ----------
+    psi2n : array_like, shape (N, M, M)
+        Per-point ``Psi2_n``.
+    patterns : array_like of bool, shape (N, G)
+
+    Returns
+    -------
+    jax.Array, shape (G, M, M)
+    """
+    return jnp.einsum("ng,nij->gij", jnp.asarray(patterns, dtype=jnp.float64), psi2n)
+
+
+def missingness_groups(observed):
+    """The distinct missingness patterns of the output columns.
+
+    Parameters
+    ----------
+    observed : array_like of bool, shape (N, D)
+
+    Returns
+    -------
+    patterns : numpy.ndarray of bool, shape (N, G)
+        The distinct observed-row indicators, in order of first appearance.
+    group_of_column : numpy.ndarray of int, shape (D,)
+        ``observed[:, d] == patterns[:, group_of_column[d]]``.
+    """
+    observed = np.asarray(observed, dtype=bool)
+    _, first, inverse = np.unique(observed.T, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    group_of_column = rank[inverse]
+    patterns = observed[:, np.sort(first)]
+    return patterns, group_of_column
+
+
+def yy_factor(Y):
+    """A factor of ``Y Y^T`` with at most ``N`` columns, for outputs with ``D > N``.
+
+    Parameters
+    ----------
+    Y : array_like, shape (N, D)
+        Fully observed outputs.
+
+    Returns
+    -------
+    R : numpy.ndarray, shape (N, r)
+        ``U sqrt(Lambda)`` from the eigendecomposition of ``Y Y^T``, eigenvalues above
+        ``1e-12`` times the largest kept; ``Y`` itself when ``D <= N``.
+    D : int
+        The number of outputs, to pass as ``output_dim``.
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    N, D = Y.shape
+    if D <= N:
+        return Y, D
+    eigenvalues, U = np.linalg.eigh(Y @ Y.T)
+    keep = eigenvalues > EIGENVALUE_CUTOFF * max(eigenvalues.max(), 0.0)
+    if not keep.any():
+        return np.zeros((N, 1)), D
+    return U[:, keep] * np.sqrt(eigenvalues[keep]), D

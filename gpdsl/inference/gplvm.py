@@ -1,0 +1,163 @@
+"""The view of a model that variational EM works on: a Bayesian GPLVM.
+
+Variational EM with Psi statistics (Titsias & Lawrence 2010; Damianou, Titsias & Lawrence 2016) needs
+a model of the form ``X ~ normal(0, 1); F ~ gp(X, k); Y ~ normal(F, s)``: latent inputs with a standard
+normal prior, one GP over them integrated out under a Gaussian likelihood with scalar noise. A
+:class:`GPLVMProblem` gives the engine the kernel, the noise variance and the log prior of the
+hyperparameters as functions of one flat unconstrained vector ``theta``, and the outputs with their
+missingness mask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from gpdsl.backends.jax.lowering import Block, JaxModel, constrain_blocks, lower, unconstrain_blocks  # noqa: E402
+from gpdsl.errors import MethodError  # noqa: E402
+from gpdsl.ir import nodes as ir  # noqa: E402
+from gpdsl.ir.structure import GPNode, statement_refs  # noqa: E402
+from gpdsl.kernels import Kernel  # noqa: E402
+
+NEEDS = ("{method} needs a Bayesian GPLVM: latent inputs X ~ normal(0, 1) (matrix[N, Q]), one GP over "
+         "them F ~ gp(X, k), and a Gaussian likelihood Y ~ normal(F, s) with scalar s")
+
+
+@dataclass
+class GPLVMProblem:
+    """A Bayesian GPLVM read from a checked model.
+
+    Attributes
+    ----------
+    jax_model : JaxModel
+        The model's lowering (the GP over X is marginalised).
+    latent : str
+        Name of the latent inputs (``X``).
+    node : GPNode
+        The GP over them.
+    output : str
+        Name of the observed outputs (``Y``).
+    Y : numpy.ndarray
+        Outputs ``(N, D)``; missing entries are NaN.
+    theta_blocks : list of Block
+        The hyperparameters, in the order of the flat ``theta`` vector.
+    """
+
+    jax_model: JaxModel
+    latent: str
+    node: GPNode
+    output: str
+    Y: np.ndarray
+    theta_blocks: list[Block]
+
+    @property
+    def num_points(self) -> int:
+        return self.Y.shape[0]
+
+    @property
+    def output_dim(self) -> int:
+        return self.Y.shape[1]
+
+    @property
+    def latent_dim(self) -> int:
+        return self.jax_model.model.latents[self.latent].type.concrete_shape(self.jax_model.sizes)[1]
+
+    @property
+    def observed(self) -> np.ndarray:
+        """Boolean mask of observed output entries, shape ``(N, D)``."""
+        return ~np.isnan(self.Y)
+
+    @property
+    def theta_names(self) -> list[str]:
+        return [b.name for b in self.theta_blocks]
+
+    @property
+    def theta_dim(self) -> int:
+        return sum(b.size for b in self.theta_blocks)
+
+    @property
+    def unpriored(self) -> list[str]:
+        """Hyperparameters without a prior (point-estimated by maximising the bound alone)."""
+        return self.jax_model.model.unpriored_parameters()
+
+    def theta_values(self, theta) -> dict:
+        """Constrained hyperparameters by name."""
+        return constrain_blocks(theta, self.theta_blocks)[0]
+
+    def unconstrain_theta(self, values: dict) -> jax.Array:
+        """The flat ``theta`` of constrained hyperparameter values by name."""
+        return unconstrain_blocks(values, self.theta_blocks)
+
+    def environment(self, theta) -> dict:
+        return {**self.jax_model.data, **self.theta_values(theta)}
+
+    def kernel(self, theta) -> Kernel:
+        """The GP's kernel at ``theta``."""
+        return self.jax_model.gp_kernel(self.node.statement, self.environment(theta))
+
+    def noise_variance(self, theta) -> jax.Array:
+        """The likelihood's noise variance ``s^2`` at ``theta``."""
+        sigma = self.jax_model.evaluate(self.node.likelihood.distribution.arg("sigma"), self.environment(theta))
+        return jnp.square(sigma)
+
+    def log_hyperprior(self, theta) -> jax.Array:
+        """Log prior density of the hyperparameters that have one, on their constrained scale.
+
+        Maximising the bound plus this term gives MAP estimates of those hyperparameters (no
+        Jacobian: the estimate does not depend on the optimiser's parameterisation).
+        """
+        return self.jax_model.log_terms(self.environment(theta), ("prior",), targets=set(self.theta_names))
+
+
+def gplvm_problem(model: ir.Model, data: dict, method: str = "vem") -> GPLVMProblem:
+    """Build the :class:`GPLVMProblem` view of a model, or refuse it with what the method needs.
+
+    Raises
+    ------
+    MethodError
+        The model is not of the form ``X ~ normal(0, 1); F ~ gp(X, k); Y ~ normal(F, s)``.
+    """
+    needs = NEEDS.format(method=method)
+    jax_model = lower(model, data, "centred", marginalise=True)
+    nodes = jax_model.gp_nodes
+    if len(nodes) != 1:
+        raise MethodError(f"{needs}; this model has {len(nodes)} GP statements")
+    node = nodes[0]
+    if not node.marginalised:
+        raise MethodError(f"{needs}; '{node.name}' is not observed directly through a normal likelihood "
+                          "with a scalar standard deviation")
+    components = node.statement.inputs.components
+    if len(components) != 1 or not isinstance(components[0], ir.Ref) or components[0].name not in model.latents:
+        raise MethodError(f"{needs}; the inputs of '{node.name}' are not a latent variable")
+    latent = components[0].name
+    var = model.latents[latent]
+    if var.type.container != "matrix" or var.type.array_dims:
+        raise MethodError(f"{needs}; '{latent}' is {var.type.describe()}")
+    prior = model.priors().get(latent)
+    if not _is_standard_normal(prior):
+        raise MethodError(f"{needs}; '{latent}' must have the prior {latent} ~ normal(0, 1)")
+    others = [name for name in model.latents if name not in (latent, node.name)]
+    if others:
+        raise MethodError(f"{needs}; this model also has latent {', '.join(others)}")
+    theta_blocks = [b for b in jax_model.blocks if b.role == "parameter"]
+    for statement, _ in model.walk():
+        if isinstance(statement, ir.PriorStatement) and statement.target.name in model.parameters:
+            if statement_refs(statement) & set(model.latents):
+                raise MethodError(f"{needs}; the prior of '{statement.target.name}' depends on latent values")
+    output = node.likelihood.target.name
+    Y = np.asarray(jax_model.data[output], dtype=float)
+    return GPLVMProblem(jax_model, latent, node, output, Y, theta_blocks)
+
+
+def _is_standard_normal(prior) -> bool:
+    if prior is None or prior.distribution.name != "normal" or prior.target.indices:
+        return False
+    values = [v for _, v in prior.distribution.args]
+    return (len(values) == 2 and all(isinstance(v, ir.Constant) for v in values)
+            and values[0].value == 0 and values[1].value == 1)

@@ -1,0 +1,262 @@
+"""Predictions of a fitted Bayesian GPLVM (Damianou, Titsias & Lawrence 2016, Sec. 4.1).
+
+* :func:`project_new` finds ``q(X*)`` for new, possibly partially observed, outputs with ``q(X)``,
+  the inducing inputs and the hyperparameters held fixed, by maximising the bound of the augmented
+  data ``(Y, Y*)`` (eq. 52), and returns the density approximation
+  ``log p(Y*^o | Y) ~ F(q(X), q(X*)) - F(q(X))`` (eq. 36).
+* :func:`reconstruct` gives the mean and covariance of unobserved output columns at ``q(X*)``
+  (eqs. 37-41).
+* :func:`predict_latent_function` is the projected-process prediction at fixed latent points
+  (eq. 39), used for the predictive-variance background of latent-space plots.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import scipy.optimize  # noqa: E402
+from jax.flatten_util import ravel_pytree  # noqa: E402
+
+from gpdsl.errors import DataError  # noqa: E402
+from gpdsl.inference.gplvm import GPLVMProblem  # noqa: E402
+from gpdsl.inference.vem import INDUCING_JITTER, VariationalParams, VEMFit, make_objective  # noqa: E402
+from gpdsl.kernels.psi import psi_statistics  # noqa: E402
+from gpdsl.linalg import cho_solve, cholesky  # noqa: E402
+
+
+@dataclass
+class Projection:
+    """``q(X*)`` of new outputs.
+
+    Attributes
+    ----------
+    mean, variance : numpy.ndarray
+        ``(n*, Q)`` means and variances of ``q(X*)``.
+    log_density : float
+        ``F(q(X), q(X*)) - F(q(X))``, the approximation of ``log p(Y*^o | Y)`` (eq. 36).
+    report : dict
+        The optimiser's ``iterations``, ``converged`` and ``message``.
+    """
+
+    mean: np.ndarray
+    variance: np.ndarray
+    log_density: float
+    report: dict
+
+
+def _check_new_outputs(problem: GPLVMProblem, Y_new) -> np.ndarray:
+    Y_new = np.asarray(Y_new, dtype=float)
+    if Y_new.ndim == 1:
+        Y_new = Y_new[None, :]
+    if Y_new.ndim != 2 or Y_new.shape[1] != problem.output_dim:
+        raise DataError(f"new outputs for '{problem.output}' must have shape (n, {problem.output_dim}); "
+                        f"got {Y_new.shape}")
+    if np.isinf(Y_new).any():
+        raise DataError(f"new outputs for '{problem.output}' contain infinite values")
+    if np.isnan(Y_new).all(axis=1).any():
+        raise DataError(f"a row of the new outputs for '{problem.output}' is entirely missing; "
+                        "q(X*) of such a row is the prior")
+    return Y_new
+
+
+def _augmented(fit: VEMFit, Y_new: np.ndarray) -> GPLVMProblem:
+    return replace(fit.problem, Y=np.vstack([fit.problem.Y, Y_new]))
+
+
+def _nearest_neighbour_init(fit: VEMFit, Y_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    Y = fit.problem.Y
+    observed = ~np.isnan(Y_new)
+    means, variances = np.asarray(fit.params.mean), fit.variance
+    rows = []
+    for y, mask in zip(Y_new, observed):
+        diff = np.where(np.isnan(Y[:, mask]), 0.0, Y[:, mask] - y[mask])
+        rows.append(int(np.argmin(np.sum(diff ** 2, axis=1))))
+    return means[rows], variances[rows]
+
+
+def project_new(fit: VEMFit, Y_new, *, max_iterations: int = 500) -> Projection:
+    """Fit ``q(X*)`` to new outputs with everything else fixed (see the module docstring).
+
+    Parameters
+    ----------
+    fit : VEMFit
+        The trained model.
+    Y_new : array_like, shape (n*, D)
+        New outputs; NaN marks unobserved entries (each row needs one observed entry).
+    max_iterations : int
+        L-BFGS-B iterations.
+
+    Returns
+    -------
+    Projection
+    """
+    Y_new = _check_new_outputs(fit.problem, Y_new)
+    augmented = _augmented(fit, Y_new)
+    objective = make_objective(augmented, fit.settings)
+    train_objective = make_objective(fit.problem, fit.settings)
+    params = fit.params
+    mean0, variance0 = _nearest_neighbour_init(fit, Y_new)
+    start = (jnp.asarray(mean0), jnp.log(jnp.asarray(variance0)))
+    flat0, unravel = ravel_pytree(start)
+
+    def full(new):
+        mean_new, log_var_new = new
+        return VariationalParams(jnp.vstack([params.mean, mean_new]),
+                                 jnp.vstack([params.log_variance, log_var_new]), params.inducing, params.theta)
+
+    @jax.jit
+    def negative_and_gradient(flat):
+        return jax.value_and_grad(lambda v: -objective(full(unravel(v))))(flat)
+
+    def fun(x):
+        value, grad = negative_and_gradient(jnp.asarray(x))
+        return (float(value), np.asarray(grad)) if np.isfinite(float(value)) else (np.inf, np.zeros_like(x))
+
+    result = scipy.optimize.minimize(fun, np.asarray(flat0), jac=True, method="L-BFGS-B",
+                                     options={"maxiter": max_iterations, "ftol": 1e-12, "gtol": 1e-8})
+    mean_new, log_var_new = unravel(jnp.asarray(result.x))
+    log_density = -float(result.fun) - float(train_objective(params))
+    message = result.message if isinstance(result.message, str) else result.message.decode()
+    return Projection(np.asarray(mean_new), np.exp(np.asarray(log_var_new)), log_density,
+                      {"iterations": int(result.nit), "converged": bool(result.success), "message": message})
+
+
+def _inducing_posterior(fit: VEMFit, columns: np.ndarray):
+    """Per requested column: ``B_j`` (M,) and ``(Kuu + s^-2 Psi2_j)^-1`` from the training rows observed in
+    column j (eq. 39), with the kernel and noise."""
+    problem, params = fit.problem, fit.params
+    kernel = problem.kernel(params.theta)
+    noise = problem.noise_variance(params.theta)
+    Z = params.inducing
+    Kuu = kernel(Z) + INDUCING_JITTER * jnp.eye(Z.shape[0])
+    observed = problem.observed[:, columns]
+    weights = jnp.asarray(observed, dtype=float)
+    stats = psi_statistics(kernel, Z, params.mean, jnp.exp(params.log_variance), fit.settings.psi_method(),
+                           key=_key(fit), row_weights=weights)
+    Y = jnp.where(jnp.asarray(observed), jnp.asarray(np.nan_to_num(problem.Y[:, columns])), 0.0)
+    Sigma = Kuu[None] + stats.psi2 / noise                              # (J, M, M)
+    chol = cholesky(Sigma)
+    rhs = jnp.einsum("nm,nj->jm", stats.psi1, Y * weights) / noise       # (J, M)
+    B = jax.vmap(lambda L, r: cho_solve((L, True), r))(chol, rhs)
+    Sigma_inv = jax.vmap(lambda L: cho_solve((L, True), jnp.eye(L.shape[0])))(chol)
+    return kernel, noise, Kuu, B, Sigma_inv
+
+
+def _key(fit: VEMFit):
+    return jax.random.PRNGKey(fit.settings.seed) if fit.settings.psi == "monte_carlo" else None
+
+
+def reconstruct(fit: VEMFit, projection: Projection, columns) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of output columns at ``q(X*)`` (eqs. 40-41, noise included).
+
+    Parameters
+    ----------
+    fit : VEMFit
+        The trained model.
+    projection : Projection
+        ``q(X*)`` from :func:`project_new`.
+    columns : sequence of int
+        The output columns to reconstruct (0-based), typically the unobserved ones.
+
+    Returns
+    -------
+    mean : numpy.ndarray, shape (n*, J)
+    covariance : numpy.ndarray, shape (n*, J, J)
+        Covariance between the reconstructed columns at each test point.
+    """
+    columns = np.asarray(columns, dtype=int)
+    kernel, noise, Kuu, B, Sigma_inv = _inducing_posterior(fit, columns)
+    n_new = projection.mean.shape[0]
+    stats = psi_statistics(kernel, fit.params.inducing, jnp.asarray(projection.mean), jnp.asarray(projection.variance),
+                           fit.settings.psi_method(), key=_key(fit), row_weights=jnp.eye(n_new))
+    mean = stats.psi1 @ B.T                                              # (n*, J)
+    Kuu_inv = cho_solve((cholesky(Kuu), True), jnp.eye(Kuu.shape[0]))
+    centred = stats.psi2 - jnp.einsum("nm,nk->nmk", stats.psi1, stats.psi1)   # (n*, M, M)
+    cov = jnp.einsum("jm,nmk,lk->njl", B, centred, B)
+    shrink = jnp.einsum("jmk,nkm->nj", Kuu_inv[None] - Sigma_inv, stats.psi2)   # (n*, J)
+    diagonal = stats.psi0[:, None] - shrink + noise
+    cov = cov + jax.vmap(jnp.diag)(diagonal)
+    return np.asarray(mean), np.asarray(cov)
+
+
+def predict_latent_function(fit: VEMFit, X_new, columns=None) -> tuple[np.ndarray, np.ndarray]:
+    """Projected-process mean and variance of ``F`` at fixed latent points (eq. 39, no noise).
+
+    Parameters
+    ----------
+    fit : VEMFit
+        The trained model.
+    X_new : array_like, shape (n*, Q)
+        Latent points.
+    columns : sequence of int, optional
+        Output columns (all by default).
+
+    Returns
+    -------
+    mean : numpy.ndarray, shape (n*, J)
+    variance : numpy.ndarray, shape (n*, J)
+    """
+    columns = np.arange(fit.problem.output_dim) if columns is None else np.asarray(columns, dtype=int)
+    kernel, _, Kuu, B, Sigma_inv = _inducing_posterior(fit, columns)
+    X_new = jnp.asarray(X_new, dtype=float)
+    Ksu = kernel.cross(X_new, fit.params.inducing)
+    Kuu_inv = cho_solve((cholesky(Kuu), True), jnp.eye(Kuu.shape[0]))
+    mean = Ksu @ B.T
+    shrink = jnp.einsum("nm,jmk,nk->nj", Ksu, Kuu_inv[None] - Sigma_inv, Ksu)
+    variance = kernel.diag(X_new)[:, None] - shrink
+    return np.asarray(mean), np.asarray(variance)
+
+
+def latent_relevance(fit: VEMFit) -> np.ndarray:
+    """Relevance of each latent dimension, shape ``(Q,)``.
+
+    The ARD weights of the kernel when one kernel argument over the latent inputs is a per-dimension
+    parameter (``inv_ls2`` as it is, ``lengthscale`` as ``1 / lengthscale^2``); otherwise the variance
+    of the variational means along each dimension.
+    """
+    from gpdsl.ir import nodes as ir
+
+    Q = fit.problem.latent_dim
+    values = fit.hyperparameters()
+    for leaf in fit.problem.node.statement.kernel.leaves():
+        for arg, expr in leaf.params:
+            if isinstance(expr, ir.Ref) and expr.name in values and np.shape(values[expr.name]) == (Q,):
+                if arg == "inv_ls2":
+                    return np.asarray(values[expr.name], dtype=float)
+                if arg == "lengthscale":
+                    return 1.0 / np.asarray(values[expr.name], dtype=float) ** 2
+    return np.var(np.asarray(fit.params.mean), axis=0)
+
+
+def most_relevant_dims(fit: VEMFit, count: int = 2) -> list[int]:
+    """The ``count`` latent dimensions of largest :func:`latent_relevance`, most relevant first."""
+    return [int(i) for i in np.argsort(-latent_relevance(fit))[:count]]
+
+
+def latent_variance_grid(fit: VEMFit, dims, resolution: int = 60, margin: float = 0.1):
+    """Predictive variance of ``F`` over a grid spanning two latent dimensions (others at 0).
+
+    Returns
+    -------
+    grid_x, grid_y : numpy.ndarray, shape (resolution,)
+    variance : numpy.ndarray, shape (resolution, resolution)
+        Mean over output columns of the variance of eq. 39; rows follow ``grid_y``.
+    """
+    mean = np.asarray(fit.params.mean)
+    axes = []
+    for d in dims:
+        low, high = mean[:, d].min(), mean[:, d].max()
+        pad = margin * (high - low if high > low else 1.0)
+        axes.append(np.linspace(low - pad, high + pad, resolution))
+    gx, gy = np.meshgrid(*axes)
+    points = np.zeros((gx.size, fit.problem.latent_dim))
+    points[:, dims[0]] = gx.ravel()
+    points[:, dims[1]] = gy.ravel()
+    _, variance = predict_latent_function(fit, points)
+    return axes[0], axes[1], variance.mean(axis=1).reshape(gx.shape)

@@ -1,0 +1,245 @@
+"""Variational EM for the Bayesian GPLVM: model view, objective against GPy, fit, results, predictions, CLI."""
+
+import json
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from gpdsl.api import check_file, load_model
+from gpdsl.errors import MethodError
+from gpdsl.inference.gplvm import gplvm_problem
+from gpdsl.inference.gplvm_predict import (latent_relevance, predict_latent_function, project_new, reconstruct,
+                                           Projection)
+from gpdsl.inference.vem import (VariationalParams, VEMSettings, fit_vem, initial_params, make_objective,
+                                 pca_means)
+from gpdsl.inference.vem_run import fit_from_results, fit_model
+from gpdsl.results import arviz_compat
+from gpdsl.results.io import read_netcdf, write_netcdf
+
+MODEL = "models/bayesian_gplvm.gpm"
+
+
+def synthetic(N=40, D=6, seed=0):
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(-2, 2, size=N)
+    X = np.column_stack([np.sin(t), np.cos(t)])
+    W = rng.normal(size=(2, D))
+    Y = np.tanh(X @ W) + 0.05 * rng.normal(size=(N, D))
+    labels = (t > 0).astype(int)
+    return {"N": N, "D": D, "Q": 2, "Y": Y}, labels
+
+
+@pytest.fixture(scope="module")
+def model():
+    return check_file(MODEL)[0]
+
+
+@pytest.fixture(scope="module")
+def fitted(model):
+    data, labels = synthetic()
+    results, fit = fit_model(model, data, VEMSettings(num_inducing=10, max_iterations=300))
+    return data, labels, results, fit
+
+
+def random_params(problem, M, seed=1):
+    rng = np.random.default_rng(seed)
+    N, Q = problem.num_points, problem.latent_dim
+    theta = problem.unconstrain_theta({"s2": 1.3, "w": rng.uniform(0.5, 2.0, size=Q), "noise": 0.2})
+    return VariationalParams(jnp.asarray(rng.normal(size=(N, Q))), jnp.asarray(np.log(rng.uniform(0.05, 0.6, (N, Q)))),
+                             jnp.asarray(rng.normal(size=(M, Q))), theta)
+
+
+def test_the_bayesian_gplvm_model_is_recognised(model):
+    data, _ = synthetic()
+    problem = gplvm_problem(model, data)
+    assert (problem.latent, problem.output, problem.latent_dim, problem.output_dim) == ("X", "Y", 2, 6)
+    assert problem.theta_names == ["s2", "w", "noise"]
+    assert problem.unpriored == ["s2", "w", "noise"]
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("data { int N; vector[N] x; array[N] int<lower=0, upper=1> y; }\nparameters { real<lower=0> l ~ gamma(2, 2); }\n"
+     "model { f ~ gp(x, rbf(lengthscale = l)); y ~ bernoulli_probit(f); }", "not observed directly"),
+    ("data { int N; int D; int Q; matrix[N, D] Y; }\nparameters { real<lower=0> s; }\nlatent { matrix[N, Q] X; }\n"
+     "model { X ~ normal(0, 2); F ~ gp(X, rbf(lengthscale = 1)); Y ~ normal(F, s); }", "X ~ normal(0, 1)"),
+])
+def test_other_models_are_refused_with_what_vem_needs(text, reason):
+    model = load_model(text)
+    rng = np.random.default_rng(0)
+    if "bernoulli" in text:
+        data = {"N": 5, "x": rng.normal(size=5), "y": np.array([0, 1, 0, 1, 1])}
+    else:
+        data = {"N": 5, "D": 2, "Q": 1, "Y": rng.normal(size=(5, 2))}
+    with pytest.raises(MethodError, match="needs a Bayesian GPLVM") as error:
+        gplvm_problem(model, data)
+    assert reason in str(error.value)
+
+
+def test_objective_equals_gpy_bayesian_gplvm(model):
+    GPy = pytest.importorskip("GPy")
+    data, _ = synthetic(N=15, D=4)
+    problem = gplvm_problem(model, data)
+    params = random_params(problem, M=5)
+    ours = float(make_objective(problem, VEMSettings())(params))
+    values = problem.theta_values(params.theta)
+    kernel = GPy.kern.RBF(2, variance=float(values["s2"]), lengthscale=1 / np.sqrt(np.asarray(values["w"])), ARD=True)
+    gpy = GPy.models.BayesianGPLVM(data["Y"], 2, X=np.asarray(params.mean), X_variance=np.exp(np.asarray(params.log_variance)),
+                                   Z=np.asarray(params.inducing), kernel=kernel, num_inducing=5)
+    gpy.likelihood.variance = float(values["noise"])
+    assert ours == pytest.approx(float(np.squeeze(gpy.log_likelihood())), rel=1e-6)
+
+
+def test_pca_initialisation_is_standardised_principal_components():
+    data, _ = synthetic()
+    X = pca_means(data["Y"], 3, np.random.default_rng(0))
+    np.testing.assert_allclose(X.mean(axis=0), 0, atol=1e-12)
+    np.testing.assert_allclose(X.std(axis=0), 1, atol=1e-12)
+    centred = data["Y"] - data["Y"].mean(axis=0)
+    first = centred @ np.linalg.svd(centred)[2][0]
+    assert abs(np.corrcoef(first, X[:, 0])[0, 1]) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_ard_heuristic_sets_inverse_squared_ranges(model):
+    data, _ = synthetic()
+    problem = gplvm_problem(model, data)
+    params = initial_params(problem, VEMSettings(num_inducing=7, init_variance=0.1))
+    values = problem.theta_values(params.theta)
+    span = np.ptp(np.asarray(params.mean), axis=0)
+    np.testing.assert_allclose(values["w"], 1 / span ** 2, rtol=1e-10)
+    np.testing.assert_allclose(np.exp(params.log_variance), 0.1)
+    assert params.inducing.shape == (7, 2)
+    assert float(values["noise"]) == pytest.approx(0.01 * np.mean(np.var(data["Y"], axis=0)), rel=1e-10)
+
+
+def test_fit_converges_and_reports(fitted):
+    _, _, _, fit = fitted
+    report = fit.report
+    assert report["iterations"] > 10 and report["evaluations"] >= report["iterations"]
+    assert fit.trace[-1] == pytest.approx(fit.bound)
+    assert fit.bound > fit.trace[0] + 10
+    assert np.all(np.diff(fit.trace) > -1e-6)
+    assert isinstance(report["message"], str) and report["gradient_norm"] >= 0
+    assert fit.hyperparameters()["noise"] < 0.05
+
+
+def test_results_file_round_trip(fitted, tmp_path):
+    data, _, results, fit = fitted
+    posterior = arviz_compat.groups(results)["posterior"]
+    assert posterior["X"].dims == ("chain", "draw", "N", "Q")
+    assert posterior["X_variance"].shape == (1, 1, 40, 2)
+    assert posterior["inducing_inputs"].dims == ("chain", "draw", "M", "Q")
+    stats = arviz_compat.groups(results)["sample_stats"]
+    assert stats["bound_trace"].dims == ("chain", "draw", "iteration")
+    path = write_netcdf(results, tmp_path / "fit.nc")
+    _, loaded = fit_from_results(read_netcdf(path))
+    objective = make_objective(loaded.problem, loaded.settings)
+    assert float(objective(loaded.params)) == pytest.approx(fit.bound, rel=1e-10)
+    assert json.loads(arviz_compat.root_attrs(results)["optimizer"])["iterations"] == fit.report["iterations"]
+
+
+def test_missing_values_use_the_exact_bound(model):
+    data, _ = synthetic(N=20, D=4)
+    problem = gplvm_problem(model, data)
+    params = random_params(problem, M=6)
+    full = float(make_objective(problem, VEMSettings())(params))
+    holed = dict(data, Y=data["Y"].copy())
+    holed["Y"][3, 1] = np.nan
+    holed["Y"][7, 2] = np.nan
+    problem_holed = gplvm_problem(model, holed)
+    with_missing = float(make_objective(problem_holed, VEMSettings())(params))
+    assert np.isfinite(with_missing) and with_missing != pytest.approx(full, rel=1e-8)
+    fit = fit_vem(problem_holed, VEMSettings(num_inducing=6, max_iterations=50))
+    assert np.isfinite(fit.bound)
+
+
+def test_projecting_a_training_row_recovers_its_latent_point(fitted):
+    _, _, _, fit = fitted
+    row = 5
+    projection = project_new(fit, fit.problem.Y[row])
+    assert np.linalg.norm(projection.mean[0] - np.asarray(fit.params.mean)[row]) < 0.15
+    assert np.isfinite(projection.log_density)
+    far = project_new(fit, fit.problem.Y[row] + 3.0)
+    assert far.log_density < projection.log_density - 10
+
+
+def test_reconstruction_matches_monte_carlo_over_q_x_star(fitted):
+    _, _, _, fit = fitted
+    projection = Projection(np.array([[0.3, -0.2]]), np.array([[0.05, 0.1]]), 0.0, {})
+    columns = [1, 4]
+    mean, cov = reconstruct(fit, projection, columns)
+    rng = np.random.default_rng(0)
+    x = projection.mean + np.sqrt(projection.variance) * rng.normal(size=(20000, 2))
+    f_mean, f_var = predict_latent_function(fit, x, columns)
+    noise = float(fit.hyperparameters()["noise"])
+    standard_error = f_mean.std(axis=0) / np.sqrt(len(x))
+    assert np.all(np.abs(mean[0] - f_mean.mean(axis=0)) < 4 * standard_error + 1e-6)
+    total = np.cov(f_mean.T) + np.diag(f_var.mean(axis=0) + noise)
+    np.testing.assert_allclose(cov[0], total, rtol=0.05, atol=1e-4)
+
+
+def test_reconstruction_of_hidden_columns_is_close_to_truth(fitted):
+    data, _, _, fit = fitted
+    Y_test = data["Y"][:5].copy()
+    hidden = [0, 3]
+    partial = Y_test.copy()
+    partial[:, hidden] = np.nan
+    projection = project_new(fit, partial)
+    mean, cov = reconstruct(fit, projection, hidden)
+    errors = mean - Y_test[:, hidden]
+    sd = np.sqrt(np.einsum("njj->nj", cov))
+    assert np.sqrt(np.mean(errors ** 2)) < 0.5 * np.std(data["Y"][:, hidden])
+    assert np.all(np.abs(errors) < 5 * sd)
+
+
+def test_latent_relevance_reads_the_ard_weights(fitted):
+    _, _, _, fit = fitted
+    np.testing.assert_allclose(latent_relevance(fit), fit.hyperparameters()["w"])
+
+
+@pytest.mark.parametrize("psi", ["unscented", "gauss_hermite", "monte_carlo"])
+def test_any_kernel_runs_with_the_approximate_psi_statistics(psi):
+    text = open(MODEL).read().replace("rbf(variance = s2, inv_ls2 = w)",
+                                      "matern32(variance = s2, lengthscale = w) + linear(variance = 0.1)")
+    model = load_model(text)
+    data, _ = synthetic(N=25, D=3)
+    fit = fit_vem(gplvm_problem(model, data), VEMSettings(psi=psi, num_inducing=6, max_iterations=40, gh_nodes=3))
+    assert np.isfinite(fit.bound) and fit.bound > fit.trace[0]
+
+
+def test_analytic_psi_refuses_kernels_without_closed_form():
+    text = open(MODEL).read().replace("rbf(variance = s2, inv_ls2 = w)", "matern32(variance = s2, lengthscale = w)")
+    data, _ = synthetic(N=10, D=2)
+    with pytest.raises(MethodError, match="unscented"):
+        fit_vem(gplvm_problem(load_model(text), data), VEMSettings(num_inducing=4, max_iterations=5))
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "gpdsl.cli", *args], capture_output=True, text=True)
+
+
+def test_cli_fit_and_latent_plot(tmp_path):
+    data, labels = synthetic(N=30)
+    data_path = tmp_path / "data.json"
+    data_path.write_text(json.dumps({k: np.asarray(v).tolist() for k, v in data.items()}))
+    (tmp_path / "labels.json").write_text(json.dumps({"phase": labels.tolist()}))
+    out = tmp_path / "fit.nc"
+    done = run_cli("fit", MODEL, "--data", str(data_path), "--num-inducing", "8", "--max-iterations", "100",
+                   "--init-value", "noise=0.1", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "final bound" in done.stdout and "iterations" in done.stdout
+    png = tmp_path / "latent.png"
+    done = run_cli("plot", str(out), "--kind", "latent", "--labels", str(tmp_path / "labels.json"), "-o", str(png))
+    assert done.returncode == 0, done.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_fit_refuses_a_classification_model(tmp_path):
+    data_path = tmp_path / "data.json"
+    data_path.write_text(json.dumps({"N": 3, "D": 1, "X": [[0.1], [0.5], [0.9]], "y": [0, 1, 1]}))
+    done = run_cli("fit", "models/gp_classification.gpm", "--data", str(data_path), "--out", str(tmp_path / "f.nc"))
+    assert done.returncode == 1
+    assert "needs a Bayesian GPLVM" in done.stderr and "Traceback" not in done.stderr
