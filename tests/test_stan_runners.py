@@ -7,6 +7,7 @@ serves it from its cache.
 import math
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -294,3 +295,14 @@ def test_cmdstanpy_draws_are_split_by_chain():
     assert draws["s"].shape == (2, 3) and draws["s"][1, 0] == 3.0
     assert draws["M"].shape == (2, 3, 2, 3)
     assert draws["M"][1, 2, 1, 0] == 5 * 1000 + 21.0
+
+
+def test_a_seeded_pystan_call_samples_again_and_leaves_no_cached_fit():
+    first = sample_pystan(PROGRAM, DATA, chains=1, warmup=30, draws=30, seed=11, progress=False)
+    second = sample_pystan(PROGRAM, DATA, chains=1, warmup=30, draws=30, seed=11, progress=False)
+    np.testing.assert_array_equal(first.draws["mu"], second.draws["mu"])
+    import httpstan.cache
+
+    fits = list((httpstan.cache.cache_directory() / "models").glob("*/fits/*.jsonlines.gz"))
+    recent = [path for path in fits if path.stat().st_mtime > time.time() - 60]
+    assert recent == []

@@ -306,12 +306,13 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
     settings = settings or VEMSettings()
     started = time.perf_counter()
     initial = initial if initial is not None else initial_params(problem, settings)
-    flat0, unravel = ravel_pytree(initial)
+    to_params, from_params = optimiser_space(problem)
+    flat0, unravel = ravel_pytree(from_params(initial))
     objective = make_objective(problem, settings)
 
     @jax.jit
     def negative_and_gradient(flat):
-        value, grad = jax.value_and_grad(lambda v: -objective(unravel(v)))(flat)
+        value, grad = jax.value_and_grad(lambda v: -objective(to_params(unravel(v))))(flat)
         return value, grad
 
     value0, _ = negative_and_gradient(flat0)
@@ -339,13 +340,47 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
         fun, np.asarray(flat0, dtype=float), jac=True, method="L-BFGS-B", callback=callback,
         options={"maxiter": settings.max_iterations, "maxfun": settings.max_evaluations,
                  "ftol": settings.ftol, "gtol": settings.gtol, "maxcor": 10})
-    params = unravel(jnp.asarray(result.x))
+    params = to_params(unravel(jnp.asarray(result.x)))
     _, grad = negative_and_gradient(jnp.asarray(result.x))
     message = result.message if isinstance(result.message, str) else result.message.decode()
     report = {"iterations": int(result.nit), "evaluations": evaluations, "bound": -float(result.fun),
               "gradient_norm": float(np.linalg.norm(np.asarray(grad))), "converged": bool(result.success),
               "message": message, "seconds": time.perf_counter() - started}
     return VEMFit(problem, settings, params, -float(result.fun), np.asarray(trace), report, np.asarray(times))
+
+
+def optimiser_space(problem: GPLVMProblem):
+    """Maps between :class:`VariationalParams` and the coordinates L-BFGS-B moves in.
+
+    Positive quantities (the variational variances and the hyperparameters bounded below by 0) are
+    optimised through a softplus, as GPy does: on the log scale the first quasi-Newton steps overshoot
+    by orders of magnitude and the fit can stall far from the optimum. Other hyperparameters keep
+    their unconstrained coordinates.
+    """
+    positive = np.concatenate([np.full(b.size, _is_positive(b)) for b in problem.theta_blocks]) \
+        if problem.theta_blocks else np.zeros(0, dtype=bool)
+
+    def to_params(raw: VariationalParams) -> VariationalParams:
+        theta = jnp.where(positive, _log_softplus(raw.theta), raw.theta)
+        return VariationalParams(raw.mean, _log_softplus(raw.log_variance), raw.inducing, theta)
+
+    def from_params(params: VariationalParams) -> VariationalParams:
+        theta = jnp.where(positive, _inverse_softplus(jnp.exp(params.theta)), params.theta)
+        return VariationalParams(params.mean, _inverse_softplus(jnp.exp(params.log_variance)), params.inducing, theta)
+
+    return to_params, from_params
+
+
+def _is_positive(block) -> bool:
+    return block.upper is None and block.lower is not None and bool(np.all(np.asarray(block.lower) == 0))
+
+
+def _log_softplus(x):
+    return jnp.where(x < -30.0, x, jnp.log(jax.nn.softplus(jnp.maximum(x, -30.0))))
+
+
+def _inverse_softplus(y):
+    return jnp.where(y > 30.0, y, jnp.log(jnp.expm1(jnp.minimum(y, 30.0))))
 
 
 def _raise_not_finite(problem: GPLVMProblem, params: VariationalParams):
