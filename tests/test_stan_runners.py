@@ -306,3 +306,47 @@ def test_a_seeded_pystan_call_samples_again_and_leaves_no_cached_fit():
     fits = list((httpstan.cache.cache_directory() / "models").glob("*/fits/*.jsonlines.gz"))
     recent = [path for path in fits if path.stat().st_mtime > time.time() - 60]
     assert recent == []
+
+
+def _children(pid: int) -> list[int]:
+    import pathlib
+
+    found = []
+    for status in pathlib.Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+        except OSError:
+            continue
+        if fields.get("PPid", "").strip() == str(pid):
+            found.append(int(status.parent.name))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_pystan_worker_stops_when_its_parent_is_killed():
+    import json
+    import os
+    import signal
+
+    script = ("import json, sys; from gpdsl.backends.stan.runners import sample_pystan; "
+              "sample_pystan(sys.argv[1], json.loads(sys.argv[2]), chains=1, warmup=200000, draws=200000, "
+              "progress=False)")
+    parent = subprocess.Popen([sys.executable, "-c", script, PROGRAM, json.dumps({k: np.asarray(v).tolist()
+                                                                                 for k, v in DATA.items()})])
+    try:
+        deadline = time.time() + 120
+        workers = []
+        while time.time() < deadline and not workers:
+            time.sleep(1)
+            workers = _children(parent.pid)
+        assert workers, "the sampler process did not start"
+        time.sleep(5)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        time.sleep(8)
+        alive = [pid for pid in workers if os.path.exists(f"/proc/{pid}")
+                 and "Z" not in open(f"/proc/{pid}/stat").read().split()[2]]
+        assert alive == []
+    finally:
+        if parent.poll() is None:
+            parent.kill()

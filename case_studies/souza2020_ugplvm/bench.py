@@ -1,6 +1,6 @@
 """Speed benchmarks of gpdsl's variational EM for the Bayesian GPLVM, with ratios measured in one run.
 
-P2 (against GPy 1.15): oil flow (1000 x 12), Q = 10, M = 30, rbf-ARD. GPy's ``BayesianGPLVM`` is built
+P2 (against GPy 1.15): oil flow (1000 x 12, centred), Q = 10, M = 30, rbf-ARD. GPy's ``BayesianGPLVM`` is built
 with its default initialisation (PCA means, uniform(0, 0.1) variances, inducing inputs a random subset
 of the means, length-scales from the PCA fractions) and optimised with L-BFGS-B for 1000 evaluations;
 gpdsl starts from exactly the same values (read from the GPy model) and the wall time it needs to reach
@@ -50,7 +50,10 @@ MODEL = ROOT / "models" / "bayesian_gplvm.gpm"
 
 
 def load_oil(Q: int) -> dict:
+    """Oil flow training outputs, centred (the GPLVM has a zero-mean GP; GPy's reference run, 7073.3,
+    is on centred outputs too)."""
     Y = oil_flow("train").X
+    Y = Y - Y.mean(axis=0)
     return {"N": Y.shape[0], "D": Y.shape[1], "Q": Q, "Y": Y}
 
 
@@ -89,32 +92,46 @@ def p2(args) -> list[str]:
     gpy_bound = float(np.squeeze(gpy.log_likelihood()))
     print(f"P2: GPy {GPy.__version__}: bound {gpy_bound:.4f} after {args.gpy_evaluations} evaluations in "
           f"{gpy_seconds:.1f} s", flush=True)
-    settings = VEMSettings(num_inducing=M, max_iterations=args.gpy_evaluations * 2,
-                           max_evaluations=args.gpy_evaluations * 3, ftol=0.0, gtol=1e-8)
-    fit = fit_vem(problem, settings, initial=start)
-    reached = np.nonzero(fit.trace >= gpy_bound)[0]
-    ours_seconds = float(fit.times[reached[0]]) if reached.size else None
-    ratio = ours_seconds / gpy_seconds if ours_seconds is not None else None
+    settings = VEMSettings(num_inducing=M, max_iterations=args.gpy_evaluations * 3,
+                           max_evaluations=args.gpy_evaluations * 4, gtol=1e-8, restarts=20)
+    runs = [("gpdsl from GPy's start", fit_vem(problem, settings, initial=start)),
+            ("gpdsl from its own start (PCA, Sec. 5 heuristics)", fit_vem(problem, settings))]
     lines = [
-        "## P2: time to GPy's bound (oil flow 1000 x 12, Q = 10, M = 30, rbf-ARD)",
+        "## P2: time to GPy's bound (oil flow 1000 x 12 centred, Q = 10, M = 30, rbf-ARD)",
         "",
-        "| | bound | evaluations | iterations | seconds |",
-        "|---|---|---|---|---|",
-        f"| GPy {GPy.__version__} L-BFGS-B (its default start) | {gpy_bound:.2f} | {args.gpy_evaluations} | - | "
-        f"{gpy_seconds:.1f} |",
-        f"| gpdsl, same start, until GPy's bound | {fit.trace[reached[0]]:.2f} | - | {int(reached[0])} | "
-        f"{ours_seconds:.1f} |" if reached.size else "| gpdsl never reached GPy's bound | - | - | - | - |",
-        f"| gpdsl, run to convergence | {fit.bound:.2f} | {fit.report['evaluations']} | {fit.report['iterations']} | "
-        f"{fit.report['seconds']:.1f} |",
-        "",
-        f"- start bound: gpdsl {ours_at_start:.4f}, GPy {gpy_start_bound:.4f}",
-        f"- gpdsl stop: {fit.report['message']} (gradient norm {fit.report['gradient_norm']:.3g})",
-        f"- first compiled evaluation (XLA compile + run): {fit.times[0]:.1f} s, included in gpdsl's seconds",
-        f"- **ratio gpdsl / GPy = {ratio:.3f}** (target <= 0.1: {'met' if ratio <= 0.1 else 'NOT met'})"
-        if ratio is not None else "- ratio: gpdsl did not reach GPy's bound (NOT met)",
-        "",
+        "| run | final bound | iterations (restarts) | evaluations | stop | seconds | seconds to GPy's bound "
+        f"({gpy_bound:.1f}) | seconds to {REFERENCE_BOUND} (issue's GPy run) |",
+        "|---|---|---|---|---|---|---|---|",
+        f"| GPy {GPy.__version__} L-BFGS-B, its default start | {gpy_bound:.2f} | - | {args.gpy_evaluations} | "
+        f"max evaluations | {gpy_seconds:.1f} | {gpy_seconds:.1f} | - |",
     ]
-    return lines
+    ratios = []
+    for label, fit in runs:
+        to_gpy, to_reference = _seconds_to(fit, gpy_bound), _seconds_to(fit, REFERENCE_BOUND)
+        report = fit.report
+        lines.append(f"| {label} | {fit.bound:.2f} | {report['iterations']} ({report['restarts']}) | "
+                     f"{report['evaluations']} | {report['message'].strip()} | {report['seconds']:.1f} | "
+                     f"{_format_seconds(to_gpy)} | {_format_seconds(to_reference)} |")
+        ratios.append((label, to_gpy))
+    lines += ["", f"- start bound at GPy's start: gpdsl {ours_at_start:.4f}, GPy {gpy_start_bound:.4f}",
+              f"- seconds include XLA compilation ({runs[0][1].times[0]:.1f} s for the first evaluation)"]
+    for label, seconds in ratios:
+        lines.append(f"- {label}: ratio to GPy's time = {seconds / gpy_seconds:.3f} (target <= 0.1: "
+                     f"{'met' if seconds / gpy_seconds <= 0.1 else 'NOT met'})" if seconds is not None
+                     else f"- {label}: GPy's bound not reached (NOT met)")
+    return lines + [""]
+
+
+REFERENCE_BOUND = 7073.3
+
+
+def _seconds_to(fit, bound):
+    reached = np.nonzero(fit.trace >= bound)[0]
+    return float(fit.times[reached[0]]) if reached.size else None
+
+
+def _format_seconds(seconds):
+    return "not reached" if seconds is None else f"{seconds:.1f}"
 
 
 def p3(args) -> list[str]:

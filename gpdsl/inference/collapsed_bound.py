@@ -29,7 +29,7 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from gpdsl.linalg import cholesky, solve_triangular  # noqa: E402
+from gpdsl.linalg import cholesky, cholesky_with_jitter, solve_triangular  # noqa: E402
 
 _LOG_2PI = math.log(2.0 * math.pi)
 EIGENVALUE_CUTOFF = 1e-12
@@ -37,6 +37,13 @@ EIGENVALUE_CUTOFF = 1e-12
 
 def _symmetric(a):
     return 0.5 * (a + jnp.swapaxes(a, -1, -2))
+
+
+def _inducing_factor(Kmm):
+    """Cholesky factor of ``Kmm``, with jitter added only if the factorisation fails (as GPy's
+    ``jitchol``): near-singular ``Kmm`` (long length-scales) would otherwise make the bound NaN and
+    stop the optimiser's line search."""
+    return cholesky_with_jitter(_symmetric(Kmm))[0]
 
 
 def _whiten_psi2(L, psi2):
@@ -77,7 +84,7 @@ def collapsed_bound(Y, psi0, psi1, psi2, Kmm, noise_variance, *, output_dim=None
     N = Y.shape[0]
     D = Y.shape[1] if output_dim is None else output_dim
     beta = 1.0 / noise_variance
-    L = cholesky(_symmetric(Kmm))
+    L = _inducing_factor(Kmm)
     C = _whiten_psi2(L, jnp.asarray(psi2))
     LA = cholesky(jnp.eye(L.shape[0]) + beta * C)
     c = solve_triangular(LA, solve_triangular(L, psi1.T @ Y, lower=True), lower=True)
@@ -127,7 +134,7 @@ def collapsed_bound_missing(Y, psi0, psi1, psi2_groups, group_of_column, Kmm, no
     beta = 1.0 / noise_variance
     columns_in_group = jnp.zeros(G).at[group_of_column].add(1.0)
 
-    L = cholesky(_symmetric(Kmm))
+    L = _inducing_factor(Kmm)
     C = _whiten_psi2(L, psi2_groups)
     LA = cholesky(jnp.eye(L.shape[0]) + beta * C)
     log_det = 2.0 * jnp.sum(jnp.log(jnp.diagonal(LA, axis1=-2, axis2=-1)), axis=-1)

@@ -65,6 +65,10 @@ class VEMSettings:
         Bound-and-gradient evaluations.
     ftol, gtol : float
         L-BFGS-B's relative reduction and projected-gradient tolerances.
+    restarts : int
+        When L-BFGS-B stops before ``max_iterations`` without meeting ``gtol`` (a failed line search or
+        a stalled reduction), restart it from its end point with a fresh memory, at most this many
+        times and only while the bound improves by more than ``ftol`` (relative).
     seed : int
         Seed of the inducing-input subset, random initialisation and Monte Carlo draws.
     """
@@ -81,6 +85,7 @@ class VEMSettings:
     max_evaluations: int = 15000
     ftol: float = 1e-10
     gtol: float = 1e-6
+    restarts: int = 5
     seed: int = 0
 
     def psi_method(self) -> PsiMethod:
@@ -336,17 +341,32 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
         if progress and len(trace) % 50 == 0:
             print(f"  iteration {len(trace) - 1}: bound {trace[-1]:.4f}", flush=True)
 
-    result = scipy.optimize.minimize(
-        fun, np.asarray(flat0, dtype=float), jac=True, method="L-BFGS-B", callback=callback,
-        options={"maxiter": settings.max_iterations, "maxfun": settings.max_evaluations,
-                 "ftol": settings.ftol, "gtol": settings.gtol, "maxcor": 10})
+    x, previous = np.asarray(flat0, dtype=float), float(value0)
+    iterations, restarts = 0, 0
+    while True:
+        result = scipy.optimize.minimize(
+            fun, x, jac=True, method="L-BFGS-B", callback=callback,
+            options={"maxiter": settings.max_iterations - iterations, "maxfun": settings.max_evaluations - evaluations,
+                     "ftol": settings.ftol, "gtol": settings.gtol, "maxcor": 10})
+        iterations += int(result.nit)
+        improvement, previous, x = previous - float(result.fun), float(result.fun), result.x
+        stalled = result.status == 2 or (result.status == 0 and "RELATIVE REDUCTION" in _message(result))
+        if (not stalled or restarts >= settings.restarts or iterations >= settings.max_iterations
+                or evaluations >= settings.max_evaluations
+                or improvement <= settings.ftol * max(abs(previous), 1.0)):
+            break
+        restarts += 1
     params = to_params(unravel(jnp.asarray(result.x)))
     _, grad = negative_and_gradient(jnp.asarray(result.x))
-    message = result.message if isinstance(result.message, str) else result.message.decode()
-    report = {"iterations": int(result.nit), "evaluations": evaluations, "bound": -float(result.fun),
+    message = _message(result)
+    report = {"iterations": iterations, "restarts": restarts, "evaluations": evaluations, "bound": -float(result.fun),
               "gradient_norm": float(np.linalg.norm(np.asarray(grad))), "converged": bool(result.success),
               "message": message, "seconds": time.perf_counter() - started}
     return VEMFit(problem, settings, params, -float(result.fun), np.asarray(trace), report, np.asarray(times))
+
+
+def _message(result) -> str:
+    return result.message if isinstance(result.message, str) else result.message.decode()
 
 
 def optimiser_space(problem: GPLVMProblem):

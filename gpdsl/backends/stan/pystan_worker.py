@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -201,8 +203,25 @@ def _layout(request: dict, sink, lock: threading.Lock) -> tuple[dict, dict[str, 
 COMMANDS = {"sample": _sample, "log_prob": _log_prob, "unconstrain": _unconstrain, "layout": _layout}
 
 
+PARENT_POLL_SECONDS = 2.0
+
+
+def _stop_with_parent() -> None:
+    """End this worker's process group (it and httpstan's sampling processes) once the process that
+    started it has gone, so that a killed ``gpdsl`` or script leaves no samplers running."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True, name="gpdsl-parent-watch").start()
+
+
 def run(request_path: Path, result_dir: Path) -> int:
     """Serve one request; the exit status is 0 on success and 1 when ``result.json`` holds an error."""
+    _stop_with_parent()
     sink, original_stderr = sys.stdout, sys.stderr
     lock = threading.Lock()
     sys.stdout = _LineWriter(sink, lock, sink.fileno())
