@@ -43,6 +43,7 @@ from case_studies.filippone2014 import paper_tables  # noqa: E402
 from case_studies.filippone2014.simulate_data import simulate_classification  # noqa: E402
 from gpdsl import datasets  # noqa: E402
 from gpdsl.api import load_model  # noqa: E402
+from gpdsl.atomic import atomic_write_text  # noqa: E402
 from gpdsl.backends.stan.nuts import sample_nuts  # noqa: E402
 from gpdsl.inference.latent_gp import latent_gp  # noqa: E402
 from gpdsl.inference.predict import predict_from_latent_draws, predict_from_theta_draws  # noqa: E402
@@ -105,19 +106,9 @@ SETTINGS = {
 # Small utilities
 # ----------------------------------------------------------------------------------------------
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename.
-
-    Parameters
-    ----------
-    path : Path
-        Destination.
-    text : str
-        Content.
-    """
+    """Write ``text`` to ``path`` all or nothing (:func:`gpdsl.atomic.atomic_write_text`), creating its folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write_text(path, text, "results table")
 
 
 def write_json(path: Path, obj) -> None:

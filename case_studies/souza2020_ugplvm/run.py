@@ -49,6 +49,7 @@ from scipy.spatial import procrustes  # noqa: E402
 
 from case_studies.souza2020_ugplvm import paper_tables  # noqa: E402
 from gpdsl.api import load_model  # noqa: E402
+from gpdsl.atomic import atomic_write_text  # noqa: E402
 from gpdsl.datasets import oil_flow, usps  # noqa: E402
 from gpdsl.inference.gplvm import gplvm_problem  # noqa: E402
 from gpdsl.inference.gplvm_predict import latent_relevance, latent_variance_grid, most_relevant_dims  # noqa: E402
@@ -132,11 +133,9 @@ SETTINGS = {
 # Small utilities
 # ----------------------------------------------------------------------------------------------
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    """Write ``text`` to ``path`` all or nothing (:func:`gpdsl.atomic.atomic_write_text`), creating its folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    atomic_write_text(path, text, "results table")
 
 
 def write_json(path: Path, obj) -> None:
