@@ -178,7 +178,8 @@ def main(argv=None) -> int:
              f"load at start: {', '.join(f'{v:.1f}' for v in os.getloadavg())}",
              f"- mode: {'quick' if args.quick else 'full'}; data: simulate_data.py, seed {args.seed}, d = 2, "
              f"balanced classes; model: models/gp_classification.gpm (ARD)",
-             f"- gpdsl engines: {config['chains']} vectorised chains (vmap) in one process, "
+             f"- gpdsl engines: {config['chains']} vectorised chains (vmap) in one process, split over "
+             f"{len(jax.devices())} CPU device(s) (one per core), "
              f"{config['warmup']} warmup + {config['draws']} draws each, chains started from prior draws; "
              "NUTS: PyStan, chains in parallel processes",
              "- **seconds of sampling = post-compilation execution time of all chains, warmup included** "

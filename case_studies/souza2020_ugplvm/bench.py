@@ -3,8 +3,13 @@
 P2 (against GPy 1.15): oil flow (1000 x 12, centred), Q = 10, M = 30, rbf-ARD. GPy's ``BayesianGPLVM`` is built
 with its default initialisation (PCA means, uniform(0, 0.1) variances, inducing inputs a random subset
 of the means, length-scales from the PCA fractions) and optimised with L-BFGS-B for 1000 evaluations;
-gpdsl starts from exactly the same values (read from the GPy model) and the wall time it needs to reach
-GPy's final bound (XLA compilation included) is divided by GPy's time. Target: at most 1/10.
+gpdsl starts from exactly the same values (read from the GPy model), with the kernel written with
+length-scales as GPy's is (``bgplvm_rbf_lengthscale.gpm``: L-BFGS-B then moves in the same
+coordinates, the softplus of each positive quantity), and the wall time it needs to reach GPy's
+final bound (XLA compilation included) is divided by GPy's time. Target: at most 1/10. For the record
+the same start is also run with the shipped model (``models/bayesian_gplvm.gpm``, inverse squared
+length-scales ``w``, whose softplus coordinates let a dimension switch off in a few steps), and the
+length-scale model from gpdsl's own initialisation.
 
 P3: at Q = 10 on the same data, the cost of one bound-and-gradient evaluation with the unscented
 transform (2Q = 20 sigma points) against tensor Gauss-Hermite with 2 nodes per dimension
@@ -47,6 +52,7 @@ from gpdsl.inference.gplvm import gplvm_problem  # noqa: E402
 from gpdsl.inference.vem import VariationalParams, VEMSettings, fit_vem, make_objective  # noqa: E402
 
 MODEL = ROOT / "models" / "bayesian_gplvm.gpm"
+LENGTHSCALE_MODEL = HERE / "bgplvm_rbf_lengthscale.gpm"
 
 
 def load_oil(Q: int) -> dict:
@@ -65,12 +71,26 @@ def gpy_model(Y, Q: int, M: int, seed: int):
 
 
 def params_from_gpy(problem, gpy) -> VariationalParams:
-    """Our parameters at the GPy model's current values."""
+    """Our parameters at the GPy model's current values (length-scales ``ell`` or weights ``w = 1 / ell^2``)."""
     kern = gpy.kern
-    theta = problem.unconstrain_theta({"s2": float(np.squeeze(kern.variance)), "w": 1.0 / np.asarray(kern.lengthscale) ** 2,
+    lengthscale = np.asarray(kern.lengthscale, dtype=float)
+    kernel_values = {"ell": lengthscale} if "ell" in problem.theta_names else {"w": 1.0 / lengthscale ** 2}
+    theta = problem.unconstrain_theta({"s2": float(np.squeeze(kern.variance)), **kernel_values,
                                        "noise": float(np.squeeze(gpy.likelihood.variance))})
     return VariationalParams(jnp.asarray(np.asarray(gpy.X.mean)), jnp.log(jnp.asarray(np.asarray(gpy.X.variance))),
                              jnp.asarray(np.asarray(gpy.Z)), theta)
+
+
+def gpy_bound_at(gpy, fit) -> float:
+    """GPy's bound at gpdsl's end point (a check that the two codes agree where gpdsl stopped)."""
+    params, values = fit.params, fit.hyperparameters()
+    gpy.X.mean[:] = np.asarray(params.mean)
+    gpy.X.variance[:] = np.exp(np.asarray(params.log_variance))
+    gpy.Z[:] = np.asarray(params.inducing)
+    gpy.kern.variance[:] = values["s2"]
+    gpy.kern.lengthscale[:] = values["ell"] if "ell" in values else 1.0 / np.sqrt(values["w"])
+    gpy.likelihood.variance[:] = values["noise"]
+    return float(np.squeeze(gpy.log_likelihood()))
 
 
 def p2(args) -> list[str]:
@@ -78,14 +98,17 @@ def p2(args) -> list[str]:
 
     Q, M = 10, 30
     data = load_oil(Q)
-    model = load_model(MODEL)
-    problem = gplvm_problem(model, data)
+    problem = gplvm_problem(load_model(LENGTHSCALE_MODEL), data)
+    weights_problem = gplvm_problem(load_model(MODEL), data)
     gpy = gpy_model(data["Y"], Q, M, args.seed)
     start = params_from_gpy(problem, gpy)
-    objective = make_objective(problem, VEMSettings(num_inducing=M))
-    ours_at_start = float(objective(start))
+    ours_at_start = float(make_objective(problem, VEMSettings(num_inducing=M))(start))
+    weights_at_start = float(make_objective(weights_problem, VEMSettings(num_inducing=M))(
+        params_from_gpy(weights_problem, gpy)))
     gpy_start_bound = float(np.squeeze(gpy.log_likelihood()))
-    print(f"P2: start bound gpdsl {ours_at_start:.4f}, GPy {gpy_start_bound:.4f}", flush=True)
+    print(f"P2: start bound gpdsl {ours_at_start:.4f} (w model {weights_at_start:.4f}), GPy {gpy_start_bound:.4f}",
+          flush=True)
+    weights_start = params_from_gpy(weights_problem, gpy)
     tic = time.perf_counter()
     gpy.optimize("lbfgsb", max_iters=args.gpy_evaluations)
     gpy_seconds = time.perf_counter() - tic
@@ -94,26 +117,32 @@ def p2(args) -> list[str]:
           f"{gpy_seconds:.1f} s", flush=True)
     settings = VEMSettings(num_inducing=M, max_iterations=args.gpy_evaluations * 3,
                            max_evaluations=args.gpy_evaluations * 4, gtol=1e-8, restarts=20)
-    runs = [("gpdsl from GPy's start", fit_vem(problem, settings, initial=start)),
-            ("gpdsl from its own start (PCA, Sec. 5 heuristics)", fit_vem(problem, settings))]
+    runs = [("gpdsl from GPy's start, length-scales (GPy's coordinates)", fit_vem(problem, settings, initial=start)),
+            ("gpdsl from GPy's start, weights w = 1/ell^2 (shipped model)",
+             fit_vem(weights_problem, settings, initial=weights_start)),
+            ("gpdsl from its own start (PCA, Sec. 5 heuristics), length-scales", fit_vem(problem, settings))]
     lines = [
         "## P2: time to GPy's bound (oil flow 1000 x 12 centred, Q = 10, M = 30, rbf-ARD)",
         "",
-        "| run | final bound | iterations (restarts) | evaluations | stop | seconds | seconds to GPy's bound "
-        f"({gpy_bound:.1f}) | seconds to {REFERENCE_BOUND} (issue's GPy run) |",
-        "|---|---|---|---|---|---|---|---|",
-        f"| GPy {GPy.__version__} L-BFGS-B, its default start | {gpy_bound:.2f} | - | {args.gpy_evaluations} | "
-        f"max evaluations | {gpy_seconds:.1f} | {gpy_seconds:.1f} | - |",
+        "| run | final bound | GPy's bound at the end point | iterations (restarts) | evaluations | stop | seconds "
+        f"| seconds to GPy's bound ({gpy_bound:.1f}) | seconds to {REFERENCE_BOUND} (issue's GPy run) "
+        "| ratio to GPy's time |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| GPy {GPy.__version__} L-BFGS-B, its default start | {gpy_bound:.2f} | {gpy_bound:.2f} | - | "
+        f"{args.gpy_evaluations} | max evaluations | {gpy_seconds:.1f} | {gpy_seconds:.1f} | - | 1 |",
     ]
     ratios = []
     for label, fit in runs:
         to_gpy, to_reference = _seconds_to(fit, gpy_bound), _seconds_to(fit, REFERENCE_BOUND)
         report = fit.report
-        lines.append(f"| {label} | {fit.bound:.2f} | {report['iterations']} ({report['restarts']}) | "
-                     f"{report['evaluations']} | {report['message'].strip()} | {report['seconds']:.1f} | "
-                     f"{_format_seconds(to_gpy)} | {_format_seconds(to_reference)} |")
+        ratio = "-" if to_gpy is None else f"{to_gpy / gpy_seconds:.3f}"
+        lines.append(f"| {label} | {fit.bound:.2f} | {gpy_bound_at(gpy, fit):.2f} | {report['iterations']} "
+                     f"({report['restarts']}) | {report['evaluations']} | {report['message'].strip()} | "
+                     f"{report['seconds']:.1f} | {_format_seconds(to_gpy)} | {_format_seconds(to_reference)} | "
+                     f"{ratio} |")
         ratios.append((label, to_gpy))
-    lines += ["", f"- start bound at GPy's start: gpdsl {ours_at_start:.4f}, GPy {gpy_start_bound:.4f}",
+    lines += ["", f"- start bound at GPy's start: gpdsl {ours_at_start:.4f} (weights model {weights_at_start:.4f}), "
+                  f"GPy {gpy_start_bound:.4f}",
               f"- seconds include XLA compilation ({runs[0][1].times[0]:.1f} s for the first evaluation)"]
     for label, seconds in ratios:
         lines.append(f"- {label}: ratio to GPy's time = {seconds / gpy_seconds:.3f} (target <= 0.1: "
