@@ -99,7 +99,8 @@ def _triangular_solver(trans: int, lower: bool):
         if a.ndim > 2:
             batch = a.shape[:-2]
             flat_a = jnp.reshape(a, (-1, *a.shape[-2:]))
-            flat_b = jnp.reshape(jnp.broadcast_to(b, (*batch, *b.shape[len(batch):])), (flat_a.shape[0], *b.shape[len(batch):]))
+            shape = jax.eval_shape(partial(_scipy_linalg.solve_triangular, trans=trans, lower=lower), a, b).shape
+            flat_b = jnp.reshape(jnp.broadcast_to(b, shape), (flat_a.shape[0], *shape[len(batch):]))
             solved = lax.map(lambda ab: _scipy_linalg.solve_triangular(*ab, trans=trans, lower=lower), (flat_a, flat_b))
             return jnp.reshape(solved, (*batch, *solved.shape[1:]))
         return _scipy_linalg.solve_triangular(a, b, trans=trans, lower=lower)

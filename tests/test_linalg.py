@@ -159,6 +159,18 @@ def test_vmap_safe_factorisation_and_solves_equal_jax():
     np.testing.assert_allclose(upper, jnp.linalg.solve(A, b), atol=1e-10)
 
 
+@pytest.mark.parametrize("b_shape", [(3, 6, 2), (3, 6), (6, 2)])
+def test_batched_triangular_solves_broadcast_the_right_hand_side_like_jax(b_shape):
+    from jax.scipy import linalg as scipy_linalg
+
+    from gpdsl.linalg import solve_triangular
+
+    L = jnp.linalg.cholesky(_spd_batch(3, 6))
+    b = jnp.asarray(np.random.default_rng(2).normal(size=b_shape))
+    np.testing.assert_allclose(solve_triangular(L, b, lower=True),
+                               scipy_linalg.solve_triangular(L, b, lower=True), atol=1e-12)
+
+
 def test_vmap_safe_solves_differentiate_like_jax():
     from jax.scipy import linalg as scipy_linalg
 

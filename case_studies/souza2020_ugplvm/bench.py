@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -93,6 +95,34 @@ def gpy_bound_at(gpy, fit) -> float:
     return float(np.squeeze(gpy.log_likelihood()))
 
 
+GPY_ALONE = """
+import json, sys, time
+import numpy as np
+import GPy
+Y = np.load(sys.argv[1])
+np.random.seed(int(sys.argv[2]))
+model = GPy.models.BayesianGPLVM(Y, 10, num_inducing=30, kernel=GPy.kern.RBF(10, ARD=True))
+tic = time.perf_counter()
+model.optimize("lbfgsb", max_iters=int(sys.argv[3]))
+print(json.dumps({"seconds": time.perf_counter() - tic, "bound": float(np.squeeze(model.log_likelihood()))}))
+"""
+
+
+def gpy_in_its_own_process(Y, seed: int, evaluations: int) -> dict:
+    """GPy's fit as a user runs it: a fresh process that imports GPy first, so OpenBLAS keeps its
+    default threads (gpdsl's process sets one thread, which GPy in the same process inherits)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "Y.npy"
+        np.save(path, Y)
+        environment = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                                                        "OMP_NUM_THREADS")}
+        done = subprocess.run([sys.executable, "-c", GPY_ALONE, str(path), str(seed), str(evaluations)],
+                              capture_output=True, text=True, env=environment, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def p2(args) -> list[str]:
     import GPy
 
@@ -109,18 +139,22 @@ def p2(args) -> list[str]:
     print(f"P2: start bound gpdsl {ours_at_start:.4f} (w model {weights_at_start:.4f}), GPy {gpy_start_bound:.4f}",
           flush=True)
     weights_start = params_from_gpy(weights_problem, gpy)
+    settings = VEMSettings(num_inducing=M, max_iterations=args.gpy_evaluations * 3,
+                           max_evaluations=args.gpy_evaluations * 4, gtol=1e-8, restarts=20)
+    # gpdsl's fits first, on the quiet machine the script starts on (GPy's runs follow and do not depend on them)
+    runs = [("gpdsl from GPy's start, length-scales (GPy's coordinates)", fit_vem(problem, settings, initial=start)),
+            ("gpdsl from GPy's start, weights w = 1/ell^2 (shipped model)",
+             fit_vem(weights_problem, settings, initial=weights_start)),
+            ("gpdsl from its own start (PCA, Sec. 5 heuristics), length-scales", fit_vem(problem, settings))]
     tic = time.perf_counter()
     gpy.optimize("lbfgsb", max_iters=args.gpy_evaluations)
     gpy_seconds = time.perf_counter() - tic
     gpy_bound = float(np.squeeze(gpy.log_likelihood()))
     print(f"P2: GPy {GPy.__version__}: bound {gpy_bound:.4f} after {args.gpy_evaluations} evaluations in "
           f"{gpy_seconds:.1f} s", flush=True)
-    settings = VEMSettings(num_inducing=M, max_iterations=args.gpy_evaluations * 3,
-                           max_evaluations=args.gpy_evaluations * 4, gtol=1e-8, restarts=20)
-    runs = [("gpdsl from GPy's start, length-scales (GPy's coordinates)", fit_vem(problem, settings, initial=start)),
-            ("gpdsl from GPy's start, weights w = 1/ell^2 (shipped model)",
-             fit_vem(weights_problem, settings, initial=weights_start)),
-            ("gpdsl from its own start (PCA, Sec. 5 heuristics), length-scales", fit_vem(problem, settings))]
+    alone = gpy_in_its_own_process(data["Y"], args.seed, args.gpy_evaluations)
+    print(f"P2: GPy in its own process (default OpenBLAS threads): bound {alone['bound']:.4f} in "
+          f"{alone['seconds']:.1f} s", flush=True)
     lines = [
         "## P2: time to GPy's bound (oil flow 1000 x 12 centred, Q = 10, M = 30, rbf-ARD)",
         "",
@@ -130,6 +164,9 @@ def p2(args) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|",
         f"| GPy {GPy.__version__} L-BFGS-B, its default start | {gpy_bound:.2f} | {gpy_bound:.2f} | - | "
         f"{args.gpy_evaluations} | max evaluations | {gpy_seconds:.1f} | {gpy_seconds:.1f} | - | 1 |",
+        f"| GPy {GPy.__version__}, same start, in its own process (default OpenBLAS threads) | "
+        f"{alone['bound']:.2f} | - | - | {args.gpy_evaluations} | max evaluations | {alone['seconds']:.1f} | "
+        f"{alone['seconds']:.1f} | - | - |",
     ]
     ratios = []
     for label, fit in runs:
@@ -145,8 +182,9 @@ def p2(args) -> list[str]:
                   f"GPy {gpy_start_bound:.4f}",
               f"- seconds include XLA compilation ({runs[0][1].times[0]:.1f} s for the first evaluation)"]
     for label, seconds in ratios:
-        lines.append(f"- {label}: ratio to GPy's time = {seconds / gpy_seconds:.3f} (target <= 0.1: "
-                     f"{'met' if seconds / gpy_seconds <= 0.1 else 'NOT met'})" if seconds is not None
+        lines.append(f"- {label}: ratio to GPy's time in this process = {seconds / gpy_seconds:.3f} (target <= 0.1: "
+                     f"{'met' if seconds / gpy_seconds <= 0.1 else 'NOT met'}); to GPy in its own process "
+                     f"{seconds / alone['seconds']:.3f}" if seconds is not None
                      else f"- {label}: GPy's bound not reached (NOT met)")
     return lines + [""]
 
