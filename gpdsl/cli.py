@@ -124,6 +124,8 @@ def _cmd_fit(args) -> int:
           f"{'converged' if report['converged'] else 'NOT converged'} after {report['iterations']} iterations "
           f"({report['evaluations']} evaluations, {report['seconds']:.1f} s): {report['message']}")
     print(f"final bound {report['bound']:.6g}, gradient norm {report['gradient_norm']:.3g}")
+    if "hint" in report:
+        print(f"hint: {report['hint']}")
     if not args.quiet:
         import numpy as np
 

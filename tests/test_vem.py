@@ -15,7 +15,7 @@ from gpdsl.inference.gplvm import gplvm_problem
 from gpdsl.inference.gplvm_predict import (latent_relevance, predict_latent_function, project_new, reconstruct,
                                            Projection)
 from gpdsl.inference.vem import (VariationalParams, VEMSettings, fit_vem, initial_params, make_objective,
-                                 pca_means)
+                                 line_search_hint, pca_means)
 from gpdsl.inference.vem_run import fit_from_results, fit_model
 from gpdsl.results import arviz_compat
 from gpdsl.results.io import read_netcdf, write_netcdf
@@ -218,6 +218,14 @@ def test_analytic_psi_refuses_kernels_without_closed_form():
     data, _ = synthetic(N=10, D=2)
     with pytest.raises(MethodError, match="unscented"):
         fit_vem(gplvm_problem(load_model(text), data), VEMSettings(num_inducing=4, max_iterations=5))
+
+
+def test_line_search_hint_points_weight_kernels_to_lengthscales():
+    data, _ = synthetic(N=10, D=2)
+    weights = gplvm_problem(load_model(open(MODEL).read()), data)
+    assert "inverse squared length-scales (w)" in line_search_hint(weights)
+    text = open(MODEL).read().replace("inv_ls2 = w", "lengthscale = w")
+    assert "lengthscale" not in line_search_hint(gplvm_problem(load_model(text), data))
 
 
 def run_cli(*args):

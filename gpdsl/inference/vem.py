@@ -362,7 +362,22 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
     report = {"iterations": iterations, "restarts": restarts, "evaluations": evaluations, "bound": -float(result.fun),
               "gradient_norm": float(np.linalg.norm(np.asarray(grad))), "converged": bool(result.success),
               "message": message, "seconds": time.perf_counter() - started}
+    if "ABNORMAL" in message:
+        report["hint"] = line_search_hint(problem)
     return VEMFit(problem, settings, params, -float(result.fun), np.asarray(trace), report, np.asarray(times))
+
+
+def line_search_hint(problem: GPLVMProblem) -> str:
+    """What to try when L-BFGS-B's line search fails (the bound is ill-conditioned near the end point)."""
+    weights = sorted({expr.name for leaf in problem.node.statement.kernel.leaves() for arg, expr in leaf.params
+                      if arg == "inv_ls2" and isinstance(expr, ir.Ref)})
+    advice = ("the line search failed, usually because the bound is ill-conditioned where the fit stopped "
+              "(near-singular inducing covariance)")
+    if weights:
+        return (f"{advice}; the kernel uses inverse squared length-scales ({', '.join(weights)}), which let "
+                "dimensions switch off in a few steps: writing it with `lengthscale` is the same model and "
+                "often lets the fit go on (see docs/inference.md)")
+    return f"{advice}; try other initial values (--init-value), fewer inducing inputs or a larger init variance"
 
 
 def _message(result) -> str:
