@@ -78,13 +78,16 @@ def _cmd_sample(args) -> int:
                               draws=args.draws, seed=args.seed, adapt_delta=args.adapt_delta,
                               max_depth=args.max_depth, progress=not args.quiet)
     else:
-        from gpdsl.inference.run import EngineSettings, sample_engine
+        from gpdsl.inference.run import EngineSettings, adapted_proposal_covariance, sample_engine
+        from gpdsl.results.io import read_netcdf
 
+        proposal = adapted_proposal_covariance(read_netcdf(args.proposal_from)) if args.proposal_from else None
         settings = EngineSettings(
             approximation=args.approximation, num_importance=args.num_importance,
             target_acceptance=args.target_acceptance, sample_latent=args.sample_latent,
             theta_update=args.theta_update.replace("-", "_"), repeat_f=args.repeat_f,
-            repeat_theta=args.repeat_theta, surrogate_variance=args.surrogate_variance, tol=args.tol)
+            repeat_theta=args.repeat_theta, surrogate_variance=args.surrogate_variance, tol=args.tol,
+            proposal_covariance=proposal)
         new_inputs = _new_inputs(args.predict, model) if args.predict else None
         results = sample_engine(model, data, args.method, settings, chains=args.chains, warmup=args.warmup,
                                 draws=args.draws, seed=args.seed, progress=not args.quiet,
@@ -265,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     engines.add_argument("--repeat-f", type=int, default=1, help="gibbs: ESS updates of f per iteration")
     engines.add_argument("--repeat-theta", type=int, default=1, help="gibbs: theta updates per iteration")
     engines.add_argument("--surrogate-variance", type=float, default=1.0, help="gibbs with SURR: noise S")
+    engines.add_argument("--proposal-from", default=None, metavar="FIT.nc",
+                         help="pm, mcmc-ep: reuse the random-walk covariance an earlier pm/mcmc-ep run adapted "
+                              "(averaged over its chains); nothing is adapted, warmup only burns in")
     engines.add_argument("--tol", type=float, default=None,
                          help="Laplace/EP convergence: change in squared norm of f (default n/1e4)")
     engines.add_argument("--predict", default=None, metavar="NEW.json",

@@ -14,7 +14,8 @@ from gpdsl.inference.ep import ep
 from gpdsl.inference.gaussian_approx import predict
 from gpdsl.inference.latent_gp import latent_gp
 from gpdsl.inference.predict import new_input_covariances, predict_from_latent_draws, predict_from_theta_draws
-from gpdsl.inference.run import EngineSettings, sample_engine
+from gpdsl.errors import MethodError
+from gpdsl.inference.run import EngineSettings, adapted_proposal_covariance, sample_engine
 from gpdsl.results import arviz_compat
 
 
@@ -99,3 +100,21 @@ def test_cli_pm_with_predictions(tmp_path, classification):
 
     groups = arviz_compat.groups(read_netcdf(fit))
     assert groups["predictions"]["y_prob"].shape == (2, 50, 1)
+
+    adapted = adapted_proposal_covariance(read_netcdf(fit))
+    assert np.shape(adapted) == (3, 3)
+    refit = tmp_path / "refit.nc"
+    result = subprocess.run([sys.executable, "-m", "gpdsl.cli", "sample", "models/gp_classification.gpm", "--data",
+                             str(data_file), "--method", "pm", "--chains", "2", "--warmup", "10", "--draws", "20",
+                             "--proposal-from", str(fit), "--out", str(refit), "--quiet"], capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stderr
+    reused = json.loads(arviz_compat.root_attrs(read_netcdf(refit))["engine_report"])["proposal_covariance"]
+    np.testing.assert_allclose(reused, [adapted, adapted], rtol=1e-10)
+
+
+def test_proposal_from_a_gibbs_run_is_refused(classification):
+    model, data = classification
+    results = sample_engine(model, data, "gibbs", chains=1, warmup=5, draws=5, seed=0, progress=False)
+    with pytest.raises(MethodError, match="pm or mcmc-ep"):
+        adapted_proposal_covariance(results)

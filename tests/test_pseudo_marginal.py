@@ -16,7 +16,7 @@ from gpdsl.api import check_text
 from gpdsl.errors import MethodError
 from gpdsl.inference.driver import run_chains
 from gpdsl.inference.latent_gp import latent_gp
-from gpdsl.inference.pseudo_marginal import make_importance_estimator, make_pseudo_marginal
+from gpdsl.inference.pseudo_marginal import make_importance_estimator, make_pseudo_marginal, proposal_covariance_of
 
 ONE_HYPERPARAMETER = """
 data { int N; int D; matrix[N, D] X; array[N] int<lower=0, upper=1> y; }
@@ -85,6 +85,26 @@ def test_chain_matches_quadrature_posterior(problem, exact_posterior, approximat
     scales = np.asarray(result.final_state.log_scale)
     assert np.all(np.isfinite(scales))
     assert 0.1 < np.asarray(result.infos.acceptance_rate).mean() < 0.5
+
+
+def test_fixed_proposal_is_kept_and_the_chain_still_targets_the_posterior(problem, exact_posterior):
+    covariance = np.array([[0.8]])
+    init, step = make_pseudo_marginal(problem, "laplace", 1, proposal_covariance=covariance)
+    chains = 4
+    states = jax.vmap(init)(jax.random.split(jax.random.PRNGKey(5), chains), jnp.zeros((chains, 1)))
+    result = run_chains(step, states, jax.random.PRNGKey(6), 300, 4000, extract=lambda s: s.theta,
+                        progress=False, segment_size=1000)
+    np.testing.assert_allclose(proposal_covariance_of(result.final_state), np.broadcast_to(covariance, (4, 1, 1)))
+    log_tau = np.asarray(result.draws)[..., 0]
+    grid, weights = exact_posterior
+    exact_mean = (weights * grid).sum()
+    assert abs(log_tau.mean() - exact_mean) < 4 * float(az.mcse(log_tau))
+
+
+@pytest.mark.parametrize("covariance", [[[1.0, 0.0]], [[-1.0]], [[np.nan]]])
+def test_bad_fixed_proposal_is_refused(problem, covariance):
+    with pytest.raises(MethodError, match="proposal covariance"):
+        make_pseudo_marginal(problem, "laplace", 1, proposal_covariance=covariance)
 
 
 def test_scale_is_frozen_after_warmup(problem):

@@ -79,11 +79,12 @@ SETTINGS = {
         "chains": 4, "warmup": 1000, "draws": 2000,
         "num_importance": [1, 16, 64],
         "nuts": {"chains": 4, "warmup": 1000, "draws": 1000, "adapt_delta": 0.95},
-        "table3": {"num_importance": 16, "repeat": 20, "chains": 4, "warmup": 100, "draws": 500},
+        "nuts_by_n": {200: {"chains": 4, "warmup": 300, "draws": 300, "adapt_delta": 0.95}},
+        "table3": {"num_importance": 16, "repeat": 20, "chains": 4, "warmup": 50, "draws": 250},
         "capacity": {"datasets": ["pima", "breast", "ionosphere", "glass", "thyroid", "usps"],
-                     "sizes": [20, 50, 100], "splits": 2, "num_importance": 16,
+                     "sizes": [10, 30, 100], "splits": 2, "num_importance": 16,
                      "chains": 2, "warmup": 300, "draws": 600, "predict_thin": 5,
-                     "nuts": {"chains": 2, "warmup": 500, "draws": 500, "adapt_delta": 0.95}},
+                     "nuts": {"chains": 2, "warmup": 300, "draws": 300, "adapt_delta": 0.95}},
         "data_seed": 0,
     },
     "quick": {
@@ -267,6 +268,11 @@ def nuts_run(kernel: str, data: dict, nuts: dict, seed: int) -> dict:
     return summary
 
 
+def nuts_settings(cfg: dict, n: int) -> dict:
+    """NUTS settings for data of size ``n`` (``cfg["nuts_by_n"]`` shortens the costly large-n runs)."""
+    return cfg.get("nuts_by_n", {}).get(n, cfg["nuts"])
+
+
 def scheme_list(cfg: dict) -> list[tuple[str, str, EngineSettings]]:
     """Table 1's schemes: (label, method, settings) for PM LA/EP with each N_imp, AA and SURR."""
     out = []
@@ -309,7 +315,7 @@ def table1_runs(cfg: dict, mode: str, fresh: bool, with_engines: bool = True,
             key = f"t1_{mode}_n{n}_d{d}_{kernel}_NUTS"
             if with_nuts is True or (with_nuts == "cached" and (CACHE / f"{key}.json").exists() and not fresh):
                 print(f"[table 1] n={n} d={d} {kernel} NUTS", flush=True)
-                summary = cached(key, lambda: nuts_run(kernel, data, cfg["nuts"], seed=7), fresh)
+                summary = cached(key, lambda: nuts_run(kernel, data, nuts_settings(cfg, n), seed=7), fresh)
                 rows.append({"n": n, "d": d, "scheme": "NUTS", **summary})
     return rows
 
@@ -328,7 +334,9 @@ def table1_markdown(rows: list[dict], cfg: dict, mode: str) -> str:
     """Table 1 as markdown: ours per kernel, with the paper's row beside it."""
     lines = [f"# Table 1 ({mode} settings): PM vs AA vs SURR vs NUTS on simulated data", "",
              f"Chains {cfg['chains']}, warmup {cfg['warmup']}, draws {cfg['draws']} (NUTS: {cfg['nuts']['chains']} "
-             f"chains, {cfg['nuts']['warmup']} + {cfg['nuts']['draws']}, adapt_delta {cfg['nuts']['adapt_delta']}). "
+             f"chains, {cfg['nuts']['warmup']} + {cfg['nuts']['draws']}, adapt_delta {cfg['nuts']['adapt_delta']}"
+             + "".join(f"; n = {n}: {s['chains']} chains, {s['warmup']} + {s['draws']}"
+                       for n, s in cfg.get("nuts_by_n", {}).items()) + "). "
              "ESS: minimum bulk ESS over the hyperparameters per chain, mean (sd) over chains; pooled: "
              "multi-chain. R-hat: median over hyperparameters of rank-normalised split R-hat on the first "
              "k post-warmup draws ('-': the run is shorter; 'all': every draw kept). "
@@ -635,6 +643,11 @@ def main(argv=None) -> None:
     parser.add_argument("--medium", action="store_true",
                         help="every (n, d) of the paper with fewer chains, iterations and repeats (hours)")
     parser.add_argument("--fresh", action="store_true", help="ignore cached runs in results/cache")
+    parser.add_argument("--nuts", default="run", choices=["run", "cached"],
+                        help="Tables 1-3: run NUTS where it is not cached, or only use cached NUTS runs "
+                             "(lets the engines and NUTS run in separate processes)")
+    parser.add_argument("--no-engines", action="store_true",
+                        help="Table 1: only the NUTS runs (with --nuts run), for a separate process")
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "medium" if args.medium else "full"
     cfg = SETTINGS[mode]
@@ -643,9 +656,12 @@ def main(argv=None) -> None:
     t1_rows = None
     if args.table in ("1", "2", "3", "all"):
         started = time.perf_counter()
-        t1_rows = table1_runs(cfg, mode, args.fresh, with_engines=args.table != "3",
-                              with_nuts={"2": False, "3": "cached"}.get(args.table, True))
+        t1_rows = table1_runs(cfg, mode, args.fresh, with_engines=args.table != "3" and not args.no_engines,
+                              with_nuts={"2": False, "3": "cached"}.get(args.table, args.nuts == "run" or "cached"))
         timings["table1_runs"] = time.perf_counter() - started
+        if args.no_engines:
+            print("NUTS runs cached; tables are written by a run with the engines", flush=True)
+            return
         if args.table in ("1", "all"):
             write_json(RESULTS / f"table1{suffix}.json", {"settings": cfg, "rows": t1_rows})
             atomic_write(RESULTS / f"table1{suffix}.md", table1_markdown(t1_rows, cfg, mode))

@@ -8,7 +8,8 @@ with ``q`` the Laplace or EP Gaussian, computed in the log domain. The chain's s
 estimate and never re-estimates it (that is what makes the chain exact). The random-walk proposal on
 the unconstrained ``theta`` has a scale adapted during warmup towards a target acceptance (about 25%)
 and, by default, a shape (Cholesky factor of the covariance) estimated from the warmup draws; both are
-frozen afterwards, so the sampling phase is a plain MH chain. Optionally the latent ``f`` is updated
+frozen afterwards, so the sampling phase is a plain MH chain. A covariance adapted in one run can be
+given to another (``proposal_covariance``), which then adapts nothing. Optionally the latent ``f`` is updated
 by elliptical slice sampling given ``theta`` after each step, for predictions (eq. 20).
 
 Cost of one estimate (``O(n^3)`` operations): the approximation (Laplace: one factorisation per
@@ -32,6 +33,7 @@ import jax
 jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
 from jax.scipy.special import logsumexp  # noqa: E402
 
 from gpdsl.errors import MethodError  # noqa: E402
@@ -161,7 +163,7 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
                          target_acceptance: float = 0.25, initial_scale: float | None = None,
                          proposal_scales=None, sample_latent: bool = False, tol=None, max_iter: int = 100,
                          use_approximate_marginal: bool = False, adapt_covariance: bool = True,
-                         ep_schedule: str = "parallel"):
+                         ep_schedule: str = "parallel", proposal_covariance=None):
     """Build the pseudo-marginal MH engine for a latent GP model.
 
     Parameters
@@ -191,6 +193,11 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
         ``2.38 / sqrt(p)`` at the switch. Frozen with the scale after warmup.
     ep_schedule : {"parallel", "sequential"}
         EP's site schedule (see :func:`~gpdsl.inference.ep.ep`).
+    proposal_covariance : array_like, shape (p, p), optional
+        A fixed random-walk covariance on the unconstrained ``theta`` (for example one adapted in an
+        earlier run, :func:`proposal_covariance_of`). Nothing is adapted then: warmup only burns in.
+        This is how Filippone & Girolami compare importance densities: one proposal for all, so that
+        a noisier estimator shows as a lower acceptance rate.
 
     Returns
     -------
@@ -209,6 +216,10 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
     p = problem.theta_dim
     scales = jnp.ones(p) if proposal_scales is None else jnp.asarray(proposal_scales, dtype=float)
     start_scale = 0.5 * 2.38 / jnp.sqrt(p) if initial_scale is None else initial_scale
+    start_chol = jnp.diag(scales)
+    adaptive = proposal_covariance is None
+    if not adaptive:
+        start_chol, start_scale = jnp.asarray(_proposal_factor(proposal_covariance, p)), 1.0
     loglik = lambda theta: (lambda f: problem.log_likelihood(f, theta))  # noqa: E731
 
     def init(key, theta):
@@ -216,7 +227,7 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
         log_marginal, _, _ = estimate(key, theta)
         f = jnp.zeros(problem.n)
         return PMState(theta, log_marginal, problem.log_prior(theta), jnp.log(jnp.asarray(start_scale, float)),
-                       jnp.zeros((), jnp.int32), f, loglik(theta)(f), jnp.diag(scales), jnp.zeros(p),
+                       jnp.zeros((), jnp.int32), f, loglik(theta)(f), start_chol, jnp.zeros(p),
                        jnp.zeros((p, p)), jnp.zeros((), jnp.int32))
 
     def adapt_shape(state: PMState, theta, log_scale, adapting):
@@ -233,6 +244,7 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
         return chol, mean, scatter, count, log_scale
 
     def step(key, state: PMState, adapting):
+        adapting = jnp.logical_and(adapting, adaptive)
         key_move, key_estimate, key_accept, key_latent = jax.random.split(key, 4)
         proposal = state.theta + jnp.exp(state.log_scale) * state.proposal_chol @ jax.random.normal(key_move, (p,))
         log_marginal, converged, ops = estimate(key_estimate, proposal)
@@ -262,3 +274,23 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
         return new, info
 
     return init, step
+
+
+def proposal_covariance_of(states: PMState) -> np.ndarray:
+    """The random-walk covariance ``exp(2 log_scale) C C^T`` of each chain's state, shape ``(chains, p, p)``."""
+    chol = np.asarray(states.proposal_chol)
+    scale = np.exp(2.0 * np.asarray(states.log_scale))
+    return scale[..., None, None] * chol @ np.swapaxes(chol, -1, -2)
+
+
+def _proposal_factor(covariance, p: int) -> np.ndarray:
+    """The Cholesky factor of a user's proposal covariance, with a clear error if it is not one."""
+    covariance = np.asarray(covariance, dtype=float)
+    if covariance.shape != (p, p) or not np.all(np.isfinite(covariance)):
+        raise MethodError(f"the proposal covariance must be a finite {p} x {p} matrix (one row per unconstrained "
+                          f"hyperparameter), got shape {covariance.shape}")
+    try:
+        return np.linalg.cholesky(0.5 * (covariance + covariance.T))
+    except np.linalg.LinAlgError:
+        raise MethodError("the proposal covariance is not positive definite; pass a covariance adapted by an "
+                          "earlier run (its engine_report) or a positive diagonal") from None

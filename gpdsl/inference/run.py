@@ -32,8 +32,9 @@ from gpdsl.errors import MethodError  # noqa: E402
 from gpdsl.inference.driver import run_chains  # noqa: E402
 from gpdsl.inference.gibbs import THETA_UPDATES, make_gibbs  # noqa: E402
 from gpdsl.inference.latent_gp import LatentGP, latent_gp  # noqa: E402
-from gpdsl.inference.pseudo_marginal import make_pseudo_marginal  # noqa: E402
+from gpdsl.inference.pseudo_marginal import make_pseudo_marginal, proposal_covariance_of  # noqa: E402
 from gpdsl.ir.nodes import Model  # noqa: E402
+from gpdsl.results.arviz_compat import root_attrs  # noqa: E402
 from gpdsl.results.build import build_results  # noqa: E402
 
 ENGINE_METHODS = ("pm", "mcmc-ep", "gibbs", "ep-ml")
@@ -61,6 +62,9 @@ class EngineSettings:
         ``gibbs`` with SURR: the diagonal surrogate noise.
     tol : float or None
         Convergence tolerance of Laplace/EP (default ``n / 1e4``).
+    proposal_covariance : list of lists, optional
+        ``pm``/``mcmc-ep``: a fixed random-walk covariance on the unconstrained hyperparameters (no
+        adaptation), e.g. :func:`adapted_proposal_covariance` of an earlier run.
     """
 
     approximation: str = "ep"
@@ -72,6 +76,7 @@ class EngineSettings:
     repeat_theta: int = 1
     surrogate_variance: float = 1.0
     tol: float | None = None
+    proposal_covariance: list | None = None
 
 
 def prior_initial_thetas(problem: LatentGP, key, chains: int) -> jnp.ndarray:
@@ -88,7 +93,7 @@ def _engine(problem: LatentGP, method: str, settings: EngineSettings):
         init, step = make_pseudo_marginal(
             problem, "ep" if method == "mcmc-ep" else settings.approximation, settings.num_importance,
             settings.target_acceptance, sample_latent=settings.sample_latent, tol=settings.tol,
-            use_approximate_marginal=method == "mcmc-ep")
+            use_approximate_marginal=method == "mcmc-ep", proposal_covariance=settings.proposal_covariance)
         extract = lambda s: {"theta": s.theta, "f": s.f, "log_marginal": s.log_marginal}  # noqa: E731
         return (lambda key, theta: init(key, theta)), step, extract
     if settings.theta_update not in THETA_UPDATES:
@@ -153,11 +158,41 @@ def sample_engine(model: Model, data: dict, method: str, settings: EngineSetting
         if "log_marginal" in result.draws:
             stats["log_marginal"] = np.asarray(result.draws["log_marginal"])
         extra = {"timings": result.timings}
+        if method in ("pm", "mcmc-ep"):
+            extra["proposal_covariance"] = proposal_covariance_of(result.final_state).tolist()
     predictions = None
     if new_inputs is not None:
         predictions = _predictions(problem, method, settings, theta_draws, f_draws, new_inputs)
     return engine_results(model, data, problem, method, settings, theta_draws, f_draws, stats,
                           seed=seed, wall_time=time.perf_counter() - started, extra=extra, predictions=predictions)
+
+
+def adapted_proposal_covariance(results) -> list:
+    """The random-walk covariance a ``pm`` or ``mcmc-ep`` run adapted, averaged over its chains.
+
+    Pass it as ``EngineSettings(proposal_covariance=...)`` to run other chains with the same, fixed
+    proposal (``gpdsl sample --proposal-from FIT.nc``).
+
+    Parameters
+    ----------
+    results
+        Results of :func:`sample_engine` (or read back from NetCDF).
+
+    Returns
+    -------
+    list of lists, shape (p, p)
+
+    Raises
+    ------
+    MethodError
+        When the results do not come from a ``pm`` or ``mcmc-ep`` run of gpdsl.
+    """
+    attrs = root_attrs(results)
+    report = json.loads(attrs.get("engine_report", "{}"))
+    if "proposal_covariance" not in report:
+        raise MethodError(f"these results (method {attrs.get('method', 'unknown')}) hold no adapted proposal; "
+                          "it comes from a run with --method pm or mcmc-ep")
+    return np.mean(np.asarray(report["proposal_covariance"], dtype=float), axis=0).tolist()
 
 
 def _predictions(problem: LatentGP, method: str, settings: EngineSettings, theta_draws, f_draws, new_inputs):
