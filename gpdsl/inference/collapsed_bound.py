@@ -13,7 +13,8 @@ term serves other priors on ``X``. ``Y`` enters only through ``tr(Y^T Y)`` and `
 ``D > N`` a factor ``R`` with ``R R^T = Y Y^T`` (:func:`yy_factor`) can stand in for ``Y``.
 With missing outputs (:func:`collapsed_bound_missing`) the bound is the sum over columns of the
 single-column bound on that column's observed rows; columns with the same missingness pattern share
-one ``Psi2`` and one factorisation of ``A``.
+one ``Psi2`` and one factorisation of ``A``. :func:`collapsed_bound` has a hand-written gradient (GPy's), which
+compiles to far fewer operations than differentiating through the factorisations.
 
 Nothing here raises on numerical failure: a ``Kmm`` or ``A`` that is not positive definite gives NaN,
 which the caller checks.
@@ -22,6 +23,7 @@ which the caller checks.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import jax
 
@@ -81,18 +83,55 @@ def collapsed_bound(Y, psi0, psi1, psi2, Kmm, noise_variance, *, output_dim=None
         The scalar bound (NaN if ``Kmm`` is not positive definite).
     """
     Y = jnp.asarray(Y)
-    N = Y.shape[0]
     D = Y.shape[1] if output_dim is None else output_dim
+    return _collapsed_bound(D, Y, jnp.asarray(psi0), jnp.asarray(psi1), jnp.asarray(psi2), jnp.asarray(Kmm),
+                            jnp.asarray(noise_variance, dtype=jnp.float64))
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _collapsed_bound(D, Y, psi0, psi1, psi2, Kmm, noise_variance):
+    return _collapsed_bound_forward(D, Y, psi0, psi1, psi2, Kmm, noise_variance)[0]
+
+
+def _collapsed_bound_forward(D, Y, psi0, psi1, psi2, Kmm, noise_variance):
+    N = Y.shape[0]
     beta = 1.0 / noise_variance
     L = _inducing_factor(Kmm)
-    C = _whiten_psi2(L, jnp.asarray(psi2))
-    LA = cholesky(jnp.eye(L.shape[0]) + beta * C)
+    C = _whiten_psi2(L, psi2)
+    LA = cholesky(np.eye(L.shape[0]) + beta * C)
     c = solve_triangular(LA, solve_triangular(L, psi1.T @ Y, lower=True), lower=True)
-    return (0.5 * N * D * (jnp.log(beta) - _LOG_2PI)
-            - D * jnp.sum(jnp.log(jnp.diag(LA)))
-            - 0.5 * beta * jnp.sum(Y * Y)
-            + 0.5 * beta ** 2 * jnp.sum(c * c)
-            - 0.5 * beta * D * (jnp.sum(psi0) - jnp.trace(C)))
+    value = (0.5 * N * D * (jnp.log(beta) - _LOG_2PI)
+             - D * jnp.sum(jnp.log(jnp.diag(LA)))
+             - 0.5 * beta * jnp.sum(Y * Y)
+             + 0.5 * beta ** 2 * jnp.sum(c * c)
+             - 0.5 * beta * D * (jnp.sum(psi0) - jnp.trace(C)))
+    return value, (Y, psi0, psi1, L, C, LA, c, beta)
+
+
+def _collapsed_bound_backward(D, residuals, cotangent):
+    """The gradients of GPy's ``VarDTC`` (with ``Sigma = Kmm + beta Psi2`` and ``v = Sigma^-1 Psi1^T Y``)::
+
+        dF/dPsi2 = beta H,  H = 1/2 (D Kmm^-1 - D Sigma^-1 - beta^2 v v^T),  dF/dKmm = H - beta D/2 Kmm^-1 Psi2 Kmm^-1,
+        dF/dPsi1 = beta^2 Y v^T,  dF/dpsi0 = -beta D/2,
+        dF/dbeta = N D / (2 beta) - 1/2 tr(Y^T Y) + beta ||c||^2 - D/2 sum(psi0) + tr(H Psi2),
+
+    computed in the whitened basis of ``L^-1`` (``Kmm^-1 = L^-T L^-1``, ``Sigma^-1 = L^-T A^-1 L^-1``).
+    """
+    Y, psi0, psi1, L, C, LA, c, beta = residuals
+    N, M = psi1.shape
+    Li, LAi = (solve_triangular(factor, np.eye(M), lower=True) for factor in (L, LA))
+    u = LAi.T @ c
+    whitened_H = 0.5 * (D * (np.eye(M) - LAi.T @ LAi) - beta ** 2 * (u @ u.T))
+    v = Li.T @ u
+    d_psi2, d_Kmm = Li.T @ jnp.stack([beta * whitened_H, whitened_H - 0.5 * beta * D * C]) @ Li
+    d_beta = (0.5 * N * D / beta - 0.5 * jnp.sum(Y * Y) + beta * jnp.sum(c * c) - 0.5 * D * jnp.sum(psi0)
+              + jnp.sum(whitened_H * C))
+    gradients = (beta ** 2 * (psi1 @ v) - beta * Y, jnp.full(N, -0.5 * beta * D), beta ** 2 * (Y @ v.T), d_psi2,
+                 d_Kmm, -beta ** 2 * d_beta)
+    return tuple(cotangent * gradient for gradient in gradients)
+
+
+_collapsed_bound.defvjp(_collapsed_bound_forward, _collapsed_bound_backward)
 
 
 def collapsed_bound_missing(Y, psi0, psi1, psi2_groups, group_of_column, Kmm, noise_variance,

@@ -97,7 +97,10 @@ def _spread(value, kernel, name, Q):
     """A per-active-dimension parameter scattered (added) into a length-``Q`` vector."""
     dims = select_columns(np.arange(Q), kernel.active_dims)
     check_ard(value, name, type(kernel).__name__.lower(), len(dims))
-    return jnp.zeros(Q).at[dims].add(jnp.broadcast_to(value, (len(dims),)))
+    value = jnp.broadcast_to(value, (len(dims),))
+    if np.array_equal(dims, np.arange(Q)):
+        return value
+    return jnp.zeros(Q).at[dims].add(value)
 
 
 def _terms(kernel, Q, coefficient=1.0):
@@ -134,10 +137,9 @@ def _psi0(term, mean, variance):
 def _psi1(term, Z, mean, variance):
     N, M = mean.shape[0], Z.shape[0]
     if isinstance(term, _RBFTerm):
-        denominator = 1.0 + term.weights * variance
-        exponent = _gaussian_exponent(term.weights / denominator, mean, Z, jax.lax.stop_gradient(jnp.mean(Z, 0)),
-                                      -0.5 * jnp.sum(jnp.log(denominator), -1), jnp.zeros(Z.shape[0]))
-        return term.variance * jnp.exp(exponent)
+        reference = jax.lax.stop_gradient(jnp.mean(Z, 0))
+        exponentials = _gaussian_exponentials(term.weights, variance, mean - reference, Z - reference, jnp.zeros(M))
+        return term.variance * exponentials.T
     if isinstance(term, _LinearTerm):
         return (mean * term.variances) @ Z.T
     if isinstance(term, _ConstantTerm):
@@ -145,20 +147,99 @@ def _psi1(term, Z, mean, variance):
     return jnp.zeros((N, M))
 
 
-def _gaussian_exponent(gain, mean, centres, reference, point_offset, centre_offset):
-    """``point_offset[n] + centre_offset[k] - 1/2 sum_q gain[n, q] (mean[n, q] - centres[k, q])^2``.
+def _gaussian_features(precision, variance, mean, centres, centre_offset):
+    """Features whose product ``centre @ point_t`` is the ``(K, N)`` matrix of exponents of the Gaussian
+    integral ``E[exp(-1/2 sum_q precision_q (x_q - centres[k, q])^2)]`` over ``x ~ N(mean[n], diag(variance[n]))``,
+    plus ``centre_offset[k]``: with ``d = 1 + precision * variance`` and ``gain = precision / d``::
 
-    Computed as one matrix product of shape (N, K). The square is expanded about ``reference``
-    (near the centres), which keeps the rounding error of the expansion at the size of the
-    exponent itself.
+        -1/2 sum_q log d[n, q] - 1/2 sum_q gain[n, q] (mean[n, q] - centres[k, q])^2 + centre_offset[k]
+
+    Returns the point features transposed ``(2Q + 2, N)``, the centre features ``(K, 2Q + 2)`` and, built
+    separately, their transpose (XLA folds a transpose into the matrix product that takes it, which then runs
+    in a slower kernel), and ``gain`` transposed. The means and centres should be centred near the centres,
+    which keeps the rounding error of the expanded square at the size of the exponent itself. ``sum_q log d``
+    is taken as the log of the product (``d >= 1``; one logarithm per point).
     """
-    mean_c = mean - reference
-    centres_c = centres - reference
-    ones_n, ones_k = jnp.ones_like(point_offset), jnp.ones_like(centre_offset)
-    point_part = point_offset - 0.5 * jnp.sum(gain * jnp.square(mean_c), -1)
-    point_features = jnp.concatenate([gain * mean_c, -0.5 * gain, point_part[:, None], ones_n[:, None]], axis=-1)
-    centre_features = jnp.concatenate([centres_c, jnp.square(centres_c), ones_k[:, None], centre_offset[:, None]], -1)
-    return point_features @ centre_features.T
+    mean_t, variance_t = mean.T, variance.T
+    denominator_t = 1.0 + precision[:, None] * variance_t
+    gain_t = precision[:, None] / denominator_t
+    point_part = -0.5 * (jnp.log(jnp.prod(denominator_t, 0)) + jnp.sum(gain_t * jnp.square(mean_t), 0))
+    point_t = jnp.concatenate([gain_t * mean_t, -0.5 * gain_t, point_part[None], jnp.ones_like(point_part)[None]])
+    centre = jnp.concatenate([centres, jnp.square(centres), jnp.ones_like(centre_offset)[:, None],
+                              centre_offset[:, None]], 1)
+    centres_t = centres.T
+    centre_t = jnp.concatenate([centres_t, jnp.square(centres_t), jnp.ones_like(centre_offset)[None],
+                                centre_offset[None]])
+    return point_t, centre, centre_t, gain_t
+
+
+def _feature_cotangents(precision, variance, mean, centres, gain_t, d_point_t, d_centre):
+    """Cotangents of ``(precision, variance, mean, centres, centre_offset)`` from those of the features."""
+    Q = gain_t.shape[0]
+    mean_t = mean.T
+    d_scaled, d_gain_part, d_point_part = d_point_t[:Q], d_point_t[Q:2 * Q], d_point_t[2 * Q]
+    d_gain = mean_t * d_scaled - 0.5 * d_gain_part - 0.5 * jnp.square(mean_t) * d_point_part
+    inverse = 1.0 / (1.0 + precision[:, None] * variance.T)
+    d_precision = jnp.sum(inverse * (inverse * d_gain - 0.5 * variance.T * d_point_part), 1)
+    d_variance = -gain_t * (gain_t * d_gain + 0.5 * d_point_part)
+    d_mean = gain_t * (d_scaled - mean_t * d_point_part)
+    d_centres = d_centre[:, :Q] + 2.0 * centres * d_centre[:, Q:2 * Q]
+    return d_precision, d_variance.T, d_mean.T, d_centres, d_centre[:, 2 * Q + 1]
+
+
+@jax.custom_vjp
+def _gaussian_exponentials(precision, variance, mean, centres, centre_offset):
+    """``exp`` of the ``(K, N)`` exponents of :func:`_gaussian_features`, with a hand-written gradient
+    (two matrix products and the map of :func:`_feature_cotangents`)."""
+    point_t, centre, _, _ = _gaussian_features(precision, variance, mean, centres, centre_offset)
+    return jnp.exp(centre @ point_t)
+
+
+def _gaussian_exponentials_forward(precision, variance, mean, centres, centre_offset):
+    point_t, centre, centre_t, gain = _gaussian_features(precision, variance, mean, centres, centre_offset)
+    exponentials = jnp.exp(centre @ point_t)
+    return exponentials, (precision, variance, mean, centres, gain, point_t, centre_t, exponentials)
+
+
+def _gaussian_exponentials_backward(residuals, cotangent):
+    *inputs, point_t, centre_t, exponentials = residuals
+    tilted = cotangent * exponentials
+    return _feature_cotangents(*inputs, centre_t @ tilted, tilted @ point_t.T)
+
+
+_gaussian_exponentials.defvjp(_gaussian_exponentials_forward, _gaussian_exponentials_backward)
+
+
+@jax.custom_vjp
+def _weighted_gaussian_exponentials(precision, variance, mean, centres, centre_offset, W):
+    """``(exp(X) @ W).T``, shape ``(G, K)``, for the ``(K, N)`` exponents ``X`` of :func:`_gaussian_features`.
+
+    The gradient reuses the exponentials in plain matrix products; for one column of weights it never forms
+    their elementwise product with the cotangent.
+    """
+    return _weighted_gaussian_exponentials_forward(precision, variance, mean, centres, centre_offset, W)[0]
+
+
+def _weighted_gaussian_exponentials_forward(precision, variance, mean, centres, centre_offset, W):
+    point_t, centre, centre_t, gain = _gaussian_features(precision, variance, mean, centres, centre_offset)
+    exponentials = jnp.exp(centre @ point_t)
+    return (exponentials @ W).T, (precision, variance, mean, centres, gain, point_t, centre_t, W, exponentials)
+
+
+def _weighted_gaussian_exponentials_backward(residuals, cotangent):
+    *inputs, point_t, centre_t, W, exponentials = residuals
+    if W.shape[1] == 1:
+        w, g = W[:, 0], cotangent[0]
+        d_point_t = w * ((centre_t * g) @ exponentials)
+        d_centre = g[:, None] * (exponentials @ (w * point_t).T)
+    else:
+        tilted = exponentials * (cotangent.T @ W.T)
+        d_point_t, d_centre = centre_t @ tilted, tilted @ point_t.T
+    return (*_feature_cotangents(*inputs, d_point_t, d_centre), (cotangent @ exponentials).T)
+
+
+_weighted_gaussian_exponentials.defvjp(_weighted_gaussian_exponentials_forward,
+                                       _weighted_gaussian_exponentials_backward)
 
 
 def _rbf_rbf(t1, t2, Z, mean, variance, W, symmetric):
@@ -167,11 +248,13 @@ def _rbf_rbf(t1, t2, Z, mean, variance, W, symmetric):
     Per dimension the product of the two exponentiated quadratics is one Gaussian in ``x`` with
     precision ``w1 + w2`` centred at ``(w1 z_m + w2 z_m') / (w1 + w2)``, times
     ``exp(-w1 w2 / (2 (w1 + w2)) (z_m - z_m')^2)``. When ``symmetric`` (the two terms are the
-    same) only pairs ``m <= m'`` are evaluated.
+    same) only pairs ``m <= m'`` are evaluated. Pairs are picked and put back by products with one-hot
+    matrices, which are exact and cheaper to compile and differentiate than gathers and scatters.
     """
     M = Z.shape[0]
     rows, cols = np.triu_indices(M) if symmetric else np.indices((M, M)).reshape(2, -1)
-    Z1, Z2 = Z[rows], Z[cols]
+    first, second = np.eye(M)[rows], np.eye(M)[cols]
+    Z1, Z2 = first @ Z, second @ Z
     total = t1.weights + t2.weights
     seen = total > 0
     safe_total = jnp.where(seen, total, 1.0)
@@ -179,15 +262,12 @@ def _rbf_rbf(t1, t2, Z, mean, variance, W, symmetric):
     pair_gain = jnp.where(seen, t1.weights * t2.weights / safe_total, 0.0)
     pair_exponent = -0.5 * jnp.sum(pair_gain * jnp.square(Z1 - Z2), -1)
 
-    denominator = 1.0 + total * variance
-    exponent = _gaussian_exponent(total / denominator, mean, centres, jax.lax.stop_gradient(jnp.mean(Z, 0)),
-                                  -0.5 * jnp.sum(jnp.log(denominator), -1), pair_exponent)
-    sums = W.T @ jnp.exp(exponent)
-    if symmetric:
-        pair_index = np.zeros((M, M), dtype=int)
-        pair_index[rows, cols] = pair_index[cols, rows] = np.arange(len(rows))
-        sums = sums[:, pair_index]
-    return (t1.variance * t2.variance) * sums.reshape(-1, M, M)
+    reference = jax.lax.stop_gradient(jnp.mean(Z, 0))
+    sums = _weighted_gaussian_exponentials(total, variance, mean - reference, centres - reference, pair_exponent, W)
+    if not symmetric:
+        return (t1.variance * t2.variance) * sums.reshape(-1, M, M)
+    upper = (first.T * sums[:, None, :]) @ second
+    return (t1.variance * t2.variance) * (upper + jnp.swapaxes(upper * (1.0 - np.eye(M)), -1, -2))
 
 
 def _rbf_linear(rbf, linear, rbf_psi1, Z, mean, variance, W):
