@@ -308,6 +308,29 @@ def test_a_seeded_pystan_call_samples_again_and_leaves_no_cached_fit():
     assert recent == []
 
 
+def test_cached_fits_are_kept_while_another_worker_samples_the_model(tmp_path):
+    import fcntl
+
+    from gpdsl.backends.stan.pystan_worker import remove_fits_if_alone, sampling_in
+
+    fits = tmp_path / "fits"
+    with sampling_in(fits):
+        (fits / "a.jsonlines.gz").write_bytes(b"")
+        with open(fits / ".gpdsl-sampling.lock", "a") as other:
+            assert not remove_fits_if_alone(other, fits)
+        assert (fits / "a.jsonlines.gz").exists()
+    assert not (fits / "a.jsonlines.gz").exists()
+
+    (fits / "b.jsonlines.gz").write_bytes(b"")
+    with open(fits / ".gpdsl-sampling.lock", "a") as other:
+        fcntl.flock(other, fcntl.LOCK_SH)
+        with sampling_in(fits):
+            pass
+        assert (fits / "b.jsonlines.gz").exists()
+        fcntl.flock(other, fcntl.LOCK_UN)
+        assert remove_fits_if_alone(other, fits) and not (fits / "b.jsonlines.gz").exists()
+
+
 def _children(pid: int) -> list[int]:
     import pathlib
 

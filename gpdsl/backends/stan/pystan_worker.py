@@ -9,6 +9,7 @@ array results, ``result.npz`` into RESULT_DIR. Progress lines go to stdout, whic
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import io
 import json
 import os
@@ -109,13 +110,8 @@ def _sample(request: dict, sink, lock: threading.Lock) -> tuple[dict, dict[str, 
     )
     if options.get("init") is not None:
         arguments["init"] = options["init"]
-    fits = _fit_directory(model)
-    _remove_fits(fits, older_than=time.time() - STALE_FIT_SECONDS)
-    sampling_started = time.time()
-    try:
+    with sampling_in(_fit_directory(model)):
         fit = model.sample(**arguments)
-    finally:
-        _remove_fits(fits, newer_than=sampling_started - 1.0)
     sampled = time.perf_counter()
 
     num_chains, num_draws = fit.num_chains, -(-fit.num_samples // fit.num_thin)
@@ -134,25 +130,50 @@ def _sample(request: dict, sink, lock: threading.Lock) -> tuple[dict, dict[str, 
     return metadata, arrays
 
 
-STALE_FIT_SECONDS = 600
-
-
-def _fit_directory(model):
+def _fit_directory(model) -> Path:
     import httpstan.cache
 
     return httpstan.cache.model_directory(model.model_name) / "fits"
 
 
-def _remove_fits(directory, older_than: float | None = None, newer_than: float | None = None) -> None:
-    """Delete httpstan's cached fits, so that a seeded call samples again instead of replaying an old
-    fit (which would report a sampling time of almost nothing) and fits do not pile up on disk."""
-    for path in directory.glob("*.jsonlines.gz"):
+@contextmanager
+def sampling_in(directory: Path):
+    """Sample with a shared lock on a model's fit directory, removing httpstan's cached fits when alone.
+
+    httpstan caches every fit and replays a cached one for a seeded request it has seen, without
+    sampling (the run would report almost no sampling time), and the fits pile up on disk. The cached
+    fits are therefore removed before and after sampling, but only while no other gpdsl worker holds
+    the lock: a concurrent run of the same model (another process) keeps the fits it is writing
+    and has yet to read.
+
+    Parameters
+    ----------
+    directory : Path
+        httpstan's ``fits`` directory of the model.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".gpdsl-sampling.lock", "a") as lock:
+        remove_fits_if_alone(lock, directory)
+        fcntl.flock(lock, fcntl.LOCK_SH)
         try:
-            modified = path.stat().st_mtime
-            if (older_than is not None and modified < older_than) or (newer_than is not None and modified >= newer_than):
-                path.unlink()
-        except OSError:
-            continue
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            remove_fits_if_alone(lock, directory)
+
+
+def remove_fits_if_alone(lock, directory: Path) -> bool:
+    """Delete the cached fits in ``directory`` if no other process holds ``lock``; whether it did."""
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    try:
+        for path in directory.glob("*.jsonlines.gz"):
+            path.unlink(missing_ok=True)
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    return True
 
 
 async def _post_each(model, route: str, payloads: list[dict]) -> list[dict]:
