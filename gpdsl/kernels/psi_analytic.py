@@ -157,13 +157,12 @@ def _gaussian_features(precision, variance, mean, centres, centre_offset):
     Returns the point features transposed ``(2Q + 2, N)``, the centre features ``(K, 2Q + 2)`` and, built
     separately, their transpose (XLA folds a transpose into the matrix product that takes it, which then runs
     in a slower kernel), and ``gain`` transposed. The means and centres should be centred near the centres,
-    which keeps the rounding error of the expanded square at the size of the exponent itself. ``sum_q log d``
-    is taken as the log of the product (``d >= 1``; one logarithm per point).
+    which keeps the rounding error of the expanded square at the size of the exponent itself.
     """
     mean_t, variance_t = mean.T, variance.T
     denominator_t = 1.0 + precision[:, None] * variance_t
     gain_t = precision[:, None] / denominator_t
-    point_part = -0.5 * (jnp.log(jnp.prod(denominator_t, 0)) + jnp.sum(gain_t * jnp.square(mean_t), 0))
+    point_part = -0.5 * (jnp.sum(jnp.log(denominator_t), 0) + jnp.sum(gain_t * jnp.square(mean_t), 0))
     point_t = jnp.concatenate([gain_t * mean_t, -0.5 * gain_t, point_part[None], jnp.ones_like(point_part)[None]])
     centre = jnp.concatenate([centres, jnp.square(centres), jnp.ones_like(centre_offset)[:, None],
                               centre_offset[:, None]], 1)
