@@ -44,11 +44,14 @@ matrix distances(matrix r2) {
 /**
  * rbf (squared exponential): variance * exp(-r^2 / 2), r^2 = sum_d (x_d - x'_d)^2 / lengthscale_d^2.
  *
+ * Stan's gp_exp_quad_cov (ARD form), whose hand-written gradient is cheaper than autodiff of the
+ * distances.
+ *
  * @param variance     marginal variance
  * @param lengthscale  vector[D] of length-scales
  */
 matrix rbf_kernel(array[] vector x1, array[] vector x2, real variance, vector lengthscale) {
-  return variance * exp(-0.5 * weighted_sq_dist(x1, x2, inv(square(lengthscale))));
+  return gp_exp_quad_cov(x1, x2, sqrt(variance), to_array_1d(lengthscale));
 }
 
 /**

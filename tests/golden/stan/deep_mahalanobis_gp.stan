@@ -31,31 +31,16 @@ functions {
   }
 
   /**
-   * Weighted squared distances r2[i, j] = sum_d w[d] * (x1[i][d] - x2[j][d])^2.
-   *
-   * @param x1  array[N1] vector[D]
-   * @param x2  array[N2] vector[D]
-   * @param w   vector[D] of weights (inverse squared length-scales)
-   * @return    matrix[N1, N2]
-   */
-  matrix weighted_sq_dist(array[] vector x1, array[] vector x2, vector w) {
-    matrix[size(x1), size(x2)] r2;
-    for (i in 1:size(x1)) {
-      for (j in 1:size(x2)) {
-        r2[i, j] = dot_product(w, square(x1[i] - x2[j]));
-      }
-    }
-    return r2;
-  }
-
-  /**
    * rbf (squared exponential): variance * exp(-r^2 / 2), r^2 = sum_d (x_d - x'_d)^2 / lengthscale_d^2.
+   *
+   * Stan's gp_exp_quad_cov (ARD form), whose hand-written gradient is cheaper than autodiff of the
+   * distances.
    *
    * @param variance     marginal variance
    * @param lengthscale  vector[D] of length-scales
    */
   matrix rbf_kernel(array[] vector x1, array[] vector x2, real variance, vector lengthscale) {
-    return variance * exp(-0.5 * weighted_sq_dist(x1, x2, inv(square(lengthscale))));
+    return gp_exp_quad_cov(x1, x2, sqrt(variance), to_array_1d(lengthscale));
   }
 }
 data {
