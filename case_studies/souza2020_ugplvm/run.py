@@ -315,7 +315,7 @@ def fit_restarted(problem, settings: VEMSettings, max_restarts: int = RESTARTS):
     fit = fit_vem(problem, settings)
     iterations, evaluations, restarts = fit.report["iterations"], fit.report["evaluations"], 0
     while (restarts < max_restarts and iterations < settings.max_iterations
-           and "ITERATIONS" not in fit.report["message"]):
+           and fit.report["stop"] != "iterations"):
         remaining = replace(settings, max_iterations=settings.max_iterations - iterations)
         new = fit_vem(problem, remaining, initial=fit.params)
         restarts += 1
@@ -361,7 +361,7 @@ def fit_and_score(Y: np.ndarray, labels: np.ndarray, config: Config, part: dict,
     return {"config": config.__dict__, "seed": seed, "settings": settings.__dict__, "fold_accuracy": folds,
             "accuracy": float(np.mean(folds)), "accuracy_sd": float(np.std(folds, ddof=1)),
             "nn_errors": nn_errors(points, labels), "bound": fit.bound, **{k: fit.report[k] for k in (
-                "iterations", "evaluations", "restarts", "converged", "message", "seconds")},
+                "iterations", "evaluations", "restarts", "converged", "stop", "message", "seconds")},
             "relevance": latent_relevance(fit).tolist(), "dims": dims,
             "hyperparameters": {k: v.tolist() for k, v in fit.hyperparameters().items()},
             "points": points.tolist()}
@@ -434,6 +434,12 @@ def run_table(which: str, cfg: dict, mode: str, fresh: bool, render_only: bool =
     return {"runs": runs, "labels": labels}
 
 
+def _hit_iteration_limit(record: dict) -> bool:
+    """Whether a stored fit stopped at its iteration limit (records before gpdsl's own L-BFGS carry
+    only L-BFGS-B's message)."""
+    return record.get("stop") == "iterations" or "ITERATIONS" in record["message"]
+
+
 def table_markdown(which: str, cfg: dict, mode: str, desc: str, pca: list[float], configs: list[Config],
                    runs: dict) -> str:
     """Markdown of Table ``which``: our accuracy, bound, iterations and wall time beside the paper's accuracy."""
@@ -466,7 +472,7 @@ def table_markdown(which: str, cfg: dict, mode: str, desc: str, pca: list[float]
         fold_sd = [np.std(r["fold_accuracy"], ddof=1) for r in done]
         accuracy = pm(acc.mean(), acc.std(ddof=1) if len(done) > 1 else fold_sd[0])
         stopped = ", ".join(sorted({"converged" if r["converged"] else
-                                    ("max iterations" if "ITERATIONS" in r["message"] else r["message"].split(":")[0])
+                                    ("max iterations" if _hit_iteration_limit(r) else r["message"].split(":")[0])
                                     for r in done}))
         lines.append("| " + " | ".join(cells + [
             accuracy, pm(np.mean(fold_sd)), str(len(done)),
@@ -546,7 +552,7 @@ def run_visual(cfg: dict, mode: str, fresh: bool) -> dict:
         save_png(figure, RESULTS / f"oil_ard{suffix}.png")
         pca_points = pca_scores(Y)
         summary = {"settings": part, "bound": fit.bound, **{k: fit.report[k] for k in (
-                   "iterations", "evaluations", "restarts", "converged", "message", "seconds")},
+                   "iterations", "evaluations", "restarts", "converged", "stop", "message", "seconds")},
                    "relevance": relevance.tolist(), "dims": dims, "nn_errors": nn_errors(points, labels),
                    "pca_nn_errors": nn_errors(pca_points, labels),
                    "cv_accuracy": cv_1nn_accuracy(points, labels, cfg["cv_folds"], cfg["cv_seed"]),

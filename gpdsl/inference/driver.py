@@ -30,6 +30,7 @@ import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
 from jax.sharding import Mesh, PartitionSpec  # noqa: E402
 
+from gpdsl import compilation_cache  # noqa: E402
 from gpdsl.atomic import atomic_target  # noqa: E402
 from gpdsl.errors import GpdslError  # noqa: E402
 
@@ -130,6 +131,7 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
         The checkpoint does not match this run.
     """
     started = time.perf_counter()
+    compilation_cache.enable()
     if num_warmup < 0 or num_draws < 0 or segment_size < 1:
         raise ValueError("num_warmup and num_draws must be non-negative and segment_size positive")
     if not jnp.issubdtype(jnp.asarray(rng_key).dtype, jax.dtypes.prng_key):

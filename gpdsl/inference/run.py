@@ -81,11 +81,11 @@ class EngineSettings:
 
 def prior_initial_thetas(problem: LatentGP, key, chains: int) -> jnp.ndarray:
     """Unconstrained hyperparameters drawn from their priors, one row per chain (as in the paper)."""
-    rows = []
-    for sub in jax.random.split(key, chains):
+    def draw(sub):
         truth, _ = simulate(problem.jax_model, sub)
-        rows.append(problem.unconstrain_theta({name: truth[name] for name in problem.theta_names}))
-    return jnp.stack(rows)
+        return problem.unconstrain_theta({name: truth[name] for name in problem.theta_names})
+
+    return jax.jit(jax.vmap(draw))(jax.random.split(key, chains))
 
 
 def _engine(problem: LatentGP, method: str, settings: EngineSettings):
@@ -149,7 +149,7 @@ def sample_engine(model: Model, data: dict, method: str, settings: EngineSetting
         f_draws = None
     else:
         init, step, extract = _engine(problem, method, settings)
-        states = jax.vmap(init)(jax.random.split(key_estimate, chains), thetas)
+        states = jax.jit(jax.vmap(init))(jax.random.split(key_estimate, chains), thetas)  # one compilation, not one per operation
         result = run_chains(step, states, key_run, warmup, draws, extract=extract, progress=progress,
                             checkpoint_path=checkpoint_path)
         theta_draws = np.asarray(result.draws["theta"])

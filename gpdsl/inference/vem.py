@@ -2,7 +2,7 @@
 
 The collapsed bound (:mod:`gpdsl.inference.collapsed_bound`) with a factorised Gaussian ``q(X)``
 (:mod:`gpdsl.inference.latent_prior` for its KL term) and ``M`` inducing inputs is maximised jointly
-over the variational means and variances, the inducing inputs and the hyperparameters by L-BFGS-B
+over the variational means and variances, the inducing inputs and the hyperparameters by L-BFGS
 with JAX gradients. The Psi statistics come from :mod:`gpdsl.kernels.psi`: analytic where a closed
 form exists, else the unscented transform, Gauss-Hermite or Monte Carlo (fixed draws, so the
 objective stays deterministic). Hyperparameters with a prior get MAP estimates, the others
@@ -21,11 +21,11 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-import scipy.optimize  # noqa: E402
 
 from gpdsl.errors import MethodError, NumericalError  # noqa: E402
 from gpdsl.inference.collapsed_bound import (collapsed_bound, collapsed_bound_missing,  # noqa: E402
                                              missingness_groups, yy_factor)
+from gpdsl.inference import lbfgs  # noqa: E402
 from gpdsl.inference.gplvm import GPLVMProblem  # noqa: E402
 from gpdsl.inference.latent_prior import kl_standard_normal  # noqa: E402
 from gpdsl.ir import nodes as ir  # noqa: E402
@@ -62,13 +62,13 @@ class VEMSettings:
     initial_values : dict
         Initial values of hyperparameters by name (override the heuristics).
     max_iterations : int
-        L-BFGS-B iterations.
+        L-BFGS iterations.
     max_evaluations : int
         Bound-and-gradient evaluations.
     ftol, gtol : float
-        L-BFGS-B's relative reduction and projected-gradient tolerances.
+        L-BFGS's relative-reduction and largest-gradient-component tolerances (as in SciPy's L-BFGS-B).
     restarts : int
-        When L-BFGS-B stops before ``max_iterations`` without meeting ``gtol`` (a failed line search or
+        When L-BFGS stops before ``max_iterations`` without meeting ``gtol`` (a failed line search or
         a stalled reduction), restart it from its end point with a fresh memory, at most this many
         times and only while the bound improves by more than ``ftol`` (relative).
     seed : int
@@ -120,7 +120,7 @@ class VEMFit:
         The objective at the optimum: the lower bound on ``log p(Y)`` (plus the log prior of the
         hyperparameters that have one).
     trace : numpy.ndarray
-        The objective after each L-BFGS-B iteration (the first entry is the initial value).
+        The objective after each L-BFGS iteration (the first entry is the initial value).
     times : numpy.ndarray
         Seconds since the fit started at each entry of ``trace`` (compilation included).
     report : dict
@@ -300,7 +300,7 @@ def _inside(value: np.ndarray, lower, upper) -> np.ndarray:
 # ---- the fit ---------------------------------------------------------------------------------------
 def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initial: VariationalParams | None = None,
             progress: bool = False) -> VEMFit:
-    """Maximise the bound by L-BFGS-B and report how the optimisation ended.
+    """Maximise the bound by L-BFGS (:mod:`gpdsl.inference.lbfgs`) and report how the optimisation ended.
 
     Parameters
     ----------
@@ -340,50 +340,42 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
     if not np.isfinite(value0):
         _raise_not_finite(problem, initial)
     trace, times = [-value0], [time.perf_counter() - started]
-    evaluations = 0
 
     def fun(x):
-        nonlocal evaluations
-        evaluations += 1
         value_and_grad = np.asarray(negative_and_gradient(x))
-        if not np.isfinite(value_and_grad[0]):
-            return np.inf, np.zeros_like(x)
         return value_and_grad[0], value_and_grad[1:]
 
-    def callback(intermediate_result):
-        trace.append(-float(intermediate_result.fun))
+    def callback(x, value):
+        trace.append(-value)
         times.append(time.perf_counter() - started)
         if progress and len(trace) % 50 == 0:
             print(f"  iteration {len(trace) - 1}: bound {trace[-1]:.4f}", flush=True)
 
-    x, previous = flat0, value0
-    iterations, restarts = 0, 0
+    x, previous, iterations, evaluations, restarts = flat0, value0, 0, 0, 0
     while True:
-        result = scipy.optimize.minimize(
-            fun, x, jac=True, method="L-BFGS-B", callback=callback,
-            options={"maxiter": settings.max_iterations - iterations, "maxfun": settings.max_evaluations - evaluations,
-                     "ftol": settings.ftol, "gtol": settings.gtol, "maxcor": 10})
-        iterations += int(result.nit)
-        improvement, previous, x = previous - float(result.fun), float(result.fun), result.x
-        stalled = result.status == 2 or (result.status == 0 and "RELATIVE REDUCTION" in _message(result))
+        result = lbfgs.minimize(fun, x, max_iterations=settings.max_iterations - iterations,
+                                max_evaluations=settings.max_evaluations - evaluations, ftol=settings.ftol,
+                                gtol=settings.gtol, callback=callback)
+        improvement, previous = previous - result.value, result.value
+        iterations, evaluations, x = iterations + result.iterations, evaluations + result.evaluations, result.x
+        stalled = result.stop in ("line_search", "reduction")
         if (not stalled or restarts >= settings.restarts or iterations >= settings.max_iterations
                 or evaluations >= settings.max_evaluations
-                or improvement <= settings.ftol * max(abs(previous), 1.0)):
+                or improvement <= settings.ftol * max(abs(result.value), 1.0)):
             break
         restarts += 1
     params = VariationalParams(*(jnp.asarray(field) for field in to_params(unpack(result.x), np)))
-    grad = np.asarray(negative_and_gradient(result.x))[1:]
-    message = _message(result)
-    report = {"iterations": iterations, "restarts": restarts, "evaluations": evaluations, "bound": -float(result.fun),
-              "gradient_norm": float(np.linalg.norm(grad)), "converged": bool(result.success),
-              "message": message, "seconds": time.perf_counter() - started}
-    if "ABNORMAL" in message:
+    message = result.message
+    report = {"iterations": iterations, "restarts": restarts, "evaluations": evaluations, "bound": -result.value,
+              "gradient_norm": float(np.linalg.norm(result.gradient)), "converged": result.converged,
+              "stop": result.stop, "message": message, "seconds": time.perf_counter() - started}
+    if result.stop == "line_search":
         report["hint"] = line_search_hint(problem)
-    return VEMFit(problem, settings, params, -float(result.fun), np.asarray(trace), report, np.asarray(times))
+    return VEMFit(problem, settings, params, -result.value, np.asarray(trace), report, np.asarray(times))
 
 
 def line_search_hint(problem: GPLVMProblem) -> str:
-    """What to try when L-BFGS-B's line search fails (the bound is ill-conditioned near the end point)."""
+    """What to try when the line search fails (the bound is ill-conditioned near the end point)."""
     weights = sorted({expr.name for leaf in problem.node.statement.kernel.leaves() for arg, expr in leaf.params
                       if arg == "inv_ls2" and isinstance(expr, ir.Ref)})
     advice = ("the line search failed, usually because the bound is ill-conditioned where the fit stopped "
@@ -395,12 +387,8 @@ def line_search_hint(problem: GPLVMProblem) -> str:
     return f"{advice}; try other initial values (--init-value), fewer inducing inputs or a larger init variance"
 
 
-def _message(result) -> str:
-    return result.message if isinstance(result.message, str) else result.message.decode()
-
-
 def optimiser_space(problem: GPLVMProblem):
-    """Maps between :class:`VariationalParams` and the coordinates L-BFGS-B moves in.
+    """Maps between :class:`VariationalParams` and the coordinates L-BFGS moves in.
 
     Positive quantities (the variational variances and the hyperparameters bounded below by 0) are
     optimised through a softplus, as GPy does: on the log scale the first quasi-Newton steps overshoot

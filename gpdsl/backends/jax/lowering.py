@@ -26,6 +26,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from gpdsl import compilation_cache  # noqa: E402
 from gpdsl.backends.jax import densities  # noqa: E402
 from gpdsl.backends.jax.bijectors import constrain, unconstrain  # noqa: E402
 from gpdsl.errors import MethodError  # noqa: E402
@@ -34,6 +35,8 @@ from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds  # noqa: E402
 from gpdsl.kernels import Kernel, build_kernel  # noqa: E402
 from gpdsl.linalg import cholesky, solve_triangular  # noqa: E402
 from gpdsl.semantics.catalog import GP_JITTER  # noqa: E402
+
+compilation_cache.enable()  # every lowered model's programs compile once per machine
 
 PARAMETERISATIONS = ("whitened", "centred")
 

@@ -1,0 +1,44 @@
+"""A persistent cache of compiled XLA programs, so that a model compiles once per machine.
+
+Stan users compile a model once and sample it many times; JAX recompiles every engine's programs in
+every new process (one to several seconds each). :func:`enable` points JAX's persistent compilation
+cache at ``<gpdsl cache>/jax`` (``$GPDSL_CACHE_DIR``, ``$XDG_CACHE_HOME/gpdsl`` or ``~/.cache/gpdsl``),
+so a later run of the same program, at the same shapes and with the same JAX version, loads it
+instead. The cache holds at most :data:`MAX_BYTES` (least recently used programs go first) and
+can be deleted at any time. ``GPDSL_JAX_CACHE=0`` turns the cache off; a cache directory the user gave JAX
+(``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``) is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+
+from gpdsl.datasets.storage import default_cache_dir
+
+SWITCH_VARIABLE = "GPDSL_JAX_CACHE"
+MIN_COMPILE_SECONDS = 0.3  # programs that compile faster than this are not worth a file
+MAX_BYTES = 2 ** 30  # beyond this the least recently used programs are evicted (JAX locks the directory)
+
+
+def enable() -> str | None:
+    """Turn the persistent compilation cache on (idempotent); return its directory, or None if off.
+
+    Call before compiling. Failures to create the directory leave the cache off rather than raising:
+    it only saves time.
+    """
+    if os.environ.get(SWITCH_VARIABLE, "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    current = jax.config.jax_compilation_cache_dir
+    if current:
+        return current
+    directory = default_cache_dir() / "jax"
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(directory))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+    jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
+    return str(directory)

@@ -1,0 +1,192 @@
+"""Limited-memory BFGS for smooth unconstrained problems with many variables.
+
+The variational fits move tens of thousands of coordinates, where SciPy's L-BFGS-B spends about as
+long in its bookkeeping per iteration (its compact bound-constrained representation, array copies
+and wrappers) as the bound and its gradient take to evaluate. This is the same method without the
+bounds: the two-loop recursion for the search direction (Nocedal & Wright 2006, Alg. 7.4) with the
+initial Hessian ``(s^T y / y^T y) I``, the first step scaled to unit length, and the Moré-Thuente
+line search L-BFGS-B uses (sufficient decrease 1e-3, curvature 0.9), so it follows L-BFGS-B's path
+on unconstrained problems at a fraction of its overhead.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable, NamedTuple
+
+import numpy as np
+from scipy.linalg.blas import daxpy, ddot
+from scipy.optimize._linesearch import scalar_search_wolfe1
+
+SUFFICIENT_DECREASE = 1e-3
+CURVATURE = 0.9
+STEP_TOLERANCE = 0.1
+LARGEST_STEP = 1e10
+
+STOP_MESSAGES = {
+    "gradient": "converged: largest gradient component below gtol",
+    "reduction": "stopped: relative reduction of the objective below ftol",
+    "line_search": "stopped: the line search found no acceptable step (ABNORMAL)",
+    "iterations": "stopped: iteration limit reached",
+    "evaluations": "stopped: evaluation limit reached",
+}
+
+
+class LBFGSResult(NamedTuple):
+    """Where :func:`minimize` stopped and why.
+
+    Attributes
+    ----------
+    x : numpy.ndarray
+        The last accepted point.
+    value : float
+        The objective there.
+    gradient : numpy.ndarray
+        Its gradient there.
+    iterations, evaluations : int
+        Accepted steps, and objective-and-gradient evaluations (line searches included).
+    stop : str
+        A key of :data:`STOP_MESSAGES`.
+    """
+
+    x: np.ndarray
+    value: float
+    gradient: np.ndarray
+    iterations: int
+    evaluations: int
+    stop: str
+
+    @property
+    def converged(self) -> bool:
+        return self.stop == "gradient"
+
+    @property
+    def message(self) -> str:
+        return STOP_MESSAGES[self.stop]
+
+
+def minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0, *, memory: int = 10,
+             max_iterations: int = 1000, max_evaluations: int = 15000, ftol: float = 1e-10, gtol: float = 1e-6,
+             callback: Callable[[np.ndarray, float], None] | None = None) -> LBFGSResult:
+    """Minimise ``fun`` from ``x0``.
+
+    Stops when the largest absolute gradient component is at most ``gtol``, when an accepted step
+    lowers the objective by at most ``ftol * max(|f_old|, |f_new|, 1)``, when the line search fails
+    twice in a row (the second time along the steepest-descent direction, with the memory cleared),
+    or at the iteration or evaluation limit.
+
+    Parameters
+    ----------
+    fun : callable
+        ``fun(x) -> (value, gradient)`` with NumPy float64 arrays; a non-finite value counts as a
+        failed trial point.
+    x0 : array_like
+        Starting point (flat).
+    memory : int
+        Correction pairs kept.
+    max_iterations, max_evaluations : int
+        Limits on accepted steps and on calls of ``fun``.
+    ftol, gtol : float
+        Tolerances as above (the meanings of SciPy's L-BFGS-B options of the same names).
+    callback : callable, optional
+        ``callback(x, value)`` after each accepted step.
+
+    Returns
+    -------
+    LBFGSResult
+    """
+    x = np.array(x0, dtype=float)
+    value, gradient = _evaluate(fun, x)
+    evaluations, iterations = 1, 0
+    if not np.isfinite(value):
+        return LBFGSResult(x, value, gradient, 0, evaluations, "line_search")
+    pairs: deque = deque(maxlen=memory)
+    previous_value = None
+    while True:
+        if np.max(np.abs(gradient)) <= gtol:
+            return LBFGSResult(x, value, gradient, iterations, evaluations, "gradient")
+        if iterations >= max_iterations:
+            return LBFGSResult(x, value, gradient, iterations, evaluations, "iterations")
+        if evaluations >= max_evaluations:
+            return LBFGSResult(x, value, gradient, iterations, evaluations, "evaluations")
+        direction = _direction(gradient, pairs)
+        slope = float(gradient @ direction)
+        if not pairs or slope >= 0:
+            pairs.clear()
+            direction = -gradient / np.linalg.norm(gradient)
+            slope = float(gradient @ direction)
+        search = _LineSearch(fun, x, direction, max_evaluations - evaluations)
+        step, new_value, _ = scalar_search_wolfe1(
+            search.value, search.slope, value, None, slope, c1=SUFFICIENT_DECREASE, c2=CURVATURE,
+            amax=LARGEST_STEP, amin=0.0, xtol=STEP_TOLERANCE)
+        evaluations += search.count
+        if step is None or not np.isfinite(new_value) or new_value > value:
+            if evaluations >= max_evaluations:
+                return LBFGSResult(x, value, gradient, iterations, evaluations, "evaluations")
+            if pairs:
+                pairs.clear()
+                continue
+            return LBFGSResult(x, value, gradient, iterations, evaluations, "line_search")
+        new_x, new_gradient = search.point(step)
+        s, y = new_x - x, new_gradient - gradient
+        if s @ y > np.finfo(float).eps * (y @ y):
+            pairs.append((s, y, 1.0 / (s @ y)))
+        previous_value, x, value, gradient = value, new_x, float(new_value), new_gradient
+        iterations += 1
+        if callback is not None:
+            callback(x, value)
+        if previous_value - value <= ftol * max(abs(previous_value), abs(value), 1.0):
+            return LBFGSResult(x, value, gradient, iterations, evaluations, "reduction")
+
+
+def _direction(gradient: np.ndarray, pairs: deque) -> np.ndarray:
+    """``-H g`` by the two-loop recursion over the stored ``(s, y, 1 / s^T y)``.
+
+    BLAS ``daxpy``/``ddot`` update ``q`` in place: with NumPy's temporaries this took 2.5 times longer,
+    a fifth of an evaluation of the GPLVM bound at 20,000 variables.
+    """
+    q = -gradient
+    alphas = []
+    for s, y, rho in reversed(pairs):
+        alpha = rho * ddot(s, q)
+        q = daxpy(y, q, a=-alpha)
+        alphas.append(alpha)
+    if pairs:
+        _, y, rho = pairs[-1]
+        q *= 1.0 / (rho * ddot(y, y))
+    for (s, y, rho), alpha in zip(pairs, reversed(alphas)):
+        q = daxpy(s, q, a=alpha - rho * ddot(y, q))
+    return q
+
+
+class _LineSearch:
+    """The objective along ``x + t d`` for the line search, remembering the last point it evaluated."""
+
+    def __init__(self, fun, x, direction, budget):
+        self.fun, self.x, self.direction, self.budget = fun, x, direction, budget
+        self.count, self.step, self.last = 0, None, None
+
+    def _at(self, step):
+        if step != self.step:
+            if self.count >= self.budget:
+                return np.inf, np.full_like(self.x, np.nan)
+            self.count += 1
+            self.step, self.last = step, _evaluate(self.fun, self.x + step * self.direction)
+        return self.last
+
+    def value(self, step):
+        return self._at(step)[0]
+
+    def slope(self, step):
+        return float(self._at(step)[1] @ self.direction)
+
+    def point(self, step):
+        return self.x + step * self.direction, self._at(step)[1]
+
+
+def _evaluate(fun, x):
+    value, gradient = fun(x)
+    value = float(value)
+    if not np.isfinite(value):
+        return np.inf, np.zeros_like(x)
+    return value, np.asarray(gradient, dtype=float)
