@@ -118,3 +118,10 @@ def test_proposal_from_a_gibbs_run_is_refused(classification):
     results = sample_engine(model, data, "gibbs", chains=1, warmup=5, draws=5, seed=0, progress=False)
     with pytest.raises(MethodError, match="pm or mcmc-ep"):
         adapted_proposal_covariance(results)
+
+
+def test_a_fixed_proposal_is_refused_by_gibbs(classification):
+    model, data = classification
+    with pytest.raises(MethodError, match="--proposal-from"):
+        sample_engine(model, data, "gibbs", EngineSettings(proposal_covariance=[[1.0]]), chains=1, warmup=5,
+                      draws=5, seed=0, progress=False)

@@ -133,6 +133,8 @@ def sample_engine(model: Model, data: dict, method: str, settings: EngineSetting
     if method not in ENGINE_METHODS:
         raise MethodError(f"unknown method '{method}'; gpdsl's engines are {', '.join(ENGINE_METHODS)}")
     settings = settings or EngineSettings()
+    if settings.proposal_covariance is not None and method not in ("pm", "mcmc-ep"):
+        raise MethodError(f"a fixed proposal covariance (--proposal-from) is for pm and mcmc-ep, not {method}")
     started = time.perf_counter()
     sample_f = method == "gibbs"
     problem = latent_gp(model, data, method, marginalise=not sample_f)
@@ -149,7 +151,8 @@ def sample_engine(model: Model, data: dict, method: str, settings: EngineSetting
         f_draws = None
     else:
         init, step, extract = _engine(problem, method, settings)
-        states = jax.jit(jax.vmap(init))(jax.random.split(key_estimate, chains), thetas)  # one compilation, not one per operation
+        # jitted: one compilation instead of one per operation of the vmapped initialisation
+        states = jax.jit(jax.vmap(init))(jax.random.split(key_estimate, chains), thetas)
         result = run_chains(step, states, key_run, warmup, draws, extract=extract, progress=progress,
                             checkpoint_path=checkpoint_path)
         theta_draws = np.asarray(result.draws["theta"])
