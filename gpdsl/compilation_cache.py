@@ -38,7 +38,19 @@ def enable() -> str | None:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None
+    _drop_entries_without_access_time(directory)
     jax.config.update("jax_compilation_cache_dir", str(directory))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
     jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
     return str(directory)
+
+
+def _drop_entries_without_access_time(directory) -> None:
+    """Delete programs written without eviction (no ``-atime`` file beside their ``-cache`` file).
+
+    JAX's size-limited cache expects both files for every entry; one entry without its access time
+    (written with no size limit, or cut off by a crash) makes every later write fail with a warning.
+    """
+    for entry in directory.glob("*-cache"):
+        if not entry.with_name(entry.name[:-len("-cache")] + "-atime").exists():
+            entry.unlink(missing_ok=True)

@@ -45,3 +45,13 @@ def test_a_cache_directory_given_to_jax_is_kept(tmp_path):
     out = run(tmp_path, JAX_COMPILATION_CACHE_DIR=str(mine))
     assert f"DIR {mine}" in out
     assert not (tmp_path / "cache" / "jax").exists()
+
+
+def test_an_entry_without_access_time_is_dropped_so_the_cache_keeps_working(tmp_path):
+    directory = tmp_path / "cache" / "jax"
+    directory.mkdir(parents=True)
+    (directory / "jit_old-0123-cache").write_bytes(b"written without a size limit")
+    out = run(tmp_path)
+    assert not (directory / "jit_old-0123-cache").exists()
+    assert any(path.name.endswith("-atime") for path in directory.iterdir())
+    assert "HITS 0" in out and "HITS 0" not in run(tmp_path)
