@@ -297,9 +297,9 @@ class Config:
 
 
 def fit_restarted(problem, settings: VEMSettings, max_restarts: int = RESTARTS):
-    """:func:`fit_vem`, restarted from its end point while L-BFGS-B stops early and the bound still moves.
+    """:func:`fit_vem`, restarted from its end point while L-BFGS stops early and the bound still moves.
 
-    L-BFGS-B often stops long before the iteration cap with a "relative reduction" or ABNORMAL
+    L-BFGS often stops long before the iteration cap with a "relative reduction" or ABNORMAL
     line-search message while the gradient is still large (the bound is not finite at some trial
     points of the line search). A restart from the end point with a fresh L-BFGS memory usually goes on.
     Restarts continue while the bound improves by more than 1e-6 relative, up to ``max_restarts``
@@ -434,10 +434,18 @@ def run_table(which: str, cfg: dict, mode: str, fresh: bool, render_only: bool =
     return {"runs": runs, "labels": labels}
 
 
-def _hit_iteration_limit(record: dict) -> bool:
-    """Whether a stored fit stopped at its iteration limit (records before gpdsl's own L-BFGS carry
-    only L-BFGS-B's message)."""
-    return record.get("stop") == "iterations" or "ITERATIONS" in record["message"]
+STOP_LABELS = {"gradient": "converged", "reduction": "relative reduction", "line_search": "ABNORMAL",
+               "iterations": "max iterations", "evaluations": "max evaluations"}
+
+
+def _stop_label(record: dict) -> str:
+    """Why a stored fit stopped, in the table's words (records before gpdsl's own L-BFGS carry only
+    SciPy L-BFGS-B's message)."""
+    if "stop" in record:
+        return STOP_LABELS[record["stop"]]
+    if record["converged"]:
+        return "converged"
+    return "max iterations" if "ITERATIONS" in record["message"] else record["message"].split(":")[0]
 
 
 def table_markdown(which: str, cfg: dict, mode: str, desc: str, pca: list[float], configs: list[Config],
@@ -449,7 +457,7 @@ def table_markdown(which: str, cfg: dict, mode: str, desc: str, pca: list[float]
              f"Data: {desc}, outputs centred. Bayesian GPLVM, Q = {part['Q']}"
              + (f" (MLP: Q = {part['Q_mlp']})" if "Q_mlp" in part else "")
              + f", M = {part['M']} inducing inputs, PCA means, initial variances {part['init_variance']}, "
-             f"L-BFGS-B for at most {part['max_iterations']} iterations (Monte Carlo: {part['mc_max_iterations']}). "
+             f"L-BFGS for at most {part['max_iterations']} iterations (Monte Carlo: {part['mc_max_iterations']}). "
              f"Accuracy: stratified {cfg['cv_folds']}-fold cross-validated 1-NN accuracy (%) on the two latent "
              "dimensions of largest ARD relevance, mean ± sd over folds (sd with ddof = 1, which reproduces the "
              "paper's sds for folds of 20 points). Monte Carlo rows: "
@@ -471,9 +479,7 @@ def table_markdown(which: str, cfg: dict, mode: str, desc: str, pca: list[float]
         acc = np.array([r["accuracy"] for r in done])
         fold_sd = [np.std(r["fold_accuracy"], ddof=1) for r in done]
         accuracy = pm(acc.mean(), acc.std(ddof=1) if len(done) > 1 else fold_sd[0])
-        stopped = ", ".join(sorted({"converged" if r["converged"] else
-                                    ("max iterations" if _hit_iteration_limit(r) else r["message"].split(":")[0])
-                                    for r in done}))
+        stopped = ", ".join(sorted({_stop_label(r) for r in done}))
         lines.append("| " + " | ".join(cells + [
             accuracy, pm(np.mean(fold_sd)), str(len(done)),
             pm(np.mean([r["nn_errors"] for r in done]), digits=0 if len(done) == 1 else 1),
@@ -481,8 +487,9 @@ def table_markdown(which: str, cfg: dict, mode: str, desc: str, pca: list[float]
             f"{np.mean([r['iterations'] for r in done]):.0f} ({np.mean([r.get('restarts', 0) for r in done]):.0f})",
             pm(np.mean([r["evaluations"] for r in done]), digits=0), stopped,
             pm(np.mean([r["seconds"] for r in done]), digits=0), paper]) + " |")
-    lines += ["", "'stopped': converged = L-BFGS-B's relative-reduction or gradient test; max iterations = the "
-              "iteration cap; ABNORMAL = the line search failed; the last restart's message is shown. L-BFGS-B is restarted "
+    lines += ["", "'stopped': converged = the gradient test (SciPy's L-BFGS-B also counted its relative-reduction test); "
+              "relative reduction = the bound stopped improving; max iterations = the iteration cap; ABNORMAL = the "
+              "line search failed; the last restart's reason is shown. L-BFGS is restarted "
               f"from its end point (up to {RESTARTS} times) while it stops early and the bound improves "
               "(`fit_restarted`); iterations count all restarts. Wall seconds include "
               "XLA compilation; the machine was a shared 2-core one.", ""]
@@ -571,7 +578,7 @@ def visual_markdown(s: dict, mode: str, suffix: str) -> str:
              f"Oil flow training file ({part['n']} x 12, outputs centred), Bayesian GPLVM with rbf-ARD, analytic Psi "
              f"statistics, Q = {part['Q']}, M = {part['M']} inducing inputs, PCA means, initial variances "
              f"{part['init_variance']}, initial values {part['initial_values']} (the 1/range^2 heuristic for the ARD "
-             f"weights got stuck at a much lower bound, see README), L-BFGS-B for at most "
+             f"weights got stuck at a much lower bound, see README), L-BFGS for at most "
              f"{part['max_iterations']} iterations in total, restarted while it stops early.", "",
              f"* final bound {s['bound']:.1f}; {s['iterations']} iterations ({s.get('restarts', 0)} restarts), "
              f"{s['evaluations']} evaluations, "
