@@ -448,6 +448,12 @@ def _stop_label(record: dict) -> str:
     return "max iterations" if "ITERATIONS" in record["message"] else record["message"].split(":")[0]
 
 
+def _stop_sentence(record: dict) -> str:
+    """The optimiser's reason for stopping, as a sentence (SciPy's messages lack gpdsl's "stopped:")."""
+    message = record["message"].strip()
+    return message if "stop" in record else f"stopped: {message}"
+
+
 def table_markdown(which: str, cfg: dict, mode: str, desc: str, pca: list[float], configs: list[Config],
                    runs: dict) -> str:
     """Markdown of Table ``which``: our accuracy, bound, iterations and wall time beside the paper's accuracy."""
@@ -582,7 +588,7 @@ def visual_markdown(s: dict, mode: str, suffix: str) -> str:
              f"{part['max_iterations']} iterations in total, restarted while it stops early.", "",
              f"* final bound {s['bound']:.1f}; {s['iterations']} iterations ({s.get('restarts', 0)} restarts), "
              f"{s['evaluations']} evaluations, "
-             f"stopped: {s['message']}; {s['seconds']:.0f} s",
+             f"{_stop_sentence(s)}; {s['seconds']:.0f} s",
              f"* dominant dimensions (0-based): {s['dims']}; ARD weights: "
              + ", ".join(f"{v:.3g}" for v in rel),
              f"* 1-NN errors in the 2-D projection (points whose nearest other point has another class): "
