@@ -101,7 +101,6 @@ def minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0, *, memor
     if not np.isfinite(value):
         return LBFGSResult(x, value, gradient, 0, evaluations, "line_search")
     pairs: deque = deque(maxlen=memory)
-    previous_value = None
     while True:
         if np.max(np.abs(gradient)) <= gtol:
             return LBFGSResult(x, value, gradient, iterations, evaluations, "gradient")
@@ -109,12 +108,11 @@ def minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0, *, memor
             return LBFGSResult(x, value, gradient, iterations, evaluations, "iterations")
         if evaluations >= max_evaluations:
             return LBFGSResult(x, value, gradient, iterations, evaluations, "evaluations")
-        direction = _direction(gradient, pairs)
-        slope = float(gradient @ direction)
-        if not pairs or slope >= 0:
+        direction = _direction(gradient, pairs) if pairs else None
+        if direction is None or gradient @ direction >= 0:  # no memory, or not a descent direction
             pairs.clear()
             direction = -gradient / np.linalg.norm(gradient)
-            slope = float(gradient @ direction)
+        slope = float(gradient @ direction)
         search = _LineSearch(fun, x, direction, max_evaluations - evaluations)
         step, new_value, _ = scalar_search_wolfe1(
             search.value, search.slope, value, None, slope, c1=SUFFICIENT_DECREASE, c2=CURVATURE,
