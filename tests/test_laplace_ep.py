@@ -157,13 +157,32 @@ def test_convergence_flag_and_cost_counts(data):
     assert bool(approx.converged) and int(approx.cubic_ops) == 5 * int(approx.iterations)
     capped = ep(K, y, tol=1e-30, max_sweeps=1)
     assert not bool(capped.converged) and int(capped.cubic_ops) == 5
+    approx = ep(K, y, schedule="parallel")
+    assert bool(approx.converged) and int(approx.cubic_ops) == 2 * int(approx.iterations) - 1
+    capped = ep(K, y, tol=1e-30, max_sweeps=1, schedule="parallel")
+    assert not bool(capped.converged) and int(capped.iterations) == 1 and int(capped.cubic_ops) == 1
+    with pytest.raises(MethodError, match="at least one sweep"):
+        ep(K, y, max_sweeps=0)
+
+
+@pytest.mark.parametrize("damping", [0.5, 1.0])
+def test_parallel_ep_reaches_the_sequential_fixed_point(data, damping):
+    X, y, K, X_test = data
+    sequential = ep(K, y, **TIGHT_EP)
+    parallel = ep(K, y, schedule="parallel", damping=damping, **TIGHT_EP)
+    assert bool(parallel.converged)
+    assert float(parallel.log_marginal) == pytest.approx(float(sequential.log_marginal), rel=1e-10)
+    for field in ("mean", "alpha", "site_precision", "site_location"):
+        np.testing.assert_allclose(getattr(parallel, field), getattr(sequential, field), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(predict(parallel, rbf(X, X_test), np.full(len(X_test), SIGMA)),
+                               predict(sequential, rbf(X, X_test), np.full(len(X_test), SIGMA)), rtol=1e-9)
 
 
 def test_jit_and_vmap_over_covariances(data):
     _, y, K, _ = data
     scales = jnp.asarray([0.5, 1.0, 3.0])
     batch = scales[:, None, None] * jnp.asarray(K)
-    for method in (partial(laplace, likelihood="bernoulli_logit"), ep):
+    for method in (partial(laplace, likelihood="bernoulli_logit"), ep, partial(ep, schedule="parallel")):
         single = [method(K_i, y) for K_i in batch]
         batched = jax.jit(jax.vmap(lambda K_i: method(K_i, y)))(batch)
         np.testing.assert_allclose(batched.log_marginal, [a.log_marginal for a in single], rtol=1e-10)

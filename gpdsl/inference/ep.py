@@ -9,11 +9,13 @@ updates, the ``n`` products ``Sigma nu_tilde``, the factorisation of ``B``, the 
 at site ``i``, so the second of these costs ``O(n^2)`` per sweep here.
 
 ``schedule="parallel"`` updates all sites at once from the current marginals and then recomputes
-the marginals from the Cholesky factor of ``B``: two ``O(n^3)`` operations per sweep (the
-factorisation and the solve ``L^-1 S^1/2 K``; only the diagonal of ``Sigma`` and ``mu`` are formed)
-and no ``O(n^2)`` work per site, at the price of damping and a few more sweeps. It converges to the
-same fixed point. Pseudo-marginal MCMC uses it: any ``q`` that is a deterministic function of the
-hyperparameters keeps the estimate unbiased.
+the marginals from the Cholesky factor of ``B``: the factorisation gives ``mu`` (with ``O(n^2)`` solves)
+and the solve ``L^-1 S^1/2 K`` gives the diagonal of ``Sigma`` (``Sigma`` itself is never formed). The
+solve is only needed for the cavities of a next sweep and for ``log Z_EP``, so a run of ``s`` sweeps
+costs ``2 s - 1`` ``O(n^3)`` operations for ``q``, one more for ``log Z_EP`` (under ``jit`` the solve is
+dropped when ``log_marginal`` is not used), and no ``O(n^2)`` work per site, at the price of damping
+and a few more sweeps. It converges to the same fixed point. Pseudo-marginal MCMC uses it: any ``q``
+that is a deterministic function of the hyperparameters keeps the estimate unbiased.
 """
 
 from __future__ import annotations
@@ -26,15 +28,16 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
-from jax.scipy.special import log_ndtr  # noqa: E402
 
 from gpdsl.errors import MethodError  # noqa: E402
 from gpdsl.inference.gaussian_approx import GaussianApproximation  # noqa: E402
 from gpdsl.linalg import cho_solve, cholesky, solve_triangular  # noqa: E402
+from gpdsl.special import inverse_mills, log_ndtr  # noqa: E402
 
 EP_LIKELIHOODS = ("bernoulli_probit",)
 CUBIC_OPS_PER_SWEEP = 5
 CUBIC_OPS_PER_PARALLEL_SWEEP = 2
+EP_PARALLEL_LOG_MARGINAL_OPS = 1  # the solve for diag(Sigma) after the last parallel sweep
 EP_SCHEDULES = ("sequential", "parallel")
 _SMALLEST_SITE_PRECISION = float(jnp.finfo(jnp.float64).eps)
 
@@ -70,10 +73,17 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
     -------
     GaussianApproximation
         ``iterations`` counts sweeps; ``cubic_ops`` is ``5 * iterations`` (sequential) or
-        ``2 * iterations`` (parallel).
+        ``2 * iterations - 1`` (parallel; ``log_marginal`` costs one more, see the module docstring).
+
+    Raises
+    ------
+    MethodError
+        For an unknown schedule or fewer than one sweep.
     """
     if schedule not in EP_SCHEDULES:
         raise MethodError(f"unknown EP schedule '{schedule}'; use one of {', '.join(EP_SCHEDULES)}")
+    if max_sweeps < 1:
+        raise MethodError(f"EP needs at least one sweep, got max_sweeps={max_sweeps}")
     K, y = jnp.asarray(K, dtype=jnp.float64), jnp.asarray(y)
     if schedule == "parallel":
         return _ep_parallel(K, y, tol, max_sweeps, damping)
@@ -125,7 +135,7 @@ def probit_moments(signs, cavity_mean, cavity_var):
     scale = jnp.sqrt(1.0 + cavity_var)
     z = signs * cavity_mean / scale
     log_z = log_ndtr(z)
-    ratio = jnp.exp(-0.5 * z**2 - 0.5 * jnp.log(2.0 * jnp.pi) - log_z)  # N(z) / Phi(z)
+    ratio = inverse_mills(z, log_z)  # N(z) / Phi(z)
     mean = cavity_mean + signs * cavity_var * ratio / scale
     var = cavity_var - cavity_var**2 * ratio * (z + ratio) / (1.0 + cavity_var)
     return log_z, mean, var
@@ -176,39 +186,46 @@ def _ep_parallel(K, y, tol, max_sweeps, damping):
     tol = n / 1e4 if tol is None else tol
     signs = 2.0 * y.astype(K.dtype) - 1.0
 
-    def sweep(state):
-        tau, nu, _, sigma_diag, mu_old, _, sweeps = state
+    def sweep(tau, nu, sigma_diag, mu):
         cavity_precision = 1.0 / sigma_diag - tau
-        cavity_location = mu_old / sigma_diag - nu
+        cavity_location = mu / sigma_diag - nu
         _, mean_hat, var_hat = probit_moments(signs, cavity_location / cavity_precision, 1.0 / cavity_precision)
         tau_new = jnp.maximum(1.0 / var_hat - cavity_precision, _SMALLEST_SITE_PRECISION)
         nu_new = mean_hat / var_hat - cavity_location
         tau = jnp.maximum(damping * tau_new + (1.0 - damping) * tau, _SMALLEST_SITE_PRECISION)
         nu = damping * nu_new + (1.0 - damping) * nu
-        L, sigma_diag, mu = _marginals(K, tau, nu)
-        return tau, nu, L, sigma_diag, mu, jnp.sum((mu - mu_old) ** 2), sweeps + 1
+        L, alpha = _factor(K, tau, nu)
+        return tau, nu, L, alpha, K @ alpha
+
+    def next_sweep(state):
+        tau, nu, L, _, mu_old, _, sweeps = state
+        tau, nu, L, alpha, mu = sweep(tau, nu, _marginal_variances(K, tau, L), mu_old)
+        return tau, nu, L, alpha, mu, jnp.sum((mu - mu_old) ** 2), sweeps + 1
 
     def not_done(state):
         return (state[5] >= tol) & (state[6] < max_sweeps)
 
     zeros = jnp.zeros(n, dtype=K.dtype)
-    start = (zeros, zeros, jnp.eye(n, dtype=K.dtype), jnp.diag(K), zeros, jnp.asarray(jnp.inf, K.dtype),
-             jnp.asarray(0))
-    tau, nu, L, sigma_diag, mu, change, sweeps = lax.while_loop(not_done, sweep, start)
-    root_tau = jnp.sqrt(tau)
-    alpha = nu - root_tau * cho_solve((L, True), root_tau * (K @ nu))
+    tau, nu, L, alpha, mu = sweep(zeros, zeros, jnp.diag(K), zeros)  # Sigma = K before the first sweep
+    start = (tau, nu, L, alpha, mu, jnp.sum(mu**2), jnp.asarray(1))
+    tau, nu, L, alpha, mu, change, sweeps = lax.while_loop(not_done, next_sweep, start)
     return GaussianApproximation(
         mean=mu, alpha=alpha, site_precision=tau, site_location=nu, chol_b=L,
-        log_marginal=_log_marginal(signs, tau, nu, sigma_diag, mu, L),
-        converged=change < tol, iterations=sweeps, cubic_ops=CUBIC_OPS_PER_PARALLEL_SWEEP * sweeps)
+        log_marginal=_log_marginal(signs, tau, nu, _marginal_variances(K, tau, L), mu, L),
+        converged=change < tol, iterations=sweeps, cubic_ops=CUBIC_OPS_PER_PARALLEL_SWEEP * sweeps - 1)
 
 
-def _marginals(K, tau, nu):
-    """``L``, ``diag(Sigma)`` and ``mu = Sigma nu`` without forming ``Sigma`` (two ``O(n^3)`` operations)."""
+def _factor(K, tau, nu):
+    """The Cholesky factor ``L`` of ``B`` and ``alpha = K^-1 mu = nu - S^1/2 B^-1 S^1/2 K nu`` (one ``O(n^3)`` operation)."""
     root_tau = jnp.sqrt(tau)
     L = cholesky(jnp.eye(K.shape[-1], dtype=K.dtype) + root_tau[:, None] * K * root_tau[None, :])
-    V = solve_triangular(L, root_tau[:, None] * K, lower=True)
-    return L, jnp.diag(K) - jnp.sum(V**2, axis=0), K @ nu - V.T @ (V @ nu)
+    return L, nu - root_tau * cho_solve((L, True), root_tau * (K @ nu))
+
+
+def _marginal_variances(K, tau, L):
+    """``diag(Sigma) = diag(K - V^T V)`` with ``V = L^-1 S^1/2 K`` (one ``O(n^3)`` operation)."""
+    V = solve_triangular(L, jnp.sqrt(tau)[:, None] * K, lower=True)
+    return jnp.diag(K) - jnp.sum(V**2, axis=0)
 
 
 def _recompute(K, tau, nu):

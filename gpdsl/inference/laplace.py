@@ -17,11 +17,11 @@ jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
-from jax.scipy.special import log_ndtr  # noqa: E402
 
 from gpdsl.errors import MethodError  # noqa: E402
 from gpdsl.inference.gaussian_approx import GaussianApproximation  # noqa: E402
 from gpdsl.linalg import cho_solve, cholesky  # noqa: E402
+from gpdsl.special import inverse_mills, log_ndtr  # noqa: E402
 
 LAPLACE_LIKELIHOODS = ("bernoulli_probit", "bernoulli_logit")
 _MAX_HALVINGS = 10
@@ -110,7 +110,7 @@ def log_likelihood_derivatives(f, signs, likelihood: str):
     """
     if likelihood == "bernoulli_probit":
         log_cdf = log_ndtr(signs * f)
-        ratio = jnp.exp(-0.5 * f**2 - 0.5 * jnp.log(2.0 * jnp.pi) - log_cdf)  # N(f) / Phi(y f)
+        ratio = inverse_mills(signs * f, log_cdf)  # N(f) / Phi(y f)
         return jnp.sum(log_cdf), signs * ratio, ratio**2 + signs * f * ratio
     prob = jax.nn.sigmoid(f)
     return -jnp.sum(jax.nn.softplus(-signs * f)), (signs + 1.0) / 2.0 - prob, prob * (1.0 - prob)

@@ -13,8 +13,8 @@ given to another (``proposal_covariance``), which then adapts nothing. Optionall
 by elliptical slice sampling given ``theta`` after each step, for predictions (eq. 20).
 
 Cost of one estimate (``O(n^3)`` operations): the approximation (Laplace: one factorisation per
-Newton iteration; EP: two per parallel sweep, see :mod:`gpdsl.inference.ep`) and one Cholesky
-factorisation of ``K`` to draw from ``q``. The importance weights need no further ``O(n^3)`` or
+Newton iteration; EP: two per parallel sweep but one for the last, see :mod:`gpdsl.inference.ep`)
+and one Cholesky factorisation of ``K`` to draw from ``q``. The importance weights need no further ``O(n^3)`` or
 triangular-solve work: with ``q = N(m, (K^-1 + S)^-1)``, ``alpha = K^-1 m`` and
 ``B = I + S^1/2 K S^1/2``,
 
@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 from jax.scipy.special import logsumexp  # noqa: E402
 
 from gpdsl.errors import MethodError  # noqa: E402
-from gpdsl.inference.ep import check_ep_likelihood, ep  # noqa: E402
+from gpdsl.inference.ep import EP_PARALLEL_LOG_MARGINAL_OPS, check_ep_likelihood, ep  # noqa: E402
 from gpdsl.inference.ess import ess_step  # noqa: E402
 from gpdsl.inference.gaussian_approx import sample  # noqa: E402
 from gpdsl.inference.laplace import check_laplace_likelihood, laplace  # noqa: E402
@@ -140,12 +140,13 @@ def make_importance_estimator(problem: LatentGP, approximation: str = "ep", num_
         ``estimate(key, theta) -> (log_p_hat, converged, cubic_ops)``.
     """
     approximate = _approximate(problem, approximation, tol, max_iter, ep_schedule)
+    log_marginal_ops = EP_PARALLEL_LOG_MARGINAL_OPS if (approximation, ep_schedule) == ("ep", "parallel") else 0
 
     def estimate(key, theta):
         K = problem.covariance(theta)
         approx = approximate(K)
         if use_approximate_marginal:
-            return approx.log_marginal, approx.converged, approx.cubic_ops
+            return approx.log_marginal, approx.converged, approx.cubic_ops + log_marginal_ops
         draws = sample(approx, K, key, num_importance)  # one Cholesky factorisation of K
         deviations = draws - approx.mean
         log_prior_minus_log_q = (-draws @ approx.alpha + 0.5 * approx.alpha @ approx.mean

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from gpdsl.kernels.base import Kernel
-from gpdsl.kernels.params import as_param, check_ard
+from gpdsl.kernels.params import as_param, check_ard, sum_over_inputs
 from gpdsl.kernels.spec import KernelSpec, ParamSpec
 
 
@@ -29,7 +29,7 @@ class Linear(Kernel):
 
     def evaluate(self, x1, x2):
         check_ard(self.variance, "variance", "linear", x1.shape[-1])
-        return jnp.sum(self.variance * x1 * x2)
+        return sum_over_inputs(self.variance * x1 * x2)
 
 
 class MLP(Kernel):
@@ -74,7 +74,7 @@ class MLP(Kernel):
         check_ard(self.weight_variance, "weight_variance", "mlp", x1.shape[-1])
 
         def inner(a, b):
-            return jnp.sum(self.weight_variance * a * b) + self.bias_variance
+            return sum_over_inputs(self.weight_variance * a * b) + self.bias_variance
 
         ratio = inner(x1, x2) / jnp.sqrt((inner(x1, x1) + 1.0) * (inner(x2, x2) + 1.0))
         return self.variance * (2.0 / jnp.pi) * jnp.arcsin(ratio)

@@ -63,6 +63,9 @@ def normalise_active_dims(active_dims):
     return dims
 
 
+_UNROLLED_INPUT_COLUMNS = 16
+
+
 def select_columns(x, active_dims):
     """Restrict the last axis of ``x`` to ``active_dims`` (in normalised form)."""
     if active_dims is None:
@@ -80,9 +83,28 @@ def safe_sqrt(value):
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, value, 1.0)), 0.0)
 
 
+def sum_over_inputs(terms):
+    """Sum of a single point's per-input-column terms (last axis).
+
+    Kernels are written for one pair of points and vectorised over all pairs, so this sum becomes a
+    reduction over a short minor axis of an ``(n1, n2, d)`` array, which XLA's CPU backend runs about
+    3x slower than ``d`` elementwise additions of ``(n1, n2)`` arrays. Up to
+    ``_UNROLLED_INPUT_COLUMNS`` columns are therefore added one by one.
+    """
+    terms = jnp.asarray(terms)
+    if terms.ndim == 0:
+        return terms
+    if terms.shape[-1] > _UNROLLED_INPUT_COLUMNS:
+        return jnp.sum(terms, axis=-1)
+    total = terms[..., 0]
+    for column in range(1, terms.shape[-1]):
+        total = total + terms[..., column]
+    return total
+
+
 def scaled_sqdist(x1, x2, lengthscale=None, inv_ls2=None):
     """``sum_d (x1_d - x2_d)^2 / l_d^2``, or ``sum_d w_d (x1_d - x2_d)^2`` given ``inv_ls2``."""
     diff2 = jnp.square(x1 - x2)
     if inv_ls2 is not None:
-        return jnp.sum(inv_ls2 * diff2)
-    return jnp.sum(diff2 / jnp.square(lengthscale))
+        return sum_over_inputs(inv_ls2 * diff2)
+    return sum_over_inputs(diff2 / jnp.square(lengthscale))

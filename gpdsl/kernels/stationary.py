@@ -6,7 +6,7 @@ import jax.numpy as jnp
 
 from gpdsl.errors import ModelCheckError
 from gpdsl.kernels.base import Kernel
-from gpdsl.kernels.params import as_param, check_ard, safe_sqrt, scaled_sqdist
+from gpdsl.kernels.params import as_param, check_ard, safe_sqrt, scaled_sqdist, sum_over_inputs
 from gpdsl.kernels.spec import KernelSpec, ParamSpec
 
 _VARIANCE = ParamSpec("variance", default=1.0)
@@ -207,4 +207,4 @@ class Periodic(Kernel):
         check_ard(self.lengthscale, "lengthscale", "periodic", x1.shape[-1])
         check_ard(self.period, "period", "periodic", x1.shape[-1])
         sines = jnp.sin(jnp.pi * (x1 - x2) / self.period) / self.lengthscale
-        return self.variance * jnp.exp(-0.5 * jnp.sum(jnp.square(sines)))
+        return self.variance * jnp.exp(-0.5 * sum_over_inputs(jnp.square(sines)))

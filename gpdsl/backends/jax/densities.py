@@ -9,6 +9,8 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 from jax.scipy import special, stats  # noqa: E402
 
+from gpdsl.special import log_ndtr  # noqa: E402
+
 
 def _ssn(x, lower, upper, mu, sigma):
     width = upper - lower
@@ -32,7 +34,7 @@ PRIOR_LOGPDF = {
 
 
 def _bernoulli_probit(y, f):
-    return stats.norm.logcdf((2.0 * y - 1.0) * f)
+    return log_ndtr((2.0 * y - 1.0) * f)
 
 
 def _bernoulli_logit(y, f):
