@@ -200,7 +200,7 @@ def main(argv=None) -> int:
     started = datetime.datetime.now()
     lines = [f"# Filippone & Girolami (2014) case study: min ESS per second, gpdsl engines vs NUTS", "",
              f"- date: {started:%Y-%m-%d %H:%M}; machine: {platform.machine()}, {os.cpu_count()} cores "
-             f"(shared with other jobs; the 1-minute load average is shown before and after each run); "
+             f"(the 1-minute load average is shown before and after each run); "
              f"load at start: {', '.join(f'{v:.1f}' for v in os.getloadavg())}",
              f"- mode: {'quick' if args.quick else 'full'}; data: simulate_data.py, seed {args.seed}, d = 2, "
              f"balanced classes; model: models/gp_classification.gpm (ARD)",
