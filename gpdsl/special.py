@@ -28,10 +28,11 @@ def log_ndtr(x):
     """``log Phi(x)``, the log of the standard normal CDF, elementwise.
 
     ``Phi(-|x|) = erfc(|x| / sqrt(2)) / 2`` gives ``log Phi(x)`` as its log (``x <= 0``) or as
-    ``log1p(-Phi(-x))`` (``x > 0``, one ``log`` with Goldberg's correction); below ``x = -30``, where ``erfc`` nears underflow, the asymptotic
-    series ``log Phi(x) = -x^2/2 - log(-x) - log(2 pi)/2 + log(1 - 1/x^2 + 3/x^4 - 15/x^6 + 105/x^8)``
-    is used. Relative error about 1e-15 against SciPy's ``log_ndtr`` on [-1e3, 40]. The derivative is
-    ``phi(x) / Phi(x)``, evaluated in the log domain.
+    ``log1p(-Phi(-x))`` (``x > 0``, the same ``log`` with Goldberg's correction); below ``x = -30``,
+    where ``erfc`` nears underflow, the asymptotic series
+    ``log Phi(x) = -x^2/2 - log(-x) - log(2 pi)/2 + log(1 - 1/x^2 + 3/x^4 - 15/x^6 + 105/x^8)``
+    is used. Relative error below 1e-12 against SciPy's ``log_ndtr`` on [-1e3, 36] (tests/test_special.py).
+    The derivative is ``phi(x) / Phi(x)``, evaluated in the log domain.
 
     Parameters
     ----------

@@ -216,7 +216,10 @@ def _ep_parallel(K, y, tol, max_sweeps, damping):
 
 
 def _factor(K, tau, nu):
-    """The Cholesky factor ``L`` of ``B`` and ``alpha = K^-1 mu = nu - S^1/2 B^-1 S^1/2 K nu`` (one ``O(n^3)`` operation)."""
+    """The Cholesky factor ``L`` of ``B`` and ``alpha = K^-1 mu = nu - S^1/2 B^-1 S^1/2 K nu``.
+
+    One ``O(n^3)`` operation (the factorisation); ``mu = K alpha``.
+    """
     root_tau = jnp.sqrt(tau)
     L = cholesky(jnp.eye(K.shape[-1], dtype=K.dtype) + root_tau[:, None] * K * root_tau[None, :])
     return L, nu - root_tau * cho_solve((L, True), root_tau * (K @ nu))

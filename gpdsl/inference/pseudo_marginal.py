@@ -14,8 +14,8 @@ by elliptical slice sampling given ``theta`` after each step, for predictions (e
 
 Cost of one estimate (``O(n^3)`` operations): the approximation (Laplace: one factorisation per
 Newton iteration; EP: two per parallel sweep but one for the last, see :mod:`gpdsl.inference.ep`)
-and one Cholesky factorisation of ``K`` to draw from ``q``. The importance weights need no further ``O(n^3)`` or
-triangular-solve work: with ``q = N(m, (K^-1 + S)^-1)``, ``alpha = K^-1 m`` and
+and one Cholesky factorisation of ``K`` to draw from ``q``. The importance weights need no further
+``O(n^3)`` or triangular-solve work: with ``q = N(m, (K^-1 + S)^-1)``, ``alpha = K^-1 m`` and
 ``B = I + S^1/2 K S^1/2``,
 
     log N(f | 0, K) - log q(f) = -alpha^T f + alpha^T m / 2 + (f - m)^T S (f - m) / 2 - log|B| / 2,
