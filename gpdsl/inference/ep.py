@@ -37,7 +37,6 @@ from gpdsl.special import inverse_mills, log_ndtr  # noqa: E402
 EP_LIKELIHOODS = ("bernoulli_probit",)
 CUBIC_OPS_PER_SWEEP = 5
 CUBIC_OPS_PER_PARALLEL_SWEEP = 2
-EP_PARALLEL_LOG_MARGINAL_OPS = 1  # the solve for diag(Sigma) after the last parallel sweep
 EP_SCHEDULES = ("sequential", "parallel")
 _SMALLEST_SITE_PRECISION = float(jnp.finfo(jnp.float64).eps)
 
@@ -172,12 +171,12 @@ def _ep(K, y, tol, max_sweeps):
     zeros = jnp.zeros(n, dtype=K.dtype)
     start = (zeros, zeros, K, zeros, jnp.eye(n, dtype=K.dtype), jnp.asarray(jnp.inf, K.dtype), jnp.asarray(0))
     tau, nu, Sigma, mu, L, change, sweeps = lax.while_loop(not_done, sweep, start)
-    root_tau = jnp.sqrt(tau)
-    alpha = nu - root_tau * cho_solve((L, True), root_tau * (K @ nu))
+    alpha = _alpha(K, tau, nu, L)
     return GaussianApproximation(
         mean=mu, alpha=alpha, site_precision=tau, site_location=nu, chol_b=L,
         log_marginal=_log_marginal(signs, tau, nu, jnp.diag(Sigma), mu, L),
-        converged=change < tol, iterations=sweeps, cubic_ops=CUBIC_OPS_PER_SWEEP * sweeps)
+        converged=change < tol, iterations=sweeps, cubic_ops=CUBIC_OPS_PER_SWEEP * sweeps,
+        log_marginal_ops=jnp.asarray(0))
 
 
 @partial(jax.jit, static_argnames=("max_sweeps",))
@@ -212,7 +211,8 @@ def _ep_parallel(K, y, tol, max_sweeps, damping):
     return GaussianApproximation(
         mean=mu, alpha=alpha, site_precision=tau, site_location=nu, chol_b=L,
         log_marginal=_log_marginal(signs, tau, nu, _marginal_variances(K, tau, L), mu, L),
-        converged=change < tol, iterations=sweeps, cubic_ops=CUBIC_OPS_PER_PARALLEL_SWEEP * sweeps - 1)
+        converged=change < tol, iterations=sweeps, cubic_ops=CUBIC_OPS_PER_PARALLEL_SWEEP * sweeps - 1,
+        log_marginal_ops=jnp.asarray(1))
 
 
 def _factor(K, tau, nu):
@@ -222,7 +222,13 @@ def _factor(K, tau, nu):
     """
     root_tau = jnp.sqrt(tau)
     L = cholesky(jnp.eye(K.shape[-1], dtype=K.dtype) + root_tau[:, None] * K * root_tau[None, :])
-    return L, nu - root_tau * cho_solve((L, True), root_tau * (K @ nu))
+    return L, _alpha(K, tau, nu, L)
+
+
+def _alpha(K, tau, nu, L):
+    """``alpha = (I + K S)^-1 nu = nu - S^1/2 B^-1 S^1/2 K nu`` given the factor ``L`` of ``B`` (``O(n^2)``)."""
+    root_tau = jnp.sqrt(tau)
+    return nu - root_tau * cho_solve((L, True), root_tau * (K @ nu))
 
 
 def _marginal_variances(K, tau, L):

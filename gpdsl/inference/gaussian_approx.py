@@ -59,6 +59,9 @@ class GaussianApproximation(NamedTuple):
         Newton iterations (Laplace) or EP sweeps performed.
     cubic_ops : jax.Array, shape (), int
         ``O(n^3)`` operations performed (see the module docstring for what counts as one).
+    log_marginal_ops : jax.Array, shape (), int
+        Further ``O(n^3)`` operations that ``log_marginal`` alone needs (a caller that does not use it
+        does not pay them under ``jit``): one for parallel EP, none otherwise.
     """
 
     mean: jax.Array
@@ -70,6 +73,7 @@ class GaussianApproximation(NamedTuple):
     converged: jax.Array
     iterations: jax.Array
     cubic_ops: jax.Array
+    log_marginal_ops: jax.Array
 
 
 def posterior_mean_cov(approx: GaussianApproximation, K) -> tuple[jax.Array, jax.Array]:

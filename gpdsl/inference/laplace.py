@@ -144,7 +144,7 @@ def _laplace(K, y, likelihood, tol, max_iter):
     return GaussianApproximation(
         mean=f, alpha=a, site_precision=W, site_location=W * f + a, chol_b=L,
         log_marginal=objective(a, f) - jnp.sum(jnp.log(jnp.diag(L))),
-        converged=change < tol, iterations=iterations, cubic_ops=iterations)
+        converged=change < tol, iterations=iterations, cubic_ops=iterations, log_marginal_ops=jnp.asarray(0))
 
 
 def _halve_until_better(objective, K, a, f, direction):

@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 from jax.scipy.special import logsumexp  # noqa: E402
 
 from gpdsl.errors import MethodError  # noqa: E402
-from gpdsl.inference.ep import EP_PARALLEL_LOG_MARGINAL_OPS, check_ep_likelihood, ep  # noqa: E402
+from gpdsl.inference.ep import check_ep_likelihood, ep  # noqa: E402
 from gpdsl.inference.ess import ess_step  # noqa: E402
 from gpdsl.inference.gaussian_approx import sample  # noqa: E402
 from gpdsl.inference.laplace import check_laplace_likelihood, laplace  # noqa: E402
@@ -140,13 +140,12 @@ def make_importance_estimator(problem: LatentGP, approximation: str = "ep", num_
         ``estimate(key, theta) -> (log_p_hat, converged, cubic_ops)``.
     """
     approximate = _approximate(problem, approximation, tol, max_iter, ep_schedule)
-    log_marginal_ops = EP_PARALLEL_LOG_MARGINAL_OPS if (approximation, ep_schedule) == ("ep", "parallel") else 0
 
     def estimate(key, theta):
         K = problem.covariance(theta)
         approx = approximate(K)
         if use_approximate_marginal:
-            return approx.log_marginal, approx.converged, approx.cubic_ops + log_marginal_ops
+            return approx.log_marginal, approx.converged, approx.cubic_ops + approx.log_marginal_ops
         draws = sample(approx, K, key, num_importance)  # one Cholesky factorisation of K
         deviations = draws - approx.mean
         log_prior_minus_log_q = (-draws @ approx.alpha + 0.5 * approx.alpha @ approx.mean

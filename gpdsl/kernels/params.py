@@ -63,9 +63,6 @@ def normalise_active_dims(active_dims):
     return dims
 
 
-_UNROLLED_INPUT_COLUMNS = 16
-
-
 def select_columns(x, active_dims):
     """Restrict the last axis of ``x`` to ``active_dims`` (in normalised form)."""
     if active_dims is None:
@@ -81,6 +78,9 @@ def safe_sqrt(value):
     """Square root whose gradient is zero, not NaN, at zero."""
     positive = value > 0
     return jnp.where(positive, jnp.sqrt(jnp.where(positive, value, 1.0)), 0.0)
+
+
+_UNROLLED_INPUT_COLUMNS = 16
 
 
 def sum_over_inputs(terms):
