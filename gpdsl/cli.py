@@ -78,7 +78,11 @@ def _cmd_sample(args) -> int:
                               draws=args.draws, seed=args.seed, adapt_delta=args.adapt_delta,
                               max_depth=args.max_depth, progress=not args.quiet)
     else:
-        from gpdsl.inference.run import EngineSettings, adapted_proposal_covariance, sample_engine
+        from gpdsl.inference.run import (
+            EngineSettings,
+            adapted_proposal_covariance,
+            sample_engine,
+        )
         from gpdsl.results.io import read_netcdf
 
         proposal = adapted_proposal_covariance(read_netcdf(args.proposal_from)) if args.proposal_from else None
@@ -102,7 +106,7 @@ def _cmd_sample(args) -> int:
 def _cmd_fit(args) -> int:
     from gpdsl.api import check_file
     from gpdsl.data_io import load_data
-    from gpdsl.inference.vem import VEMSettings
+    from gpdsl.inference.variational.vem import VEMSettings
     from gpdsl.inference.vem_run import fit_model
     from gpdsl.results.io import write_netcdf
 
@@ -192,7 +196,7 @@ def _cmd_plot(args) -> int:
 def _plot_latent(results, args):
     import numpy as np
 
-    from gpdsl.inference.gplvm_predict import latent_variance_grid, most_relevant_dims
+    from gpdsl.inference.predict.gplvm import latent_variance_grid, most_relevant_dims
     from gpdsl.inference.vem_run import fit_from_results
     from gpdsl.results.latent_plot import plot_latent
 

@@ -7,15 +7,13 @@ import math
 from functools import partial
 
 import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.scipy import linalg as _scipy_linalg
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
-from jax.scipy import linalg as _scipy_linalg  # noqa: E402
-
-from gpdsl.errors import NumericalError  # noqa: E402
+import gpdsl.float64  # noqa: F401
+from gpdsl.errors import NumericalError
 
 _SMALLEST_JITTER = 1e-8
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 import math
 
 import jax
+import jax.numpy as jnp
+from jax import lax
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-from jax import lax  # noqa: E402
+import gpdsl.float64  # noqa: F401
 
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
 _HALF_LOG_TWO_PI = 0.5 * math.log(2.0 * math.pi)

@@ -10,12 +10,20 @@ import pytest
 from scipy.special import ndtr
 
 from gpdsl.api import check_file
-from gpdsl.inference.ep import ep
-from gpdsl.inference.gaussian_approx import predict
-from gpdsl.inference.latent_gp import latent_gp
-from gpdsl.inference.predict import new_input_covariances, predict_from_latent_draws, predict_from_theta_draws
 from gpdsl.errors import MethodError
-from gpdsl.inference.run import EngineSettings, adapted_proposal_covariance, sample_engine
+from gpdsl.inference.approximations.ep import ep
+from gpdsl.inference.approximations.gaussian import predict
+from gpdsl.inference.families.latent_gp import latent_gp
+from gpdsl.inference.predict.latent_gp import (
+    new_input_covariances,
+    predict_from_latent_draws,
+    predict_from_theta_draws,
+)
+from gpdsl.inference.run import (
+    EngineSettings,
+    adapted_proposal_covariance,
+    sample_engine,
+)
 from gpdsl.results import arviz_compat
 
 

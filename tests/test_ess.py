@@ -8,8 +8,8 @@ import pytest
 
 from gpdsl.api import check_file
 from gpdsl.inference.driver import run_chains
-from gpdsl.inference.ess import ESSInfo, ess_init, ess_step, make_ess_kernel
-from gpdsl.inference.latent_gp import latent_gp
+from gpdsl.inference.families.latent_gp import latent_gp
+from gpdsl.inference.mcmc.ess import ESSInfo, ess_init, ess_step, make_ess_kernel
 
 NUM_CHAINS, NUM_DRAWS = 4, 4000
 

@@ -8,9 +8,15 @@ import pytest
 
 from gpdsl.api import check_text
 from gpdsl.inference.driver import run_chains
-from gpdsl.inference.gibbs import make_gibbs
-from gpdsl.inference.hyper_mh import aa_step, latent_position, sa_step, surr_slice_step, surr_step
-from gpdsl.inference.latent_gp import latent_gp
+from gpdsl.inference.families.latent_gp import latent_gp
+from gpdsl.inference.mcmc.gibbs import make_gibbs
+from gpdsl.inference.mcmc.hyper_updates import (
+    aa_step,
+    latent_position,
+    sa_step,
+    surr_slice_step,
+    surr_step,
+)
 from gpdsl.linalg import mvn_logpdf_chol
 
 MODEL = """

@@ -10,11 +10,21 @@ from scipy import stats
 
 from gpdsl.api import check_file
 from gpdsl.errors import MethodError
-from gpdsl.inference.ep import ep, ep_for
-from gpdsl.inference.gaussian_approx import (log_density, posterior_mean_cov, predict, predict_latent, sample,
-                                             sample_with_log_density)
-from gpdsl.inference.latent_gp import latent_gp
-from gpdsl.inference.laplace import laplace, laplace_for, log_likelihood_derivatives
+from gpdsl.inference.approximations.ep import ep, ep_for
+from gpdsl.inference.approximations.gaussian import (
+    log_density,
+    posterior_mean_cov,
+    predict,
+    predict_latent,
+    sample,
+    sample_with_log_density,
+)
+from gpdsl.inference.approximations.laplace import (
+    laplace,
+    laplace_for,
+    log_likelihood_derivatives,
+)
+from gpdsl.inference.families.latent_gp import latent_gp
 
 SIGMA, TAU = 2.0, 0.4
 TIGHT = {"tol": 1e-20, "max_iter": 500}

@@ -7,7 +7,7 @@ from scipy import stats
 
 from gpdsl.api import check_file
 from gpdsl.errors import MethodError
-from gpdsl.inference.latent_gp import latent_gp
+from gpdsl.inference.families.latent_gp import latent_gp
 from gpdsl.semantics.catalog import GP_JITTER
 
 

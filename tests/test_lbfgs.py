@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.optimize
 
-from gpdsl.inference import lbfgs
+from gpdsl.inference.optimise import lbfgs
 
 
 def quadratic(n=40, condition=1e4, seed=0):

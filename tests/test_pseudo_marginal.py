@@ -15,8 +15,12 @@ from scipy import stats
 from gpdsl.api import check_text
 from gpdsl.errors import MethodError
 from gpdsl.inference.driver import run_chains
-from gpdsl.inference.latent_gp import latent_gp
-from gpdsl.inference.pseudo_marginal import make_importance_estimator, make_pseudo_marginal, proposal_covariance_of
+from gpdsl.inference.families.latent_gp import latent_gp
+from gpdsl.inference.mcmc.pseudo_marginal import (
+    make_importance_estimator,
+    make_pseudo_marginal,
+    proposal_covariance_of,
+)
 
 ONE_HYPERPARAMETER = """
 data { int N; int D; matrix[N, D] X; array[N] int<lower=0, upper=1> y; }

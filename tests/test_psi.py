@@ -3,16 +3,18 @@
 from functools import partial
 
 import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-
-from gpdsl.errors import MethodError  # noqa: E402
-from gpdsl.kernels import MLP, RBF, Constant, Linear, Matern32, Periodic, White  # noqa: E402
-from gpdsl.kernels.psi import PsiMethod, analytic_supported, psi_statistics, quadrature_points  # noqa: E402
+from gpdsl.errors import MethodError
+from gpdsl.kernels import MLP, RBF, Constant, Linear, Matern32, Periodic, White
+from gpdsl.kernels.psi import (
+    PsiMethod,
+    analytic_supported,
+    psi_statistics,
+    quadrature_points,
+)
 
 N, M, Q = 7, 4, 3
 ANALYTIC = PsiMethod()

@@ -12,6 +12,7 @@ import gpdsl
 from gpdsl.errors import DataError, GpdslError
 from gpdsl.results import (
     PLOT_KINDS,
+    arviz_compat,
     build_results,
     format_summary,
     plot,
@@ -20,7 +21,6 @@ from gpdsl.results import (
     summarize,
     write_netcdf,
 )
-from gpdsl.results import arviz_compat
 
 CHAINS, DRAWS = 4, 200
 MU, TAU = 3.0, np.array([-1.0, 0.0, 2.0])

@@ -4,18 +4,29 @@ import json
 import subprocess
 import sys
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from gpdsl.api import check_file, load_model
 from gpdsl.errors import MethodError
-from gpdsl.inference.gplvm import gplvm_problem
-from gpdsl.inference.gplvm_predict import (latent_relevance, predict_latent_function, project_new, reconstruct,
-                                           Projection)
-from gpdsl.inference.vem import (VariationalParams, VEMSettings, fit_vem, initial_params, make_objective,
-                                 line_search_hint, pca_means)
+from gpdsl.inference.families.gplvm import gplvm_problem
+from gpdsl.inference.predict.gplvm import (
+    Projection,
+    latent_relevance,
+    predict_latent_function,
+    project_new,
+    reconstruct,
+)
+from gpdsl.inference.variational.vem import (
+    VariationalParams,
+    VEMSettings,
+    fit_vem,
+    initial_params,
+    line_search_hint,
+    make_objective,
+    pca_means,
+)
 from gpdsl.inference.vem_run import fit_from_results, fit_model
 from gpdsl.results import arviz_compat
 from gpdsl.results.io import read_netcdf, write_netcdf

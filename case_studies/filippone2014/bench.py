@@ -54,7 +54,6 @@ import gpdsl  # noqa: E402,F401  (sets the BLAS thread variables before numpy/ja
 
 import jax  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
 

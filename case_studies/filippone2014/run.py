@@ -35,7 +35,6 @@ import gpdsl  # noqa: E402,F401  (sets BLAS thread variables before numpy/jax lo
 
 import jax  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)
 
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
@@ -46,8 +45,8 @@ from gpdsl import datasets  # noqa: E402
 from gpdsl.api import load_model  # noqa: E402
 from gpdsl.atomic import atomic_write_text  # noqa: E402
 from gpdsl.backends.stan.nuts import sample_nuts  # noqa: E402
-from gpdsl.inference.latent_gp import latent_gp  # noqa: E402
-from gpdsl.inference.predict import predict_from_latent_draws, predict_from_theta_draws  # noqa: E402
+from gpdsl.inference.families.latent_gp import latent_gp  # noqa: E402
+from gpdsl.inference.predict.latent_gp import predict_from_latent_draws, predict_from_theta_draws  # noqa: E402
 from gpdsl.inference.run import EngineSettings, adapted_proposal_covariance, sample_engine  # noqa: E402
 from gpdsl.results.arviz_compat import ess, groups, rhat  # noqa: E402
 from gpdsl.results.plots import save_png  # noqa: E402

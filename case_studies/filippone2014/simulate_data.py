@@ -24,7 +24,6 @@ import gpdsl  # noqa: F401  (sets the BLAS thread variables before jax/numpy loa
 
 import jax
 
-jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
 

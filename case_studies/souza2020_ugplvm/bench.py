@@ -59,8 +59,8 @@ import numpy as np  # noqa: E402
 
 from gpdsl.api import load_model  # noqa: E402
 from gpdsl.datasets import oil_flow  # noqa: E402
-from gpdsl.inference.gplvm import gplvm_problem  # noqa: E402
-from gpdsl.inference.vem import VariationalParams, VEMSettings, fit_vem, make_objective  # noqa: E402
+from gpdsl.inference.families.gplvm import gplvm_problem  # noqa: E402
+from gpdsl.inference.variational.vem import VariationalParams, VEMSettings, fit_vem, make_objective  # noqa: E402
 
 MODEL = ROOT / "models" / "bayesian_gplvm.gpm"
 LENGTHSCALE_MODEL = HERE / "bgplvm_rbf_lengthscale.gpm"
@@ -230,7 +230,7 @@ def p3(args) -> list[str]:
     problem = gplvm_problem(model, data)
     start = params_from_gpy(problem, gpy_model(data["Y"], Q, M, args.seed)) if args.gpy_start else None
     if start is None:
-        from gpdsl.inference.vem import initial_params
+        from gpdsl.inference.variational.vem import initial_params
 
         start = initial_params(problem, VEMSettings(num_inducing=M))
     rows, values = [], {}

@@ -39,9 +39,7 @@ os.environ.setdefault("GPDSL_DATA_MIRROR", "/work/shared/data")
 
 import gpdsl  # noqa: E402,F401  (sets BLAS thread variables before numpy/jax load)
 
-import jax  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)
 
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
@@ -51,9 +49,9 @@ from case_studies.souza2020_ugplvm import paper_tables  # noqa: E402
 from gpdsl.api import load_model  # noqa: E402
 from gpdsl.atomic import atomic_write_text  # noqa: E402
 from gpdsl.datasets import oil_flow, usps  # noqa: E402
-from gpdsl.inference.gplvm import gplvm_problem  # noqa: E402
-from gpdsl.inference.gplvm_predict import latent_relevance, latent_variance_grid, most_relevant_dims  # noqa: E402
-from gpdsl.inference.vem import VEMSettings, fit_vem  # noqa: E402
+from gpdsl.inference.families.gplvm import gplvm_problem  # noqa: E402
+from gpdsl.inference.predict.gplvm import latent_relevance, latent_variance_grid, most_relevant_dims  # noqa: E402
+from gpdsl.inference.variational.vem import VEMSettings, fit_vem  # noqa: E402
 from gpdsl.inference.vem_run import vem_results  # noqa: E402
 from gpdsl.results.arviz_compat import groups, root_attrs  # noqa: E402
 from gpdsl.results.io import write_netcdf  # noqa: E402

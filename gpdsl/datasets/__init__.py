@@ -8,8 +8,20 @@ public URL into the cache; every file with a registered sha256 is verified. See 
 from gpdsl.datasets.dataset import Dataset
 from gpdsl.datasets.oil_flow import oil_flow
 from gpdsl.datasets.r_datasets import air_passengers, airquality
-from gpdsl.datasets.registry import REGISTRY, DatasetEntry, RemoteFile, get_entry, list_datasets
-from gpdsl.datasets.storage import default_cache_dir, download_file, fetch, fetch_file, sha256_of
+from gpdsl.datasets.registry import (
+    REGISTRY,
+    DatasetEntry,
+    RemoteFile,
+    get_entry,
+    list_datasets,
+)
+from gpdsl.datasets.storage import (
+    default_cache_dir,
+    download_file,
+    fetch,
+    fetch_file,
+    sha256_of,
+)
 from gpdsl.datasets.uci_classification import (
     abalone,
     abalone_male_female,
@@ -20,7 +32,14 @@ from gpdsl.datasets.uci_classification import (
     new_thyroid,
     pima,
 )
-from gpdsl.datasets.uci_regression import boston, concrete, energy, uci_regression, uci_split, wine_quality_red
+from gpdsl.datasets.uci_regression import (
+    boston,
+    concrete,
+    energy,
+    uci_regression,
+    uci_split,
+    wine_quality_red,
+)
 from gpdsl.datasets.usps import usps, usps_pair
 
 __all__ = [

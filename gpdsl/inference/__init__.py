@@ -1,1 +1,3 @@
 """gpdsl.inference."""
+
+import gpdsl.float64  # noqa: F401  (float64 before any array is made)

@@ -22,17 +22,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import Mesh, PartitionSpec
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
-from jax.sharding import Mesh, PartitionSpec  # noqa: E402
-
-from gpdsl import compilation_cache  # noqa: E402
-from gpdsl.atomic import atomic_target  # noqa: E402
-from gpdsl.errors import GpdslError  # noqa: E402
+from gpdsl import compilation_cache
+from gpdsl.atomic import atomic_target
+from gpdsl.errors import GpdslError
 
 CHECKPOINT_VERSION = 1
 

@@ -1,7 +1,7 @@
 """Running gpdsl's own engines on a model and turning their draws into results.
 
 Methods for models with one latent GP vector and a factorised likelihood (see
-:func:`~gpdsl.inference.latent_gp.latent_gp`):
+:func:`~gpdsl.inference.families.latent_gp.latent_gp`):
 
 ``pm``
     pseudo-marginal MH for the hyperparameters (importance sampling with a Laplace or EP proposal);
@@ -20,22 +20,22 @@ import time
 from dataclasses import asdict, dataclass
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from gpdsl.backends.jax.simulate import simulate  # noqa: E402
-from gpdsl.backends.stan.nuts import data_groups  # noqa: E402
-from gpdsl.errors import MethodError  # noqa: E402
-from gpdsl.inference.driver import run_chains  # noqa: E402
-from gpdsl.inference.gibbs import THETA_UPDATES, make_gibbs  # noqa: E402
-from gpdsl.inference.latent_gp import LatentGP, latent_gp  # noqa: E402
-from gpdsl.inference.pseudo_marginal import make_pseudo_marginal, proposal_covariance_of  # noqa: E402
-from gpdsl.ir.nodes import Model  # noqa: E402
-from gpdsl.results.arviz_compat import root_attrs  # noqa: E402
-from gpdsl.results.build import build_results  # noqa: E402
+from gpdsl.backends.jax.simulate import simulate
+from gpdsl.backends.stan.nuts import data_groups
+from gpdsl.errors import MethodError
+from gpdsl.inference.driver import run_chains
+from gpdsl.inference.families.latent_gp import LatentGP, latent_gp
+from gpdsl.inference.mcmc.gibbs import THETA_UPDATES, make_gibbs
+from gpdsl.inference.mcmc.pseudo_marginal import (
+    make_pseudo_marginal,
+    proposal_covariance_of,
+)
+from gpdsl.ir.nodes import Model
+from gpdsl.results.arviz_compat import root_attrs
+from gpdsl.results.build import build_results
 
 ENGINE_METHODS = ("pm", "mcmc-ep", "gibbs", "ep-ml")
 
@@ -142,7 +142,7 @@ def sample_engine(model: Model, data: dict, method: str, settings: EngineSetting
     key_init, key_estimate, key_run = jax.random.split(key, 3)
     thetas = prior_initial_thetas(problem, key_init, chains)
     if method == "ep-ml":
-        from gpdsl.inference.ep_ml import ep_type2_ml
+        from gpdsl.inference.optimise.ep_ml import ep_type2_ml
 
         theta, log_marginal, report = ep_type2_ml(problem, thetas, tol=settings.tol)
         theta_draws = np.asarray(theta)[None, None, :]
@@ -199,7 +199,10 @@ def adapted_proposal_covariance(results) -> list:
 
 
 def _predictions(problem: LatentGP, method: str, settings: EngineSettings, theta_draws, f_draws, new_inputs):
-    from gpdsl.inference.predict import predict_from_latent_draws, predict_from_theta_draws
+    from gpdsl.inference.predict.latent_gp import (
+        predict_from_latent_draws,
+        predict_from_theta_draws,
+    )
 
     if f_draws is not None:
         probabilities = predict_from_latent_draws(problem, theta_draws, f_draws, new_inputs)

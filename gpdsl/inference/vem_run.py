@@ -19,8 +19,13 @@ import numpy as np
 
 from gpdsl.backends.stan.nuts import data_groups
 from gpdsl.errors import GpdslError
-from gpdsl.inference.gplvm import gplvm_problem
-from gpdsl.inference.vem import VariationalParams, VEMFit, VEMSettings, fit_vem
+from gpdsl.inference.families.gplvm import gplvm_problem
+from gpdsl.inference.variational.vem import (
+    VariationalParams,
+    VEMFit,
+    VEMSettings,
+    fit_vem,
+)
 from gpdsl.ir.nodes import Model
 from gpdsl.results.arviz_compat import groups, root_attrs
 from gpdsl.results.build import build_results

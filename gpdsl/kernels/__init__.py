@@ -5,17 +5,14 @@ Every kernel evaluates on single points (:meth:`Kernel.evaluate`) and is vectori
 terms), ``k(X1, X2)`` the cross-covariance and ``k.diag(X)`` the diagonal of ``k(X)``.
 """
 
-import jax
-
-jax.config.update("jax_enable_x64", True)
-
-from gpdsl.kernels.base import Kernel  # noqa: E402
-from gpdsl.kernels.composite import Product, Scale, Sum  # noqa: E402
-from gpdsl.kernels.dot_product import MLP, Linear  # noqa: E402
-from gpdsl.kernels.registry import KERNEL_SPECS, KERNELS, build_kernel, kernel_spec  # noqa: E402
-from gpdsl.kernels.spec import KernelSpec, ParamSpec  # noqa: E402
-from gpdsl.kernels.static import Constant, White  # noqa: E402
-from gpdsl.kernels.stationary import RBF, Matern12, Matern32, Matern52, Periodic  # noqa: E402
+import gpdsl.float64  # noqa: F401  (float64 before any array is made)
+from gpdsl.kernels.base import Kernel
+from gpdsl.kernels.composite import Product, Scale, Sum
+from gpdsl.kernels.dot_product import MLP, Linear
+from gpdsl.kernels.registry import KERNEL_SPECS, KERNELS, build_kernel, kernel_spec
+from gpdsl.kernels.spec import KernelSpec, ParamSpec
+from gpdsl.kernels.static import Constant, White
+from gpdsl.kernels.stationary import RBF, Matern12, Matern32, Matern52, Periodic
 
 __all__ = [
     "Kernel",

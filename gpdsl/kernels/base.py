@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-
-from gpdsl.kernels.params import normalise_active_dims, select_columns  # noqa: E402
+from gpdsl.kernels.params import normalise_active_dims, select_columns
 
 
 class Kernel:

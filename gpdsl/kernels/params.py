@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import jax
+import jax.numpy as jnp
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from gpdsl.errors import ModelCheckError  # noqa: E402
+from gpdsl.errors import ModelCheckError
 
 
 def as_param(value, name: str, kernel: str, ard_allowed: bool):

@@ -20,14 +20,15 @@ from functools import partial
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-
-from gpdsl.errors import DataError, MethodError  # noqa: E402
-from gpdsl.kernels.psi_analytic import analytic_statistics, analytic_supported, kernel_without_closed_form  # noqa: E402
-from gpdsl.kernels.psi_quadrature import (  # noqa: E402
+from gpdsl.errors import DataError, MethodError
+from gpdsl.kernels.psi_analytic import (
+    analytic_statistics,
+    analytic_supported,
+    kernel_without_closed_form,
+)
+from gpdsl.kernels.psi_quadrature import (
     gauss_hermite_rule,
     monte_carlo_rule,
     quadrature_statistics,

@@ -14,17 +14,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from gpdsl.kernels.composite import Product, Scale, Sum  # noqa: E402
-from gpdsl.kernels.dot_product import Linear  # noqa: E402
-from gpdsl.kernels.params import check_ard, select_columns  # noqa: E402
-from gpdsl.kernels.static import Constant, White  # noqa: E402
-from gpdsl.kernels.stationary import RBF  # noqa: E402
+from gpdsl.kernels.composite import Product, Scale, Sum
+from gpdsl.kernels.dot_product import Linear
+from gpdsl.kernels.params import check_ard, select_columns
+from gpdsl.kernels.static import Constant, White
+from gpdsl.kernels.stationary import RBF
 
 _LEAVES = (RBF, Linear, Constant, White)
 

@@ -8,11 +8,8 @@ psi statistics for any kernel.
 from __future__ import annotations
 
 import jax
-
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax.numpy as jnp
+import numpy as np
 
 
 def unscented_rule(mean, variance):

@@ -6,7 +6,13 @@ import jax.numpy as jnp
 
 from gpdsl.errors import ModelCheckError
 from gpdsl.kernels.base import Kernel
-from gpdsl.kernels.params import as_param, check_ard, safe_sqrt, scaled_sqdist, sum_over_inputs
+from gpdsl.kernels.params import (
+    as_param,
+    check_ard,
+    safe_sqrt,
+    scaled_sqdist,
+    sum_over_inputs,
+)
 from gpdsl.kernels.spec import KernelSpec, ParamSpec
 
 _VARIANCE = ParamSpec("variance", default=1.0)

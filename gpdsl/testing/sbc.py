@@ -34,21 +34,18 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+import xarray as xr
+from jax import lax
+from scipy import stats
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-from jax import lax  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import xarray as xr  # noqa: E402
-from scipy import stats  # noqa: E402
-
-from gpdsl.backends.jax.lowering import lower  # noqa: E402
-from gpdsl.backends.jax.simulate import simulate  # noqa: E402
-from gpdsl.ir.nodes import Model  # noqa: E402
-from gpdsl.results.arviz_compat import ess as arviz_ess  # noqa: E402
-from gpdsl.results.arviz_compat import groups, is_container  # noqa: E402
+from gpdsl.backends.jax.lowering import lower
+from gpdsl.backends.jax.simulate import simulate
+from gpdsl.ir.nodes import Model
+from gpdsl.results.arviz_compat import ess as arviz_ess
+from gpdsl.results.arviz_compat import groups, is_container
 
 THINNING = ("ess", "none")
 
@@ -381,7 +378,7 @@ class EngineFit:
     def fit_many(self, model: Model, datasets: Sequence[dict], seed: int) -> list[dict[str, np.ndarray]]:
         """Posterior draws of every data set, by parameter name, each ``(chain, draw, ...)``."""
         from gpdsl.inference.driver import run_chains
-        from gpdsl.inference.latent_gp import latent_gp
+        from gpdsl.inference.families.latent_gp import latent_gp
         from gpdsl.inference.run import EngineSettings, _engine, prior_initial_thetas
 
         settings = self.settings or EngineSettings()
@@ -433,7 +430,7 @@ class EngineFit:
 
 
 def with_observations(problem, y):
-    """A copy of a :class:`~gpdsl.inference.latent_gp.LatentGP` with other (possibly traced) observations."""
+    """A copy of a :class:`~gpdsl.inference.families.latent_gp.LatentGP` with other (possibly traced) observations."""
     target = problem.node.likelihood.target.name
     jax_model = dataclasses.replace(problem.jax_model, data={**problem.jax_model.data, target: y})
     return dataclasses.replace(problem, jax_model=jax_model, y=y)

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import jax
-
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
+import jax.numpy as jnp
 
 
 def constrain(z, lower=None, upper=None):

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
+from jax.scipy import special, stats
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-from jax.scipy import special, stats  # noqa: E402
-
-from gpdsl.special import log_ndtr  # noqa: E402
+from gpdsl.special import log_ndtr
 
 
 def _ssn(x, lower, upper, mu, sigma):

@@ -20,21 +20,18 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from gpdsl import compilation_cache  # noqa: E402
-from gpdsl.backends.jax import densities  # noqa: E402
-from gpdsl.backends.jax.bijectors import constrain, unconstrain  # noqa: E402
-from gpdsl.errors import MethodError  # noqa: E402
-from gpdsl.ir import nodes as ir  # noqa: E402
-from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds  # noqa: E402
-from gpdsl.kernels import Kernel, build_kernel  # noqa: E402
-from gpdsl.linalg import cholesky, solve_triangular  # noqa: E402
-from gpdsl.semantics.catalog import GP_JITTER  # noqa: E402
+from gpdsl import compilation_cache
+from gpdsl.backends.jax import densities
+from gpdsl.backends.jax.bijectors import constrain, unconstrain
+from gpdsl.errors import MethodError
+from gpdsl.ir import nodes as ir
+from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds
+from gpdsl.kernels import Kernel, build_kernel
+from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.semantics.catalog import GP_JITTER
 
 compilation_cache.enable()  # every lowered model's programs compile once per machine
 

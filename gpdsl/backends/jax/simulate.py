@@ -6,16 +6,13 @@ Used for simulation-based calibration and for simulated case-study data.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from gpdsl.backends.jax.lowering import JaxModel  # noqa: E402
-from gpdsl.errors import MethodError  # noqa: E402
-from gpdsl.ir import nodes as ir  # noqa: E402
-from gpdsl.linalg import cholesky  # noqa: E402
+from gpdsl.backends.jax.lowering import JaxModel
+from gpdsl.errors import MethodError
+from gpdsl.ir import nodes as ir
+from gpdsl.linalg import cholesky
 
 
 def _draw(name: str, key, args, shape):

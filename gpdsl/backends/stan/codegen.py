@@ -33,7 +33,13 @@ from typing import Callable, Mapping
 import numpy as np
 
 import gpdsl
-from gpdsl.backends.stan.expressions import ATOM, PRODUCT, SUM, ExpressionTranslator, format_number
+from gpdsl.backends.stan.expressions import (
+    ATOM,
+    PRODUCT,
+    SUM,
+    ExpressionTranslator,
+    format_number,
+)
 from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir

@@ -13,17 +13,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from gpdsl.backends.jax.lowering import Block, JaxModel, constrain_blocks, lower, unconstrain_blocks  # noqa: E402
-from gpdsl.errors import MethodError  # noqa: E402
-from gpdsl.ir import nodes as ir  # noqa: E402
-from gpdsl.ir.structure import GPNode, statement_refs  # noqa: E402
-from gpdsl.kernels import Kernel  # noqa: E402
+from gpdsl.backends.jax.lowering import (
+    Block,
+    JaxModel,
+    constrain_blocks,
+    lower,
+    unconstrain_blocks,
+)
+from gpdsl.errors import MethodError
+from gpdsl.ir import nodes as ir
+from gpdsl.ir.structure import GPNode, statement_refs
+from gpdsl.kernels import Kernel
 
 NEEDS = ("{method} needs a Bayesian GPLVM: latent inputs X ~ normal(0, 1) (matrix[N, Q]), one GP over "
          "them F ~ gp(X, k), and a Gaussian likelihood Y ~ normal(F, s) with scalar s")

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
+import numpy as np
+from scipy.optimize import minimize
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from scipy.optimize import minimize  # noqa: E402
-
-from gpdsl.inference.ep import check_ep_likelihood, ep  # noqa: E402
-from gpdsl.inference.latent_gp import LatentGP  # noqa: E402
+from gpdsl.inference.approximations.ep import check_ep_likelihood, ep
+from gpdsl.inference.families.latent_gp import LatentGP
 
 
 def ep_type2_ml(problem: LatentGP, starts, tol=None, max_sweeps: int = 100):

@@ -23,16 +23,13 @@ from __future__ import annotations
 from functools import partial
 
 import jax
+import jax.numpy as jnp
+from jax import lax
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-from jax import lax  # noqa: E402
-
-from gpdsl.errors import MethodError  # noqa: E402
-from gpdsl.inference.gaussian_approx import GaussianApproximation  # noqa: E402
-from gpdsl.linalg import cho_solve, cholesky, solve_triangular  # noqa: E402
-from gpdsl.special import inverse_mills, log_ndtr  # noqa: E402
+from gpdsl.errors import MethodError
+from gpdsl.inference.approximations.gaussian import GaussianApproximation
+from gpdsl.linalg import cho_solve, cholesky, solve_triangular
+from gpdsl.special import inverse_mills, log_ndtr
 
 EP_LIKELIHOODS = ("bernoulli_probit",)
 CUBIC_OPS_PER_SWEEP = 5
@@ -90,7 +87,7 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
 
 
 def ep_for(problem, theta, **options) -> GaussianApproximation:
-    """:func:`ep` for a :class:`~gpdsl.inference.latent_gp.LatentGP` at hyperparameters ``theta``.
+    """:func:`ep` for a :class:`~gpdsl.inference.families.latent_gp.LatentGP` at hyperparameters ``theta``.
 
     Parameters
     ----------

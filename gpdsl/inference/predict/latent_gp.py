@@ -10,18 +10,15 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from gpdsl.errors import DataError, MethodError  # noqa: E402
-from gpdsl.inference.ep import ep  # noqa: E402
-from gpdsl.inference.gaussian_approx import class_probability, predict  # noqa: E402
-from gpdsl.inference.laplace import laplace  # noqa: E402
-from gpdsl.inference.latent_gp import LatentGP  # noqa: E402
-from gpdsl.linalg import cholesky, solve_triangular  # noqa: E402
+from gpdsl.errors import DataError, MethodError
+from gpdsl.inference.approximations.ep import ep
+from gpdsl.inference.approximations.gaussian import class_probability, predict
+from gpdsl.inference.approximations.laplace import laplace
+from gpdsl.inference.families.latent_gp import LatentGP
+from gpdsl.linalg import cholesky, solve_triangular
 
 
 def new_input_covariances(problem: LatentGP, theta, X_new):

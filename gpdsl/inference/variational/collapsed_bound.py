@@ -8,7 +8,7 @@ and ``A = I + beta L^-1 Psi2 L^-T = L_A L_A^T``, for ``Y`` of shape ``(N, D)``::
     F = -N D/2 log(2 pi) + N D/2 log(beta) - D/2 log|A| - beta/2 tr(Y^T Y)
         + beta^2/2 ||L_A^-1 L^-1 Psi1^T Y||_F^2 - beta D/2 sum(psi0) + beta D/2 tr(L^-1 Psi2 L^-T)
 
-The KL term of the latent prior is separate (:mod:`gpdsl.inference.latent_prior`), so the same data
+The KL term of the latent prior is separate (:mod:`gpdsl.inference.variational.latent_prior`), so the same data
 term serves other priors on ``X``. ``Y`` enters only through ``tr(Y^T Y)`` and ``Psi1^T Y``, so for
 ``D > N`` a factor ``R`` with ``R R^T = Y Y^T`` (:func:`yy_factor`) can stand in for ``Y``.
 With missing outputs (:func:`collapsed_bound_missing`) the bound is the sum over columns of the
@@ -26,12 +26,10 @@ import math
 from functools import partial
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from gpdsl.linalg import cholesky, cholesky_with_jitter, solve_triangular  # noqa: E402
+from gpdsl.linalg import cholesky, cholesky_with_jitter, solve_triangular
 
 _LOG_2PI = math.log(2.0 * math.pi)
 EIGENVALUE_CUTOFF = 1e-12

@@ -36,15 +36,12 @@ import math
 from typing import Callable, NamedTuple
 
 import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.scipy.special import ndtri
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-from jax import lax  # noqa: E402
-from jax.scipy.special import ndtri  # noqa: E402
-
-from gpdsl.inference.latent_gp import LatentGP  # noqa: E402
-from gpdsl.linalg import cholesky, mvn_logpdf_chol, solve_triangular  # noqa: E402
+from gpdsl.inference.families.latent_gp import LatentGP
+from gpdsl.linalg import cholesky, mvn_logpdf_chol, solve_triangular
 
 
 class LatentPosition(NamedTuple):

@@ -17,15 +17,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import ndtr
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax.scipy.special import ndtr  # noqa: E402
-
-from gpdsl.errors import MethodError  # noqa: E402
-from gpdsl.linalg import cho_solve, cholesky, solve_triangular  # noqa: E402
+from gpdsl.errors import MethodError
+from gpdsl.linalg import cho_solve, cholesky, solve_triangular
 
 PREDICTIVE_LIKELIHOODS = ("bernoulli_probit", "bernoulli_logit")
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(64)

@@ -12,17 +12,20 @@ from functools import partial
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
+from jax import lax
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-from jax import lax  # noqa: E402
-
-from gpdsl.inference.ess import ess_step  # noqa: E402
-from gpdsl.inference.hyper_mh import (  # noqa: E402
-    LatentPosition, SurrogateVariance, aa_step, latent_position, sa_step, surr_slice_step, surr_step,
+from gpdsl.inference.families.latent_gp import LatentGP
+from gpdsl.inference.mcmc.ess import ess_step
+from gpdsl.inference.mcmc.hyper_updates import (
+    LatentPosition,
+    SurrogateVariance,
+    aa_step,
+    latent_position,
+    sa_step,
+    surr_slice_step,
+    surr_step,
 )
-from gpdsl.inference.latent_gp import LatentGP  # noqa: E402
 
 THETA_UPDATES = ("sa", "aa", "surr", "surr_slice")
 
@@ -84,7 +87,7 @@ def make_gibbs(problem: LatentGP, theta_update: str = "surr", repeat_f: int = 1,
     problem : LatentGP
         The model view.
     theta_update : {"sa", "aa", "surr", "surr_slice"}
-        The hyperparameter update (see :mod:`gpdsl.inference.hyper_mh`).
+        The hyperparameter update (see :mod:`gpdsl.inference.mcmc.hyper_updates`).
     repeat_f, repeat_theta : int
         Number of ESS updates of ``f`` and of hyperparameter updates per step.
     target_acceptance : float

@@ -8,10 +8,7 @@ The Bayesian GPLVM (Damianou, Titsias & Lawrence 2016, Sec. 3.3.1) uses a factor
 from __future__ import annotations
 
 import jax
-
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
+import jax.numpy as jnp
 
 
 def kl_standard_normal(mean, variance) -> jax.Array:

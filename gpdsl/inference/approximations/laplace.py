@@ -12,16 +12,13 @@ from __future__ import annotations
 from functools import partial
 
 import jax
+import jax.numpy as jnp
+from jax import lax
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-from jax import lax  # noqa: E402
-
-from gpdsl.errors import MethodError  # noqa: E402
-from gpdsl.inference.gaussian_approx import GaussianApproximation  # noqa: E402
-from gpdsl.linalg import cho_solve, cholesky  # noqa: E402
-from gpdsl.special import inverse_mills, log_ndtr  # noqa: E402
+from gpdsl.errors import MethodError
+from gpdsl.inference.approximations.gaussian import GaussianApproximation
+from gpdsl.linalg import cho_solve, cholesky
+from gpdsl.special import inverse_mills, log_ndtr
 
 LAPLACE_LIKELIHOODS = ("bernoulli_probit", "bernoulli_logit")
 _MAX_HALVINGS = 10
@@ -64,7 +61,7 @@ def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int 
 
 
 def laplace_for(problem, theta, **options) -> GaussianApproximation:
-    """:func:`laplace` for a :class:`~gpdsl.inference.latent_gp.LatentGP` at hyperparameters ``theta``.
+    """:func:`laplace` for a :class:`~gpdsl.inference.families.latent_gp.LatentGP` at hyperparameters ``theta``.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """Variational EM for the Bayesian GPLVM (Titsias & Lawrence 2010; Damianou, Titsias & Lawrence 2016).
 
-The collapsed bound (:mod:`gpdsl.inference.collapsed_bound`) with a factorised Gaussian ``q(X)``
-(:mod:`gpdsl.inference.latent_prior` for its KL term) and ``M`` inducing inputs is maximised jointly
+The collapsed bound (:mod:`gpdsl.inference.variational.collapsed_bound`) with a factorised Gaussian ``q(X)``
+(:mod:`gpdsl.inference.variational.latent_prior` for its KL term) and ``M`` inducing inputs is maximised jointly
 over the variational means and variances, the inducing inputs and the hyperparameters by L-BFGS
 with JAX gradients. The Psi statistics come from :mod:`gpdsl.kernels.psi`: analytic where a closed
 form exists, else the unscented transform, Gauss-Hermite or Monte Carlo (fixed draws, so the
@@ -16,21 +16,22 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-from gpdsl.errors import MethodError, NumericalError  # noqa: E402
-from gpdsl.inference.collapsed_bound import (collapsed_bound, collapsed_bound_missing,  # noqa: E402
-                                             missingness_groups, yy_factor)
-from gpdsl.inference import lbfgs  # noqa: E402
-from gpdsl.inference.gplvm import GPLVMProblem  # noqa: E402
-from gpdsl.inference.latent_prior import kl_standard_normal  # noqa: E402
-from gpdsl.ir import nodes as ir  # noqa: E402
-from gpdsl.kernels.psi import PsiMethod, psi_statistics  # noqa: E402
-from gpdsl.semantics.catalog import GP_JITTER  # noqa: E402
+from gpdsl.errors import MethodError, NumericalError
+from gpdsl.inference.families.gplvm import GPLVMProblem
+from gpdsl.inference.optimise import lbfgs
+from gpdsl.inference.variational.collapsed_bound import (
+    collapsed_bound,
+    collapsed_bound_missing,
+    missingness_groups,
+    yy_factor,
+)
+from gpdsl.inference.variational.latent_prior import kl_standard_normal
+from gpdsl.ir import nodes as ir
+from gpdsl.kernels.psi import PsiMethod, psi_statistics
+from gpdsl.semantics.catalog import GP_JITTER
 
 INDUCING_JITTER = GP_JITTER  # on Kmm, as GPy's VarDTC (1e-8)
 # XLA options for the fit's objective: LLVM at optimisation level 1 compiles it about 15% faster than the
@@ -300,12 +301,12 @@ def _inside(value: np.ndarray, lower, upper) -> np.ndarray:
 # ---- the fit ---------------------------------------------------------------------------------------
 def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initial: VariationalParams | None = None,
             progress: bool = False) -> VEMFit:
-    """Maximise the bound by L-BFGS (:mod:`gpdsl.inference.lbfgs`) and report how the optimisation ended.
+    """Maximise the bound by L-BFGS (:mod:`gpdsl.inference.optimise.lbfgs`) and report how the optimisation ended.
 
     Parameters
     ----------
     problem : GPLVMProblem
-        The model view (:func:`gpdsl.inference.gplvm.gplvm_problem`).
+        The model view (:func:`gpdsl.inference.families.gplvm.gplvm_problem`).
     settings : VEMSettings, optional
         Options.
     initial : VariationalParams, optional

@@ -15,19 +15,21 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import jax
+import jax.numpy as jnp
+import numpy as np
+import scipy.optimize
+from jax.flatten_util import ravel_pytree
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-import scipy.optimize  # noqa: E402
-from jax.flatten_util import ravel_pytree  # noqa: E402
-
-from gpdsl.errors import DataError  # noqa: E402
-from gpdsl.inference.gplvm import GPLVMProblem  # noqa: E402
-from gpdsl.inference.vem import INDUCING_JITTER, VariationalParams, VEMFit, make_objective  # noqa: E402
-from gpdsl.kernels.psi import psi_statistics  # noqa: E402
-from gpdsl.linalg import cho_solve, cholesky  # noqa: E402
+from gpdsl.errors import DataError
+from gpdsl.inference.families.gplvm import GPLVMProblem
+from gpdsl.inference.variational.vem import (
+    INDUCING_JITTER,
+    VariationalParams,
+    VEMFit,
+    make_objective,
+)
+from gpdsl.kernels.psi import psi_statistics
+from gpdsl.linalg import cho_solve, cholesky
 
 
 @dataclass

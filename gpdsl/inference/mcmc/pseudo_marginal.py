@@ -13,7 +13,7 @@ given to another (``proposal_covariance``), which then adapts nothing. Optionall
 by elliptical slice sampling given ``theta`` after each step, for predictions (eq. 20).
 
 Cost of one estimate (``O(n^3)`` operations): the approximation (Laplace: one factorisation per
-Newton iteration; EP: two per parallel sweep but one for the last, see :mod:`gpdsl.inference.ep`)
+Newton iteration; EP: two per parallel sweep but one for the last, see :mod:`gpdsl.inference.approximations.ep`)
 and one Cholesky factorisation of ``K`` to draw from ``q``. The importance weights need no further
 ``O(n^3)`` or triangular-solve work: with ``q = N(m, (K^-1 + S)^-1)``, ``alpha = K^-1 m`` and
 ``B = I + S^1/2 K S^1/2``,
@@ -29,20 +29,17 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax.scipy.special import logsumexp  # noqa: E402
-
-from gpdsl.errors import MethodError  # noqa: E402
-from gpdsl.inference.ep import check_ep_likelihood, ep  # noqa: E402
-from gpdsl.inference.ess import ess_step  # noqa: E402
-from gpdsl.inference.gaussian_approx import sample  # noqa: E402
-from gpdsl.inference.laplace import check_laplace_likelihood, laplace  # noqa: E402
-from gpdsl.inference.latent_gp import LatentGP  # noqa: E402
-from gpdsl.linalg import cholesky  # noqa: E402
+from gpdsl.errors import MethodError
+from gpdsl.inference.approximations.ep import check_ep_likelihood, ep
+from gpdsl.inference.approximations.gaussian import sample
+from gpdsl.inference.approximations.laplace import check_laplace_likelihood, laplace
+from gpdsl.inference.families.latent_gp import LatentGP
+from gpdsl.inference.mcmc.ess import ess_step
+from gpdsl.linalg import cholesky
 
 APPROXIMATIONS = ("laplace", "ep")
 COVARIANCE_START = 100  # warmup iteration from which draws enter the proposal covariance
@@ -132,7 +129,7 @@ def make_importance_estimator(problem: LatentGP, approximation: str = "ep", num_
     use_approximate_marginal : bool
         Return the approximation's log marginal instead (no sampling, no factorisation of ``K``).
     ep_schedule : {"parallel", "sequential"}
-        EP's site schedule (see :func:`~gpdsl.inference.ep.ep`); parallel is several times cheaper.
+        EP's site schedule (see :func:`~gpdsl.inference.approximations.ep.ep`); parallel is several times cheaper.
 
     Returns
     -------
@@ -192,7 +189,7 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
         along its Cholesky factor (adaptive Metropolis, Haario et al. 2001), resetting the scale to
         ``2.38 / sqrt(p)`` at the switch. Frozen with the scale after warmup.
     ep_schedule : {"parallel", "sequential"}
-        EP's site schedule (see :func:`~gpdsl.inference.ep.ep`).
+        EP's site schedule (see :func:`~gpdsl.inference.approximations.ep.ep`).
     proposal_covariance : array_like, shape (p, p), optional
         A fixed random-walk covariance on the unconstrained ``theta`` (for example one adapted in an
         earlier run, :func:`proposal_covariance_of`). Nothing is adapted then: warmup only burns in.

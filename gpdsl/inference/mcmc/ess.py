@@ -12,12 +12,9 @@ import math
 from typing import Callable, NamedTuple
 
 import jax
-
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402
-from jax import lax  # noqa: E402
-from jax.scipy.special import ndtri  # noqa: E402
+import jax.numpy as jnp
+from jax import lax
+from jax.scipy.special import ndtri
 
 LogLikelihood = Callable[[jax.Array], jax.Array]
 

@@ -1,0 +1,1 @@
+"""Gaussian approximations of p(f | y, theta): Laplace and expectation propagation."""

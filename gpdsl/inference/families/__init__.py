@@ -1,0 +1,1 @@
+"""One view per model family: what its engines receive."""

@@ -1,0 +1,1 @@
+"""Markov chain samplers: elliptical slice sampling, hyperparameter updates, Gibbs, pseudo-marginal MH."""

@@ -1,0 +1,1 @@
+"""Optimisers: L-BFGS and type-II maximum likelihood on the EP marginal."""

@@ -1,0 +1,1 @@
+"""Predictions per model family."""

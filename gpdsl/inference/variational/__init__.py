@@ -1,0 +1,1 @@
+"""Variational inference: the collapsed bound, q(X) and its KL, variational EM."""
