@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -35,7 +34,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-os.environ.setdefault("GPDSL_DATA_MIRROR", "/work/shared/data")
 
 import gpdsl  # noqa: E402,F401  (sets BLAS thread variables before numpy/jax load)
 
