@@ -1,5 +1,7 @@
 # make demo: set up .venv and run NUTS on a GP probit classifier (Pima, first 100 rows).
-# make test: set up .venv and run the test suite.
+# make test: set up .venv at the locked versions (requirements/) and run the default tier (not slow).
+# make test-slow: the tests marked slow.   make test-latest: the default tier on the latest releases.
+# make lock: pin what `make test-latest` installed and passed (README, "Tests").
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,15 +14,36 @@ DEMO := demo_out
 PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
 	$(shell python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null))
 ARVIZ1_STAMP := .venv312/.installed
+ARVIZ1_PACKAGES := numpy scipy xarray netCDF4 matplotlib pandas pytest 'arviz>=1'
+ARVIZ1_TESTS := tests/test_results.py tests/test_results_arviz_versions.py
+# The lock: one constraints file per Python (pip freeze of a venv whose default tier passed), and the
+# build backend's pins for the editable install. A changed lock is newer than the stamps: reinstall.
+PYVER := $(shell $(PYTHON) -c 'import sys; print("%d%d" % sys.version_info[:2])' 2>/dev/null)
+CONSTRAINTS := requirements/constraints-py$(PYVER).txt
+CONSTRAINTS312 := requirements/constraints-py312.txt
+BUILD_CONSTRAINTS := requirements/build-constraints.txt
+PIN = -c $(1) --build-constraint $(BUILD_CONSTRAINTS)
+# `make test-latest` installs unpinned into these; `make lock` freezes them (once their tests passed).
+LATEST := .venv-latest
+LATEST312 := .venv312-latest
+LOCK_FROM ?= $(LATEST)
+LOCK_FROM312 ?= $(LATEST312)
+# .passed in a venv: its packages passed the default tier since they were installed.
+PASSED := .passed
 
-.PHONY: demo test setup clean
+.PHONY: demo test test-slow test-latest test-latest-py311 test-latest-py312 lock setup clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+requirements/constraints-py%.txt:
+	@echo "No lock for Python $* ($@): run 'make test-latest PYTHON=...' and 'make lock' (README, Tests)." >&2
+	@exit 1
+
+$(STAMP): pyproject.toml $(CONSTRAINTS) $(BUILD_CONSTRAINTS)
+	rm -f $(VENV)/$(PASSED)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) --upgrade pip
+	$(BIN)/python -m pip install --quiet $(call PIN,$(CONSTRAINTS)) -e '.[test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -32,16 +55,60 @@ demo: $(STAMP)
 	$(BIN)/gpdsl summary $(DEMO)/pima_probit.nc --vars sigma tau
 	$(BIN)/gpdsl plot $(DEMO)/pima_probit.nc --kind trace --vars sigma tau -o $(DEMO)/pima_trace.png
 
-$(ARVIZ1_STAMP): pyproject.toml
+$(ARVIZ1_STAMP): pyproject.toml $(CONSTRAINTS312) $(BUILD_CONSTRAINTS)
+	rm -f .venv312/$(PASSED)
 	$(PYTHON312) -m venv .venv312
-	.venv312/bin/python -m pip install --quiet --upgrade pip
-	.venv312/bin/python -m pip install --quiet numpy scipy xarray netCDF4 matplotlib pandas pytest 'arviz>=1'
-	.venv312/bin/python -m pip install --quiet --no-deps -e .
+	.venv312/bin/python -m pip install --quiet -c $(CONSTRAINTS312) --upgrade pip
+	.venv312/bin/python -m pip install --quiet -c $(CONSTRAINTS312) $(ARVIZ1_PACKAGES)
+	.venv312/bin/python -m pip install --quiet --build-constraint $(BUILD_CONSTRAINTS) --no-deps -e .
 	touch $@
 
 test: $(STAMP) $(if $(PYTHON312),$(ARVIZ1_STAMP))
 	$(BIN)/python -m pytest -q -m "not slow"
-	$(if $(PYTHON312),.venv312/bin/python -m pytest -q tests/test_results.py tests/test_results_arviz_versions.py)
+	touch $(VENV)/$(PASSED)
+	$(if $(PYTHON312),.venv312/bin/python -m pytest -q $(ARVIZ1_TESTS))
+	$(if $(PYTHON312),touch .venv312/$(PASSED))
+
+# Long statistical and compilation runs (tens of minutes): not part of `make test` nor of CI.
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+# Drift on purpose: fresh venvs with the newest releases (no lock), the diff against the lock, the
+# default tier. `make -k test-latest` runs the Python 3.12 part even when the 3.11 one fails.
+test-latest: test-latest-py311 $(if $(PYTHON312),test-latest-py312)
+
+test-latest-py311:
+	$(PYTHON) -m venv --clear $(LATEST)
+	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST)/bin/python -m pip install --quiet --upgrade -e '.[test]'
+	$(LATEST)/bin/python -m pip freeze --all --exclude-editable > $(LATEST)/freeze.txt
+	-diff -u $(CONSTRAINTS) $(LATEST)/freeze.txt
+	$(LATEST)/bin/python -m pytest -q -m "not slow"
+	touch $(LATEST)/$(PASSED)
+
+test-latest-py312:
+	$(PYTHON312) -m venv --clear $(LATEST312)
+	$(LATEST312)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST312)/bin/python -m pip install --quiet --upgrade $(ARVIZ1_PACKAGES)
+	$(LATEST312)/bin/python -m pip install --quiet --no-deps -e .
+	$(LATEST312)/bin/python -m pip freeze --all --exclude-editable > $(LATEST312)/freeze.txt
+	-diff -u $(CONSTRAINTS312) $(LATEST312)/freeze.txt
+	$(LATEST312)/bin/python -m pytest -q $(ARVIZ1_TESTS)
+	touch $(LATEST312)/$(PASSED)
+
+# Rewrite the lock from venvs whose tests passed (default: the ones `make test-latest` just built);
+# the next `make test` reinstalls .venv and .venv312 from it. Commit requirements/ afterwards.
+define freeze
+@test -f $(1)/$(PASSED) || { echo "$(1) has not passed its tests since its install: not locking it" >&2; exit 1; }
+{ echo "# pip freeze --all --exclude-editable of $(1) ($$($(1)/bin/python -V)), whose tests passed,"; \
+  echo "# written by 'make lock' on $$(date -u +%Y-%m-%d). Refresh: README, Tests."; \
+  $(1)/bin/python -m pip freeze --all --exclude-editable; } > $(2).tmp
+mv $(2).tmp $(2)
+endef
+
+lock:
+	$(call freeze,$(LOCK_FROM),$(CONSTRAINTS))
+	$(if $(PYTHON312),$(call freeze,$(LOCK_FROM312),$(CONSTRAINTS312)))
 
 clean:
-	rm -rf $(VENV) .venv312 $(DEMO) .pytest_cache
+	rm -rf $(VENV) .venv312 $(LATEST) $(LATEST312) $(DEMO) .pytest_cache
