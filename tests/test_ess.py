@@ -9,7 +9,7 @@ import pytest
 from gpdsl.api import check_file
 from gpdsl.inference.driver import run_chains
 from gpdsl.inference.families.latent_gp import latent_gp
-from gpdsl.inference.mcmc.ess import ESSInfo, ess_init, ess_step, make_ess_kernel
+from gpdsl.inference.mcmc.ess import ESSInfo, ess_step, make_ess_kernel
 
 NUM_CHAINS, NUM_DRAWS = 4, 4000
 
@@ -34,9 +34,9 @@ def exact_posterior(problem, theta, y):
 
 def test_ess_matches_exact_gp_posterior(regression):
     problem, theta, y = regression
-    loglik = lambda f: problem.log_likelihood(f, theta)  # noqa: E731
-    step = make_ess_kernel(jnp.linalg.cholesky(problem.covariance(theta)), loglik)
-    starts = jax.vmap(lambda f: ess_init(f, loglik))(jnp.zeros((NUM_CHAINS, problem.n)))
+    loglik = lambda f: problem.log_likelihood(f, theta)
+    init, step = make_ess_kernel(jnp.linalg.cholesky(problem.covariance(theta)), loglik)
+    starts = jax.vmap(init)(jax.random.split(jax.random.key(10), NUM_CHAINS), jnp.zeros((NUM_CHAINS, problem.n)))
     result = run_chains(step, starts, jax.random.key(11), 500, NUM_DRAWS, segment_size=1000, progress=False)
     f = np.asarray(result.draws)
     assert f.shape == (NUM_CHAINS, NUM_DRAWS, problem.n)
@@ -54,7 +54,7 @@ def test_ess_matches_exact_gp_posterior(regression):
 
 def test_ess_step_keeps_the_slice_and_counts_shrinks(regression):
     problem, theta, _ = regression
-    loglik = lambda f: problem.log_likelihood(f, theta)  # noqa: E731
+    loglik = lambda f: problem.log_likelihood(f, theta)
     chol = jnp.linalg.cholesky(problem.covariance(theta))
     f = jnp.zeros(problem.n)
     step = jax.jit(lambda key, f, value: ess_step(key, f, value, chol, loglik))

@@ -56,10 +56,10 @@ def exact(problem):
 
 
 SCHEDULES = {
-    "sa": dict(repeat_f=5, repeat_theta=5, num_draws=5000),
-    "aa": dict(repeat_f=5, repeat_theta=5, num_draws=5000),
-    "surr": dict(repeat_f=1, repeat_theta=1, num_draws=5000),
-    "surr_slice": dict(repeat_f=1, repeat_theta=1, num_draws=3000),
+    "sa": {"repeat_f": 5, "repeat_theta": 5, "num_draws": 5000},
+    "aa": {"repeat_f": 5, "repeat_theta": 5, "num_draws": 5000},
+    "surr": {"repeat_f": 1, "repeat_theta": 1, "num_draws": 5000},
+    "surr_slice": {"repeat_f": 1, "repeat_theta": 1, "num_draws": 3000},
 }
 
 
@@ -68,7 +68,7 @@ def test_gibbs_recovers_the_exact_length_scale_posterior(problem, exact, update)
     schedule = dict(SCHEDULES[update])
     num_draws = schedule.pop("num_draws")
     init, step = make_gibbs(problem, update, surrogate_variance=NOISE_VARIANCE, **schedule)
-    starts = jax.vmap(init)(jnp.zeros((NUM_CHAINS, 1)))
+    starts = jax.vmap(init)(jax.random.split(jax.random.key(6), NUM_CHAINS), jnp.zeros((NUM_CHAINS, 1)))
     result = run_chains(step, starts, jax.random.key(7), num_draws // 2, num_draws, segment_size=num_draws // 2,
                         progress=False)
     ell = np.exp(result.draws["theta"][..., 0])

@@ -121,6 +121,20 @@ def test_scale_is_frozen_after_warmup(problem):
     assert np.ptp(sampling, axis=1).max() == 0
 
 
+def test_a_rejected_proposal_keeps_the_current_estimate(problem):
+    init, step = make_pseudo_marginal(problem, "ep", 1)
+    states = jax.vmap(init)(jax.random.split(jax.random.PRNGKey(7), 2), jnp.zeros((2, 1)))
+    result = run_chains(step, states, jax.random.PRNGKey(8), 0, 200, progress=False, segment_size=200,
+                        extract=lambda s: {"theta": s.theta, "log_marginal": s.log_marginal})
+    theta, estimate = np.asarray(result.draws["theta"]), np.asarray(result.draws["log_marginal"])
+    accepted = np.asarray(result.infos.accepted)
+    assert 0 < accepted.mean() < 1
+    rejected = ~accepted[:, 1:]
+    np.testing.assert_array_equal(estimate[:, 1:][rejected], estimate[:, :-1][rejected])
+    np.testing.assert_array_equal(theta[:, 1:][rejected], theta[:, :-1][rejected])
+    np.testing.assert_array_equal(estimate[accepted], np.asarray(result.infos.proposed_log_marginal)[accepted])
+
+
 def test_ep_refuses_logit(problem):
     model, _ = check_text(ONE_HYPERPARAMETER.replace("bernoulli_probit", "bernoulli_logit"))
     logit = latent_gp(model, {"N": 3, "D": 2, "X": np.zeros((3, 2)), "y": np.array([0, 1, 1])})

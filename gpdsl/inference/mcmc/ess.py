@@ -9,7 +9,8 @@ share one factorisation.
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -100,14 +101,8 @@ def ess_step(rng_key, f, loglik_f, chol_K, loglik: LogLikelihood, max_shrinks: i
     return f_new, loglik_new, ESSInfo(num_shrinks=shrinks, gave_up=gave_up)
 
 
-def ess_init(f, loglik: LogLikelihood) -> ESSState:
-    """The :class:`ESSState` at latent values ``f``."""
-    f = jnp.asarray(f, dtype=jnp.float64)
-    return ESSState(position=f, loglik=loglik(f))
-
-
 def make_ess_kernel(chol_K, loglik: LogLikelihood, max_shrinks: int = 100):
-    """A driver-ready ESS transition at fixed hyperparameters.
+    """A driver-ready ESS sampler at fixed hyperparameters.
 
     Parameters
     ----------
@@ -120,13 +115,20 @@ def make_ess_kernel(chol_K, loglik: LogLikelihood, max_shrinks: int = 100):
 
     Returns
     -------
-    callable
+    init : callable
+        ``init(rng_key, f) -> ESSState``; the key is not used (the protocol of every engine).
+    step : callable
         ``step(rng_key, state, adapting=False) -> (ESSState, ESSInfo)``; ``adapting`` is ignored
         (ESS has nothing to tune).
     """
+
+    def init(rng_key, f) -> ESSState:
+        del rng_key
+        f = jnp.asarray(f, dtype=jnp.float64)
+        return ESSState(position=f, loglik=loglik(f))
 
     def step(rng_key, state: ESSState, adapting=False):
         f, value, info = ess_step(rng_key, state.position, state.loglik, chol_K, loglik, max_shrinks)
         return ESSState(position=f, loglik=value), info
 
-    return step
+    return init, step

@@ -3,7 +3,7 @@
 One step does ``repeat_f`` elliptical slice updates of ``f`` (sharing the cached Cholesky factor of
 ``K(theta)``) and then ``repeat_theta`` hyperparameter updates; Table 3 of Filippone & Girolami
 (2014) repeats each 20 times. During warmup the random-walk scale is adapted by Robbins-Monro on its
-logarithm towards ``target_acceptance``; afterwards it is frozen.
+logarithm towards ``target_acceptance`` (:mod:`gpdsl.inference.mcmc.adaptation`); afterwards it is frozen.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from gpdsl.inference.families.latent_gp import LatentGP
+from gpdsl.inference.mcmc.adaptation import ScaleAdaptation, scale_init, scale_update
 from gpdsl.inference.mcmc.ess import ess_step
 from gpdsl.inference.mcmc.hyper_updates import (
     LatentPosition,
@@ -37,15 +38,13 @@ class GibbsState(NamedTuple):
     ----------
     latent : LatentPosition
         ``theta``, ``f``, the Cholesky factor of ``K(theta)`` and ``log p(y | f, theta)``.
-    log_scale : jax.Array, shape (theta_dim,)
-        Log of the random-walk scale (or slice width) per coordinate.
-    adapt_count : jax.Array (int)
-        Number of adapted hyperparameter updates so far.
+    scale : ScaleAdaptation
+        Log of the random-walk scale (or slice width) per coordinate, and the number of adapted
+        hyperparameter updates so far.
     """
 
     latent: LatentPosition
-    log_scale: jax.Array
-    adapt_count: jax.Array
+    scale: ScaleAdaptation
 
     @property
     def position(self) -> dict:
@@ -105,7 +104,8 @@ def make_gibbs(problem: LatentGP, theta_update: str = "surr", repeat_f: int = 1,
     Returns
     -------
     init : callable
-        ``init(theta, f=None) -> GibbsState``; ``theta`` unconstrained, ``f`` defaults to zeros.
+        ``init(rng_key, theta, f=None) -> GibbsState``; ``theta`` unconstrained, ``f`` defaults to
+        zeros; the key is not used (the protocol of every engine).
     step : callable
         ``step(rng_key, state, adapting=False) -> (GibbsState, GibbsInfo)``.
     """
@@ -124,11 +124,11 @@ def make_gibbs(problem: LatentGP, theta_update: str = "surr", repeat_f: int = 1,
                               direction=slice_direction),
     }[theta_update]
 
-    def init(theta, f=None) -> GibbsState:
+    def init(rng_key, theta, f=None) -> GibbsState:
+        del rng_key
         theta = jnp.asarray(theta, dtype=jnp.float64)
         f = jnp.zeros(problem.n) if f is None else f
-        log_scale = jnp.log(jnp.broadcast_to(jnp.asarray(initial_scale, dtype=jnp.float64), theta.shape))
-        return GibbsState(latent_position(problem, theta, f), log_scale, jnp.zeros((), jnp.int32))
+        return GibbsState(latent_position(problem, theta, f), scale_init(initial_scale, theta.shape))
 
     def update_f(latent: LatentPosition, keys):
 
@@ -143,17 +143,15 @@ def make_gibbs(problem: LatentGP, theta_update: str = "surr", repeat_f: int = 1,
     def update_theta(state: GibbsState, keys, adapting):
 
         def one(carry, key):
-            latent, log_scale, count = carry
-            latent, info = update(key, latent, scale=jnp.exp(log_scale))
-            gain = adaptation_rate * (count + 1.0) ** -adaptation_decay
-            adapted = log_scale + gain * (info.acceptance_rate - target_acceptance)
+            latent, scale = carry
+            latent, info = update(key, latent, scale=jnp.exp(scale.log_scale))
             adapt = jnp.logical_and(adapting, not is_slice)
-            log_scale = jnp.where(adapt, adapted, log_scale)
-            count = count + jnp.where(adapt, 1, 0).astype(count.dtype)
-            return (latent, log_scale, count), info
+            scale = scale_update(scale, info.acceptance_rate, target_acceptance, adapt, adaptation_rate,
+                                 adaptation_decay)
+            return (latent, scale), info
 
-        (latent, log_scale, count), infos = lax.scan(one, (state.latent, state.log_scale, state.adapt_count), keys)
-        return GibbsState(latent, log_scale, count), infos
+        (latent, scale), infos = lax.scan(one, (state.latent, state.scale), keys)
+        return GibbsState(latent, scale), infos
 
     def step(rng_key, state: GibbsState, adapting=False):
         keys = jax.random.split(rng_key, repeat_f + repeat_theta)

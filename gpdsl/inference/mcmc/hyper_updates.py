@@ -10,8 +10,9 @@ a different function of the latent values fixed:
   target ``p(theta) N(g; 0, K_theta + S) L(y | f(theta), theta)``.
 
 SA, AA and SURR use a Gaussian random-walk Metropolis-Hastings proposal with a (per-coordinate)
-scale; :func:`surr_slice_step` slice-samples the SURR target instead (Neal 2003, stepping out and
-shrinkage, one coordinate at a time or along a random direction), as Murray & Adams do.
+scale (the core in :mod:`gpdsl.inference.mcmc.mh`); :func:`surr_slice_step` slice-samples the SURR
+target instead (Neal 2003, stepping out and shrinkage, one coordinate at a time or along a random
+direction), as Murray & Adams do.
 
 Surrogate noise ``S`` is diagonal and given by ``surrogate_variance``: a scalar, a length-``n``
 vector, or a function ``theta -> (n,)`` vector. For a Gaussian likelihood the noise variance is the
@@ -33,7 +34,8 @@ factorisations done (Table 2 of the paper): 1 per proposal for SA and AA, 3 per 
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -41,6 +43,7 @@ from jax import lax
 from jax.scipy.special import ndtri
 
 from gpdsl.inference.families.latent_gp import LatentGP
+from gpdsl.inference.mcmc.mh import MHState, accept_reject, random_walk
 from gpdsl.linalg import cholesky, mvn_logpdf_chol, solve_triangular
 
 
@@ -116,17 +119,15 @@ def sa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     position : LatentPosition
     info : HyperInfo
     """
-    normals, uniform = _normals_and_uniform(rng_key, position.theta.shape[0])
-    theta_new = position.theta + scale * normals
+    normals, log_uniform = _normals_and_log_uniform(rng_key, position.theta.shape[0])
+    theta_new = random_walk(position.theta, normals, scale)
     chol_new = cholesky(problem.covariance(theta_new))
-    loglik_new = problem.log_likelihood(position.f, theta_new)
+    proposal = LatentPosition(theta_new, position.f, chol_new, problem.log_likelihood(position.f, theta_new))
 
-    def target(theta, chol, loglik):
-        return problem.log_prior(theta) + mvn_logpdf_chol(position.f, chol) + loglik
+    def target(point: LatentPosition):
+        return MHState(point, problem.log_prior(point.theta) + mvn_logpdf_chol(point.f, point.chol_K) + point.loglik)
 
-    log_ratio = target(theta_new, chol_new, loglik_new) - target(position.theta, position.chol_K, position.loglik)
-    proposal = LatentPosition(theta_new, position.f, chol_new, loglik_new)
-    return _metropolis(uniform, log_ratio, proposal, position, cubic_ops=1)
+    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=1)
 
 
 def aa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
@@ -134,15 +135,17 @@ def aa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
 
     Parameters and returns as in :func:`sa_step`; ``f`` moves to ``L_theta' nu`` on acceptance.
     """
-    normals, uniform = _normals_and_uniform(rng_key, position.theta.shape[0])
+    normals, log_uniform = _normals_and_log_uniform(rng_key, position.theta.shape[0])
     nu = solve_triangular(position.chol_K, position.f, lower=True)
-    theta_new = position.theta + scale * normals
+    theta_new = random_walk(position.theta, normals, scale)
     chol_new = cholesky(problem.covariance(theta_new))
     f_new = chol_new @ nu
-    loglik_new = problem.log_likelihood(f_new, theta_new)
-    log_ratio = (problem.log_prior(theta_new) + loglik_new) - (problem.log_prior(position.theta) + position.loglik)
-    proposal = LatentPosition(theta_new, f_new, chol_new, loglik_new)
-    return _metropolis(uniform, log_ratio, proposal, position, cubic_ops=1)
+    proposal = LatentPosition(theta_new, f_new, chol_new, problem.log_likelihood(f_new, theta_new))
+
+    def target(point: LatentPosition):
+        return MHState(point, problem.log_prior(point.theta) + point.loglik)
+
+    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=1)
 
 
 def surr_step(rng_key, position: LatentPosition, problem: LatentGP, scale, surrogate_variance: SurrogateVariance = 1.0):
@@ -161,13 +164,11 @@ def surr_step(rng_key, position: LatentPosition, problem: LatentGP, scale, surro
     info : HyperInfo
     """
     d = position.theta.shape[0]
-    normals, uniform = _normals_and_uniform(rng_key, d + problem.n)
+    normals, log_uniform = _normals_and_log_uniform(rng_key, d + problem.n)
     surrogate = _Surrogate(problem, surrogate_variance)
     g, eta, current = surrogate.fix(normals[d:], position)
-    theta_new = position.theta + scale * normals[:d]
-    log_target_new, proposal = surrogate.evaluate(theta_new, g, eta)
-    log_ratio = log_target_new - current
-    return _metropolis(uniform, log_ratio, proposal, position, cubic_ops=3)
+    log_target_new, proposal = surrogate.evaluate(random_walk(position.theta, normals[:d], scale), g, eta)
+    return _metropolis(log_uniform, MHState(position, current), MHState(proposal, log_target_new), cubic_ops=3)
 
 
 def surr_slice_step(rng_key, position: LatentPosition, problem: LatentGP, scale,
@@ -328,20 +329,18 @@ def _standard_normal(uniforms):
     return ndtri(jnp.maximum(uniforms, jnp.finfo(jnp.float64).tiny))
 
 
-def _normals_and_uniform(rng_key, size):
-    """``size`` standard normals and one uniform from a single draw (one PRNG call compiles fastest)."""
+def _normals_and_log_uniform(rng_key, size):
+    """``size`` standard normals and the log of one uniform from a single draw (one PRNG call compiles fastest)."""
     uniforms = jax.random.uniform(rng_key, (size + 1,), dtype=jnp.float64)
-    return _standard_normal(uniforms[:size]), uniforms[size]
+    return _standard_normal(uniforms[:size]), jnp.log1p(-uniforms[size])
 
 
 def _finite_or_minus_inf(value):
     return jnp.where(jnp.isnan(value), -jnp.inf, value)
 
 
-def _metropolis(uniform, log_ratio, proposal: LatentPosition, current: LatentPosition, cubic_ops: int):
-    log_ratio = _finite_or_minus_inf(log_ratio)
-    accepted = jnp.log1p(-uniform) < log_ratio
-    position = jax.tree.map(lambda new, old: jnp.where(accepted, new, old), proposal, current)
-    info = HyperInfo(accepted=accepted, acceptance_rate=jnp.minimum(1.0, jnp.exp(log_ratio)),
-                     num_evaluations=jnp.ones((), jnp.int32), cubic_ops=jnp.asarray(cubic_ops, jnp.int32))
-    return position, info
+def _metropolis(log_uniform, current: MHState, proposal: MHState, cubic_ops: int):
+    state, info = accept_reject(log_uniform, current, proposal)
+    return state.position, HyperInfo(accepted=info.accepted, acceptance_rate=info.acceptance_rate,
+                                     num_evaluations=jnp.ones((), jnp.int32),
+                                     cubic_ops=jnp.asarray(cubic_ops, jnp.int32))

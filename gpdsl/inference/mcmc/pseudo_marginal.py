@@ -38,7 +38,17 @@ from gpdsl.inference.approximations.ep import check_ep_likelihood, ep
 from gpdsl.inference.approximations.gaussian import sample
 from gpdsl.inference.approximations.laplace import check_laplace_likelihood, laplace
 from gpdsl.inference.families.latent_gp import LatentGP
+from gpdsl.inference.mcmc.adaptation import (
+    RunningMoments,
+    ScaleAdaptation,
+    moments_init,
+    moments_update,
+    sample_covariance,
+    scale_init,
+    scale_update,
+)
 from gpdsl.inference.mcmc.ess import ess_step
+from gpdsl.inference.mcmc.mh import MHState, accept_reject, random_walk
 from gpdsl.linalg import cholesky
 
 APPROXIMATIONS = ("laplace", "ep")
@@ -52,39 +62,42 @@ class PMState(NamedTuple):
 
     Attributes
     ----------
-    theta : jax.Array, shape (p,)
-        Hyperparameters on the unconstrained scale.
-    log_marginal : jax.Array, shape ()
-        The current estimate of ``log p(y | theta)`` (kept until a proposal is accepted).
-    log_prior : jax.Array, shape ()
-        ``log p(theta)`` on the unconstrained scale.
-    log_scale : jax.Array, shape ()
-        Log of the random-walk scale (adapted during warmup).
-    adapt_step : jax.Array, shape ()
-        Number of adaptation steps so far.
+    mh : MHState
+        ``theta`` (unconstrained) and the log target as the terms ``(log_marginal, log_prior)``: the
+        current estimate of ``log p(y | theta)``, kept until a proposal is accepted, and ``log p(theta)``.
+    scale : ScaleAdaptation
+        Log of the random-walk scale and the number of adaptation steps (adapted during warmup).
+    moments : RunningMoments
+        Running mean and scatter of the warmup draws used for ``proposal_chol``.
+    proposal_chol : jax.Array, shape (p, p)
+        Shape of the random walk: the proposal is ``theta + exp(log_scale) * proposal_chol @ z``.
     f : jax.Array, shape (n,)
         Latent values (updated only when latent sampling is on).
     loglik_f : jax.Array, shape ()
         ``log p(y | f, theta)`` at the current ``f``.
-    proposal_chol : jax.Array, shape (p, p)
-        Shape of the random walk: the proposal is ``theta + exp(log_scale) * proposal_chol @ z``.
-    theta_mean, theta_scatter : jax.Array, shapes (p,) and (p, p)
-        Running mean and sum of squared deviations of the warmup draws used for ``proposal_chol``.
-    theta_count : jax.Array, shape ()
-        Number of warmup draws in ``theta_mean`` and ``theta_scatter``.
     """
 
-    theta: jax.Array
-    log_marginal: jax.Array
-    log_prior: jax.Array
-    log_scale: jax.Array
-    adapt_step: jax.Array
+    mh: MHState
+    scale: ScaleAdaptation
+    moments: RunningMoments
+    proposal_chol: jax.Array
     f: jax.Array
     loglik_f: jax.Array
-    proposal_chol: jax.Array
-    theta_mean: jax.Array
-    theta_scatter: jax.Array
-    theta_count: jax.Array
+
+    @property
+    def theta(self) -> jax.Array:
+        """Hyperparameters on the unconstrained scale."""
+        return self.mh.position
+
+    @property
+    def log_marginal(self) -> jax.Array:
+        """The current estimate of ``log p(y | theta)``."""
+        return self.mh.log_density[0]
+
+    @property
+    def log_scale(self) -> jax.Array:
+        """Log of the random-walk scale."""
+        return self.scale.log_scale
 
 
 class PMInfo(NamedTuple):
@@ -172,7 +185,8 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
     num_importance : int
         ``N_imp``, importance samples per estimate.
     target_acceptance : float
-        Acceptance rate the proposal scale is adapted towards during warmup.
+        Acceptance rate the proposal scale is adapted towards during warmup (Robbins-Monro on the log
+        scale with gain ``(t + 2) ** -0.6`` at adaptation step ``t``).
     initial_scale : float, optional
         Initial random-walk scale; default ``2.38 / sqrt(p)`` times 0.5.
     proposal_scales : array_like, optional
@@ -199,9 +213,10 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
     Returns
     -------
     init : callable
-        ``init(key, theta) -> PMState``.
+        ``init(rng_key, theta) -> PMState``; the key draws the first likelihood estimate.
     step : callable
-        ``step(key, state, adapting) -> (PMState, PMInfo)``.
+        ``step(rng_key, state, adapting=False) -> (PMState, PMInfo)``; ``adapting`` tunes the proposal
+        (warmup).
     """
     if approximation not in APPROXIMATIONS:
         raise MethodError(f"unknown approximation '{approximation}'; use one of {', '.join(APPROXIMATIONS)}")
@@ -217,49 +232,39 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
     adaptive = proposal_covariance is None
     if not adaptive:
         start_chol, start_scale = jnp.asarray(_proposal_factor(proposal_covariance, p)), 1.0
-    loglik = lambda theta: (lambda f: problem.log_likelihood(f, theta))  # noqa: E731
+    loglik = lambda theta: (lambda f: problem.log_likelihood(f, theta))
 
-    def init(key, theta):
+    def init(rng_key, theta) -> PMState:
         theta = jnp.asarray(theta, dtype=float)
-        log_marginal, _, _ = estimate(key, theta)
+        log_marginal, _, _ = estimate(rng_key, theta)
         f = jnp.zeros(problem.n)
-        return PMState(theta, log_marginal, problem.log_prior(theta), jnp.log(jnp.asarray(start_scale, float)),
-                       jnp.zeros((), jnp.int32), f, loglik(theta)(f), start_chol, jnp.zeros(p),
-                       jnp.zeros((p, p)), jnp.zeros((), jnp.int32))
+        return PMState(MHState(theta, (log_marginal, problem.log_prior(theta))), scale_init(start_scale),
+                       moments_init(p), start_chol, f, loglik(theta)(f))
 
-    def adapt_shape(state: PMState, theta, log_scale, adapting):
-        """Welford update of the warmup covariance and, once enough draws are in, the proposal shape."""
-        collect = adapting & (state.adapt_step >= COVARIANCE_START) & adapt_covariance
-        count = state.theta_count + jnp.where(collect, 1, 0)
-        delta = theta - state.theta_mean
-        mean = jnp.where(collect, state.theta_mean + delta / jnp.maximum(count, 1), state.theta_mean)
-        scatter = jnp.where(collect, state.theta_scatter + jnp.outer(delta, theta - mean), state.theta_scatter)
-        use = collect & (count >= COVARIANCE_MIN_DRAWS)
-        covariance = scatter / jnp.maximum(count - 1, 1) + COVARIANCE_REGULARISATION * jnp.eye(p)
-        chol = jnp.where(use, cholesky(covariance), state.proposal_chol)
-        log_scale = jnp.where(use & (count == COVARIANCE_MIN_DRAWS), jnp.log(2.38 / jnp.sqrt(p)), log_scale)
-        return chol, mean, scatter, count, log_scale
+    def adapt_shape(state: PMState, theta, scale: ScaleAdaptation, adapting):
+        """The warmup covariance and, once enough draws are in, the proposal shape (Haario et al. 2001)."""
+        collect = adapting & (state.scale.count >= COVARIANCE_START) & adapt_covariance
+        moments = moments_update(state.moments, theta, collect)
+        use = collect & (moments.count >= COVARIANCE_MIN_DRAWS)
+        chol = jnp.where(use, cholesky(sample_covariance(moments, COVARIANCE_REGULARISATION)), state.proposal_chol)
+        reset = use & (moments.count == COVARIANCE_MIN_DRAWS)
+        scale = scale._replace(log_scale=jnp.where(reset, jnp.log(2.38 / jnp.sqrt(p)), scale.log_scale))
+        return chol, moments, scale
 
-    def step(key, state: PMState, adapting):
+    def step(rng_key, state: PMState, adapting=False):
         adapting = jnp.logical_and(adapting, adaptive)
-        key_move, key_estimate, key_accept, key_latent = jax.random.split(key, 4)
-        proposal = state.theta + jnp.exp(state.log_scale) * state.proposal_chol @ jax.random.normal(key_move, (p,))
+        key_move, key_estimate, key_accept, key_latent = jax.random.split(rng_key, 4)
+        proposal = random_walk(state.theta, jax.random.normal(key_move, (p,)), jnp.exp(state.log_scale),
+                               state.proposal_chol)
         log_marginal, converged, ops = estimate(key_estimate, proposal)
-        log_prior = problem.log_prior(proposal)
-        log_ratio = log_marginal + log_prior - state.log_marginal - state.log_prior
-        log_ratio = jnp.where(jnp.isnan(log_ratio), -jnp.inf, log_ratio)
-        accept_prob = jnp.exp(jnp.minimum(0.0, log_ratio))
-        accepted = jnp.log(jax.random.uniform(key_accept)) < log_ratio
-        pick = lambda new, old: jnp.where(accepted, new, old)  # noqa: E731
-        theta = pick(proposal, state.theta)
-        adapt_step = state.adapt_step + jnp.where(adapting, 1, 0)
-        rate = (adapt_step.astype(float) + 1.0) ** -0.6
-        log_scale = jnp.where(adapting, state.log_scale + rate * (accept_prob - target_acceptance), state.log_scale)
-        chol, mean, scatter, count, log_scale = adapt_shape(state, theta, log_scale, adapting)
-        new = PMState(theta, pick(log_marginal, state.log_marginal), pick(log_prior, state.log_prior),
-                      log_scale, adapt_step, state.f, state.loglik_f, chol, mean, scatter, count)
+        mh, mh_info = accept_reject(jnp.log(jax.random.uniform(key_accept)), state.mh,
+                                    MHState(proposal, (log_marginal, problem.log_prior(proposal))))
+        scale = scale_update(state.scale, mh_info.acceptance_rate, target_acceptance, adapting, t0=2.0)
+        chol, moments, scale = adapt_shape(state, mh.position, scale, adapting)
+        new = PMState(mh, scale, moments, chol, state.f, state.loglik_f)
         shrinks = jnp.zeros((), jnp.int32)
         if sample_latent:
+            theta = mh.position
             current_chol = cholesky(problem.covariance(theta))
             like = loglik(theta)
             loglik_f = like(state.f)
@@ -267,7 +272,7 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
             new = new._replace(f=f, loglik_f=loglik_f)
             shrinks = ess_info.num_shrinks
             ops = ops + 1
-        info = PMInfo(accepted, accept_prob, log_marginal, converged, ops, shrinks)
+        info = PMInfo(mh_info.accepted, mh_info.acceptance_rate, log_marginal, converged, ops, shrinks)
         return new, info
 
     return init, step
