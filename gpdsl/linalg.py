@@ -14,9 +14,7 @@ from jax.scipy import linalg as _scipy_linalg
 
 import gpdsl.float64  # noqa: F401
 from gpdsl.errors import NumericalError
-
-_SMALLEST_JITTER = 1e-8
-
+from gpdsl.numerics import GP_JITTER
 
 # Batched LAPACK calls on CPU (vmapped Cholesky factorisations and triangular solves) are fanned out by
 # jaxlib into XLA's thread pool from inside that pool, which can wedge it: every worker waits and the
@@ -146,7 +144,7 @@ def jitter_ladder(jitter: float = 1e-6, max_tries: int = 5) -> tuple[float, ...]
         raise ValueError("max_tries must be at least 1")
     if max_tries == 1:
         return (0.0,)
-    smallest = min(_SMALLEST_JITTER, jitter)
+    smallest = min(GP_JITTER, jitter)
     return (0.0, *(float(v) for v in np.geomspace(smallest, jitter, max_tries - 1)))
 
 

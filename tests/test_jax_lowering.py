@@ -9,7 +9,7 @@ from scipy import stats
 from gpdsl.api import check_file, check_text
 from gpdsl.backends.jax.lowering import lower
 from gpdsl.errors import MethodError
-from gpdsl.semantics.catalog import GP_JITTER
+from gpdsl.numerics import GP_JITTER
 
 MODELS = "models"
 

@@ -8,7 +8,7 @@ from scipy import stats
 from gpdsl.api import check_file
 from gpdsl.errors import MethodError
 from gpdsl.inference.families.latent_gp import latent_gp
-from gpdsl.semantics.catalog import GP_JITTER
+from gpdsl.numerics import GP_JITTER
 
 
 def test_classification_view():

@@ -9,10 +9,11 @@ import pytest
 
 import gpdsl
 from gpdsl.api import check_file, check_text
-from gpdsl.backends.stan.codegen import JITTER, generate_stan, stan_data, stan_name
+from gpdsl.backends.stan.codegen import generate_stan, stan_data, stan_name
 from gpdsl.backends.stan.fragments import function_library, used_functions
 from gpdsl.backends.stan.stanc import check_program
 from gpdsl.errors import DataError, MethodError
+from gpdsl.numerics import GP_JITTER
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
@@ -138,8 +139,8 @@ def test_regression_is_marginalised_with_jitter():
     assert program.parameter_names == ("variance", "lengthscale", "noise")
     assert "multi_normal_cholesky_lpdf(y | rep_vector(0, N)" in program.code
     assert "square(noise) + jitter" in program.code
-    assert f"real jitter = {JITTER!r};" in program.code
-    assert program.jitter == JITTER == 1e-8
+    assert f"real jitter = {GP_JITTER!r};" in program.code
+    assert program.jitter == GP_JITTER == 1e-8
 
 
 def test_classification_samples_f_non_centred():

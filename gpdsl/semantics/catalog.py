@@ -1,12 +1,15 @@
 """What the language knows by name: distributions, likelihoods, kernels and functions.
 
-Each entry states its parameterisation; ``docs/language.md`` is generated from the same facts.
+Each entry states its parameterisation; ``docs/language.md`` is generated from the same facts. The
+likelihoods' entries are read from their objects in :mod:`gpdsl.likelihoods`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from gpdsl.likelihoods import LIKELIHOODS, Likelihood
 
 
 @dataclass(frozen=True)
@@ -40,8 +43,8 @@ class DistributionSpec:
     doc: str = ""
 
 
-DISTRIBUTIONS: dict[str, DistributionSpec] = {d.name: d for d in [
-    DistributionSpec("normal", ("mu", "sigma"), likelihood=True,
+_PRIORS = [
+    DistributionSpec("normal", ("mu", "sigma"),
                      doc="mean mu, standard deviation sigma"),
     DistributionSpec("lognormal", ("mu", "sigma"), support="positive",
                      doc="log(x) ~ normal(mu, sigma)"),
@@ -59,13 +62,21 @@ DISTRIBUTIONS: dict[str, DistributionSpec] = {d.name: d for d in [
                      defaults={"mu": 0.0, "sigma": 1.5}, support="bounded",
                      doc="x = lower + (upper - lower) * inv_logit(z), z ~ normal(mu, sigma) "
                          "(Tegner et al. 2018, eq. 9); defaults mu = 0, sigma = 1.5"),
-    DistributionSpec("bernoulli_probit", ("f",), support="binary", likelihood=True, prior=False,
-                     doc="P(y = 1) = Phi(f), the standard normal CDF"),
-    DistributionSpec("bernoulli_logit", ("f",), support="binary", likelihood=True, prior=False,
-                     doc="P(y = 1) = inv_logit(f)"),
-    DistributionSpec("poisson_log", ("eta",), support="count", likelihood=True, prior=False,
-                     doc="y ~ Poisson(exp(eta))"),
-]}
+]
+
+
+def _likelihood_spec(likelihood: Likelihood, prior: DistributionSpec | None) -> DistributionSpec:
+    """The catalog entry of a likelihood; a prior of the same name (and parameters) stays one too."""
+    if prior is not None:
+        return replace(prior, likelihood=True)
+    return DistributionSpec(likelihood.name, likelihood.params, support=likelihood.support, likelihood=True,
+                            prior=False, doc=likelihood.doc)
+
+
+DISTRIBUTIONS: dict[str, DistributionSpec] = {d.name: d for d in _PRIORS}
+DISTRIBUTIONS.update({name: _likelihood_spec(likelihood, DISTRIBUTIONS.get(name))
+                      for name, likelihood in LIKELIHOODS.items()})
+"""Every distribution by name: the priors, then the likelihoods not already listed as priors."""
 
 EXTERNAL = "external"
 """``external("module:function", args...)``: a likelihood computed by user Python code."""
@@ -145,6 +156,3 @@ CONSTANTS = {"pi": math.pi}
 def known_callables() -> list[str]:
     """Every name that may be called in a model file (for 'did you mean' suggestions)."""
     return sorted(set(DISTRIBUTIONS) | set(KERNELS) | set(FUNCTIONS) | SPECIAL_FUNCTIONS)
-
-GP_JITTER = 1e-8
-"""Added to the diagonal of every GP covariance matrix, by every backend, before factorising."""

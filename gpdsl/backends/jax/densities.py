@@ -1,12 +1,13 @@
-"""Log densities of the language's distributions and likelihoods, elementwise then summed."""
+"""Log densities of the language's priors, elementwise then summed.
+
+The likelihoods' densities are those of their objects in :mod:`gpdsl.likelihoods`.
+"""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 from jax.scipy import special, stats
-
-from gpdsl.special import log_ndtr
 
 
 def _ssn(x, lower, upper, mu, sigma):
@@ -28,27 +29,6 @@ PRIOR_LOGPDF = {
     "scaled_sigmoid_normal": _ssn,
 }
 """Log density of each prior as a function of the variate and its parameters (in catalog order)."""
-
-
-def _bernoulli_probit(y, f):
-    return log_ndtr((2.0 * y - 1.0) * f)
-
-
-def _bernoulli_logit(y, f):
-    return -jax.nn.softplus(-(2.0 * y - 1.0) * f)
-
-
-def _poisson_log(y, eta):
-    return y * eta - jnp.exp(eta) - special.gammaln(y + 1.0)
-
-
-LIKELIHOOD_LOGPDF = {
-    "normal": lambda y, mu, sigma: stats.norm.logpdf(y, mu, sigma),
-    "bernoulli_probit": _bernoulli_probit,
-    "bernoulli_logit": _bernoulli_logit,
-    "poisson_log": _poisson_log,
-}
-"""Log likelihood of each observation model, elementwise."""
 
 
 def log_density(table: dict, name: str, x, args) -> jax.Array:

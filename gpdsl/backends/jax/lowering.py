@@ -30,8 +30,9 @@ from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds
 from gpdsl.kernels import Kernel, build_kernel
+from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.linalg import cholesky, solve_triangular
-from gpdsl.semantics.catalog import GP_JITTER
+from gpdsl.numerics import GP_JITTER
 
 compilation_cache.enable()  # every lowered model's programs compile once per machine
 
@@ -214,7 +215,7 @@ class JaxModel:
                 return self._marginal_loglik(node, statement, env)
             y = self._target_value(statement.target, env)
             args = [self.evaluate(v, env) for _, v in statement.distribution.args]
-            return densities.log_density(densities.LIKELIHOOD_LOGPDF, statement.distribution.name, y, args)
+            return jnp.sum(LIKELIHOODS[statement.distribution.name].log_density(y, *args))
         if isinstance(statement, ir.GPStatement):
             if self.parameterisation == "centred":
                 node = self._node(statement)

@@ -12,11 +12,20 @@ import numpy as np
 from gpdsl.backends.jax.lowering import JaxModel
 from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
+from gpdsl.likelihoods import capability
 from gpdsl.linalg import cholesky
 
 
-def _draw(name: str, key, args, shape):
-    """One draw of a built-in distribution, broadcast to ``shape``."""
+def _draw_observations(name: str, key, args, shape):
+    """One draw of a built-in likelihood, by its object's sampler."""
+    sample = capability(name, "sample")
+    if sample is None:
+        raise MethodError(f"cannot simulate from '{name}'")
+    return sample(key, shape, *args)
+
+
+def _draw_prior(name: str, key, args, shape):
+    """One draw of a built-in prior, broadcast to ``shape``."""
     z = jax.random.normal(key, shape)
     if name == "normal":
         mu, sigma = args
@@ -42,15 +51,6 @@ def _draw(name: str, key, args, shape):
     if name == "scaled_sigmoid_normal":
         lower, upper, mu, sigma = args
         return lower + (upper - lower) * jax.nn.sigmoid(mu + sigma * z)
-    if name == "bernoulli_probit":
-        (f,) = args
-        return (jax.random.uniform(key, shape) < jax.scipy.stats.norm.cdf(f)).astype(jnp.int64)
-    if name == "bernoulli_logit":
-        (f,) = args
-        return (jax.random.uniform(key, shape) < jax.nn.sigmoid(f)).astype(jnp.int64)
-    if name == "poisson_log":
-        (eta,) = args
-        return jax.random.poisson(key, jnp.exp(eta), shape).astype(jnp.int64)
     raise MethodError(f"cannot simulate from '{name}'")
 
 
@@ -103,7 +103,8 @@ def simulate(jax_model: JaxModel, key, fixed: dict | None = None) -> tuple[dict,
                 raise MethodError(f"cannot simulate '{target.name}' from an external likelihood", statement.span)
             else:
                 args = [jnp.asarray(jax_model.evaluate(v, scope)) for _, v in statement.distribution.args]
-                value = _draw(statement.distribution.name, sub, args, shape)
+                draw = _draw_observations if isinstance(statement, ir.LikelihoodStatement) else _draw_prior
+                value = draw(statement.distribution.name, sub, args, shape)
             env[target.name] = env[target.name].at[index].set(value) if index else value
         store[target.name] = env[target.name]
     return truth, observed

@@ -13,10 +13,10 @@ How gpdsl variables become Stan variables (see :class:`StanVariable`):
 * latent values with an ordinary prior (``X ~ normal(0, 1)``): a Stan parameter of the same name.
 * latent GP values, marginalised: when the latent's only use is the mean of a ``normal`` likelihood
   on data of the same shape with a scalar scale, ``y ~ normal(f, s)`` with ``f ~ gp(X, k)`` becomes
-  ``y ~ multi_normal_cholesky(0, cholesky_decompose(K + (s^2 + JITTER) I))`` (each column of a
+  ``y ~ multi_normal_cholesky(0, cholesky_decompose(K + (s^2 + GP_JITTER) I))`` (each column of a
   matrix ``Y`` independently); the latent has no Stan variable.
 * latent GP values, otherwise: non-centred. A parameter ``<name>_raw`` of the latent's shape with a
-  ``std_normal`` prior, and ``<name> = cholesky_decompose(K + JITTER I) * <name>_raw`` in
+  ``std_normal`` prior, and ``<name> = cholesky_decompose(K + GP_JITTER I) * <name>_raw`` in
   ``transformed parameters`` (column-wise for matrices). Two-level inputs ``gp((t, X), k)`` with
   ``array[T] vector[N] f`` flatten the T * N points (point (i, n) at (i - 1) * N + n): ``f_raw`` is a
   ``vector[T * N]`` and ``f[i]`` its i-th segment of length N. The Stan density is then over
@@ -43,14 +43,10 @@ from gpdsl.backends.stan.expressions import (
 from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
+from gpdsl.likelihoods import capability
+from gpdsl.numerics import GP_JITTER
 from gpdsl.semantics import catalog
 from gpdsl.semantics.types import Dim, VarType
-
-JITTER = 1e-8
-"""Added to the diagonal of every latent (non-centred) and marginal GP covariance before Cholesky.
-
-The JAX lowering must add the same constant for the two backends to share one log density.
-"""
 
 STAN_RESERVED = frozenset("""
     for in while repeat until if then else true false target functions model data parameters
@@ -106,14 +102,14 @@ class StanProgram:
     warnings : tuple of str
         Messages naming the parameters Stan gives an improper flat prior because the model has none.
     jitter : float
-        The diagonal jitter of latent and marginal covariances (:data:`JITTER`).
+        The diagonal jitter of latent and marginal covariances (:data:`gpdsl.numerics.GP_JITTER`).
     """
 
     code: str
     parameter_names: tuple[str, ...]
     variables: dict[str, StanVariable]
     warnings: tuple[str, ...]
-    jitter: float = JITTER
+    jitter: float = GP_JITTER
 
     def stan_data(self, model: ir.Model, data: Mapping[str, np.ndarray]) -> dict:
         """The Stan data dictionary of ``data`` for this program's model (see :func:`stan_data`)."""
@@ -198,6 +194,14 @@ def _stan_dim(d: Dim | str) -> str:
     if isinstance(d, int):
         return str(d)
     return " + ".join(stan_name(part) if not part.isdigit() else part for part in d.split("+"))
+
+
+def _likelihood_density(name: str, y: str, vectorised: bool, args: dict[str, tuple[str, bool]]) -> str:
+    """The Stan spelling of a likelihood's summed log density, from its :mod:`gpdsl.likelihoods` object."""
+    spelling = capability(name, "stan")
+    if spelling is None:
+        raise MethodError(f"the Stan backend has no translation of the distribution '{name}'")
+    return spelling(y, args, vectorised)
 
 
 def _product(dims) -> str:
@@ -304,7 +308,7 @@ class _Generator:
         self._refuse_unsupported()
         self._classify_latents()
         self.jitter = self.fresh("jitter")
-        self.blocks.add("transformed data", f"real {self.jitter} = {format_number(JITTER)};")
+        self.blocks.add("transformed data", f"real {self.jitter} = {format_number(GP_JITTER)};")
         self._data_block()
         self._parameters_block()
         self._transformed_parameters_block()
@@ -514,7 +518,11 @@ class _Generator:
         args = {name: self._argument(expr, loop_vars) for name, expr in distribution.args}
         if t.container == "matrix":
             variate = f"to_vector({variate})"
-        lines = [f"target += {self._log_density(distribution.name, variate, flat_dims, args)};"]
+        if isinstance(statement, ir.LikelihoodStatement):
+            density = _likelihood_density(distribution.name, variate, bool(flat_dims), args)
+        else:
+            density = self._log_density(distribution.name, variate, flat_dims, args)
+        lines = [f"target += {density};"]
         for var, dim in reversed(list(zip(loop_vars, loop_dims))):
             lines = [f"for ({var} in 1:{_stan_dim(dim)}) {{", *_indented(lines), "}"]
         return lines
@@ -533,6 +541,7 @@ class _Generator:
         return text, len(shape) > len(loop_vars)
 
     def _log_density(self, name: str, x: str, dims, args: dict[str, tuple[str, bool]]) -> str:
+        """A prior's log density (likelihoods spell their own: :func:`_likelihood_density`)."""
         a = {k: v for k, (v, _) in args.items()}
         if name in ("normal", "lognormal"):
             return f"{name}_lpdf({x} | {a['mu']}, {a['sigma']})"
@@ -553,21 +562,7 @@ class _Generator:
                 a = {k: v if shaped else f"rep_vector({v}, {n})" for k, (v, shaped) in args.items()}
             return (f"scaled_sigmoid_normal_lpdf({x} | {a['lower']}, {a['upper']}, {a['mu']}, "
                     f"{a['sigma']})")
-        if name == "bernoulli_logit":
-            return f"bernoulli_logit_lpmf({x} | {a['f']})"
-        if name == "poisson_log":
-            return f"poisson_log_lpmf({x} | {a['eta']})"
-        if name == "bernoulli_probit":
-            f, f_shaped = args["f"]
-            if not dims:
-                return f"std_normal_lcdf((2 * {x} - 1) * {self._factor(f)})"
-            return f"std_normal_lcdf((2 * to_vector({x}) - 1) {'.*' if f_shaped else '*'} {self._factor(f)})"
         raise MethodError(f"the Stan backend has no translation of the distribution '{name}'")
-
-    @staticmethod
-    def _factor(text: str) -> str:
-        simple = text.replace("_", "").replace("[", "").replace("]", "").replace(", ", "").isalnum()
-        return text if simple else f"({text})"
 
     # ---- kernels -----------------------------------------------------------------------------
     def _covariance(self, gp: ir.GPStatement) -> list[str]:

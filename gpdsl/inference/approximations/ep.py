@@ -1,8 +1,9 @@
-"""Expectation propagation for GP probit classification (Rasmussen & Williams 2006, Alg. 3.5).
+"""Expectation propagation for GP classification (Rasmussen & Williams 2006, Alg. 3.5).
 
-Sequential sweeps over the sites: cavity, moment matching against ``Phi(y_i f_i)``, site update,
-rank-one update of ``Sigma``; after each sweep ``Sigma`` and ``mu = Sigma nu_tilde`` are recomputed
-from the Cholesky factor of ``B = I + S^1/2 K S^1/2`` for stability. ``cubic_ops`` counts five
+Sequential sweeps over the sites: cavity, moment matching against ``p(y_i | f_i)`` (the likelihood's
+``tilted_moments``; for probit ``Phi(y_i f_i)``), site update, rank-one update of ``Sigma``; after each
+sweep ``Sigma`` and ``mu = Sigma nu_tilde`` are recomputed from the Cholesky factor of
+``B = I + S^1/2 K S^1/2`` for stability. ``cubic_ops`` counts five
 ``O(n^3)`` operations per sweep, as in Sec. 2.1.2 of Filippone & Girolami (2014): the ``n`` rank-one
 updates, the ``n`` products ``Sigma nu_tilde``, the factorisation of ``B``, the solve
 ``L^-1 S^1/2 K`` and the product ``V^T V``; the implementation needs only ``mu_i = Sigma[i] nu_tilde``
@@ -28,10 +29,9 @@ from jax import lax
 
 from gpdsl.errors import MethodError
 from gpdsl.inference.approximations.gaussian import GaussianApproximation
+from gpdsl.likelihoods import LIKELIHOODS, require
 from gpdsl.linalg import cho_solve, cholesky, solve_triangular
-from gpdsl.special import inverse_mills, log_ndtr
 
-EP_LIKELIHOODS = ("bernoulli_probit",)
 CUBIC_OPS_PER_SWEEP = 5
 CUBIC_OPS_PER_PARALLEL_SWEEP = 2
 EP_SCHEDULES = ("sequential", "parallel")
@@ -39,7 +39,7 @@ _SMALLEST_SITE_PRECISION = float(jnp.finfo(jnp.float64).eps)
 
 
 def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
-       damping: float = 0.7) -> GaussianApproximation:
+       damping: float = 0.7, likelihood: str = "bernoulli_probit") -> GaussianApproximation:
     """EP approximation ``q(f | y) = N(mu, (K^-1 + diag(tau_tilde))^-1)`` and its ``log Z_EP``.
 
     Sweeps from ``tau_tilde = nu_tilde = 0`` until the squared norm of the change in the
@@ -54,7 +54,7 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
     K : array_like, shape (n, n)
         Prior covariance of ``f`` (``K`` itself is never factorised).
     y : array_like, shape (n,)
-        Labels in {0, 1}; the likelihood is ``p(y_i = 1 | f_i) = Phi(f_i)``.
+        Labels in {0, 1}.
     tol : float, optional
         Convergence threshold on ``||mu_new - mu_old||^2``; ``n / 1e4`` by default.
     max_sweeps : int
@@ -64,6 +64,9 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
         docstring). Static under ``jit``.
     damping : float
         Parallel schedule only: the new site parameters are ``damping * new + (1 - damping) * old``.
+    likelihood : str
+        A likelihood of :mod:`gpdsl.likelihoods` with ``tilted_moments``; ``"bernoulli_probit"``
+        (``p(y_i = 1 | f_i) = Phi(f_i)``) is the one. Static under ``jit``.
 
     Returns
     -------
@@ -74,16 +77,17 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
     Raises
     ------
     MethodError
-        For an unknown schedule or fewer than one sweep.
+        For an unknown schedule, fewer than one sweep, or a likelihood without ``tilted_moments``.
     """
+    check_ep_likelihood(likelihood)
     if schedule not in EP_SCHEDULES:
         raise MethodError(f"unknown EP schedule '{schedule}'; use one of {', '.join(EP_SCHEDULES)}")
     if max_sweeps < 1:
         raise MethodError(f"EP needs at least one sweep, got max_sweeps={max_sweeps}")
     K, y = jnp.asarray(K, dtype=jnp.float64), jnp.asarray(y)
     if schedule == "parallel":
-        return _ep_parallel(K, y, tol, max_sweeps, damping)
-    return _ep(K, y, tol, max_sweeps)
+        return _ep_parallel(K, y, tol, max_sweeps, damping, likelihood)
+    return _ep(K, y, tol, max_sweeps, likelihood)
 
 
 def ep_for(problem, theta, **options) -> GaussianApproximation:
@@ -101,54 +105,30 @@ def ep_for(problem, theta, **options) -> GaussianApproximation:
     Raises
     ------
     MethodError
-        When the model's likelihood is not Bernoulli probit.
+        When the model's likelihood has no ``tilted_moments``.
     """
     check_ep_likelihood(problem.likelihood, "the model's likelihood")
-    return ep(problem.covariance(theta), problem.y, **options)
+    return ep(problem.covariance(theta), problem.y, likelihood=problem.likelihood, **options)
 
 
 def check_ep_likelihood(likelihood: str, what: str = "likelihood") -> None:
-    """Raise :class:`MethodError` unless EP supports ``likelihood``."""
-    if likelihood not in EP_LIKELIHOODS:
-        raise MethodError(f"expectation propagation supports {' and '.join(EP_LIKELIHOODS)}; "
-                          f"{what} is {likelihood}")
+    """Raise :class:`MethodError` unless ``likelihood`` has the ``tilted_moments`` EP matches."""
+    require(likelihood, "tilted_moments", "expectation propagation", what)
 
 
-def probit_moments(signs, cavity_mean, cavity_var):
-    """Log normaliser, mean and variance of ``Phi(y f) N(f | cavity_mean, cavity_var)`` (R&W eq. 3.58).
-
-    Parameters
-    ----------
-    signs : array_like
-        Labels as -1 or +1.
-    cavity_mean, cavity_var : array_like
-        Cavity moments.
-
-    Returns
-    -------
-    log_z, mean, var : jax.Array
-    """
-    scale = jnp.sqrt(1.0 + cavity_var)
-    z = signs * cavity_mean / scale
-    log_z = log_ndtr(z)
-    ratio = inverse_mills(z, log_z)  # N(z) / Phi(z)
-    mean = cavity_mean + signs * cavity_var * ratio / scale
-    var = cavity_var - cavity_var**2 * ratio * (z + ratio) / (1.0 + cavity_var)
-    return log_z, mean, var
-
-
-@partial(jax.jit, static_argnames=("max_sweeps",))
-def _ep(K, y, tol, max_sweeps):
+@partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
+def _ep(K, y, tol, max_sweeps, likelihood):
     n = K.shape[-1]
     tol = n / 1e4 if tol is None else tol
-    signs = 2.0 * y.astype(K.dtype) - 1.0
+    y = y.astype(K.dtype)
+    tilted_moments = LIKELIHOODS[likelihood].tilted_moments
 
     def update_site(i, state):
         tau, nu, Sigma = state
         column = Sigma[:, i]  # Sigma is symmetric: the column is the row, and mu_i = Sigma[i] @ nu
         cavity_precision = 1.0 / column[i] - tau[i]
         cavity_location = (column @ nu) / column[i] - nu[i]
-        _, mean_hat, var_hat = probit_moments(signs[i], cavity_location / cavity_precision,
+        _, mean_hat, var_hat = tilted_moments(y[i], cavity_location / cavity_precision,
                                               1.0 / cavity_precision)
         tau_i = jnp.maximum(1.0 / var_hat - cavity_precision, _SMALLEST_SITE_PRECISION)
         delta_tau = tau_i - tau[i]
@@ -171,21 +151,22 @@ def _ep(K, y, tol, max_sweeps):
     alpha = _alpha(K, tau, nu, L)
     return GaussianApproximation(
         mean=mu, alpha=alpha, site_precision=tau, site_location=nu, chol_b=L,
-        log_marginal=_log_marginal(signs, tau, nu, jnp.diag(Sigma), mu, L),
+        log_marginal=_log_marginal(tilted_moments, y, tau, nu, jnp.diag(Sigma), mu, L),
         converged=change < tol, iterations=sweeps, cubic_ops=CUBIC_OPS_PER_SWEEP * sweeps,
         log_marginal_ops=jnp.asarray(0))
 
 
-@partial(jax.jit, static_argnames=("max_sweeps",))
-def _ep_parallel(K, y, tol, max_sweeps, damping):
+@partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
+def _ep_parallel(K, y, tol, max_sweeps, damping, likelihood):
     n = K.shape[-1]
     tol = n / 1e4 if tol is None else tol
-    signs = 2.0 * y.astype(K.dtype) - 1.0
+    y = y.astype(K.dtype)
+    tilted_moments = LIKELIHOODS[likelihood].tilted_moments
 
     def sweep(tau, nu, sigma_diag, mu):
         cavity_precision = 1.0 / sigma_diag - tau
         cavity_location = mu / sigma_diag - nu
-        _, mean_hat, var_hat = probit_moments(signs, cavity_location / cavity_precision, 1.0 / cavity_precision)
+        _, mean_hat, var_hat = tilted_moments(y, cavity_location / cavity_precision, 1.0 / cavity_precision)
         tau_new = jnp.maximum(1.0 / var_hat - cavity_precision, _SMALLEST_SITE_PRECISION)
         nu_new = mean_hat / var_hat - cavity_location
         tau = jnp.maximum(damping * tau_new + (1.0 - damping) * tau, _SMALLEST_SITE_PRECISION)
@@ -207,7 +188,7 @@ def _ep_parallel(K, y, tol, max_sweeps, damping):
     tau, nu, L, alpha, mu, change, sweeps = lax.while_loop(not_done, next_sweep, start)
     return GaussianApproximation(
         mean=mu, alpha=alpha, site_precision=tau, site_location=nu, chol_b=L,
-        log_marginal=_log_marginal(signs, tau, nu, _marginal_variances(K, tau, L), mu, L),
+        log_marginal=_log_marginal(tilted_moments, y, tau, nu, _marginal_variances(K, tau, L), mu, L),
         converged=change < tol, iterations=sweeps, cubic_ops=CUBIC_OPS_PER_PARALLEL_SWEEP * sweeps - 1,
         log_marginal_ops=jnp.asarray(1))
 
@@ -242,10 +223,10 @@ def _recompute(K, tau, nu):
     return Sigma, Sigma @ nu, L
 
 
-def _log_marginal(signs, tau, nu, sigma_diag, mu, L):
+def _log_marginal(tilted_moments, y, tau, nu, sigma_diag, mu, L):
     cavity_precision = 1.0 / sigma_diag - tau
     cavity_location = mu / sigma_diag - nu
-    log_z, _, _ = probit_moments(signs, cavity_location / cavity_precision, 1.0 / cavity_precision)
+    log_z, _, _ = tilted_moments(y, cavity_location / cavity_precision, 1.0 / cavity_precision)
     total_precision = cavity_precision + tau
     return (jnp.sum(log_z) - jnp.sum(jnp.log(jnp.diag(L))) + 0.5 * nu @ mu
             + 0.5 * cavity_location @ ((tau / cavity_precision * cavity_location - 2.0 * nu) / total_precision)

@@ -18,14 +18,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-from jax.scipy.special import ndtr
 
 from gpdsl.errors import MethodError
+from gpdsl.likelihoods import capability, supporting
 from gpdsl.linalg import cho_solve, cholesky, solve_triangular
-
-PREDICTIVE_LIKELIHOODS = ("bernoulli_probit", "bernoulli_logit")
-_HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(64)
 
 
 class GaussianApproximation(NamedTuple):
@@ -219,9 +215,9 @@ def predict_latent(approx: GaussianApproximation, K_star, k_star_diag) -> tuple[
 def predict(approx: GaussianApproximation, K_star, k_star_diag, likelihood: str = "bernoulli_probit") -> jax.Array:
     """Predictive class probabilities ``p(y_* = 1 | y, theta)`` (eq. 7 of the paper).
 
-    Probit: exactly ``Phi(m_* / sqrt(1 + s_*^2))`` (eq. 8). Logit: the integral of the logistic
-    function against ``N(m_*, s_*^2)`` by 64-point Gauss-Hermite quadrature (not the probit
-    approximation), accurate to about 1e-10 for the variances met in practice.
+    By :func:`class_probability`. Probit: exactly ``Phi(m_* / sqrt(1 + s_*^2))`` (eq. 8). Logit: the
+    integral of the logistic function against ``N(m_*, s_*^2)`` by 64-point Gauss-Hermite quadrature (not
+    the probit approximation), accurate to about 1e-10 for the variances met in practice.
 
     Parameters
     ----------
@@ -231,8 +227,8 @@ def predict(approx: GaussianApproximation, K_star, k_star_diag, likelihood: str 
         Covariances between the training and the new inputs.
     k_star_diag : array_like, shape (m,)
         Prior variances at the new inputs.
-    likelihood : {"bernoulli_probit", "bernoulli_logit"}
-        The likelihood ``p(y | f)``.
+    likelihood : str
+        The likelihood ``p(y | f)``, one of :mod:`gpdsl.likelihoods` with a ``class_probability``.
 
     Returns
     -------
@@ -241,7 +237,7 @@ def predict(approx: GaussianApproximation, K_star, k_star_diag, likelihood: str 
     Raises
     ------
     MethodError
-        For another likelihood.
+        For a likelihood without ``class_probability``.
     """
     mean, var = predict_latent(approx, K_star, k_star_diag)
     return class_probability(mean, var, likelihood)
@@ -250,18 +246,16 @@ def predict(approx: GaussianApproximation, K_star, k_star_diag, likelihood: str 
 def class_probability(mean, var, likelihood: str = "bernoulli_probit") -> jax.Array:
     """``p(y = 1)`` when ``f ~ N(mean, var)``: the likelihood integrated against a Gaussian.
 
-    Probit: exactly ``Phi(mean / sqrt(1 + var))``. Logit: 64-point Gauss-Hermite quadrature.
+    The likelihood object's ``class_probability``: for probit exactly ``Phi(mean / sqrt(1 + var))``,
+    for logit 64-point Gauss-Hermite quadrature.
 
     Raises
     ------
     MethodError
-        For a likelihood that is not Bernoulli.
+        For a likelihood without ``class_probability``.
     """
-    mean, var = jnp.asarray(mean), jnp.asarray(var)
-    if likelihood == "bernoulli_probit":
-        return ndtr(mean / jnp.sqrt(1.0 + var))
-    if likelihood == "bernoulli_logit":
-        nodes = mean[..., None] + jnp.sqrt(2.0 * var)[..., None] * _HERMITE_NODES
-        return jax.nn.sigmoid(nodes) @ _HERMITE_WEIGHTS / np.sqrt(np.pi)
-    raise MethodError(f"class probabilities need a Bernoulli likelihood "
-                      f"({', '.join(PREDICTIVE_LIKELIHOODS)}), not {likelihood}")
+    probability = capability(likelihood, "class_probability")
+    if probability is None:
+        raise MethodError(f"class probabilities need a Bernoulli likelihood "
+                          f"({', '.join(supporting('class_probability'))}), not {likelihood}")
+    return probability(jnp.asarray(mean), jnp.asarray(var))

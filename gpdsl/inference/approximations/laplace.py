@@ -15,12 +15,10 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from gpdsl.errors import MethodError
 from gpdsl.inference.approximations.gaussian import GaussianApproximation
+from gpdsl.likelihoods import LIKELIHOODS, require
 from gpdsl.linalg import cho_solve, cholesky
-from gpdsl.special import inverse_mills, log_ndtr
 
-LAPLACE_LIKELIHOODS = ("bernoulli_probit", "bernoulli_logit")
 _MAX_HALVINGS = 10
 
 
@@ -39,8 +37,10 @@ def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int 
         Prior covariance of ``f`` (jitter included if wanted; ``K`` itself is never factorised).
     y : array_like, shape (n,)
         Labels in {0, 1}.
-    likelihood : {"bernoulli_probit", "bernoulli_logit"}
-        ``p(y_i = 1 | f_i) = Phi(f_i)`` or ``1 / (1 + exp(-f_i))``. Static under ``jit``.
+    likelihood : str
+        A likelihood of :mod:`gpdsl.likelihoods` with ``derivatives``: ``"bernoulli_probit"``
+        (``p(y_i = 1 | f_i) = Phi(f_i)``) or ``"bernoulli_logit"`` (``1 / (1 + exp(-f_i))``). Static
+        under ``jit``.
     tol : float, optional
         Convergence threshold on ``||f_new - f_old||^2``; ``n / 1e4`` by default.
     max_iter : int
@@ -54,7 +54,7 @@ def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int 
     Raises
     ------
     MethodError
-        For a likelihood other than the two Bernoulli ones.
+        For a likelihood without ``derivatives``.
     """
     check_laplace_likelihood(likelihood)
     return _laplace(jnp.asarray(K, dtype=jnp.float64), jnp.asarray(y), likelihood, tol, max_iter)
@@ -75,56 +75,30 @@ def laplace_for(problem, theta, **options) -> GaussianApproximation:
     Raises
     ------
     MethodError
-        When the model's likelihood is not Bernoulli probit or logit.
+        When the model's likelihood has no ``derivatives``.
     """
     check_laplace_likelihood(problem.likelihood, "the model's likelihood")
     return laplace(problem.covariance(theta), problem.y, likelihood=problem.likelihood, **options)
 
 
 def check_laplace_likelihood(likelihood: str, what: str = "likelihood") -> None:
-    """Raise :class:`MethodError` unless the Laplace approximation supports ``likelihood``."""
-    if likelihood not in LAPLACE_LIKELIHOODS:
-        raise MethodError(f"the Laplace approximation supports {' and '.join(LAPLACE_LIKELIHOODS)}; "
-                          f"{what} is {likelihood}")
-
-
-def log_likelihood_derivatives(f, signs, likelihood: str):
-    """``log p(y | f)``, its gradient and the negative diagonal Hessian ``W``, with labels as +-1.
-
-    Parameters
-    ----------
-    f : jax.Array, shape (n,)
-        Latent values.
-    signs : jax.Array, shape (n,)
-        Labels mapped to -1 and +1.
-    likelihood : {"bernoulli_probit", "bernoulli_logit"}
-
-    Returns
-    -------
-    log_lik : jax.Array, shape ()
-    grad : jax.Array, shape (n,)
-    W : jax.Array, shape (n,)
-    """
-    if likelihood == "bernoulli_probit":
-        log_cdf = log_ndtr(signs * f)
-        ratio = inverse_mills(signs * f, log_cdf)  # N(f) / Phi(y f)
-        return jnp.sum(log_cdf), signs * ratio, ratio**2 + signs * f * ratio
-    prob = jax.nn.sigmoid(f)
-    return -jnp.sum(jax.nn.softplus(-signs * f)), (signs + 1.0) / 2.0 - prob, prob * (1.0 - prob)
+    """Raise :class:`MethodError` unless ``likelihood`` has the ``derivatives`` the Laplace approximation uses."""
+    require(likelihood, "derivatives", "the Laplace approximation", what)
 
 
 @partial(jax.jit, static_argnames=("likelihood", "max_iter"))
 def _laplace(K, y, likelihood, tol, max_iter):
     n = K.shape[-1]
     tol = n / 1e4 if tol is None else tol
-    signs = 2.0 * y.astype(K.dtype) - 1.0
+    y = y.astype(K.dtype)
+    derivatives = LIKELIHOODS[likelihood].derivatives
 
     def objective(a, f):
-        return -0.5 * a @ f + log_likelihood_derivatives(f, signs, likelihood)[0]
+        return -0.5 * a @ f + derivatives(y, f)[0]
 
     def newton_step(state):
         f, a, _, _, _, iteration = state
-        _, grad, W = log_likelihood_derivatives(f, signs, likelihood)
+        _, grad, W = derivatives(y, f)
         root_w = jnp.sqrt(W)
         L = cholesky(jnp.eye(n, dtype=K.dtype) + root_w[:, None] * K * root_w[None, :])
         b = W * f + grad

@@ -31,7 +31,7 @@ from gpdsl.inference.variational.collapsed_bound import (
 from gpdsl.inference.variational.latent_prior import kl_standard_normal
 from gpdsl.ir import nodes as ir
 from gpdsl.kernels.psi import PsiMethod, psi_statistics
-from gpdsl.semantics.catalog import GP_JITTER
+from gpdsl.numerics import GP_JITTER
 
 INDUCING_JITTER = GP_JITTER  # on Kmm, as GPy's VarDTC (1e-8)
 # XLA options for the fit's objective: LLVM at optimisation level 1 compiles it about 15% faster than the

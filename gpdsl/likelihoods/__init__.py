@@ -1,0 +1,81 @@
+"""The built-in likelihoods: one :class:`Likelihood` object each, in one registry.
+
+Every consumer reads these objects: the checker's catalog (parameters, support, docs), the JAX
+lowering (log density), the simulator (sampling), the Stan backend (spelling), the Laplace
+approximation (derivatives), expectation propagation (tilted moments) and the predictions (class
+probabilities). Adding a likelihood is one module and one entry in :data:`LIKELIHOODS`. Importing
+this package does not import JAX.
+"""
+
+from __future__ import annotations
+
+from gpdsl.errors import MethodError
+from gpdsl.likelihoods.base import Likelihood, StanArguments
+from gpdsl.likelihoods.bernoulli import BERNOULLI_LOGIT, BERNOULLI_PROBIT
+from gpdsl.likelihoods.normal import NORMAL
+from gpdsl.likelihoods.poisson import POISSON_LOG
+
+__all__ = ["LIKELIHOODS", "Likelihood", "StanArguments", "capability", "require", "supporting"]
+
+LIKELIHOODS: dict[str, Likelihood] = {likelihood.name: likelihood for likelihood in [
+    NORMAL,
+    BERNOULLI_PROBIT,
+    BERNOULLI_LOGIT,
+    POISSON_LOG,
+]}
+"""Every built-in likelihood by name, in the order the docs and messages list them."""
+
+CAPABILITIES = ("stan", "sample", "derivatives", "tilted_moments", "class_probability")
+"""The optional fields of :class:`Likelihood`."""
+
+
+def capability(name: str, field: str):
+    """The callable ``field`` of the likelihood ``name``, or None if it lacks it or is not built in.
+
+    Parameters
+    ----------
+    name : str
+        A likelihood name (``"external"`` and unknown names give None).
+    field : str
+        One of :data:`CAPABILITIES`, or ``"log_density"``.
+
+    Returns
+    -------
+    callable or None
+    """
+    likelihood = LIKELIHOODS.get(name)
+    return None if likelihood is None else getattr(likelihood, field)
+
+
+def supporting(field: str) -> tuple[str, ...]:
+    """Names of the likelihoods that have the capability ``field``, in registry order."""
+    return tuple(name for name, likelihood in LIKELIHOODS.items() if getattr(likelihood, field) is not None)
+
+
+def require(name: str, field: str, method: str, what: str = "likelihood"):
+    """The callable ``field`` of the likelihood ``name`` for ``method``, which needs it.
+
+    Parameters
+    ----------
+    name : str
+        A likelihood name.
+    field : str
+        The capability the method needs (see :data:`CAPABILITIES`).
+    method : str
+        The method, as the message names it (e.g. ``"the Laplace approximation"``).
+    what : str
+        What ``name`` is, as the message names it.
+
+    Returns
+    -------
+    callable
+
+    Raises
+    ------
+    MethodError
+        ``"<method> supports <likelihoods with field>; <what> is <name>"`` when ``name`` lacks it.
+    """
+    found = capability(name, field)
+    if found is None:
+        raise MethodError(f"{method} supports {' and '.join(supporting(field))}; {what} is {name}")
+    return found

@@ -1,0 +1,30 @@
+"""The normal likelihood of real observations, ``y ~ normal(mu, sigma)``.
+
+With a latent GP as ``mu`` and a scalar ``sigma`` the backends integrate the GP out (a structural
+fact of the IR, see :mod:`gpdsl.ir.structure`); otherwise this density is used as it is.
+"""
+
+from __future__ import annotations
+
+from gpdsl.likelihoods.base import Likelihood, StanArguments
+
+
+def _log_density(y, mu, sigma):
+    from jax.scipy import stats
+
+    return stats.norm.logpdf(y, mu, sigma)
+
+
+def _sample(key, shape, mu, sigma):
+    import jax
+
+    return mu + sigma * jax.random.normal(key, shape)
+
+
+def _stan(y: str, args: StanArguments, vectorised: bool) -> str:
+    return f"normal_lpdf({y} | {args['mu'][0]}, {args['sigma'][0]})"
+
+
+NORMAL = Likelihood("normal", ("mu", "sigma"), "real", "mean mu, standard deviation sigma",
+                    log_density=_log_density, stan=_stan, sample=_sample)
+"""Gaussian observations; the approximations, which take no noise parameter, do not use it."""

@@ -1,0 +1,28 @@
+"""The Poisson likelihood of counts with a log link, ``y ~ Poisson(exp(eta))``."""
+
+from __future__ import annotations
+
+from gpdsl.likelihoods.base import Likelihood, StanArguments
+
+
+def _log_density(y, eta):
+    import jax.numpy as jnp
+    from jax.scipy import special
+
+    return y * eta - jnp.exp(eta) - special.gammaln(y + 1.0)
+
+
+def _sample(key, shape, eta):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.random.poisson(key, jnp.exp(eta), shape).astype(jnp.int64)
+
+
+def _stan(y: str, args: StanArguments, vectorised: bool) -> str:
+    return f"poisson_log_lpmf({y} | {args['eta'][0]})"
+
+
+POISSON_LOG = Likelihood("poisson_log", ("eta",), "count", "y ~ Poisson(exp(eta))",
+                         log_density=_log_density, stan=_stan, sample=_sample)
+"""Counts; neither approximation supports it yet (its Laplace terms would be ``y - exp(f)`` and ``exp(f)``)."""
