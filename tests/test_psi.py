@@ -1,6 +1,7 @@
-"""Psi statistics: closed forms against GPy and quadrature, quadrature rules, row weights, errors."""
+"""Psi statistics: closed forms against GPy and quadrature, quadrature rules, row weights, registry, errors."""
 
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -8,12 +9,14 @@ import numpy as np
 import pytest
 
 from gpdsl.errors import MethodError
-from gpdsl.kernels import MLP, RBF, Constant, Linear, Matern32, Periodic, White
+from gpdsl.kernels import MLP, RBF, Constant, Kernel, Linear, Matern32, Periodic, White
 from gpdsl.kernels.psi import (
     PsiMethod,
     analytic_supported,
     psi_statistics,
     quadrature_points,
+    register_cross,
+    register_term,
 )
 
 N, M, Q = 7, 4, 3
@@ -286,3 +289,87 @@ def test_errors():
         PsiMethod("monte_carlo", samples=0)
     with pytest.raises(MethodError, match="points"):
         quadrature_points(jnp.zeros((2, 30)), jnp.ones((2, 30)), PsiMethod("gauss_hermite", nodes=2))
+
+
+# --- the registry of closed forms ----------------------------------------------------------------
+
+class Affine(Kernel):
+    """A toy kernel ``v (x . x' + 1)`` whose closed form is registered below."""
+
+    def __init__(self, variance):
+        self._set_params({"variance": jnp.asarray(variance, dtype=jnp.float64)})
+
+    def evaluate(self, x1, x2):
+        return self.variance * (jnp.dot(x1, x2) + 1.0)
+
+
+class UnregisteredAffine(Affine):
+    """The same function; a subclass does not inherit its parent's closed form."""
+
+
+RULES_USED = []
+
+
+@register_term(Affine)
+class AffineTerm(NamedTuple):
+    variance: jax.Array
+
+    @classmethod
+    def from_kernel(cls, kernel, Q):
+        return cls(kernel.variance)
+
+    def psi0(self, mean, variance):
+        return self.variance * (jnp.sum(jnp.square(mean) + variance, 1) + 1.0)
+
+    def psi1(self, Z, mean, variance):
+        return self.variance * (mean @ Z.T + 1.0)
+
+
+@register_cross(AffineTerm, AffineTerm)
+def _affine_affine(t1, t2, psi1_1, psi1_2, inputs, symmetric):
+    """``E[(x.z + 1)(x.z' + 1)] = z^T E[x x^T] z' + E[x].z + E[x].z' + 1``, weighted over points."""
+    RULES_USED.append(symmetric)
+    Z, mean, variance, W = inputs
+    second = jnp.einsum("ng,nq,nr->gqr", W, mean, mean) + jax.vmap(jnp.diag)(W.T @ variance)
+    first = (W.T @ mean) @ Z.T
+    expectation = (jnp.einsum("mq,gqr,kr->gmk", Z, second, Z) + first[:, :, None] + first[:, None, :]
+                   + jnp.sum(W, 0)[:, None, None])
+    return t1.variance * t2.variance * expectation
+
+
+@pytest.mark.parametrize("name", ["alone", "scaled_with_constant_and_white", "with_its_copy"])
+def test_a_registered_closed_form_is_used_by_analytic(name):
+    kernel = {"alone": Affine(0.8),
+              "scaled_with_constant_and_white": 1.5 * Affine(0.8) + Constant(0.3) + White(0.1),
+              "with_its_copy": Affine(0.8) + Affine(0.4)}[name]
+    assert analytic_supported(kernel)
+    Z, mean, variance = latent(14)
+    RULES_USED.clear()
+    exact = psi_statistics(kernel, Z, mean, variance, row_weights=jnp.linspace(0.5, 1.5, N))
+    assert RULES_USED and RULES_USED[0] is True
+    quad = psi_statistics(kernel, Z, mean, variance, PsiMethod("gauss_hermite", nodes=3),
+                          row_weights=jnp.linspace(0.5, 1.5, N))  # exact for a quadratic integrand
+    for a, b in zip(exact, quad):
+        assert rel_err(a, b) < 1e-12
+
+
+def test_a_kernel_without_registered_closed_form_falls_back_to_quadrature_only_when_asked():
+    Z, mean, variance = latent(15)
+    unregistered = UnregisteredAffine(0.8)
+    assert not analytic_supported(unregistered)
+    with pytest.raises(MethodError, match="kernel UnregisteredAffine has no closed-form psi statistics") as info:
+        psi_statistics(unregistered, Z, mean, variance)
+    assert all(kind in str(info.value) for kind in ("unscented", "gauss_hermite", "monte_carlo"))
+    quad = psi_statistics(unregistered, Z, mean, variance, PsiMethod("gauss_hermite", nodes=3))
+    exact = psi_statistics(Affine(0.8), Z, mean, variance)
+    for a, b in zip(quad, exact):
+        assert rel_err(a, b) < 1e-12
+
+
+def test_a_missing_cross_term_is_named():
+    Z, mean, variance = latent(16)
+    kernel = Affine(0.8) + RBF(1.0, lengthscale=1.0)
+    assert not analytic_supported(kernel)
+    with pytest.raises(MethodError, match="cross term of kernels Affine and RBF .*'unscented'"):
+        psi_statistics(kernel, Z, mean, variance)
+    assert jnp.isfinite(psi_statistics(kernel, Z, mean, variance, UNSCENTED).psi2).all()

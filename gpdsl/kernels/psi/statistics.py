@@ -1,4 +1,4 @@
-"""Psi statistics of the Bayesian GPLVM, closed-form or by quadrature, behind one interface.
+"""Psi statistics of the Bayesian GPLVM: a registered closed form, or quadrature for any kernel.
 
 For ``q(x_n) = N(mu_n, diag(S_n))`` and inducing inputs ``Z`` (Titsias & Lawrence 2010;
 Damianou, Titsias & Lawrence 2016, Sec. 3.2 and App. B):
@@ -7,9 +7,9 @@ Damianou, Titsias & Lawrence 2016, Sec. 3.2 and App. B):
 * ``psi1[n, m] = E[k(x_n, z_m)]``,
 * ``psi2_n[m, m'] = E[k(z_m, x_n) k(x_n, z_m')]``, returned as weighted sums over ``n``.
 
-``kind="analytic"`` uses closed forms (RBF, Linear, Constant, White, sums and scalings, with exact
-cross terms on overlapping ``active_dims``); ``"unscented"``, ``"gauss_hermite"`` and
-``"monte_carlo"`` work for any kernel (de Souza 2020, Ch. 3).
+``kind="analytic"`` uses the closed forms registered per kernel type
+(:mod:`gpdsl.kernels.psi.closed_form`); ``"unscented"``, ``"gauss_hermite"`` and ``"monte_carlo"``
+work for any kernel (de Souza 2020, Ch. 3; :mod:`gpdsl.kernels.psi.quadrature`).
 """
 
 from __future__ import annotations
@@ -23,19 +23,13 @@ import jax
 import jax.numpy as jnp
 
 from gpdsl.errors import DataError, MethodError
-from gpdsl.kernels.psi_analytic import (
-    analytic_statistics,
-    analytic_supported,
-    kernel_without_closed_form,
-)
-from gpdsl.kernels.psi_quadrature import (
+from gpdsl.kernels.psi.closed_form import analytic_statistics, closed_form_gap
+from gpdsl.kernels.psi.quadrature import (
     gauss_hermite_rule,
     monte_carlo_rule,
     quadrature_statistics,
     unscented_rule,
 )
-
-__all__ = ["PsiMethod", "PsiStatistics", "psi_statistics", "quadrature_points", "analytic_supported"]
 
 PSI_KINDS = ("analytic", "unscented", "gauss_hermite", "monte_carlo")
 MAX_GAUSS_HERMITE_POINTS = 2**20
@@ -146,7 +140,8 @@ def psi_statistics(kernel, Z, mean, variance, method: PsiMethod = PsiMethod(), *
     Parameters
     ----------
     kernel : Kernel
-        Any kernel for the quadrature kinds; see :func:`analytic_supported` for ``"analytic"``.
+        Any kernel for the quadrature kinds; for ``"analytic"`` one with registered closed forms
+        (:func:`~gpdsl.kernels.psi.closed_form.analytic_supported`).
     Z : array_like, shape (M, Q)
         Inducing inputs.
     mean, variance : array_like, shape (N, Q)
@@ -181,10 +176,10 @@ def psi_statistics(kernel, Z, mean, variance, method: PsiMethod = PsiMethod(), *
         )
     W = _row_weight_matrix(row_weights, mean.shape[0])
     if method.kind == "analytic":
-        missing = kernel_without_closed_form(kernel)
-        if missing is not None:
+        gap = closed_form_gap(kernel)
+        if gap is not None:
             raise MethodError(
-                f"kernel {type(missing).__name__} has no closed-form psi statistics; "
+                f"{gap} has no closed-form psi statistics; "
                 "use PsiMethod kind 'unscented', 'gauss_hermite' or 'monte_carlo'"
             )
         psi0, psi1, psi2 = analytic_statistics(kernel, Z, mean, variance, W)
