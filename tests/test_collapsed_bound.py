@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from gpdsl.errors import MethodError
 from gpdsl.inference.variational.collapsed_bound import (
     collapsed_bound,
     collapsed_bound_missing,
@@ -12,7 +13,12 @@ from gpdsl.inference.variational.collapsed_bound import (
     missingness_groups,
     yy_factor,
 )
-from gpdsl.inference.variational.latent_prior import kl_standard_normal
+from gpdsl.inference.variational.latent_q import (
+    FactorisedGaussian,
+    GaussianQParams,
+    LatentMoments,
+    kl_standard_normal,
+)
 
 GPY_JITTER = 1e-8  # GPy.inference.latent_function_inference.var_dtc.VarDTC.const_jitter
 N, D, Q, M = 15, 6, 3, 7
@@ -121,6 +127,45 @@ def test_kl_matches_direct_sum_and_gpy(problem):
     GPy = pytest.importorskip("GPy")
     from GPy.core.parameterization.variational import NormalPosterior, NormalPrior
     assert rel(kl_standard_normal(mu, S), NormalPrior().KL_divergence(NormalPosterior(mu, S))) < 1e-12
+
+
+def test_factorised_gaussian_family_gives_the_old_moments_and_kl(problem):
+    """The q(X) interface reproduces, bit for bit, what the bound computed before it existed."""
+    mu, log_S = jnp.asarray(problem["mu"]), jnp.log(jnp.asarray(problem["S"]))
+    q, params, theta = FactorisedGaussian(), GaussianQParams(mu, log_S), jnp.zeros(3)
+    moments = q.moments(params, theta)
+    assert isinstance(moments, LatentMoments)
+    assert np.array_equal(moments.mean, mu) and np.array_equal(moments.variance, jnp.exp(log_S))
+    assert np.array_equal(q.kl(params, theta), kl_standard_normal(mu, jnp.exp(log_S)))
+    assert np.array_equal(q.kl(params, theta, moments), q.kl(params, theta))
+    as_numpy = q.moments(params, theta, np)
+    assert isinstance(as_numpy.variance, np.ndarray)
+    assert np.array_equal(as_numpy.variance, np.exp(np.asarray(log_S)))
+
+    coordinates = q.unconstrain(params)
+    raw = coordinates.softplus_variance
+    direct = q.unconstrained_moments(coordinates, theta)
+    assert np.array_equal(direct.mean, mu) and np.array_equal(direct.variance, jax.nn.softplus(raw))
+    assert np.array_equal(q.unconstrained_kl(coordinates, theta, direct),
+                          kl_standard_normal(mu, jax.nn.softplus(raw)))
+    np.testing.assert_allclose(direct.variance, problem["S"], rtol=1e-13)
+    back = q.constrain(coordinates)
+    np.testing.assert_allclose(back.log_variance, log_S, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(q.constrain(coordinates, np).log_variance, log_S, rtol=1e-13, atol=1e-15)
+
+
+def test_factorised_gaussian_initialisation():
+    rng = np.random.default_rng(3)
+    Y = rng.normal(size=(12, 4))
+    params, mean = FactorisedGaussian().initial(Y, 2, np.random.default_rng(0), init="pca", init_variance=0.2)
+    assert np.array_equal(params.mean, mean) and mean.shape == (12, 2)
+    np.testing.assert_allclose(np.exp(params.log_variance), 0.2)
+    params, mean = FactorisedGaussian().initial(Y, 2, np.random.default_rng(0), init="random")
+    assert np.array_equal(mean, np.random.default_rng(0).standard_normal((12, 2)))
+    with pytest.raises(MethodError, match="init_variance"):
+        FactorisedGaussian().initial(Y, 2, rng, init_variance=0.0)
+    with pytest.raises(MethodError, match="'pca' or 'random'"):
+        FactorisedGaussian().initial(Y, 2, rng, init="ica")
 
 
 # ---- YY^T factor -----------------------------------------------------------------------------------

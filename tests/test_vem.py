@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from gpdsl.inference.predict.gplvm import (
     project_new,
     reconstruct,
 )
+from gpdsl.inference.variational.latent_q import FactorisedGaussian, GaussianQParams, kl_standard_normal, pca_means
 from gpdsl.inference.variational.vem import (
     VariationalParams,
     VEMSettings,
@@ -25,7 +27,6 @@ from gpdsl.inference.variational.vem import (
     initial_params,
     line_search_hint,
     make_objective,
-    pca_means,
 )
 from gpdsl.inference.vem_run import fit_from_results, fit_model
 from gpdsl.results import arviz_compat
@@ -102,6 +103,42 @@ def test_objective_equals_gpy_bayesian_gplvm(model):
                                    Z=np.asarray(params.inducing), kernel=kernel, num_inducing=5)
     gpy.likelihood.variance = float(values["noise"])
     assert ours == pytest.approx(float(np.squeeze(gpy.log_likelihood())), rel=1e-6)
+
+
+def test_variational_params_hold_the_parameters_of_the_q_x_family():
+    mean, log_variance, Z, theta = jnp.ones((4, 2)), jnp.zeros((4, 2)), jnp.ones((3, 2)), jnp.zeros(3)
+    params = VariationalParams(mean, log_variance, Z, theta)
+    assert params == VariationalParams(GaussianQParams(mean, log_variance), Z, theta)
+    assert params.mean is mean and params.log_variance is log_variance
+    leaves, tree = jax.tree_util.tree_flatten(params)
+    assert len(leaves) == 4
+    rebuilt = jax.tree_util.tree_unflatten(tree, leaves)
+    assert type(rebuilt) is VariationalParams and type(rebuilt.latent) is GaussianQParams
+
+
+class ScaledPrior(FactorisedGaussian):
+    """A factorised Gaussian against N(0, scale^2 I): a new family changes only its own methods."""
+
+    def __init__(self, scale):
+        self.scale = scale
+
+    def kl(self, params, theta, moments=None):
+        moments = moments if moments is not None else self.moments(params, theta)
+        return kl_standard_normal(moments.mean / self.scale, moments.variance / self.scale ** 2)
+
+
+def test_the_bound_takes_its_kl_term_from_the_q_x_family(model):
+    data, _ = synthetic(N=15, D=4)
+    problem = gplvm_problem(model, data)
+    params = random_params(problem, M=5)
+    mean, variance = params.mean, jnp.exp(params.log_variance)
+    standard = float(make_objective(problem, VEMSettings())(params))
+    scaled = float(make_objective(problem, VEMSettings(), ScaledPrior(2.0))(params))
+    change = float(kl_standard_normal(mean / 2.0, variance / 4.0) - kl_standard_normal(mean, variance))
+    assert scaled == pytest.approx(standard - change, rel=1e-12)
+    fit = fit_vem(problem, VEMSettings(num_inducing=5, max_iterations=5), latent_q=ScaledPrior(2.0))
+    assert isinstance(fit.latent_q, ScaledPrior) and np.isfinite(fit.bound)
+    np.testing.assert_array_equal(fit.variance, np.exp(np.asarray(fit.params.log_variance)))
 
 
 def test_pca_initialisation_is_standardised_principal_components():

@@ -20,8 +20,9 @@ import numpy as np
 import scipy.optimize
 from jax.flatten_util import ravel_pytree
 
-from gpdsl.errors import DataError
+from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.families.gplvm import GPLVMProblem
+from gpdsl.inference.variational.latent_q import FactorisedGaussian, GaussianQParams
 from gpdsl.inference.variational.vem import (
     INDUCING_JITTER,
     VariationalParams,
@@ -74,7 +75,7 @@ def _augmented(fit: VEMFit, Y_new: np.ndarray) -> GPLVMProblem:
 def _nearest_neighbour_init(fit: VEMFit, Y_new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Y = fit.problem.Y
     observed = ~np.isnan(Y_new)
-    means, variances = np.asarray(fit.params.mean), fit.variance
+    means, variances = fit.mean, fit.variance
     rows = []
     for y, mask in zip(Y_new, observed):
         diff = np.where(np.isnan(Y[:, mask]), 0.0, Y[:, mask] - y[mask])
@@ -97,11 +98,19 @@ def project_new(fit: VEMFit, Y_new, *, max_iterations: int = 500) -> Projection:
     Returns
     -------
     Projection
+
+    Raises
+    ------
+    MethodError
+        The fit's ``q(X)`` is not a factorised Gaussian (its points are not independent).
     """
+    if not isinstance(fit.latent_q, FactorisedGaussian):
+        raise MethodError(f"projecting new outputs needs a factorised Gaussian q(X); this fit's q(X) is "
+                          f"{type(fit.latent_q).__name__}")
     Y_new = _check_new_outputs(fit.problem, Y_new)
     augmented = _augmented(fit, Y_new)
-    objective = make_objective(augmented, fit.settings)
-    train_objective = make_objective(fit.problem, fit.settings)
+    objective = make_objective(augmented, fit.settings, fit.latent_q)
+    train_objective = make_objective(fit.problem, fit.settings, fit.latent_q)
     params = fit.params
     mean0, variance0 = _nearest_neighbour_init(fit, Y_new)
     start = (jnp.asarray(mean0), jnp.log(jnp.asarray(variance0)))
@@ -109,8 +118,9 @@ def project_new(fit: VEMFit, Y_new, *, max_iterations: int = 500) -> Projection:
 
     def full(new):
         mean_new, log_var_new = new
-        return VariationalParams(jnp.vstack([params.mean, mean_new]),
-                                 jnp.vstack([params.log_variance, log_var_new]), params.inducing, params.theta)
+        latent = GaussianQParams(jnp.vstack([params.latent.mean, mean_new]),
+                                 jnp.vstack([params.latent.log_variance, log_var_new]))
+        return VariationalParams(latent, params.inducing, params.theta)
 
     @jax.jit
     def negative_and_gradient(flat):
@@ -139,8 +149,8 @@ def _inducing_posterior(fit: VEMFit, columns: np.ndarray):
     Kuu = kernel(Z) + INDUCING_JITTER * jnp.eye(Z.shape[0])
     observed = problem.observed[:, columns]
     weights = jnp.asarray(observed, dtype=float)
-    stats = psi_statistics(kernel, Z, params.mean, jnp.exp(params.log_variance), fit.settings.psi_method(),
-                           key=_key(fit), row_weights=weights)
+    q = fit.latent_q.moments(params.latent, params.theta)
+    stats = psi_statistics(kernel, Z, q.mean, q.variance, fit.settings.psi_method(), key=_key(fit), row_weights=weights)
     Y = jnp.where(jnp.asarray(observed), jnp.asarray(np.nan_to_num(problem.Y[:, columns])), 0.0)
     Sigma = Kuu[None] + stats.psi2 / noise                              # (J, M, M)
     chol = cholesky(Sigma)
@@ -233,7 +243,7 @@ def latent_relevance(fit: VEMFit) -> np.ndarray:
                     return np.asarray(values[expr.name], dtype=float)
                 if arg == "lengthscale":
                     return 1.0 / np.asarray(values[expr.name], dtype=float) ** 2
-    return np.var(np.asarray(fit.params.mean), axis=0)
+    return np.var(fit.mean, axis=0)
 
 
 def most_relevant_dims(fit: VEMFit, count: int = 2) -> list[int]:
@@ -250,7 +260,7 @@ def latent_variance_grid(fit: VEMFit, dims, resolution: int = 60, margin: float 
     variance : numpy.ndarray, shape (resolution, resolution)
         Mean over output columns of the variance of eq. 39; rows follow ``grid_y``.
     """
-    mean = np.asarray(fit.params.mean)
+    mean = fit.mean
     axes = []
     for d in dims:
         low, high = mean[:, d].min(), mean[:, d].max()

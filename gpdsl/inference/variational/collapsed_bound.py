@@ -8,9 +8,10 @@ and ``A = I + beta L^-1 Psi2 L^-T = L_A L_A^T``, for ``Y`` of shape ``(N, D)``::
     F = -N D/2 log(2 pi) + N D/2 log(beta) - D/2 log|A| - beta/2 tr(Y^T Y)
         + beta^2/2 ||L_A^-1 L^-1 Psi1^T Y||_F^2 - beta D/2 sum(psi0) + beta D/2 tr(L^-1 Psi2 L^-T)
 
-The KL term of the latent prior is separate (:mod:`gpdsl.inference.variational.latent_prior`), so the same data
-term serves other priors on ``X``. ``Y`` enters only through ``tr(Y^T Y)`` and ``Psi1^T Y``, so for
-``D > N`` a factor ``R`` with ``R R^T = Y Y^T`` (:func:`yy_factor`) can stand in for ``Y``.
+The KL term of ``q(X)`` against its prior is separate (:mod:`gpdsl.inference.variational.latent_q`), so the
+same data term serves other families of ``q(X)`` and priors on ``X``. ``Y`` enters only through
+``tr(Y^T Y)`` and ``Psi1^T Y``, so for ``D > N`` a factor ``R`` with ``R R^T = Y Y^T`` (:func:`yy_factor`)
+can stand in for ``Y``.
 With missing outputs (:func:`collapsed_bound_missing`) the bound is the sum over columns of the
 single-column bound on that column's observed rows; columns with the same missingness pattern share
 one ``Psi2`` and one factorisation of ``A``. :func:`collapsed_bound` has a hand-written gradient (GPy's), which

@@ -1,11 +1,12 @@
 """Variational EM for the Bayesian GPLVM (Titsias & Lawrence 2010; Damianou, Titsias & Lawrence 2016).
 
-The collapsed bound (:mod:`gpdsl.inference.variational.collapsed_bound`) with a factorised Gaussian ``q(X)``
-(:mod:`gpdsl.inference.variational.latent_prior` for its KL term) and ``M`` inducing inputs is maximised jointly
-over the variational means and variances, the inducing inputs and the hyperparameters by L-BFGS
-with JAX gradients. The Psi statistics come from :mod:`gpdsl.kernels.psi`: analytic where a closed
-form exists, else the unscented transform, Gauss-Hermite or Monte Carlo (fixed draws, so the
-objective stays deterministic). Hyperparameters with a prior get MAP estimates, the others
+The collapsed bound (:mod:`gpdsl.inference.variational.collapsed_bound`) with a family of ``q(X)``
+(:mod:`gpdsl.inference.variational.latent_q`: its moments, its KL term against the prior and its
+parameters; by default a factorised Gaussian against ``N(0, I)``) and ``M`` inducing inputs is
+maximised jointly over the parameters of ``q(X)``, the inducing inputs and the hyperparameters by
+L-BFGS with JAX gradients. The Psi statistics come from :mod:`gpdsl.kernels.psi`: analytic where a
+closed form is registered, else the unscented transform, Gauss-Hermite or Monte Carlo (fixed draws, so
+the objective stays deterministic). Hyperparameters with a prior get MAP estimates, the others
 type-II maximum likelihood ones.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -28,7 +29,8 @@ from gpdsl.inference.variational.collapsed_bound import (
     missingness_groups,
     yy_factor,
 )
-from gpdsl.inference.variational.latent_prior import kl_standard_normal
+from gpdsl.inference.variational.latent_q import FactorisedGaussian, GaussianQParams, LatentQ
+from gpdsl.inference.variational.softplus import inverse_softplus, log_softplus
 from gpdsl.ir import nodes as ir
 from gpdsl.kernels.psi import PsiMethod, psi_statistics
 from gpdsl.numerics import GP_JITTER
@@ -96,13 +98,45 @@ class VEMSettings:
         return PsiMethod(self.psi, nodes=self.gh_nodes, samples=self.mc_samples)
 
 
-class VariationalParams(NamedTuple):
-    """What the optimiser moves: ``q(X)`` (means, log variances), inducing inputs, hyperparameters."""
-
-    mean: jax.Array
-    log_variance: jax.Array
+class _VariationalFields(NamedTuple):
+    latent: Any
     inducing: jax.Array
     theta: jax.Array
+
+
+class VariationalParams(_VariationalFields):
+    """What the optimiser moves: the parameters of ``q(X)``, the inducing inputs and the hyperparameters.
+
+    Attributes
+    ----------
+    latent : NamedTuple of jax.Array
+        The parameters of the ``q(X)`` family (:class:`~gpdsl.inference.variational.latent_q.LatentQ`).
+    inducing : jax.Array, shape (M, Q)
+        Inducing inputs.
+    theta : jax.Array
+        Unconstrained hyperparameters.
+
+    ``VariationalParams(mean, log_variance, inducing, theta)`` builds the parameters of the factorised
+    Gaussian ``q(X)``, whose ``mean`` and ``log_variance`` are also attributes here.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, *fields, **named):
+        if len(fields) == 4:
+            mean, log_variance, inducing, theta = fields
+            fields = (GaussianQParams(mean, log_variance), inducing, theta)
+        return super().__new__(cls, *fields, **named)
+
+    @property
+    def mean(self) -> jax.Array:
+        """Means of a factorised Gaussian ``q(X)``."""
+        return self.latent.mean
+
+    @property
+    def log_variance(self) -> jax.Array:
+        """Log variances of a factorised Gaussian ``q(X)``."""
+        return self.latent.log_variance
 
 
 @dataclass
@@ -127,6 +161,8 @@ class VEMFit:
     report : dict
         ``iterations``, ``evaluations``, ``bound``, ``gradient_norm``, ``converged``, ``message``
         (why the optimiser stopped) and ``seconds``.
+    latent_q : LatentQ
+        The family of ``q(X)``.
     """
 
     problem: GPLVMProblem
@@ -136,10 +172,17 @@ class VEMFit:
     trace: np.ndarray
     report: dict
     times: np.ndarray | None = None
+    latent_q: LatentQ = field(default_factory=FactorisedGaussian)
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Means of the latent points under ``q(X)``, shape ``(N, Q)``."""
+        return np.asarray(self.latent_q.moments(self.params.latent, self.params.theta, np).mean)
 
     @property
     def variance(self) -> np.ndarray:
-        return np.exp(np.asarray(self.params.log_variance))
+        """Variances of the latent points under ``q(X)``, shape ``(N, Q)``."""
+        return np.asarray(self.latent_q.moments(self.params.latent, self.params.theta, np).variance)
 
     def hyperparameters(self) -> dict:
         """Constrained hyperparameters by name."""
@@ -147,18 +190,38 @@ class VEMFit:
 
 
 # ---- the objective ---------------------------------------------------------------------------------
-def make_objective(problem: GPLVMProblem, settings: VEMSettings):
-    """The bound as a function of :class:`VariationalParams` (jit-able, differentiable)."""
-    bound = _bound_of_moments(problem, settings)
+def make_objective(problem: GPLVMProblem, settings: VEMSettings, latent_q: LatentQ | None = None):
+    """The bound as a function of :class:`VariationalParams` (jit-able, differentiable).
+
+    Parameters
+    ----------
+    problem : GPLVMProblem
+        The model view.
+    settings : VEMSettings
+        Options (the Psi statistics and the seed of their Monte Carlo draws).
+    latent_q : LatentQ, optional
+        The family of ``q(X)``; a factorised Gaussian by default.
+
+    Returns
+    -------
+    callable
+        ``VariationalParams -> scalar``.
+    """
+    latent_q = latent_q or FactorisedGaussian()
+    bound = _bound(problem, settings, latent_q.moments, latent_q.kl)
 
     def objective(params: VariationalParams):
-        return bound(params.mean, jnp.exp(params.log_variance), params.inducing, params.theta)
+        return bound(params.latent, params.inducing, params.theta)
 
     return objective
 
 
-def _bound_of_moments(problem: GPLVMProblem, settings: VEMSettings):
-    """The bound as a function of the means and variances of ``q(X)``, the inducing inputs and ``theta``."""
+def _bound(problem: GPLVMProblem, settings: VEMSettings, moments, kl):
+    """The bound as a function of the parameters of ``q(X)``, the inducing inputs and ``theta``.
+
+    ``moments(latent, theta)`` and ``kl(latent, theta, moments)`` are those of a :class:`LatentQ`, on its
+    parameters or on the optimiser's coordinates.
+    """
     method = settings.psi_method()
     key = jax.random.PRNGKey(settings.seed) if method.kind == "monte_carlo" else None
     observed = problem.observed
@@ -180,52 +243,40 @@ def _bound_of_moments(problem: GPLVMProblem, settings: VEMSettings):
             return collapsed_bound_missing(Y, stats.psi0, stats.psi1, stats.psi2, group_of_column, Kmm, noise,
                                            mask)
 
-    def bound(mean, variance, Z, theta):
+    def bound(latent, Z, theta):
+        q = moments(latent, theta)
         kernel = problem.kernel(theta)
         noise = problem.noise_variance(theta)
         Kmm = kernel(Z) + INDUCING_JITTER * np.eye(Z.shape[0])
-        data = data_term(kernel, noise, mean, variance, Z, Kmm)
-        return data - kl_standard_normal(mean, variance) + problem.log_hyperprior(theta)
+        data = data_term(kernel, noise, q.mean, q.variance, Z, Kmm)
+        return data - kl(latent, theta, q) + problem.log_hyperprior(theta)
 
     return bound
 
 
 # ---- initialisation ------------------------------------------------------------------------------
-def pca_means(Y: np.ndarray, latent_dim: int, rng: np.random.Generator) -> np.ndarray:
-    """PCA projection of the (column-mean imputed) outputs, each dimension scaled to unit variance.
+def initial_params(problem: GPLVMProblem, settings: VEMSettings, latent_q: LatentQ | None = None) -> VariationalParams:
+    """The starting point of the fit.
 
-    Dimensions beyond the outputs' rank are filled with standard normal draws.
+    ``q(X)`` from :meth:`LatentQ.initial` (PCA or random means, constant variances), a random subset of
+    its means as inducing inputs and heuristic hyperparameters (see :class:`VEMSettings`).
+
+    Raises
+    ------
+    MethodError
+        ``num_inducing`` outside ``1..N``, or an initialisation the ``q(X)`` family refuses.
     """
-    filled = np.where(np.isnan(Y), np.nanmean(Y, axis=0), Y)
-    centred = filled - filled.mean(axis=0)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    k = min(latent_dim, vt.shape[0])
-    X = rng.standard_normal((Y.shape[0], latent_dim))
-    X[:, :k] = centred @ vt[:k].T
-    X -= X.mean(axis=0)
-    sd = X.std(axis=0)
-    return X / np.where(sd > 0, sd, 1.0)
-
-
-def initial_params(problem: GPLVMProblem, settings: VEMSettings) -> VariationalParams:
-    """PCA (or random) means, constant variances, a random subset of the means as inducing inputs and
-    heuristic hyperparameters (see :class:`VEMSettings`)."""
+    latent_q = latent_q or FactorisedGaussian()
     rng = np.random.default_rng(settings.seed)
-    N, Q = problem.num_points, problem.latent_dim
+    N = problem.num_points
     if settings.num_inducing < 1 or settings.num_inducing > N:
         raise MethodError(f"num_inducing must be between 1 and N = {N}; got {settings.num_inducing}")
-    if settings.init_variance <= 0:
-        raise MethodError(f"init_variance must be positive; got {settings.init_variance}")
-    if settings.init == "pca":
-        mean = pca_means(problem.Y, Q, rng)
-    elif settings.init == "random":
-        mean = rng.standard_normal((N, Q))
-    else:
-        raise MethodError(f"unknown initialisation '{settings.init}'; use 'pca' or 'random'")
+    latent, mean = latent_q.initial(problem.Y, problem.latent_dim, rng, init=settings.init,
+                                    init_variance=settings.init_variance)
     inducing = mean[rng.permutation(N)[:settings.num_inducing]]
     values = initial_hyperparameters(problem, mean, settings)
-    return VariationalParams(jnp.asarray(mean), jnp.full((N, Q), np.log(settings.init_variance)),
-                             jnp.asarray(inducing), problem.unconstrain_theta(values))
+    return VariationalParams(jax.tree_util.tree_map(jnp.asarray, latent), jnp.asarray(inducing),
+                             problem.unconstrain_theta(values))
 
 
 def initial_hyperparameters(problem: GPLVMProblem, mean: np.ndarray, settings: VEMSettings) -> dict:
@@ -300,7 +351,7 @@ def _inside(value: np.ndarray, lower, upper) -> np.ndarray:
 
 # ---- the fit ---------------------------------------------------------------------------------------
 def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initial: VariationalParams | None = None,
-            progress: bool = False) -> VEMFit:
+            progress: bool = False, latent_q: LatentQ | None = None) -> VEMFit:
     """Maximise the bound by L-BFGS (:mod:`gpdsl.inference.optimise.lbfgs`) and report how the optimisation ended.
 
     Parameters
@@ -313,6 +364,8 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
         Starting point (default :func:`initial_params`).
     progress : bool
         Print the bound every 50 iterations.
+    latent_q : LatentQ, optional
+        The family of ``q(X)``; a factorised Gaussian against ``N(0, I)`` by default.
 
     Raises
     ------
@@ -320,16 +373,17 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
         The bound is not finite at the starting point.
     """
     settings = settings or VEMSettings()
+    latent_q = latent_q or FactorisedGaussian()
     started = time.perf_counter()
-    initial = initial if initial is not None else initial_params(problem, settings)
-    to_params, from_params = optimiser_space(problem)
+    initial = initial if initial is not None else initial_params(problem, settings, latent_q)
+    to_params, from_params = optimiser_space(problem, latent_q)
     raw = from_params(initial)
     pack, unpack = _flat_layout(raw)
-    bound = _bound_of_moments(problem, settings)
+    bound = _bound(problem, settings, latent_q.unconstrained_moments, latent_q.unconstrained_kl)
 
     def negative_bound(flat):
-        point = unpack(flat)  # the variances are the softplus of their coordinates (to_params gives their log)
-        return -bound(point.mean, jax.nn.softplus(point.log_variance), point.inducing, to_params(point).theta)
+        point = unpack(flat)
+        return -bound(point.latent, point.inducing, to_params(point).theta)
 
     def value_and_gradient(flat):
         value, grad = jax.value_and_grad(negative_bound)(flat)
@@ -365,14 +419,14 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
                 or improvement <= settings.ftol * max(abs(result.value), 1.0)):
             break
         restarts += 1
-    params = VariationalParams(*(jnp.asarray(field) for field in to_params(unpack(result.x), np)))
+    params = jax.tree_util.tree_map(jnp.asarray, to_params(unpack(result.x), np))
     message = result.message
     report = {"iterations": iterations, "restarts": restarts, "evaluations": evaluations, "bound": -result.value,
               "gradient_norm": float(np.linalg.norm(result.gradient)), "converged": result.converged,
               "stop": result.stop, "message": message, "seconds": time.perf_counter() - started}
     if result.stop == "line_search":
         report["hint"] = line_search_hint(problem)
-    return VEMFit(problem, settings, params, -result.value, np.asarray(trace), report, np.asarray(times))
+    return VEMFit(problem, settings, params, -result.value, np.asarray(trace), report, np.asarray(times), latent_q)
 
 
 def line_search_hint(problem: GPLVMProblem) -> str:
@@ -388,58 +442,50 @@ def line_search_hint(problem: GPLVMProblem) -> str:
     return f"{advice}; try other initial values (--init-value), fewer inducing inputs or a larger init variance"
 
 
-def optimiser_space(problem: GPLVMProblem):
+def optimiser_space(problem: GPLVMProblem, latent_q: LatentQ | None = None):
     """Maps between :class:`VariationalParams` and the coordinates L-BFGS moves in.
 
-    Positive quantities (the variational variances and the hyperparameters bounded below by 0) are
-    optimised through a softplus, as GPy does: on the log scale the first quasi-Newton steps overshoot
-    by orders of magnitude and the fit can stall far from the optimum. Other hyperparameters keep
-    their unconstrained coordinates. ``to_params`` works on JAX arrays (traced or not) or, with
-    ``xp=numpy``, on NumPy arrays; ``from_params`` returns NumPy arrays (no JAX operation to compile).
+    ``q(X)`` maps its parameters itself (:meth:`LatentQ.unconstrain`). Hyperparameters bounded below by
+    0 are optimised through a softplus, as GPy does (on the log scale the first quasi-Newton steps
+    overshoot by orders of magnitude); other hyperparameters keep their unconstrained coordinates.
+    ``to_params`` works on JAX arrays (traced or not) or, with ``xp=numpy``, on NumPy arrays;
+    ``from_params`` returns NumPy arrays (no JAX operation to compile).
     """
+    latent_q = latent_q or FactorisedGaussian()
     positive = np.concatenate([np.full(b.size, _is_positive(b)) for b in problem.theta_blocks]) \
         if problem.theta_blocks else np.zeros(0, dtype=bool)
 
     def to_params(raw: VariationalParams, xp=jnp) -> VariationalParams:
-        theta = xp.where(positive, _log_softplus(raw.theta, xp), raw.theta)
-        return VariationalParams(raw.mean, _log_softplus(raw.log_variance, xp), raw.inducing, theta)
+        theta = xp.where(positive, log_softplus(raw.theta, xp), raw.theta)
+        return VariationalParams(latent_q.constrain(raw.latent, xp), raw.inducing, theta)
 
     def from_params(params: VariationalParams) -> VariationalParams:
         theta = np.asarray(params.theta, dtype=float)
-        return VariationalParams(np.asarray(params.mean, dtype=float),
-                                 _inverse_softplus(np.exp(np.asarray(params.log_variance, dtype=float))),
-                                 np.asarray(params.inducing, dtype=float),
-                                 np.where(positive, _inverse_softplus(np.exp(theta)), theta))
+        return VariationalParams(latent_q.unconstrain(params.latent), np.asarray(params.inducing, dtype=float),
+                                 np.where(positive, inverse_softplus(np.exp(theta)), theta))
 
     return to_params, from_params
 
 
 def _flat_layout(raw: VariationalParams):
-    """``pack`` (NumPy fields to one float64 vector) and ``unpack`` (a vector, NumPy or traced, to the fields)."""
-    shapes = [np.shape(field) for field in raw]
+    """``pack`` (NumPy leaves to one float64 vector) and ``unpack`` (a vector, NumPy or traced, to the pytree)."""
+    leaves, tree = jax.tree_util.tree_flatten(raw)
+    shapes = [np.shape(leaf) for leaf in leaves]
     ends = np.cumsum([int(np.prod(shape)) for shape in shapes])
     starts = ends - [int(np.prod(shape)) for shape in shapes]
 
     def pack(params: VariationalParams) -> np.ndarray:
-        return np.concatenate([np.ravel(field) for field in params]).astype(float)
+        return np.concatenate([np.ravel(leaf) for leaf in jax.tree_util.tree_leaves(params)]).astype(float)
 
     def unpack(flat) -> VariationalParams:
-        return VariationalParams(*(flat[a:b].reshape(shape) for a, b, shape in zip(starts, ends, shapes)))
+        fields = [flat[a:b].reshape(shape) for a, b, shape in zip(starts, ends, shapes)]
+        return jax.tree_util.tree_unflatten(tree, fields)
 
     return pack, unpack
 
 
 def _is_positive(block) -> bool:
     return block.upper is None and block.lower is not None and bool(np.all(np.asarray(block.lower) == 0))
-
-
-def _log_softplus(x, xp=jnp):
-    return xp.where(x < -30.0, x, xp.log(xp.logaddexp(xp.maximum(x, -30.0), 0.0)))
-
-
-def _inverse_softplus(y):
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        return np.where(y > 30.0, y, np.log(np.expm1(np.minimum(y, 30.0))))
 
 
 def _raise_not_finite(problem: GPLVMProblem, params: VariationalParams):
