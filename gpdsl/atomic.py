@@ -67,3 +67,40 @@ def atomic_write_text(path: str | os.PathLike, text: str, what: str = "file") ->
     with atomic_target(path, what) as temporary:
         temporary.write_text(text)
     return Path(path)
+
+
+def check_writable(path: str | os.PathLike, what: str = "file", inputs=()) -> Path:
+    """Refuse, before a long run starts, an output path that could not be written at its end.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The output file.
+    what : str
+        What will be written, for messages.
+    inputs : iterable of path-like
+        Files the run reads (model, data), which the output must not replace.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    GpdslError
+        The directory does not exist or is not writable, the path is a directory or not a regular
+        file, or it is one of ``inputs``.
+    """
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise GpdslError(f"cannot write {what} to {target}: directory {target.parent} does not exist")
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        raise GpdslError(f"cannot write {what} to {target}: directory {target.parent} is not writable")
+    if target.exists() and not target.is_file():
+        raise GpdslError(f"cannot write {what} to {target}: it exists and is not a regular file")
+    for source in inputs:
+        if source is not None and isinstance(source, (str, os.PathLike)) and Path(source).exists() \
+                and target.exists() and os.path.samefile(source, target):
+            raise GpdslError(f"cannot write {what} to {target}: it is an input of this run ({source}); "
+                             "choose another output path")
+    return target

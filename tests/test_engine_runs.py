@@ -1,5 +1,6 @@
 """gpdsl's engines through the library and the CLI: results format, diagnostics, predictions, refusals."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -9,20 +10,20 @@ import numpy as np
 import pytest
 from scipy.special import ndtr
 
-from gpdsl.api import check_file
+from gpdsl.api import check_file, run
 from gpdsl.errors import MethodError
 from gpdsl.inference.approximations.ep import ep
 from gpdsl.inference.approximations.gaussian import predict
 from gpdsl.inference.families.latent_gp import latent_gp
+from gpdsl.inference.methods.gibbs import GibbsSettings
+from gpdsl.inference.methods.pseudo_marginal import (
+    PseudoMarginalSettings,
+    adapted_proposal_covariance,
+)
 from gpdsl.inference.predict.latent_gp import (
     new_input_covariances,
     predict_from_latent_draws,
     predict_from_theta_draws,
-)
-from gpdsl.inference.run import (
-    EngineSettings,
-    adapted_proposal_covariance,
-    sample_engine,
 )
 from gpdsl.results import arviz_compat
 
@@ -60,13 +61,12 @@ def test_theta_predictions_are_the_approximation_average(classification):
 
 
 @pytest.mark.parametrize("method, settings", [
-    ("pm", EngineSettings(approximation="laplace", num_importance=2)),
-    ("gibbs", EngineSettings(theta_update="aa", repeat_f=2)),
+    ("pm", PseudoMarginalSettings(chains=2, warmup=50, draws=60, approximation="laplace", num_importance=2)),
+    ("gibbs", GibbsSettings(chains=2, warmup=50, draws=60, theta_update="aa", repeat_f=2)),
 ])
 def test_engine_results_format(classification, method, settings):
     model, data = classification
-    results = sample_engine(model, data, method, settings, chains=2, warmup=50, draws=60, seed=3, progress=False,
-                            new_inputs=np.array([[0.1, 0.1], [0.9, 0.9]]))
+    results = run(model, data, method, settings, seed=3, new_inputs=np.array([[0.1, 0.1], [0.9, 0.9]]))
     groups = arviz_compat.groups(results)
     posterior, stats = groups["posterior"], groups["sample_stats"]
     assert posterior["sigma"].shape == (2, 60) and posterior["tau"].dims == ("chain", "draw", "D")
@@ -80,7 +80,11 @@ def test_engine_results_format(classification, method, settings):
     assert probabilities.dims == ("chain", "draw", "N_new")
     assert np.all((probabilities.values > 0) & (probabilities.values < 1))
     attrs = arviz_compat.root_attrs(results)
-    assert attrs["method"] == method and json.loads(attrs["settings"])["theta_update"] == settings.theta_update
+    assert attrs["method"] == method and json.loads(attrs["settings"]) == dataclasses.asdict(settings)
+    assert attrs["seed"] == 3 and attrs["engine"] == "gpdsl" and attrs["model_hash"] == model.source_hash
+    timings = json.loads(attrs["timings"])
+    assert set(timings) == {"compile", "warmup", "sampling", "total"}
+    assert 0 < timings["sampling"] <= timings["total"] and timings["warmup"] > 0
 
 
 def test_cli_refuses_engine_for_model_without_sampled_latent(tmp_path):
@@ -117,19 +121,25 @@ def test_cli_pm_with_predictions(tmp_path, classification):
                              "--proposal-from", str(fit), "--out", str(refit), "--quiet"], capture_output=True,
                             text=True)
     assert result.returncode == 0, result.stderr
-    reused = json.loads(arviz_compat.root_attrs(read_netcdf(refit))["engine_report"])["proposal_covariance"]
+    reused = json.loads(arviz_compat.root_attrs(read_netcdf(refit))["report"])["proposal_covariance"]
     np.testing.assert_allclose(reused, [adapted, adapted], rtol=1e-10)
 
 
 def test_proposal_from_a_gibbs_run_is_refused(classification):
     model, data = classification
-    results = sample_engine(model, data, "gibbs", chains=1, warmup=5, draws=5, seed=0, progress=False)
+    results = run(model, data, "gibbs", GibbsSettings(chains=1, warmup=5, draws=5), seed=0)
     with pytest.raises(MethodError, match="pm or mcmc-ep"):
         adapted_proposal_covariance(results)
 
 
-def test_a_fixed_proposal_is_refused_by_gibbs(classification):
+def test_a_fixed_proposal_is_refused_by_gibbs(tmp_path, classification):
     model, data = classification
-    with pytest.raises(MethodError, match="--proposal-from"):
-        sample_engine(model, data, "gibbs", EngineSettings(proposal_covariance=[[1.0]]), chains=1, warmup=5,
-                      draws=5, seed=0, progress=False)
+    data_file = tmp_path / "d.json"
+    data_file.write_text(json.dumps({k: np.asarray(v).tolist() for k, v in data.items()}))
+    result = subprocess.run([sys.executable, "-m", "gpdsl.cli", "sample", "models/gp_classification.gpm", "--data",
+                             str(data_file), "--method", "gibbs", "--proposal-from", str(data_file), "--out",
+                             str(tmp_path / "f.nc")], capture_output=True, text=True)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "--proposal-from is an option of mcmc-ep, pm, not of gibbs" in result.stderr
+    with pytest.raises(MethodError, match="gibbs takes GibbsSettings, not PseudoMarginalSettings"):
+        run(model, data, "gibbs", PseudoMarginalSettings(chains=1, warmup=5, draws=5), seed=0)

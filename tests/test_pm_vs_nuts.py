@@ -10,11 +10,13 @@ import jax
 import numpy as np
 import pytest
 
-from gpdsl.api import check_file
+from gpdsl.api import check_file, run
 from gpdsl.backends.jax.lowering import lower
 from gpdsl.backends.jax.simulate import simulate
-from gpdsl.inference.run import EngineSettings, sample_engine
-from gpdsl.results.arviz_compat import groups, mcse, root_attrs
+from gpdsl.backends.stan.nuts import NUTSSettings
+from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings
+from gpdsl.results.arviz_compat import groups, mcse
+from gpdsl.results.method_output import results_json
 from gpdsl.testing.sbc import element_names
 
 PER_CLASS = 25
@@ -53,18 +55,16 @@ def means_and_mcse(results, names):
 
 @pytest.mark.slow
 def test_pseudo_marginal_agrees_with_nuts():
-    from gpdsl.backends.stan.nuts import sample_nuts
-
     model, _ = check_file("models/gp_classification.gpm")
     data, truth = balanced_data(model)
     names = ["sigma", "tau"]
-    pm = sample_engine(model, data, "pm", EngineSettings(approximation="ep", num_importance=16), chains=4,
-                       warmup=1000, draws=4000, seed=5, progress=False)
-    nuts = sample_nuts(model, data, chains=4, warmup=1000, draws=1000, seed=6, adapt_delta=0.95, progress=False)
+    pm = run(model, data, "pm", PseudoMarginalSettings(chains=4, warmup=1000, draws=4000, approximation="ep",
+                                                       num_importance=16), seed=5)
+    nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000, adapt_delta=0.95), seed=6)
     pm_table, nuts_table = means_and_mcse(pm, names), means_and_mcse(nuts, names)
     print(f"\ntruth: sigma = {float(truth['sigma']):.3f}, tau = {np.round(truth['tau'], 3)}")
-    print(f"PM wall time {float(root_attrs(pm)['wall_time']):.0f} s, "
-          f"NUTS wall time {float(root_attrs(nuts)['wall_time']):.0f} s")
+    print(f"PM wall time {results_json(pm, 'timings')['total']:.0f} s, "
+          f"NUTS wall time {results_json(nuts, 'timings')['total']:.0f} s")
     print(f"{'element':8} {'PM mean':>9} {'PM mcse':>8} {'NUTS mean':>10} {'NUTS mcse':>9} {'|diff|':>8} {'3 se':>8}")
     failures = []
     for label, (pm_mean, pm_error) in pm_table.items():

@@ -13,7 +13,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from gpdsl.api import check_text  # noqa: E402
-from gpdsl.inference.run import EngineSettings  # noqa: E402
+from gpdsl.inference.methods.gibbs import GibbsSettings  # noqa: E402
+from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings  # noqa: E402
 from gpdsl.testing.sbc import EngineFit, run_sbc, thin_draws  # noqa: E402
 
 CONJUGATE_NORMAL = """
@@ -124,13 +125,13 @@ def run_engine_sbc(method, settings, replicates, seed):
 
 @pytest.mark.slow
 def test_sbc_ess_surr():
-    settings = EngineSettings(theta_update="surr", repeat_f=5, repeat_theta=5)
+    settings = GibbsSettings(theta_update="surr", repeat_f=5, repeat_theta=5)
     result = run_engine_sbc("gibbs", settings, replicates=200, seed=11)
     assert result.passes(0.001)
 
 
 @pytest.mark.slow
 def test_sbc_pseudo_marginal_ep():
-    settings = EngineSettings(approximation="ep", num_importance=4)
+    settings = PseudoMarginalSettings(approximation="ep", num_importance=4)
     result = run_engine_sbc("pm", settings, replicates=200, seed=12)
     assert result.passes(0.001)

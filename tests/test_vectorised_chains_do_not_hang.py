@@ -18,12 +18,13 @@ SCRIPT = textwrap.dedent("""
     import gpdsl
     from case_studies.filippone2014.simulate_data import simulate_classification
     from gpdsl.api import load_model
-    from gpdsl.inference.run import EngineSettings, sample_engine
+    from gpdsl.api import run
+    from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings
     data, _ = simulate_classification(200, 2, seed=0)
     model = load_model("models/gp_classification.gpm")
     for approximation, num_importance in (("laplace", 1), ("ep", 4)):
-        sample_engine(model, data, "pm", EngineSettings(approximation=approximation, num_importance=num_importance),
-                      chains=4, warmup=100, draws=100, seed=1, progress=False)
+        run(model, data, "pm", PseudoMarginalSettings(chains=4, warmup=100, draws=100, approximation=approximation,
+                                                      num_importance=num_importance), seed=1)
     print("finished")
 """)
 

@@ -1,3 +1,4 @@
-"""gpdsl.inference."""
+"""gpdsl's own engines (JAX): samplers, approximations, variational methods, optimisers, predictions.
 
-import gpdsl.float64  # noqa: F401  (float64 before any array is made)
+The methods the registry (:mod:`gpdsl.registry`) runs are in :mod:`gpdsl.inference.methods`.
+"""

@@ -27,6 +27,7 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, PartitionSpec
 
+import gpdsl.float64  # noqa: F401
 from gpdsl import compilation_cache
 from gpdsl.atomic import atomic_target
 from gpdsl.errors import GpdslError

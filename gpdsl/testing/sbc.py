@@ -335,7 +335,7 @@ def _element_ess(draws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 class EngineFit:
     """A gpdsl engine as the ``fit`` of :func:`run_sbc`, compiled once for all replicates.
 
-    Called on one data set it runs :func:`~gpdsl.inference.run.sample_engine`. Its
+    Called on one data set it runs the method through :func:`gpdsl.api.run`. Its
     :meth:`fit_many` runs every replicate's chains in one compiled loop: the observed data travel in
     each chain's state, so the engine is traced and compiled once instead of once per data set (the
     inputs and sizes must be the same in every data set).
@@ -344,8 +344,9 @@ class EngineFit:
     ----------
     method : {"pm", "mcmc-ep", "gibbs"}
         The engine.
-    settings : EngineSettings, optional
-        Engine options.
+    settings : dataclass, optional
+        The method's settings (its class in :mod:`gpdsl.registry`); its ``chains``, ``warmup`` and
+        ``draws`` are replaced by the attributes below.
     chains, warmup, draws : int
         Chains per replicate, warmup and sampling iterations per chain.
     progress : bool
@@ -370,18 +371,25 @@ class EngineFit:
     timings: dict = field(default_factory=dict)
 
     def __call__(self, model: Model, data: dict, seed: int):
-        from gpdsl.inference.run import sample_engine
+        from gpdsl.api import run
 
-        return sample_engine(model, data, self.method, self.settings, chains=self.chains, warmup=self.warmup,
-                             draws=self.draws, seed=seed, progress=self.progress)
+        return run(model, data, self.method, self._settings(), seed=seed, progress=self.progress)
+
+    def _settings(self):
+        from gpdsl.registry import get_method
+
+        settings = self.settings or get_method(self.method).settings()
+        return dataclasses.replace(settings, chains=self.chains, warmup=self.warmup, draws=self.draws)
 
     def fit_many(self, model: Model, datasets: Sequence[dict], seed: int) -> list[dict[str, np.ndarray]]:
         """Posterior draws of every data set, by parameter name, each ``(chain, draw, ...)``."""
         from gpdsl.inference.driver import run_chains
         from gpdsl.inference.families.latent_gp import latent_gp
-        from gpdsl.inference.run import EngineSettings, _engine, prior_initial_thetas
+        from gpdsl.inference.methods.latent_chains import prior_initial_thetas
+        from gpdsl.registry import get_method
 
-        settings = self.settings or EngineSettings()
+        settings = self._settings()
+        chain_engine = get_method(self.method).chain_engine
         problem = latent_gp(model, datasets[0], self.method, marginalise=self.method != "gibbs")
         target = problem.node.likelihood.target.name
         _require_same_inputs(datasets, target)
@@ -391,7 +399,7 @@ class EngineFit:
         thetas = jnp.concatenate([prior_initial_thetas(problem, key, chains)
                                   for key in jax.random.split(key_init, replicates)])
         ys = jnp.repeat(ys, chains, axis=0)
-        engine = lambda y: _engine(with_observations(problem, y), self.method, settings)  # noqa: E731
+        engine = lambda y: chain_engine(with_observations(problem, y), settings)  # noqa: E731
 
         def init(key, theta, y):
             return y, engine(y)[0](key, theta)

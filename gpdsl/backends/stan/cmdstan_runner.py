@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from gpdsl.backends.stan.pystan_process import Progress, to_json_value
-from gpdsl.backends.stan.runners import StanFit, arviz_sample_stats, sampler_settings
+from gpdsl.backends.stan.runners import StanFit, arviz_sample_stats, sampler_settings, warmup_share
 from gpdsl.backends.stan.stanc import check_program, stanc_version
 from gpdsl.errors import BackendError
 
@@ -104,7 +104,17 @@ def sample_cmdstanpy(
             "cmdstan": _cmdstan_version(cmdstanpy),
         },
         sampling_time=sampling_time,
+        warmup_share=warmup_share(_csv_comment_lines(fit)),
     )
+
+
+def _csv_comment_lines(fit) -> list[str]:
+    """The comment lines of CmdStan's output CSV files (they hold the elapsed times)."""
+    lines = []
+    for path in fit.runset.csv_files:
+        with open(path, encoding="utf-8") as handle:
+            lines.extend(line for line in handle if line.startswith("#"))
+    return lines
 
 
 def _draws_by_chain(fit) -> dict[str, np.ndarray]:

@@ -126,8 +126,19 @@ def _sample(request: dict, sink, lock: threading.Lock) -> tuple[dict, dict[str, 
         "sample_stat_names": list(fit.sample_and_sampler_param_names),
         "build_seconds": built - started,
         "sampling_seconds": sampled - built,
+        "stan_messages": _elapsed_lines(fit.stan_outputs),
     }
     return metadata, arrays
+
+
+def _elapsed_lines(stan_outputs) -> list[str]:
+    """The lines of Stan's output that report elapsed warmup and sampling times."""
+    lines = []
+    for output in stan_outputs:
+        for line in output.splitlines():
+            if b"seconds (" in line and b'"logger"' in line:
+                lines.append(line.decode("utf-8", "replace"))
+    return lines
 
 
 def _fit_directory(model) -> Path:

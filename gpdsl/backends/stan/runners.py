@@ -7,6 +7,7 @@ sample statistics carry ArviZ names.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from typing import Any, Literal
 
@@ -50,6 +51,8 @@ class StanFit:
         ``stanc`` and the backend's packages (``pystan``/``httpstan`` or ``cmdstanpy``/``cmdstan``).
     sampling_time : float, optional
         Seconds spent sampling, compilation excluded.
+    warmup_share : float, optional
+        The share of ``sampling_time`` spent in warmup, from the elapsed times Stan's chains report.
     """
 
     draws: dict[str, np.ndarray]
@@ -59,6 +62,7 @@ class StanFit:
     backend: str
     versions: dict[str, str]
     sampling_time: float | None = None
+    warmup_share: float | None = None
 
     @property
     def num_chains(self) -> int:
@@ -175,6 +179,7 @@ def sample_pystan(
         backend="pystan",
         versions={"stanc": stanc_version(), **metadata["versions"]},
         sampling_time=metadata["sampling_seconds"],
+        warmup_share=warmup_share(metadata.get("stan_messages", [])),
     )
 
 
@@ -333,3 +338,27 @@ def _log_prob_request(program_code, data, unconstrained_points, jacobian, gradie
     options = {"points": points, "jacobian": bool(jacobian), "gradient": gradient}
     _, arrays = run_worker("log_prob", program_code, data, options, progress=progress)
     return arrays["log_prob"], arrays.get("gradient")
+
+
+_ELAPSED = re.compile(r"([0-9.eE+-]+) seconds \((Warm-up|Sampling)\)")
+
+
+def warmup_share(messages) -> float | None:
+    """The share of warmup in the elapsed times Stan's chains print (``Elapsed Time: ... (Warm-up)``).
+
+    Parameters
+    ----------
+    messages : iterable of str
+        Lines of Stan's output (any prefix).
+
+    Returns
+    -------
+    float or None
+        Summed warmup seconds over summed warmup and sampling seconds; None when Stan printed none.
+    """
+    totals = {"Warm-up": 0.0, "Sampling": 0.0}
+    for line in messages:
+        for value, part in _ELAPSED.findall(line):
+            totals[part] += float(value)
+    spent = totals["Warm-up"] + totals["Sampling"]
+    return totals["Warm-up"] / spent if spent > 0 else None

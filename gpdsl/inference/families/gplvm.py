@@ -23,13 +23,10 @@ from gpdsl.backends.jax.lowering import (
     lower,
     unconstrain_blocks,
 )
-from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.structure import GPNode, statement_refs
+from gpdsl.ir.families import BAYESIAN_GPLVM, GPLVMFacts, classify
+from gpdsl.ir.structure import GPNode
 from gpdsl.kernels import Kernel
-
-NEEDS = ("{method} needs a Bayesian GPLVM: latent inputs X ~ normal(0, 1) (matrix[N, Q]), one GP over "
-         "them F ~ gp(X, k), and a Gaussian likelihood Y ~ normal(F, s) with scalar s")
 
 
 @dataclass
@@ -124,43 +121,16 @@ def gplvm_problem(model: ir.Model, data: dict, method: str = "vem") -> GPLVMProb
     Raises
     ------
     MethodError
-        The model is not of the form ``X ~ normal(0, 1); F ~ gp(X, k); Y ~ normal(F, s)``.
+        The model is not a Bayesian GPLVM (see :mod:`gpdsl.ir.families`).
     """
-    needs = NEEDS.format(method=method)
+    _, facts = classify(model).require((BAYESIAN_GPLVM,), method)
+    return gplvm_view(model, data, facts)
+
+
+def gplvm_view(model: ir.Model, data: dict, facts: GPLVMFacts) -> GPLVMProblem:
+    """The :class:`GPLVMProblem` of a model already classified as a GPLVM (``facts``)."""
     jax_model = lower(model, data, "centred", marginalise=True)
-    nodes = jax_model.gp_nodes
-    if len(nodes) != 1:
-        raise MethodError(f"{needs}; this model has {len(nodes)} GP statements")
-    node = nodes[0]
-    if not node.marginalised:
-        raise MethodError(f"{needs}; '{node.name}' is not observed directly through a normal likelihood "
-                          "with a scalar standard deviation")
-    components = node.statement.inputs.components
-    if len(components) != 1 or not isinstance(components[0], ir.Ref) or components[0].name not in model.latents:
-        raise MethodError(f"{needs}; the inputs of '{node.name}' are not a latent variable")
-    latent = components[0].name
-    var = model.latents[latent]
-    if var.type.container != "matrix" or var.type.array_dims:
-        raise MethodError(f"{needs}; '{latent}' is {var.type.describe()}")
-    prior = model.priors().get(latent)
-    if not _is_standard_normal(prior):
-        raise MethodError(f"{needs}; '{latent}' must have the prior {latent} ~ normal(0, 1)")
-    others = [name for name in model.latents if name not in (latent, node.name)]
-    if others:
-        raise MethodError(f"{needs}; this model also has latent {', '.join(others)}")
+    node = next(n for n in jax_model.gp_nodes if n.name == facts.node.name)
     theta_blocks = [b for b in jax_model.blocks if b.role == "parameter"]
-    for statement, _ in model.walk():
-        if isinstance(statement, ir.PriorStatement) and statement.target.name in model.parameters:
-            if statement_refs(statement) & set(model.latents):
-                raise MethodError(f"{needs}; the prior of '{statement.target.name}' depends on latent values")
-    output = node.likelihood.target.name
-    Y = np.asarray(jax_model.data[output], dtype=float)
-    return GPLVMProblem(jax_model, latent, node, output, Y, theta_blocks)
-
-
-def _is_standard_normal(prior) -> bool:
-    if prior is None or prior.distribution.name != "normal" or prior.target.indices:
-        return False
-    values = [v for _, v in prior.distribution.args]
-    return (len(values) == 2 and all(isinstance(v, ir.Constant) for v in values)
-            and values[0].value == 0 and values[1].value == 1)
+    Y = np.asarray(jax_model.data[facts.output], dtype=float)
+    return GPLVMProblem(jax_model, facts.latent, node, facts.output, Y, theta_blocks)

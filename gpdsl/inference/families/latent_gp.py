@@ -21,8 +21,8 @@ from gpdsl.backends.jax.lowering import (
     lower,
     unconstrain_blocks,
 )
-from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.families import GP_REGRESSION, LATENT_GP, LatentGPFacts, classify, require_priors
 from gpdsl.ir.structure import GPNode
 
 
@@ -111,37 +111,26 @@ def latent_gp(model: ir.Model, data: dict, method: str = "this method", allow_ex
     allow_external : bool
         Permit an external likelihood.
     marginalise : bool
-        False keeps latent GP values under a Gaussian likelihood as the sampled vector ``f``.
+        False keeps latent GP values under a Gaussian likelihood as the sampled vector ``f`` (GP
+        regression seen as a latent-GP model).
 
     Raises
     ------
     MethodError
-        The model has no sampled latent GP vector, more than one, a likelihood that does not factorise
-        over its elements, latent variables besides it, or parameters without priors.
+        The model is not of the latent-GP family (see :mod:`gpdsl.ir.families`), or a parameter has
+        no prior.
     """
-    jax_model = lower(model, data, "centred", allow_external=allow_external, marginalise=marginalise)
-    sampled = [n for n in jax_model.gp_nodes if not n.marginalised]
-    needs = (f"{method} needs a model with one latent GP vector f ~ gp(X, k) and a likelihood on its "
-             "elements (e.g. y ~ bernoulli_probit(f))")
-    if len(sampled) != 1:
-        found = ", ".join(n.name for n in sampled) or "none (Gaussian likelihoods are integrated out)"
-        raise MethodError(f"{needs}; this model's sampled latent GP values: {found}")
-    node = sampled[0]
-    var = model.latents[node.name]
-    others = [b.name for b in jax_model.blocks if b.role == "latent" and b.name != node.name]
-    if others:
-        raise MethodError(f"{needs}; this model also has latent {', '.join(others)}")
-    if node.loops or var.type.container != "vector" or var.type.array_dims:
-        raise MethodError(f"{needs}; '{node.name}' is {var.type.describe()}")
-    if node.likelihood is None or not node.elementwise:
-        raise MethodError(f"{needs}; the likelihood of '{node.name}' does not act on its elements one by one")
-    missing = model.unpriored_parameters()
-    if missing:
-        raise MethodError(f"{method} samples the hyperparameters and needs a prior on each; "
-                          f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} none")
+    accepted = (LATENT_GP,) if marginalise else (LATENT_GP, GP_REGRESSION)
+    _, facts = classify(model).require(accepted, method)
+    require_priors(model, method)
+    return latent_gp_view(model, data, facts, allow_external=allow_external)
+
+
+def latent_gp_view(model: ir.Model, data: dict, facts: LatentGPFacts, allow_external: bool = False) -> LatentGP:
+    """The :class:`LatentGP` of a model already classified as a latent-GP model (``facts``)."""
+    jax_model = lower(model, data, "centred", allow_external=allow_external, marginalise=facts.marginalise)
+    node = next(n for n in jax_model.gp_nodes if n.name == facts.name)
     theta_blocks = [b for b in jax_model.blocks if b.role == "parameter"]
-    likelihood = node.likelihood
-    name = likelihood.distribution.name if isinstance(likelihood, ir.LikelihoodStatement) else "external"
-    y = np.asarray(jax_model.data[likelihood.target.name])
+    y = np.asarray(jax_model.data[facts.target])
     n = int(np.prod(jax_model.block(node.name).shape))
-    return LatentGP(jax_model, node, theta_blocks, sum(b.size for b in theta_blocks), n, name, y)
+    return LatentGP(jax_model, node, theta_blocks, sum(b.size for b in theta_blocks), n, facts.likelihood, y)

@@ -27,8 +27,7 @@ from gpdsl.inference.mcmc.hyper_updates import (
     surr_slice_step,
     surr_step,
 )
-
-THETA_UPDATES = ("sa", "aa", "surr", "surr_slice")
+from gpdsl.inference.methods.gibbs import THETA_UPDATES
 
 
 class GibbsState(NamedTuple):

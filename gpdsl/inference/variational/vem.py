@@ -22,6 +22,7 @@ import numpy as np
 
 from gpdsl.errors import MethodError, NumericalError
 from gpdsl.inference.families.gplvm import GPLVMProblem
+from gpdsl.inference.methods.vem import VEMSettings
 from gpdsl.inference.optimise import lbfgs
 from gpdsl.inference.variational.collapsed_bound import (
     collapsed_bound,
@@ -32,70 +33,13 @@ from gpdsl.inference.variational.collapsed_bound import (
 from gpdsl.inference.variational.latent_q import FactorisedGaussian, GaussianQParams, LatentQ
 from gpdsl.inference.variational.softplus import inverse_softplus, log_softplus
 from gpdsl.ir import nodes as ir
-from gpdsl.kernels.psi import PsiMethod, psi_statistics
+from gpdsl.kernels.psi import psi_statistics
 from gpdsl.numerics import GP_JITTER
 
 INDUCING_JITTER = GP_JITTER  # on Kmm, as GPy's VarDTC (1e-8)
 # XLA options for the fit's objective: LLVM at optimisation level 1 compiles it about 15% faster than the
 # default level and runs it as fast (its time goes to matrix products and exponentials in library kernels).
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
-
-
-@dataclass
-class VEMSettings:
-    """Options of variational EM.
-
-    Attributes
-    ----------
-    psi : {"analytic", "unscented", "gauss_hermite", "monte_carlo"}
-        How the Psi statistics are computed.
-    gh_nodes : int
-        Gauss-Hermite nodes per latent dimension (``gh_nodes ** Q`` points).
-    mc_samples : int
-        Monte Carlo draws per point (drawn once per fit).
-    num_inducing : int
-        Inducing inputs ``M`` (at most ``N``).
-    init : {"pca", "random"}
-        Initial variational means: PCA of the outputs scaled to unit variance, or standard normal draws.
-    init_variance : float
-        Initial variational variances (Damianou et al. use about 0.5, de Souza 0.1).
-    ard_heuristic : bool
-        Initialise ARD inverse squared length-scales to ``1 / (max - min)^2`` of the initial means per
-        dimension (length-scales to ``max - min``), as in Sec. 5 of Damianou et al.
-    initial_values : dict
-        Initial values of hyperparameters by name (override the heuristics).
-    max_iterations : int
-        L-BFGS iterations.
-    max_evaluations : int
-        Bound-and-gradient evaluations.
-    ftol, gtol : float
-        L-BFGS's relative-reduction and largest-gradient-component tolerances (as in SciPy's L-BFGS-B).
-    restarts : int
-        When L-BFGS stops before ``max_iterations`` without meeting ``gtol`` (a failed line search or
-        a stalled reduction), restart it from its end point with a fresh memory, at most this many
-        times and only while the bound improves by more than ``ftol`` (relative).
-    seed : int
-        Seed of the inducing-input subset, random initialisation and Monte Carlo draws.
-    """
-
-    psi: str = "analytic"
-    gh_nodes: int = 2
-    mc_samples: int = 10
-    num_inducing: int = 20
-    init: str = "pca"
-    init_variance: float = 0.5
-    ard_heuristic: bool = True
-    initial_values: dict = field(default_factory=dict)
-    max_iterations: int = 1000
-    max_evaluations: int = 15000
-    ftol: float = 1e-10
-    gtol: float = 1e-6
-    restarts: int = 5
-    seed: int = 0
-
-    def psi_method(self) -> PsiMethod:
-        """The Psi-statistic rule these settings name."""
-        return PsiMethod(self.psi, nodes=self.gh_nodes, samples=self.mc_samples)
 
 
 class _VariationalFields(NamedTuple):

@@ -1,0 +1,142 @@
+"""The ``sample`` and ``fit`` commands' flags, generated from the method registry.
+
+Each registered method's settings fields (:func:`gpdsl.settings.option`) become flags; a flag shared
+by several methods (``--chains``, ``--tol``) appears once and its help names them. A flag given for a
+method that does not take it is refused, naming the methods that do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from gpdsl.errors import MethodError
+from gpdsl.registry import methods
+from gpdsl.settings import cli_fields, flag_of
+
+DEFAULT_METHOD = {"sample": "nuts", "fit": "vem"}
+
+
+def add_method_command(sub, command: str, text: str, handler) -> argparse.ArgumentParser:
+    """Add ``gpdsl sample`` or ``gpdsl fit`` with the flags of the methods it offers."""
+    offered = [m for m in methods().values() if m.command == command]
+    parser = sub.add_parser(command, help=text, description=text)
+    parser.add_argument("file", metavar="FILE")
+    parser.add_argument("--data", required=True, metavar="DATA", help=".json, .csv or .nc data file")
+    default = DEFAULT_METHOD.get(command, offered[0].name if offered else None)
+    parser.add_argument("--method", choices=[m.name for m in offered], default=default,
+                        help="; ".join(f"{m.name}: {m.summary}" for m in offered) + f" (default {default})")
+    parser.add_argument("--seed", type=int, default=None, help="random seed (default: drawn and recorded)")
+    parser.add_argument("--out", required=True, metavar="FIT.nc", help="results file (NetCDF), written atomically")
+    parser.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    if any(m.predicts for m in offered):
+        parser.add_argument("--predict", default=None, metavar="NEW.json",
+                            help="new inputs (under the model's input name) for a predictions group "
+                                 f"({', '.join(m.name for m in offered if m.predicts)})")
+    if any(m.engine == "gpdsl" and m.command == "sample" for m in offered):
+        parser.add_argument("--checkpoint", default=None, metavar="FILE.npz",
+                            help="chains of gpdsl's engines: write the draws so far after each compiled "
+                                 "segment, and resume from it")
+    for title, entries in _flag_groups(offered):
+        group = parser.add_argument_group(title)
+        for flag, users in entries:
+            _add_flag(group, flag, users)
+    parser.set_defaults(run=handler, command_methods=[m.name for m in offered])
+    return parser
+
+
+def settings_from_args(method, args):
+    """The method's settings from the parsed flags (validated), refusing flags of other methods.
+
+    Raises
+    ------
+    MethodError
+        A flag given does not belong to ``method``, or a value is invalid.
+    """
+    own = {flag_of(f): f for f in cli_fields(method.settings)}
+    values = {}
+    for flag, users in _flags(m for m in methods().values() if m.name in args.command_methods).items():
+        dest = _dest(flag)
+        if not hasattr(args, dest):
+            continue
+        if flag not in own:
+            names = ", ".join(sorted({m.name for m, _ in users}))
+            raise MethodError(f"{flag} is an option of {names}, not of {method.name}")
+        settings_field = own[flag]
+        values[settings_field.name] = _value(settings_field, getattr(args, dest))
+    return method.settings(**values)
+
+
+def _flags(offered) -> dict[str, list]:
+    flags: dict[str, list] = {}
+    for method in offered:
+        for settings_field in cli_fields(method.settings):
+            flags.setdefault(flag_of(settings_field), []).append((method, settings_field))
+    return flags
+
+
+def _flag_groups(offered) -> list[tuple[str, list]]:
+    flags = _flags(offered)
+    shared = [(flag, users) for flag, users in flags.items() if len(users) > 1]
+    groups = [("options of several methods", shared)] if shared else []
+    for method in offered:
+        own = [(flag, users) for flag, users in flags.items() if len(users) == 1 and users[0][0] is method]
+        if own:
+            groups.append((f"options of {method.name}", own))
+    return groups
+
+
+def _add_flag(group, flag: str, users) -> None:
+    method, settings_field = users[0]
+    meta = settings_field.metadata
+    names = ", ".join(m.name for m, _ in users)
+    defaults = {m.name: _shown(f) for m, f in users}
+    shown = next(iter(defaults.values())) if len(set(defaults.values())) == 1 else \
+        ", ".join(f"{name} {value}" for name, value in defaults.items())
+    help_text = f"{meta['help']} [{names}; default {shown}]"
+    kwargs = {"dest": _dest(flag), "default": argparse.SUPPRESS, "help": help_text.replace("%", "%%")}
+    kind = _kind(settings_field)
+    if kind == "bool":
+        kwargs["action"] = "store_false" if meta.get("negate") else "store_true"
+    else:
+        if meta.get("repeat"):
+            kwargs["action"] = "append"
+        if meta.get("choices"):
+            kwargs["choices"] = [str(c).replace("_", "-") for c in meta["choices"]]
+        elif kind in ("int", "float") and not meta.get("parse"):
+            kwargs["type"] = int if kind == "int" else float
+        if not meta.get("choices"):
+            kwargs["metavar"] = meta.get("metavar") or settings_field.name.upper()
+    group.add_argument(flag, **kwargs)
+
+
+def _value(settings_field, value):
+    meta = settings_field.metadata
+    if meta.get("parse"):
+        return meta["parse"](value)
+    if meta.get("choices") and isinstance(value, str):
+        return value.replace("-", "_")
+    return value
+
+
+def _kind(settings_field) -> str:
+    kind = settings_field.type
+    text = kind.__name__ if isinstance(kind, type) else str(kind)
+    for kind in ("bool", "int", "float"):
+        if text == kind or text.startswith(f"{kind} ") or text.startswith(f"{kind}|"):
+            return kind
+    return "str"
+
+
+def _shown(settings_field) -> str:
+    if settings_field.default is not dataclasses.MISSING:
+        value = settings_field.default
+    else:
+        value = settings_field.default_factory()
+    if isinstance(value, str):
+        return value.replace("_", "-")
+    return "none" if value is None or value == {} or value == [] else str(value)
+
+
+def _dest(flag: str) -> str:
+    return "opt_" + flag.lstrip("-").replace("-", "_")

@@ -1,0 +1,110 @@
+"""What the Markov chain methods for latent-GP models share: starting points, the chain loop, outputs.
+
+``pm``, ``mcmc-ep`` and ``gibbs`` each build an engine (``init(rng_key, theta)``, ``step(rng_key,
+state)``) on the :class:`~gpdsl.inference.families.latent_gp.LatentGP` view; from there the run is the
+same: hyperparameters drawn from their priors (one row per chain, as in Filippone & Girolami 2014),
+the driver's compiled chains, and draws turned into a :class:`~gpdsl.results.method_output.MethodOutput`.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gpdsl.backends.jax.simulate import simulate
+from gpdsl.inference.driver import run_chains
+from gpdsl.inference.families.latent_gp import LatentGP, latent_gp_view
+from gpdsl.results.method_output import MethodOutput
+
+STAT_NAMES = ("acceptance_rate", "accepted", "cubic_ops", "num_shrinks", "approximation_converged",
+              "num_evaluations", "proposed_log_marginal")
+
+
+def prior_initial_thetas(problem: LatentGP, key, chains: int) -> jnp.ndarray:
+    """Unconstrained hyperparameters drawn from their priors, one row per chain (as in the paper)."""
+    def draw(sub):
+        truth, _ = simulate(problem.jax_model, sub)
+        return problem.unconstrain_theta({name: truth[name] for name in problem.theta_names})
+
+    return jax.jit(jax.vmap(draw))(jax.random.split(key, chains))
+
+
+def view(model, data, context) -> LatentGP:
+    """The latent-GP view of the model the registry classified (``context.facts``)."""
+    return latent_gp_view(model, data, context.facts)
+
+
+def run_latent_chains(problem: LatentGP, engine, settings, context, *, keep_latent: bool, report=None,
+                      predict=None) -> MethodOutput:
+    """Run ``engine = (init, step, extract)`` from prior draws and collect a method output.
+
+    Parameters
+    ----------
+    problem : LatentGP
+    engine : tuple
+        ``init(rng_key, theta)``, ``step(rng_key, state)`` and ``extract(state)`` giving a dict with
+        ``theta`` and ``f`` (and ``log_marginal`` when the engine estimates it).
+    settings : ChainSettings
+        Chains, warmup and draws.
+    context : RunContext
+        Seed, progress, checkpoint and new inputs.
+    keep_latent : bool
+        Store the draws of f in the posterior.
+    report : callable, optional
+        ``report(chain_result) -> dict`` of facts for the results' report.
+    predict : callable, optional
+        ``predict(theta_draws, f_draws, new_inputs) -> (values, dims)`` for a predictions group.
+    """
+    init, step, extract = engine
+    key = jax.random.PRNGKey(context.seed)
+    key_init, key_estimate, key_run = jax.random.split(key, 3)
+    thetas = prior_initial_thetas(problem, key_init, settings.chains)
+    states = jax.jit(jax.vmap(init))(jax.random.split(key_estimate, settings.chains), thetas)
+    result = run_chains(step, states, key_run, settings.warmup, settings.draws, extract=extract,
+                        progress=context.progress, checkpoint_path=context.checkpoint)
+    theta_draws = np.asarray(result.draws["theta"])
+    f_draws = np.asarray(result.draws["f"]) if keep_latent else None
+    stats = {name: np.asarray(getattr(result.infos, name)) for name in STAT_NAMES if hasattr(result.infos, name)}
+    if "log_marginal" in result.draws:
+        stats["log_marginal"] = np.asarray(result.draws["log_marginal"])
+    output = theta_output(problem, theta_draws, f_draws, stats)
+    output.timings = dict(result.timings)
+    output.report = {"resumed_at": result.timings.get("resumed_at", 0), **(report(result) if report else {})}
+    if context.new_inputs is not None and predict is not None:
+        output.predictions, prediction_dims = predict(theta_draws, f_draws, context.new_inputs)
+        output.dims.update(prediction_dims)
+    return output
+
+
+def theta_output(problem: LatentGP, theta_draws: np.ndarray, f_draws: np.ndarray | None,
+                 sample_stats: dict) -> MethodOutput:
+    """Constrained, named draws of unconstrained ``theta`` (and of f) as a method output."""
+    chains, num_draws = theta_draws.shape[:2]
+    flat = jnp.reshape(jnp.asarray(theta_draws), (chains * num_draws, -1))
+    values = jax.vmap(lambda t: problem.theta_values(t)[0])(flat)
+    posterior = {name: np.reshape(np.asarray(values[name]), (chains, num_draws) + np.shape(values[name])[1:])
+                 for name in problem.theta_names}
+    if f_draws is not None:
+        posterior[problem.name] = f_draws
+    return MethodOutput(posterior, sample_stats, versions={"jax": jax.__version__})
+
+
+def latent_predictions(problem: LatentGP, approximation: str | None, tol):
+    """``predict(theta_draws, f_draws, new_inputs)`` of class probabilities at new inputs.
+
+    From the draws of f when there are any (exact), else from the Gaussian approximation at each
+    theta draw (``approximation``: ``"ep"`` or ``"laplace"``).
+    """
+    from gpdsl.inference.predict.latent_gp import predict_from_latent_draws, predict_from_theta_draws
+
+    def predict(theta_draws, f_draws, new_inputs):
+        if f_draws is not None:
+            probabilities = predict_from_latent_draws(problem, theta_draws, f_draws, new_inputs)
+        else:
+            probabilities = predict_from_theta_draws(problem, theta_draws, new_inputs, approximation, tol)
+        target = problem.node.likelihood.target.name
+        points = problem.node.statement.inputs.index_shape[0]
+        return {f"{target}_prob": probabilities}, {f"{target}_prob": [f"{points}_new"]}
+
+    return predict

@@ -1,0 +1,196 @@
+"""The ``vem`` method: variational EM on a Bayesian GPLVM, with results in the common format.
+
+A variational fit is stored like a one-draw posterior (``chain = 1``, ``draw = 1``) so that every
+results tool reads it: the ``posterior`` group holds the variational means of the latent inputs under
+their own name (``X``, dims ``(N, Q)``), their variances as ``X_variance``, the inducing inputs as
+``inducing_inputs`` (dims ``(M, Q)``) and the point estimates of the hyperparameters. ``sample_stats``
+holds ``lp`` (the final bound) and ``bound_trace`` (the bound after each optimiser iteration, dim
+``iteration``). The root attrs carry ``method = "vem"``, the settings, the optimiser's report (under
+``report.optimizer``) and the model source, from which :func:`fit_from_results` rebuilds the fit for
+predictions and plots.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpdsl.errors import GpdslError, MethodError
+from gpdsl.results.method_output import MethodOutput
+from gpdsl.settings import option, require_choice, require_number, require_positive_int
+
+INDUCING_DIMS = ["M"]
+PSI_METHODS = ("analytic", "unscented", "gauss_hermite", "monte_carlo")
+INITIALISATIONS = ("pca", "random")
+
+
+def initial_values_from_cli(items) -> dict:
+    """``--init-value NAME=VALUE`` (repeatable; vectors as ``v1,v2,...``) as a dict of initial values."""
+    values = {}
+    for item in items or ():
+        name, sep, text = item.partition("=")
+        try:
+            values[name.strip()] = [float(v) for v in text.split(",")] if "," in text else float(text)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise MethodError(f"--init-value expects name=value or name=v1,v2,...; got '{item}'")
+    return values
+
+
+@dataclass(frozen=True)
+class VEMSettings:
+    """Settings of variational EM.
+
+    Attributes
+    ----------
+    psi : {"analytic", "unscented", "gauss_hermite", "monte_carlo"}
+        How the Psi statistics are computed.
+    gh_nodes : int
+        Gauss-Hermite nodes per latent dimension (``gh_nodes ** Q`` points).
+    mc_samples : int
+        Monte Carlo draws per point (drawn once per fit).
+    num_inducing : int
+        Inducing inputs ``M`` (at most ``N``).
+    init : {"pca", "random"}
+        Initial variational means: PCA of the outputs scaled to unit variance, or standard normal draws.
+    init_variance : float
+        Initial variational variances (Damianou et al. use about 0.5, de Souza 0.1).
+    ard_heuristic : bool
+        Initialise ARD inverse squared length-scales to ``1 / (max - min)^2`` of the initial means per
+        dimension (length-scales to ``max - min``), as in Sec. 5 of Damianou et al.
+    initial_values : dict
+        Initial values of hyperparameters by name (override the heuristics).
+    max_iterations : int
+        L-BFGS iterations.
+    max_evaluations : int
+        Bound-and-gradient evaluations.
+    ftol, gtol : float
+        L-BFGS's relative-reduction and largest-gradient-component tolerances (as in SciPy's L-BFGS-B).
+    restarts : int
+        When L-BFGS stops before ``max_iterations`` without meeting ``gtol`` (a failed line search or
+        a stalled reduction), restart it from its end point with a fresh memory, at most this many
+        times and only while the bound improves by more than ``ftol`` (relative).
+    seed : int
+        Seed of the inducing-input subset, random initialisation and Monte Carlo draws (the run's seed
+        replaces it).
+    """
+
+    psi: str = option("analytic", "Psi statistics: analytic (rbf, linear, sums), or the unscented transform, "
+                                  "Gauss-Hermite or Monte Carlo for any kernel", choices=PSI_METHODS)
+    gh_nodes: int = option(2, "Gauss-Hermite nodes per latent dimension")
+    mc_samples: int = option(10, "Monte Carlo draws per point (fixed per fit)")
+    num_inducing: int = option(20, "inducing inputs", metavar="M")
+    init: str = option("pca", "initial latent means", choices=INITIALISATIONS)
+    init_variance: float = option(0.5, "initial latent variances")
+    ard_heuristic: bool = option(True, "do not initialise ARD weights from the spread of the initial means",
+                                 negate="--no-ard-heuristic")
+    initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
+                                  flag="--init-value", metavar="NAME=VALUE", repeat=True,
+                                  parse=initial_values_from_cli)
+    max_iterations: int = option(1000, "L-BFGS iterations")
+    max_evaluations: int = option(15000, "bound-and-gradient evaluations")
+    ftol: float = option(1e-10, "L-BFGS relative-reduction tolerance")
+    gtol: float = option(1e-6, "L-BFGS largest-gradient-component tolerance")
+    restarts: int = option(5, "L-BFGS restarts after a stop short of gtol (while the bound improves)")
+    seed: int = option(0, "seed (replaced by the run's)", cli=False)
+
+    def __post_init__(self):
+        require_choice("Psi-statistic method", self.psi, PSI_METHODS)
+        require_choice("initialisation", self.init, INITIALISATIONS)
+        for name in ("gh_nodes", "mc_samples", "num_inducing", "max_iterations", "max_evaluations"):
+            require_positive_int(name, getattr(self, name))
+        require_positive_int("restarts", self.restarts, allow_zero=True)
+        require_number("init_variance", self.init_variance, 0, open_low=True)
+        require_number("ftol", self.ftol, 0)
+        require_number("gtol", self.gtol, 0)
+
+    def psi_method(self):
+        """The Psi-statistic rule these settings name."""
+        from gpdsl.kernels.psi import PsiMethod
+
+        return PsiMethod(self.psi, nodes=self.gh_nodes, samples=self.mc_samples)
+
+
+def run_vem(model, data, settings: VEMSettings, context) -> MethodOutput:
+    """Fit the GPLVM the registry classified (``context.facts``) by variational EM."""
+    from gpdsl.inference.families.gplvm import gplvm_view
+    from gpdsl.inference.variational.vem import fit_vem
+
+    problem = gplvm_view(model, data, context.facts)
+    fit = fit_vem(problem, replace(settings, seed=context.seed), progress=context.progress)
+    output = vem_output(model, fit)
+    output.state = fit
+    return output
+
+
+def vem_output(model, fit) -> MethodOutput:
+    """The method output of a variational fit (see the module docstring)."""
+    import jax
+
+    latent = fit.problem.latent
+    latent_dims = list(model.latents[latent].type.dim_names(latent))
+    posterior = {latent: np.asarray(fit.params.mean)[None, None],
+                 f"{latent}_variance": fit.variance[None, None],
+                 "inducing_inputs": np.asarray(fit.params.inducing)[None, None]}
+    dims = {f"{latent}_variance": latent_dims, "inducing_inputs": INDUCING_DIMS + latent_dims[1:],
+            "bound_trace": ["iteration"]}
+    for name, value in fit.hyperparameters().items():
+        posterior[name] = np.asarray(value)[None, None]
+    stats = {"lp": np.asarray([[fit.bound]]), "bound_trace": np.asarray(fit.trace)[None, None]}
+    return MethodOutput(posterior, stats, timings={"sampling": fit.report["seconds"]},
+                        report={"optimizer": fit.report}, dims=dims,
+                        attrs={"latent": latent, "inference": "variational (one draw: the fitted q(X) and point "
+                                                             "estimates)"},
+                        versions={"jax": jax.__version__})
+
+
+def fit_from_results(results):
+    """Rebuild the model and the :class:`~gpdsl.inference.variational.vem.VEMFit` of a ``vem`` results file.
+
+    Returns
+    -------
+    model : Model
+    fit : VEMFit
+
+    Raises
+    ------
+    GpdslError
+        The results are not a variational fit of gpdsl.
+    """
+    import jax.numpy as jnp
+
+    from gpdsl.api import load_model
+    from gpdsl.data_io import load_data
+    from gpdsl.inference.families.gplvm import gplvm_problem
+    from gpdsl.inference.variational.vem import VariationalParams, VEMFit
+    from gpdsl.results.arviz_compat import groups, root_attrs
+
+    attrs = root_attrs(results)
+    if attrs.get("method") != "vem" or "model_source" not in attrs:
+        raise GpdslError("these results are not a variational fit (gpdsl fit); latent-space plots and "
+                         "GPLVM predictions need one")
+    model = load_model(attrs["model_source"])
+    parts = groups(results)
+    values = {}
+    for group in ("observed_data", "constant_data"):
+        if group in parts:
+            values.update({name: np.asarray(parts[group][name]) for name in parts[group].data_vars})
+    values.update(json.loads(attrs.get("sizes", "{}")))
+    missing = [n for n, v in values.items() if np.issubdtype(np.asarray(v).dtype, np.floating) and np.isnan(v).any()]
+    data, _ = load_data(values, model, allow_missing=missing)
+    problem = gplvm_problem(model, data, "vem")
+    settings = VEMSettings(**json.loads(attrs["settings"]))
+    posterior = parts["posterior"]
+    latent = attrs["latent"]
+    mean = np.asarray(posterior[latent])[0, 0]
+    variance = np.asarray(posterior[f"{latent}_variance"])[0, 0]
+    theta = problem.unconstrain_theta({name: np.asarray(posterior[name])[0, 0] for name in problem.theta_names})
+    params = VariationalParams(jnp.asarray(mean), jnp.log(jnp.asarray(variance)),
+                               jnp.asarray(np.asarray(posterior["inducing_inputs"])[0, 0]), theta)
+    sample_stats = parts["sample_stats"]
+    fit = VEMFit(problem, settings, params, float(np.asarray(sample_stats["lp"])[0, 0]),
+                 np.asarray(sample_stats["bound_trace"])[0, 0], json.loads(attrs["report"])["optimizer"])
+    return model, fit

@@ -1,0 +1,322 @@
+"""Model families: a checked model is classified once, and each engine receives its family's facts.
+
+A method declares the families it fits (:mod:`gpdsl.registry`); :func:`classify` says which families a
+model belongs to, with the facts their engines need, and for every other family the one-line reason
+why not. Engines never re-derive from the IR what they can run.
+
+Families
+--------
+``latent_gp``
+    One sampled latent GP vector ``f ~ gp(X, k)`` and a likelihood acting on its elements one by one
+    (GP classification, a Poisson process, ...): ESS, Laplace, EP, pseudo-marginal MCMC.
+``gp_regression``
+    One GP integrated out exactly under a ``normal`` likelihood with scalar noise; samplers of the
+    latent values (Gibbs) may keep it as a latent-GP model with a Gaussian likelihood.
+``bayesian_gplvm``
+    ``X ~ normal(0, 1); F ~ gp(X, k); Y ~ normal(F, s)``: variational EM with Psi statistics.
+``gp_prior_gplvm``
+    Latent inputs that are themselves a GP of observed inputs or time (dynamical and supervised
+    GPLVMs): ``X ~ gp(t, k_x); F ~ gp(X, k_f); Y ~ normal(F, s)``.
+``deep_gp``
+    A GP whose inputs are built from the values of other GPs (the deep Mahalanobis GP).
+``sequential_latent_gp``
+    A latent GP over ``(t, x)`` with a likelihood per time step (Tegner et al. 2018).
+``any``
+    Every model: NUTS samples the flat log density.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpdsl.errors import MethodError
+from gpdsl.ir import nodes as ir
+from gpdsl.ir.structure import GPNode, gp_nodes, statement_refs
+
+LATENT_GP = "latent_gp"
+GP_REGRESSION = "gp_regression"
+BAYESIAN_GPLVM = "bayesian_gplvm"
+GP_PRIOR_GPLVM = "gp_prior_gplvm"
+DEEP_GP = "deep_gp"
+SEQUENTIAL_LATENT_GP = "sequential_latent_gp"
+ANY = "any"
+
+DESCRIPTIONS = {
+    LATENT_GP: "a latent GP with a factorised likelihood",
+    GP_REGRESSION: "GP regression with a Gaussian likelihood integrated out",
+    BAYESIAN_GPLVM: "a Bayesian GPLVM",
+    GP_PRIOR_GPLVM: "a GPLVM whose latent inputs have a GP prior (dynamical or supervised)",
+    DEEP_GP: "a deep GP (GP inputs built from other GPs)",
+    SEQUENTIAL_LATENT_GP: "a latent GP over (t, x) with a likelihood per time step",
+    ANY: "any model",
+}
+
+LATENT_GP_NEEDS = ("{method} needs a model with one latent GP vector f ~ gp(X, k) and a likelihood on its "
+                   "elements (e.g. y ~ bernoulli_probit(f))")
+GPLVM_NEEDS = ("{method} needs a Bayesian GPLVM: latent inputs X ~ normal(0, 1) (matrix[N, Q]), one GP over "
+               "them F ~ gp(X, k), and a Gaussian likelihood Y ~ normal(F, s) with scalar s")
+GP_PRIOR_GPLVM_NEEDS = ("{method} needs a GPLVM with GP-prior latents: X ~ gp(t, k_x) over observed inputs, "
+                        "F ~ gp(X, k_f) and Y ~ normal(F, s) with scalar s")
+DEEP_GP_NEEDS = "{method} needs a deep GP: a GP whose inputs are built from other GPs' values"
+SEQUENTIAL_NEEDS = ("{method} needs a latent GP f ~ gp((t, X), k) over time and inputs with a likelihood "
+                    "per time step (y[i] ~ ...(f[i] ...) in a loop over t)")
+
+
+@dataclass(frozen=True)
+class LatentGPFacts:
+    """What latent-GP engines need.
+
+    Attributes
+    ----------
+    node : GPNode
+        The latent GP vector.
+    likelihood : str
+        Its likelihood's name (``"bernoulli_probit"``, ..., ``"external"``).
+    target : str
+        The observed variable of that likelihood.
+    marginalise : bool
+        Whether the view integrates out other Gaussian GPs (False for GP regression seen as a
+        latent-GP model: its f is then sampled).
+    """
+
+    node: GPNode
+    likelihood: str
+    target: str
+    marginalise: bool = True
+
+    @property
+    def name(self) -> str:
+        """The latent GP's name."""
+        return self.node.name
+
+
+@dataclass(frozen=True)
+class GPLVMFacts:
+    """What variational EM on a GPLVM needs.
+
+    Attributes
+    ----------
+    latent : str
+        The latent inputs (``X``).
+    node : GPNode
+        The GP over them (integrated out).
+    output : str
+        The observed outputs (``Y``).
+    latent_prior : GPNode or None
+        The GP prior of the latent inputs (``X ~ gp(t, k_x)``), or None for ``X ~ normal(0, 1)``.
+    """
+
+    latent: str
+    node: GPNode
+    output: str
+    latent_prior: GPNode | None = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a model is not of a family: what the family needs (with ``{method}``) and what is missing."""
+
+    needs: str
+    detail: str
+
+    def message(self, method: str) -> str:
+        """The refusal as a sentence for ``method``."""
+        return f"{self.needs.format(method=method)}; {self.detail}"
+
+
+@dataclass(frozen=True)
+class Classification:
+    """The families a model belongs to, with their facts, and the reasons for the others.
+
+    Attributes
+    ----------
+    facts : dict
+        Family name to its facts (``None`` for families whose engines need no more than the model).
+    refusals : dict
+        Family name to :class:`Refusal` for the families the model is not of.
+    """
+
+    facts: dict = field(default_factory=dict)
+    refusals: dict = field(default_factory=dict)
+
+    @property
+    def families(self) -> list[str]:
+        """The families the model belongs to, most specific first."""
+        return list(self.facts)
+
+    def describe(self) -> str:
+        """The most specific family, in words."""
+        specific = [f for f in self.facts if f != ANY]
+        return DESCRIPTIONS[specific[0]] if specific else "a model of no family gpdsl's engines run"
+
+    def require(self, accepted, method: str):
+        """The ``(family, facts)`` of the first accepted family the model belongs to.
+
+        Raises
+        ------
+        MethodError
+            Naming what ``method`` needs and why this model is not of that form.
+        """
+        for family in accepted:
+            if family in self.facts:
+                return family, self.facts[family]
+        raise MethodError(self.refusals[accepted[0]].message(method))
+
+
+def classify(model: ir.Model) -> Classification:
+    """Classify a checked model into the families of the module docstring.
+
+    Parameters
+    ----------
+    model : ir.Model
+
+    Returns
+    -------
+    Classification
+    """
+    nodes = gp_nodes(model)
+    found, refusals = {}, {}
+    for family, check in ((LATENT_GP, lambda: _latent_gp(model, nodes, marginalise=True)),
+                          (GP_REGRESSION, lambda: _gp_regression(model, nodes)),
+                          (BAYESIAN_GPLVM, lambda: _gplvm(model, nodes, gp_prior=False)),
+                          (GP_PRIOR_GPLVM, lambda: _gplvm(model, nodes, gp_prior=True)),
+                          (DEEP_GP, lambda: _deep_gp(model, nodes)),
+                          (SEQUENTIAL_LATENT_GP, lambda: _sequential(model, nodes))):
+        result = check()
+        if isinstance(result, Refusal):
+            refusals[family] = result
+        else:
+            found[family] = result
+    found[ANY] = None
+    return Classification(found, refusals)
+
+
+def _latent_gp(model: ir.Model, nodes: list[GPNode], marginalise: bool) -> LatentGPFacts | Refusal:
+    def refuse(detail):
+        return Refusal(LATENT_GP_NEEDS, detail)
+
+    sampled = [n for n in nodes if not (marginalise and n.marginalised)]
+    if len(sampled) != 1:
+        found = ", ".join(n.name for n in sampled) or "none (Gaussian likelihoods are integrated out)"
+        return refuse(f"this model's sampled latent GP values: {found}")
+    node = sampled[0]
+    var = model.latents[node.name]
+    integrated = {n.name for n in nodes if marginalise and n.marginalised}
+    priors = model.priors()
+    by_name = {n.name for n in nodes}
+    others = [name for name in model.latents if name != node.name and name not in integrated
+              and (name in by_name or name in priors)]
+    if others:
+        return refuse(f"this model also has latent {', '.join(others)}")
+    if node.loops or var.type.container != "vector" or var.type.array_dims:
+        return refuse(f"'{node.name}' is {var.type.describe()}")
+    if node.likelihood is None or not node.elementwise:
+        return refuse(f"the likelihood of '{node.name}' does not act on its elements one by one")
+    likelihood = node.likelihood
+    name = likelihood.distribution.name if isinstance(likelihood, ir.LikelihoodStatement) else "external"
+    return LatentGPFacts(node, name, likelihood.target.name, marginalise)
+
+
+def _gp_regression(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
+    needs = ("{method} needs GP regression: one GP f ~ gp(X, k) over observed inputs and y ~ normal(f, s) "
+             "with scalar s")
+    if len(nodes) != 1 or not nodes[0].marginalised:
+        return Refusal(needs, "this model has no single GP integrated out under a normal likelihood")
+    if _reads_latents(nodes[0].statement, model):
+        return Refusal(needs, f"the inputs or kernel of '{nodes[0].name}' depend on latent values")
+    facts = _latent_gp(model, nodes, marginalise=False)
+    if isinstance(facts, Refusal):
+        return Refusal(needs, facts.detail)
+    return facts
+
+
+def _gplvm(model: ir.Model, nodes: list[GPNode], gp_prior: bool) -> GPLVMFacts | Refusal:
+    needs = GP_PRIOR_GPLVM_NEEDS if gp_prior else GPLVM_NEEDS
+
+    def refuse(detail):
+        return Refusal(needs, detail)
+
+    outputs = [n for n in nodes if n.marginalised]
+    if not gp_prior and len(nodes) != 1:
+        return refuse(f"this model has {len(nodes)} GP statements")
+    if gp_prior and (len(nodes) != 2 or len(outputs) != 1):
+        return refuse(f"this model has {len(nodes)} GP statements, {len(outputs)} of them integrated out")
+    if not outputs:
+        return refuse(f"'{nodes[0].name}' is not observed directly through a normal likelihood with a scalar "
+                      "standard deviation")
+    node = outputs[0]
+    components = node.statement.inputs.components
+    if len(components) != 1 or not isinstance(components[0], ir.Ref) or components[0].name not in model.latents:
+        return refuse(f"the inputs of '{node.name}' are not a latent variable")
+    latent = components[0].name
+    var = model.latents[latent]
+    if var.type.container != "matrix" or var.type.array_dims:
+        return refuse(f"'{latent}' is {var.type.describe()}")
+    latent_prior = None
+    if gp_prior:
+        priors = [n for n in nodes if n.name == latent]
+        if not priors or priors[0].loops or priors[0].statement.target.indices:
+            return refuse(f"'{latent}' has no GP prior {latent} ~ gp(t, k)")
+        latent_prior = priors[0]
+        if _reads_latents(latent_prior.statement, model):
+            return refuse(f"the GP prior of '{latent}' depends on latent values")
+        others = [name for name in model.latents if name not in (latent, node.name)]
+    else:
+        if not _is_standard_normal(model.priors().get(latent)):
+            return refuse(f"'{latent}' must have the prior {latent} ~ normal(0, 1)")
+        others = [name for name in model.latents if name not in (latent, node.name)]
+    if others:
+        return refuse(f"this model also has latent {', '.join(others)}")
+    for statement, _ in model.walk():
+        if isinstance(statement, ir.PriorStatement) and statement.target.name in model.parameters:
+            if statement_refs(statement) & set(model.latents):
+                return refuse(f"the prior of '{statement.target.name}' depends on latent values")
+    return GPLVMFacts(latent, node, node.likelihood.target.name, latent_prior)
+
+
+def _deep_gp(model: ir.Model, nodes: list[GPNode]) -> GPNode | Refusal:
+    gp_names = {n.name for n in nodes}
+    for node in nodes:
+        if statement_refs(node.statement) & gp_names - {node.name}:
+            return node
+    return Refusal(DEEP_GP_NEEDS, "no GP in this model takes inputs built from another GP")
+
+
+def _sequential(model: ir.Model, nodes: list[GPNode]) -> GPNode | Refusal:
+    for node in nodes:
+        components = node.statement.inputs.components
+        if len(components) != 2 or node.likelihood is None or node.loops:
+            continue
+        if any(s is node.likelihood and loops for s, loops in model.walk()):
+            return node
+    return Refusal(SEQUENTIAL_NEEDS, "no GP over a (time, inputs) tuple with a likelihood inside a loop")
+
+
+def _reads_latents(statement: ir.Statement, model: ir.Model) -> bool:
+    return bool(statement_refs(statement) & set(model.latents))
+
+
+def _is_standard_normal(prior) -> bool:
+    if prior is None or prior.distribution.name != "normal" or prior.target.indices:
+        return False
+    values = [v for _, v in prior.distribution.args]
+    return (len(values) == 2 and all(isinstance(v, ir.Constant) for v in values)
+            and values[0].value == 0 and values[1].value == 1)
+
+
+def require_priors(model: ir.Model, method: str) -> None:
+    """Refuse a method that samples every parameter on a model with parameters that have no prior.
+
+    Raises
+    ------
+    MethodError
+        Naming the parameters without a prior.
+    """
+    missing = model.unpriored_parameters()
+    if missing:
+        names = ", ".join(f"'{n}'" for n in missing)
+        raise MethodError(
+            f"{method} samples every parameter and needs a prior on each; {names} "
+            f"{'has' if len(missing) == 1 else 'have'} none",
+            hint="add priors beside the parameters (e.g. 'real<lower=0> s2 ~ lognormal(0, 1);'), "
+                 "or use a method that point-estimates them")

@@ -1,0 +1,166 @@
+"""The method registry: every inference method gpdsl runs, declared once.
+
+An entry says what a method is called, which model families it fits (:mod:`gpdsl.ir.families`), its
+settings class (:mod:`gpdsl.settings`: validated on creation, turned into CLI flags), and the function
+that runs it, ``run(model, data, settings, context) -> MethodOutput``; :mod:`gpdsl.results` turns every
+method's output into results the same way. The command line (``gpdsl sample``, ``gpdsl fit``,
+``gpdsl methods``) and :func:`gpdsl.api.run` are generated from and dispatch through this table.
+
+Adding a method is one module (its settings class and run function) and one :func:`register` call,
+here or in a package that declares an entry point in the group ``gpdsl.methods`` (its object is
+called with no arguments and returns a :class:`Method`, or a list of them).
+
+The registry sits above both backends (NUTS runs through the Stan backend, the other methods on
+gpdsl's JAX engines), which is why it is not inside ``gpdsl.inference``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, Callable
+
+from gpdsl.backends.stan.nuts import NUTSSettings, run_nuts
+from gpdsl.errors import MethodError
+from gpdsl.inference.methods.ep_ml import EPMLSettings, run_ep_ml
+from gpdsl.inference.methods.gibbs import GibbsSettings, gibbs_engine, run_gibbs
+from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMarginalSettings, mcmc_ep_engine,
+                                                    pm_engine, run_mcmc_ep, run_pm)
+from gpdsl.inference.methods.vem import VEMSettings, run_vem
+from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DESCRIPTIONS, GP_REGRESSION, LATENT_GP, Classification,
+                                classify)
+
+ENTRY_POINT_GROUP = "gpdsl.methods"
+
+
+@dataclass(frozen=True)
+class Method:
+    """One inference method.
+
+    Attributes
+    ----------
+    name : str
+        The name users type (``--method NAME``).
+    summary : str
+        One line for ``--help`` and ``gpdsl methods``.
+    families : tuple of str
+        Model families it fits, in order of preference (``"any"`` for every model).
+    settings : type
+        Its settings dataclass (fields made with :func:`gpdsl.settings.option`).
+    run : callable
+        ``run(model, data, settings, context) -> MethodOutput``.
+    command : {"sample", "fit"}
+        The CLI command that offers it (``fit`` for optimisation and variational methods).
+    engine : {"gpdsl", "stan"}
+        Who runs it.
+    requires_priors : bool
+        Every parameter needs a prior (samplers); otherwise parameters without one are point-estimated.
+    missing_outputs : bool
+        Missing (NaN) entries of the observed outputs are allowed.
+    predicts : bool
+        It can predict at new inputs (``--predict``).
+    chain_engine : callable, optional
+        ``chain_engine(latent_gp_view, settings) -> (init, step, extract)`` for Markov chain methods on
+        latent-GP models, for tools that run many data sets in one compiled loop (SBC).
+    """
+
+    name: str
+    summary: str
+    families: tuple[str, ...]
+    settings: type
+    run: Callable[..., Any]
+    command: str = "sample"
+    engine: str = "gpdsl"
+    requires_priors: bool = True
+    missing_outputs: bool = False
+    predicts: bool = False
+    chain_engine: Callable[..., Any] | None = None
+
+    def refusal(self, model, classification: Classification | None = None) -> str | None:
+        """Why this method does not fit ``model``, in one short line, or None when it does."""
+        classification = classification or classify(model)
+        if not any(family in classification.facts for family in self.families):
+            family = self.families[0]
+            return f"needs {DESCRIPTIONS[family]}: {classification.refusals[family].detail}"
+        missing = model.unpriored_parameters() if self.requires_priors else []
+        if missing:
+            verb = "has" if len(missing) == 1 else "have"
+            return f"needs a prior on every parameter: {', '.join(missing)} {verb} none"
+        return None
+
+
+_METHODS: dict[str, Method] = {}
+_plugins_loaded = False
+
+
+def register(method: Method, replace: bool = False) -> Method:
+    """Add a method to the registry.
+
+    Parameters
+    ----------
+    method : Method
+    replace : bool
+        Allow replacing a method of the same name.
+
+    Raises
+    ------
+    MethodError
+        If the name is taken (and ``replace`` is False) or the entry is malformed.
+    """
+    if method.name in _METHODS and not replace:
+        raise MethodError(f"a method named '{method.name}' is already registered")
+    if method.command not in ("sample", "fit"):
+        raise MethodError(f"method '{method.name}': command must be 'sample' or 'fit', not '{method.command}'")
+    _METHODS[method.name] = method
+    return method
+
+
+def unregister(name: str) -> None:
+    """Remove a method from the registry (for plugins and tests)."""
+    _METHODS.pop(name, None)
+
+
+def methods() -> dict[str, Method]:
+    """Every registered method by name, entry-point plugins included."""
+    global _plugins_loaded
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            declared = entry.load()()
+            for method in declared if isinstance(declared, (list, tuple)) else [declared]:
+                register(method)
+    return dict(_METHODS)
+
+
+def get_method(name: str) -> Method:
+    """The method called ``name``.
+
+    Raises
+    ------
+    MethodError
+        Listing the methods there are.
+    """
+    known = methods()
+    if name not in known:
+        raise MethodError(f"unknown method '{name}'; the methods are {', '.join(known)}")
+    return known[name]
+
+
+register(Method(
+    "nuts", "Stan's NUTS on the generated program (cmdstanpy or PyStan): the baseline", (ANY,), NUTSSettings,
+    run_nuts, engine="stan"))
+register(Method(
+    "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact)",
+    (LATENT_GP,), PseudoMarginalSettings, run_pm, predicts=True, chain_engine=pm_engine))
+register(Method(
+    "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)", (LATENT_GP,), MCMCEPSettings,
+    run_mcmc_ep, predicts=True, chain_engine=mcmc_ep_engine))
+register(Method(
+    "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters",
+    (LATENT_GP, GP_REGRESSION), GibbsSettings, run_gibbs, predicts=True, chain_engine=gibbs_engine))
+register(Method(
+    "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",
+    (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True))
+register(Method(
+    "vem", "variational EM with Psi statistics (analytic, unscented, Gauss-Hermite, Monte Carlo)",
+    (BAYESIAN_GPLVM,), VEMSettings, run_vem, command="fit", requires_priors=False, missing_outputs=True))

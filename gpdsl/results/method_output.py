@@ -1,0 +1,136 @@
+"""What every method hands to the results module, and the one path from it to results.
+
+A method (NUTS through Stan, or one of gpdsl's engines) returns a :class:`MethodOutput`;
+:func:`method_results` adds what is the same for every method (dims named after the model's size
+symbols, the data groups, the model source and hash, the method and its full settings, the seed,
+versions and timings) and builds the ArviZ-conventional results.
+
+Root attributes of every results file
+-------------------------------------
+``method``, ``engine`` (``"stan"`` or ``"gpdsl"``), ``settings`` (JSON of the method's settings),
+``seed`` (the one used, drawn when none was given), ``model_name``, ``model_hash``, ``model_source``,
+``sizes`` (JSON), ``versions`` (JSON: gpdsl, Python, NumPy, and the method's own libraries),
+``timings`` (JSON, seconds: ``compile``, ``warmup``, ``sampling``, ``total``; a part that does not
+apply is 0) and ``report`` (JSON: what the method reports besides draws, e.g. the adapted proposal
+or the optimiser's trace summary), plus the method's own ``attrs``.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any
+
+import numpy as np
+
+import gpdsl
+from gpdsl.ir.nodes import Model
+from gpdsl.results.arviz_compat import root_attrs
+from gpdsl.results.build import build_results
+
+TIMING_PARTS = ("compile", "warmup", "sampling", "total")
+
+
+@dataclass
+class MethodOutput:
+    """A method's draws and reports, before they become results.
+
+    Attributes
+    ----------
+    posterior : dict of str to numpy.ndarray
+        Draws shaped ``(chain, draw, *shape)``; a point estimate is one chain of one draw. Model
+        variables get their dims from their declarations.
+    sample_stats : dict of str to numpy.ndarray
+        Per-draw statistics under ArviZ names (``lp``, ``acceptance_rate``, ...).
+    timings : dict of str to float
+        Seconds spent in ``compile``, ``warmup``, ``sampling`` and ``total``.
+    report : dict
+        JSON-able facts of the run (stored as the ``report`` attribute).
+    dims : dict of str to list of str
+        Dims of variables that are not declared in the model (e.g. ``X_variance``).
+    predictions : dict of str to numpy.ndarray, optional
+        Draws at new inputs, shaped ``(chain, draw, *shape)``.
+    attrs : dict
+        Further root attributes of the method (e.g. ``backend``).
+    versions : dict of str to str
+        Versions of the libraries the method ran on (beyond gpdsl, Python and NumPy).
+    state : object, optional
+        The method's own result object for Python callers (e.g. a variational fit); not stored.
+    """
+
+    posterior: dict
+    sample_stats: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    report: dict = field(default_factory=dict)
+    dims: dict = field(default_factory=dict)
+    predictions: dict | None = None
+    attrs: dict = field(default_factory=dict)
+    versions: dict = field(default_factory=dict)
+    state: Any = None
+
+
+def data_groups(model: Model, data: dict) -> tuple[dict, dict, dict]:
+    """Observed data (likelihood targets), constant data (the rest but sizes) and their dims.
+
+    Size symbols are not stored as variables: they are the lengths of the dims named after them.
+    """
+    observed_names = {s.target.name for s in model.likelihoods()}
+    observed, constant, dims = {}, {}, {}
+    for name, var in model.data.items():
+        if name in model.sizes:
+            continue
+        value = np.asarray(data[name])
+        (observed if name in observed_names else constant)[name] = value
+        dims[name] = list(var.type.dim_names(name))
+    return observed, constant, dims
+
+
+def method_results(model: Model, data: dict, method: str, engine: str, settings, seed: int,
+                   output: MethodOutput):
+    """The results of any method's run.
+
+    Parameters
+    ----------
+    model : Model
+        The checked model.
+    data : dict
+        The validated data the method ran on.
+    method : str
+        The method's registry name.
+    engine : {"stan", "gpdsl"}
+        Who ran it.
+    settings : dataclass
+        The method's settings, stored in full.
+    seed : int
+        The seed used.
+    output : MethodOutput
+
+    Returns
+    -------
+    arviz.InferenceData or xarray.DataTree
+    """
+    variables = {**model.parameters, **model.latents}
+    dims = {name: list(variables[name].type.dim_names(name)) for name in output.posterior if name in variables}
+    dims.update(output.dims)
+    observed, constant, data_dims = data_groups(model, data)
+    dims.update(data_dims)
+    timings = {part: float(output.timings.get(part) or 0.0) for part in TIMING_PARTS}
+    versions = {"gpdsl": gpdsl.__version__, "python": platform.python_version(), "numpy": np.__version__,
+                **output.versions}
+    attrs = {
+        "method": method, "engine": engine,
+        "settings": json.dumps(asdict(settings) if is_dataclass(settings) else dict(settings), default=str),
+        "seed": int(seed), "model_name": model.name, "model_hash": model.source_hash,
+        "model_source": model.source.text, "sizes": json.dumps({n: int(data[n]) for n in model.sizes}),
+        "versions": json.dumps(versions), "timings": json.dumps(timings),
+        "report": json.dumps(output.report, default=float), **output.attrs,
+    }
+    return build_results(output.posterior, dims=dims, sample_stats=output.sample_stats, observed_data=observed,
+                         constant_data=constant, predictions=output.predictions, attrs=attrs)
+
+
+def results_json(results, name: str) -> dict:
+    """A JSON root attribute of results (``settings``, ``timings``, ``report``, ...) as a dict."""
+    value = root_attrs(results).get(name)
+    return json.loads(value) if isinstance(value, str) else {}

@@ -1,0 +1,113 @@
+"""Method settings: dataclasses whose fields say how they appear on the command line, validated on creation.
+
+Each method's settings class (declared in its module, listed in :mod:`gpdsl.registry`) is a frozen
+dataclass whose fields are made with :func:`option`; the CLI's flags and ``--help`` are generated
+from them, and ``__post_init__`` validates every value before anything compiles or runs (as
+cmdstanpy's ``cmdstan_args`` does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from gpdsl.errors import MethodError
+
+
+def option(default: Any, help: str, *, choices: tuple | None = None, flag: str | None = None,
+           metavar: str | None = None, parse: Callable | None = None, repeat: bool = False,
+           negate: str | None = None, cli: bool = True):
+    """A settings field with its command-line form.
+
+    Parameters
+    ----------
+    default
+        The default value.
+    help : str
+        One line for ``--help``.
+    choices : tuple, optional
+        The allowed values (as typed on the command line; ``-`` stands for ``_``).
+    flag : str, optional
+        The flag, default ``--<name with dashes>``.
+    metavar : str, optional
+        The value's name in ``--help``.
+    parse : callable, optional
+        Turns the command-line string (or list of strings with ``repeat``) into the value.
+    repeat : bool
+        The flag may be given several times (values collected in a list).
+    negate : str, optional
+        For a boolean that defaults to True: the flag that sets it False (``--no-...``).
+    cli : bool
+        False keeps the field out of the command line (Python API only).
+    """
+    metadata = {"help": help, "choices": choices, "flag": flag, "metavar": metavar, "parse": parse,
+                "repeat": repeat, "negate": negate, "cli": cli}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def cli_fields(settings_class) -> list[dataclasses.Field]:
+    """The fields of a settings class that appear on the command line."""
+    return [f for f in dataclasses.fields(settings_class) if f.metadata.get("cli", False)]
+
+
+def flag_of(settings_field: dataclasses.Field) -> str:
+    """The command-line flag of a settings field."""
+    meta = settings_field.metadata
+    return meta.get("negate") or meta.get("flag") or "--" + settings_field.name.replace("_", "-")
+
+
+def require_positive_int(name: str, value, allow_zero: bool = False) -> None:
+    """Refuse a value that is not a (positive, or non-negative) integer, naming the setting."""
+    low = 0 if allow_zero else 1
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise MethodError(f"{name} must be an integer >= {low}; got {value!r}")
+
+
+def require_number(name: str, value, low: float | None = None, high: float | None = None,
+                   open_low: bool = False, open_high: bool = False, optional: bool = False) -> None:
+    """Refuse a value that is not a finite number in the given range, naming the setting."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise MethodError(f"{name} must be a finite number; got {value!r}")
+    below = low is not None and (value <= low if open_low else value < low)
+    above = high is not None and (value >= high if open_high else value > high)
+    if below or above:
+        left = "(" if open_low else "["
+        right = ")" if open_high else "]"
+        span = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
+        raise MethodError(f"{name} must be in {span}; got {value!r}")
+
+
+def require_choice(name: str, value, choices) -> None:
+    """Refuse a value outside ``choices``, listing them."""
+    if value not in choices:
+        raise MethodError(f"unknown {name} '{value}'; use one of {', '.join(map(str, choices))}")
+
+
+@dataclass(frozen=True)
+class ChainSettings:
+    """Settings every Markov chain method shares.
+
+    Attributes
+    ----------
+    chains : int
+        Independent chains.
+    warmup : int
+        Warmup (adaptation, burn-in) iterations per chain, not kept.
+    draws : int
+        Kept iterations per chain.
+    """
+
+    chains: int = option(4, "independent chains")
+    warmup: int = option(1000, "warmup iterations per chain (adaptation; not kept)")
+    draws: int = option(1000, "kept draws per chain")
+
+    def __post_init__(self):
+        require_positive_int("chains", self.chains)
+        require_positive_int("warmup", self.warmup, allow_zero=True)
+        require_positive_int("draws", self.draws)
