@@ -60,27 +60,11 @@ def _json(text) -> dict:
 
 
 def run_times(attrs: dict) -> tuple[dict, str | None]:
-    """Seconds spent compiling, in warmup, sampling and in total, and a note on what is approximate.
-
-    Results files carry a root attribute ``timings`` (JSON with the keys of TIMING_KEYS). Until
-    every results file does, older files are read through a fallback (see below).
-    """
+    """Seconds spent compiling, in warmup, sampling and in total (the results' ``timings`` attribute)."""
     timings = _json(attrs.get("timings"))
-    if timings:
-        return {key: _seconds(timings.get(key)) for key in TIMING_KEYS}, None
-    # FALLBACK for results files written before the root attribute `timings` existed; remove it
-    # once `timings` is written by every sampler. gpdsl's engines kept their timings in
-    # `engine_report`; NUTS kept `sampling_time` (warmup and sampling together, build excluded)
-    # and `wall_time` (build included).
-    report = _json(attrs.get("engine_report")).get("timings")
-    if isinstance(report, dict):
-        times = {key: _seconds(report.get(key)) for key in TIMING_KEYS}
-        times["total"] = _seconds(attrs.get("wall_time")) or times["total"]
-        return times, None
-    sampling = _seconds(attrs.get("sampling_time"))
-    times = {"compile": None, "warmup": None, "sampling": sampling, "total": _seconds(attrs.get("wall_time"))}
-    note = "sampling time includes warmup (this file has no `timings`)" if sampling is not None else None
-    return times, note
+    if not timings:
+        return {key: None for key in TIMING_KEYS}, "this file has no `timings` (written by another tool?)"
+    return {key: _seconds(timings.get(key)) for key in TIMING_KEYS}, None
 
 
 def _seconds(value) -> float | None:
