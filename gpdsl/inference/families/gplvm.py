@@ -16,12 +16,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpdsl.backends.jax.lowering import (
-    Block,
-    JaxModel,
-    constrain_blocks,
-    lower,
-    unconstrain_blocks,
+from gpdsl.backends.jax.lowering import Block, JaxModel
+from gpdsl.inference.families.hyperparameters import (
+    HyperparameterBlocks,
+    lowered_with_blocks,
 )
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.families import BAYESIAN_GPLVM, GPLVMFacts, classify
@@ -30,7 +28,7 @@ from gpdsl.kernels import Kernel
 
 
 @dataclass
-class GPLVMProblem:
+class GPLVMProblem(HyperparameterBlocks):
     """A Bayesian GPLVM read from a checked model.
 
     Attributes
@@ -74,10 +72,6 @@ class GPLVMProblem:
         return ~np.isnan(self.Y)
 
     @property
-    def theta_names(self) -> list[str]:
-        return [b.name for b in self.theta_blocks]
-
-    @property
     def theta_dim(self) -> int:
         return sum(b.size for b in self.theta_blocks)
 
@@ -88,11 +82,7 @@ class GPLVMProblem:
 
     def theta_values(self, theta) -> dict:
         """Constrained hyperparameters by name."""
-        return constrain_blocks(theta, self.theta_blocks)[0]
-
-    def unconstrain_theta(self, values: dict) -> jax.Array:
-        """The flat ``theta`` of constrained hyperparameter values by name."""
-        return unconstrain_blocks(values, self.theta_blocks)
+        return self.constrain(theta)[0]
 
     def environment(self, theta) -> dict:
         return {**self.jax_model.data, **self.theta_values(theta)}
@@ -129,8 +119,7 @@ def gplvm_problem(model: ir.Model, data: dict, method: str = "vem") -> GPLVMProb
 
 def gplvm_view(model: ir.Model, data: dict, facts: GPLVMFacts) -> GPLVMProblem:
     """The :class:`GPLVMProblem` of a model already classified as a GPLVM (``facts``)."""
-    jax_model = lower(model, data, "centred", marginalise=True)
+    jax_model, theta_blocks = lowered_with_blocks(model, data, marginalise=True)
     node = next(n for n in jax_model.gp_nodes if n.name == facts.node.name)
-    theta_blocks = [b for b in jax_model.blocks if b.role == "parameter"]
     Y = np.asarray(jax_model.data[facts.output], dtype=float)
     return GPLVMProblem(jax_model, facts.latent, node, facts.output, Y, theta_blocks)

@@ -14,20 +14,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpdsl.backends.jax.lowering import (
-    Block,
-    JaxModel,
-    constrain_blocks,
-    lower,
-    unconstrain_blocks,
+from gpdsl.backends.jax.lowering import Block, JaxModel
+from gpdsl.inference.families.hyperparameters import (
+    HyperparameterBlocks,
+    lowered_with_blocks,
 )
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.families import GP_REGRESSION, LATENT_GP, LatentGPFacts, classify, require_priors
+from gpdsl.ir.families import (
+    GP_REGRESSION,
+    LATENT_GP,
+    LatentGPFacts,
+    classify,
+    require_priors,
+)
 from gpdsl.ir.structure import GPNode
 
 
 @dataclass
-class LatentGP:
+class LatentGP(HyperparameterBlocks):
     """A latent GP vector ``f`` of length ``n`` with hyperparameters ``theta``.
 
     Attributes
@@ -61,14 +65,9 @@ class LatentGP:
         """The latent variable's name."""
         return self.node.name
 
-    @property
-    def theta_names(self) -> list[str]:
-        """Hyperparameter names in block order."""
-        return [b.name for b in self.theta_blocks]
-
     def theta_values(self, theta) -> tuple[dict, jax.Array]:
         """Constrained hyperparameters by name and the log-Jacobian of the transform."""
-        return constrain_blocks(theta, self.theta_blocks)
+        return self.constrain(theta)
 
     def environment(self, theta, f=None) -> dict:
         """Data, constrained hyperparameters and (if given) the latent values by name."""
@@ -90,10 +89,6 @@ class LatentGP:
     def log_likelihood(self, f, theta) -> jax.Array:
         """``log p(y | f, theta)``."""
         return self.jax_model.log_terms(self.environment(theta, f), ("likelihood",))
-
-    def unconstrain_theta(self, values: dict) -> jax.Array:
-        """The flat ``theta`` of constrained hyperparameter values by name."""
-        return unconstrain_blocks(values, self.theta_blocks)
 
 
 def latent_gp(model: ir.Model, data: dict, method: str = "this method", allow_external: bool = False,
@@ -128,9 +123,8 @@ def latent_gp(model: ir.Model, data: dict, method: str = "this method", allow_ex
 
 def latent_gp_view(model: ir.Model, data: dict, facts: LatentGPFacts, allow_external: bool = False) -> LatentGP:
     """The :class:`LatentGP` of a model already classified as a latent-GP model (``facts``)."""
-    jax_model = lower(model, data, "centred", allow_external=allow_external, marginalise=facts.marginalise)
+    jax_model, theta_blocks = lowered_with_blocks(model, data, facts.marginalise, allow_external)
     node = next(n for n in jax_model.gp_nodes if n.name == facts.name)
-    theta_blocks = [b for b in jax_model.blocks if b.role == "parameter"]
     y = np.asarray(jax_model.data[facts.target])
     n = int(np.prod(jax_model.block(node.name).shape))
     return LatentGP(jax_model, node, theta_blocks, sum(b.size for b in theta_blocks), n, facts.likelihood, y)

@@ -24,13 +24,13 @@ from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.inference.variational.latent_q import FactorisedGaussian, GaussianQParams
 from gpdsl.inference.variational.vem import (
-    INDUCING_JITTER,
     VariationalParams,
     VEMFit,
     make_objective,
 )
 from gpdsl.kernels.psi import psi_statistics
 from gpdsl.linalg import cho_solve, cholesky
+from gpdsl.numerics import GP_JITTER
 
 
 @dataclass
@@ -146,7 +146,7 @@ def _inducing_posterior(fit: VEMFit, columns: np.ndarray):
     kernel = problem.kernel(params.theta)
     noise = problem.noise_variance(params.theta)
     Z = params.inducing
-    Kuu = kernel(Z) + INDUCING_JITTER * jnp.eye(Z.shape[0])
+    Kuu = kernel(Z) + GP_JITTER * jnp.eye(Z.shape[0])
     observed = problem.observed[:, columns]
     weights = jnp.asarray(observed, dtype=float)
     q = fit.latent_q.moments(params.latent, params.theta)

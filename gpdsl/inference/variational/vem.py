@@ -30,13 +30,16 @@ from gpdsl.inference.variational.collapsed_bound import (
     missingness_groups,
     yy_factor,
 )
-from gpdsl.inference.variational.latent_q import FactorisedGaussian, GaussianQParams, LatentQ
+from gpdsl.inference.variational.latent_q import (
+    FactorisedGaussian,
+    GaussianQParams,
+    LatentQ,
+)
 from gpdsl.inference.variational.softplus import inverse_softplus, log_softplus
 from gpdsl.ir import nodes as ir
 from gpdsl.kernels.psi import psi_statistics
 from gpdsl.numerics import GP_JITTER
 
-INDUCING_JITTER = GP_JITTER  # on Kmm, as GPy's VarDTC (1e-8)
 # XLA options for the fit's objective: LLVM at optimisation level 1 compiles it about 15% faster than the
 # default level and runs it as fast (its time goes to matrix products and exponentials in library kernels).
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
@@ -191,7 +194,7 @@ def _bound(problem: GPLVMProblem, settings: VEMSettings, moments, kl):
         q = moments(latent, theta)
         kernel = problem.kernel(theta)
         noise = problem.noise_variance(theta)
-        Kmm = kernel(Z) + INDUCING_JITTER * np.eye(Z.shape[0])
+        Kmm = kernel(Z) + GP_JITTER * np.eye(Z.shape[0])  # as GPy's VarDTC
         data = data_term(kernel, noise, q.mean, q.variance, Z, Kmm)
         return data - kl(latent, theta, q) + problem.log_hyperprior(theta)
 
