@@ -1,9 +1,10 @@
 """JAX computes in float64 everywhere in gpdsl.
 
-Each subpackage that computes with JAX imports this module first (``gpdsl.kernels``,
-``gpdsl.inference``, ``gpdsl.backends.jax``, ``gpdsl.testing``, and the top-level ``linalg`` and
-``special``), so the setting is made in this one place. It is kept out of ``gpdsl/__init__.py`` because
-the PyStan worker process must never import JAX.
+Each package or module that computes with JAX imports this module first (``gpdsl.kernels``,
+``gpdsl.backends.jax``, ``gpdsl.testing``, the engine subpackages of ``gpdsl.inference`` and its
+``driver``, and the top-level ``linalg`` and ``special``), so the setting is made in this one place. It is
+kept out of ``gpdsl/__init__.py`` and ``gpdsl.inference.methods`` because the PyStan worker must never
+import JAX and the command line builds its flags without starting JAX.
 """
 
 import jax
