@@ -15,9 +15,9 @@ and prints, for each, the minimum over the hyperparameters (``sigma``, ``tau[1]`
 ArviZ's ``ess_bulk`` divided by the seconds of sampling, and its ratio to NUTS's.
 
 "Seconds of sampling" is the same notion for every method: post-compilation execution time of all
-chains, warmup included (gpdsl: the compiled segments' execution time, ``timings["warmup"] +
-timings["sampling"]`` of :func:`~gpdsl.inference.driver.run_chains`; NUTS: the time PyStan's
-``sample`` call takes, i.e. after the C++ build). Compilation times are reported separately.
+chains, warmup included: ``timings["warmup"] + timings["sampling"]`` of the results of
+:func:`gpdsl.api.run` (gpdsl: the compiled segments' execution time; NUTS: the time PyStan's ``sample``
+call takes, i.e. after the C++ build). Compilation times (``timings["compile"]``) are reported separately.
 gpdsl runs its chains vectorised in one process; PyStan runs its chains in parallel processes.
 
 Usage::
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import sys
@@ -58,11 +57,13 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from case_studies.filippone2014.simulate_data import MODEL_PATH, simulate_classification  # noqa: E402
-from gpdsl.api import load_model  # noqa: E402
+from gpdsl.api import load_model, run  # noqa: E402
 from gpdsl.atomic import atomic_write_text  # noqa: E402
-from gpdsl.backends.stan.nuts import sample_nuts  # noqa: E402
-from gpdsl.inference.run import EngineSettings, sample_engine  # noqa: E402
+from gpdsl.backends.stan.nuts import NUTSSettings  # noqa: E402
+from gpdsl.inference.methods.gibbs import GibbsSettings  # noqa: E402
+from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings  # noqa: E402
 from gpdsl.results.arviz_compat import ess, groups, rhat  # noqa: E402
+from gpdsl.results.method_output import results_json  # noqa: E402
 
 HYPERPARAMETERS = ("sigma", "tau")
 TARGET_RATIO = 20.0
@@ -74,13 +75,17 @@ QUICK = {"sizes": [50], "chains": 4, "warmup": 200, "draws": 500,
 
 LOOSE_EP_TOLERANCE = 100  # the looser criterion: ||change in mu||^2 < n / 100 instead of n / 1e4
 
+# label: (method, settings(n, run length)), run length = {"chains", "warmup", "draws"}
 ENGINES = {
-    "PM (LA, N_imp=1)": ("pm", lambda n: EngineSettings(approximation="laplace", num_importance=1)),
-    "PM (EP, N_imp=64)": ("pm", lambda n: EngineSettings(approximation="ep", num_importance=64)),
+    "PM (LA, N_imp=1)": ("pm", lambda n, length: PseudoMarginalSettings(**length, approximation="laplace",
+                                                                        num_importance=1)),
+    "PM (EP, N_imp=64)": ("pm", lambda n, length: PseudoMarginalSettings(**length, approximation="ep",
+                                                                         num_importance=64)),
     f"PM (EP, N_imp=64, tol n/{LOOSE_EP_TOLERANCE})": (
-        "pm", lambda n: EngineSettings(approximation="ep", num_importance=64, tol=n / LOOSE_EP_TOLERANCE)),
-    "AA": ("gibbs", lambda n: EngineSettings(theta_update="aa")),
-    "SURR": ("gibbs", lambda n: EngineSettings(theta_update="surr")),
+        "pm", lambda n, length: PseudoMarginalSettings(**length, approximation="ep", num_importance=64,
+                                                       tol=n / LOOSE_EP_TOLERANCE)),
+    "AA": ("gibbs", lambda n, length: GibbsSettings(**length, theta_update="aa")),
+    "SURR": ("gibbs", lambda n, length: GibbsSettings(**length, theta_update="surr")),
 }
 
 
@@ -124,10 +129,10 @@ def run_engine(label: str, model, data: dict, config: dict, seed: int) -> Row:
     """Run one of gpdsl's engines and measure it."""
     method, settings = ENGINES[label]
     load_before = os.getloadavg()[0]
-    results = sample_engine(model, data, method, settings(data["N"]), chains=config["chains"], warmup=config["warmup"],
-                            draws=config["draws"], seed=seed, progress=False)
+    length = {key: config[key] for key in ("chains", "warmup", "draws")}
+    results = run(model, data, method, settings(data["N"], length), seed=seed)
     load_after = os.getloadavg()[0]
-    timings = json.loads(results.attrs["engine_report"])["timings"]
+    timings = results_json(results, "timings")
     min_ess, by_parameter, max_rhat = _ess_summary(results)
     stats = groups(results)["sample_stats"]
     acceptance = float(stats["accepted"].mean()) if "accepted" in stats else None
@@ -140,16 +145,18 @@ def run_nuts(model, data: dict, config: dict, seed: int) -> Row:
     """Run PyStan NUTS and measure it (sampling time excludes the C++ build)."""
     nuts = config["nuts"]
     load_before = os.getloadavg()[0]
-    results = sample_nuts(model, data, backend="pystan", chains=nuts["chains"], warmup=nuts["warmup"],
-                          draws=nuts["draws"], seed=seed, adapt_delta=nuts["adapt_delta"], progress=False)
+    settings = NUTSSettings(chains=nuts["chains"], warmup=nuts["warmup"], draws=nuts["draws"],
+                            adapt_delta=nuts["adapt_delta"], backend="pystan")
+    results = run(model, data, "nuts", settings, seed=seed)
     load_after = os.getloadavg()[0]
     min_ess, by_parameter, max_rhat = _ess_summary(results)
-    seconds = float(results.attrs["sampling_time"])
+    timings = results_json(results, "timings")
+    seconds = timings["warmup"] + timings["sampling"]  # PyStan's sample call (the build excluded)
     stats = groups(results)["sample_stats"]
     divergent = int(np.asarray(stats["diverging"]).sum()) if "diverging" in stats else 0
     row = Row(f"NUTS (PyStan, adapt_delta={nuts['adapt_delta']})", data["N"], seed,
               f"{nuts['chains']} x ({nuts['warmup']} + {nuts['draws']})", min_ess, by_parameter, max_rhat,
-              None, seconds, float(results.attrs["wall_time"]) - seconds, load_before, load_after)
+              None, seconds, timings["compile"], load_before, load_after)
     row.divergent = divergent
     return row
 

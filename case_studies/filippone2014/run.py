@@ -21,7 +21,7 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -40,12 +40,15 @@ import numpy as np  # noqa: E402
 from case_studies.filippone2014 import paper_tables  # noqa: E402
 from case_studies.filippone2014.simulate_data import simulate_classification  # noqa: E402
 from gpdsl import datasets  # noqa: E402
-from gpdsl.api import load_model  # noqa: E402
+from gpdsl.api import load_model, run  # noqa: E402
 from gpdsl.atomic import atomic_write_text  # noqa: E402
-from gpdsl.backends.stan.nuts import sample_nuts  # noqa: E402
+from gpdsl.backends.stan.nuts import NUTSSettings  # noqa: E402
 from gpdsl.inference.families.latent_gp import latent_gp  # noqa: E402
+from gpdsl.inference.methods.ep_ml import EPMLSettings  # noqa: E402
+from gpdsl.inference.methods.gibbs import GibbsSettings  # noqa: E402
+from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMarginalSettings,  # noqa: E402
+                                                     adapted_proposal_covariance)
 from gpdsl.inference.predict.latent_gp import predict_from_latent_draws, predict_from_theta_draws  # noqa: E402
-from gpdsl.inference.run import EngineSettings, adapted_proposal_covariance, sample_engine  # noqa: E402
 from gpdsl.results.arviz_compat import ess, groups, rhat  # noqa: E402
 from gpdsl.results.plots import save_png  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
@@ -212,7 +215,7 @@ def simulated(n: int, d: int, seed: int) -> dict:
     return data
 
 
-def engine_run(kernel: str, data: dict, method: str, settings: EngineSettings, chains: int, warmup: int,
+def engine_run(kernel: str, data: dict, method: str, settings, chains: int, warmup: int,
                draws: int, seed: int, thin: int = 1) -> dict:
     """Run a gpdsl engine and summarise it.
 
@@ -222,10 +225,10 @@ def engine_run(kernel: str, data: dict, method: str, settings: EngineSettings, c
         Covariance.
     data : dict
         Model data.
-    method : str
-        ``sample_engine`` method.
-    settings : EngineSettings
-        Engine options.
+    method : {"pm", "gibbs"}
+        The :func:`gpdsl.api.run` method.
+    settings : PseudoMarginalSettings or GibbsSettings
+        The method's options; its ``chains``, ``warmup`` and ``draws`` are set from the arguments here.
     chains, warmup, draws, seed : int
         Run length (``warmup`` and ``draws`` are multiplied by ``thin``).
     thin : int
@@ -239,15 +242,15 @@ def engine_run(kernel: str, data: dict, method: str, settings: EngineSettings, c
         hyperparameters' posterior means and the wall time.
     """
     started = time.perf_counter()
-    result = sample_engine(model_of(kernel), data, method, settings, chains=chains, warmup=warmup * thin,
-                           draws=draws * thin, seed=seed, progress=False)
+    settings = replace(settings, chains=chains, warmup=warmup * thin, draws=draws * thin)
+    result = run(model_of(kernel), data, method, settings, seed=seed)
     wall = time.perf_counter() - started
     g = groups(result)
     stats = g["sample_stats"]
     acc = 100 * np.asarray(stats["acceptance_rate"]).mean(axis=1)
     proposal = {"proposal_covariance": adapted_proposal_covariance(result)} if method == "pm" else {}
     ops = np.asarray(stats["cubic_ops"], dtype=float).mean(axis=1) * thin
-    return {"kernel": kernel, "method": method, "settings": settings.__dict__, "chains": chains,
+    return {"kernel": kernel, "method": method, "settings": asdict(settings), "chains": chains,
             "warmup": warmup, "draws": draws, "thin": thin, "seed": seed, "wall_time": wall,
             "acceptance_mean": float(acc.mean()), "acceptance_sd": float(acc.std(ddof=1)) if chains > 1 else 0.0,
             "cubic_ops_mean": float(ops.mean()), "cubic_ops_sd": float(ops.std(ddof=1)) if chains > 1 else 0.0,
@@ -255,11 +258,16 @@ def engine_run(kernel: str, data: dict, method: str, settings: EngineSettings, c
             **chain_diagnostics(g["posterior"], thin)}
 
 
+def nuts_settings_of(nuts: dict) -> NUTSSettings:
+    """:class:`NUTSSettings` of a NUTS entry of :data:`SETTINGS` (chains, warmup, draws, adapt_delta)."""
+    return NUTSSettings(chains=nuts["chains"], warmup=nuts["warmup"], draws=nuts["draws"],
+                        adapt_delta=nuts["adapt_delta"])
+
+
 def nuts_run(kernel: str, data: dict, nuts: dict, seed: int) -> dict:
     """Run Stan's NUTS through gpdsl and summarise it like :func:`engine_run`."""
     started = time.perf_counter()
-    result = sample_nuts(model_of(kernel), data, chains=nuts["chains"], warmup=nuts["warmup"],
-                         draws=nuts["draws"], seed=seed, adapt_delta=nuts["adapt_delta"], progress=False)
+    result = run(model_of(kernel), data, "nuts", nuts_settings_of(nuts), seed=seed)
     wall = time.perf_counter() - started
     g = groups(result)
     stats = g["sample_stats"]
@@ -278,14 +286,17 @@ def nuts_settings(cfg: dict, n: int) -> dict:
     return cfg.get("nuts_by_n", {}).get(n, cfg["nuts"])
 
 
-def scheme_list(cfg: dict) -> list[tuple[str, str, EngineSettings]]:
-    """Table 1's schemes: (label, method, settings) for PM LA/EP with each N_imp, AA and SURR."""
+def scheme_list(cfg: dict) -> list[tuple[str, str, PseudoMarginalSettings | GibbsSettings]]:
+    """Table 1's schemes: (label, method, settings) for PM LA/EP with each N_imp, AA and SURR.
+
+    The settings' run length is set by :func:`engine_run`.
+    """
     out = []
     for approx, short in (("laplace", "LA"), ("ep", "EP")):
         for m in cfg["num_importance"]:
-            out.append((f"PM {short} ({m})", "pm", EngineSettings(approximation=approx, num_importance=m)))
-    out.append(("AA", "gibbs", EngineSettings(theta_update="aa")))
-    out.append(("SURR", "gibbs", EngineSettings(theta_update="surr")))
+            out.append((f"PM {short} ({m})", "pm", PseudoMarginalSettings(approximation=approx, num_importance=m)))
+    out.append(("AA", "gibbs", GibbsSettings(theta_update="aa")))
+    out.append(("SURR", "gibbs", GibbsSettings(theta_update="surr")))
     return out
 
 
@@ -411,11 +422,12 @@ def table3(cfg: dict, mode: str, fresh: bool, nuts_rows: list[dict]) -> tuple[li
     for n, d in t3.get("sizes", cfg["sizes"]):
         data = simulated(n, d, cfg["data_seed"])
         for kernel in cfg["kernels"]:
-            runs = [("PM", "pm", EngineSettings(approximation="ep", num_importance=t3["num_importance"]), t3["repeat"]),
-                    ("AA", "gibbs", EngineSettings(theta_update="aa", repeat_f=t3["repeat"],
-                                                    repeat_theta=t3["repeat"]), 1),
-                    ("SURR", "gibbs", EngineSettings(theta_update="surr", repeat_f=t3["repeat"],
-                                                      repeat_theta=t3["repeat"]), 1)]
+            runs = [("PM", "pm", PseudoMarginalSettings(approximation="ep", num_importance=t3["num_importance"]),
+                     t3["repeat"]),
+                    ("AA", "gibbs", GibbsSettings(theta_update="aa", repeat_f=t3["repeat"],
+                                                  repeat_theta=t3["repeat"]), 1),
+                    ("SURR", "gibbs", GibbsSettings(theta_update="surr", repeat_f=t3["repeat"],
+                                                    repeat_theta=t3["repeat"]), 1)]
             for i, (label, method, st, thin) in enumerate(runs):
                 key = f"t3_{mode}_n{n}_d{d}_{kernel}_{label}"
                 print(f"[table 3] n={n} d={d} {kernel} {label}", flush=True)
@@ -541,9 +553,7 @@ def nuts_probabilities(data: dict, X_test, c: dict, seed: int) -> tuple[np.ndarr
     """Predictive probabilities from NUTS draws of (f, sigma, tau) with the GP conditional (eq. 20)."""
     model = model_of("iso")
     started = time.perf_counter()
-    nuts = c["nuts"]
-    result = sample_nuts(model, data, chains=nuts["chains"], warmup=nuts["warmup"], draws=nuts["draws"], seed=seed,
-                         adapt_delta=nuts["adapt_delta"], progress=False)
+    result = run(model, data, "nuts", nuts_settings_of(c["nuts"]), seed=seed)
     post = groups(result)["posterior"]
     problem = latent_gp(model, data)
     theta, f = draws_of(problem, post, c["predict_thin"])
@@ -580,21 +590,21 @@ def capacity_run(name: str, n: int, split: int, c: dict) -> dict:
     data = {"N": n, "D": Xtr.shape[1], "X": Xtr, "y": ytr}
     model = model_of("iso")
     runs = {}
-    specs = [("EP-ML", "ep-ml", EngineSettings()),
-             ("MCMC-EP", "mcmc-ep", EngineSettings()),
-             ("PM-EP", "pm", EngineSettings(approximation="ep", num_importance=c["num_importance"],
-                                            sample_latent=True))]
+    length = {"chains": c["chains"], "warmup": c["warmup"], "draws": c["draws"]}
+    specs = [("EP-ML", "ep-ml", EPMLSettings(starts=4)),
+             ("MCMC-EP", "mcmc-ep", MCMCEPSettings(**length)),
+             ("PM-EP", "pm", PseudoMarginalSettings(**length, approximation="ep", num_importance=c["num_importance"],
+                                                    sample_latent=True))]
     problem = latent_gp(model, data)
     for label, method, st in specs:
         started = time.perf_counter()
         if method == "ep-ml":
-            result = sample_engine(model, data, method, st, seed=split, progress=False, new_inputs=Xte)
+            result = run(model, data, method, st, seed=split, new_inputs=Xte)
             prob = np.asarray(groups(result)["predictions"]["y_prob"]).mean(axis=(0, 1))
         else:
             # Predictions on every predict_thin-th draw, computed here rather than through
-            # sample_engine(new_inputs=...): see README ("Known problems").
-            result = sample_engine(model, data, method, st, chains=c["chains"], warmup=c["warmup"],
-                                   draws=c["draws"], seed=split, progress=False)
+            # run(new_inputs=...): see README ("Known problems").
+            result = run(model, data, method, st, seed=split)
             theta, f = draws_of(problem, groups(result)["posterior"], c["predict_thin"])
             prob = (predict_from_latent_draws(problem, theta, f, Xte) if f is not None
                     else predict_from_theta_draws(problem, theta, Xte)).mean(axis=(0, 1))

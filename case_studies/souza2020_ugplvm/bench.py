@@ -60,7 +60,8 @@ import numpy as np  # noqa: E402
 from gpdsl.api import load_model  # noqa: E402
 from gpdsl.datasets import oil_flow  # noqa: E402
 from gpdsl.inference.families.gplvm import gplvm_problem  # noqa: E402
-from gpdsl.inference.variational.vem import VariationalParams, VEMSettings, fit_vem, make_objective  # noqa: E402
+from gpdsl.inference.methods.vem import VEMSettings  # noqa: E402
+from gpdsl.inference.variational.vem import VariationalParams, fit_vem, make_objective  # noqa: E402
 
 MODEL = ROOT / "models" / "bayesian_gplvm.gpm"
 LENGTHSCALE_MODEL = HERE / "bgplvm_rbf_lengthscale.gpm"
