@@ -44,7 +44,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-os.environ.setdefault("GPDSL_DATA_MIRROR", str(ROOT.parent / "shared" / "data"))
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # P2 measures the first fit with an empty cache
     import tempfile
 
