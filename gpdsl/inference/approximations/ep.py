@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from gpdsl.errors import MethodError
-from gpdsl.inference.approximations.gaussian import GaussianApproximation
+from gpdsl.inference.approximations.gaussian import GaussianApproximation, for_latent_gp, iteration_setup
 from gpdsl.likelihoods import LIKELIHOODS, require
 from gpdsl.linalg import cho_solve, cholesky, solve_triangular
 
@@ -93,22 +93,15 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
 def ep_for(problem, theta, **options) -> GaussianApproximation:
     """:func:`ep` for a :class:`~gpdsl.inference.families.latent_gp.LatentGP` at hyperparameters ``theta``.
 
-    Parameters
-    ----------
-    problem : LatentGP
-        The model's latent-GP view.
-    theta : array_like
-        Unconstrained hyperparameters.
-    **options
-        ``tol`` and ``max_sweeps`` of :func:`ep`.
+    By :func:`~gpdsl.inference.approximations.gaussian.for_latent_gp`; ``options`` are ``tol``,
+    ``max_sweeps``, ``schedule`` and ``damping`` of :func:`ep`.
 
     Raises
     ------
     MethodError
         When the model's likelihood has no ``tilted_moments``.
     """
-    check_ep_likelihood(problem.likelihood, "the model's likelihood")
-    return ep(problem.covariance(theta), problem.y, likelihood=problem.likelihood, **options)
+    return for_latent_gp(ep, check_ep_likelihood, problem, theta, **options)
 
 
 def check_ep_likelihood(likelihood: str, what: str = "likelihood") -> None:
@@ -118,9 +111,7 @@ def check_ep_likelihood(likelihood: str, what: str = "likelihood") -> None:
 
 @partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
 def _ep(K, y, tol, max_sweeps, likelihood):
-    n = K.shape[-1]
-    tol = n / 1e4 if tol is None else tol
-    y = y.astype(K.dtype)
+    n, tol, y = iteration_setup(K, y, tol)
     tilted_moments = LIKELIHOODS[likelihood].tilted_moments
 
     def update_site(i, state):
@@ -158,9 +149,7 @@ def _ep(K, y, tol, max_sweeps, likelihood):
 
 @partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
 def _ep_parallel(K, y, tol, max_sweeps, damping, likelihood):
-    n = K.shape[-1]
-    tol = n / 1e4 if tol is None else tol
-    y = y.astype(K.dtype)
+    n, tol, y = iteration_setup(K, y, tol)
     tilted_moments = LIKELIHOODS[likelihood].tilted_moments
 
     def sweep(tau, nu, sigma_diag, mu):

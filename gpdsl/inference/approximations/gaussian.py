@@ -69,6 +69,62 @@ class GaussianApproximation(NamedTuple):
     log_marginal_ops: jax.Array
 
 
+def for_latent_gp(approximate, check, problem, theta, **options) -> GaussianApproximation:
+    """A Gaussian approximation of a :class:`~gpdsl.inference.families.latent_gp.LatentGP` at ``theta``.
+
+    The likelihood is checked first, so that a refusal names it as the model's likelihood.
+
+    Parameters
+    ----------
+    approximate : callable
+        :func:`~gpdsl.inference.approximations.laplace.laplace` or
+        :func:`~gpdsl.inference.approximations.ep.ep`, called as
+        ``approximate(K, y, likelihood=..., **options)``.
+    check : callable
+        Its likelihood check, called as ``check(likelihood, "the model's likelihood")``.
+    problem : LatentGP
+        The model's latent-GP view.
+    theta : array_like
+        Unconstrained hyperparameters.
+    **options
+        Further keyword arguments of ``approximate``.
+
+    Returns
+    -------
+    GaussianApproximation
+
+    Raises
+    ------
+    MethodError
+        When ``check`` refuses the model's likelihood.
+    """
+    check(problem.likelihood, "the model's likelihood")
+    return approximate(problem.covariance(theta), problem.y, likelihood=problem.likelihood, **options)
+
+
+def iteration_setup(K, y, tol):
+    """What the Laplace and EP iterations start from.
+
+    Parameters
+    ----------
+    K : jax.Array, shape (n, n)
+        Prior covariance.
+    y : jax.Array, shape (n,)
+        Labels.
+    tol : float or None
+        Convergence threshold; ``None`` for the paper's ``n / 1e4`` (Sec. 4).
+
+    Returns
+    -------
+    n : int
+    tol : float
+    y : jax.Array
+        ``y`` in the dtype of ``K``.
+    """
+    n = K.shape[-1]
+    return n, (n / 1e4 if tol is None else tol), y.astype(K.dtype)
+
+
 def posterior_mean_cov(approx: GaussianApproximation, K) -> tuple[jax.Array, jax.Array]:
     """Mean and covariance of ``q``.
 
@@ -164,18 +220,8 @@ def sample_with_log_density(approx: GaussianApproximation, K, key, num: int) -> 
     """Draws from ``q`` and their ``log q``, sharing one Cholesky factorisation of K.
 
     This is what an importance-sampling estimate of ``p(y | theta)`` needs.
-    Cost: one ``O(n^3)`` operation, then ``O(n^2)`` per draw.
-
-    Parameters
-    ----------
-    approx : GaussianApproximation
-        The approximation.
-    K : array_like, shape (n, n)
-        The prior covariance it was computed with.
-    key : jax.Array
-        PRNG key.
-    num : int
-        Number of draws.
+    Cost: one ``O(n^3)`` operation, then ``O(n^2)`` per draw. Parameters are those of
+    :func:`sample`, without ``chol_k``.
 
     Returns
     -------

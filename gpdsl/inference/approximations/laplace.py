@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from gpdsl.inference.approximations.gaussian import GaussianApproximation
+from gpdsl.inference.approximations.gaussian import GaussianApproximation, for_latent_gp, iteration_setup
 from gpdsl.likelihoods import LIKELIHOODS, require
 from gpdsl.linalg import cho_solve, cholesky
 
@@ -63,22 +63,15 @@ def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int 
 def laplace_for(problem, theta, **options) -> GaussianApproximation:
     """:func:`laplace` for a :class:`~gpdsl.inference.families.latent_gp.LatentGP` at hyperparameters ``theta``.
 
-    Parameters
-    ----------
-    problem : LatentGP
-        The model's latent-GP view.
-    theta : array_like
-        Unconstrained hyperparameters.
-    **options
-        ``tol`` and ``max_iter`` of :func:`laplace`.
+    By :func:`~gpdsl.inference.approximations.gaussian.for_latent_gp`; ``options`` are ``tol`` and
+    ``max_iter`` of :func:`laplace`.
 
     Raises
     ------
     MethodError
         When the model's likelihood has no ``derivatives``.
     """
-    check_laplace_likelihood(problem.likelihood, "the model's likelihood")
-    return laplace(problem.covariance(theta), problem.y, likelihood=problem.likelihood, **options)
+    return for_latent_gp(laplace, check_laplace_likelihood, problem, theta, **options)
 
 
 def check_laplace_likelihood(likelihood: str, what: str = "likelihood") -> None:
@@ -88,9 +81,7 @@ def check_laplace_likelihood(likelihood: str, what: str = "likelihood") -> None:
 
 @partial(jax.jit, static_argnames=("likelihood", "max_iter"))
 def _laplace(K, y, likelihood, tol, max_iter):
-    n = K.shape[-1]
-    tol = n / 1e4 if tol is None else tol
-    y = y.astype(K.dtype)
+    n, tol, y = iteration_setup(K, y, tol)
     derivatives = LIKELIHOODS[likelihood].derivatives
 
     def objective(a, f):
