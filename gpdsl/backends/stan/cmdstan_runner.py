@@ -42,18 +42,7 @@ def find_cmdstan() -> Path | None:
     return None
 
 
-def sample_cmdstanpy(
-    program_code: str,
-    data: dict,
-    chains: int = 4,
-    warmup: int = 1000,
-    draws: int = 1000,
-    seed: int | None = None,
-    adapt_delta: float = 0.8,
-    max_depth: int = 10,
-    init: dict | list[dict] | None = None,
-    progress: Progress = True,
-) -> StanFit:
+def sample_cmdstanpy(program_code: str, data: dict, *args, progress: Progress = True, **options) -> StanFit:
     """Sample a Stan program with CmdStan's NUTS through CmdStanPy.
 
     Parameters and result are those of :func:`gpdsl.backends.stan.runners.sample_pystan`; a
@@ -70,7 +59,7 @@ def sample_cmdstanpy(
     cmdstan = find_cmdstan()
     if cmdstan is None:
         raise BackendError("CmdStan is not installed: set CMDSTAN or install it", hint=INSTALL_HINT)
-    settings = sampler_settings(chains, warmup, draws, seed, adapt_delta, max_depth, init)
+    settings = sampler_settings(*args, **options)
     check_program(program_code)
     cmdstanpy.set_cmdstan_path(str(cmdstan))
     try:
@@ -81,10 +70,10 @@ def sample_cmdstanpy(
             chains=settings["chains"],
             iter_warmup=settings["warmup"],
             iter_sampling=settings["draws"],
-            seed=seed,
+            seed=settings["seed"],
             adapt_delta=settings["adapt_delta"],
             max_treedepth=settings["max_depth"],
-            inits=to_json_value(init),
+            inits=to_json_value(settings["init"]),
             show_progress=progress is True,
         )
         sampling_time = time.perf_counter() - sampling_started

@@ -103,8 +103,41 @@ def arviz_sample_stats(stan_stats: dict[str, np.ndarray]) -> dict[str, np.ndarra
     return renamed
 
 
-def sampler_settings(chains, warmup, draws, seed, adapt_delta, max_depth, init) -> dict[str, Any]:
-    """The settings dict recorded in :attr:`StanFit.settings`, validated."""
+def sampler_settings(
+    chains: int = 4,
+    warmup: int = 1000,
+    draws: int = 1000,
+    seed: int | None = None,
+    adapt_delta: float = 0.8,
+    max_depth: int = 10,
+    init: dict | list[dict] | None = None,
+) -> dict[str, Any]:
+    """The NUTS settings every Stan sampler takes, with their defaults, validated.
+
+    Parameters
+    ----------
+    chains, warmup, draws : int
+        Number of chains, warmup iterations and kept draws per chain.
+    seed : int, optional
+        Random seed.
+    adapt_delta : float
+        Target acceptance rate of step-size adaptation.
+    max_depth : int
+        Maximum tree depth.
+    init : dict or list of dict, optional
+        Initial values: one dict for every chain, or one dict per chain.
+
+    Returns
+    -------
+    dict
+        The settings as recorded in :attr:`StanFit.settings`.
+
+    Raises
+    ------
+    BackendError
+        For a count that is not a positive integer (``warmup`` may be 0), ``adapt_delta`` outside
+        (0, 1), or a list of ``init`` values that does not have one per chain.
+    """
     for name, value in {"chains": chains, "warmup": warmup, "draws": draws, "max_depth": max_depth}.items():
         if int(value) != value or value < (0 if name == "warmup" else 1):
             raise BackendError(f"{name} must be a positive integer, got {value!r}")
@@ -118,22 +151,12 @@ def sampler_settings(chains, warmup, draws, seed, adapt_delta, max_depth, init) 
     )
 
 
-def sample_pystan(
-    program_code: str,
-    data: dict,
-    chains: int = 4,
-    warmup: int = 1000,
-    draws: int = 1000,
-    seed: int | None = None,
-    adapt_delta: float = 0.8,
-    max_depth: int = 10,
-    init: dict | list[dict] | None = None,
-    progress: Progress = True,
-) -> StanFit:
+def sample_pystan(program_code: str, data: dict, *args, progress: Progress = True, **options) -> StanFit:
     """Sample a Stan program with PyStan's NUTS (diagonal metric) in a subprocess.
 
     The first build of a program compiles C++ (about 50 s, 2.3 GB of memory); httpstan caches the
-    build by program text under ``$XDG_CACHE_HOME/httpstan``.
+    build by program text under ``$XDG_CACHE_HOME/httpstan``. With a seed httpstan also caches the
+    fit, so an identical call is replayed.
 
     Parameters
     ----------
@@ -141,16 +164,10 @@ def sample_pystan(
         The Stan program.
     data : dict
         Values for the ``data`` block; NumPy arrays are accepted.
-    chains, warmup, draws : int
-        Number of chains, warmup iterations and kept draws per chain.
-    seed : int, optional
-        Random seed. With a seed httpstan also caches the fit, so an identical call is replayed.
-    adapt_delta : float
-        Target acceptance rate of step-size adaptation.
-    max_depth : int
-        Maximum tree depth.
-    init : dict or list of dict, optional
-        Initial values: one dict for every chain, or one dict per chain.
+    *args, **options
+        The settings of :func:`sampler_settings`, by position or name: ``chains``, ``warmup``,
+        ``draws``, ``seed``, ``adapt_delta``, ``max_depth`` and ``init`` (4 chains of 1000 warmup
+        iterations and 1000 draws by default).
     progress : bool or callable
         ``True`` prints the worker's progress lines on stderr, ``False`` hides them, and a callable
         receives each line.
@@ -162,13 +179,15 @@ def sample_pystan(
     Raises
     ------
     BackendError
-        If stanc rejects the program, the build fails or sampling fails (e.g. initialization).
+        If the settings are invalid, stanc rejects the program, the build fails or sampling fails
+        (e.g. initialization).
     """
     started = time.perf_counter()
-    settings = sampler_settings(chains, warmup, draws, seed, adapt_delta, max_depth, init)
+    settings = sampler_settings(*args, **options)
     check_program(program_code)
-    options = dict(settings, init=_per_chain_init(init, settings["chains"]))
-    metadata, arrays = run_worker("sample", program_code, data, options, seed=seed, progress=progress)
+    worker_options = dict(settings, init=_per_chain_init(settings["init"], settings["chains"]))
+    metadata, arrays = run_worker("sample", program_code, data, worker_options, seed=settings["seed"],
+                                  progress=progress)
     draws_by_name = {name: arrays[f"draw.{name}"] for name in metadata["param_names"]}
     stats = arviz_sample_stats({name: arrays[f"stat.{name}"] for name in metadata["sample_stat_names"]})
     return StanFit(
@@ -291,15 +310,9 @@ def parameter_layout_pystan(program_code: str, data: dict, progress: Progress = 
 def sample_stan(
     program_code: str,
     data: dict,
-    chains: int = 4,
-    warmup: int = 1000,
-    draws: int = 1000,
-    seed: int | None = None,
-    adapt_delta: float = 0.8,
-    max_depth: int = 10,
-    init: dict | list[dict] | None = None,
-    progress: Progress = True,
+    *args,
     backend: Literal["auto", "pystan", "cmdstanpy"] = "auto",
+    **options,
 ) -> StanFit:
     """Sample with CmdStanPy when CmdStan is installed, else PyStan (or the ``backend`` named).
 
@@ -316,10 +329,7 @@ def sample_stan(
     if backend == "auto":
         backend = "cmdstanpy" if find_cmdstan() is not None else "pystan"
     runner = sample_cmdstanpy if backend == "cmdstanpy" else sample_pystan
-    return runner(
-        program_code, data, chains=chains, warmup=warmup, draws=draws, seed=seed,
-        adapt_delta=adapt_delta, max_depth=max_depth, init=init, progress=progress,
-    )
+    return runner(program_code, data, *args, **options)
 
 
 def _per_chain_init(init, chains: int) -> list[dict] | None:
