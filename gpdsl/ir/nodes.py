@@ -151,7 +151,9 @@ class KernelLeaf(Kernel):
 
 
 @dataclass(frozen=True)
-class KernelSum(Kernel):
+class KernelPair(Kernel):
+    """Two kernels combined pointwise: the base of :class:`KernelSum` and :class:`KernelProduct`."""
+
     left: Kernel = None
     right: Kernel = None
 
@@ -161,13 +163,13 @@ class KernelSum(Kernel):
 
 
 @dataclass(frozen=True)
-class KernelProduct(Kernel):
-    left: Kernel = None
-    right: Kernel = None
+class KernelSum(KernelPair):
+    """``left + right``."""
 
-    def leaves(self):
-        yield from self.left.leaves()
-        yield from self.right.leaves()
+
+@dataclass(frozen=True)
+class KernelProduct(KernelPair):
+    """``left * right``."""
 
 
 @dataclass(frozen=True)
