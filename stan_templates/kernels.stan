@@ -1,4 +1,5 @@
-// Covariance functions of the gpdsl kernels, in the parameterisations of gpdsl.semantics.catalog.
+// Covariance functions of the gpdsl kernels, in the parameterisations of gpdsl.kernel_table, whose
+// entries name the function each kernel compiles to (KernelSpec.stan).
 // Each takes two point sets (array[] vector, one vector per point) and returns the matrix
 // K[i, j] = k(x1[i], x2[j]). Hyperparameters that may be ARD are vectors with one entry per input
 // dimension; the code generator passes rep_vector(value, D) for an isotropic (scalar) value.

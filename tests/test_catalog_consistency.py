@@ -1,19 +1,92 @@
-"""The language catalog (used by the JAX-free checker) and the JAX kernel registry agree."""
+"""The kernel table (gpdsl.kernel_table) is the one description every consumer reads: the checker's
+catalog, the JAX kernel classes and registry, and the Stan code generator; each entry has a JAX class
+and a Stan spelling that exists in the template library with the matching signature."""
+
+import inspect
+import re
+import subprocess
+import sys
 
 import pytest
 
-from gpdsl.kernels import KERNEL_SPECS
-from gpdsl.semantics.catalog import KERNELS
+from gpdsl.backends.stan.fragments import function_library
+from gpdsl.kernel_table import KERNEL_SPECS, KernelParam, KernelSpec, StanCall
+from gpdsl.kernels import KERNELS, Kernel
+from gpdsl.semantics import catalog
 
 
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_kernel_parameters_agree(name):
-    language = KERNELS[name]
-    jax_spec = KERNEL_SPECS[name]
-    assert [p.name for p in language.params] == list(jax_spec.params)
-    for param in language.params:
-        assert param.ard == jax_spec.params[param.name].ard_allowed, param.name
+def table_gaps(table: dict[str, KernelSpec], classes: dict[str, type]) -> list[str]:
+    """What keeps ``table`` from being complete: missing JAX classes or Stan spellings, disagreements."""
+    library = function_library()
+    gaps = []
+    for name, spec in table.items():
+        cls = classes.get(name)
+        if cls is None:
+            gaps.append(f"{name}: no JAX kernel class")
+        elif cls.spec is not spec:
+            gaps.append(f"{name}: the JAX class's spec is not the table entry")
+        elif list(inspect.signature(cls).parameters) != [*spec.positional, "active_dims"]:
+            gaps.append(f"{name}: the JAX constructor's parameters are not the table's")
+        if not spec.stan:
+            gaps.append(f"{name}: no Stan spelling")
+        if {p for call in spec.stan for p in call.params} != set(spec.positional):
+            gaps.append(f"{name}: the Stan spellings do not pass every parameter")
+        for call in spec.stan:
+            if call.function not in library:
+                gaps.append(f"{name}: Stan function {call.function} is not in stan_templates")
+                continue
+            expected = ["array[] vector x1", "array[] vector x2"]
+            expected += [f"{'vector' if spec.param(p).ard_allowed else 'real'} {p}" for p in call.params]
+            expected += ["int same_points"] if call.same_points else []
+            text = library[call.function].text
+            signature = re.search(rf"\bmatrix {call.function}\((.*?)\)\s*\{{", text, re.DOTALL)
+            args = [" ".join(arg.split()) for arg in signature.group(1).split(",")]
+            if args != expected:
+                gaps.append(f"{name}: {call.function} takes ({', '.join(args)}), not ({', '.join(expected)})")
+    gaps += [f"{name}: a JAX class without a table entry" for name in classes if name not in table]
+    return gaps
 
 
-def test_same_kernel_names():
-    assert set(KERNELS) == set(KERNEL_SPECS)
+def test_every_kernel_has_a_jax_class_and_a_stan_spelling():
+    assert table_gaps(KERNEL_SPECS, KERNELS) == []
+
+
+def test_an_entry_without_class_or_stan_spelling_is_caught():
+    toy = KernelSpec("toy", (KernelParam("variance", default=1.0),), stan=())
+    assert table_gaps({**KERNEL_SPECS, "toy": toy}, KERNELS) == [
+        "toy: no JAX kernel class",
+        "toy: no Stan spelling",
+        "toy: the Stan spellings do not pass every parameter",
+    ]
+    misspelt = KernelSpec("toy", toy.params, stan=(StanCall("toy_kernel", ("variance",)),))
+    assert "toy: Stan function toy_kernel is not in stan_templates" in table_gaps({"toy": misspelt}, {})
+    white = KERNEL_SPECS["white"]
+    wrong_kind = KernelSpec("white", white.params, stan=(StanCall("white_kernel", ("variance",)),))
+    assert table_gaps({"white": wrong_kind}, {})[-1] == (
+        "white: white_kernel takes (array[] vector x1, array[] vector x2, real variance, int same_points), "
+        "not (array[] vector x1, array[] vector x2, real variance)")
+
+
+def test_one_table_for_checker_jax_and_stan():
+    assert catalog.KERNELS is KERNEL_SPECS
+    assert {name: cls.spec for name, cls in KERNELS.items()} == KERNEL_SPECS
+    assert all(issubclass(cls, Kernel) for cls in KERNELS.values())
+
+
+def test_table_checker_and_stan_backend_do_not_import_jax():
+    script = (
+        "import sys, gpdsl.kernel_table, gpdsl.semantics.check, gpdsl.backends.stan.codegen;"
+        "print(sorted({name.split('.')[0] for name in sys.modules} & {'jax', 'jaxlib'}))"
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert completed.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("name", sorted(KERNEL_SPECS))
+def test_python_rules_follow_the_table(name):
+    spec = KERNEL_SPECS[name]
+    cls = KERNELS[name]
+    defaults = {p.name: p.default for p in inspect.signature(cls).parameters.values()}
+    for param in spec.params:
+        in_group = any(param.name in group for group in spec.exclusive)
+        assert param.required == (defaults[param.name] is None and not in_group), param.name

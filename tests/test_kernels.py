@@ -286,10 +286,10 @@ def test_registry_covers_all_kernels():
 
 def test_spec_describes_parameters():
     rbf = kernel_spec("rbf")
-    assert set(rbf.params) == {"variance", "lengthscale", "inv_ls2"}
+    assert set(rbf.positional) == {"variance", "lengthscale", "inv_ls2"}
     assert rbf.exclusive == (("lengthscale", "inv_ls2"),)
-    assert rbf.params["lengthscale"].ard_allowed and not rbf.params["variance"].ard_allowed
-    assert rbf.params["variance"].default == 1.0
+    assert rbf.param("lengthscale").ard_allowed and not rbf.param("variance").ard_allowed
+    assert rbf.param("variance").default == 1.0
     assert kernel_spec("periodic").required == {"lengthscale", "period"}
     assert kernel_spec("matern32").required == {"lengthscale"}
     assert kernel_spec("white").positional == ("variance",)

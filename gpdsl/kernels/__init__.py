@@ -6,11 +6,11 @@ terms), ``k(X1, X2)`` the cross-covariance and ``k.diag(X)`` the diagonal of ``k
 """
 
 import gpdsl.float64  # noqa: F401  (float64 before any array is made)
+from gpdsl.kernel_table import KernelParam, KernelSpec
 from gpdsl.kernels.base import Kernel
 from gpdsl.kernels.composite import Product, Scale, Sum
 from gpdsl.kernels.dot_product import MLP, Linear
 from gpdsl.kernels.registry import KERNEL_SPECS, KERNELS, build_kernel, kernel_spec
-from gpdsl.kernels.spec import KernelSpec, ParamSpec
 from gpdsl.kernels.static import Constant, White
 from gpdsl.kernels.stationary import RBF, Matern12, Matern32, Matern52, Periodic
 
@@ -29,7 +29,7 @@ __all__ = [
     "Product",
     "Scale",
     "KernelSpec",
-    "ParamSpec",
+    "KernelParam",
     "KERNELS",
     "KERNEL_SPECS",
     "kernel_spec",

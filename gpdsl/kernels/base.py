@@ -5,7 +5,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from gpdsl.kernels.params import normalise_active_dims, select_columns
+from gpdsl.kernel_table import KernelSpec
+from gpdsl.kernels.params import as_param, normalise_active_dims, select_columns
 
 
 class Kernel:
@@ -28,9 +29,12 @@ class Kernel:
     Kernels compose: ``k1 + k2`` is a :class:`Sum`, ``k1 * k2`` a :class:`Product` and
     ``c * k`` or ``k * c`` a :class:`Scale` by a (possibly traced) scalar; ``c + k``
     adds a :class:`Constant` kernel.
+
+    A kernel of the language has its :mod:`gpdsl.kernel_table` entry as the class attribute ``spec``.
     """
 
     __array_ufunc__ = None
+    spec: KernelSpec | None = None
     _param_names: tuple[str, ...] = ()
     active_dims = None
 
@@ -112,6 +116,19 @@ class Kernel:
         for name, value in zip(kernel._param_names, children):
             setattr(kernel, name, value)
         return kernel
+
+    def _set_hyperparameters(self, active_dims=None, **values) -> None:
+        """Set hyperparameters (keyword order is positional order) as ``spec`` allows them.
+
+        Raises
+        ------
+        ModelCheckError
+            A required hyperparameter is None, or one has more dimensions than ``spec`` allows.
+        """
+        spec = self.spec
+        spec.verify_required(name for name, value in values.items() if value is not None)
+        converted = {n: as_param(v, n, spec.name, spec.param(n).ard_allowed) for n, v in values.items()}
+        self._set_params(converted, active_dims)
 
     def _set_params(self, values: dict, active_dims=None) -> None:
         self._param_names = tuple(values)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from gpdsl.kernel_table import KERNEL_SPECS
 from gpdsl.kernels.base import Kernel
-from gpdsl.kernels.params import as_param, check_ard, sum_over_inputs
-from gpdsl.kernels.spec import KernelSpec, ParamSpec
+from gpdsl.kernels.params import check_ard, sum_over_inputs
 
 
 class Linear(Kernel):
@@ -22,10 +22,10 @@ class Linear(Kernel):
         Input columns the kernel sees.
     """
 
-    spec = KernelSpec("linear", {"variance": ParamSpec("variance", default=1.0, ard_allowed=True)})
+    spec = KERNEL_SPECS["linear"]
 
     def __init__(self, variance=1.0, *, active_dims=None):
-        self._set_params({"variance": as_param(variance, "variance", "linear", True)}, active_dims)
+        self._set_hyperparameters(active_dims, variance=variance)
 
     def evaluate(self, x1, x2):
         check_ard(self.variance, "variance", "linear", x1.shape[-1])
@@ -51,23 +51,11 @@ class MLP(Kernel):
         Input columns the kernel sees.
     """
 
-    spec = KernelSpec(
-        "mlp",
-        {
-            "variance": ParamSpec("variance", default=1.0),
-            "weight_variance": ParamSpec("weight_variance", default=1.0, ard_allowed=True),
-            "bias_variance": ParamSpec("bias_variance", default=1.0),
-        },
-    )
+    spec = KERNEL_SPECS["mlp"]
 
     def __init__(self, variance=1.0, weight_variance=1.0, bias_variance=1.0, *, active_dims=None):
-        self._set_params(
-            {
-                "variance": as_param(variance, "variance", "mlp", False),
-                "weight_variance": as_param(weight_variance, "weight_variance", "mlp", True),
-                "bias_variance": as_param(bias_variance, "bias_variance", "mlp", False),
-            },
-            active_dims,
+        self._set_hyperparameters(
+            active_dims, variance=variance, weight_variance=weight_variance, bias_variance=bias_variance
         )
 
     def evaluate(self, x1, x2):

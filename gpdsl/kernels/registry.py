@@ -1,53 +1,17 @@
-"""Kernel constructors by their model-language names."""
+"""Kernel classes by their model-language names, paired with the entries of :mod:`gpdsl.kernel_table`."""
 
 from __future__ import annotations
 
-import difflib
-
-from gpdsl.errors import ModelCheckError
+from gpdsl.kernel_table import KERNEL_SPECS, KernelSpec, kernel_spec
 from gpdsl.kernels.dot_product import MLP, Linear
-from gpdsl.kernels.spec import KernelSpec
 from gpdsl.kernels.static import Constant, White
 from gpdsl.kernels.stationary import RBF, Matern12, Matern32, Matern52, Periodic
-from gpdsl.source import Span
 
-KERNELS = {
-    "rbf": RBF,
-    "matern12": Matern12,
-    "matern32": Matern32,
-    "matern52": Matern52,
-    "periodic": Periodic,
-    "linear": Linear,
-    "white": White,
-    "constant": Constant,
-    "mlp": MLP,
-}
-"""Kernel classes by model-language name; each has a ``spec`` :class:`KernelSpec`."""
+__all__ = ["KERNELS", "KERNEL_SPECS", "KernelSpec", "build_kernel", "kernel_spec"]
 
-KERNEL_SPECS: dict[str, KernelSpec] = {name: cls.spec for name, cls in KERNELS.items()}
-"""Call signatures by model-language name."""
-
-
-def kernel_spec(name: str, span: Span | None = None) -> KernelSpec:
-    """Look up a kernel's call signature by name.
-
-    Parameters
-    ----------
-    name : str
-        Model-language name, e.g. ``"rbf"``.
-    span : Span, optional
-        Location of the call, attached to the error.
-
-    Raises
-    ------
-    ModelCheckError
-        No kernel has this name; the hint suggests the closest one.
-    """
-    if name in KERNEL_SPECS:
-        return KERNEL_SPECS[name]
-    close = difflib.get_close_matches(name, KERNEL_SPECS, n=1)
-    hint = f"did you mean '{close[0]}'?" if close else f"known kernels: {', '.join(KERNEL_SPECS)}"
-    raise ModelCheckError(f"unknown kernel '{name}'", span, hint)
+KERNELS = {cls.spec.name: cls
+           for cls in (RBF, Matern12, Matern32, Matern52, Periodic, Linear, White, Constant, MLP)}
+"""Kernel classes by model-language name; each class's ``spec`` is its :data:`KERNEL_SPECS` entry."""
 
 
 def build_kernel(name: str, *args, active_dims=None, **params):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
+from gpdsl.kernel_table import KERNEL_SPECS
 from gpdsl.kernels.base import Kernel
-from gpdsl.kernels.params import as_param
-from gpdsl.kernels.spec import KernelSpec, ParamSpec
 
 
 class White(Kernel):
@@ -25,10 +24,10 @@ class White(Kernel):
         Accepted for uniformity; has no effect.
     """
 
-    spec = KernelSpec("white", {"variance": ParamSpec("variance", default=1.0)})
+    spec = KERNEL_SPECS["white"]
 
     def __init__(self, variance=1.0, *, active_dims=None):
-        self._set_params({"variance": as_param(variance, "variance", "white", False)}, active_dims)
+        self._set_hyperparameters(active_dims, variance=variance)
 
     def evaluate(self, x1, x2):
         return jnp.zeros((), dtype=self.variance.dtype)
@@ -48,10 +47,10 @@ class Constant(Kernel):
         Accepted for uniformity; has no effect.
     """
 
-    spec = KernelSpec("constant", {"variance": ParamSpec("variance", default=1.0)})
+    spec = KERNEL_SPECS["constant"]
 
     def __init__(self, variance=1.0, *, active_dims=None):
-        self._set_params({"variance": as_param(variance, "variance", "constant", False)}, active_dims)
+        self._set_hyperparameters(active_dims, variance=variance)
 
     def evaluate(self, x1, x2):
         return self.variance

@@ -5,18 +5,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from gpdsl.errors import ModelCheckError
+from gpdsl.kernel_table import KERNEL_SPECS
 from gpdsl.kernels.base import Kernel
-from gpdsl.kernels.params import (
-    as_param,
-    check_ard,
-    safe_sqrt,
-    scaled_sqdist,
-    sum_over_inputs,
-)
-from gpdsl.kernels.spec import KernelSpec, ParamSpec
-
-_VARIANCE = ParamSpec("variance", default=1.0)
-_LENGTHSCALE = ParamSpec("lengthscale", required=True, ard_allowed=True)
+from gpdsl.kernels.params import check_ard, safe_sqrt, scaled_sqdist, sum_over_inputs
 
 
 class RBF(Kernel):
@@ -39,30 +30,17 @@ class RBF(Kernel):
         Input columns the kernel sees; all by default.
     """
 
-    spec = KernelSpec(
-        "rbf",
-        {
-            "variance": _VARIANCE,
-            "lengthscale": ParamSpec("lengthscale", ard_allowed=True),
-            "inv_ls2": ParamSpec("inv_ls2", ard_allowed=True),
-        },
-        exclusive=(("lengthscale", "inv_ls2"),),
-    )
+    spec = KERNEL_SPECS["rbf"]
     lengthscale = None
     inv_ls2 = None
 
     def __init__(self, variance=1.0, lengthscale=None, inv_ls2=None, *, active_dims=None):
         if (lengthscale is None) == (inv_ls2 is None):
             raise ModelCheckError("rbf() needs exactly one of lengthscale, inv_ls2")
-        form = "lengthscale" if lengthscale is not None else "inv_ls2"
-        value = lengthscale if lengthscale is not None else inv_ls2
-        self._set_params(
-            {
-                "variance": as_param(variance, "variance", "rbf", False),
-                form: as_param(value, form, "rbf", True),
-            },
-            active_dims,
-        )
+        if lengthscale is not None:
+            self._set_hyperparameters(active_dims, variance=variance, lengthscale=lengthscale)
+        else:
+            self._set_hyperparameters(active_dims, variance=variance, inv_ls2=inv_ls2)
 
     def evaluate(self, x1, x2):
         scale = self.lengthscale if self.lengthscale is not None else self.inv_ls2
@@ -71,22 +49,29 @@ class RBF(Kernel):
         return self.variance * jnp.exp(-0.5 * r2)
 
 
-class _Matern(Kernel):
-    name = ""
+def _matern_doc(title: str, name: str, gpy: str) -> str:
+    """The docstring of a Matérn kernel class: its covariance is the table's doc text."""
+    return f"""{title} kernel ``{KERNEL_SPECS[name].doc}``.
 
+    ``r = sqrt(sum_d (x_d - x'_d)^2 / l_d^2)``. Matches ``GPy.kern.{gpy}``.
+
+    Parameters
+    ----------
+    variance : float
+        Marginal variance.
+    lengthscale : float or array of shape (d,)
+        Isotropic or ARD length-scale.
+    active_dims : tuple of int or slice, optional
+        Input columns the kernel sees.
+    """
+
+
+class _Matern(Kernel):
     def __init__(self, variance=1.0, lengthscale=None, *, active_dims=None):
-        if lengthscale is None:
-            raise ModelCheckError(f"{self.name}() is missing required parameter 'lengthscale'")
-        self._set_params(
-            {
-                "variance": as_param(variance, "variance", self.name, False),
-                "lengthscale": as_param(lengthscale, "lengthscale", self.name, True),
-            },
-            active_dims,
-        )
+        self._set_hyperparameters(active_dims, variance=variance, lengthscale=lengthscale)
 
     def evaluate(self, x1, x2):
-        check_ard(self.lengthscale, "lengthscale", self.name, x1.shape[-1])
+        check_ard(self.lengthscale, "lengthscale", self.spec.name, x1.shape[-1])
         r = safe_sqrt(scaled_sqdist(x1, x2, self.lengthscale))
         return self.variance * self.profile(r)
 
@@ -96,22 +81,8 @@ class _Matern(Kernel):
 
 
 class Matern12(_Matern):
-    """Matérn-1/2 (exponential) kernel ``variance * exp(-r)``.
-
-    ``r = sqrt(sum_d (x_d - x'_d)^2 / l_d^2)``. Matches ``GPy.kern.Exponential``.
-
-    Parameters
-    ----------
-    variance : float
-        Marginal variance.
-    lengthscale : float or array of shape (d,)
-        Isotropic or ARD length-scale.
-    active_dims : tuple of int or slice, optional
-        Input columns the kernel sees.
-    """
-
-    name = "matern12"
-    spec = KernelSpec(name, {"variance": _VARIANCE, "lengthscale": _LENGTHSCALE})
+    __doc__ = _matern_doc("Matérn-1/2 (exponential)", "matern12", "Exponential")
+    spec = KERNEL_SPECS["matern12"]
 
     @staticmethod
     def profile(r):
@@ -119,22 +90,8 @@ class Matern12(_Matern):
 
 
 class Matern32(_Matern):
-    """Matérn-3/2 kernel ``variance * (1 + sqrt(3) r) * exp(-sqrt(3) r)``.
-
-    ``r = sqrt(sum_d (x_d - x'_d)^2 / l_d^2)``. Matches ``GPy.kern.Matern32``.
-
-    Parameters
-    ----------
-    variance : float
-        Marginal variance.
-    lengthscale : float or array of shape (d,)
-        Isotropic or ARD length-scale.
-    active_dims : tuple of int or slice, optional
-        Input columns the kernel sees.
-    """
-
-    name = "matern32"
-    spec = KernelSpec(name, {"variance": _VARIANCE, "lengthscale": _LENGTHSCALE})
+    __doc__ = _matern_doc("Matérn-3/2", "matern32", "Matern32")
+    spec = KERNEL_SPECS["matern32"]
 
     @staticmethod
     def profile(r):
@@ -143,22 +100,8 @@ class Matern32(_Matern):
 
 
 class Matern52(_Matern):
-    """Matérn-5/2 kernel ``variance * (1 + sqrt(5) r + 5 r^2 / 3) * exp(-sqrt(5) r)``.
-
-    ``r = sqrt(sum_d (x_d - x'_d)^2 / l_d^2)``. Matches ``GPy.kern.Matern52``.
-
-    Parameters
-    ----------
-    variance : float
-        Marginal variance.
-    lengthscale : float or array of shape (d,)
-        Isotropic or ARD length-scale.
-    active_dims : tuple of int or slice, optional
-        Input columns the kernel sees.
-    """
-
-    name = "matern52"
-    spec = KernelSpec(name, {"variance": _VARIANCE, "lengthscale": _LENGTHSCALE})
+    __doc__ = _matern_doc("Matérn-5/2", "matern52", "Matern52")
+    spec = KERNEL_SPECS["matern52"]
 
     @staticmethod
     def profile(r):
@@ -187,27 +130,10 @@ class Periodic(Kernel):
         Input columns the kernel sees.
     """
 
-    spec = KernelSpec(
-        "periodic",
-        {
-            "variance": _VARIANCE,
-            "lengthscale": _LENGTHSCALE,
-            "period": ParamSpec("period", required=True, ard_allowed=True),
-        },
-    )
+    spec = KERNEL_SPECS["periodic"]
 
     def __init__(self, variance=1.0, lengthscale=None, period=None, *, active_dims=None):
-        for name, value in (("lengthscale", lengthscale), ("period", period)):
-            if value is None:
-                raise ModelCheckError(f"periodic() is missing required parameter '{name}'")
-        self._set_params(
-            {
-                "variance": as_param(variance, "variance", "periodic", False),
-                "lengthscale": as_param(lengthscale, "lengthscale", "periodic", True),
-                "period": as_param(period, "period", "periodic", True),
-            },
-            active_dims,
-        )
+        self._set_hyperparameters(active_dims, variance=variance, lengthscale=lengthscale, period=period)
 
     def evaluate(self, x1, x2):
         check_ard(self.lengthscale, "lengthscale", "periodic", x1.shape[-1])

@@ -1,7 +1,8 @@
 """What the language knows by name: distributions, likelihoods, kernels and functions.
 
 Each entry states its parameterisation; ``docs/language.md`` is generated from the same facts. The
-likelihoods' entries are read from their objects in :mod:`gpdsl.likelihoods`.
+likelihoods' entries are read from their objects in :mod:`gpdsl.likelihoods`, the kernels' from the
+table of :mod:`gpdsl.kernel_table`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from gpdsl.kernel_table import KERNEL_SPECS, KernelSpec
 from gpdsl.likelihoods import LIKELIHOODS, Likelihood
 
 
@@ -82,63 +84,8 @@ EXTERNAL = "external"
 """``external("module:function", args...)``: a likelihood computed by user Python code."""
 
 
-@dataclass(frozen=True)
-class KernelParam:
-    """One kernel hyperparameter: its default (None = required) and whether a vector (ARD) is allowed."""
-
-    name: str
-    default: float | None
-    ard: bool = False
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """A kernel of the language.
-
-    Parameters
-    ----------
-    name : str
-        Name in model files.
-    params : tuple of KernelParam
-        Hyperparameters in positional order.
-    exclusive : tuple of tuple of str
-        Groups of parameters of which at most one may be given.
-    doc : str
-        The covariance function, as written in the docs.
-    """
-
-    name: str
-    params: tuple[KernelParam, ...]
-    exclusive: tuple[tuple[str, ...], ...] = ()
-    doc: str = ""
-
-    def param(self, name: str) -> KernelParam | None:
-        return next((p for p in self.params if p.name == name), None)
-
-
-_MATERN_LS = (KernelParam("variance", 1.0), KernelParam("lengthscale", 1.0, ard=True))
-KERNELS: dict[str, KernelSpec] = {k.name: k for k in [
-    KernelSpec("rbf", (KernelParam("variance", 1.0), KernelParam("lengthscale", 1.0, ard=True),
-                       KernelParam("inv_ls2", None, ard=True)),
-               exclusive=(("lengthscale", "inv_ls2"),),
-               doc="variance * exp(-r^2 / 2), r^2 = sum_d (x_d - x'_d)^2 / lengthscale_d^2 "
-                   "= sum_d inv_ls2_d (x_d - x'_d)^2"),
-    KernelSpec("matern12", _MATERN_LS, doc="variance * exp(-r)"),
-    KernelSpec("matern32", _MATERN_LS, doc="variance * (1 + sqrt(3) r) exp(-sqrt(3) r)"),
-    KernelSpec("matern52", _MATERN_LS, doc="variance * (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)"),
-    KernelSpec("periodic", (KernelParam("variance", 1.0), KernelParam("lengthscale", 1.0, ard=True),
-                            KernelParam("period", 1.0, ard=True)),
-               doc="variance * exp(-1/2 sum_d sin^2(pi (x_d - x'_d) / period_d) / lengthscale_d^2) "
-                   "(GPy's StdPeriodic; MacKay's form with length-scale 2 * lengthscale)"),
-    KernelSpec("linear", (KernelParam("variance", 1.0, ard=True),), doc="sum_d variance_d x_d x'_d"),
-    KernelSpec("white", (KernelParam("variance", None),),
-               doc="variance on the diagonal of K(X, X) (same index), zero between different sets"),
-    KernelSpec("constant", (KernelParam("variance", None),), doc="variance"),
-    KernelSpec("mlp", (KernelParam("variance", 1.0), KernelParam("weight_variance", 1.0, ard=True),
-                       KernelParam("bias_variance", 1.0)),
-               doc="variance * 2/pi * asin((w x.x' + b) / sqrt((w x.x + b + 1)(w x'.x' + b + 1))), "
-                   "the arc-sine (MLP) kernel, w = weight_variance, b = bias_variance"),
-]}
+KERNELS: dict[str, KernelSpec] = KERNEL_SPECS
+"""Every kernel by name: the table of :mod:`gpdsl.kernel_table`."""
 
 FUNCTIONS: dict[str, str] = {
     "sqrt": "square root", "exp": "exponential", "log": "natural logarithm",

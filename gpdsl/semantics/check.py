@@ -626,7 +626,7 @@ class _Checker:
             if value.type.container == "matrix" or value.type.array_dims or isinstance(value, ir.StringConstant):
                 _fail(f"{spec.name} parameter '{name}' must be a scalar or a vector", value.span)
             if shape:
-                if not param.ard:
+                if not param.ard_allowed:
                     _fail(f"{spec.name} parameter '{name}' must be a scalar", value.span)
                 if not self._dims_agree(shape[0], input_dim):
                     _fail(f"{spec.name} parameter '{name}' has length {shape[0]} but the kernel acts on "

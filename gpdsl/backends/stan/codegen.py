@@ -603,6 +603,7 @@ class _Generator:
         return f"{left} .* {right}", PRODUCT
 
     def _kernel_leaf(self, leaf: ir.KernelLeaf, points: Callable[[int | None], str]) -> str:
+        """K(X, X) of a kernel leaf: the call its :attr:`~gpdsl.kernel_table.KernelSpec.stan` entry spells."""
         x = points(leaf.component)
         params = dict(leaf.params)
 
@@ -614,24 +615,13 @@ class _Generator:
             text = self.translate(expr)
             return text if expr.type.shape else f"rep_vector({text}, {_stan_dim(leaf.input_dim)})"
 
-        if leaf.name == "rbf":
-            if "inv_ls2" in params:
-                return f"rbf_inv_ls2_kernel({x}, {x}, {scalar('variance')}, {vector('inv_ls2')})"
-            return f"rbf_kernel({x}, {x}, {scalar('variance')}, {vector('lengthscale')})"
-        if leaf.name in ("matern12", "matern32", "matern52"):
-            return f"{leaf.name}_kernel({x}, {x}, {scalar('variance')}, {vector('lengthscale')})"
-        if leaf.name == "periodic":
-            return (f"periodic_kernel({x}, {x}, {scalar('variance')}, {vector('lengthscale')}, "
-                    f"{vector('period')})")
-        if leaf.name == "linear":
-            return f"linear_kernel({x}, {x}, {vector('variance')})"
-        if leaf.name == "white":
-            return f"white_kernel({x}, {x}, {scalar('variance')}, 1)"
-        if leaf.name == "constant":
-            return f"constant_kernel({x}, {x}, {scalar('variance')})"
-        if leaf.name == "mlp":
-            return (f"mlp_kernel({x}, {x}, {scalar('variance')}, {vector('weight_variance')}, "
-                    f"{scalar('bias_variance')})")
+        spec = catalog.KERNELS.get(leaf.name)
+        call = spec.stan_call(params) if spec is not None else None
+        if call is not None:
+            args = [x, x] + [vector(n) if spec.param(n).ard_allowed else scalar(n) for n in call.params]
+            if call.same_points:
+                args.append("1")
+            return f"{call.function}({', '.join(args)})"
         raise MethodError(f"the Stan backend has no translation of the kernel '{leaf.name}'", leaf.span)
 
     def _points(self, gp: ir.GPStatement, component: int | None, local: list[str]) -> str:

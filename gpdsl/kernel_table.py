@@ -1,0 +1,242 @@
+"""The kernels of the language, one entry each: parameters, exclusive groups, doc text and Stan spelling.
+
+Read by the checker (through :data:`gpdsl.semantics.catalog.KERNELS`), the JAX kernel classes (each
+class's ``spec``), :mod:`gpdsl.kernels.registry` and the Stan code generator. This module imports
+neither JAX nor the kernels package, so the checker and the Stan backend stay JAX-free.
+
+A model file and a Python call treat omitted hyperparameters differently: the checker fills in
+:attr:`KernelParam.default` (a parameter without one, outside an exclusive group, must be given),
+while the Python constructors, :meth:`KernelSpec.bind` and ``build_kernel`` insist on the
+:attr:`KernelParam.required` ones and on exactly one member of each exclusive group.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from gpdsl.errors import ModelCheckError
+from gpdsl.source import Span
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """One hyperparameter of a kernel.
+
+    Parameters
+    ----------
+    name : str
+        Keyword name, in the model language and the Python constructor.
+    default : float or None
+        Value a model file gets when the argument is omitted; ``None`` when there is none.
+    required : bool
+        Whether a Python constructor call must give it.
+    ard_allowed : bool
+        Whether a vector (one value per active input dimension) is accepted; in Stan such a
+        parameter is always passed as a vector.
+    positive : bool
+        Whether the value must be strictly positive.
+    """
+
+    name: str
+    default: float | None = None
+    required: bool = False
+    ard_allowed: bool = False
+    positive: bool = True
+
+
+@dataclass(frozen=True)
+class StanCall:
+    """A kernel leaf in Stan: a call of a ``stan_templates/kernels.stan`` function.
+
+    The call is ``function(x1, x2, <params>[, same_points])`` on two point sets; a parameter that
+    allows ARD is passed as a vector (``rep_vector`` of a scalar value), the others as scalars.
+
+    Parameters
+    ----------
+    function : str
+        Name of the Stan function.
+    params : tuple of str
+        Hyperparameters passed after the point sets, in order.
+    same_points : bool
+        Whether a final int argument says that both point sets are the same (1 for ``K(X, X)``).
+    """
+
+    function: str
+    params: tuple[str, ...]
+    same_points: bool = False
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel of the language.
+
+    Parameters
+    ----------
+    name : str
+        Name in model files and in :data:`gpdsl.kernels.KERNELS` (``"rbf"``).
+    params : tuple of KernelParam
+        Hyperparameters in positional order.
+    stan : tuple of StanCall
+        Stan spellings; the first whose parameters are all given is used (:meth:`stan_call`).
+    exclusive : tuple of tuple of str
+        Groups of alternative parameters: a model file gives at most one member (the first with a
+        default is filled in when none is given), a Python call exactly one.
+    doc : str
+        The covariance function, as written in the docs.
+    """
+
+    name: str
+    params: tuple[KernelParam, ...]
+    stan: tuple[StanCall, ...]
+    exclusive: tuple[tuple[str, ...], ...] = ()
+    doc: str = ""
+
+    def param(self, name: str) -> KernelParam | None:
+        """The hyperparameter called ``name``, or None."""
+        return next((p for p in self.params if p.name == name), None)
+
+    @property
+    def positional(self) -> tuple[str, ...]:
+        """Parameter names in the order positional arguments bind to them."""
+        return tuple(p.name for p in self.params)
+
+    @property
+    def required(self) -> frozenset[str]:
+        """Names a Python call must always give."""
+        return frozenset(p.name for p in self.params if p.required)
+
+    def stan_call(self, given: Collection[str]) -> StanCall | None:
+        """The first Stan spelling whose parameters are all in ``given``; None if there is none."""
+        return next((call for call in self.stan if set(call.params) <= set(given)), None)
+
+    def verify_required(self, given: Iterable[str], span: Span | None = None) -> None:
+        """Raise unless every :attr:`required` parameter is in ``given``.
+
+        Raises
+        ------
+        ModelCheckError
+            Naming the first missing parameter in alphabetical order.
+        """
+        missing = sorted(self.required - set(given))
+        if missing:
+            raise ModelCheckError(f"{self.name}() is missing required parameter '{missing[0]}'", span)
+
+    def bind(self, n_positional: int, keywords: Iterable[str], span: Span | None = None) -> tuple[str, ...]:
+        """Check a Python call's argument names and return the parameter each argument binds to.
+
+        Parameters
+        ----------
+        n_positional : int
+            Number of positional arguments, which bind in :attr:`positional` order.
+        keywords : iterable of str
+            Keyword argument names, in call order.
+        span : Span, optional
+            Location of the call, attached to any error.
+
+        Returns
+        -------
+        tuple of str
+            Parameter names: the positional ones, then the keywords.
+
+        Raises
+        ------
+        ModelCheckError
+            Too many positional arguments, unknown or repeated names, a missing required
+            parameter, or an exclusive group with none or several members given.
+        """
+        keywords = tuple(keywords)
+        order = self.positional
+        if n_positional > len(order):
+            raise ModelCheckError(
+                f"{self.name}() takes at most {len(order)} positional arguments ({', '.join(order)}), "
+                f"got {n_positional}",
+                span,
+            )
+        bound = list(order[:n_positional])
+        for name in keywords:
+            if name not in order:
+                close = difflib.get_close_matches(name, order, n=1)
+                hint = f"did you mean '{close[0]}'?" if close else f"accepted: {', '.join(order)}"
+                raise ModelCheckError(f"{self.name}() has no parameter '{name}'", span, hint)
+            if name in bound:
+                raise ModelCheckError(f"{self.name}() got parameter '{name}' more than once", span)
+            bound.append(name)
+        self.verify_required(bound, span)
+        for group in self.exclusive:
+            given = [n for n in group if n in bound]
+            if len(given) != 1:
+                raise ModelCheckError(
+                    f"{self.name}() needs exactly one of {', '.join(group)}; got "
+                    + (", ".join(given) if given else "none"),
+                    span,
+                )
+        return tuple(bound)
+
+
+_VARIANCE = KernelParam("variance", default=1.0)
+_LENGTHSCALE = KernelParam("lengthscale", default=1.0, required=True, ard_allowed=True)
+_FIXED_VARIANCE = KernelParam("variance")
+
+
+def _lengthscale_kernel(name: str, doc: str) -> KernelSpec:
+    """A kernel of ``variance`` and a (required in Python) ``lengthscale``, in Stan ``<name>_kernel``."""
+    return KernelSpec(name, (_VARIANCE, _LENGTHSCALE),
+                      stan=(StanCall(f"{name}_kernel", ("variance", "lengthscale")),), doc=doc)
+
+
+KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
+    KernelSpec("rbf", (_VARIANCE, KernelParam("lengthscale", default=1.0, ard_allowed=True),
+                       KernelParam("inv_ls2", ard_allowed=True)),
+               stan=(StanCall("rbf_kernel", ("variance", "lengthscale")),
+                     StanCall("rbf_inv_ls2_kernel", ("variance", "inv_ls2"))),
+               exclusive=(("lengthscale", "inv_ls2"),),
+               doc="variance * exp(-r^2 / 2), r^2 = sum_d (x_d - x'_d)^2 / lengthscale_d^2 "
+                   "= sum_d inv_ls2_d (x_d - x'_d)^2"),
+    _lengthscale_kernel("matern12", "variance * exp(-r)"),
+    _lengthscale_kernel("matern32", "variance * (1 + sqrt(3) r) exp(-sqrt(3) r)"),
+    _lengthscale_kernel("matern52", "variance * (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)"),
+    KernelSpec("periodic", (_VARIANCE, _LENGTHSCALE,
+                            KernelParam("period", default=1.0, required=True, ard_allowed=True)),
+               stan=(StanCall("periodic_kernel", ("variance", "lengthscale", "period")),),
+               doc="variance * exp(-1/2 sum_d sin^2(pi (x_d - x'_d) / period_d) / lengthscale_d^2) "
+                   "(GPy's StdPeriodic; MacKay's form with length-scale 2 * lengthscale)"),
+    KernelSpec("linear", (KernelParam("variance", default=1.0, ard_allowed=True),),
+               stan=(StanCall("linear_kernel", ("variance",)),),
+               doc="sum_d variance_d x_d x'_d"),
+    KernelSpec("white", (_FIXED_VARIANCE,),
+               stan=(StanCall("white_kernel", ("variance",), same_points=True),),
+               doc="variance on the diagonal of K(X, X) (same index), zero between different sets"),
+    KernelSpec("constant", (_FIXED_VARIANCE,),
+               stan=(StanCall("constant_kernel", ("variance",)),),
+               doc="variance"),
+    KernelSpec("mlp", (_VARIANCE, KernelParam("weight_variance", default=1.0, ard_allowed=True),
+                       KernelParam("bias_variance", default=1.0)),
+               stan=(StanCall("mlp_kernel", ("variance", "weight_variance", "bias_variance")),),
+               doc="variance * 2/pi * asin((w x.x' + b) / sqrt((w x.x + b + 1)(w x'.x' + b + 1))), "
+                   "the arc-sine (MLP) kernel, w = weight_variance, b = bias_variance"),
+]}
+"""Every kernel of the language by name, in the order error hints list them."""
+
+
+def kernel_spec(name: str, span: Span | None = None) -> KernelSpec:
+    """Look up a kernel by name.
+
+    Parameters
+    ----------
+    name : str
+        Model-language name, e.g. ``"rbf"``.
+    span : Span, optional
+        Location of the call, attached to the error.
+
+    Raises
+    ------
+    ModelCheckError
+        No kernel has this name; the hint suggests the closest one.
+    """
+    if name in KERNEL_SPECS:
+        return KERNEL_SPECS[name]
+    close = difflib.get_close_matches(name, KERNEL_SPECS, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"known kernels: {', '.join(KERNEL_SPECS)}"
+    raise ModelCheckError(f"unknown kernel '{name}'", span, hint)
