@@ -19,22 +19,34 @@ PLOT_KINDS = ("trace", "pair", "posterior", "latent")
 REPORT_URL = "https://github.com/gpdsl/gpdsl/issues"
 
 
-def _cmd_check(args) -> int:
+def _for_each_checked_file(paths, report) -> int:
+    """Check each model file: print a failure's rendered error, pass a success to ``report``.
+
+    ``report(path, model, warnings)`` runs for every file that checks. Returns the exit status:
+    1 if any file failed, else 0.
+    """
     from gpdsl.api import check_file
 
     failed = 0
-    for path in args.files:
+    for path in paths:
         try:
             model, warnings = check_file(path)
         except GpdslError as error:
             print(error.render(), file=sys.stderr)
             failed += 1
             continue
+        report(path, model, warnings)
+    return 1 if failed else 0
+
+
+def _cmd_check(args) -> int:
+    def report(path, model, warnings):
         for warning in warnings:
             print(warning.render(), file=sys.stderr)
         note = f" ({len(warnings)} warning{'s' if len(warnings) != 1 else ''})" if warnings else ""
         print(f"{path}: ok{note}")
-    return 1 if failed else 0
+
+    return _for_each_checked_file(args.files, report)
 
 
 def _cmd_compile(args) -> int:
@@ -114,18 +126,10 @@ def _print_fit_report(results, verbose: bool) -> None:
 
 
 def _cmd_methods(args) -> int:
-    from gpdsl.api import check_file
     from gpdsl.ir.families import classify
     from gpdsl.registry import methods
 
-    failed = 0
-    for path in args.files:
-        try:
-            model, _ = check_file(path)
-        except GpdslError as error:
-            print(error.render(), file=sys.stderr)
-            failed += 1
-            continue
+    def report(path, model, warnings):
         classification = classify(model)
         print(f"{path}: {classification.describe()}")
         for method in methods().values():
@@ -134,7 +138,8 @@ def _cmd_methods(args) -> int:
                 print(f"  yes  {method.name:<8} gpdsl {method.command} --method {method.name}: {method.summary}")
             else:
                 print(f"  no   {method.name:<8} {reason}")
-    return 1 if failed else 0
+
+    return _for_each_checked_file(args.files, report)
 
 
 def _new_inputs(path, model):
