@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from gpdsl.data_validation import validate_data
+from gpdsl.data_validation import container_values, validate_data
 from gpdsl.errors import DataError
 from gpdsl.ir.nodes import Model
 from gpdsl.source import Source, Span
@@ -107,10 +107,7 @@ def read_data(source: str | os.PathLike | Mapping[str, Any], model: Model | None
 
 # ---- Python values ---------------------------------------------------------------------------
 def _from_python(name: str, value: Any, origin: str) -> DataValue:
-    if hasattr(value, "to_numpy"):
-        value = value.to_numpy()
-    elif hasattr(value, "values") and not callable(value.values):
-        value = value.values
+    value = container_values(value)
     try:
         array = np.asarray(value)
     except ValueError:

@@ -82,11 +82,29 @@ def validate_data(
 
 
 # ---- conversion ------------------------------------------------------------------------------
-def _as_numeric(name: str, value: Any) -> np.ndarray:
+def container_values(value: Any) -> Any:
+    """What NumPy should convert: the values held by a pandas or xarray object, else ``value``.
+
+    Parameters
+    ----------
+    value : any
+        A pandas ``Series`` or ``DataFrame`` (``to_numpy()``), an xarray ``DataArray`` (``.values``),
+        or anything else (returned as it is).
+
+    Returns
+    -------
+    any
+        The unwrapped values.
+    """
     if hasattr(value, "to_numpy"):
-        value = value.to_numpy()
-    elif hasattr(value, "values") and not callable(value.values):
-        value = value.values
+        return value.to_numpy()
+    if hasattr(value, "values") and not callable(value.values):
+        return value.values
+    return value
+
+
+def _as_numeric(name: str, value: Any) -> np.ndarray:
+    value = container_values(value)
     try:
         array = np.asarray(value)
     except ValueError as exc:
