@@ -93,7 +93,7 @@ def _add_flag(group, flag: str, users) -> None:
     defaults = {m.name: _shown(f) for m, f in users}
     shown = next(iter(defaults.values())) if len(set(defaults.values())) == 1 else \
         ", ".join(f"{name} {value}" for name, value in defaults.items())
-    help_text = f"{meta['help']} [{names}; default {shown}]"
+    help_text = f"{meta['help']} [{names}]" if meta.get("negate") else f"{meta['help']} [{names}; default {shown}]"
     kwargs = {"dest": _dest(flag), "default": argparse.SUPPRESS, "help": help_text.replace("%", "%%")}
     kind = _kind(settings_field)
     if kind == "bool":
