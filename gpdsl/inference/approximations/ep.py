@@ -28,7 +28,11 @@ import jax.numpy as jnp
 from jax import lax
 
 from gpdsl.errors import MethodError
-from gpdsl.inference.approximations.gaussian import GaussianApproximation, for_latent_gp, iteration_setup
+from gpdsl.inference.approximations.gaussian import (
+    GaussianApproximation,
+    for_latent_gp,
+    iteration_setup,
+)
 from gpdsl.likelihoods import LIKELIHOODS, require
 from gpdsl.linalg import cho_solve, cholesky, solve_triangular
 
