@@ -134,7 +134,10 @@ def run(model: Model, data: Mapping[str, Any] | str | Path, method: str = "nuts"
         raise MethodError(f"{entry.name} takes {entry.settings.__name__}, not {type(settings).__name__}")
     if new_inputs is not None and not entry.predicts:
         raise MethodError(f"{entry.name} does not predict at new inputs; methods that do: "
-                          f"{', '.join(m.name for m in _predicting_methods())}")
+                          f"{', '.join(m.name for m in _methods_with('predicts'))}")
+    if checkpoint is not None and not entry.checkpoints:
+        raise MethodError(f"{entry.name} writes no checkpoints; methods that do: "
+                          f"{', '.join(m.name for m in _methods_with('checkpoints'))}")
     if out is not None:
         check_writable(out, "results", inputs=[*inputs, *([data] if isinstance(data, (str, Path)) else [])])
     data, _ = load_data(data, model, allow_missing=output_variables(model) if entry.missing_outputs else ())
@@ -167,7 +170,7 @@ def output_variables(model: Model) -> list[str]:
             if s.target.name in model.data and model.data[s.target.name].type.base == "real"]
 
 
-def _predicting_methods():
+def _methods_with(capability: str):
     from gpdsl.registry import methods
 
-    return [m for m in methods().values() if m.predicts]
+    return [m for m in methods().values() if getattr(m, capability)]

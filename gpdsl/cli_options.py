@@ -33,10 +33,10 @@ def add_method_command(sub, command: str, text: str, handler) -> argparse.Argume
         parser.add_argument("--predict", default=None, metavar="NEW.json",
                             help="new inputs (under the model's input name) for a predictions group "
                                  f"({', '.join(m.name for m in offered if m.predicts)})")
-    if any(m.engine == "gpdsl" and m.command == "sample" for m in offered):
+    if any(m.checkpoints for m in offered):
         parser.add_argument("--checkpoint", default=None, metavar="FILE.npz",
-                            help="chains of gpdsl's engines: write the draws so far after each compiled "
-                                 "segment, and resume from it")
+                            help="write the draws so far after each compiled segment, and resume from it "
+                                 f"({', '.join(m.name for m in offered if m.checkpoints)})")
     for title, entries in _flag_groups(offered):
         group = parser.add_argument_group(title)
         for flag, users in entries:

@@ -59,6 +59,8 @@ class Method:
         Missing (NaN) entries of the observed outputs are allowed.
     predicts : bool
         It can predict at new inputs (``--predict``).
+    checkpoints : bool
+        It writes its draws so far to a checkpoint file and resumes from it (``--checkpoint``).
     chain_engine : callable, optional
         ``chain_engine(latent_gp_view, settings) -> (init, step, extract)`` for Markov chain methods on
         latent-GP models, for tools that run many data sets in one compiled loop (SBC).
@@ -74,6 +76,7 @@ class Method:
     requires_priors: bool = True
     missing_outputs: bool = False
     predicts: bool = False
+    checkpoints: bool = False
     chain_engine: Callable[..., Any] | None = None
 
     def refusal(self, model, classification: Classification | None = None) -> str | None:
@@ -151,13 +154,15 @@ register(Method(
     run_nuts, engine="stan"))
 register(Method(
     "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact)",
-    (LATENT_GP,), PseudoMarginalSettings, run_pm, predicts=True, chain_engine=pm_engine))
+    (LATENT_GP,), PseudoMarginalSettings, run_pm, predicts=True, checkpoints=True,
+    chain_engine=pm_engine))
 register(Method(
     "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)", (LATENT_GP,), MCMCEPSettings,
-    run_mcmc_ep, predicts=True, chain_engine=mcmc_ep_engine))
+    run_mcmc_ep, predicts=True, checkpoints=True, chain_engine=mcmc_ep_engine))
 register(Method(
     "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters",
-    (LATENT_GP, GP_REGRESSION), GibbsSettings, run_gibbs, predicts=True, chain_engine=gibbs_engine))
+    (LATENT_GP, GP_REGRESSION), GibbsSettings, run_gibbs, predicts=True, checkpoints=True,
+    chain_engine=gibbs_engine))
 register(Method(
     "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",
     (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True))
