@@ -67,6 +67,8 @@ def _matern_doc(title: str, name: str, gpy: str) -> str:
 
 
 class _Matern(Kernel):
+    """A Matérn kernel: ``variance * profile(r)``; each subclass defines the static method ``profile``."""
+
     def __init__(self, variance=1.0, lengthscale=None, *, active_dims=None):
         self._set_hyperparameters(active_dims, variance=variance, lengthscale=lengthscale)
 
@@ -74,10 +76,6 @@ class _Matern(Kernel):
         check_ard(self.lengthscale, "lengthscale", self.spec.name, x1.shape[-1])
         r = safe_sqrt(scaled_sqdist(x1, x2, self.lengthscale))
         return self.variance * self.profile(r)
-
-    @staticmethod
-    def profile(r):
-        raise NotImplementedError
 
 
 class Matern12(_Matern):
