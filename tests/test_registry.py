@@ -15,6 +15,7 @@ from gpdsl.registry import Method, get_method, methods, register, unregister
 from gpdsl.results import arviz_compat, read_netcdf
 from gpdsl.results.method_output import MethodOutput, results_json
 from gpdsl.settings import ChainSettings, option, require_number
+from gpdsl.testing.imports import loaded_by
 
 CLASSIFICATION = "models/gp_classification.gpm"
 
@@ -161,3 +162,7 @@ def test_methods_listing_covers_every_model(capsys):
     assert "no   pm       needs a latent GP with a factorised likelihood: this model's sampled latent GP values: none" \
         in listing
     assert "no   nuts     needs a prior on every parameter: s2, w, noise have none" in listing
+
+
+def test_the_command_line_builds_its_flags_without_jax():
+    assert loaded_by(["gpdsl.cli", "gpdsl.registry", "gpdsl.cli_options"]) == []
