@@ -78,7 +78,8 @@ class RunContext:
 
 def run(model: Model, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None, *,
         seed: int | None = None, out: str | Path | None = None, progress: bool = False,
-        checkpoint: str | Path | None = None, new_inputs=None, keep_state: bool = False, inputs=()):
+        checkpoint: str | Path | None = None, new_inputs=None, keep_state: bool = False, inputs=(),
+        on_warning=None):
     """Run an inference method on a model: the one entry point of the CLI and the Python API.
 
     Everything is checked before anything compiles or runs: the method exists and fits the model's
@@ -110,6 +111,8 @@ def run(model: Model, data: Mapping[str, Any] | str | Path, method: str = "nuts"
         Also return the method's own result object (e.g. the variational fit).
     inputs : sequence of path
         Files the run reads (model, data): ``out`` must not be one of them.
+    on_warning : callable, optional
+        Called with each data warning (names the model does not declare, dropped).
 
     Returns
     -------
@@ -140,7 +143,9 @@ def run(model: Model, data: Mapping[str, Any] | str | Path, method: str = "nuts"
                           f"{', '.join(m.name for m in _methods_with('checkpoints'))}")
     if out is not None:
         check_writable(out, "results", inputs=[*inputs, *([data] if isinstance(data, (str, Path)) else [])])
-    data, _ = load_data(data, model, allow_missing=output_variables(model) if entry.missing_outputs else ())
+    data, warnings = load_data(data, model, allow_missing=output_variables(model) if entry.missing_outputs else ())
+    for warning in warnings if on_warning else ():
+        on_warning(warning)
     seed = draw_seed() if seed is None else verify_seed(seed)
     context = RunContext(family, facts, seed, progress, checkpoint, new_inputs)
     output = entry.run(model, data, settings, context)

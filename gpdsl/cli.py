@@ -73,8 +73,7 @@ def _cmd_compile(args) -> int:
 
 def _cmd_run(args) -> int:
     """``gpdsl sample`` and ``gpdsl fit``: one path through :func:`gpdsl.api.run`."""
-    from gpdsl.api import check_file, output_variables, run
-    from gpdsl.data_io import load_data
+    from gpdsl.api import check_file, run
     from gpdsl.registry import get_method
 
     entry = get_method(args.method)
@@ -82,14 +81,10 @@ def _cmd_run(args) -> int:
     model, warnings = check_file(args.file)
     for warning in warnings:
         print(warning.render(), file=sys.stderr)
-    allow = output_variables(model) if entry.missing_outputs else ()
-    data, data_warnings = load_data(args.data, model, allow_missing=allow)
-    for warning in data_warnings:
-        print(f"warning: {warning}", file=sys.stderr)
     new_inputs = _new_inputs(args.predict, model) if getattr(args, "predict", None) else None
-    results = run(model, data, entry.name, settings, seed=args.seed, out=args.out, progress=not args.quiet,
+    results = run(model, args.data, entry.name, settings, seed=args.seed, out=args.out, progress=not args.quiet,
                   checkpoint=getattr(args, "checkpoint", None), new_inputs=new_inputs,
-                  inputs=(args.file, args.data))
+                  inputs=(args.file,), on_warning=lambda text: print(f"warning: {text}", file=sys.stderr))
     print(f"wrote {args.out}", file=sys.stderr)
     if entry.command == "fit":
         _print_fit_report(results, verbose=not args.quiet)
