@@ -166,3 +166,13 @@ def test_methods_listing_covers_every_model(capsys):
 
 def test_the_command_line_builds_its_flags_without_jax():
     assert loaded_by(["gpdsl.cli", "gpdsl.registry", "gpdsl.cli_options"]) == []
+
+
+def test_the_cli_reports_data_it_drops(toy, tmp_path, capsys):
+    path = tmp_path / "extra.json"
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(5, 2))
+    path.write_text(json.dumps({"N": 5, "D": 2, "X": X.tolist(), "y": [0, 1, 0, 1, 1], "z": [1.0]}))
+    assert cli.main(["sample", CLASSIFICATION, "--data", str(path), "--method", "constant", "--draws", "2",
+                     "--seed", "1", "--out", str(tmp_path / "x.nc"), "--quiet"]) == 0
+    assert "warning:" in capsys.readouterr().err
