@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from gpdsl.backends.stan.codegen import generate_stan
 from gpdsl.backends.stan.runners import sample_stan
 from gpdsl.backends.stan.stanc import check_program
-from gpdsl.results.method_output import MethodOutput
 from gpdsl.settings import ChainSettings, option, require_choice, require_number, require_positive_int
 
 BACKENDS = ("auto", "pystan", "cmdstanpy")
@@ -42,7 +41,7 @@ class NUTSSettings(ChainSettings):
         require_choice("backend", self.backend, BACKENDS)
 
 
-def run_nuts(model, data, settings: NUTSSettings, context) -> MethodOutput:
+def run_nuts(model, data, settings: NUTSSettings, context):
     """Sample a model with Stan's NUTS.
 
     Parameters
@@ -62,6 +61,8 @@ def run_nuts(model, data, settings: NUTSSettings, context) -> MethodOutput:
         ``compile`` (build), ``warmup`` and ``sampling`` (the sampling call's wall time split in the
         proportion of the elapsed times Stan's chains report).
     """
+    from gpdsl.results.method_output import MethodOutput
+
     program = generate_stan(model)
     check_program(program.code, model.name)
     fit = sample_stan(program.code, program.stan_data(model, data), chains=settings.chains, warmup=settings.warmup,

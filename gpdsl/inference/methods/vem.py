@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpdsl.errors import GpdslError, MethodError
-from gpdsl.results.method_output import MethodOutput
 from gpdsl.settings import option, require_choice, require_number, require_positive_int
 
 INDUCING_DIMS = ["M"]
@@ -114,7 +113,7 @@ class VEMSettings:
         return PsiMethod(self.psi, nodes=self.gh_nodes, samples=self.mc_samples)
 
 
-def run_vem(model, data, settings: VEMSettings, context) -> MethodOutput:
+def run_vem(model, data, settings: VEMSettings, context):
     """Fit the GPLVM the registry classified (``context.facts``) by variational EM."""
     from gpdsl.inference.families.gplvm import gplvm_view
     from gpdsl.inference.variational.vem import fit_vem
@@ -126,9 +125,11 @@ def run_vem(model, data, settings: VEMSettings, context) -> MethodOutput:
     return output
 
 
-def vem_output(model, fit) -> MethodOutput:
-    """The method output of a variational fit (see the module docstring)."""
+def vem_output(model, fit):
+    """The :class:`~gpdsl.results.method_output.MethodOutput` of a variational fit (see the module docstring)."""
     import jax
+
+    from gpdsl.results.method_output import MethodOutput
 
     latent = fit.problem.latent
     latent_dims = list(model.latents[latent].type.dim_names(latent))
