@@ -164,8 +164,9 @@ def test_methods_listing_covers_every_model(capsys):
     assert "no   nuts     needs a prior on every parameter: s2, w, noise have none" in listing
 
 
-def test_the_command_line_builds_its_flags_without_jax():
-    assert loaded_by(["gpdsl.cli", "gpdsl.registry", "gpdsl.cli_options"]) == []
+def test_the_command_line_builds_its_flags_without_jax_or_arviz():
+    modules = ["gpdsl.cli", "gpdsl.registry", "gpdsl.cli_options"]
+    assert loaded_by(modules, libraries=("jax", "jaxlib", "arviz", "xarray")) == []
 
 
 def test_the_cli_reports_data_it_drops(toy, tmp_path, capsys):
