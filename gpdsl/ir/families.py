@@ -260,11 +260,9 @@ def _gplvm(model: ir.Model, nodes: list[GPNode], gp_prior: bool) -> GPLVMFacts |
         latent_prior = priors[0]
         if _reads_latents(latent_prior.statement, model):
             return refuse(f"the GP prior of '{latent}' depends on latent values")
-        others = [name for name in model.latents if name not in (latent, node.name)]
-    else:
-        if not _is_standard_normal(model.priors().get(latent)):
-            return refuse(f"'{latent}' must have the prior {latent} ~ normal(0, 1)")
-        others = [name for name in model.latents if name not in (latent, node.name)]
+    elif not _is_standard_normal(model.priors().get(latent)):
+        return refuse(f"'{latent}' must have the prior {latent} ~ normal(0, 1)")
+    others = [name for name in model.latents if name not in (latent, node.name)]
     if others:
         return refuse(f"this model also has latent {', '.join(others)}")
     for statement, _ in model.walk():
