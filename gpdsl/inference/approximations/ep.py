@@ -30,16 +30,21 @@ from jax import lax
 from gpdsl.errors import MethodError
 from gpdsl.inference.approximations.gaussian import (
     GaussianApproximation,
+    check_likelihood,
     for_latent_gp,
     iteration_setup,
 )
-from gpdsl.likelihoods import LIKELIHOODS, require
 from gpdsl.linalg import cho_solve, cholesky, solve_triangular
 
 CUBIC_OPS_PER_SWEEP = 5
 CUBIC_OPS_PER_PARALLEL_SWEEP = 2
 EP_SCHEDULES = ("sequential", "parallel")
 _SMALLEST_SITE_PRECISION = float(jnp.finfo(jnp.float64).eps)
+
+
+def check_ep_likelihood(likelihood: str, what: str = "likelihood") -> None:
+    """Raise :class:`MethodError` unless ``likelihood`` has the ``tilted_moments`` EP matches."""
+    check_likelihood("ep", likelihood, what)
 
 
 def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
@@ -94,29 +99,12 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
     return _ep(K, y, tol, max_sweeps, likelihood)
 
 
-def ep_for(problem, theta, **options) -> GaussianApproximation:
-    """:func:`ep` for a :class:`~gpdsl.inference.families.latent_gp.LatentGP` at hyperparameters ``theta``.
-
-    By :func:`~gpdsl.inference.approximations.gaussian.for_latent_gp`; ``options`` are ``tol``,
-    ``max_sweeps``, ``schedule`` and ``damping`` of :func:`ep`.
-
-    Raises
-    ------
-    MethodError
-        When the model's likelihood has no ``tilted_moments``.
-    """
-    return for_latent_gp(ep, check_ep_likelihood, problem, theta, **options)
-
-
-def check_ep_likelihood(likelihood: str, what: str = "likelihood") -> None:
-    """Raise :class:`MethodError` unless ``likelihood`` has the ``tilted_moments`` EP matches."""
-    require(likelihood, "tilted_moments", "expectation propagation", what)
+ep_for = for_latent_gp(ep, "ep", "``tol``, ``max_sweeps``, ``schedule`` and ``damping``")
 
 
 @partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
 def _ep(K, y, tol, max_sweeps, likelihood):
-    n, tol, y = iteration_setup(K, y, tol)
-    tilted_moments = LIKELIHOODS[likelihood].tilted_moments
+    n, tol, y, tilted_moments = iteration_setup(K, y, tol, likelihood, "ep")
 
     def update_site(i, state):
         tau, nu, Sigma = state
@@ -153,8 +141,7 @@ def _ep(K, y, tol, max_sweeps, likelihood):
 
 @partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
 def _ep_parallel(K, y, tol, max_sweeps, damping, likelihood):
-    n, tol, y = iteration_setup(K, y, tol)
-    tilted_moments = LIKELIHOODS[likelihood].tilted_moments
+    n, tol, y, tilted_moments = iteration_setup(K, y, tol, likelihood, "ep")
 
     def sweep(tau, nu, sigma_diag, mu):
         cavity_precision = 1.0 / sigma_diag - tau

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from gpdsl.errors import MethodError
-from gpdsl.likelihoods import capability, supporting
+from gpdsl.likelihoods import LIKELIHOODS, capability, require, supporting
 from gpdsl.linalg import cho_solve, cholesky, solve_triangular
 
 
@@ -69,10 +69,36 @@ class GaussianApproximation(NamedTuple):
     log_marginal_ops: jax.Array
 
 
-def for_latent_gp(approximate, check, problem, theta, **options) -> GaussianApproximation:
-    """A Gaussian approximation of a :class:`~gpdsl.inference.families.latent_gp.LatentGP` at ``theta``.
+LIKELIHOOD_NEEDS = {
+    "laplace": ("derivatives", "the Laplace approximation"),
+    "ep": ("tilted_moments", "expectation propagation"),
+}
+"""What each approximation needs of the likelihood: a capability, and the method as messages name it."""
 
-    The likelihood is checked first, so that a refusal names it as the model's likelihood.
+
+def check_likelihood(approximation: str, likelihood: str, what: str = "likelihood") -> None:
+    """Raise :class:`MethodError` unless ``likelihood`` has what ``approximation`` needs of it.
+
+    Parameters
+    ----------
+    approximation : {"laplace", "ep"}
+        A key of :data:`LIKELIHOOD_NEEDS`: the Laplace approximation needs ``derivatives``,
+        expectation propagation ``tilted_moments``.
+    likelihood : str
+        A likelihood name.
+    what : str
+        What ``likelihood`` is, as the message names it.
+
+    Raises
+    ------
+    MethodError
+        When ``likelihood`` lacks that capability.
+    """
+    require(likelihood, *LIKELIHOOD_NEEDS[approximation], what)
+
+
+def for_latent_gp(approximate, approximation: str, options: str):
+    """``approximate`` for a :class:`~gpdsl.inference.families.latent_gp.LatentGP`: its ``..._for``.
 
     Parameters
     ----------
@@ -80,29 +106,41 @@ def for_latent_gp(approximate, check, problem, theta, **options) -> GaussianAppr
         :func:`~gpdsl.inference.approximations.laplace.laplace` or
         :func:`~gpdsl.inference.approximations.ep.ep`, called as
         ``approximate(K, y, likelihood=..., **options)``.
-    check : callable
-        Its likelihood check, called as ``check(likelihood, "the model's likelihood")``.
-    problem : LatentGP
-        The model's latent-GP view.
-    theta : array_like
-        Unconstrained hyperparameters.
-    **options
-        Further keyword arguments of ``approximate``.
+    approximation : {"laplace", "ep"}
+        Its key in :data:`LIKELIHOOD_NEEDS`.
+    options : str
+        The keyword arguments of ``approximate`` that the adapter passes on, for its docstring.
 
     Returns
     -------
-    GaussianApproximation
+    callable
+        ``adapted(problem, theta, **options) -> GaussianApproximation``, named ``<approximate>_for``:
+        ``approximate`` with the model's covariance at the unconstrained hyperparameters ``theta``,
+        its labels and its likelihood. The likelihood is checked first (:func:`check_likelihood`), so
+        that a refusal (:class:`MethodError`) names it as the model's likelihood.
+    """
+    name = approximate.__name__
+
+    def adapted(problem, theta, **options) -> GaussianApproximation:
+        check_likelihood(approximation, problem.likelihood, "the model's likelihood")
+        return approximate(problem.covariance(theta), problem.y, likelihood=problem.likelihood, **options)
+
+    adapted.__name__ = adapted.__qualname__ = f"{name}_for"
+    adapted.__module__ = approximate.__module__
+    adapted.__doc__ = f""":func:`{name}` for a :class:`~gpdsl.inference.families.latent_gp.LatentGP` at hyperparameters ``theta``.
+
+    By :func:`~gpdsl.inference.approximations.gaussian.for_latent_gp`; ``options`` are {options} of
+    :func:`{name}`.
 
     Raises
     ------
     MethodError
-        When ``check`` refuses the model's likelihood.
+        When the model's likelihood has no ``{LIKELIHOOD_NEEDS[approximation][0]}``.
     """
-    check(problem.likelihood, "the model's likelihood")
-    return approximate(problem.covariance(theta), problem.y, likelihood=problem.likelihood, **options)
+    return adapted
 
 
-def iteration_setup(K, y, tol):
+def iteration_setup(K, y, tol, likelihood: str, approximation: str):
     """What the Laplace and EP iterations start from.
 
     Parameters
@@ -113,6 +151,10 @@ def iteration_setup(K, y, tol):
         Labels.
     tol : float or None
         Convergence threshold; ``None`` for the paper's ``n / 1e4`` (Sec. 4).
+    likelihood : str
+        The likelihood's name.
+    approximation : {"laplace", "ep"}
+        The approximation iterating, a key of :data:`LIKELIHOOD_NEEDS`.
 
     Returns
     -------
@@ -120,9 +162,12 @@ def iteration_setup(K, y, tol):
     tol : float
     y : jax.Array
         ``y`` in the dtype of ``K``.
+    needed : callable
+        The likelihood's capability that ``approximation`` needs (``derivatives`` or ``tilted_moments``).
     """
     n = K.shape[-1]
-    return n, (n / 1e4 if tol is None else tol), y.astype(K.dtype)
+    needed = getattr(LIKELIHOODS[likelihood], LIKELIHOOD_NEEDS[approximation][0])
+    return n, (n / 1e4 if tol is None else tol), y.astype(K.dtype), needed
 
 
 def posterior_mean_cov(approx: GaussianApproximation, K) -> tuple[jax.Array, jax.Array]:
@@ -157,10 +202,8 @@ def sample(approx: GaussianApproximation, K, key, num: int, chol_k=None) -> jax.
 
     Parameters
     ----------
-    approx : GaussianApproximation
-        The approximation.
-    K : array_like, shape (n, n)
-        The prior covariance it was computed with.
+    approx, K
+        As in :func:`posterior_mean_cov`.
     key : jax.Array
         PRNG key.
     num : int
@@ -191,14 +234,12 @@ def log_density(approx: GaussianApproximation, K, f, chol_k=None) -> jax.Array:
 
     Parameters
     ----------
-    approx : GaussianApproximation
-        The approximation.
-    K : array_like, shape (n, n)
-        The prior covariance it was computed with.
+    approx, K
+        As in :func:`posterior_mean_cov`.
     f : array_like, shape (..., n)
         Points.
     chol_k : array_like, shape (n, n), optional
-        Lower Cholesky factor of K, if already available.
+        As in :func:`sample`.
 
     Returns
     -------
@@ -267,12 +308,8 @@ def predict(approx: GaussianApproximation, K_star, k_star_diag, likelihood: str 
 
     Parameters
     ----------
-    approx : GaussianApproximation
-        The approximation.
-    K_star : array_like, shape (n, m)
-        Covariances between the training and the new inputs.
-    k_star_diag : array_like, shape (m,)
-        Prior variances at the new inputs.
+    approx, K_star, k_star_diag
+        As in :func:`predict_latent`.
     likelihood : str
         The likelihood ``p(y | f)``, one of :mod:`gpdsl.likelihoods` with a ``class_probability``.
 

@@ -17,13 +17,18 @@ from jax import lax
 
 from gpdsl.inference.approximations.gaussian import (
     GaussianApproximation,
+    check_likelihood,
     for_latent_gp,
     iteration_setup,
 )
-from gpdsl.likelihoods import LIKELIHOODS, require
 from gpdsl.linalg import cho_solve, cholesky
 
 _MAX_HALVINGS = 10
+
+
+def check_laplace_likelihood(likelihood: str, what: str = "likelihood") -> None:
+    """Raise :class:`MethodError` unless ``likelihood`` has the ``derivatives`` the Laplace approximation uses."""
+    check_likelihood("laplace", likelihood, what)
 
 
 def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int = 100) -> GaussianApproximation:
@@ -64,29 +69,12 @@ def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int 
     return _laplace(jnp.asarray(K, dtype=jnp.float64), jnp.asarray(y), likelihood, tol, max_iter)
 
 
-def laplace_for(problem, theta, **options) -> GaussianApproximation:
-    """:func:`laplace` for a :class:`~gpdsl.inference.families.latent_gp.LatentGP` at hyperparameters ``theta``.
-
-    By :func:`~gpdsl.inference.approximations.gaussian.for_latent_gp`; ``options`` are ``tol`` and
-    ``max_iter`` of :func:`laplace`.
-
-    Raises
-    ------
-    MethodError
-        When the model's likelihood has no ``derivatives``.
-    """
-    return for_latent_gp(laplace, check_laplace_likelihood, problem, theta, **options)
-
-
-def check_laplace_likelihood(likelihood: str, what: str = "likelihood") -> None:
-    """Raise :class:`MethodError` unless ``likelihood`` has the ``derivatives`` the Laplace approximation uses."""
-    require(likelihood, "derivatives", "the Laplace approximation", what)
+laplace_for = for_latent_gp(laplace, "laplace", "``tol`` and ``max_iter``")
 
 
 @partial(jax.jit, static_argnames=("likelihood", "max_iter"))
 def _laplace(K, y, likelihood, tol, max_iter):
-    n, tol, y = iteration_setup(K, y, tol)
-    derivatives = LIKELIHOODS[likelihood].derivatives
+    n, tol, y, derivatives = iteration_setup(K, y, tol, likelihood, "laplace")
 
     def objective(a, f):
         return -0.5 * a @ f + derivatives(y, f)[0]

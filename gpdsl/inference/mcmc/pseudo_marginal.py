@@ -34,9 +34,9 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from gpdsl.errors import MethodError
-from gpdsl.inference.approximations.ep import check_ep_likelihood, ep
-from gpdsl.inference.approximations.gaussian import sample
-from gpdsl.inference.approximations.laplace import check_laplace_likelihood, laplace
+from gpdsl.inference.approximations.ep import ep
+from gpdsl.inference.approximations.gaussian import check_likelihood, sample
+from gpdsl.inference.approximations.laplace import laplace
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.mcmc.adaptation import (
     RunningMoments,
@@ -220,7 +220,7 @@ def make_pseudo_marginal(problem: LatentGP, approximation: str = "ep", num_impor
     """
     if approximation not in APPROXIMATIONS:
         raise MethodError(f"unknown approximation '{approximation}'; use one of {', '.join(APPROXIMATIONS)}")
-    (check_ep_likelihood if approximation == "ep" else check_laplace_likelihood)(problem.likelihood)
+    check_likelihood(approximation, problem.likelihood)
     if num_importance < 1:
         raise MethodError(f"the number of importance samples must be at least 1, got {num_importance}")
     estimate = make_importance_estimator(problem, approximation, num_importance, tol, max_iter,
