@@ -12,6 +12,9 @@ from gpdsl.source import Span
 class GpdslError(Exception):
     """A problem the user can fix: bad model text, bad data, a method that does not fit.
 
+    A subclass names its kind of problem, the label before the message (``data error: ...``), as a
+    class keyword: ``class DataError(GpdslError, kind="data error")``; without one it keeps its base's.
+
     Parameters
     ----------
     message : str
@@ -23,6 +26,11 @@ class GpdslError(Exception):
     """
 
     kind = "error"
+
+    def __init_subclass__(cls, kind: str | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if kind is not None:
+            cls.kind = kind
 
     def __init__(self, message: str, span: Span | None = None, hint: str | None = None):
         super().__init__(message)
@@ -43,46 +51,32 @@ class GpdslError(Exception):
         return self.render()
 
 
-class ModelSyntaxError(GpdslError):
+class ModelSyntaxError(GpdslError, kind="syntax error"):
     """The model text does not parse."""
 
-    kind = "syntax error"
 
-
-class ModelCheckError(GpdslError):
+class ModelCheckError(GpdslError, kind="error"):
     """The model parses but is ill-formed: names, types, shapes, constraints."""
 
-    kind = "error"
 
-
-class DataError(GpdslError):
+class DataError(GpdslError, kind="data error"):
     """Data disagree with the model's declarations (shape, type, constraint, NaN)."""
 
-    kind = "data error"
 
-
-class MethodError(GpdslError):
+class MethodError(GpdslError, kind="method error"):
     """An inference method or backend cannot run this model or these settings."""
 
-    kind = "method error"
 
-
-class NumericalError(GpdslError):
+class NumericalError(GpdslError, kind="numerical error"):
     """A numerical failure (non-PD kernel matrix, NaN likelihood) with the values involved."""
 
-    kind = "numerical error"
 
-
-class BackendError(GpdslError):
+class BackendError(GpdslError, kind="backend error"):
     """A backend (stanc, PyStan, CmdStan) failed; the message carries its output."""
 
-    kind = "backend error"
 
-
-class DatasetError(GpdslError):
+class DatasetError(GpdslError, kind="dataset error"):
     """A dataset could not be found, downloaded or verified."""
-
-    kind = "dataset error"
 
 
 class CheckWarning:
