@@ -7,10 +7,12 @@ import os
 import numpy as np
 
 from gpdsl.datasets.dataset import Dataset
-from gpdsl.datasets.storage import fetch_file
-from gpdsl.errors import DatasetError
+from gpdsl.datasets.storage import fetch_split
 
-_SPLIT_STEMS = {"train": "DataTrn", "test": "DataTst", "validation": "DataVdn"}
+_SPLIT_FILES = {
+    split: tuple(f"{stem}{suffix}.txt" for suffix in ("", "Lbls", "Frctns"))
+    for split, stem in {"train": "DataTrn", "test": "DataTst", "validation": "DataVdn"}.items()
+}
 
 
 def oil_flow(
@@ -36,15 +38,8 @@ def oil_flow(
         labels as stored; ``extras["fractions"]`` (1000, 2) the phase fractions.
         The training split has 343/316/341 rows per class.
     """
-    if split not in _SPLIT_STEMS:
-        raise DatasetError(f"unknown oil_flow split {split!r}", hint="use 'train', 'test' or 'validation'")
-    stem = _SPLIT_STEMS[split]
-
-    def load(suffix: str) -> np.ndarray:
-        path = fetch_file("oil_flow", f"{stem}{suffix}.txt", mirror=mirror, cache_dir=cache_dir)
-        return np.loadtxt(path, ndmin=2)
-
-    X, onehot, fractions = load(""), load("Lbls"), load("Frctns")
+    paths = fetch_split("oil_flow", split, _SPLIT_FILES, mirror=mirror, cache_dir=cache_dir)
+    X, onehot, fractions = (np.loadtxt(path, ndmin=2) for path in paths)
     return Dataset(
         name=f"oil_flow:{split}",
         X=X,

@@ -8,6 +8,7 @@ import os
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 from gpdsl.datasets.packaged import read_packaged_copy
@@ -197,6 +198,42 @@ def fetch_file(
                 f"which ships a copy, or {MIRROR_HINT}"
             )
         raise
+
+
+def fetch_split(
+    dataset: str,
+    split: str,
+    split_files: Mapping[str, tuple[str, ...]],
+    *,
+    mirror: str | os.PathLike | None = None,
+    cache_dir: str | os.PathLike | None = None,
+) -> list[Path]:
+    """Local paths of the files of one split of a dataset, fetching them if needed.
+
+    Parameters
+    ----------
+    dataset : str
+        Registered name.
+    split : str
+        A key of ``split_files``.
+    split_files : Mapping of str to tuple of str
+        The file names of each split (two or more splits), in the order the paths are returned.
+    mirror, cache_dir : path-like, optional
+        As in :func:`fetch_file`.
+
+    Returns
+    -------
+    list of Path
+
+    Raises
+    ------
+    DatasetError
+        For a split not in ``split_files`` (the hint names those that are), or as :func:`fetch_file`.
+    """
+    if split not in split_files:
+        *others, last = (repr(name) for name in split_files)
+        raise DatasetError(f"unknown {dataset} split {split!r}", hint=f"use {', '.join(others)} or {last}")
+    return [fetch_file(dataset, name, mirror=mirror, cache_dir=cache_dir) for name in split_files[split]]
 
 
 def fetch(

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 
 from gpdsl.datasets.dataset import Dataset
-from gpdsl.datasets.storage import fetch_file
+from gpdsl.datasets.storage import fetch_split
 from gpdsl.errors import DatasetError
 
-_SPLIT_FILES = {"train": "zip.train.gz", "test": "zip.test.gz"}
+_SPLIT_FILES = {"train": ("zip.train.gz",), "test": ("zip.test.gz",)}
 
 
 def usps(
@@ -36,9 +36,7 @@ def usps(
         ``X`` (n, 256) grey levels in [-1, 1], row-major 16x16 images (``X[i].reshape(16, 16)``);
         ``y`` the digit 0-9; ``class_names`` ``("0", ..., "9")``.
     """
-    if split not in _SPLIT_FILES:
-        raise DatasetError(f"unknown usps split {split!r}", hint="use 'train' or 'test'")
-    path = fetch_file("usps", _SPLIT_FILES[split], mirror=mirror, cache_dir=cache_dir)
+    (path,) = fetch_split("usps", split, _SPLIT_FILES, mirror=mirror, cache_dir=cache_dir)
     with gzip.open(path, "rt") as stream:
         table = pd.read_csv(stream, sep=r"\s+", header=None).to_numpy(dtype=np.float64)
     return Dataset(
