@@ -8,7 +8,17 @@ from gpdsl.kernel_table import KERNEL_SPECS
 from gpdsl.kernels.base import Kernel
 
 
-class White(Kernel):
+class _VarianceOnly(Kernel):
+    """A kernel whose one hyperparameter is ``variance`` and which ignores the input values.
+
+    ``active_dims`` is accepted for uniformity with the other kernels and has no effect.
+    """
+
+    def __init__(self, variance=1.0, *, active_dims=None):
+        self._set_hyperparameters(active_dims, variance=variance)
+
+
+class White(_VarianceOnly):
     """Independent noise: ``variance`` between a point and itself at the same index, else 0.
 
     Follows ``GPy.kern.White``: ``k(X)`` (one argument, :meth:`~Kernel.gram`) is
@@ -26,9 +36,6 @@ class White(Kernel):
 
     spec = KERNEL_SPECS["white"]
 
-    def __init__(self, variance=1.0, *, active_dims=None):
-        self._set_hyperparameters(active_dims, variance=variance)
-
     def evaluate(self, x1, x2):
         return jnp.zeros((), dtype=self.variance.dtype)
 
@@ -36,7 +43,7 @@ class White(Kernel):
         return self.variance
 
 
-class Constant(Kernel):
+class Constant(_VarianceOnly):
     """Constant kernel ``k(x, x') = variance`` (GPy's ``Bias``).
 
     Parameters
@@ -48,9 +55,6 @@ class Constant(Kernel):
     """
 
     spec = KERNEL_SPECS["constant"]
-
-    def __init__(self, variance=1.0, *, active_dims=None):
-        self._set_hyperparameters(active_dims, variance=variance)
 
     def evaluate(self, x1, x2):
         return self.variance

@@ -67,44 +67,46 @@ def _matern_doc(title: str, name: str, gpy: str) -> str:
 
 
 class _Matern(Kernel):
-    """A Matérn kernel: ``variance * profile(r)``; each subclass defines the static method ``profile``."""
+    """A half-integer Matérn kernel ``variance * polynomial(s) * exp(-s)`` with ``s = sqrt(2 nu) r``.
+
+    A subclass gives its :mod:`gpdsl.kernel_table` name, the title and GPy class its docstring names
+    (:func:`_matern_doc`) and ``two_nu`` (``2 nu``) as class keywords, and defines the static method
+    ``polynomial``.
+    """
+
+    two_nu: float
+
+    def __init_subclass__(cls, *, name: str, title: str, gpy: str, two_nu: float, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.spec = KERNEL_SPECS[name]
+        cls.__doc__ = _matern_doc(title, name, gpy)
+        cls.two_nu = two_nu
 
     def __init__(self, variance=1.0, lengthscale=None, *, active_dims=None):
         self._set_hyperparameters(active_dims, variance=variance, lengthscale=lengthscale)
 
     def evaluate(self, x1, x2):
         check_ard(self.lengthscale, "lengthscale", self.spec.name, x1.shape[-1])
-        r = safe_sqrt(scaled_sqdist(x1, x2, self.lengthscale))
-        return self.variance * self.profile(r)
+        s = jnp.sqrt(self.two_nu) * safe_sqrt(scaled_sqdist(x1, x2, self.lengthscale))
+        return self.variance * (self.polynomial(s) * jnp.exp(-s))
 
 
-class Matern12(_Matern):
-    __doc__ = _matern_doc("Matérn-1/2 (exponential)", "matern12", "Exponential")
-    spec = KERNEL_SPECS["matern12"]
-
+class Matern12(_Matern, name="matern12", title="Matérn-1/2 (exponential)", gpy="Exponential", two_nu=1.0):
     @staticmethod
-    def profile(r):
-        return jnp.exp(-r)
+    def polynomial(s):
+        return 1.0
 
 
-class Matern32(_Matern):
-    __doc__ = _matern_doc("Matérn-3/2", "matern32", "Matern32")
-    spec = KERNEL_SPECS["matern32"]
-
+class Matern32(_Matern, name="matern32", title="Matérn-3/2", gpy="Matern32", two_nu=3.0):
     @staticmethod
-    def profile(r):
-        s = jnp.sqrt(3.0) * r
-        return (1.0 + s) * jnp.exp(-s)
+    def polynomial(s):
+        return 1.0 + s
 
 
-class Matern52(_Matern):
-    __doc__ = _matern_doc("Matérn-5/2", "matern52", "Matern52")
-    spec = KERNEL_SPECS["matern52"]
-
+class Matern52(_Matern, name="matern52", title="Matérn-5/2", gpy="Matern52", two_nu=5.0):
     @staticmethod
-    def profile(r):
-        s = jnp.sqrt(5.0) * r
-        return (1.0 + s + s * s / 3.0) * jnp.exp(-s)
+    def polynomial(s):
+        return 1.0 + s + s * s / 3.0
 
 
 class Periodic(Kernel):
