@@ -52,7 +52,7 @@ def plot(
     Returns
     -------
     pathlib.Path
-        The path written.
+        ``path``, now holding the PNG.
 
     Raises
     ------

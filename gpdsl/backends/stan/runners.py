@@ -263,10 +263,8 @@ def unconstrain_pystan(
 
     Parameters
     ----------
-    program_code : str
-        The Stan program.
-    data : dict
-        Values for the ``data`` block.
+    program_code, data
+        As in :func:`log_prob_pystan`.
     constrained_params : dict
         A value for every parameter of the ``parameters`` block, by name.
     progress : bool or callable
