@@ -185,7 +185,7 @@ def _plot_latent(results, args):
     dims = args.dims if args.dims else most_relevant_dims(fit, 2)
     labels = _labels(args.labels) if args.labels else None
     background = latent_variance_grid(fit, dims)
-    points = np.asarray(fit.params.mean)[:, dims]
+    points = fit.mean[:, dims]
     return plot_latent(points, args.output, labels=labels, background=background, dims=dims,
                        title=f"{fit.problem.latent}: dimensions {dims[0]} and {dims[1]} (most relevant first)")
 

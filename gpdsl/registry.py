@@ -27,8 +27,8 @@ from gpdsl.inference.methods.gibbs import GibbsSettings, gibbs_engine, run_gibbs
 from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMarginalSettings, mcmc_ep_engine,
                                                     pm_engine, run_mcmc_ep, run_pm)
 from gpdsl.inference.methods.vem import VEMSettings, run_vem
-from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DESCRIPTIONS, GP_REGRESSION, LATENT_GP, Classification,
-                                classify)
+from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DESCRIPTIONS, GP_PRIOR_GPLVM, GP_REGRESSION, LATENT_GP,
+                                Classification, classify)
 
 ENTRY_POINT_GROUP = "gpdsl.methods"
 
@@ -168,4 +168,5 @@ register(Method(
     (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True))
 register(Method(
     "vem", "variational EM with Psi statistics (analytic, unscented, Gauss-Hermite, Monte Carlo)",
-    (BAYESIAN_GPLVM,), VEMSettings, run_vem, command="fit", requires_priors=False, missing_outputs=True))
+    (BAYESIAN_GPLVM, GP_PRIOR_GPLVM), VEMSettings, run_vem, command="fit", requires_priors=False,
+    missing_outputs=True))

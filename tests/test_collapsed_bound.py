@@ -17,6 +17,7 @@ from gpdsl.inference.variational.latent_q import (
     FactorisedGaussian,
     GaussianQParams,
     LatentMoments,
+    initial_means,
     kl_standard_normal,
 )
 
@@ -157,15 +158,18 @@ def test_factorised_gaussian_family_gives_the_old_moments_and_kl(problem):
 def test_factorised_gaussian_initialisation():
     rng = np.random.default_rng(3)
     Y = rng.normal(size=(12, 4))
-    params, mean = FactorisedGaussian().initial(Y, 2, np.random.default_rng(0), init="pca", init_variance=0.2)
-    assert np.array_equal(params.mean, mean) and mean.shape == (12, 2)
+    mean = initial_means(Y, 2, np.random.default_rng(0), init="pca")
+    assert mean.shape == (12, 2)
+    params = FactorisedGaussian().initial(mean, None, init_variance=0.2)
+    assert np.array_equal(params.mean, mean)
     np.testing.assert_allclose(np.exp(params.log_variance), 0.2)
-    params, mean = FactorisedGaussian().initial(Y, 2, np.random.default_rng(0), init="random")
+    np.testing.assert_allclose(np.exp(FactorisedGaussian().initial(mean, None).log_variance), 0.5)
+    mean = initial_means(Y, 2, np.random.default_rng(0), init="random")
     assert np.array_equal(mean, np.random.default_rng(0).standard_normal((12, 2)))
     with pytest.raises(MethodError, match="init_variance"):
-        FactorisedGaussian().initial(Y, 2, rng, init_variance=0.0)
+        FactorisedGaussian().initial(mean, None, init_variance=0.0)
     with pytest.raises(MethodError, match="'pca' or 'random'"):
-        FactorisedGaussian().initial(Y, 2, rng, init="ica")
+        initial_means(Y, 2, rng, init="ica")
 
 
 # ---- YY^T factor -----------------------------------------------------------------------------------

@@ -1,11 +1,13 @@
-"""The view of a model that variational EM works on: a Bayesian GPLVM.
+"""The view of a model that variational EM works on: a GPLVM.
 
 Variational EM with Psi statistics (Titsias & Lawrence 2010; Damianou, Titsias & Lawrence 2016) needs
-a model of the form ``X ~ normal(0, 1); F ~ gp(X, k); Y ~ normal(F, s)``: latent inputs with a standard
-normal prior, one GP over them integrated out under a Gaussian likelihood with scalar noise. A
-:class:`GPLVMProblem` gives the engine the kernel, the noise variance and the log prior of the
-hyperparameters as functions of one flat unconstrained vector ``theta``, and the outputs with their
-missingness mask.
+a model of the form ``X ~ normal(0, 1); F ~ gp(X, k); Y ~ normal(F, s)`` (the Bayesian GPLVM) or
+``X ~ gp(t, k_x); F ~ gp(X, k); Y ~ normal(F, s)`` (latent inputs with a GP prior over time or observed
+inputs: the dynamical and the supervised GPLVM): one GP over the latent inputs integrated out under a
+Gaussian likelihood with scalar noise. A :class:`GPLVMProblem` gives the engine the kernel, the noise
+variance, the prior covariance of the latent inputs and the log prior of the hyperparameters as
+functions of one flat unconstrained vector ``theta``, the family of ``q(X)`` that matches the prior, and
+the outputs with their missingness mask.
 """
 
 from __future__ import annotations
@@ -21,15 +23,17 @@ from gpdsl.inference.families.hyperparameters import (
     HyperparameterBlocks,
     lowered_with_blocks,
 )
+from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian
+from gpdsl.inference.variational.latent_q import FactorisedGaussian, LatentQ
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.families import BAYESIAN_GPLVM, GPLVMFacts, classify
+from gpdsl.ir.families import BAYESIAN_GPLVM, GP_PRIOR_GPLVM, GPLVMFacts, classify
 from gpdsl.ir.structure import GPNode
 from gpdsl.kernels import Kernel
 
 
 @dataclass
 class GPLVMProblem(HyperparameterBlocks):
-    """A Bayesian GPLVM read from a checked model.
+    """A GPLVM read from a checked model.
 
     Attributes
     ----------
@@ -45,6 +49,8 @@ class GPLVMProblem(HyperparameterBlocks):
         Outputs ``(N, D)``; missing entries are NaN.
     theta_blocks : list of Block
         The hyperparameters, in the order of the flat ``theta`` vector.
+    latent_prior : GPNode or None
+        The GP prior of the latent inputs (``X ~ gp(t, k_x)``), or None for ``X ~ normal(0, 1)``.
     """
 
     jax_model: JaxModel
@@ -53,6 +59,7 @@ class GPLVMProblem(HyperparameterBlocks):
     output: str
     Y: np.ndarray
     theta_blocks: list[Block]
+    latent_prior: GPNode | None = None
 
     @property
     def num_points(self) -> int:
@@ -91,6 +98,20 @@ class GPLVMProblem(HyperparameterBlocks):
         """The GP's kernel at ``theta``."""
         return self.jax_model.gp_kernel(self.node.statement, self.environment(theta))
 
+    def latent_prior_covariance(self, theta) -> jax.Array:
+        """``K = k_x(t, t)`` (jitter added) of each latent dimension's GP prior at ``theta``, shape ``(N, N)``."""
+        return self.jax_model.gp_covariance(self.latent_prior.statement, self.environment(theta))
+
+    def latent_prior_inputs(self) -> np.ndarray:
+        """The inputs ``t`` of the latent inputs' GP prior, shape ``(N, d)``."""
+        return np.asarray(self.jax_model.gp_inputs(self.latent_prior.statement, self.jax_model.data))
+
+    def latent_q(self) -> LatentQ:
+        """The family of ``q(X)`` that matches the prior of the latent inputs."""
+        if self.latent_prior is None:
+            return FactorisedGaussian()
+        return GPPriorGaussian(self.latent_prior_covariance)
+
     def noise_variance(self, theta) -> jax.Array:
         """The likelihood's noise variance ``s^2`` at ``theta``."""
         sigma = self.jax_model.evaluate(self.node.likelihood.distribution.arg("sigma"), self.environment(theta))
@@ -113,7 +134,7 @@ def gplvm_problem(model: ir.Model, data: dict, method: str = "vem") -> GPLVMProb
     MethodError
         The model is not a Bayesian GPLVM (see :mod:`gpdsl.ir.families`).
     """
-    _, facts = classify(model).require((BAYESIAN_GPLVM,), method)
+    _, facts = classify(model).require((BAYESIAN_GPLVM, GP_PRIOR_GPLVM), method)
     return gplvm_view(model, data, facts)
 
 
@@ -122,4 +143,5 @@ def gplvm_view(model: ir.Model, data: dict, facts: GPLVMFacts) -> GPLVMProblem:
     jax_model, theta_blocks = lowered_with_blocks(model, data, marginalise=True)
     node = next(n for n in jax_model.gp_nodes if n.name == facts.node.name)
     Y = np.asarray(jax_model.data[facts.output], dtype=float)
-    return GPLVMProblem(jax_model, facts.latent, node, facts.output, Y, theta_blocks)
+    prior = facts.latent_prior and next(n for n in jax_model.gp_nodes if n.name == facts.latent_prior.name)
+    return GPLVMProblem(jax_model, facts.latent, node, facts.output, Y, theta_blocks, prior)

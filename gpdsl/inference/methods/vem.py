@@ -1,9 +1,10 @@
-"""The ``vem`` method: variational EM on a Bayesian GPLVM, with results in the common format.
+"""The ``vem`` method: variational EM on a GPLVM, with results in the common format.
 
 A variational fit is stored like a one-draw posterior (``chain = 1``, ``draw = 1``) so that every
 results tool reads it: the ``posterior`` group holds the variational means of the latent inputs under
 their own name (``X``, dims ``(N, Q)``), their variances as ``X_variance``, the inducing inputs as
-``inducing_inputs`` (dims ``(M, Q)``) and the point estimates of the hyperparameters. ``sample_stats``
+``inducing_inputs`` (dims ``(M, Q)``) and the point estimates of the hyperparameters; with a GP prior on the
+latent inputs also the parameters of ``q(X)``, ``X_mu_bar`` and ``X_lambda`` (Opper-Archambeau form). ``sample_stats``
 holds ``lp`` (the final bound) and ``bound_trace`` (the bound after each optimiser iteration, dim
 ``iteration``). The root attrs carry ``method = "vem"``, the settings, the optimiser's report (under
 ``report.optimizer``) and the model source, from which :func:`fit_from_results` rebuilds the fit for
@@ -55,8 +56,9 @@ class VEMSettings:
         Inducing inputs ``M`` (at most ``N``).
     init : {"pca", "random"}
         Initial variational means: PCA of the outputs scaled to unit variance, or standard normal draws.
-    init_variance : float
-        Initial variational variances (Damianou et al. use about 0.5, de Souza 0.1).
+    init_variance : float, optional
+        Initial variational variances: 0.5 by default (Damianou et al.; de Souza uses 0.1). With a GP
+        prior on the latent inputs, the median initial variance, 0.18 by default (vargplvm).
     ard_heuristic : bool
         Initialise ARD inverse squared length-scales to ``1 / (max - min)^2`` of the initial means per
         dimension (length-scales to ``max - min``), as in Sec. 5 of Damianou et al.
@@ -83,7 +85,8 @@ class VEMSettings:
     mc_samples: int = option(10, "Monte Carlo draws per point (fixed per fit)")
     num_inducing: int = option(20, "inducing inputs", metavar="M")
     init: str = option("pca", "initial latent means", choices=INITIALISATIONS)
-    init_variance: float = option(0.5, "initial latent variances")
+    init_variance: float | None = option(None, "initial latent variances (default 0.5; with a GP prior on the "
+                                                "latents, their median, default 0.18)")
     ard_heuristic: bool = option(True, "do not initialise ARD weights from the spread of the initial means",
                                  negate="--no-ard-heuristic")
     initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
@@ -102,7 +105,8 @@ class VEMSettings:
         for name in ("gh_nodes", "mc_samples", "num_inducing", "max_iterations", "max_evaluations"):
             require_positive_int(name, getattr(self, name))
         require_positive_int("restarts", self.restarts, allow_zero=True)
-        require_number("init_variance", self.init_variance, 0, open_low=True)
+        if self.init_variance is not None:
+            require_number("init_variance", self.init_variance, 0, open_low=True)
         require_number("ftol", self.ftol, 0)
         require_number("gtol", self.gtol, 0)
 
@@ -133,11 +137,15 @@ def vem_output(model, fit):
 
     latent = fit.problem.latent
     latent_dims = list(model.latents[latent].type.dim_names(latent))
-    posterior = {latent: np.asarray(fit.params.mean)[None, None],
+    posterior = {latent: fit.mean[None, None],
                  f"{latent}_variance": fit.variance[None, None],
                  "inducing_inputs": np.asarray(fit.params.inducing)[None, None]}
     dims = {f"{latent}_variance": latent_dims, "inducing_inputs": INDUCING_DIMS + latent_dims[1:],
             "bound_trace": ["iteration"]}
+    if fit.problem.latent_prior is not None:
+        for name, value in zip(("mu_bar", "lambda"), fit.params.latent):
+            posterior[f"{latent}_{name}"] = np.asarray(value)[None, None]
+            dims[f"{latent}_{name}"] = latent_dims
     for name, value in fit.hyperparameters().items():
         posterior[name] = np.asarray(value)[None, None]
     stats = {"lp": np.asarray([[fit.bound]]), "bound_trace": np.asarray(fit.trace)[None, None]}
@@ -166,6 +174,8 @@ def fit_from_results(results):
     from gpdsl.api import load_model
     from gpdsl.data_io import load_data
     from gpdsl.inference.families.gplvm import gplvm_problem
+    from gpdsl.inference.variational.gp_prior_q import GPPriorQParams
+    from gpdsl.inference.variational.latent_q import GaussianQParams
     from gpdsl.inference.variational.vem import VariationalParams, VEMFit
     from gpdsl.results.arviz_compat import groups, root_attrs
 
@@ -186,11 +196,16 @@ def fit_from_results(results):
     settings = VEMSettings(**json.loads(attrs["settings"]))
     posterior = parts["posterior"]
     latent = attrs["latent"]
-    mean = np.asarray(posterior[latent])[0, 0]
-    variance = np.asarray(posterior[f"{latent}_variance"])[0, 0]
+
+    def value(name):
+        return jnp.asarray(np.asarray(posterior[name])[0, 0])
+
+    if problem.latent_prior is None:
+        q = GaussianQParams(value(latent), jnp.log(value(f"{latent}_variance")))
+    else:
+        q = GPPriorQParams(value(f"{latent}_mu_bar"), value(f"{latent}_lambda"))
     theta = problem.unconstrain_theta({name: np.asarray(posterior[name])[0, 0] for name in problem.theta_names})
-    params = VariationalParams(jnp.asarray(mean), jnp.log(jnp.asarray(variance)),
-                               jnp.asarray(np.asarray(posterior["inducing_inputs"])[0, 0]), theta)
+    params = VariationalParams(q, value("inducing_inputs"), theta)
     sample_stats = parts["sample_stats"]
     fit = VEMFit(problem, settings, params, float(np.asarray(sample_stats["lp"])[0, 0]),
                  np.asarray(sample_stats["bound_trace"])[0, 0], json.loads(attrs["report"])["optimizer"])

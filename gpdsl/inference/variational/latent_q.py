@@ -5,15 +5,13 @@ the means and variances of the points, which the Psi statistics consume, and
 ``KL(q(X) || p(X))``, which is subtracted from it. A :class:`LatentQ` gives both from its own
 parameters and the hyperparameters ``theta`` (:meth:`LatentQ.moments`, :meth:`LatentQ.kl`), maps
 its parameters to the unconstrained coordinates the optimiser moves and back, and starts them from
-the outputs.
+initial latent means (:func:`initial_means`).
 
 * :class:`FactorisedGaussian`: ``q(X) = prod_n N(mu_n, diag(S_n))`` against the standard normal
   prior of the Bayesian GPLVM (Damianou, Titsias & Lawrence 2016, Sec. 3.3.1).
 
-A GP prior over time (Sec. 3.3.2) fits the same interface: with the reparametrisation of Opper &
-Archambeau (2009) its parameters are ``mu_bar`` and ``lambda`` per latent dimension, its moments
-``mu_q = K mu_bar_q`` and the diagonal of ``S_q = (K^-1 + diag(lambda_q))^-1``, where ``K`` is the
-prior covariance, a function of ``theta``.
+* :class:`~gpdsl.inference.variational.gp_prior_q.GPPriorGaussian`: a GP prior over time or observed
+  inputs (Sec. 3.3.2), in the reparameterisation of Opper & Archambeau (2009).
 """
 
 from __future__ import annotations
@@ -27,6 +25,8 @@ import numpy as np
 
 from gpdsl.errors import MethodError
 from gpdsl.inference.variational.softplus import inverse_softplus, log_softplus
+
+DEFAULT_VARIANCE = 0.5
 
 
 class LatentMoments(NamedTuple):
@@ -48,33 +48,26 @@ class LatentQ(ABC):
     """
 
     @abstractmethod
-    def initial(self, Y: np.ndarray, latent_dim: int, rng: np.random.Generator, *, init: str = "pca",
-                init_variance: float = 0.5):
-        """Starting parameters and the means of the latent points they imply.
+    def initial(self, mean, theta, init_variance: float | None = None):
+        """Starting parameters of ``q(X)`` whose means are (or smooth) ``mean``.
 
         Parameters
         ----------
-        Y : numpy.ndarray, shape (N, D)
-            Outputs, NaN where missing.
-        latent_dim : int
-            ``Q``.
-        rng : numpy.random.Generator
-            Source of any random draws.
-        init : {"pca", "random"}
-            PCA of the outputs or standard normal draws for the means.
-        init_variance : float
-            Initial variances of the latent points.
+        mean : array_like, shape (N, Q)
+            Initial latent means (:func:`initial_means`).
+        theta : array_like
+            The starting hyperparameters (unconstrained), on which a prior may depend.
+        init_variance : float, optional
+            The initial variances of the latent points (each family says what its default is).
 
         Returns
         -------
-        params : NamedTuple of numpy.ndarray
-        mean : numpy.ndarray, shape (N, Q)
-            The initial means, from which the inducing inputs and the hyperparameter heuristics start.
+        NamedTuple of arrays
 
         Raises
         ------
         MethodError
-            An unknown ``init`` or a non-positive ``init_variance``.
+            A non-positive ``init_variance``.
         """
 
     @abstractmethod
@@ -94,8 +87,8 @@ class LatentQ(ABC):
         """
 
     @abstractmethod
-    def unconstrain(self, params):
-        """The optimiser's coordinates of ``params``, as NumPy arrays."""
+    def unconstrain(self, params, xp=np):
+        """The optimiser's coordinates of ``params``: NumPy arrays, or traceable ones with ``xp=jax.numpy``."""
 
     @abstractmethod
     def constrain(self, coordinates, xp=jnp):
@@ -138,17 +131,13 @@ class FactorisedGaussian(LatentQ):
     from the optimum.
     """
 
-    def initial(self, Y, latent_dim, rng, *, init="pca", init_variance=0.5):
+    def initial(self, mean, theta, init_variance=None):
+        """The given means with constant variances ``init_variance`` (default 0.5, as Damianou et al.)."""
+        init_variance = DEFAULT_VARIANCE if init_variance is None else init_variance
         if init_variance <= 0:
             raise MethodError(f"init_variance must be positive; got {init_variance}")
-        N = Y.shape[0]
-        if init == "pca":
-            mean = pca_means(Y, latent_dim, rng)
-        elif init == "random":
-            mean = rng.standard_normal((N, latent_dim))
-        else:
-            raise MethodError(f"unknown initialisation '{init}'; use 'pca' or 'random'")
-        return GaussianQParams(mean, np.full((N, latent_dim), np.log(init_variance))), mean
+        mean = np.asarray(mean, dtype=float)
+        return GaussianQParams(mean, np.full(mean.shape, np.log(init_variance)))
 
     def moments(self, params, theta, xp=jnp):
         return LatentMoments(xp.asarray(params.mean), xp.exp(xp.asarray(params.log_variance)))
@@ -157,9 +146,9 @@ class FactorisedGaussian(LatentQ):
         moments = moments if moments is not None else self.moments(params, theta)
         return kl_standard_normal(moments.mean, moments.variance)
 
-    def unconstrain(self, params):
-        return _GaussianQCoordinates(np.asarray(params.mean, dtype=float),
-                                     inverse_softplus(np.exp(np.asarray(params.log_variance, dtype=float))))
+    def unconstrain(self, params, xp=np):
+        return _GaussianQCoordinates(xp.asarray(params.mean, dtype=float),
+                                     inverse_softplus(xp.exp(xp.asarray(params.log_variance, dtype=float)), xp))
 
     def constrain(self, coordinates, xp=jnp):
         return GaussianQParams(coordinates.mean, log_softplus(coordinates.softplus_variance, xp))
@@ -188,10 +177,39 @@ def kl_standard_normal(mean, variance) -> jax.Array:
     return 0.5 * jnp.sum(variance + mean * mean - 1.0 - jnp.log(variance))
 
 
+def initial_means(Y: np.ndarray, latent_dim: int, rng: np.random.Generator, init: str = "pca") -> np.ndarray:
+    """Initial latent means: :func:`pca_means` (``init="pca"``) or standard normal draws (``"random"``).
+
+    Parameters
+    ----------
+    Y : numpy.ndarray, shape (N, D)
+        Outputs, NaN where missing.
+    latent_dim : int
+        ``Q``.
+    rng : numpy.random.Generator
+        Source of any random draws.
+    init : {"pca", "random"}
+
+    Returns
+    -------
+    numpy.ndarray, shape (N, Q)
+
+    Raises
+    ------
+    MethodError
+        An unknown ``init``.
+    """
+    if init == "pca":
+        return pca_means(Y, latent_dim, rng)
+    if init == "random":
+        return rng.standard_normal((Y.shape[0], latent_dim))
+    raise MethodError(f"unknown initialisation '{init}'; use 'pca' or 'random'")
+
+
 def pca_means(Y: np.ndarray, latent_dim: int, rng: np.random.Generator) -> np.ndarray:
     """PCA projection of the (column-mean imputed) outputs, each dimension scaled to unit variance.
 
-    ``Y``, ``latent_dim`` and ``rng`` are those of :meth:`LatentQ.initial`; the result has shape ``(N, Q)``.
+    ``Y``, ``latent_dim`` and ``rng`` are those of :func:`initial_means`; the result has shape ``(N, Q)``.
     Dimensions beyond the outputs' rank are filled with standard normal draws (``N * Q`` are always drawn).
     """
     filled = np.where(np.isnan(Y), np.nanmean(Y, axis=0), Y)

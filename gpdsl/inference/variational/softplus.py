@@ -27,17 +27,19 @@ def log_softplus(x, xp=jnp):
                     xp.log(xp.logaddexp(xp.maximum(x, -SOFTPLUS_CUTOFF), 0.0)))
 
 
-def inverse_softplus(y):
-    """The coordinate ``x`` with ``softplus(x) = y``, in NumPy (``y`` itself above 30).
+def inverse_softplus(y, xp=np):
+    """The coordinate ``x`` with ``softplus(x) = y`` (``y`` itself above 30).
 
     Parameters
     ----------
     y : array_like
         Positive quantities.
+    xp : module
+        ``numpy`` (the default) or ``jax.numpy`` (traceable).
 
     Returns
     -------
-    numpy.ndarray
+    numpy.ndarray or jax.Array
     """
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        return np.where(y > SOFTPLUS_CUTOFF, y, np.log(np.expm1(np.minimum(y, SOFTPLUS_CUTOFF))))
+        return xp.where(y > SOFTPLUS_CUTOFF, y, xp.log(xp.expm1(xp.minimum(y, SOFTPLUS_CUTOFF))))

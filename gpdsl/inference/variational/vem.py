@@ -1,8 +1,9 @@
-"""Variational EM for the Bayesian GPLVM (Titsias & Lawrence 2010; Damianou, Titsias & Lawrence 2016).
+"""Variational EM for GPLVMs (Titsias & Lawrence 2010; Damianou, Titsias & Lawrence 2016).
 
 The collapsed bound (:mod:`gpdsl.inference.variational.collapsed_bound`) with a family of ``q(X)``
 (:mod:`gpdsl.inference.variational.latent_q`: its moments, its KL term against the prior and its
-parameters; by default a factorised Gaussian against ``N(0, I)``) and ``M`` inducing inputs is
+parameters: a factorised Gaussian against ``N(0, I)``, or the Opper-Archambeau form under a GP prior) and
+``M`` inducing inputs is
 maximised jointly over the parameters of ``q(X)``, the inducing inputs and the hyperparameters by
 L-BFGS with JAX gradients. The Psi statistics come from :mod:`gpdsl.kernels.psi`: analytic where a
 closed form is registered, else the unscented transform, Gauss-Hermite or Monte Carlo (fixed draws, so
@@ -13,7 +14,7 @@ type-II maximum likelihood ones.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import jax
@@ -31,9 +32,9 @@ from gpdsl.inference.variational.collapsed_bound import (
     yy_factor,
 )
 from gpdsl.inference.variational.latent_q import (
-    FactorisedGaussian,
     GaussianQParams,
     LatentQ,
+    initial_means,
 )
 from gpdsl.inference.variational.softplus import inverse_softplus, log_softplus
 from gpdsl.ir import nodes as ir
@@ -88,7 +89,7 @@ class VariationalParams(_VariationalFields):
 
 @dataclass
 class VEMFit:
-    """A fitted Bayesian GPLVM.
+    """A fitted GPLVM.
 
     Attributes
     ----------
@@ -119,7 +120,11 @@ class VEMFit:
     trace: np.ndarray
     report: dict
     times: np.ndarray | None = None
-    latent_q: LatentQ = field(default_factory=FactorisedGaussian)
+    latent_q: LatentQ | None = None
+
+    def __post_init__(self):
+        if self.latent_q is None:
+            self.latent_q = self.problem.latent_q()
 
     @property
     def mean(self) -> np.ndarray:
@@ -147,14 +152,14 @@ def make_objective(problem: GPLVMProblem, settings: VEMSettings, latent_q: Laten
     settings : VEMSettings
         Options (the Psi statistics and the seed of their Monte Carlo draws).
     latent_q : LatentQ, optional
-        The family of ``q(X)``; a factorised Gaussian by default.
+        The family of ``q(X)``; by default the one that matches the model's prior (``problem.latent_q()``).
 
     Returns
     -------
     callable
         ``VariationalParams -> scalar``.
     """
-    latent_q = latent_q or FactorisedGaussian()
+    latent_q = latent_q or problem.latent_q()
     bound = _bound(problem, settings, latent_q.moments, latent_q.kl)
 
     def objective(params: VariationalParams):
@@ -163,11 +168,12 @@ def make_objective(problem: GPLVMProblem, settings: VEMSettings, latent_q: Laten
     return objective
 
 
-def _bound(problem: GPLVMProblem, settings: VEMSettings, moments, kl):
+def _bound(problem: GPLVMProblem, settings: VEMSettings, moments, kl, hyperprior: bool = True):
     """The bound as a function of the parameters of ``q(X)``, the inducing inputs and ``theta``.
 
     ``moments(latent, theta)`` and ``kl(latent, theta, moments)`` are those of a :class:`LatentQ`, on its
-    parameters or on the optimiser's coordinates.
+    parameters or on the optimiser's coordinates. ``hyperprior`` adds the log prior of the
+    hyperparameters (the fit's MAP objective); without it the value bounds ``log p(Y | theta)``.
     """
     method = settings.psi_method()
     key = jax.random.PRNGKey(settings.seed) if method.kind == "monte_carlo" else None
@@ -196,7 +202,8 @@ def _bound(problem: GPLVMProblem, settings: VEMSettings, moments, kl):
         noise = problem.noise_variance(theta)
         Kmm = kernel(Z) + GP_JITTER * np.eye(Z.shape[0])  # as GPy's VarDTC
         data = data_term(kernel, noise, q.mean, q.variance, Z, Kmm)
-        return data - kl(latent, theta, q) + problem.log_hyperprior(theta)
+        value = data - kl(latent, theta, q)
+        return value + problem.log_hyperprior(theta) if hyperprior else value
 
     return bound
 
@@ -205,25 +212,41 @@ def _bound(problem: GPLVMProblem, settings: VEMSettings, moments, kl):
 def initial_params(problem: GPLVMProblem, settings: VEMSettings, latent_q: LatentQ | None = None) -> VariationalParams:
     """The starting point of the fit.
 
-    ``q(X)`` from :meth:`LatentQ.initial` (PCA or random means, constant variances), a random subset of
-    its means as inducing inputs and heuristic hyperparameters (see :class:`VEMSettings`).
+    Initial latent means (:func:`~gpdsl.inference.variational.latent_q.initial_means`: PCA or random), a
+    random subset of them as inducing inputs, heuristic hyperparameters (see :class:`VEMSettings`), and
+    ``q(X)`` from :meth:`LatentQ.initial` of the family (``problem.latent_q()`` unless given).
 
     Raises
     ------
     MethodError
         ``num_inducing`` outside ``1..N``, or an initialisation the ``q(X)`` family refuses.
     """
-    latent_q = latent_q or FactorisedGaussian()
+    latent_q = latent_q or problem.latent_q()
+    mean, inducing = initial_points(problem, settings)
+    theta = problem.unconstrain_theta(initial_hyperparameters(problem, mean, settings))
+    latent = latent_q.initial(mean, theta, settings.init_variance)
+    return VariationalParams(jax.tree_util.tree_map(jnp.asarray, latent), jnp.asarray(inducing), theta)
+
+
+def initial_points(problem: GPLVMProblem, settings: VEMSettings) -> tuple[np.ndarray, np.ndarray]:
+    """The initial latent means (PCA or random, seeded by ``settings.seed``) and a random subset of them as inducing inputs.
+
+    Returns
+    -------
+    mean : numpy.ndarray, shape (N, Q)
+    inducing : numpy.ndarray, shape (M, Q)
+
+    Raises
+    ------
+    MethodError
+        ``num_inducing`` outside ``1..N`` or an unknown ``init``.
+    """
     rng = np.random.default_rng(settings.seed)
     N = problem.num_points
     if settings.num_inducing < 1 or settings.num_inducing > N:
         raise MethodError(f"num_inducing must be between 1 and N = {N}; got {settings.num_inducing}")
-    latent, mean = latent_q.initial(problem.Y, problem.latent_dim, rng, init=settings.init,
-                                    init_variance=settings.init_variance)
-    inducing = mean[rng.permutation(N)[:settings.num_inducing]]
-    values = initial_hyperparameters(problem, mean, settings)
-    return VariationalParams(jax.tree_util.tree_map(jnp.asarray, latent), jnp.asarray(inducing),
-                             problem.unconstrain_theta(values))
+    mean = initial_means(problem.Y, problem.latent_dim, rng, settings.init)
+    return mean, mean[rng.permutation(N)[:settings.num_inducing]]
 
 
 def initial_hyperparameters(problem: GPLVMProblem, mean: np.ndarray, settings: VEMSettings) -> dict:
@@ -249,6 +272,8 @@ def initial_hyperparameters(problem: GPLVMProblem, mean: np.ndarray, settings: V
                     guesses.setdefault(expr.name, span)
                 elif arg == "variance":
                     guesses.setdefault(expr.name, np.asarray(y_var))
+    if settings.ard_heuristic and problem.latent_prior is not None:
+        guesses = {**_prior_guesses(problem), **guesses}
     guesses.update(_noise_guess(problem, 0.01 * y_var))
     values = {}
     for block in problem.theta_blocks:
@@ -271,6 +296,31 @@ def initial_hyperparameters(problem: GPLVMProblem, mean: np.ndarray, settings: V
                           f"{'is not a parameter' if len(unknown) == 1 else 'are not parameters'} "
                           f"of the model (parameters: {', '.join(problem.theta_names)})")
     return values
+
+
+def _prior_guesses(problem: GPLVMProblem) -> dict:
+    """Length-scales of the latent inputs' GP prior: a tenth of the range of its inputs (smooth latents)."""
+    model = problem.jax_model.model
+    inputs = problem.latent_prior_inputs()
+    guesses = {}
+    for leaf in problem.latent_prior.statement.kernel.leaves():
+        columns = inputs if leaf.component is None else inputs[:, _component_columns(problem, leaf.component)]
+        span = np.ptp(columns, axis=0)
+        span = np.where(span > 0, span, 1.0) / 10.0
+        for arg, expr in leaf.params:
+            if isinstance(expr, ir.Ref) and expr.name in model.parameters:
+                if arg == "lengthscale":
+                    guesses.setdefault(expr.name, span if span.size > 1 else span[0])
+                elif arg == "inv_ls2":
+                    guesses.setdefault(expr.name, 1.0 / span ** 2 if span.size > 1 else 1.0 / span[0] ** 2)
+    return guesses
+
+
+def _component_columns(problem: GPLVMProblem, component: int) -> slice:
+    sizes = problem.jax_model.sizes
+    dims = [d if isinstance(d, int) else sizes[d] for d in problem.latent_prior.statement.inputs.dims]
+    start = int(np.sum(dims[:component]))
+    return slice(start, start + dims[component])
 
 
 def _noise_guess(problem: GPLVMProblem, noise_variance: float) -> dict:
@@ -312,7 +362,7 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
     progress : bool
         Print the bound every 50 iterations.
     latent_q : LatentQ, optional
-        The family of ``q(X)``; a factorised Gaussian against ``N(0, I)`` by default.
+        The family of ``q(X)``; by default the one that matches the model's prior (``problem.latent_q()``).
 
     Raises
     ------
@@ -320,7 +370,7 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
         The bound is not finite at the starting point.
     """
     settings = settings or VEMSettings()
-    latent_q = latent_q or FactorisedGaussian()
+    latent_q = latent_q or problem.latent_q()
     started = time.perf_counter()
     initial = initial if initial is not None else initial_params(problem, settings, latent_q)
     to_params, from_params = optimiser_space(problem, latent_q)
@@ -398,7 +448,7 @@ def optimiser_space(problem: GPLVMProblem, latent_q: LatentQ | None = None):
     ``to_params`` works on JAX arrays (traced or not) or, with ``xp=numpy``, on NumPy arrays;
     ``from_params`` returns NumPy arrays (no JAX operation to compile).
     """
-    latent_q = latent_q or FactorisedGaussian()
+    latent_q = latent_q or problem.latent_q()
     positive = np.concatenate([np.full(b.size, _is_positive(b)) for b in problem.theta_blocks]) \
         if problem.theta_blocks else np.zeros(0, dtype=bool)
 
@@ -408,7 +458,8 @@ def optimiser_space(problem: GPLVMProblem, latent_q: LatentQ | None = None):
 
     def from_params(params: VariationalParams) -> VariationalParams:
         theta = np.asarray(params.theta, dtype=float)
-        return VariationalParams(latent_q.unconstrain(params.latent), np.asarray(params.inducing, dtype=float),
+        return VariationalParams(latent_q.unconstrain(params.latent),
+                                 np.asarray(params.inducing, dtype=float),
                                  np.where(positive, inverse_softplus(np.exp(theta)), theta))
 
     return to_params, from_params
