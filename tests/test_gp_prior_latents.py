@@ -124,7 +124,7 @@ def test_with_an_identity_prior_covariance_the_kl_is_the_bayesian_gplvm_kl():
 
 
 def test_with_a_white_noise_time_kernel_the_dynamical_bound_is_the_bayesian_gplvm_bound():
-    white = load_model("models/dynamical_gplvm.gpm".replace("models/", "models/")).source.text.replace(
+    white = load_model(f"{MODELS}/dynamical_gplvm.gpm").source.text.replace(
         "X ~ gp(t, rbf(lengthscale = ell) + white(1e-6));", "X ~ gp(t, white(1));")
     white = load_model(white.replace("real<lower=0> ell ~ gamma(2, 0.5);", ""))
     standard = load_model(f"{MODELS}/bayesian_gplvm_priors.gpm")

@@ -72,6 +72,15 @@ def e_step(problem: GPLVMProblem, settings: VEMSettings, theta, *, start=None, m
     EStepResult
         With a leading batch axis when ``theta`` is a batch.
     """
+    return make_e_step(problem, settings, start=start, max_iterations=max_iterations, gtol=gtol)(theta)
+
+
+def make_e_step(problem: GPLVMProblem, settings: VEMSettings, *, start=None, max_iterations: int = 1000,
+                gtol: float = 1e-5):
+    """:func:`e_step` as one compiled function ``theta -> EStepResult``, for callers that run it many times.
+
+    The arguments are those of :func:`e_step`; the function compiles once per shape of ``theta``.
+    """
     latent_q = problem.latent_q()
     bound = _bound(problem, settings, latent_q.unconstrained_moments, latent_q.unconstrained_kl, hyperprior=False)
     mean, inducing = initial_points(problem, settings)
@@ -88,7 +97,9 @@ def e_step(problem: GPLVMProblem, settings: VEMSettings, theta, *, start=None, m
         coordinates, Z = unravel(result.x)
         return EStepResult(latent_q.constrain(coordinates), Z, -result.value, result.iterations, result.converged)
 
-    theta = jnp.asarray(theta, dtype=float)
-    if theta.ndim == 2:
-        return jax.jit(jax.vmap(optimise))(theta)
-    return jax.jit(optimise)(theta)
+    @jax.jit
+    def run(theta):
+        theta = jnp.asarray(theta, dtype=float)
+        return jax.vmap(optimise)(theta) if theta.ndim == 2 else optimise(theta)
+
+    return run
