@@ -211,6 +211,10 @@ KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
     KernelSpec("constant", (_FIXED_VARIANCE,),
                stan=(StanCall("constant_kernel", ("variance",)),),
                doc="variance"),
+    KernelSpec("same", (),
+               stan=(StanCall("same_kernel", ()),),
+               doc="1 when two points agree in every active input (e.g. the same sequence label), else 0: "
+                   "times a kernel over time, a block-diagonal covariance with one block per group"),
     KernelSpec("mlp", (_VARIANCE, KernelParam("weight_variance", default=1.0, ard_allowed=True),
                        KernelParam("bias_variance", default=1.0)),
                stan=(StanCall("mlp_kernel", ("variance", "weight_variance", "bias_variance")),),

@@ -17,6 +17,20 @@ array[] vector rows_as_points(matrix x) {
 }
 
 /**
+ * The labels of an int array (e.g. sequence numbers) as one-dimensional points.
+ *
+ * @param g  array[N] int, one label per point
+ * @return   array[N] vector[1]
+ */
+array[] vector labels_as_points(array[] int g) {
+  array[size(g)] vector[1] points;
+  for (i in 1:size(g)) {
+    points[i] = rep_vector(g[i], 1);
+  }
+  return points;
+}
+
+/**
  * The entries of a vector as one-dimensional points.
  *
  * @param t  vector[N], one value per point

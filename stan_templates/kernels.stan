@@ -150,6 +150,19 @@ matrix white_kernel(array[] vector x1, array[] vector x2, real variance, int sam
 }
 
 /**
+ * same: 1 when two points agree in every input (e.g. the same sequence label), else 0.
+ */
+matrix same_kernel(array[] vector x1, array[] vector x2) {
+  matrix[size(x1), size(x2)] K;
+  for (i in 1:size(x1)) {
+    for (j in 1:size(x2)) {
+      K[i, j] = max(abs(x1[i] - x2[j])) == 0 ? 1 : 0;
+    }
+  }
+  return K;
+}
+
+/**
  * constant: variance between every pair of points.
  *
  * @param variance  variance of a shared offset

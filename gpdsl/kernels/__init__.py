@@ -11,7 +11,7 @@ from gpdsl.kernels.base import Kernel
 from gpdsl.kernels.composite import Product, Scale, Sum
 from gpdsl.kernels.dot_product import MLP, Linear
 from gpdsl.kernels.registry import KERNEL_SPECS, KERNELS, build_kernel, kernel_spec
-from gpdsl.kernels.static import Constant, White
+from gpdsl.kernels.static import Constant, Same, White
 from gpdsl.kernels.stationary import RBF, Matern12, Matern32, Matern52, Periodic
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "MLP",
     "White",
     "Constant",
+    "Same",
     "Sum",
     "Product",
     "Scale",

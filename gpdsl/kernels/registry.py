@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from gpdsl.kernel_table import KERNEL_SPECS, KernelSpec, kernel_spec
 from gpdsl.kernels.dot_product import MLP, Linear
-from gpdsl.kernels.static import Constant, White
+from gpdsl.kernels.static import Constant, Same, White
 from gpdsl.kernels.stationary import RBF, Matern12, Matern32, Matern52, Periodic
 
 __all__ = ["KERNELS", "KERNEL_SPECS", "KernelSpec", "build_kernel", "kernel_spec"]
 
 KERNELS = {cls.spec.name: cls
-           for cls in (RBF, Matern12, Matern32, Matern52, Periodic, Linear, White, Constant, MLP)}
+           for cls in (RBF, Matern12, Matern32, Matern52, Periodic, Linear, White, Constant, Same, MLP)}
 """Kernel classes by model-language name; each class's ``spec`` is its :data:`KERNEL_SPECS` entry."""
 
 

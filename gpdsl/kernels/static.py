@@ -1,4 +1,4 @@
-"""Kernels that do not depend on the input values: white noise and a constant."""
+"""Kernels without a length-scale: white noise, a constant, and the indicator of equal inputs."""
 
 from __future__ import annotations
 
@@ -58,3 +58,25 @@ class Constant(_VarianceOnly):
 
     def evaluate(self, x1, x2):
         return self.variance
+
+
+class Same(Kernel):
+    """``k(x, x') = 1`` when ``x`` and ``x'`` agree in every active input, else 0.
+
+    Over a group label (a sequence number) it makes points of different groups independent: ``rbf(t) *
+    same(sequence)`` is the block-diagonal covariance of independent sequences that share one kernel
+    (Damianou, Titsias & Lawrence 2016, end of Sec. 3.3.2).
+
+    Parameters
+    ----------
+    active_dims : tuple of int or slice, optional
+        The input columns compared (all by default).
+    """
+
+    spec = KERNEL_SPECS["same"]
+
+    def __init__(self, *, active_dims=None):
+        self._set_params({}, active_dims)
+
+    def evaluate(self, x1, x2):
+        return jnp.all(x1 == x2).astype(jnp.float64)

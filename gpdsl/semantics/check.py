@@ -13,7 +13,7 @@ from dataclasses import replace
 from gpdsl.errors import CheckWarning, ModelCheckError
 from gpdsl.ir import nodes as ir
 from gpdsl.semantics import catalog
-from gpdsl.semantics.types import Dim, VarType
+from gpdsl.semantics.types import Dim, VarType, is_label_array
 from gpdsl.source import Span
 from gpdsl.syntax import ast
 
@@ -520,9 +520,12 @@ class _Checker:
             elif t.container == "vector":
                 index_shapes.append(t.array_dims + t.dims)
                 dims.append(1)
+            elif is_label_array(t):
+                index_shapes.append(t.array_dims)
+                dims.append(1)
             else:
-                _fail("GP inputs must be a vector (one input per point) or a matrix (one row per point)",
-                      item.span, f"got {t.describe()}")
+                _fail("GP inputs must be a vector (one input per point), a matrix (one row per point) or a "
+                      "one-dimensional int array (a label per point)", item.span, f"got {t.describe()}")
             components.append(value)
             names.append(item.name if isinstance(item, ast.Name) else None)
         longest = max(index_shapes, key=len)

@@ -72,3 +72,8 @@ class VarType:
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def is_label_array(t: VarType) -> bool:
+    """Whether ``t`` is a one-dimensional int array: a GP input component of one label per point."""
+    return t.base == "int" and t.container == "scalar" and len(t.array_dims) == 1

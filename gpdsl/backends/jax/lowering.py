@@ -33,6 +33,7 @@ from gpdsl.kernels import Kernel, build_kernel
 from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.linalg import cholesky, solve_triangular
 from gpdsl.numerics import GP_JITTER
+from gpdsl.semantics.types import is_label_array
 
 compilation_cache.enable()  # every lowered model's programs compile once per machine
 
@@ -246,7 +247,7 @@ class JaxModel:
         columns = []
         for component in inputs.components:
             value = jnp.asarray(self.evaluate(component, env), dtype=float)
-            if component.type.container == "vector":
+            if component.type.container == "vector" or is_label_array(component.type):
                 value = value[..., None]
             extra = len(index_shape) - (value.ndim - 1)
             value = jnp.reshape(value, value.shape[:-1] + (1,) * extra + value.shape[-1:])

@@ -46,7 +46,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.likelihoods import capability
 from gpdsl.numerics import GP_JITTER
 from gpdsl.semantics import catalog
-from gpdsl.semantics.types import Dim, VarType
+from gpdsl.semantics.types import Dim, VarType, is_label_array
 
 STAN_RESERVED = frozenset("""
     for in while repeat until if then else true false target functions model data parameters
@@ -650,6 +650,8 @@ class _Generator:
         t = expr.type
         text = self.translate(expr)
         own_levels = len(t.array_dims) + 1
+        if is_label_array(t):
+            return f"labels_as_points({text})"
         if len(inputs.index_shape) == 1 or own_levels == 2:
             kind = "rows" if t.container == "matrix" else "values"
             prefix = "" if len(inputs.index_shape) == 1 else "stacked_"
