@@ -19,6 +19,7 @@ from gpdsl.inference.predict.gp_prior_latents import (
     prior_points,
     project_with_prior,
 )
+from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian, GPPriorQParams
 from gpdsl.inference.variational.vem import VariationalParams, fit_vem, make_objective
 from gpdsl.kernels import RBF, Same
 from gpdsl.numerics import GP_JITTER
@@ -198,3 +199,25 @@ def test_sequences_fit_and_forecast_each_sequence_from_its_own_sites():
     np.testing.assert_allclose(prediction.mean[0], cross @ mu_bar, rtol=1e-8)
     variance = [1.0 + 1e-6 - cross @ np.linalg.solve(K + np.diag(1 / lam[:, q]), cross) for q in range(2)]
     np.testing.assert_allclose(prediction.variance[0], variance, rtol=1e-6)
+
+
+def test_sequences_are_factorised_block_by_block_with_the_dense_values():
+    model, _ = check_text(SEQUENCES_MODEL, "sequences.gpm")
+    values = sequences_data(lengths=(12, 9, 12, 15))
+    data, _ = load_data(values, model)
+    problem = gplvm_problem(model, data)
+    blocks = problem.latent_prior_blocks()
+    assert [list(b) for b in blocks] == [list(np.flatnonzero(values["sequence"] == g)) for g in (1, 2, 3, 4)]
+    blocked, dense = problem.latent_q(), GPPriorGaussian(problem.latent_prior_covariance)
+    assert [b.shape for b in blocked.blocks] == [(1, 9), (2, 12), (1, 15)]
+    rng = np.random.default_rng(1)
+    theta = problem.unconstrain_theta({"ell": 0.3, "s2": 1.0, "w": np.ones(2), "noise": 0.1})
+    params = GPPriorQParams(jnp.asarray(rng.normal(size=(48, 2))), jnp.asarray(rng.uniform(0.1, 3.0, (48, 2))))
+    for a, b in zip(blocked.moments(params, theta), dense.moments(params, theta)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(float(blocked.kl(params, theta)), float(dense.kl(params, theta)), rtol=1e-10)
+    # a kernel that is not split by `same` in every term keeps one dense block
+    coupled = SEQUENCES_MODEL.replace("* same(sequence) + white(1e-6)", "* same(sequence) + rbf(t)")
+    model, _ = check_text(coupled, "coupled.gpm")
+    data, _ = load_data(values, model)
+    assert gplvm_problem(model, data).latent_prior_blocks() is None

@@ -256,10 +256,13 @@ class JaxModel:
         points = jnp.concatenate(columns, axis=-1)
         return jnp.reshape(points, (-1, points.shape[-1]))
 
+    def gp_input_offsets(self, statement: ir.GPStatement) -> np.ndarray:
+        """Where each input component's columns start in :meth:`gp_inputs` (and, last, the total width)."""
+        return np.cumsum([0] + [self._dim(d) for d in statement.inputs.dims])
+
     def gp_kernel(self, statement: ir.GPStatement, env) -> Kernel:
         """The GP's kernel with hyperparameters evaluated in ``env``."""
-        offsets = np.cumsum([0] + [self._dim(d) for d in statement.inputs.dims])
-        return self._kernel(statement.kernel, env, offsets)
+        return self._kernel(statement.kernel, env, self.gp_input_offsets(statement))
 
     def gp_covariance(self, statement: ir.GPStatement, env) -> jax.Array:
         """``K(X, X) + GP_JITTER I`` for the GP's points."""

@@ -110,7 +110,23 @@ class GPLVMProblem(HyperparameterBlocks):
         """The family of ``q(X)`` that matches the prior of the latent inputs."""
         if self.latent_prior is None:
             return FactorisedGaussian()
-        return GPPriorGaussian(self.latent_prior_covariance)
+        return GPPriorGaussian(self.latent_prior_covariance, self.latent_prior_blocks())
+
+    def latent_prior_blocks(self) -> list[np.ndarray] | None:
+        """Index sets of the independent groups of the latent inputs' GP prior, or None.
+
+        The prior's covariance is block diagonal when every term of its kernel is a product with
+        ``same(g)`` over one input component ``g`` or is white noise: the blocks are the points that
+        share a value of ``g`` (e.g. the frames of one sequence).
+        """
+        component = _grouping_component(self.latent_prior.statement.kernel)
+        if component is None:
+            return None
+        offsets = self.jax_model.gp_input_offsets(self.latent_prior.statement)
+        labels = self.latent_prior_inputs()[:, offsets[component]:offsets[component + 1]]
+        _, group = np.unique(labels, axis=0, return_inverse=True)
+        group = np.ravel(group)
+        return [np.flatnonzero(group == g) for g in range(group.max() + 1)]
 
     def noise_variance(self, theta) -> jax.Array:
         """The likelihood's noise variance ``s^2`` at ``theta``."""
@@ -124,6 +140,21 @@ class GPLVMProblem(HyperparameterBlocks):
         Jacobian: the estimate does not depend on the optimiser's parameterisation).
         """
         return self.jax_model.log_terms(self.environment(theta), ("prior",), targets=set(self.theta_names))
+
+
+def _grouping_component(kernel: ir.Kernel) -> int | None:
+    """The input component ``g`` of ``same(g)`` that splits every term of ``kernel`` into independent groups, or None."""
+    if isinstance(kernel, ir.KernelLeaf):
+        return kernel.component if kernel.name == "same" and kernel.component is not None else None
+    if isinstance(kernel, ir.KernelScale):
+        return _grouping_component(kernel.kernel)
+    left, right = _grouping_component(kernel.left), _grouping_component(kernel.right)
+    if isinstance(kernel, ir.KernelProduct):
+        return left if left is not None else right
+    white = [isinstance(k, ir.KernelLeaf) and k.name == "white" for k in (kernel.left, kernel.right)]
+    if left is not None and (left == right or white[1]):
+        return left
+    return right if right is not None and white[0] else None
 
 
 def gplvm_problem(model: ir.Model, data: dict, method: str = "vem") -> GPLVMProblem:

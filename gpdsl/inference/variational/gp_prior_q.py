@@ -78,10 +78,15 @@ class GPPriorGaussian(LatentQ):
     ----------
     prior_covariance : callable
         ``theta -> K``, the prior covariance of one latent dimension over the ``N`` points (traceable).
+    blocks : sequence of array_like of int, optional
+        Index sets of independent groups of points (``K`` is zero between them), e.g. the frames of each
+        sequence. ``K`` is then factorised block by block: ``O(sum n_b^3)`` instead of ``O(N^3)``. Blocks of
+        equal size are batched.
     """
 
-    def __init__(self, prior_covariance: Callable[[jax.Array], jax.Array]):
+    def __init__(self, prior_covariance: Callable[[jax.Array], jax.Array], blocks=None):
         self.prior_covariance = prior_covariance
+        self.blocks = batched_blocks(blocks, None)
 
     def initial(self, mean, theta, init_variance=None):
         """Parameters whose ``q(X)`` is the GP posterior of ``X`` given ``mean`` observed with precision ``lambda``.
@@ -96,7 +101,7 @@ class GPPriorGaussian(LatentQ):
         if not np.isscalar(target) or target <= 0:
             raise MethodError(f"init_variance must be positive; got {init_variance}")
         K = self.prior_covariance(theta)
-        lam = calibrated_precision(K, target)
+        lam = calibrated_precision(K, target, self.blocks)
         N = K.shape[0]
         mu_bar = cho_solve((cholesky(K + jnp.eye(N) / lam), True), jnp.asarray(mean))
         return GPPriorQParams(mu_bar, jnp.full(jnp.shape(mean), lam))
@@ -105,7 +110,7 @@ class GPPriorGaussian(LatentQ):
         K = self.prior_covariance(theta)
         mu_bar = jnp.asarray(params.mu_bar)
         mean = K @ mu_bar
-        moments = _moments(K, mean, jnp.sum(mu_bar * mean), jnp.asarray(params.lam))
+        moments = _moments(K, mean, jnp.sum(mu_bar * mean), jnp.asarray(params.lam), self.blocks)
         if xp is np:
             return GPPriorMoments(*(np.asarray(part) for part in moments))
         return moments
@@ -124,31 +129,51 @@ class GPPriorGaussian(LatentQ):
         return GPPriorQParams(coordinates.mu_bar, softplus(coordinates.softplus_lam))
 
 
-def _moments(K, mean, mean_term, lam) -> GPPriorMoments:
-    N = K.shape[0]
+def batched_blocks(blocks, N: int | None) -> list[np.ndarray]:
+    """Index sets grouped by size into ``(count, size)`` arrays; one block of all ``N`` points when ``blocks`` is None."""
+    if blocks is None:
+        return None if N is None else [np.arange(N)[None]]
+    by_size: dict[int, list] = {}
+    for block in blocks:
+        block = np.asarray(block, dtype=int)
+        by_size.setdefault(block.size, []).append(block)
+    return [np.stack(group) for _, group in sorted(by_size.items())]
 
-    def one_dimension(lam_q):
-        root = jnp.sqrt(lam_q)
-        chol_b = cholesky(jnp.eye(N) + root[:, None] * K * root[None, :])
-        V = solve_triangular(chol_b, root[:, None] * K, lower=True)
-        inverse_chol = solve_triangular(chol_b, jnp.eye(N), lower=True)
-        return (jnp.diag(K) - jnp.sum(V * V, axis=0), 2.0 * jnp.sum(jnp.log(jnp.diag(chol_b))),
-                jnp.sum(inverse_chol * inverse_chol))
 
-    variance, log_det_b, trace_b_inv = jax.vmap(one_dimension, in_axes=1, out_axes=(1, 0, 0))(lam)
+def _moments(K, mean, mean_term, lam, blocks=None) -> GPPriorMoments:
+    variance = jnp.zeros_like(lam)
+    log_det_b = trace_b_inv = jnp.zeros(lam.shape[1])
+    for index in blocks or batched_blocks(None, K.shape[0]):
+        K_blocks = K[index[:, :, None], index[:, None, :]]
+        per_dimension = jax.vmap(_block_moments, in_axes=(None, 1), out_axes=(1, 0, 0))
+        v, log_det, trace = jax.vmap(per_dimension)(K_blocks, lam[index])
+        variance = variance.at[index].set(v)
+        log_det_b, trace_b_inv = log_det_b + log_det.sum(axis=0), trace_b_inv + trace.sum(axis=0)
     return GPPriorMoments(mean, variance, mean_term, log_det_b, trace_b_inv)
 
 
-def calibrated_precision(K, median_variance: float, steps: int = 50) -> jax.Array:
+def _block_moments(K, lam_q):
+    """Marginal variances, ``log|B_q|`` and ``tr(B_q^-1)`` of one latent dimension over one block."""
+    N = K.shape[0]
+    root = jnp.sqrt(lam_q)
+    chol_b = cholesky(jnp.eye(N) + root[:, None] * K * root[None, :])
+    V = solve_triangular(chol_b, root[:, None] * K, lower=True)
+    inverse_chol = solve_triangular(chol_b, jnp.eye(N), lower=True)
+    return (jnp.diag(K) - jnp.sum(V * V, axis=0), 2.0 * jnp.sum(jnp.log(jnp.diag(chol_b))),
+            jnp.sum(inverse_chol * inverse_chol))
+
+
+def calibrated_precision(K, median_variance: float, blocks=None, steps: int = 50) -> jax.Array:
     """The ``lambda`` whose ``diag((K^-1 + lambda I)^-1)`` has median ``median_variance``, by bisection on ``log lambda``.
 
     Every variance decreases with ``lambda``, so the median does; the search spans ``1e-8 .. 1e8`` and
-    returns an end of it when the target lies outside. Traceable in ``K``.
+    returns an end of it when the target lies outside. ``blocks`` are those of :class:`GPPriorGaussian`
+    (batched). Traceable in ``K``.
     """
     N = K.shape[0]
 
     def median_variance_at(log_lam):
-        return jnp.median(_moments(K, jnp.zeros((N, 1)), 0.0, jnp.full((N, 1), jnp.exp(log_lam))).variance)
+        return jnp.median(_moments(K, jnp.zeros((N, 1)), 0.0, jnp.full((N, 1), jnp.exp(log_lam)), blocks).variance)
 
     def bisect(_, bounds):
         low, high = bounds

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from gpdsl.inference.variational.gp_prior_q import LAMBDA_RANGE, GPPriorGaussian, GPPriorQParams
+from gpdsl.inference.variational.gp_prior_q import LAMBDA_RANGE, GPPriorGaussian, GPPriorQParams, batched_blocks
 from gpdsl.inference.variational.latent_q import LatentMoments
 from gpdsl.linalg import cho_solve, cholesky
 
@@ -81,7 +81,7 @@ def make_site_updates(problem, settings, latent_q: GPPriorGaussian | None = None
             eta_target = g_mean + lam_target * moments.mean
             lam = (1 - rho) * params.lam + rho * lam_target
             eta = (1 - rho) * (params.mu_bar + params.lam * moments.mean) + rho * eta_target
-            return GPPriorQParams(_mu_bar_from_sites(K, eta, lam), lam)
+            return GPPriorQParams(_mu_bar_from_sites(K, eta, lam, latent_q.blocks), lam)
 
         def step(state):
             params, moments, value, rho, iteration, _ = state
@@ -106,15 +106,19 @@ def make_site_updates(problem, settings, latent_q: GPPriorGaussian | None = None
     return run
 
 
-def _mu_bar_from_sites(K, eta, lam):
-    """``mu_bar = eta - lambda * mu`` with ``mu = (K^-1 + diag(lambda))^-1 eta``, per latent dimension, without ``K^-1``."""
-    N = K.shape[0]
+def _mu_bar_from_sites(K, eta, lam, blocks=None):
+    """``mu_bar = eta - lambda * mu`` with ``mu = (K^-1 + diag(lambda))^-1 eta``, per latent dimension and block, without ``K^-1``."""
 
-    def one(eta_q, lam_q):
+    def one(K, eta_q, lam_q):
         root = jnp.sqrt(lam_q)
-        chol_b = cholesky(jnp.eye(N) + root[:, None] * K * root[None, :])
+        chol_b = cholesky(jnp.eye(K.shape[0]) + root[:, None] * K * root[None, :])
         K_eta = K @ eta_q
         mean = K_eta - K @ (root * cho_solve((chol_b, True), root * K_eta))
         return eta_q - lam_q * mean
 
-    return jax.vmap(one, in_axes=1, out_axes=1)(eta, lam)
+    mu_bar = jnp.zeros_like(eta)
+    for index in blocks or batched_blocks(None, K.shape[0]):
+        K_blocks = K[index[:, :, None], index[:, None, :]]
+        per_dimension = jax.vmap(one, in_axes=(None, 1, 1), out_axes=1)
+        mu_bar = mu_bar.at[index].set(jax.vmap(per_dimension)(K_blocks, eta[index], lam[index]))
+    return mu_bar
