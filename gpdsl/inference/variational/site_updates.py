@@ -53,7 +53,8 @@ def make_site_updates(problem, settings, latent_q: GPPriorGaussian | None = None
     max_iterations : int
         Updates at most (rejected steps count).
     tol : float
-        Stop when an accepted step raises the bound by less than ``tol * (1 + |bound|)``.
+        Stop when an accepted step raises the bound by less than ``tol * (1 + |bound|)``, or when no step
+        down to a millionth of the full one raises it (both count as converged).
 
     Returns
     -------
@@ -100,8 +101,8 @@ def make_site_updates(problem, settings, latent_q: GPPriorGaussian | None = None
             return (~done) & (iteration < max_iterations) & (rho > 1e-6)
 
         state = (start, moments0, value0, jnp.asarray(1.0), jnp.asarray(0), jnp.asarray(False))
-        params, _, value, _, iterations, done = jax.lax.while_loop(keep_going, step, state)
-        return SiteUpdateResult(params, value, iterations, done)
+        params, _, value, rho, iterations, done = jax.lax.while_loop(keep_going, step, state)
+        return SiteUpdateResult(params, value, iterations, done | (rho <= 1e-6))
 
     return run
 
