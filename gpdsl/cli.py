@@ -1,4 +1,4 @@
-"""The ``gpdsl`` command line: check, compile, sample, fit, methods, summary, plot.
+"""The ``gpdsl`` command line: check, compile, sample, fit, forecast, methods, summary, plot.
 
 Exit status: 0 on success, 1 for a user error (rendered with its location, no traceback), 2 for an
 internal error (a bug in gpdsl, with a request to report it).
@@ -103,12 +103,17 @@ def _print_fit_report(results, verbose: bool) -> None:
 
     report = results_json(results, "report").get("optimizer", {})
     settings = results_json(results, "settings")
-    print(f"variational EM ({settings.get('psi')} Psi statistics, M = {settings.get('num_inducing')}): "
-          f"{'converged' if report.get('converged') else 'NOT converged'} after {report.get('iterations')} "
-          f"iterations ({report.get('evaluations')} evaluations, {report.get('seconds', 0):.1f} s): "
-          f"{report.get('message')}")
-    print(f"final bound {report.get('bound', float('nan')):.6g}, gradient norm "
-          f"{report.get('gradient_norm', float('nan')):.3g}")
+    if root_attrs(results).get("method") == "vem":
+        heading = f"variational EM ({settings.get('psi')} Psi statistics, M = {settings.get('num_inducing')})"
+        final = f"final bound {report.get('bound', float('nan')):.6g}"
+    else:
+        heading = "type-II maximum likelihood (MAP where there are priors)"
+        final = (f"log marginal likelihood {report.get('log_marginal', float('nan')):.6g}, objective "
+                 f"{report.get('log_posterior', float('nan')):.6g}")
+    print(f"{heading}: {'converged' if report.get('converged') else 'NOT converged'} after "
+          f"{report.get('iterations')} iterations ({report.get('evaluations')} evaluations, "
+          f"{report.get('seconds', 0):.1f} s): {report.get('message')}")
+    print(f"{final}, gradient norm {report.get('gradient_norm', float('nan')):.3g}")
     if "hint" in report:
         print(f"hint: {report['hint']}")
     if verbose:
@@ -118,6 +123,59 @@ def _print_fit_report(results, verbose: bool) -> None:
         for name in posterior.data_vars:
             if name not in skip:
                 print(f"  {name} = {np.array2string(np.asarray(posterior[name])[0, 0], precision=4)}")
+
+
+def _cmd_forecast(args) -> int:
+    """``gpdsl forecast``: fit a GP-NARX model to a series by ``ml`` and free-simulate it."""
+    from gpdsl.api import check_file, draw_seed, verify_seed
+    from gpdsl.atomic import check_writable
+    from gpdsl.inference.forecast import ForecastSettings, forecast, narx_names
+    from gpdsl.inference.methods.ml import MLSettings
+    from gpdsl.results.io import write_netcdf
+
+    settings = cli_options.settings_from_flags(ForecastSettings, args)
+    ml_settings = cli_options.settings_from_flags(MLSettings, args)
+    seed = draw_seed() if args.seed is None else verify_seed(args.seed)
+    model, warnings = check_file(args.file)
+    if not args.quiet:
+        for warning in warnings:
+            print(warning.render(), file=sys.stderr)
+    narx_names(model)
+    check_writable(args.out, "results", inputs=[args.file, args.data])
+    series = _series(args.data, settings.series)
+    results, result, _ = forecast(model, series, settings, ml_settings, seed=seed)
+    write_netcdf(results, args.out)
+    print(f"wrote {args.out}", file=sys.stderr)
+    _print_fit_report(results, verbose=not args.quiet)
+    rule = "mean feedback (GP-NARX)" if settings.feedback == "mean" else \
+        f"Gaussian feedback, {settings.psi.replace('_', '-')} Psi statistics"
+    scores = result.metrics
+    held_out = (f"held-out RMSE {scores['rmse']:.4g}, NLPD {scores['nlpd']:.4g} over {scores['count']} values"
+                if scores.get("count") else "no held-out values in the series")
+    print(f"free simulation: {result.mean.size} steps with {rule}; {held_out}")
+    return 0
+
+
+def _series(path, name):
+    """The series in a data file: its only variable, or the one called ``name``."""
+    import numpy as np
+
+    from gpdsl.data_io import read_data
+    from gpdsl.errors import DataError
+
+    values = read_data(path)
+    if name is None:
+        if len(values) != 1:
+            raise DataError(f"{path} holds {', '.join(values)}; name the series with --series NAME")
+        name = next(iter(values))
+    if name not in values:
+        raise DataError(f"{path} has no variable '{name}' (it has {', '.join(values)})")
+    series = np.asarray(values[name], dtype=float)
+    if series.ndim == 2 and 1 in series.shape:
+        series = series.reshape(-1)
+    if series.ndim != 1:
+        raise DataError(f"the series '{name}' must be a vector; it has shape {series.shape}")
+    return series
 
 
 def _cmd_methods(args) -> int:
@@ -208,12 +266,20 @@ def _labels(spec):
     return np.asarray(values[name])
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors as user errors (exit status 1, like every other user error)."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(1, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``gpdsl`` command."""
-    parser = argparse.ArgumentParser(prog="gpdsl", description="Gaussian-process models: check, compile, "
-                                     "sample, summarise and plot.")
+    parser = _Parser(prog="gpdsl", description="Gaussian-process models: check, compile, sample, fit, forecast, "
+                     "summarise and plot.")
     parser.add_argument("--version", action="version", version=f"gpdsl {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
     check = sub.add_parser("check", help="parse and check model files")
     check.add_argument("files", nargs="+", metavar="FILE")
@@ -248,6 +314,21 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--dims", type=int, nargs=2, default=None, metavar="Q",
                       help="latent: the two latent dimensions (0-based; default the two most relevant)")
     plot.set_defaults(run=_cmd_plot)
+
+    text = "fit a GP-NARX model file to a series (--method ml) and free-simulate it, with or without uncertainty " \
+           "propagation; write the fit and the predictions as NetCDF"
+    forecast = sub.add_parser("forecast", help=text, description=text)
+    forecast.add_argument("file", metavar="FILE", help="GP regression on a lag matrix (e.g. models/gp_narx.gpm)")
+    forecast.add_argument("--data", required=True, metavar="DATA", help=".json, .csv or .nc file holding the series")
+    forecast.add_argument("--seed", type=int, default=None, help="seed of Monte Carlo draws (default: drawn, recorded)")
+    forecast.add_argument("--out", required=True, metavar="OUT.nc", help="results file (NetCDF), written atomically")
+    forecast.add_argument("--quiet", action="store_true", help="no warnings and no hyperparameter listing")
+    from gpdsl.inference.forecast import ForecastSettings
+    from gpdsl.inference.methods.ml import MLSettings
+
+    cli_options.add_settings_flags(forecast, ForecastSettings, "forecast", "forecast")
+    cli_options.add_settings_flags(forecast, MLSettings, "the hyperparameter fit (as gpdsl fit --method ml)", "ml")
+    forecast.set_defaults(run=_cmd_forecast)
     return parser
 
 

@@ -45,6 +45,30 @@ def add_method_command(sub, command: str, text: str, handler) -> argparse.Argume
     return parser
 
 
+def add_settings_flags(parser, settings_class, title: str, owner: str) -> None:
+    """Add the flags of a settings class outside the method registry (``gpdsl forecast``) as one group."""
+    group = parser.add_argument_group(title)
+    user = argparse.Namespace(name=owner)
+    for settings_field in cli_fields(settings_class):
+        _add_flag(group, flag_of(settings_field), [(user, settings_field)])
+
+
+def settings_from_flags(settings_class, args):
+    """An instance of ``settings_class`` from the flags :func:`add_settings_flags` added (validated on creation).
+
+    Raises
+    ------
+    MethodError
+        A value is invalid.
+    """
+    values = {}
+    for settings_field in cli_fields(settings_class):
+        dest = _dest(flag_of(settings_field))
+        if hasattr(args, dest):
+            values[settings_field.name] = _value(settings_field, getattr(args, dest))
+    return settings_class(**values)
+
+
 def settings_from_args(method, args):
     """The method's settings from the parsed flags (validated), refusing flags of other methods.
 

@@ -24,6 +24,7 @@ from gpdsl.backends.stan.nuts import NUTSSettings, run_nuts
 from gpdsl.errors import MethodError
 from gpdsl.inference.methods.ep_ml import EPMLSettings, run_ep_ml
 from gpdsl.inference.methods.gibbs import GibbsSettings, gibbs_engine, run_gibbs
+from gpdsl.inference.methods.ml import MLSettings, run_ml
 from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMarginalSettings, mcmc_ep_engine,
                                                     pm_engine, run_mcmc_ep, run_pm)
 from gpdsl.inference.methods.vem import VEMSettings, run_vem
@@ -170,3 +171,7 @@ register(Method(
     "vem", "variational EM with Psi statistics (analytic, unscented, Gauss-Hermite, Monte Carlo)",
     (BAYESIAN_GPLVM, GP_PRIOR_GPLVM), VEMSettings, run_vem, command="fit", requires_priors=False,
     missing_outputs=True))
+register(Method(
+    "ml", "type-II maximum likelihood (MAP where there are priors) of GP regression, f integrated out exactly "
+    "(a point estimate, stored as one draw)", (GP_REGRESSION,), MLSettings, run_ml, command="fit",
+    requires_priors=False, predicts=True))

@@ -122,3 +122,32 @@ def test_sample_summary_plot_round_trip(tmp_path):
 def test_summary_of_missing_file_is_a_user_error(tmp_path):
     result = run_cli("summary", tmp_path / "nothing.nc")
     assert result.returncode == 1 and "Traceback" not in result.stderr
+
+
+def test_usage_errors_are_user_errors(tmp_path):
+    result = run_cli("fit", "models/gp_narx.gpm", "--method", "ml")
+    assert result.returncode == 1
+    assert "the following arguments are required: --data, --out" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_fit_ml_stores_predictions_and_reports_the_marginal_likelihood(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(25, 2))
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.normal(size=25)
+    data, new, out = tmp_path / "d.json", tmp_path / "new.json", tmp_path / "fit.nc"
+    data.write_text(json.dumps({"N": 25, "L": 2, "X": X.tolist(), "y": y.tolist()}))
+    new.write_text(json.dumps({"X": [[0.0, 0.0], [1.0, -1.0], [1.5, 0.5]]}))
+    result = run_cli("fit", "models/gp_narx.gpm", "--data", data, "--method", "ml", "--predict", new,
+                     "--max-iterations", 300, "--seed", 0, "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert "type-II maximum likelihood" in result.stdout and "log marginal likelihood" in result.stdout
+
+    from gpdsl.results import arviz_compat
+    from gpdsl.results.io import read_netcdf
+
+    results = read_netcdf(out)
+    predictions = arviz_compat.groups(results)["predictions"]
+    assert predictions["y_mean"].dims == ("chain", "draw", "N_new")
+    mean = np.asarray(predictions["y_mean"])[0, 0]
+    assert np.all(np.abs(mean - [0.0, np.sin(1.0) - 0.3, np.sin(1.5) + 0.15]) < 0.3)
+    assert arviz_compat.root_attrs(results)["method"] == "ml"

@@ -5,7 +5,7 @@
   data ``(Y, Y*)`` (eq. 52), and returns the density approximation
   ``log p(Y*^o | Y) ~ F(q(X), q(X*)) - F(q(X))`` (eq. 36).
 * :func:`reconstruct` gives the mean and covariance of unobserved output columns at ``q(X*)``
-  (eqs. 37-41).
+  (eqs. 37-41), through :mod:`gpdsl.inference.predict.uncertain_inputs`.
 * :func:`predict_latent_function` is the projected-process prediction at fixed latent points
   (eq. 39), used for the predictive-variance background of latent-space plots.
 """
@@ -22,6 +22,7 @@ from jax.flatten_util import ravel_pytree
 
 from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.families.gplvm import GPLVMProblem
+from gpdsl.inference.predict.uncertain_inputs import inducing_posterior, point_moments, predictive_moments
 from gpdsl.inference.variational.latent_q import FactorisedGaussian, GaussianQParams
 from gpdsl.inference.variational.vem import (
     VariationalParams,
@@ -29,7 +30,6 @@ from gpdsl.inference.variational.vem import (
     make_objective,
 )
 from gpdsl.kernels.psi import psi_statistics
-from gpdsl.linalg import cho_solve, cholesky
 from gpdsl.numerics import GP_JITTER
 
 
@@ -140,24 +140,18 @@ def project_new(fit: VEMFit, Y_new, *, max_iterations: int = 500) -> Projection:
 
 
 def _inducing_posterior(fit: VEMFit, columns: np.ndarray):
-    """Per requested column: ``B_j`` (M,) and ``(Kuu + s^-2 Psi2_j)^-1`` from the training rows observed in
-    column j (eq. 39), with the kernel and noise."""
+    """The kernel and ``q(u)`` of the requested columns, each from the training rows observed in it (eq. 39)."""
     problem, params = fit.problem, fit.params
     kernel = problem.kernel(params.theta)
-    noise = problem.noise_variance(params.theta)
-    Z = params.inducing
-    Kuu = kernel(Z) + GP_JITTER * jnp.eye(Z.shape[0])
     observed = problem.observed[:, columns]
     weights = jnp.asarray(observed, dtype=float)
     q = fit.latent_q.moments(params.latent, params.theta)
-    stats = psi_statistics(kernel, Z, q.mean, q.variance, fit.settings.psi_method(), key=_key(fit), row_weights=weights)
+    stats = psi_statistics(kernel, params.inducing, q.mean, q.variance, fit.settings.psi_method(), key=_key(fit),
+                           row_weights=weights)
     Y = jnp.where(jnp.asarray(observed), jnp.asarray(np.nan_to_num(problem.Y[:, columns])), 0.0)
-    Sigma = Kuu[None] + stats.psi2 / noise                              # (J, M, M)
-    chol = cholesky(Sigma)
-    rhs = jnp.einsum("nm,nj->jm", stats.psi1, Y * weights) / noise       # (J, M)
-    B = jax.vmap(lambda L, r: cho_solve((L, True), r))(chol, rhs)
-    Sigma_inv = jax.vmap(lambda L: cho_solve((L, True), jnp.eye(L.shape[0])))(chol)
-    return kernel, noise, Kuu, B, Sigma_inv
+    posterior = inducing_posterior(kernel(params.inducing), stats.psi1, stats.psi2, Y,
+                                   problem.noise_variance(params.theta), jitter=GP_JITTER)
+    return kernel, posterior
 
 
 def _key(fit: VEMFit):
@@ -172,7 +166,7 @@ def reconstruct(fit: VEMFit, projection: Projection, columns) -> tuple[np.ndarra
     fit : VEMFit
         The trained model.
     projection : Projection
-        ``q(X*)`` from :func:`project_new`.
+        ``q(X*)`` from :func:`project_new` (or any object with ``mean`` and ``variance`` of shape (n*, Q)).
     columns : sequence of int
         The output columns to reconstruct (0-based), typically the unobserved ones.
 
@@ -183,17 +177,9 @@ def reconstruct(fit: VEMFit, projection: Projection, columns) -> tuple[np.ndarra
         Covariance between the reconstructed columns at each test point.
     """
     columns = np.asarray(columns, dtype=int)
-    kernel, noise, Kuu, B, Sigma_inv = _inducing_posterior(fit, columns)
-    n_new = projection.mean.shape[0]
-    stats = psi_statistics(kernel, fit.params.inducing, jnp.asarray(projection.mean), jnp.asarray(projection.variance),
-                           fit.settings.psi_method(), key=_key(fit), row_weights=jnp.eye(n_new))
-    mean = stats.psi1 @ B.T                                              # (n*, J)
-    Kuu_inv = cho_solve((cholesky(Kuu), True), jnp.eye(Kuu.shape[0]))
-    centred = stats.psi2 - jnp.einsum("nm,nk->nmk", stats.psi1, stats.psi1)   # (n*, M, M)
-    cov = jnp.einsum("jm,nmk,lk->njl", B, centred, B)
-    shrink = jnp.einsum("jmk,nkm->nj", Kuu_inv[None] - Sigma_inv, stats.psi2)   # (n*, J)
-    diagonal = stats.psi0[:, None] - shrink + noise
-    cov = cov + jax.vmap(jnp.diag)(diagonal)
+    kernel, posterior = _inducing_posterior(fit, columns)
+    mean, cov = predictive_moments(posterior, kernel, fit.params.inducing, jnp.asarray(projection.mean),
+                                   jnp.asarray(projection.variance), fit.settings.psi_method(), key=_key(fit))
     return np.asarray(mean), np.asarray(cov)
 
 
@@ -215,13 +201,8 @@ def predict_latent_function(fit: VEMFit, X_new, columns=None) -> tuple[np.ndarra
     variance : numpy.ndarray, shape (n*, J)
     """
     columns = np.arange(fit.problem.output_dim) if columns is None else np.asarray(columns, dtype=int)
-    kernel, _, Kuu, B, Sigma_inv = _inducing_posterior(fit, columns)
-    X_new = jnp.asarray(X_new, dtype=float)
-    Ksu = kernel.cross(X_new, fit.params.inducing)
-    Kuu_inv = cho_solve((cholesky(Kuu), True), jnp.eye(Kuu.shape[0]))
-    mean = Ksu @ B.T
-    shrink = jnp.einsum("nm,jmk,nk->nj", Ksu, Kuu_inv[None] - Sigma_inv, Ksu)
-    variance = kernel.diag(X_new)[:, None] - shrink
+    kernel, posterior = _inducing_posterior(fit, columns)
+    mean, variance = point_moments(posterior, kernel, fit.params.inducing, jnp.asarray(X_new, dtype=float))
     return np.asarray(mean), np.asarray(variance)
 
 

@@ -1,0 +1,102 @@
+"""The view of a model that type-II maximum likelihood works on: GP regression with f integrated out.
+
+``f ~ gp(X, k); y ~ normal(f, s)`` with scalar ``s``: the marginal likelihood ``N(y; 0, K + s^2 I)``
+is exact, so the hyperparameters ``theta`` (one flat unconstrained vector) can be estimated by
+maximising it, plus their log prior where they have one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gpdsl.backends.jax.lowering import Block, JaxModel
+from gpdsl.inference.families.hyperparameters import HyperparameterBlocks, lowered_with_blocks
+from gpdsl.ir import nodes as ir
+from gpdsl.ir.families import GP_REGRESSION, LatentGPFacts, classify
+from gpdsl.ir.structure import GPNode
+from gpdsl.kernels import Kernel
+from gpdsl.linalg import cholesky, solve_triangular
+
+
+@dataclass
+class GPRegression(HyperparameterBlocks):
+    """GP regression read from a checked model.
+
+    Attributes
+    ----------
+    jax_model : JaxModel
+        The model's lowering, with the GP integrated out.
+    node : GPNode
+        The GP.
+    target : str
+        The observed outputs ``y``.
+    theta_blocks : list of Block
+        The hyperparameters, in the order of the flat ``theta`` vector.
+    """
+
+    jax_model: JaxModel
+    node: GPNode
+    target: str
+    theta_blocks: list[Block]
+
+    @property
+    def name(self) -> str:
+        """The GP's name (``f``)."""
+        return self.node.name
+
+    @property
+    def y(self) -> np.ndarray:
+        """Training outputs, shape ``(n,)``."""
+        return np.asarray(self.jax_model.data[self.target], dtype=float).reshape(-1)
+
+    def environment(self, theta) -> dict:
+        """Data and constrained hyperparameters by name."""
+        return {**self.jax_model.data, **self.constrain(theta)[0]}
+
+    def inputs(self, theta) -> jax.Array:
+        """Training inputs, shape ``(n, d)``."""
+        return self.jax_model.gp_inputs(self.node.statement, self.environment(theta))
+
+    def kernel(self, theta) -> Kernel:
+        """The GP's kernel at ``theta``."""
+        return self.jax_model.gp_kernel(self.node.statement, self.environment(theta))
+
+    def noise_variance(self, theta) -> jax.Array:
+        """The noise variance ``s^2`` at ``theta``."""
+        sigma = self.jax_model.evaluate(self.node.likelihood.distribution.arg("sigma"), self.environment(theta))
+        return jnp.square(sigma)
+
+    def log_marginal(self, theta) -> jax.Array:
+        """``log N(y; 0, K + s^2 I)``, ``K`` with the lowering's jitter (traceable)."""
+        env = self.environment(theta)
+        K = self.jax_model.gp_covariance(self.node.statement, env)
+        L = cholesky(K + self.noise_variance(theta) * jnp.eye(K.shape[0]))
+        alpha = solve_triangular(L, jnp.asarray(self.y), lower=True)
+        return -0.5 * alpha @ alpha - jnp.sum(jnp.log(jnp.diag(L))) - 0.5 * K.shape[0] * jnp.log(2 * jnp.pi)
+
+    def log_hyperprior(self, theta) -> jax.Array:
+        """Log prior density of the hyperparameters that have one, on their constrained scale (no Jacobian)."""
+        return self.jax_model.log_terms(self.environment(theta), ("prior",), targets=set(self.theta_names))
+
+
+def gp_regression_view(model: ir.Model, data: dict, facts: LatentGPFacts) -> GPRegression:
+    """The :class:`GPRegression` of a model classified as GP regression (``facts``)."""
+    jax_model, blocks = lowered_with_blocks(model, data, marginalise=True)
+    node = next(n for n in jax_model.gp_nodes if n.name == facts.name)
+    return GPRegression(jax_model, node, facts.target, blocks)
+
+
+def gp_regression(model: ir.Model, data: dict, method: str = "ml") -> GPRegression:
+    """Build the :class:`GPRegression` view of a model, or refuse it with what ``method`` needs.
+
+    Raises
+    ------
+    MethodError
+        The model is not GP regression (see :mod:`gpdsl.ir.families`).
+    """
+    _, facts = classify(model).require((GP_REGRESSION,), method)
+    return gp_regression_view(model, data, facts)

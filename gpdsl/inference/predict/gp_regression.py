@@ -1,0 +1,142 @@
+"""Predictions of a fitted GP regression at fixed and at Gaussian (uncertain) inputs.
+
+* :func:`exact_posterior` and :func:`exact_moments`: the exact GP predictive
+  ``N(k*^T (K + s^2 I)^-1 y, k** - k*^T (K + s^2 I)^-1 k*)`` (plus ``s^2`` for ``y*``), from one
+  Cholesky factor; traceable, so free simulation scans over it.
+* :func:`predict`: that predictive at new inputs of a :class:`~gpdsl.inference.optimise.marginal_likelihood.GPRegressionFit`.
+* :func:`predict_gaussian`: the predictive at ``q(x*) = N(mean, diag(variance))`` by eqs. (40)-(41) of
+  Damianou et al. (2016) with the training inputs as inducing inputs
+  (:mod:`gpdsl.inference.predict.uncertain_inputs`); with zero training variances and zero test
+  variances it is :func:`predict` up to the jitter on ``Kuu``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gpdsl.errors import DataError
+from gpdsl.inference.optimise.marginal_likelihood import GPRegressionFit
+from gpdsl.inference.predict.latent_gp import check_new_inputs
+from gpdsl.inference.predict.uncertain_inputs import DEFAULT_JITTER, UncertainPrediction, predict_gaussian_inputs
+from gpdsl.kernels.psi import PsiMethod
+from gpdsl.linalg import cho_solve, cholesky, solve_triangular
+from gpdsl.numerics import GP_JITTER
+
+
+class ExactPosterior(NamedTuple):
+    """The exact GP posterior summarised for predictions.
+
+    Attributes
+    ----------
+    chol : jax.Array, shape (n, n)
+        ``chol(K + (s^2 + GP_JITTER) I)``, the same matrix as the marginal likelihood's.
+    alpha : jax.Array, shape (n,)
+        ``(K + s^2 I)^-1 y``.
+    noise_variance : jax.Array
+        ``s^2``.
+    """
+
+    chol: jax.Array
+    alpha: jax.Array
+    noise_variance: jax.Array
+
+
+class Prediction(NamedTuple):
+    """Predictive moments at fixed inputs.
+
+    Attributes
+    ----------
+    mean : numpy.ndarray, shape (n*,)
+    variance : numpy.ndarray, shape (n*,)
+        Of ``y*`` (noise included) or of ``f*``, as asked.
+    """
+
+    mean: np.ndarray
+    variance: np.ndarray
+
+
+def exact_posterior(kernel, X, y, noise_variance) -> ExactPosterior:
+    """:class:`ExactPosterior` of training inputs ``X`` (n, d) and outputs ``y`` (n,) (traceable)."""
+    K = kernel(X)
+    L = cholesky(K + (noise_variance + GP_JITTER) * jnp.eye(K.shape[0]))
+    return ExactPosterior(L, cho_solve((L, True), y), jnp.asarray(noise_variance))
+
+
+def exact_moments(posterior: ExactPosterior, kernel, X, X_new, include_noise: bool = True):
+    """Exact predictive mean and variance at ``X_new`` (n*, d) (traceable).
+
+    Returns
+    -------
+    mean, variance : jax.Array, shape (n*,)
+    """
+    K_star = kernel.cross(X, X_new)
+    v = solve_triangular(posterior.chol, K_star, lower=True)
+    variance = kernel.diag(X_new) - jnp.sum(v ** 2, axis=0)
+    if include_noise:
+        variance = variance + posterior.noise_variance
+    return K_star.T @ posterior.alpha, variance
+
+
+def predict(fit: GPRegressionFit, X_new, include_noise: bool = True) -> Prediction:
+    """Exact predictive moments of a fitted GP regression at new inputs.
+
+    Parameters
+    ----------
+    fit : GPRegressionFit
+    X_new : array_like, shape (n*, d)
+        New inputs, with the training inputs' columns.
+    include_noise : bool
+        Moments of ``y*`` (True) or of ``f*``.
+
+    Returns
+    -------
+    Prediction
+
+    Raises
+    ------
+    DataError
+        ``X_new`` is not a finite matrix with the training inputs' number of columns.
+    """
+    X_new = check_new_inputs(fit.problem, X_new)
+    X = fit.inputs()
+    kernel = fit.kernel()
+    posterior = exact_posterior(kernel, X, jnp.asarray(fit.problem.y), fit.noise_variance())
+    mean, variance = exact_moments(posterior, kernel, X, jnp.asarray(X_new), include_noise)
+    return Prediction(np.asarray(mean), np.asarray(variance))
+
+
+def predict_gaussian(fit: GPRegressionFit, mean, variance, psi: PsiMethod = PsiMethod(), *,
+                     training_variance=0.0, key=None, include_noise: bool = True,
+                     jitter: float = DEFAULT_JITTER) -> UncertainPrediction:
+    """Predictive moments of a fitted GP regression at Gaussian inputs (eqs. 40-41).
+
+    Parameters
+    ----------
+    fit : GPRegressionFit
+    mean, variance : array_like, shape (n*, d)
+        Means and diagonal variances of the test inputs.
+    training_variance : float or array_like, shape (n, d)
+        Variances of ``q(X)`` around the training inputs (0: certain inputs, the exact GP).
+    psi, key, include_noise, jitter
+        As in :func:`~gpdsl.inference.predict.uncertain_inputs.predict_gaussian_inputs`.
+
+    Returns
+    -------
+    UncertainPrediction
+        ``mean`` and ``variance`` of shape (n*, 1), ``covariance`` (n*, 1, 1).
+    """
+    X = fit.inputs()
+    mean = check_new_inputs(fit.problem, mean)
+    variance = np.asarray(variance, dtype=float).reshape(mean.shape) if np.size(variance) == mean.size else None
+    if variance is None:
+        raise DataError(f"test input variances must have the shape of the means, {mean.shape}")
+    try:
+        X_variance = np.broadcast_to(np.asarray(training_variance, dtype=float), X.shape)
+    except ValueError:
+        raise DataError(f"training input variances must broadcast to the inputs' shape {X.shape}") from None
+    return predict_gaussian_inputs(fit.kernel(), fit.noise_variance(), X, X, X_variance, fit.problem.y, mean,
+                                   variance, psi, key=key, include_noise=include_noise, jitter=jitter)
