@@ -29,6 +29,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.ir.families import BAYESIAN_GPLVM, GP_PRIOR_GPLVM, GPLVMFacts, classify
 from gpdsl.ir.structure import GPNode
 from gpdsl.kernels import Kernel
+from gpdsl.numerics import GP_JITTER
 
 
 @dataclass
@@ -98,9 +99,18 @@ class GPLVMProblem(HyperparameterBlocks):
         """The GP's kernel at ``theta``."""
         return self.jax_model.gp_kernel(self.node.statement, self.environment(theta))
 
-    def latent_prior_covariance(self, theta) -> jax.Array:
-        """``K = k_x(t, t)`` (jitter added) of each latent dimension's GP prior at ``theta``, shape ``(N, N)``."""
-        return self.jax_model.gp_covariance(self.latent_prior.statement, self.environment(theta))
+    def latent_prior_covariance(self, theta, index=None) -> jax.Array:
+        """``K = k_x(t, t)`` (jitter added) of each latent dimension's GP prior at ``theta``, shape ``(N, N)``.
+
+        With ``index``, a ``(B, n)`` batch of index sets, the covariances of those sets, ``(B, n, n)``.
+        """
+        if index is None:
+            return self.jax_model.gp_covariance(self.latent_prior.statement, self.environment(theta))
+        statement = self.latent_prior.statement
+        env = self.environment(theta)
+        points = self.jax_model.gp_inputs(statement, env)[index]
+        kernel = self.jax_model.gp_kernel(statement, env)
+        return jax.vmap(kernel.gram)(points) + GP_JITTER * jnp.eye(index.shape[1])
 
     def latent_prior_inputs(self) -> np.ndarray:
         """The inputs ``t`` of the latent inputs' GP prior, shape ``(N, d)``."""

@@ -77,16 +77,24 @@ class GPPriorGaussian(LatentQ):
     Parameters
     ----------
     prior_covariance : callable
-        ``theta -> K``, the prior covariance of one latent dimension over the ``N`` points (traceable).
+        ``theta -> K``, the prior covariance of one latent dimension over the ``N`` points (traceable). With
+        ``blocks``, ``(theta, index) -> K[index][:, index]`` for a ``(B, n)`` batch of index sets, shape
+        ``(B, n, n)``.
     blocks : sequence of array_like of int, optional
         Index sets of independent groups of points (``K`` is zero between them), e.g. the frames of each
-        sequence. ``K`` is then factorised block by block: ``O(sum n_b^3)`` instead of ``O(N^3)``. Blocks of
-        equal size are batched.
+        sequence. ``K`` is then formed and factorised block by block: ``O(sum n_b^3)`` instead of
+        ``O(N^3)``. Blocks of equal size are batched.
     """
 
-    def __init__(self, prior_covariance: Callable[[jax.Array], jax.Array], blocks=None):
+    def __init__(self, prior_covariance: Callable, blocks=None):
         self.prior_covariance = prior_covariance
-        self.blocks = batched_blocks(blocks, None)
+        self.blocks = batched_blocks(blocks)
+
+    def covariance_blocks(self, theta) -> list[tuple[np.ndarray, jax.Array]]:
+        """``(index, K_blocks)`` pairs: batched index sets ``(B, n)`` and their prior covariances ``(B, n, n)``."""
+        if self.blocks is not None:
+            return [(index, self.prior_covariance(theta, index)) for index in self.blocks]
+        return dense_blocks(self.prior_covariance(theta))
 
     def initial(self, mean, theta, init_variance=None):
         """Parameters whose ``q(X)`` is the GP posterior of ``X`` given ``mean`` observed with precision ``lambda``.
@@ -100,17 +108,25 @@ class GPPriorGaussian(LatentQ):
         target = DEFAULT_MEDIAN_VARIANCE if init_variance is None else init_variance
         if not np.isscalar(target) or target <= 0:
             raise MethodError(f"init_variance must be positive; got {init_variance}")
-        K = self.prior_covariance(theta)
-        lam = calibrated_precision(K, target, self.blocks)
-        N = K.shape[0]
-        mu_bar = cho_solve((cholesky(K + jnp.eye(N) / lam), True), jnp.asarray(mean))
+        blocks = self.covariance_blocks(theta)
+        lam = _calibrated_precision(blocks, target)
+        mean = jnp.asarray(mean)
+
+        def smooth(K, m):
+            return cho_solve((cholesky(K + jnp.eye(K.shape[0]) / lam), True), m)
+
+        mu_bar = jnp.zeros_like(mean)
+        for index, K_blocks in blocks:
+            mu_bar = mu_bar.at[index].set(jax.vmap(smooth)(K_blocks, mean[index]))
         return GPPriorQParams(mu_bar, jnp.full(jnp.shape(mean), lam))
 
     def moments(self, params, theta, xp=jnp) -> GPPriorMoments:
-        K = self.prior_covariance(theta)
+        blocks = self.covariance_blocks(theta)
         mu_bar = jnp.asarray(params.mu_bar)
-        mean = K @ mu_bar
-        moments = _moments(K, mean, jnp.sum(mu_bar * mean), jnp.asarray(params.lam), self.blocks)
+        mean = jnp.zeros_like(mu_bar)
+        for index, K_blocks in blocks:
+            mean = mean.at[index].set(jnp.einsum("bij,bjq->biq", K_blocks, mu_bar[index]))
+        moments = _moments(blocks, mean, jnp.sum(mu_bar * mean), jnp.asarray(params.lam))
         if xp is np:
             return GPPriorMoments(*(np.asarray(part) for part in moments))
         return moments
@@ -129,10 +145,10 @@ class GPPriorGaussian(LatentQ):
         return GPPriorQParams(coordinates.mu_bar, softplus(coordinates.softplus_lam))
 
 
-def batched_blocks(blocks, N: int | None) -> list[np.ndarray]:
-    """Index sets grouped by size into ``(count, size)`` arrays; one block of all ``N`` points when ``blocks`` is None."""
+def batched_blocks(blocks) -> list[np.ndarray] | None:
+    """Index sets grouped by size into ``(count, size)`` arrays (None stays None)."""
     if blocks is None:
-        return None if N is None else [np.arange(N)[None]]
+        return None
     by_size: dict[int, list] = {}
     for block in blocks:
         block = np.asarray(block, dtype=int)
@@ -140,12 +156,16 @@ def batched_blocks(blocks, N: int | None) -> list[np.ndarray]:
     return [np.stack(group) for _, group in sorted(by_size.items())]
 
 
-def _moments(K, mean, mean_term, lam, blocks=None) -> GPPriorMoments:
+def dense_blocks(K) -> list[tuple[np.ndarray, jax.Array]]:
+    """A full covariance as the one block of :meth:`GPPriorGaussian.covariance_blocks`."""
+    return [(np.arange(K.shape[0])[None], K[None])]
+
+
+def _moments(blocks, mean, mean_term, lam) -> GPPriorMoments:
     variance = jnp.zeros_like(lam)
     log_det_b = trace_b_inv = jnp.zeros(lam.shape[1])
-    for index in blocks or batched_blocks(None, K.shape[0]):
-        K_blocks = K[index[:, :, None], index[:, None, :]]
-        per_dimension = jax.vmap(_block_moments, in_axes=(None, 1), out_axes=(1, 0, 0))
+    per_dimension = jax.vmap(_block_moments, in_axes=(None, 1), out_axes=(1, 0, 0))
+    for index, K_blocks in blocks:
         v, log_det, trace = jax.vmap(per_dimension)(K_blocks, lam[index])
         variance = variance.at[index].set(v)
         log_det_b, trace_b_inv = log_det_b + log_det.sum(axis=0), trace_b_inv + trace.sum(axis=0)
@@ -163,17 +183,20 @@ def _block_moments(K, lam_q):
             jnp.sum(inverse_chol * inverse_chol))
 
 
-def calibrated_precision(K, median_variance: float, blocks=None, steps: int = 50) -> jax.Array:
+def calibrated_precision(K, median_variance: float, steps: int = 50) -> jax.Array:
     """The ``lambda`` whose ``diag((K^-1 + lambda I)^-1)`` has median ``median_variance``, by bisection on ``log lambda``.
 
     Every variance decreases with ``lambda``, so the median does; the search spans ``1e-8 .. 1e8`` and
-    returns an end of it when the target lies outside. ``blocks`` are those of :class:`GPPriorGaussian`
-    (batched). Traceable in ``K``.
+    returns an end of it when the target lies outside. Traceable in ``K``.
     """
-    N = K.shape[0]
+    return _calibrated_precision(dense_blocks(K), median_variance, steps)
+
+
+def _calibrated_precision(blocks, median_variance: float, steps: int = 50) -> jax.Array:
+    N = sum(index.size for index, _ in blocks)
 
     def median_variance_at(log_lam):
-        return jnp.median(_moments(K, jnp.zeros((N, 1)), 0.0, jnp.full((N, 1), jnp.exp(log_lam)), blocks).variance)
+        return jnp.median(_moments(blocks, jnp.zeros((N, 1)), 0.0, jnp.full((N, 1), jnp.exp(log_lam))).variance)
 
     def bisect(_, bounds):
         low, high = bounds

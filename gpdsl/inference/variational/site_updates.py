@@ -23,7 +23,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from gpdsl.inference.variational.gp_prior_q import LAMBDA_RANGE, GPPriorGaussian, GPPriorQParams, batched_blocks
+from gpdsl.inference.variational.gp_prior_q import LAMBDA_RANGE, GPPriorGaussian, GPPriorQParams
 from gpdsl.inference.variational.latent_q import LatentMoments
 from gpdsl.linalg import cho_solve, cholesky
 
@@ -72,7 +72,7 @@ def make_site_updates(problem, settings, latent_q: GPPriorGaussian | None = None
         return data - latent_q.kl(params, theta, moments), moments
 
     def run(start: GPPriorQParams, Z, theta) -> SiteUpdateResult:
-        K = latent_q.prior_covariance(theta)
+        blocks = latent_q.covariance_blocks(theta)
         value0, moments0 = bound_and_moments(start, Z, theta)
 
         def propose(params, moments, rho):
@@ -82,7 +82,7 @@ def make_site_updates(problem, settings, latent_q: GPPriorGaussian | None = None
             eta_target = g_mean + lam_target * moments.mean
             lam = (1 - rho) * params.lam + rho * lam_target
             eta = (1 - rho) * (params.mu_bar + params.lam * moments.mean) + rho * eta_target
-            return GPPriorQParams(_mu_bar_from_sites(K, eta, lam, latent_q.blocks), lam)
+            return GPPriorQParams(_mu_bar_from_sites(blocks, eta, lam), lam)
 
         def step(state):
             params, moments, value, rho, iteration, _ = state
@@ -107,7 +107,7 @@ def make_site_updates(problem, settings, latent_q: GPPriorGaussian | None = None
     return run
 
 
-def _mu_bar_from_sites(K, eta, lam, blocks=None):
+def _mu_bar_from_sites(blocks, eta, lam):
     """``mu_bar = eta - lambda * mu`` with ``mu = (K^-1 + diag(lambda))^-1 eta``, per latent dimension and block, without ``K^-1``."""
 
     def one(K, eta_q, lam_q):
@@ -118,8 +118,7 @@ def _mu_bar_from_sites(K, eta, lam, blocks=None):
         return eta_q - lam_q * mean
 
     mu_bar = jnp.zeros_like(eta)
-    for index in blocks or batched_blocks(None, K.shape[0]):
-        K_blocks = K[index[:, :, None], index[:, None, :]]
-        per_dimension = jax.vmap(one, in_axes=(None, 1, 1), out_axes=1)
+    per_dimension = jax.vmap(one, in_axes=(None, 1, 1), out_axes=1)
+    for index, K_blocks in blocks:
         mu_bar = mu_bar.at[index].set(jax.vmap(per_dimension)(K_blocks, eta[index], lam[index]))
     return mu_bar
