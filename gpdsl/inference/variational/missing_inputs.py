@@ -124,13 +124,8 @@ def fit_with_missing_inputs(problem, inputs, settings, *, init: str = "posterior
     if init not in ("posterior", "prior"):
         raise MethodError(f"init must be 'posterior' or 'prior'; got {init!r}")
     complete = ~np.isnan(inputs).any(axis=1)
-    observed_problem = replace(problem, Y=problem.Y[complete])
-    observed_q = PartlyKnownGaussian(inputs[complete], epsilon)
-    rng = np.random.default_rng(settings.seed)
-    inducing = inputs[complete][rng.permutation(int(complete.sum()))[:settings.num_inducing]]
-    theta = observed_problem.unconstrain_theta(initial_hyperparameters(observed_problem, inputs[complete], settings))
-    start = VariationalParams(observed_q.initial(inputs[complete], theta, epsilon), jnp.asarray(inducing), theta)
-    observed_fit = fit_vem(observed_problem, settings, initial=start, latent_q=observed_q)
+    observed_fit = fit_with_known_inputs(replace(problem, Y=problem.Y[complete]), inputs[complete], settings,
+                                         epsilon=epsilon)
 
     all_q = PartlyKnownGaussian(inputs, epsilon)
     latent = all_q.initial(np.zeros_like(inputs), None, 1.0)
@@ -140,6 +135,21 @@ def fit_with_missing_inputs(problem, inputs, settings, *, init: str = "posterior
                               observed_fit.params.theta)
     fit = fit_vem(problem, settings, initial=start, latent_q=all_q)
     return MissingInputsFit(fit, observed_fit)
+
+
+def fit_with_known_inputs(problem, inputs, settings, *, epsilon: float = KNOWN_VARIANCE) -> VEMFit:
+    """Sparse GP regression as a Bayesian GPLVM whose inputs are all known (step 1 of Algorithm 1).
+
+    The inducing inputs start at a random subset of the inputs (seeded by ``settings.seed``), the
+    hyperparameters at the fit's heuristics (:func:`~gpdsl.inference.variational.vem.initial_hyperparameters`).
+    """
+    inputs = np.asarray(inputs, dtype=float)
+    latent_q = PartlyKnownGaussian(inputs, epsilon)
+    rng = np.random.default_rng(settings.seed)
+    inducing = inputs[rng.permutation(inputs.shape[0])[:settings.num_inducing]]
+    theta = problem.unconstrain_theta(initial_hyperparameters(problem, inputs, settings))
+    start = VariationalParams(latent_q.initial(inputs, theta, epsilon), jnp.asarray(inducing), theta)
+    return fit_vem(problem, settings, initial=start, latent_q=latent_q)
 
 
 def _self_trained(problem, latent_q, latent, observed_fit, settings, max_iterations: int = 500):
