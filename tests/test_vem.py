@@ -1,8 +1,10 @@
 """Variational EM for the Bayesian GPLVM: model view, objective against GPy, fit, results, predictions, CLI."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -13,6 +15,7 @@ from gpdsl.api import check_file, load_model, run
 from gpdsl.errors import MethodError
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.inference.methods.vem import fit_from_results
+from gpdsl.inference.optimise import lbfgs
 from gpdsl.inference.predict.gplvm import (
     Projection,
     latent_relevance,
@@ -26,8 +29,9 @@ from gpdsl.inference.variational.vem import (
     VEMSettings,
     fit_vem,
     initial_params,
-    line_search_hint,
     make_objective,
+    optimiser_space,
+    scale_blocks,
 )
 from gpdsl.results import arviz_compat
 from gpdsl.results.io import read_netcdf, write_netcdf
@@ -268,12 +272,141 @@ def test_analytic_psi_refuses_kernels_without_closed_form():
         fit_vem(gplvm_problem(load_model(text), data), VEMSettings(num_inducing=4, max_iterations=5))
 
 
-def test_line_search_hint_points_weight_kernels_to_lengthscales():
-    data, _ = synthetic(N=10, D=2)
-    weights = gplvm_problem(load_model(open(MODEL).read()), data)
-    assert "inverse squared length-scales (w)" in line_search_hint(weights)
-    text = open(MODEL).read().replace("inv_ls2 = w", "lengthscale = w")
-    assert "lengthscale" not in line_search_hint(gplvm_problem(load_model(text), data))
+# ---- the optimiser's path -------------------------------------------------------------------------
+def lengthscale_model(text):
+    """The shipped model with its ARD weights read as length-scales (``w`` is then ``ell``)."""
+    return load_model(text.replace("inv_ls2 = w", "lengthscale = w"))
+
+
+def test_a_kernel_written_with_weights_follows_the_path_of_the_same_kernel_written_with_length_scales():
+    data, _ = synthetic(N=30, D=4)
+    text = open(MODEL).read()
+    weights, scales = gplvm_problem(load_model(text), data), gplvm_problem(lengthscale_model(text), data)
+    settings = VEMSettings(num_inducing=8, max_iterations=25)
+    by_weights, by_scales = fit_vem(weights, settings), fit_vem(scales, settings)
+    # the Sec. 5 heuristics start both at the same kernel (w = 1 / range^2, ell = range); the optimiser
+    # moves both through the softplus of the length-scale, so only rounding separates the two paths
+    np.testing.assert_allclose(by_weights.trace, by_scales.trace, rtol=1e-5)
+    np.testing.assert_allclose(by_weights.hyperparameters()["w"], by_scales.hyperparameters()["w"] ** -2.0, rtol=1e-4)
+
+
+def test_weights_move_as_the_softplus_of_their_length_scale(model):
+    data, _ = synthetic(N=12, D=3)
+    problem = gplvm_problem(model, data)
+    params = initial_params(problem, VEMSettings(num_inducing=4, initial_values={"w": [4.0, 0.01]}))
+    to_params, from_params = optimiser_space(problem)
+    raw = from_params(params)
+    ell = np.log1p(np.exp(raw.theta[1:3]))  # softplus of the coordinates of w
+    np.testing.assert_allclose(ell, [0.5, 10.0], rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(to_params(raw).theta), np.asarray(params.theta), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("likelihood, noise_of", [("sqrt(noise)", lambda v: v["noise"]),
+                                                  ("noise", lambda v: v["noise"] ** 2)])
+def test_the_warm_up_holds_the_noise_and_kernel_variances_and_lowers_a_large_noise(likelihood, noise_of):
+    data, _ = synthetic()
+    model = load_model(open(MODEL).read().replace("normal(F, sqrt(noise))", f"normal(F, {likelihood})"))
+    problem = gplvm_problem(model, data)
+    y_var = np.mean(np.var(data["Y"], axis=0))
+    start = initial_params(problem, VEMSettings(num_inducing=8, initial_values={"s2": 0.7, "noise": 2.0}))
+    warm = fit_vem(problem, VEMSettings(num_inducing=8, warmup_iterations=20, max_iterations=20), initial=start)
+    values = warm.hyperparameters()
+    assert warm.report["warmup_iterations"] == 20
+    assert float(values["s2"]) == pytest.approx(0.7, rel=1e-12)
+    # a noise variance above 1% of the outputs' variance starts the warm-up at 1% (vargplvm's SNR of 100)
+    assert float(noise_of(values)) == pytest.approx(0.01 * y_var, rel=1e-10)
+    assert not np.allclose(values["w"], problem.theta_values(start.theta)["w"])
+    later = fit_vem(problem, VEMSettings(num_inducing=8, warmup_iterations=20, max_iterations=40), initial=start)
+    assert float(later.hyperparameters()["s2"]) != pytest.approx(0.7, rel=1e-6)
+    assert np.all(np.diff(later.trace[1:]) > -1e-6) and later.bound > warm.bound
+
+
+def test_no_warm_up_when_asked_or_nothing_to_hold(model):
+    data, _ = synthetic(N=20, D=3)
+    problem = gplvm_problem(model, data)
+    assert fit_vem(problem, VEMSettings(num_inducing=5, warmup_iterations=0, max_iterations=5)).report[
+        "warmup_iterations"] == 0
+    fixed = load_model(open(MODEL).read().replace("variance = s2", "variance = 1").replace("sqrt(noise)", "0.1")
+                       .replace("real<lower=0> s2;", "").replace("real<lower=0> noise;", ""))
+    report = fit_vem(gplvm_problem(fixed, data), VEMSettings(num_inducing=5, max_iterations=5)).report
+    assert report["warmup_iterations"] == 0 and report["iterations"] == 5
+
+
+def test_l_bfgs_scales_each_latent_dimension_and_each_hyperparameter_on_its_own(model):
+    data, _ = synthetic(N=12, D=3)
+    problem = gplvm_problem(model, data)
+    _, from_params = optimiser_space(problem)
+    labels = scale_blocks(problem, from_params(initial_params(problem, VEMSettings(num_inducing=4))))
+    N, Q, M = 12, 2, 4
+    means, variances, inducing, theta = np.split(labels, np.cumsum([N * Q, N * Q, M * Q]))
+    np.testing.assert_array_equal(means.reshape(N, Q), np.tile([0, 1], (N, 1)))
+    np.testing.assert_array_equal(variances.reshape(N, Q), np.tile([2, 3], (N, 1)))
+    np.testing.assert_array_equal(inducing.reshape(M, Q), np.tile([4, 5], (M, 1)))
+    np.testing.assert_array_equal(theta, [6, 7, 7, 8])  # s2, w (both dimensions), noise
+
+
+def test_block_scales_let_l_bfgs_cross_curvatures_orders_of_magnitude_apart():
+    rng = np.random.default_rng(0)
+    curvature = np.concatenate([rng.uniform(1, 10, 50), 1e4 * rng.uniform(1, 10, 50)])
+
+    def fun(x):
+        return 0.5 * np.sum(curvature * x * x), curvature * x
+
+    one_scale = lbfgs.minimize(fun, np.ones(100), gtol=1e-8, ftol=0.0, max_iterations=5000)
+    two_scales = lbfgs.minimize(fun, np.ones(100), gtol=1e-8, ftol=0.0, max_iterations=5000,
+                                scale_blocks=np.repeat([0, 1], 50))
+    assert one_scale.converged and two_scales.converged
+    assert two_scales.iterations < one_scale.iterations / 10
+    with pytest.raises(ValueError, match="label"):
+        lbfgs.minimize(fun, np.ones(100), scale_blocks=np.zeros(99, dtype=int))
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"warmup_iterations": -1}, "warmup_iterations"), ({"warmup_iterations": 2.5}, "warmup_iterations"),
+    ({"scaling": "diagonal"}, "scaling"), ({"restarts": -1}, "restarts")])
+def test_optimiser_settings_are_validated_when_made(changes, message):
+    with pytest.raises(MethodError, match=message):
+        VEMSettings(**changes)
+
+
+MIRROR = Path(os.environ.get("GPDSL_DATA_MIRROR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+def oil_subset(N, Q):
+    """The first N rows of GPy's oil_100 permutation of the oil-flow training outputs, centred."""
+    if not (MIRROR / "oil_flow").is_dir():
+        pytest.skip(f"the data mirror {MIRROR} is absent")
+    from gpdsl.datasets import oil_flow
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GPDSL_DATA_MIRROR", str(MIRROR))
+        Y = oil_flow("train").X
+    Y = Y[np.random.RandomState(10000).permutation(len(Y))[:N]]
+    return {"N": N, "D": Y.shape[1], "Q": Q, "Y": Y - Y.mean(axis=0)}
+
+
+def test_on_an_oil_flow_subset_both_parameterisations_pass_gpys_bound_and_agree():
+    data = oil_subset(200, 10)
+    text = open(MODEL).read()
+    bounds = [fit_vem(gplvm_problem(model, data), VEMSettings(num_inducing=20, seed=0)).bound
+              for model in (load_model(text), lengthscale_model(text))]
+    # GPy 1.15 from its default start (seeds 0-2, 1000 L-BFGS-B evaluations): 736.7, 773.5, 771.1; gpdsl
+    # before the warm-up and block scales: 822 (weights) and 765-798 (length-scales); 5000-iteration runs
+    # of the weights model from five seeds: 834-863
+    assert min(bounds) > 830
+    assert abs(bounds[0] - bounds[1]) < 0.03 * max(bounds)
+
+
+@pytest.mark.slow
+def test_on_oil_flow_the_default_path_passes_gpys_bound():
+    GPy = pytest.importorskip("GPy")
+    data = oil_subset(1000, 10)
+    np.random.seed(0)
+    gpy = GPy.models.BayesianGPLVM(data["Y"], 10, num_inducing=30, kernel=GPy.kern.RBF(10, ARD=True))
+    gpy.optimize("lbfgsb", max_iters=1000)
+    gpy_bound = float(np.squeeze(gpy.log_likelihood()))
+    fit = fit_vem(gplvm_problem(load_model(open(MODEL).read()), data), VEMSettings(num_inducing=30, seed=0))
+    assert fit.bound > gpy_bound
 
 
 def run_cli(*args):

@@ -24,6 +24,7 @@ from gpdsl.settings import option, require_choice, require_number, require_posit
 INDUCING_DIMS = ["M"]
 PSI_METHODS = ("analytic", "unscented", "gauss_hermite", "monte_carlo")
 INITIALISATIONS = ("pca", "random")
+SCALINGS = ("blocks", "scalar")
 
 
 def initial_values_from_cli(items) -> dict:
@@ -64,6 +65,16 @@ class VEMSettings:
         dimension (length-scales to ``max - min``), as in Sec. 5 of Damianou et al.
     initial_values : dict
         Initial values of hyperparameters by name (override the heuristics).
+    warmup_iterations : int
+        The first iterations hold the likelihood's noise variance and the kernel's variances at their
+        initial values while ``q(X)``, the inducing inputs and the other hyperparameters move (vargplvm's
+        ``initVardistIters``): left free from the start, the noise variance rises tenfold in the first
+        iterations and the weakest latent dimensions collapse onto the prior for good. 0: none.
+        Counted in ``max_iterations``.
+    scaling : {"blocks", "scalar"}
+        L-BFGS's initial inverse Hessian: one scale per block of coordinates (the means, the variances
+        and the inducing inputs of each latent dimension, and each hyperparameter), or one scale for
+        all coordinates as L-BFGS-B (:func:`gpdsl.inference.optimise.lbfgs.minimize`).
     max_iterations : int
         L-BFGS iterations.
     max_evaluations : int
@@ -92,6 +103,11 @@ class VEMSettings:
     initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
                                   flag="--init-value", metavar="NAME=VALUE", repeat=True,
                                   parse=initial_values_from_cli)
+    warmup_iterations: int = option(50, "first iterations with the noise and kernel variances held at their "
+                                        "initial values (vargplvm's initVardistIters; 0: none)")
+    scaling: str = option("blocks", "L-BFGS's initial inverse Hessian: one scale per block of coordinates "
+                                    "(each latent dimension's means, variances, inducing inputs; each "
+                                    "hyperparameter) or one for all (scalar, as L-BFGS-B)", choices=SCALINGS)
     max_iterations: int = option(1000, "L-BFGS iterations")
     max_evaluations: int = option(15000, "bound-and-gradient evaluations")
     ftol: float = option(1e-10, "L-BFGS relative-reduction tolerance")
@@ -102,9 +118,11 @@ class VEMSettings:
     def __post_init__(self):
         require_choice("Psi-statistic method", self.psi, PSI_METHODS)
         require_choice("initialisation", self.init, INITIALISATIONS)
+        require_choice("L-BFGS scaling", self.scaling, SCALINGS)
         for name in ("gh_nodes", "mc_samples", "num_inducing", "max_iterations", "max_evaluations"):
             require_positive_int(name, getattr(self, name))
         require_positive_int("restarts", self.restarts, allow_zero=True)
+        require_positive_int("warmup_iterations", self.warmup_iterations, allow_zero=True)
         if self.init_variance is not None:
             require_number("init_variance", self.init_variance, 0, open_low=True)
         require_number("ftol", self.ftol, 0)

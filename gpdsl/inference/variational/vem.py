@@ -103,7 +103,8 @@ class VEMFit:
         The objective at the optimum: the lower bound on ``log p(Y)`` (plus the log prior of the
         hyperparameters that have one).
     trace : numpy.ndarray
-        The objective after each L-BFGS iteration (the first entry is the initial value).
+        The objective after each L-BFGS iteration (the first entry is the initial value; where the
+        warm-up starts from a lowered noise variance, :func:`warmup_start`, the second can be below it).
     times : numpy.ndarray
         Seconds since the fit started at each entry of ``trace`` (compilation included).
     report : dict
@@ -351,6 +352,11 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
             progress: bool = False, latent_q: LatentQ | None = None) -> VEMFit:
     """Maximise the bound by L-BFGS (:mod:`gpdsl.inference.optimise.lbfgs`) and report how the optimisation ended.
 
+    The first ``settings.warmup_iterations`` hold the noise and kernel variances (:func:`warmup_held`) at
+    their initial values; then everything moves. L-BFGS runs in the coordinates of
+    :func:`optimiser_space`, with one initial scale per block of :func:`scale_blocks` (``settings.scaling``),
+    and is restarted from its end point when it stops short of ``gtol`` while the bound still improves.
+
     Parameters
     ----------
     problem : GPLVMProblem
@@ -403,11 +409,24 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
         if progress and len(trace) % 50 == 0:
             print(f"  iteration {len(trace) - 1}: bound {trace[-1]:.4f}", flush=True)
 
-    x, previous, iterations, evaluations, restarts = flat0, value0, 0, 0, 0
+    labels = scale_blocks(problem, raw) if settings.scaling == "blocks" else None
+    options = {"ftol": settings.ftol, "gtol": settings.gtol, "callback": callback, "scale_blocks": labels}
+    x, previous, iterations, evaluations, restarts, warmup = flat0, value0, 0, 0, 0, 0
+    held = pack(warmup_held(problem, raw)) > 0
+    if settings.warmup_iterations and held.any():
+        x = pack(from_params(warmup_start(problem, initial)))
+
+        def held_fun(point):
+            value, gradient = fun(point)
+            return value, np.where(held, 0.0, gradient)
+
+        result = lbfgs.minimize(held_fun, x, max_iterations=min(settings.warmup_iterations, settings.max_iterations),
+                                max_evaluations=settings.max_evaluations, **options)
+        warmup = iterations = result.iterations
+        evaluations, x, previous = result.evaluations, result.x, result.value
     while True:
         result = lbfgs.minimize(fun, x, max_iterations=settings.max_iterations - iterations,
-                                max_evaluations=settings.max_evaluations - evaluations, ftol=settings.ftol,
-                                gtol=settings.gtol, callback=callback)
+                                max_evaluations=settings.max_evaluations - evaluations, **options)
         improvement, previous = previous - result.value, result.value
         iterations, evaluations, x = iterations + result.iterations, evaluations + result.evaluations, result.x
         stalled = result.stop in ("line_search", "reduction")
@@ -418,7 +437,8 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
         restarts += 1
     params = jax.tree_util.tree_map(jnp.asarray, to_params(unpack(result.x), np))
     message = result.message
-    report = {"iterations": iterations, "restarts": restarts, "evaluations": evaluations, "bound": -result.value,
+    report = {"iterations": iterations, "warmup_iterations": warmup, "restarts": restarts, "evaluations": evaluations,
+              "bound": -result.value,
               "gradient_norm": float(np.linalg.norm(result.gradient)), "converged": result.converged,
               "stop": result.stop, "message": message, "seconds": time.perf_counter() - started}
     if result.stop == "line_search":
@@ -428,15 +448,10 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
 
 def line_search_hint(problem: GPLVMProblem) -> str:
     """What to try when the line search fails (the bound is ill-conditioned near the end point)."""
-    weights = sorted({expr.name for leaf in problem.node.statement.kernel.leaves() for arg, expr in leaf.params
-                      if arg == "inv_ls2" and isinstance(expr, ir.Ref)})
-    advice = ("the line search failed, usually because the bound is ill-conditioned where the fit stopped "
-              "(near-singular inducing covariance)")
-    if weights:
-        return (f"{advice}; the kernel uses inverse squared length-scales ({', '.join(weights)}), which let "
-                "dimensions switch off in a few steps: writing it with `lengthscale` is the same model and "
-                "often lets the fit go on (see docs/inference.md)")
-    return f"{advice}; try other initial values (--init-value), fewer inducing inputs or a larger init variance"
+    return ("the line search failed, usually because the bound, computed in float64, has become too noisy to "
+            "compare nearby points (a large kernel variance over noise variance with nearly coincident "
+            "inducing inputs); the fit is usually close to where the optimiser could go. Try other initial "
+            "values (--init-value), fewer inducing inputs or a larger init variance")
 
 
 def optimiser_space(problem: GPLVMProblem, latent_q: LatentQ | None = None):
@@ -445,24 +460,103 @@ def optimiser_space(problem: GPLVMProblem, latent_q: LatentQ | None = None):
     ``q(X)`` maps its parameters itself (:meth:`LatentQ.unconstrain`). Hyperparameters bounded below by
     0 are optimised through a softplus, as GPy does (on the log scale the first quasi-Newton steps
     overshoot by orders of magnitude); other hyperparameters keep their unconstrained coordinates.
+    Inverse squared length-scales (a parameter that is a kernel's ``inv_ls2``, :func:`length_scale_weights`)
+    move as the softplus of the length-scale ``w^(-1/2)``, so a kernel written with weights follows
+    the same path as the same kernel written with length-scales: the softplus of ``w`` acts like
+    ``log w`` for small weights, which lets dimensions switch off in a few steps and the kernel variance
+    climb the ridge ``s2 / ell^2 = const`` into a region where the bound, in float64, is too noisy for
+    the line search.
     ``to_params`` works on JAX arrays (traced or not) or, with ``xp=numpy``, on NumPy arrays;
     ``from_params`` returns NumPy arrays (no JAX operation to compile).
     """
     latent_q = latent_q or problem.latent_q()
-    positive = np.concatenate([np.full(b.size, _is_positive(b)) for b in problem.theta_blocks]) \
-        if problem.theta_blocks else np.zeros(0, dtype=bool)
+    weights = length_scale_weights(problem)
+    positive = _theta_mask(problem, _is_positive)
+    inverse_square = _theta_mask(problem, lambda block: _is_positive(block) and block.name in weights)
 
     def to_params(raw: VariationalParams, xp=jnp) -> VariationalParams:
-        theta = xp.where(positive, log_softplus(raw.theta, xp), raw.theta)
+        log_positive = log_softplus(raw.theta, xp)
+        theta = xp.where(inverse_square, -2.0 * log_positive, xp.where(positive, log_positive, raw.theta))
         return VariationalParams(latent_q.constrain(raw.latent, xp), raw.inducing, theta)
 
     def from_params(params: VariationalParams) -> VariationalParams:
         theta = np.asarray(params.theta, dtype=float)
-        return VariationalParams(latent_q.unconstrain(params.latent),
-                                 np.asarray(params.inducing, dtype=float),
-                                 np.where(positive, inverse_softplus(np.exp(theta)), theta))
+        with np.errstate(over="ignore"):
+            raw = np.where(inverse_square, inverse_softplus(np.exp(-0.5 * theta)),
+                           np.where(positive, inverse_softplus(np.exp(theta)), theta))
+        return VariationalParams(latent_q.unconstrain(params.latent), np.asarray(params.inducing, dtype=float), raw)
 
     return to_params, from_params
+
+
+def length_scale_weights(problem: GPLVMProblem) -> set[str]:
+    """Hyperparameters that are a kernel's inverse squared length-scales (``inv_ls2 = w``) in the model's GPs."""
+    nodes = [problem.node] + ([problem.latent_prior] if problem.latent_prior is not None else [])
+    parameters = problem.jax_model.model.parameters
+    return {expr.name for node in nodes for leaf in node.statement.kernel.leaves() for arg, expr in leaf.params
+            if arg == "inv_ls2" and isinstance(expr, ir.Ref) and expr.name in parameters}
+
+
+def warmup_held(problem: GPLVMProblem, raw: VariationalParams) -> VariationalParams:
+    """Where the warm-up holds the optimiser's coordinates: the noise variance and the kernel's variances.
+
+    These are the hyperparameters the Sec. 5 heuristics start at the outputs' variance (kernel
+    ``variance`` arguments that are parameters) and 1% of it (the parameter of the likelihood's ``sigma``,
+    as in :func:`_noise_guess`), as vargplvm holds ``beta`` and ``sigma_f`` for its ``initVardistIters``.
+
+    Returns
+    -------
+    VariationalParams
+        Booleans shaped like ``raw`` (True: held).
+    """
+    parameters = problem.jax_model.model.parameters
+    names = {expr.name for leaf in problem.node.statement.kernel.leaves() for arg, expr in leaf.params
+             if arg == "variance" and isinstance(expr, ir.Ref) and expr.name in parameters}
+    names |= set(_noise_guess(problem, 1.0))
+    theta = _theta_mask(problem, lambda block: block.name in names)
+    return VariationalParams(jax.tree_util.tree_map(lambda leaf: np.zeros(np.shape(leaf), dtype=bool), raw.latent),
+                             np.zeros(np.shape(raw.inducing), dtype=bool), theta)
+
+
+def warmup_start(problem: GPLVMProblem, params: VariationalParams) -> VariationalParams:
+    """``params`` with the noise variance lowered to 1% of the outputs' variance if it is above that.
+
+    The warm-up is there to keep the data term's hold on ``q(X)`` while the latent points organise, which a
+    large noise variance defeats: vargplvm holds it at 1% (``initSNR = 100``, the Sec. 5 start). From GPy's
+    start (noise variance 1, five times the variance of the centred oil-flow outputs), held there for the
+    warm-up, every latent dimension switches off and the fit ends at the trivial optimum.
+    """
+    ceiling = 0.01 * float(np.nanmean(np.nanvar(problem.Y, axis=0)))
+    guess = _noise_guess(problem, ceiling)
+    if not guess or float(problem.noise_variance(jnp.asarray(params.theta))) <= ceiling:
+        return params
+    values = {name: np.asarray(value) for name, value in problem.theta_values(jnp.asarray(params.theta)).items()}
+    return params._replace(theta=problem.unconstrain_theta({**values, **guess}))
+
+
+def scale_blocks(problem: GPLVMProblem, raw: VariationalParams) -> np.ndarray:
+    """Block labels of the flat coordinates for L-BFGS's initial scales (``scale_blocks`` of :func:`lbfgs.minimize`).
+
+    One block per latent dimension in each ``(N, Q)`` parameter of ``q(X)`` and in the inducing inputs,
+    one per other parameter of ``q(X)``, and one per hyperparameter. The curvature of the bound in a
+    latent mean grows with the relevance of its dimension (``D s2 / (noise ell_q^2)`` for a relevant
+    dimension, about 1 from the KL term for a switched-off one), and each hyperparameter sums over all
+    points: a single scale for all of them fits none of these groups.
+    """
+    Q = problem.latent_dim
+    labels, count = [], 0
+    for leaf in [*jax.tree_util.tree_leaves(raw.latent), raw.inducing]:
+        shape = np.shape(leaf)
+        if len(shape) == 2 and shape[1] == Q:
+            labels.append(count + np.broadcast_to(np.arange(Q), shape).ravel())
+            count += Q
+        else:
+            labels.append(np.full(int(np.prod(shape)), count))
+            count += 1
+    for block in problem.theta_blocks:
+        labels.append(np.full(block.size, count))
+        count += 1
+    return np.concatenate(labels).astype(np.int64)
 
 
 def _flat_layout(raw: VariationalParams):
@@ -480,6 +574,13 @@ def _flat_layout(raw: VariationalParams):
         return jax.tree_util.tree_unflatten(tree, fields)
 
     return pack, unpack
+
+
+def _theta_mask(problem: GPLVMProblem, test) -> np.ndarray:
+    """``test(block)`` for each coordinate of ``theta``, as booleans."""
+    if not problem.theta_blocks:
+        return np.zeros(0, dtype=bool)
+    return np.concatenate([np.full(block.size, bool(test(block))) for block in problem.theta_blocks])
 
 
 def _is_positive(block) -> bool:
