@@ -126,3 +126,30 @@ def simulate_missing_inputs(N: int = 200, Q: int = 15, D: int = 5, observed: int
     Z = (Z - Z[train].mean(axis=0)) / Z[train].std(axis=0)
     Y = (Y - Y[train].mean(axis=0)) / Y[train].std(axis=0)
     return MissingInputs(Z, Y, observed_rows, partial_rows, test_rows)
+
+
+def mackey_glass(length: int = 1201, *, alpha: float = 0.2, beta: float = 0.1, delay: float = 17.0,
+                 exponent: float = 10.0, x0: float = 1.2, step: float = 0.1) -> np.ndarray:
+    """The Mackey-Glass series of MATLAB's ``mgdata.dat`` (Jang's generator): values at t = 0, 1, ..., length - 1.
+
+    ``dx/dt = -beta x(t) + alpha x(t - delay) / (1 + x(t - delay)^exponent)``, integrated by fourth-order
+    Runge-Kutta with step 0.1 from ``x(0) = x0`` and ``x(t) = 0`` for ``t < 0``; the delayed value is held
+    over each step (the history is only known on the grid).
+    """
+    per_unit = int(round(1 / step))
+    lag = int(round(delay / step))
+    total = (length - 1) * per_unit + 1
+    x = np.zeros(total)
+    x[0] = x0
+
+    def rate(value, delayed):
+        return -beta * value + alpha * delayed / (1 + delayed ** exponent)
+
+    for i in range(total - 1):
+        delayed = x[i - lag] if i >= lag else 0.0
+        k1 = step * rate(x[i], delayed)
+        k2 = step * rate(x[i] + k1 / 2, delayed)
+        k3 = step * rate(x[i] + k2 / 2, delayed)
+        k4 = step * rate(x[i] + k3, delayed)
+        x[i + 1] = x[i] + (k1 + 2 * k2 + 2 * k3 + k4) / 6
+    return x[::per_unit]
