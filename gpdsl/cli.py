@@ -81,7 +81,7 @@ def _cmd_run(args) -> int:
     model, warnings = check_file(args.file)
     for warning in warnings:
         print(warning.render(), file=sys.stderr)
-    new_inputs = _new_inputs(args.predict, model) if getattr(args, "predict", None) else None
+    new_inputs = _new_inputs(args.predict, model, entry.name) if getattr(args, "predict", None) else None
     results = run(model, args.data, entry.name, settings, seed=args.seed, out=args.out, progress=not args.quiet,
                   checkpoint=getattr(args, "checkpoint", None), new_inputs=new_inputs,
                   inputs=(args.file,), on_warning=lambda text: print(f"warning: {text}", file=sys.stderr))
@@ -195,13 +195,19 @@ def _cmd_methods(args) -> int:
     return _for_each_checked_file(args.files, report)
 
 
-def _new_inputs(path, model):
-    """The GP input variable's values in a prediction data file (same name as in the model)."""
+def _new_inputs(path, model, method: str):
+    """The GP input variable's values in a prediction data file (same name as in the model).
+
+    For ``vem`` every variable of the file, by name: the new inputs of the latent inputs' GP prior and
+    new (partially observed) outputs, which the method picks from.
+    """
     from gpdsl.data_io import read_data
     from gpdsl.errors import DataError
     from gpdsl.ir.structure import gp_nodes
 
     values = read_data(path)
+    if method == "vem":
+        return values
     names = {name for node in gp_nodes(model) for name in node.statement.inputs.names if name}
     found = [name for name in names if name in values]
     if len(found) != 1:

@@ -1,6 +1,7 @@
 """Predictions of GPLVMs with a GP prior on the latent inputs (forecasts at new times, partially observed
 new rows), and independent sequences written with the `same` kernel."""
 
+import json
 from dataclasses import replace
 
 import jax.numpy as jnp
@@ -8,13 +9,14 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from gpdsl.api import check_text, load_model
+from gpdsl.api import check_text, load_model, run
+from gpdsl.cli import main
 from gpdsl.backends.stan.codegen import generate_stan
 from gpdsl.backends.stan.stanc import check_program
 from gpdsl.data_io import load_data
 from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.families.gplvm import gplvm_problem
-from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.inference.methods.vem import VEMSettings, fit_from_results
 from gpdsl.inference.predict.gp_prior_latents import (
     forecast,
     predict_outputs,
@@ -26,6 +28,8 @@ from gpdsl.inference.variational.site_updates import make_site_updates
 from gpdsl.inference.variational.vem import VariationalParams, fit_vem, make_objective
 from gpdsl.kernels import RBF, Same
 from gpdsl.numerics import GP_JITTER
+from gpdsl.results.arviz_compat import groups
+from gpdsl.results.io import read_netcdf
 from test_gp_prior_latents import simulated
 
 SEQUENCES_MODEL = """
@@ -233,3 +237,40 @@ def test_sequences_are_factorised_block_by_block_with_the_dense_values():
     model, _ = check_text(coupled, "coupled.gpm")
     data, _ = load_data(values, model)
     assert gplvm_problem(model, data).latent_prior_blocks() is None
+
+
+def test_fit_with_predict_writes_a_predictions_group(tmp_path):
+    model = load_model("models/dynamical_gplvm.gpm")
+    values = simulated("dynamical", N=20, D=4, noise_sd=0.3)
+    results = run(model, values, "vem", VEMSettings(num_inducing=6, max_iterations=200), seed=0,
+                  new_inputs={"t": np.array([0.25, 1.2]), "Y": np.array([[0.1, np.nan, 0.3, np.nan],
+                                                                       [np.nan] * 4])}, out=tmp_path / "fit.nc")
+    predictions = groups(read_netcdf(tmp_path / "fit.nc"))["predictions"]
+    assert predictions["Y_new"].dims == ("chain", "draw", "N_new", "D")
+    assert predictions["X_new_variance"].shape == (1, 1, 2, 2)
+    assert np.isfinite(float(np.asarray(predictions["log_density"])[0, 0])) and np.all(np.asarray(predictions["Y_new_variance"]) > 0)
+    _, fit = fit_from_results(results)
+    expected = predict_outputs(fit, {"t": np.array([0.25, 1.2])}, np.array([[0.1, np.nan, 0.3, np.nan], [np.nan] * 4]))
+    np.testing.assert_allclose(np.asarray(predictions["Y_new"])[0, 0], expected.mean, rtol=1e-6)
+
+
+def write_json(path, values):
+    path.write_text(json.dumps({k: np.asarray(v).tolist() for k, v in values.items()}))
+
+
+def test_cli_predicts_new_times_of_a_dynamical_gplvm(tmp_path):
+    values = simulated("dynamical", N=20, D=4, noise_sd=0.3)
+    write_json(tmp_path / "data.json", values)
+    write_json(tmp_path / "new.json", {"t": [0.5, 1.5]})
+    status = main(["fit", "models/dynamical_gplvm.gpm", "--data", str(tmp_path / "data.json"), "--method", "vem",
+                   "--num-inducing", "6", "--max-iterations", "100", "--predict", str(tmp_path / "new.json"),
+                   "--out", str(tmp_path / "fit.nc"), "--quiet", "--seed", "1"])
+    assert status == 0
+    predictions = groups(read_netcdf(tmp_path / "fit.nc"))["predictions"]
+    assert predictions["Y_new"].shape == (1, 1, 2, 4) and "log_density" not in predictions
+    bad = tmp_path / "bad.json"
+    write_json(bad, {"time": [0.5]})
+    status = main(["fit", "models/dynamical_gplvm.gpm", "--data", str(tmp_path / "data.json"), "--method", "vem",
+                   "--max-iterations", "5", "--num-inducing", "6", "--predict", str(bad), "--out",
+                   str(tmp_path / "fit2.nc"), "--quiet"])
+    assert status == 1

@@ -143,8 +143,48 @@ def run_vem(model, data, settings: VEMSettings, context):
     problem = gplvm_view(model, data, context.facts)
     fit = fit_vem(problem, replace(settings, seed=context.seed), progress=context.progress)
     output = vem_output(model, fit)
+    if context.new_inputs is not None:
+        output.predictions, prediction_dims = vem_predictions(model, fit, context.new_inputs)
+        output.dims.update(prediction_dims)
     output.state = fit
     return output
+
+
+def vem_predictions(model, fit, new) -> tuple[dict, dict]:
+    """The predictions group of a variational fit at new points, and its dimension names.
+
+    ``new`` maps names to values: the new inputs of the latent inputs' GP prior (by the names the model
+    gives them) and, optionally, new outputs under the output's name with NaN where unobserved (required
+    for a Bayesian GPLVM, whose ``q(X*)`` is fitted to them); an array is the prior's new input points.
+    Stored: ``<Y>_new`` and ``<Y>_new_variance`` (the predictive mean and variance of every output column,
+    noise included), ``<X>_new`` and ``<X>_new_variance`` (``q(X*)``) and, when ``q(X*)`` was fitted to new
+    outputs, ``log_density`` (eq. 36).
+    """
+    from collections.abc import Mapping
+
+    from gpdsl.inference.predict.gp_prior_latents import predict_outputs
+
+    problem = fit.problem
+    output, latent = problem.output, problem.latent
+    if isinstance(new, Mapping):
+        names = [name for name in (problem.latent_prior.statement.inputs.names if problem.latent_prior else ())
+                 if name]
+        inputs = {name: new[name] for name in names if name in new} or None
+        Y_new = new.get(output)
+    else:
+        inputs, Y_new = new, None
+    prediction = predict_outputs(fit, inputs, Y_new)
+    point = f"{model.data[output].type.dim_names(output)[0]}_new"
+    output_dims = [point, model.data[output].type.dim_names(output)[1]]
+    latent_dims = [point, model.latents[latent].type.dim_names(latent)[1]]
+    values = {f"{output}_new": prediction.mean, f"{output}_new_variance": prediction.variance,
+              f"{latent}_new": prediction.latent.mean, f"{latent}_new_variance": prediction.latent.variance}
+    dims = {f"{output}_new": output_dims, f"{output}_new_variance": output_dims, f"{latent}_new": latent_dims,
+            f"{latent}_new_variance": latent_dims}
+    if np.isfinite(prediction.latent.log_density):
+        values["log_density"] = np.asarray(prediction.latent.log_density)
+        dims["log_density"] = []
+    return {name: np.asarray(value)[None, None] for name, value in values.items()}, dims
 
 
 def vem_output(model, fit):
