@@ -145,12 +145,15 @@ def test_model_latent_shapes(stem):
     assert {n: v.type.describe() for n, v in model.latents.items()} == EXPECTED_LATENTS[stem]
 
 
-def test_only_the_unpriored_gplvm_warns():
+def test_only_the_unpriored_models_warn():
+    unpriored = {"bayesian_gplvm": ["s2", "w", "noise"],
+                 "gp_narx": ["rbf_variance", "rbf_lengthscale", "linear_variance", "noise"]}  # for `fit`
     for path in MODELS:
         model, warnings = check_file(path)
-        if path.stem == "bayesian_gplvm":
-            assert model.unpriored_parameters() == ["s2", "w", "noise"]
-            assert len(warnings) == 3 and all("has no prior" in m for m in messages(warnings))
+        if path.stem in unpriored:
+            assert model.unpriored_parameters() == unpriored[path.stem]
+            assert len(warnings) == len(unpriored[path.stem])
+            assert all("has no prior" in m for m in messages(warnings))
         else:
             assert warnings == [], (path.stem, messages(warnings))
 
