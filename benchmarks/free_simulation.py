@@ -63,7 +63,7 @@ def main() -> int:
     for kernel in (RBF_LINEAR, PERIODIC):
         fit, _ = fit_kernel(kernel, narx)
         for label, variance in (("noise", fit.noise_variance()), ("1e-6", 1e-6)):
-            def run(psi):
+            def run(psi, fit=fit, variance=variance):
                 def call(seed):
                     simulation = free_simulation(fit, window, STEPS, psi=psi, training_variance=variance, seed=seed)
                     mean = simulation.mean * narx.scale + narx.offset

@@ -72,7 +72,7 @@ def deterministic():
 
 
 def test_naive_free_simulation_is_the_recursion_of_the_fitted_mean(deterministic):
-    series, X, y, kernel = deterministic
+    _, X, y, kernel = deterministic
     noise = 1e-3
     run_ = simulate(kernel, noise, X[:20], y[:20], X[0], 30, feedback="mean")
     window, expected = X[0].copy(), []
@@ -101,7 +101,7 @@ def test_without_noise_free_simulation_reproduces_the_deterministic_series(deter
 
 @pytest.mark.parametrize("psi", [PsiMethod("unscented"), PsiMethod("analytic"), PsiMethod("gauss_hermite", nodes=3)])
 def test_gaussian_free_simulation_is_a_loop_of_uncertain_predictions(deterministic, psi):
-    series, X, y, kernel = deterministic
+    _, X, y, kernel = deterministic
     noise, training_variance = 0.01, 0.005
     run_ = simulate(kernel, noise, X[:25], y[:25], X[0], 12, psi=psi, window_variance=noise,
                     training_variance=training_variance)
@@ -119,7 +119,7 @@ def test_gaussian_free_simulation_is_a_loop_of_uncertain_predictions(determinist
 
 def test_monte_carlo_free_simulation_is_seeded(deterministic):
     _, X, y, kernel = deterministic
-    options = dict(psi=PsiMethod("monte_carlo", samples=64), training_variance=0.01)
+    options = {"psi": PsiMethod("monte_carlo", samples=64), "training_variance": 0.01}
     first = simulate(kernel, 0.01, X[:25], y[:25], X[0], 10, seed=1, **options)
     again = simulate(kernel, 0.01, X[:25], y[:25], X[0], 10, seed=1, **options)
     other = simulate(kernel, 0.01, X[:25], y[:25], X[0], 10, seed=2, **options)

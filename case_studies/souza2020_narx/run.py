@@ -150,13 +150,13 @@ def render(results: dict, mode: str) -> str:
     runs = results["runs"]
     by = {(r["method"], r["samples"], r["kernel"], str(r["training_variance"])): r for r in runs}
     lines = [f"# de Souza (2020) Table 3, AirPassengers free simulation ({mode})", "",
-             "NLPD (nats per value) and RMSE (thousands of passengers) on the 84 test months 1954-01 to 1960-12, "
-             "original units. Ours: v = the training-input variance of the GPLVM predictor, the fitted noise "
-             "variance (thesis) or 1e-6 (code); GP-NARX does not use it. Monte Carlo: mean ± sd over "
-             f"{results['settings']['mc_seeds']} seeds. Run time: one compiled free simulation of 132 steps "
-             "(first call: with compilation or the compilation-cache load).", "",
-             "| method | samples | kernel | paper NLPD | paper RMSE | NLPD (v = noise) | RMSE (v = noise) "
-             "| NLPD (v = 1e-6) | RMSE (v = 1e-6) | run time, v = 1e-6 (s) | first call (s) |",
+             ("NLPD (nats per value) and RMSE (thousands of passengers) on the 84 test months 1954-01 to 1960-12, "
+              "original units. Ours: v = the training-input variance of the GPLVM predictor, the fitted noise "
+              "variance (thesis) or 1e-6 (code); GP-NARX does not use it. Monte Carlo: mean ± sd over "
+              f"{results['settings']['mc_seeds']} seeds. Run time: one compiled free simulation of 132 steps "
+              "(first call: with compilation or the compilation-cache load)."), "",
+             ("| method | samples | kernel | paper NLPD | paper RMSE | NLPD (v = noise) | RMSE (v = noise) "
+              "| NLPD (v = 1e-6) | RMSE (v = 1e-6) | run time, v = 1e-6 (s) | first call (s) |"),
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in results["rows"]:
         key = (row["method"], row["samples"], row["kernel"])
@@ -177,9 +177,9 @@ def render(results: dict, mode: str) -> str:
                      f"{report['seconds']:.1f} s ({report['message']})")
     settings = results["settings"]
     lines += ["", "## Settings", "",
-              f"- lag {LAG}, {TRAIN} training lag vectors, standardised by the training targets "
-              f"(mean {results['offset']:.4f}, sd {results['scale']:.4f}); L-BFGS at most {MAX_ITERATIONS} "
-              "iterations from the notebook's initial values.",
+              (f"- lag {LAG}, {TRAIN} training lag vectors, standardised by the training targets "
+               f"(mean {results['offset']:.4f}, sd {results['scale']:.4f}); L-BFGS at most {MAX_ITERATIONS} "
+               "iterations from the notebook's initial values."),
               f"- Monte Carlo samples {list(settings['mc_samples'])}, {settings['mc_seeds']} seeds (0 to "
               f"{settings['mc_seeds'] - 1}); test statistics drawn afresh at each step, training statistics once "
               "per run; Gauss-Hermite " + ("2 nodes per lag (4096 points)." if settings["gauss_hermite"]
@@ -265,7 +265,7 @@ def main(argv=None) -> int:
                 continue
             run = run_row(fits[row.kernel], narx, row, variance, cfg["mc_seeds"])
             runs.append(run)
-            print(f"{row.method:8} {str(row.samples):>5} {row.kernel:14} v={variance!s:6} NLPD {mean_sd(run['nlpd'])} "
+            print(f"{row.method:8} {row.samples!s:>5} {row.kernel:14} v={variance!s:6} NLPD {mean_sd(run['nlpd'])} "
                   f"RMSE {mean_sd(run['rmse'])} ({run['run_seconds']:.3f} s per run)", flush=True)
     results = {"mode": mode, "settings": {**cfg, "lag": LAG, "train": TRAIN, "max_iterations": MAX_ITERATIONS},
                "rows": [{"method": r.method, "samples": r.samples, "kernel": r.kernel} for r in rows],
