@@ -274,3 +274,18 @@ def test_cli_predicts_new_times_of_a_dynamical_gplvm(tmp_path):
                    "--max-iterations", "5", "--num-inducing", "6", "--predict", str(bad), "--out",
                    str(tmp_path / "fit2.nc"), "--quiet"])
     assert status == 1
+
+
+def test_supervised_gplvm_predicts_at_new_observed_inputs():
+    model = load_model("models/supervised_gplvm.gpm")
+    values = simulated("supervised", N=20, D=3, noise_sd=0.2)
+    data, _ = load_data(values, model)
+    fit = at_optimal_q(fit_vem(gplvm_problem(model, data), VEMSettings(num_inducing=6, seed=0, max_iterations=300)))
+    at_training = forecast(fit, {"X": values["X"]})
+    np.testing.assert_allclose(at_training.mean, fit.mean, atol=1e-4)
+    X_new = np.array([[0.05], [0.55]])
+    Y_new = values["Y"][[1, 11]].copy()
+    Y_new[:, 1:] = np.nan
+    prediction = predict_outputs(fit, {"X": X_new}, Y_new)
+    assert prediction.mean.shape == (2, 3) and prediction.latent.report["converged"]
+    assert np.all(np.abs(prediction.mean[:, 0] - Y_new[:, 0]) < 3 * np.sqrt(prediction.variance[:, 0]))
