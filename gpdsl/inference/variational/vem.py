@@ -224,7 +224,7 @@ def initial_params(problem: GPLVMProblem, settings: VEMSettings, latent_q: Laten
     """
     latent_q = latent_q or problem.latent_q()
     mean, inducing = initial_points(problem, settings)
-    theta = problem.unconstrain_theta(initial_hyperparameters(problem, mean, settings))
+    theta = jax.jit(problem.unconstrain_theta)(initial_hyperparameters(problem, mean, settings))
     latent = latent_q.initial(mean, theta, settings.init_variance)
     return VariationalParams(jax.tree_util.tree_map(jnp.asarray, latent), jnp.asarray(inducing), theta)
 
@@ -528,7 +528,8 @@ def warmup_start(problem: GPLVMProblem, params: VariationalParams) -> Variationa
     """
     ceiling = 0.01 * float(np.nanmean(np.nanvar(problem.Y, axis=0)))
     guess = _noise_guess(problem, ceiling)
-    if not guess or float(problem.noise_variance(jnp.asarray(params.theta))) <= ceiling:
+    # one small compiled function: evaluated eagerly, the expression compiles a dozen single operations
+    if not guess or float(jax.jit(problem.noise_variance)(jnp.asarray(params.theta))) <= ceiling:
         return params
     values = {name: np.asarray(value) for name, value in problem.theta_values(jnp.asarray(params.theta)).items()}
     return params._replace(theta=problem.unconstrain_theta({**values, **guess}))
