@@ -5,13 +5,16 @@ vectorise."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 import scipy.optimize
 from jax.flatten_util import ravel_pytree
 
 from gpdsl.api import load_model
 from gpdsl.data_io import load_data
 from gpdsl.inference.families.gplvm import gplvm_problem
+from gpdsl.errors import MethodError
 from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.inference.variational.e_step import e_step
 from gpdsl.inference.variational.site_updates import make_site_updates
 from gpdsl.inference.variational.vem import VariationalParams, initial_params, make_objective
 from test_gp_prior_latents import simulated
@@ -68,3 +71,29 @@ def test_site_updates_vectorise_over_hyperparameters():
         np.testing.assert_allclose(float(batched.bound[b]), float(one.bound), rtol=1e-9)
         np.testing.assert_allclose(np.asarray(batched.latent.mu_bar[b]), np.asarray(one.latent.mu_bar), rtol=1e-7,
                                    atol=1e-9)
+
+
+def test_e_step_by_site_updates_is_deterministic_and_vectorised():
+    problem, settings, start = small_problem()
+    thetas = jnp.stack([start.theta, start.theta + 0.2])
+    batch = e_step(problem, settings, thetas, max_iterations=2000, updates="sites")
+    assert bool(jnp.all(batch.converged)) and batch.inducing.shape == (2, 5, 2)
+    objective = make_objective(problem, settings)
+    for k in range(2):
+        single = e_step(problem, settings, thetas[k], max_iterations=2000, updates="sites")
+        np.testing.assert_allclose(float(single.bound), float(batch.bound[k]), rtol=1e-9)
+        at = VariationalParams(single.latent, single.inducing, thetas[k])
+        np.testing.assert_allclose(float(objective(at) - problem.log_hyperprior(thetas[k])), float(single.bound),
+                                   rtol=1e-10)
+    again = e_step(problem, settings, thetas, max_iterations=2000, updates="sites")
+    assert np.array_equal(np.asarray(again.bound), np.asarray(batch.bound))
+
+
+def test_e_step_updates_are_checked():
+    problem, settings, start = small_problem()
+    with pytest.raises(MethodError, match="'lbfgs' or 'sites'"):
+        e_step(problem, settings, start.theta, updates="newton")
+    model = load_model("models/bayesian_gplvm.gpm")
+    data, _ = load_data({"N": 10, "D": 2, "Q": 1, "Y": np.random.default_rng(0).normal(size=(10, 2))}, model)
+    with pytest.raises(MethodError, match="GP prior"):
+        e_step(gplvm_problem(model, data), VEMSettings(num_inducing=3), np.zeros(4), updates="sites")

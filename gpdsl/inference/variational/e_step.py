@@ -18,7 +18,10 @@ from jax.flatten_util import ravel_pytree
 
 from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.errors import MethodError
 from gpdsl.inference.optimise.traced_lbfgs import minimize
+from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian
+from gpdsl.inference.variational.site_updates import make_site_updates
 from gpdsl.inference.variational.vem import _bound, initial_points
 
 
@@ -47,7 +50,7 @@ class EStepResult(NamedTuple):
 
 
 def e_step(problem: GPLVMProblem, settings: VEMSettings, theta, *, start=None, max_iterations: int = 1000,
-           gtol: float = 1e-5) -> EStepResult:
+           gtol: float = 1e-5, updates: str = "lbfgs") -> EStepResult:
     """Maximise the bound over ``q(X)`` and the inducing inputs at hyperparameters ``theta``.
 
     Parameters
@@ -66,27 +69,47 @@ def e_step(problem: GPLVMProblem, settings: VEMSettings, theta, *, start=None, m
         L-BFGS iterations at most (the paper's budget is 1000).
     gtol : float
         L-BFGS stops when the largest gradient component falls below this.
+    updates : {"lbfgs", "sites"}
+        ``"lbfgs"``: ``q(X)`` and the inducing inputs by L-BFGS. ``"sites"`` (latent inputs with a GP prior
+        only): ``q(X)`` alone by natural-gradient site updates
+        (:mod:`~gpdsl.inference.variational.site_updates`), the inducing inputs held at the start's;
+        unaffected by the conditioning of ``K`` that makes L-BFGS crawl, and deterministic too.
 
     Returns
     -------
     EStepResult
         With a leading batch axis when ``theta`` is a batch.
     """
-    return make_e_step(problem, settings, start=start, max_iterations=max_iterations, gtol=gtol)(theta)
+    return make_e_step(problem, settings, start=start, max_iterations=max_iterations, gtol=gtol,
+                       updates=updates)(theta)
 
 
 def make_e_step(problem: GPLVMProblem, settings: VEMSettings, *, start=None, max_iterations: int = 1000,
-                gtol: float = 1e-5):
+                gtol: float = 1e-5, updates: str = "lbfgs"):
     """:func:`e_step` as one compiled function ``theta -> EStepResult``, for callers that run it many times.
 
     The arguments are those of :func:`e_step`; the function compiles once per shape of ``theta``.
+
+    Raises
+    ------
+    MethodError
+        An unknown ``updates``, or ``"sites"`` for latent inputs without a GP prior.
     """
     latent_q = problem.latent_q()
+    if updates not in ("lbfgs", "sites"):
+        raise MethodError(f"updates must be 'lbfgs' or 'sites'; got {updates!r}")
+    if updates == "sites" and not isinstance(latent_q, GPPriorGaussian):
+        raise MethodError(f"site updates need latent inputs with a GP prior; '{problem.latent}' has none")
     bound = _bound(problem, settings, latent_q.unconstrained_moments, latent_q.unconstrained_kl, hyperprior=False)
+    sites = make_site_updates(problem, settings, latent_q, max_iterations=max_iterations)
     mean, inducing = initial_points(problem, settings)
 
     def optimise(theta):
         latent, Z = start if start is not None else (latent_q.initial(mean, theta, settings.init_variance), inducing)
+        if updates == "sites":
+            result = sites(latent, jnp.asarray(Z, dtype=float), theta)
+            return EStepResult(result.latent, jnp.asarray(Z, dtype=float), result.bound, result.iterations,
+                               result.converged)
         flat, unravel = ravel_pytree((latent_q.unconstrain(latent, jnp), jnp.asarray(Z, dtype=float)))
 
         def negative_bound(x):
