@@ -289,3 +289,18 @@ def test_supervised_gplvm_predicts_at_new_observed_inputs():
     prediction = predict_outputs(fit, {"X": X_new}, Y_new)
     assert prediction.mean.shape == (2, 3) and prediction.latent.report["converged"]
     assert np.all(np.abs(prediction.mean[:, 0] - Y_new[:, 0]) < 3 * np.sqrt(prediction.variance[:, 0]))
+
+
+def test_several_starts_keep_the_fit_of_highest_bound():
+    model = load_model("models/dynamical_gplvm.gpm")
+    values = simulated("dynamical", N=20, D=4, noise_sd=0.3)
+    settings = VEMSettings(num_inducing=6, max_iterations=150, starts=3)
+    results, fit = run(model, values, "vem", settings, seed=5, keep_state=True)
+    bounds = fit.report["start_bounds"]
+    assert len(bounds) == 3 and fit.bound == max(bounds)
+    data, _ = load_data(values, model)
+    problem = gplvm_problem(model, data)
+    one = [fit_vem(problem, replace(settings, seed=5 + k, init="pca" if k == 0 else "random")).bound for k in range(3)]
+    np.testing.assert_allclose(bounds, one, rtol=1e-9)
+    with pytest.raises(MethodError, match="starts must be an integer"):
+        VEMSettings(starts=0)

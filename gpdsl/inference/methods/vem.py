@@ -85,6 +85,10 @@ class VEMSettings:
         When L-BFGS stops before ``max_iterations`` without meeting ``gtol`` (a failed line search or
         a stalled reduction), restart it from its end point with a fresh memory, at most this many
         times and only while the bound improves by more than ``ftol`` (relative).
+    starts : int
+        Independent fits from different initialisations, the one of highest bound kept: the first from
+        ``init``, the others from random means with seeds ``seed + 1``, ``seed + 2``, ... The bound is
+        multimodal (latent inputs with a GP prior especially), and different starts can end far apart.
     seed : int
         Seed of the inducing-input subset, random initialisation and Monte Carlo draws (the run's seed
         replaces it).
@@ -113,13 +117,15 @@ class VEMSettings:
     ftol: float = option(1e-10, "L-BFGS relative-reduction tolerance")
     gtol: float = option(1e-6, "L-BFGS largest-gradient-component tolerance")
     restarts: int = option(5, "L-BFGS restarts after a stop short of gtol (while the bound improves)")
+    starts: int = option(1, "independent fits (the first from --init, the others from random means), the one of "
+                            "highest bound kept")
     seed: int = option(0, "seed (replaced by the run's)", cli=False)
 
     def __post_init__(self):
         require_choice("Psi-statistic method", self.psi, PSI_METHODS)
         require_choice("initialisation", self.init, INITIALISATIONS)
         require_choice("L-BFGS scaling", self.scaling, SCALINGS)
-        for name in ("gh_nodes", "mc_samples", "num_inducing", "max_iterations", "max_evaluations"):
+        for name in ("gh_nodes", "mc_samples", "num_inducing", "max_iterations", "max_evaluations", "starts"):
             require_positive_int(name, getattr(self, name))
         require_positive_int("restarts", self.restarts, allow_zero=True)
         require_positive_int("warmup_iterations", self.warmup_iterations, allow_zero=True)
@@ -141,7 +147,14 @@ def run_vem(model, data, settings: VEMSettings, context):
     from gpdsl.inference.variational.vem import fit_vem
 
     problem = gplvm_view(model, data, context.facts)
-    fit = fit_vem(problem, replace(settings, seed=context.seed), progress=context.progress)
+    fits = []
+    for start in range(settings.starts):
+        start_settings = replace(settings, seed=(context.seed + start) % 2**31,
+                                 init=settings.init if start == 0 else "random")
+        fits.append(fit_vem(problem, start_settings, progress=context.progress))
+    fit = max(fits, key=lambda f: f.bound if np.isfinite(f.bound) else -np.inf)
+    if settings.starts > 1:
+        fit.report["start_bounds"] = [f.bound for f in fits]
     output = vem_output(model, fit)
     if context.new_inputs is not None:
         output.predictions, prediction_dims = vem_predictions(model, fit, context.new_inputs)
