@@ -239,8 +239,6 @@ def _cmd_plot(args) -> int:
 
 
 def _plot_latent(results, args):
-    import numpy as np
-
     from gpdsl.inference.predict.gplvm import latent_variance_grid, most_relevant_dims
     from gpdsl.inference.methods.vem import fit_from_results
     from gpdsl.results.latent_plot import plot_latent

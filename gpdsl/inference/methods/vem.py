@@ -144,17 +144,10 @@ class VEMSettings:
 def run_vem(model, data, settings: VEMSettings, context):
     """Fit the GPLVM the registry classified (``context.facts``) by variational EM."""
     from gpdsl.inference.families.gplvm import gplvm_view
-    from gpdsl.inference.variational.vem import fit_vem
+    from gpdsl.inference.variational.vem import fit_vem_starts
 
     problem = gplvm_view(model, data, context.facts)
-    fits = []
-    for start in range(settings.starts):
-        start_settings = replace(settings, seed=(context.seed + start) % 2**31,
-                                 init=settings.init if start == 0 else "random")
-        fits.append(fit_vem(problem, start_settings, progress=context.progress))
-    fit = max(fits, key=lambda f: f.bound if np.isfinite(f.bound) else -np.inf)
-    if settings.starts > 1:
-        fit.report["start_bounds"] = [f.bound for f in fits]
+    fit = fit_vem_starts(problem, replace(settings, seed=context.seed), settings.starts, progress=context.progress)
     output = vem_output(model, fit)
     if context.new_inputs is not None:
         output.predictions, prediction_dims = vem_predictions(model, fit, context.new_inputs)

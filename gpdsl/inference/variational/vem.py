@@ -14,7 +14,7 @@ type-II maximum likelihood ones.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import jax
@@ -444,6 +444,21 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
     if result.stop == "line_search":
         report["hint"] = line_search_hint(problem)
     return VEMFit(problem, settings, params, -result.value, np.asarray(trace), report, np.asarray(times), latent_q)
+
+
+def fit_vem_starts(problem: GPLVMProblem, settings: VEMSettings, starts: int, *, progress: bool = False) -> VEMFit:
+    """The fit of highest bound among ``starts`` independent fits (:func:`fit_vem`).
+
+    The first starts from ``settings.init``, the others from random means with seeds ``settings.seed + 1``,
+    ``settings.seed + 2``, ... With more than one start, ``report["start_bounds"]`` lists every start's bound.
+    """
+    fits = [fit_vem(problem, replace(settings, seed=(settings.seed + k) % 2**31,
+                                     init=settings.init if k == 0 else "random"), progress=progress)
+            for k in range(starts)]
+    fit = max(fits, key=lambda f: f.bound if np.isfinite(f.bound) else -np.inf)
+    if starts > 1:
+        fit.report["start_bounds"] = [f.bound for f in fits]
+    return fit
 
 
 def line_search_hint(problem: GPLVMProblem) -> str:
