@@ -177,10 +177,8 @@ def project_with_prior(fit: VEMFit, new_inputs, Y_new, *, max_iterations: int = 
 
     Parameters
     ----------
-    fit : VEMFit
-        A fit of a GPLVM with a GP prior on its latent inputs.
-    new_inputs : array_like or mapping
-        See :func:`prior_points`.
+    fit, new_inputs
+        As in :func:`forecast`.
     Y_new : array_like, shape (n*, D)
         New outputs; NaN marks unobserved entries (a row may be entirely unobserved).
     max_iterations : int
