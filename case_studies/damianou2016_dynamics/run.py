@@ -34,6 +34,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -154,7 +155,7 @@ STARTS = 3
 
 def best_fit(problem, part: dict):
     """The fit of highest bound over :data:`STARTS` starts, and every start's bound."""
-    fit = fit_vem_starts(problem, settings_of(part), STARTS)
+    fit = fit_vem_starts(problem, replace(settings_of(part), starts=STARTS))
     return fit, fit.report["start_bounds"]
 
 

@@ -99,6 +99,10 @@ class GPLVMProblem(HyperparameterBlocks):
         """The GP's kernel at ``theta``."""
         return self.jax_model.gp_kernel(self.node.statement, self.environment(theta))
 
+    def latent_prior_kernel(self, theta) -> Kernel:
+        """The kernel ``k_x`` of the latent inputs' GP prior at ``theta``."""
+        return self.jax_model.gp_kernel(self.latent_prior.statement, self.environment(theta))
+
     def latent_prior_covariance(self, theta, index=None) -> jax.Array:
         """``K = k_x(t, t)`` (jitter added) of each latent dimension's GP prior at ``theta``, shape ``(N, N)``.
 
@@ -106,11 +110,8 @@ class GPLVMProblem(HyperparameterBlocks):
         """
         if index is None:
             return self.jax_model.gp_covariance(self.latent_prior.statement, self.environment(theta))
-        statement = self.latent_prior.statement
-        env = self.environment(theta)
-        points = self.jax_model.gp_inputs(statement, env)[index]
-        kernel = self.jax_model.gp_kernel(statement, env)
-        return jax.vmap(kernel.gram)(points) + GP_JITTER * jnp.eye(index.shape[1])
+        points = self.jax_model.gp_inputs(self.latent_prior.statement, self.environment(theta))[index]
+        return jax.vmap(self.latent_prior_kernel(theta).gram)(points) + GP_JITTER * jnp.eye(index.shape[1])
 
     def latent_prior_inputs(self) -> np.ndarray:
         """The inputs ``t`` of the latent inputs' GP prior, shape ``(N, d)``."""

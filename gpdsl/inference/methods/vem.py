@@ -147,7 +147,7 @@ def run_vem(model, data, settings: VEMSettings, context):
     from gpdsl.inference.variational.vem import fit_vem_starts
 
     problem = gplvm_view(model, data, context.facts)
-    fit = fit_vem_starts(problem, replace(settings, seed=context.seed), settings.starts, progress=context.progress)
+    fit = fit_vem_starts(problem, replace(settings, seed=context.seed), progress=context.progress)
     output = vem_output(model, fit)
     if context.new_inputs is not None:
         output.predictions, prediction_dims = vem_predictions(model, fit, context.new_inputs)

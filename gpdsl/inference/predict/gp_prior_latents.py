@@ -22,11 +22,11 @@ import numpy as np
 
 from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.predict.gplvm import Projection, project_new, reconstruct
-from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian, GPPriorQParams
+from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian, GPPriorQParams, site_factor
 from gpdsl.inference.variational.site_updates import make_site_updates
 from gpdsl.inference.variational.latent_q import FactorisedGaussian, GaussianQParams
 from gpdsl.inference.variational.vem import VariationalParams, VEMFit
-from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.linalg import solve_triangular
 from gpdsl.numerics import GP_JITTER
 
 NEW_SITE_PRECISION = 1e-6
@@ -128,11 +128,6 @@ def _describe(inputs) -> str:
     return names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"
 
 
-def _prior_kernel(fit: VEMFit):
-    problem = fit.problem
-    return problem.jax_model.gp_kernel(problem.latent_prior.statement, problem.environment(fit.params.theta))
-
-
 def forecast(fit: VEMFit, new_inputs) -> Projection:
     """``q(X*)`` at new prior inputs from the fitted sites alone (Sec. 4.2; see the module docstring).
 
@@ -149,7 +144,7 @@ def forecast(fit: VEMFit, new_inputs) -> Projection:
         Means and variances ``(n*, Q)``; ``log_density`` is NaN.
     """
     points = jnp.asarray(prior_points(fit, new_inputs))
-    kernel = _prior_kernel(fit)
+    kernel = fit.problem.latent_prior_kernel(fit.params.theta)
     T = jnp.asarray(fit.problem.latent_prior_inputs())
     K = fit.problem.latent_prior_covariance(fit.params.theta)
     cross = kernel.cross(T, points)                                        # (N, n*)
@@ -158,8 +153,7 @@ def forecast(fit: VEMFit, new_inputs) -> Projection:
     mean = cross.T @ params.mu_bar
 
     def variance_of(lam_q):
-        root = jnp.sqrt(lam_q)
-        chol_b = cholesky(jnp.eye(K.shape[0]) + root[:, None] * K * root[None, :])
+        root, chol_b = site_factor(K, lam_q)
         V = solve_triangular(chol_b, root[:, None] * cross, lower=True)
         return prior_variance - jnp.sum(V * V, axis=0)
 
@@ -194,11 +188,8 @@ def project_with_prior(fit: VEMFit, new_inputs, Y_new, *, max_iterations: int = 
     points = prior_points(fit, new_inputs)
     Y_new = _check_outputs(fit, Y_new, points.shape[0])
     T_all = jnp.asarray(np.vstack([problem.latent_prior_inputs(), points]))
-    statement = problem.latent_prior.statement
-
     def joint_covariance(theta):
-        kernel = problem.jax_model.gp_kernel(statement, problem.environment(theta))
-        return kernel(T_all) + GP_JITTER * jnp.eye(T_all.shape[0])
+        return problem.latent_prior_kernel(theta)(T_all) + GP_JITTER * jnp.eye(T_all.shape[0])
 
     joint_q = GPPriorGaussian(joint_covariance)
     joint_problem = replace(problem, Y=np.vstack([problem.Y, Y_new]))

@@ -101,7 +101,7 @@ def make_e_step(problem: GPLVMProblem, settings: VEMSettings, *, start=None, max
     if updates == "sites" and not isinstance(latent_q, GPPriorGaussian):
         raise MethodError(f"site updates need latent inputs with a GP prior; '{problem.latent}' has none")
     bound = _bound(problem, settings, latent_q.unconstrained_moments, latent_q.unconstrained_kl, hyperprior=False)
-    sites = make_site_updates(problem, settings, latent_q, max_iterations=max_iterations)
+    sites = make_site_updates(problem, settings, latent_q, max_iterations=max_iterations) if updates == "sites" else None
     mean, inducing = initial_points(problem, settings)
 
     def optimise(theta):

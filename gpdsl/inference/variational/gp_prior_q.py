@@ -172,11 +172,16 @@ def _moments(blocks, mean, mean_term, lam) -> GPPriorMoments:
     return GPPriorMoments(mean, variance, mean_term, log_det_b, trace_b_inv)
 
 
+def site_factor(K, lam_q) -> tuple[jax.Array, jax.Array]:
+    """``(lambda^1/2, chol(B))`` with ``B = I + Lambda^1/2 K Lambda^1/2`` for one latent dimension (App. C)."""
+    root = jnp.sqrt(lam_q)
+    return root, cholesky(jnp.eye(K.shape[0]) + root[:, None] * K * root[None, :])
+
+
 def _block_moments(K, lam_q):
     """Marginal variances, ``log|B_q|`` and ``tr(B_q^-1)`` of one latent dimension over one block."""
     N = K.shape[0]
-    root = jnp.sqrt(lam_q)
-    chol_b = cholesky(jnp.eye(N) + root[:, None] * K * root[None, :])
+    root, chol_b = site_factor(K, lam_q)
     V = solve_triangular(chol_b, root[:, None] * K, lower=True)
     inverse_chol = solve_triangular(chol_b, jnp.eye(N), lower=True)
     return (jnp.diag(K) - jnp.sum(V * V, axis=0), 2.0 * jnp.sum(jnp.log(jnp.diag(chol_b))),

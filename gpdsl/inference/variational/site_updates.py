@@ -23,9 +23,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from gpdsl.inference.variational.gp_prior_q import LAMBDA_RANGE, GPPriorGaussian, GPPriorQParams
+from gpdsl.inference.variational.gp_prior_q import LAMBDA_RANGE, GPPriorGaussian, GPPriorQParams, site_factor
 from gpdsl.inference.variational.latent_q import LatentMoments
-from gpdsl.linalg import cho_solve, cholesky
+from gpdsl.linalg import cho_solve
 
 
 class SiteUpdateResult(NamedTuple):
@@ -66,42 +66,42 @@ def make_site_updates(problem, settings, latent_q: GPPriorGaussian | None = None
     latent_q = latent_q or problem.latent_q()
     data_term = _bound(problem, settings, lambda moments, theta: moments, lambda *_: 0.0, hyperprior=False)
 
-    def bound_and_moments(params, Z, theta):
+    def evaluate(params, Z, theta):
+        """The bound at ``params``, the marginal means, and the data term's gradient with respect to the marginals."""
         moments = latent_q.moments(params, theta)
-        data = data_term(LatentMoments(moments.mean, moments.variance), Z, theta)
-        return data - latent_q.kl(params, theta, moments), moments
+        data, gradient = jax.value_and_grad(lambda m, s: data_term(LatentMoments(m, s), Z, theta), argnums=(0, 1))(
+            moments.mean, moments.variance)
+        return data - latent_q.kl(params, theta, moments), moments.mean, gradient
 
     def run(start: GPPriorQParams, Z, theta) -> SiteUpdateResult:
         blocks = latent_q.covariance_blocks(theta)
-        value0, moments0 = bound_and_moments(start, Z, theta)
 
-        def propose(params, moments, rho):
-            g_mean, g_variance = jax.grad(lambda m, s: data_term(LatentMoments(m, s), Z, theta),
-                                          argnums=(0, 1))(moments.mean, moments.variance)
+        def propose(params, mean, gradient, rho):
+            g_mean, g_variance = gradient
             lam_target = jnp.clip(-2.0 * g_variance, *LAMBDA_RANGE)
-            eta_target = g_mean + lam_target * moments.mean
+            eta_target = g_mean + lam_target * mean
             lam = (1 - rho) * params.lam + rho * lam_target
-            eta = (1 - rho) * (params.mu_bar + params.lam * moments.mean) + rho * eta_target
+            eta = (1 - rho) * (params.mu_bar + params.lam * mean) + rho * eta_target
             return GPPriorQParams(_mu_bar_from_sites(blocks, eta, lam), lam)
 
         def step(state):
-            params, moments, value, rho, iteration, _ = state
-            candidate = propose(params, moments, rho)
-            new_value, new_moments = bound_and_moments(candidate, Z, theta)
+            params, value, mean, gradient, rho, iteration, _ = state
+            candidate = propose(params, mean, gradient, rho)
+            new_value, new_mean, new_gradient = evaluate(candidate, Z, theta)
             accept = jnp.isfinite(new_value) & (new_value >= value)
             done = accept & (new_value - value < tol * (1.0 + jnp.abs(value)))
-            params, moments = jax.tree_util.tree_map(lambda a, b: jnp.where(accept, a, b),
-                                                     (candidate, new_moments), (params, moments))
-            value = jnp.where(accept, new_value, value)
+            params, value, mean, gradient = jax.tree_util.tree_map(
+                lambda a, b: jnp.where(accept, a, b), (candidate, new_value, new_mean, new_gradient),
+                (params, value, mean, gradient))
             rho = jnp.where(accept, jnp.minimum(1.0, 2.0 * rho), 0.5 * rho)
-            return params, moments, value, rho, iteration + 1, done
+            return params, value, mean, gradient, rho, iteration + 1, done
 
         def keep_going(state):
             *_, rho, iteration, done = state
             return (~done) & (iteration < max_iterations) & (rho > 1e-6)
 
-        state = (start, moments0, value0, jnp.asarray(1.0), jnp.asarray(0), jnp.asarray(False))
-        params, _, value, rho, iterations, done = jax.lax.while_loop(keep_going, step, state)
+        state = (start, *evaluate(start, Z, theta), jnp.asarray(1.0), jnp.asarray(0), jnp.asarray(False))
+        params, value, _, _, rho, iterations, done = jax.lax.while_loop(keep_going, step, state)
         return SiteUpdateResult(params, value, iterations, done | (rho <= 1e-6))
 
     return run
@@ -111,8 +111,7 @@ def _mu_bar_from_sites(blocks, eta, lam):
     """``mu_bar = eta - lambda * mu`` with ``mu = (K^-1 + diag(lambda))^-1 eta``, per latent dimension and block, without ``K^-1``."""
 
     def one(K, eta_q, lam_q):
-        root = jnp.sqrt(lam_q)
-        chol_b = cholesky(jnp.eye(K.shape[0]) + root[:, None] * K * root[None, :])
+        root, chol_b = site_factor(K, lam_q)
         K_eta = K @ eta_q
         mean = K_eta - K @ (root * cho_solve((chol_b, True), root * K_eta))
         return eta_q - lam_q * mean

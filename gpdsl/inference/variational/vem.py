@@ -446,12 +446,13 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
     return VEMFit(problem, settings, params, -result.value, np.asarray(trace), report, np.asarray(times), latent_q)
 
 
-def fit_vem_starts(problem: GPLVMProblem, settings: VEMSettings, starts: int, *, progress: bool = False) -> VEMFit:
-    """The fit of highest bound among ``starts`` independent fits (:func:`fit_vem`).
+def fit_vem_starts(problem: GPLVMProblem, settings: VEMSettings, *, progress: bool = False) -> VEMFit:
+    """The fit of highest bound among ``settings.starts`` independent fits (:func:`fit_vem`).
 
     The first starts from ``settings.init``, the others from random means with seeds ``settings.seed + 1``,
     ``settings.seed + 2``, ... With more than one start, ``report["start_bounds"]`` lists every start's bound.
     """
+    starts = settings.starts
     fits = [fit_vem(problem, replace(settings, seed=(settings.seed + k) % 2**31,
                                      init=settings.init if k == 0 else "random"), progress=progress)
             for k in range(starts)]
