@@ -218,10 +218,15 @@ def ess_chain(problem: GPLVMProblem, theta, rng_key, initial_Z, num_samples: int
     return np.swapaxes(draws.reshape(num_samples, problem.latent_dim, problem.num_points), 1, 2)
 
 
-def _check(problem: GPLVMProblem, **counts: int) -> None:
+def require_observed(problem: GPLVMProblem, purpose: str) -> None:
+    """Raise a MethodError naming ``purpose`` unless every output is observed (the collapsed likelihood needs it)."""
     if not problem.observed.all():
-        raise MethodError(f"elliptical slice sampling of '{problem.latent}' needs every entry of '{problem.output}' "
-                          f"observed; {int((~problem.observed).sum())} are missing (NaN)")
+        raise MethodError(f"{purpose} needs every entry of '{problem.output}' observed; "
+                          f"{int((~problem.observed).sum())} are missing (NaN)")
+
+
+def _check(problem: GPLVMProblem, **counts: int) -> None:
+    require_observed(problem, f"elliptical slice sampling of '{problem.latent}'")
     for name, value in counts.items():
         if int(value) < 1:
             raise MethodError(f"{name} must be a positive integer; got {value}")
