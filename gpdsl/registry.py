@@ -25,6 +25,7 @@ from gpdsl.errors import MethodError
 from gpdsl.inference.methods.ep_ml import EPMLSettings, run_ep_ml
 from gpdsl.inference.methods.gibbs import GibbsSettings, gibbs_engine, run_gibbs
 from gpdsl.inference.methods.ml import MLSettings, run_ml
+from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings, run_pm_gplvm
 from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMarginalSettings, mcmc_ep_engine,
                                                     pm_engine, run_mcmc_ep, run_pm)
 from gpdsl.inference.methods.vem import VEMSettings, run_vem
@@ -160,6 +161,10 @@ register(Method(
 register(Method(
     "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)", (LATENT_GP,), MCMCEPSettings,
     run_mcmc_ep, predicts=True, checkpoints=True, chain_engine=mcmc_ep_engine))
+register(Method(
+    "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "
+    "the variational E-step at each proposal (exact)", (GP_PRIOR_GPLVM, BAYESIAN_GPLVM), PMGPLVMSettings,
+    run_pm_gplvm, checkpoints=True))
 register(Method(
     "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters",
     (LATENT_GP, GP_REGRESSION), GibbsSettings, run_gibbs, predicts=True, checkpoints=True,

@@ -120,7 +120,7 @@ def test_run_checks_everything_before_it_runs(tmp_path, data_file):
         run(model, data_file, "pm", seed=2**70)
     with pytest.raises(MethodError, match="nuts does not predict at new inputs"):
         run(model, data_file, "nuts", seed=1, new_inputs=np.zeros((1, 2)))
-    with pytest.raises(MethodError, match="nuts writes no checkpoints; methods that do: pm, mcmc-ep, gibbs"):
+    with pytest.raises(MethodError, match="nuts writes no checkpoints; methods that do: pm, mcmc-ep, pm-gplvm, gibbs"):
         run(model, data_file, "nuts", seed=1, checkpoint=tmp_path / "c.npz")
     regression, _ = check_file("models/gp_regression.gpm")
     with pytest.raises(MethodError, match="pm needs a model with one latent GP vector"):

@@ -82,7 +82,7 @@ def theta_output(problem: LatentGP, theta_draws: np.ndarray, f_draws: np.ndarray
     """Constrained, named draws of unconstrained ``theta`` (and of f) as a method output."""
     chains, num_draws = theta_draws.shape[:2]
     flat = jnp.reshape(jnp.asarray(theta_draws), (chains * num_draws, -1))
-    values = jax.vmap(lambda t: problem.theta_values(t)[0])(flat)
+    values = jax.vmap(lambda t: problem.constrain(t)[0])(flat)
     posterior = {name: np.reshape(np.asarray(values[name]), (chains, num_draws) + np.shape(values[name])[1:])
                  for name in problem.theta_names}
     if f_draws is not None:

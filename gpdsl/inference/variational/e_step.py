@@ -50,7 +50,7 @@ class EStepResult(NamedTuple):
 
 
 def e_step(problem: GPLVMProblem, settings: VEMSettings, theta, *, start=None, max_iterations: int = 1000,
-           gtol: float = 1e-5, updates: str = "lbfgs") -> EStepResult:
+           gtol: float = 1e-5, updates: str = "lbfgs", tol: float = 1e-9) -> EStepResult:
     """Maximise the bound over ``q(X)`` and the inducing inputs at hyperparameters ``theta``.
 
     Parameters
@@ -74,6 +74,8 @@ def e_step(problem: GPLVMProblem, settings: VEMSettings, theta, *, start=None, m
         only): ``q(X)`` alone by natural-gradient site updates
         (:mod:`~gpdsl.inference.variational.site_updates`), the inducing inputs held at the start's;
         unaffected by the conditioning of ``K`` that makes L-BFGS crawl, and deterministic too.
+    tol : float
+        Site updates stop when a step raises the bound by less than ``tol * (1 + |bound|)``.
 
     Returns
     -------
@@ -81,11 +83,11 @@ def e_step(problem: GPLVMProblem, settings: VEMSettings, theta, *, start=None, m
         With a leading batch axis when ``theta`` is a batch.
     """
     return make_e_step(problem, settings, start=start, max_iterations=max_iterations, gtol=gtol,
-                       updates=updates)(theta)
+                       updates=updates, tol=tol)(theta)
 
 
 def make_e_step(problem: GPLVMProblem, settings: VEMSettings, *, start=None, max_iterations: int = 1000,
-                gtol: float = 1e-5, updates: str = "lbfgs"):
+                gtol: float = 1e-5, updates: str = "lbfgs", tol: float = 1e-9):
     """:func:`e_step` as one compiled function ``theta -> EStepResult``, for callers that run it many times.
 
     The arguments are those of :func:`e_step`; the function compiles once per shape of ``theta``.
@@ -101,7 +103,8 @@ def make_e_step(problem: GPLVMProblem, settings: VEMSettings, *, start=None, max
     if updates == "sites" and not isinstance(latent_q, GPPriorGaussian):
         raise MethodError(f"site updates need latent inputs with a GP prior; '{problem.latent}' has none")
     bound = _bound(problem, settings, latent_q.unconstrained_moments, latent_q.unconstrained_kl, hyperprior=False)
-    sites = make_site_updates(problem, settings, latent_q, max_iterations=max_iterations) if updates == "sites" else None
+    sites = make_site_updates(problem, settings, latent_q, max_iterations=max_iterations,
+                              tol=tol) if updates == "sites" else None
     mean, inducing = initial_points(problem, settings)
 
     def optimise(theta):

@@ -136,6 +136,23 @@ class GPPriorGaussian(LatentQ):
         N, Q = moments.mean.shape
         return 0.5 * (jnp.sum(moments.trace_b_inv) + moments.mean_term + jnp.sum(moments.log_det_b) - N * Q)
 
+    def covariance(self, params, theta):
+        """``S_q = K - K Lambda^1/2 B_q^-1 Lambda^1/2 K`` per latent dimension, zero between blocks, shape ``(Q, N, N)``."""
+        lam = jnp.asarray(params.lam)
+        N, Q = lam.shape
+        per_dimension = jax.vmap(_block_covariance, in_axes=(None, 1))
+        covariance = jnp.zeros((Q, N, N))
+        for index, K_blocks in self.covariance_blocks(theta):
+            S = jax.vmap(per_dimension)(K_blocks, lam[index])  # (B, Q, n, n)
+            covariance = covariance.at[:, index[:, :, None], index[:, None, :]].set(jnp.moveaxis(S, 1, 0))
+        return covariance
+
+    def dense_prior_covariance(self, theta, num_points):
+        K = jnp.zeros((num_points, num_points))
+        for index, K_blocks in self.covariance_blocks(theta):
+            K = K.at[index[:, :, None], index[:, None, :]].set(K_blocks)
+        return K
+
     def unconstrain(self, params, xp=np):
         return _GPPriorCoordinates(xp.asarray(params.mu_bar, dtype=float),
                                    inverse_softplus(xp.asarray(params.lam, dtype=float), xp))
@@ -186,6 +203,12 @@ def _block_moments(K, lam_q):
     inverse_chol = solve_triangular(chol_b, jnp.eye(N), lower=True)
     return (jnp.diag(K) - jnp.sum(V * V, axis=0), 2.0 * jnp.sum(jnp.log(jnp.diag(chol_b))),
             jnp.sum(inverse_chol * inverse_chol))
+
+
+def _block_covariance(K, lam_q):
+    root, chol_b = site_factor(K, lam_q)
+    V = solve_triangular(chol_b, root[:, None] * K, lower=True)
+    return K - V.T @ V
 
 
 def calibrated_precision(K, median_variance: float, steps: int = 50) -> jax.Array:

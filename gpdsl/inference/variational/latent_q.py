@@ -98,6 +98,14 @@ class LatentQ(ABC):
         """:meth:`moments` at the optimiser's coordinates (a family may map them more directly)."""
         return self.moments(self.constrain(coordinates), theta)
 
+    @abstractmethod
+    def covariance(self, params, theta) -> jax.Array:
+        """The full covariance of each latent dimension under ``q(X)`` over the ``N`` points, shape ``(Q, N, N)``."""
+
+    @abstractmethod
+    def dense_prior_covariance(self, theta, num_points: int) -> jax.Array:
+        """The covariance of one latent dimension under the prior ``p(X)``, shape ``(N, N)``."""
+
     def unconstrained_kl(self, coordinates, theta, moments) -> jax.Array:
         """:meth:`kl` at the optimiser's coordinates, given :meth:`unconstrained_moments`."""
         return self.kl(self.constrain(coordinates), theta, moments)
@@ -155,6 +163,13 @@ class FactorisedGaussian(LatentQ):
 
     def unconstrained_moments(self, coordinates, theta):
         return LatentMoments(coordinates.mean, jax.nn.softplus(coordinates.softplus_variance))
+
+    def covariance(self, params, theta):
+        variance = jnp.exp(jnp.asarray(params.log_variance)).T
+        return jax.vmap(jnp.diag)(variance)
+
+    def dense_prior_covariance(self, theta, num_points):
+        return jnp.eye(num_points)
 
 
 def kl_standard_normal(mean, variance) -> jax.Array:

@@ -1,0 +1,121 @@
+"""The ``pm-gplvm`` method: exact Bayesian inference for the hyperparameters of a GPLVM (Gadd, Wade & Shah 2021).
+
+Pseudo-marginal adaptive Metropolis-within-Gibbs (Alg. 1) on the hyperparameters ``xi`` of the supervised
+GPLVM (``Z ~ gp(X, k_z); F ~ gp(Z, k_f); Y ~ normal(F, s)``), or of any GPLVM gpdsl's variational EM fits:
+
+1. variational EM gives the approximate MAP point ``xi_ML`` and the variational parameters there;
+2. each chain starts at ``xi_ML`` plus ``N(0, start_noise^2)`` on the unconstrained scale;
+3. every block proposal runs the E-step at the proposed ``xi`` alone, from the fixed ``xi_ML`` optimum (never
+   from the chain's state, which would make the estimate depend on it), and estimates ``p(Y | X, xi)``
+   without bias by importance sampling from that ``q(Z)`` (:mod:`gpdsl.inference.mcmc.gplvm_estimate`);
+4. the chain keeps its estimate until a proposal is accepted
+   (:mod:`gpdsl.inference.mcmc.blocked_metropolis`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpdsl.settings import (
+    ChainSettings,
+    option,
+    require_choice,
+    require_number,
+    require_positive_int,
+)
+
+E_STEP_UPDATES = ("auto", "sites", "lbfgs")
+
+
+def blocks_from_cli(items) -> list:
+    """``["s1,theta", "theta_S,noise"]`` (one ``--block`` each) as lists of names."""
+    return [[name.strip() for name in item.split(",") if name.strip()] for item in items]
+
+
+@dataclass(frozen=True)
+class PMGPLVMSettings(ChainSettings):
+    """Settings of ``pm-gplvm``.
+
+    Attributes
+    ----------
+    num_importance : int
+        Importance draws per estimate (the paper's ``Q = 1000``).
+    blocks : list of list of str
+        Hyperparameters updated together, by name (vectors whole); every hyperparameter in exactly one
+        block. Empty: one block of all. The paper's sinusoid runs use
+        ``[["s1", "theta"], ["theta_S", "noise"]]``.
+    symmetrise : bool
+        Importance draws from ``q(Z)`` symmetrised through zero in each latent dimension, where ``p(Z | Y)`` has
+        the mirror image of each mode for the usual kernels (:func:`~gpdsl.inference.mcmc.gplvm_estimate.make_estimate`).
+    defensive : float
+        Weight of the prior ``p(Z | X)`` mixed into the importance distribution, which bounds the weights.
+    g0 : int
+        States before the proposal covariance follows the chain (Haario et al.).
+    initial_covariance : float
+        ``Sigma_r^(0) = initial_covariance * I`` on the unconstrained scale.
+    adapt_epsilon : float
+        Diagonal added to the adapted covariance.
+    adapt_after_warmup : bool
+        Keep adapting after warmup, as Alg. 1 does.
+    start_noise : float
+        Standard deviation of the noise added to ``xi_ML`` (unconstrained scale) for each chain's start.
+    e_step : {"auto", "sites", "lbfgs"}
+        How the E-step optimises ``q(Z)``: natural-gradient site updates (latent inputs with a GP prior;
+        inducing inputs held at the fit's) or L-BFGS over ``q`` and the inducing inputs. ``auto``: sites
+        where they apply.
+    e_step_iterations : int
+        E-step iterations at most (the paper caps SCG at 1000).
+    e_step_tol : float
+        The E-step stops when an iteration raises the bound by less than this, relative.
+    num_inducing : int or None
+        Inducing inputs of the variational fit; default ``min(N, 50)``.
+    vem_starts : int
+        Independent variational fits for ``xi_ML`` (the best kept).
+    """
+
+    num_importance: int = option(1000, "importance draws per marginal-likelihood estimate", metavar="Q")
+    blocks: list = option([], "hyperparameters updated together (repeatable, one block per flag; default: one "
+                              "block of all)", flag="--block", metavar="NAME,NAME", repeat=True,
+                          parse=blocks_from_cli)
+    symmetrise: bool = option(True, "draw from q(Z) alone, not symmetrised through zero in each latent dimension",
+                              negate="--no-symmetrise")
+    defensive: float = option(0.1, "weight of the prior p(Z | X) in the importance distribution (bounds the weights)")
+    g0: int = option(200, "states before the proposal covariance follows the chain")
+    initial_covariance: float = option(0.01, "initial random-walk covariance (times I), unconstrained scale")
+    adapt_epsilon: float = option(1e-6, "diagonal added to the adapted covariance")
+    adapt_after_warmup: bool = option(True, "freeze the proposals at the end of warmup (Alg. 1 keeps adapting)",
+                                      negate="--no-adapt-after-warmup")
+    start_noise: float = option(0.1, "sd of the noise added to the variational estimate for each chain's start")
+    e_step: str = option("auto", "E-step updates: natural-gradient sites (GP-prior latents) or L-BFGS",
+                         choices=E_STEP_UPDATES)
+    e_step_iterations: int = option(1000, "E-step iterations at most")
+    e_step_tol: float = option(1e-8, "E-step relative tolerance on the bound")
+    num_inducing: int | None = option(None, "inducing inputs of the variational fit (default min(N, 50))",
+                                      metavar="M")
+    vem_starts: int = option(1, "variational fits for the starting point, the best kept")
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("num_importance", "g0", "e_step_iterations", "vem_starts"):
+            require_positive_int(name, getattr(self, name))
+        if self.num_inducing is not None:
+            require_positive_int("num_inducing", self.num_inducing)
+        require_number("initial_covariance", self.initial_covariance, 0, open_low=True)
+        require_number("adapt_epsilon", self.adapt_epsilon, 0)
+        require_number("start_noise", self.start_noise, 0)
+        require_number("e_step_tol", self.e_step_tol, 0)
+        require_number("defensive", self.defensive, 0, 1, open_high=True)
+        require_choice("E-step updates", self.e_step, E_STEP_UPDATES)
+        for block in self.blocks:
+            if not block or not all(isinstance(name, str) and name for name in block):
+                from gpdsl.errors import MethodError
+
+                raise MethodError(f"every block is a non-empty list of hyperparameter names; got {self.blocks}")
+
+
+def run_pm_gplvm(model, data, settings: PMGPLVMSettings, context):
+    """Run ``pm-gplvm`` (see the module docstring); returns a :class:`~gpdsl.results.method_output.MethodOutput`."""
+    from gpdsl.inference.families.gplvm import gplvm_view
+    from gpdsl.inference.methods.gplvm_chains import run_pm_gplvm_chains
+
+    return run_pm_gplvm_chains(gplvm_view(model, data, context.facts), settings, context)
