@@ -198,15 +198,17 @@ def _cmd_methods(args) -> int:
 def _new_inputs(path, model, method: str):
     """The GP input variable's values in a prediction data file (same name as in the model).
 
-    For ``vem`` every variable of the file, by name: the new inputs of the latent inputs' GP prior and
-    new (partially observed) outputs, which the method picks from.
+    For the GPLVM methods every variable of the file, by name: the new inputs of the latent inputs' GP prior
+    and new (partially observed) outputs, which the method picks from.
     """
     from gpdsl.data_io import read_data
     from gpdsl.errors import DataError
+    from gpdsl.ir.families import BAYESIAN_GPLVM, GP_PRIOR_GPLVM
     from gpdsl.ir.structure import gp_nodes
+    from gpdsl.registry import get_method
 
     values = read_data(path)
-    if method == "vem":
+    if {BAYESIAN_GPLVM, GP_PRIOR_GPLVM} & set(get_method(method).families):
         return values
     names = {name for node in gp_nodes(model) for name in node.statement.inputs.names if name}
     found = [name for name in names if name in values]

@@ -164,7 +164,7 @@ register(Method(
 register(Method(
     "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "
     "the variational E-step at each proposal (exact)", (GP_PRIOR_GPLVM, BAYESIAN_GPLVM), PMGPLVMSettings,
-    run_pm_gplvm, checkpoints=True))
+    run_pm_gplvm, predicts=True, checkpoints=True))
 register(Method(
     "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters",
     (LATENT_GP, GP_REGRESSION), GibbsSettings, run_gibbs, predicts=True, checkpoints=True,

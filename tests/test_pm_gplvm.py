@@ -227,3 +227,34 @@ def test_unknown_or_repeated_block_names_are_refused_before_the_fit(tiny):
         run(model, data, "pm-gplvm", PMGPLVMSettings(blocks=[["s1"], ["s1"]]), seed=1)
     with pytest.raises(MethodError, match="num_importance"):
         PMGPLVMSettings(num_importance=0)
+
+
+def test_cli_samples_latents_predicts_and_writes_groups_loo_reads(tmp_path):
+    """``gpdsl sample --method pm-gplvm`` on the supervised GPLVM: hyperparameters and latent inputs in the posterior,
+    acceptance per block, a pointwise log_likelihood ArviZ's LOO reads, replicates, and predictions at new inputs."""
+    import json
+    import subprocess
+    import sys
+
+    import arviz as az
+
+    x = np.linspace(0.0, 4 * np.pi, 12)
+    Y = np.stack([np.cos(x), np.sin(x)], axis=1) * 0.6 + 0.05 * np.random.default_rng(0).normal(size=(12, 2))
+    data, new = tmp_path / "data.json", tmp_path / "new.json"
+    data.write_text(json.dumps({"N": 12, "Q": 1, "D": 2, "X": x[:, None].tolist(), "Y": (Y - Y.mean(0)).tolist()}))
+    new.write_text(json.dumps({"X": [[1.0], [2.5], [7.0]]}))
+    out = tmp_path / "pm.nc"
+    done = subprocess.run(
+        [sys.executable, "-m", "gpdsl.cli", "sample", "models/supervised_gplvm.gpm", "--data", str(data), "--method",
+         "pm-gplvm", "--chains", "2", "--warmup", "20", "--draws", "30", "--num-importance", "50", "--block",
+         "s1,theta", "--block", "theta_S,noise", "--latent-sweeps", "5", "--predict", str(new), "--out", str(out),
+         "--seed", "4", "--quiet"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    results = az.from_netcdf(out)
+    assert results.posterior["Z"].shape == (2, 30, 12, 1)
+    assert results.sample_stats["block_acceptance_rate"].shape == (2, 30, 2)
+    assert results.log_likelihood["Y"].shape == (2, 30, 12, 2)
+    assert results.posterior_predictive["Y"].shape == (2, 30, 12, 2)
+    assert results.predictions["Y_new"].shape == (2, 30, 3, 2)
+    assert np.all(np.asarray(results.predictions["Y_new_variance"]) > 0)
+    assert np.isfinite(az.loo(results).elpd_loo)

@@ -15,7 +15,7 @@ from gpdsl.errors import DataError
 from gpdsl.results import arviz_compat
 
 SAMPLE_DIMS = ("chain", "draw")
-SAMPLED_GROUPS = ("posterior", "sample_stats", "posterior_predictive", "predictions")
+SAMPLED_GROUPS = ("posterior", "sample_stats", "log_likelihood", "posterior_predictive", "predictions")
 FIXED_GROUPS = ("observed_data", "constant_data")
 
 
@@ -27,6 +27,7 @@ def build_results(
     constant_data: Mapping[str, np.ndarray] | None = None,
     predictions: Mapping[str, np.ndarray] | None = None,
     posterior_predictive: Mapping[str, np.ndarray] | None = None,
+    log_likelihood: Mapping[str, np.ndarray] | None = None,
     attrs: Mapping[str, Any] | None = None,
     coords: Mapping[str, Sequence[Any]] | None = None,
 ) -> Any:
@@ -50,6 +51,9 @@ def build_results(
         Data arrays, without chain and draw dims.
     predictions, posterior_predictive : mapping of str to numpy.ndarray, optional
         Draws shaped ``(chain, draw, *shape)``.
+    log_likelihood : mapping of str to numpy.ndarray, optional
+        Pointwise log-likelihood of each observed variable, ``(chain, draw, *points)`` (ArviZ's layout for
+        ``loo`` and ``compare``).
     attrs : mapping, optional
         Run metadata (``method``, ``settings``, ``seed``, ``wall_time``, ``model_hash``).
         ``created_at`` and ``gpdsl_version`` are added when missing. Dicts and lists of
@@ -74,6 +78,7 @@ def build_results(
     inputs = {
         "posterior": posterior,
         "sample_stats": sample_stats,
+        "log_likelihood": log_likelihood,
         "posterior_predictive": posterior_predictive,
         "predictions": predictions,
         "observed_data": observed_data,

@@ -51,6 +51,10 @@ class MethodOutput:
         Dims of variables that are not declared in the model (e.g. ``X_variance``).
     predictions : dict of str to numpy.ndarray, optional
         Draws at new inputs, shaped ``(chain, draw, *shape)``.
+    log_likelihood : dict of str to numpy.ndarray, optional
+        Pointwise log-likelihood of the observed variables, ``(chain, draw, *points)``.
+    posterior_predictive : dict of str to numpy.ndarray, optional
+        Replicates of the observed variables, ``(chain, draw, *shape)``.
     attrs : dict
         Further root attributes of the method (e.g. ``backend``).
     versions : dict of str to str
@@ -65,6 +69,8 @@ class MethodOutput:
     report: dict = field(default_factory=dict)
     dims: dict = field(default_factory=dict)
     predictions: dict | None = None
+    log_likelihood: dict | None = None
+    posterior_predictive: dict | None = None
     attrs: dict = field(default_factory=dict)
     versions: dict = field(default_factory=dict)
     state: Any = None
@@ -127,7 +133,9 @@ def method_results(model: Model, data: dict, method: str, engine: str, settings,
         "report": json.dumps(output.report, default=float), **output.attrs,
     }
     return build_results(output.posterior, dims=dims, sample_stats=output.sample_stats, observed_data=observed,
-                         constant_data=constant, predictions=output.predictions, attrs=attrs)
+                         constant_data=constant, predictions=output.predictions,
+                         log_likelihood=output.log_likelihood, posterior_predictive=output.posterior_predictive,
+                         attrs=attrs)
 
 
 def results_json(results, name: str) -> dict:

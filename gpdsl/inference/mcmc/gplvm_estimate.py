@@ -29,6 +29,7 @@ from gpdsl.linalg import cholesky, logdet_chol, solve_triangular
 from gpdsl.numerics import GP_JITTER
 
 LOG_2PI = math.log(2.0 * math.pi)
+LIKELIHOOD_BATCH = 250  # draws whose N x N factorisations are done together (larger batches leave the CPU's caches)
 
 
 class Estimate(NamedTuple):
@@ -117,20 +118,21 @@ def importance_log_weights(problem: GPLVMProblem, theta, mean, covariance, rng_k
         prior_draws = jnp.einsum("ij,sqj->sqi", L_p, jax.random.normal(jax.random.fold_in(key_prior, 1), Z.shape))
         Z = jnp.where(from_prior[:, None, None], prior_draws, Z)
 
-    def gaussian(L, z):
-        return -0.5 * jnp.sum(solve_triangular(L, z, lower=True) ** 2) - 0.5 * logdet_chol(L) - 0.5 * N * LOG_2PI
+    def gaussian(L, points):  # log N(points | 0, L L^T) of (S, N) points, one solve for all
+        whitened = solve_triangular(L, points.T, lower=True)
+        return -0.5 * jnp.sum(whitened**2, axis=0) - 0.5 * logdet_chol(L) - 0.5 * N * LOG_2PI
 
-    def log_proposal(z):  # z: (Q, N)
-        direct = jax.vmap(gaussian)(L_q, z - mean.T)
-        if symmetrise:
-            direct = jnp.logaddexp(direct, jax.vmap(gaussian)(L_q, -z - mean.T)) - math.log(2.0)
-        return jnp.sum(direct)
-
-    log_prior = jax.vmap(lambda z: jnp.sum(jax.vmap(gaussian, in_axes=(None, 0))(L_p, z)))(Z)
-    log_q = jax.vmap(log_proposal)(Z)
+    per_dimension = jax.vmap(gaussian, in_axes=(0, 1), out_axes=1)  # over latent dimensions: (S, Q)
+    centred = Z - mean.T[None]
+    log_q = per_dimension(L_q, centred)
+    if symmetrise:
+        log_q = jnp.logaddexp(log_q, per_dimension(L_q, -Z - mean.T[None])) - math.log(2.0)
+    log_q = jnp.sum(log_q, axis=1)
+    log_prior = jnp.sum(jax.vmap(gaussian, in_axes=(None, 1), out_axes=1)(L_p, Z), axis=1)
     if defensive > 0.0:
         log_q = jnp.logaddexp(math.log1p(-defensive) + log_q, math.log(defensive) + log_prior)
-    log_likelihood = jax.vmap(lambda z: collapsed_log_likelihood(problem, theta, z.T))(Z)
+    log_likelihood = jax.lax.map(lambda z: collapsed_log_likelihood(problem, theta, z.T), Z,
+                                 batch_size=min(num_draws, LIKELIHOOD_BATCH))
     return log_likelihood + log_prior - log_q
 
 

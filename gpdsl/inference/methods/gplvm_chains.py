@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -85,7 +87,7 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
     init, step = make_blocked_metropolis(
         log_terms, blocks, initial_covariance=settings.initial_covariance, g0=settings.g0,
         epsilon=settings.adapt_epsilon, adapt_after_warmup=settings.adapt_after_warmup)
-    key_start, key_init, key_run = jax.random.split(jax.random.PRNGKey(context.seed), 3)
+    key_start, key_init, key_run, key_latent = jax.random.split(jax.random.PRNGKey(context.seed), 4)
     theta_ml = jnp.asarray(fit.params.theta)
     starts = theta_ml + settings.start_noise * jax.random.normal(key_start, (settings.chains, theta_ml.size))
     states = jax.jit(jax.vmap(init))(jax.random.split(key_init, settings.chains), starts)
@@ -93,11 +95,59 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
                         extract=lambda s: {"theta": s.position, "log_marginal": s.mh.log_density[0],
                                            "log_prior": s.mh.log_density[1]},
                         progress=context.progress, checkpoint_path=context.checkpoint)
-    output = theta_output(problem, np.asarray(result.draws["theta"]), None, _sample_stats(result))
+    theta_draws = np.asarray(result.draws["theta"])
+    output = theta_output(problem, theta_draws, None, _sample_stats(result))
     output.dims.update({name: ["block"] for name in (*PER_BLOCK_STATS.values(), *PROPOSAL_STATS.values())})
     output.timings = dict(result.timings)
     output.report = _report(problem, fit, block_names, result)
+    if settings.latent_sweeps:
+        add_latent_draws(output, problem, theta_draws, fit.mean, settings.latent_sweeps, key_latent)
+    if context.new_inputs is not None:
+        Z_draws = output.posterior.get(problem.latent)
+        if Z_draws is None:
+            raise MethodError("predictions need draws of the latent inputs; run with --latent-sweeps above 0")
+        output.predictions, prediction_dims = draw_predictions(problem, theta_draws, Z_draws, context.new_inputs,
+                                                               jax.random.fold_in(key_latent, 1))
+        output.dims.update(prediction_dims)
     return output
+
+
+def add_latent_draws(output, problem: GPLVMProblem, theta_draws, initial_Z, sweeps: int, rng_key) -> None:
+    """Draws of the latent inputs given each kept ``theta`` (Alg. 2), and from them the pointwise log-likelihood
+    (given a draw of ``F``) and replicates of the outputs, into ``output``."""
+    from gpdsl.inference.mcmc.latent_inputs_ess import sample_latent_inputs
+    from gpdsl.inference.predict.supervised_gplvm import log_likelihood, replicate_outputs
+
+    key_z, key_f, key_y = jax.random.split(rng_key, 3)
+    started = time.perf_counter()
+    Z_draws = sample_latent_inputs(problem, theta_draws, key_z, initial_Z=initial_Z, sweeps=sweeps)
+    output.posterior[problem.latent] = Z_draws
+    output.log_likelihood = {problem.output: log_likelihood(problem, theta_draws, Z_draws, key_f, per_output=True)}
+    output.posterior_predictive = {problem.output: replicate_outputs(problem, theta_draws, Z_draws, key_y)}
+    output.report["latent_seconds"] = time.perf_counter() - started
+
+
+def draw_predictions(problem: GPLVMProblem, theta_draws, Z_draws, new_inputs, rng_key) -> tuple[dict, dict]:
+    """The predictions group at new inputs of the latent GP (eqs. 6-8): per draw one ``z*`` and one ``y*``, and the
+    output GP's predictive mean and variance given that ``z*``."""
+    from collections.abc import Mapping
+
+    from gpdsl.inference.predict.supervised_gplvm import predict
+
+    if isinstance(new_inputs, Mapping):
+        names = [name for name in problem.latent_prior.statement.inputs.names if name]
+        new_inputs = {name: new_inputs[name] for name in names if name in new_inputs}
+    prediction = predict(problem, theta_draws, Z_draws, new_inputs, rng_key)
+    model = problem.jax_model.model
+    output, latent = problem.output, problem.latent
+    point = f"{model.data[output].type.dim_names(output)[0]}_new"
+    output_dims = [point, model.data[output].type.dim_names(output)[1]]
+    latent_dims = [point, model.latents[latent].type.dim_names(latent)[1]]
+    values = {f"{output}_new": prediction.sample, f"{output}_new_mean": prediction.mean,
+              f"{output}_new_variance": prediction.variance, f"{latent}_new": prediction.latent_sample}
+    dims = {f"{output}_new": output_dims, f"{output}_new_mean": output_dims, f"{output}_new_variance": [point],
+            f"{latent}_new": latent_dims}
+    return {name: np.asarray(value) for name, value in values.items()}, dims
 
 
 def _sample_stats(result) -> dict:

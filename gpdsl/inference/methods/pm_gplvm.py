@@ -71,6 +71,10 @@ class PMGPLVMSettings(ChainSettings):
         Inducing inputs of the variational fit; default ``min(N, 50)``.
     vem_starts : int
         Independent variational fits for ``xi_ML`` (the best kept).
+    latent_sweeps : int
+        Elliptical slice steps of the latent inputs per kept draw (Alg. 2), warm-started along each chain:
+        the posterior then holds the latent inputs, and the results a pointwise ``log_likelihood`` and a
+        ``posterior_predictive`` group. 0: hyperparameters only.
     """
 
     num_importance: int = option(1000, "importance draws per marginal-likelihood estimate", metavar="Q")
@@ -89,15 +93,18 @@ class PMGPLVMSettings(ChainSettings):
     e_step: str = option("auto", "E-step updates: natural-gradient sites (GP-prior latents) or L-BFGS",
                          choices=E_STEP_UPDATES)
     e_step_iterations: int = option(1000, "E-step iterations at most")
-    e_step_tol: float = option(1e-8, "E-step relative tolerance on the bound")
+    e_step_tol: float = option(1e-4, "E-step relative tolerance on the bound")
     num_inducing: int | None = option(None, "inducing inputs of the variational fit (default min(N, 50))",
                                       metavar="M")
     vem_starts: int = option(1, "variational fits for the starting point, the best kept")
+    latent_sweeps: int = option(20, "elliptical slice steps of the latent inputs per kept draw (0: do not sample "
+                                    "them, and write no log_likelihood or posterior_predictive group)")
 
     def __post_init__(self):
         super().__post_init__()
         for name in ("num_importance", "g0", "e_step_iterations", "vem_starts"):
             require_positive_int(name, getattr(self, name))
+        require_positive_int("latent_sweeps", self.latent_sweeps, allow_zero=True)
         if self.num_inducing is not None:
             require_positive_int("num_inducing", self.num_inducing)
         require_number("initial_covariance", self.initial_covariance, 0, open_low=True)

@@ -21,10 +21,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.errors import DataError, MethodError
+from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.inference.predict.gplvm import Projection, project_new, reconstruct
-from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian, GPPriorQParams, site_factor
-from gpdsl.inference.variational.site_updates import make_site_updates
+from gpdsl.inference.variational.gp_prior_q import (
+    GPPriorGaussian,
+    GPPriorQParams,
+    site_factor,
+)
 from gpdsl.inference.variational.latent_q import FactorisedGaussian, GaussianQParams
+from gpdsl.inference.variational.site_updates import make_site_updates
 from gpdsl.inference.variational.vem import VariationalParams, VEMFit
 from gpdsl.linalg import solve_triangular
 from gpdsl.numerics import GP_JITTER
@@ -71,13 +76,13 @@ class JointProjection(Projection):
     training_variance: np.ndarray | None = None
 
 
-def prior_points(fit: VEMFit, new_inputs) -> np.ndarray:
+def prior_points(fit: VEMFit | GPLVMProblem, new_inputs) -> np.ndarray:
     """New inputs of the latent inputs' GP prior as points ``(n*, d)``, in the layout of the training inputs.
 
     Parameters
     ----------
-    fit : VEMFit
-        A fit of a GPLVM with a GP prior on its latent inputs.
+    fit : VEMFit or GPLVMProblem
+        A GPLVM with a GP prior on its latent inputs (or a fit of one).
     new_inputs : array_like or mapping
         The points, or their components by the names the model gives them (``{"t": ..., "sequence": ...}``
         for ``gp((t, sequence), ...)``).
@@ -89,7 +94,7 @@ def prior_points(fit: VEMFit, new_inputs) -> np.ndarray:
     DataError
         Missing components, or shapes that do not match the training inputs.
     """
-    problem = fit.problem
+    problem = fit if isinstance(fit, GPLVMProblem) else fit.problem
     if problem.latent_prior is None:
         raise MethodError(f"'{problem.latent}' has no GP prior, so there are no new inputs to predict at; "
                           "give new outputs instead (their q(X*) is fitted to them)")

@@ -20,7 +20,6 @@ them beforehand as the model expects).
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 from typing import NamedTuple
 
 import jax
@@ -99,7 +98,7 @@ def predict(problem: GPLVMProblem, theta_draws, Z_draws, new_inputs, rng_key) ->
     DrawPredictions
     """
     require_observed(problem, "predictions of a supervised GPLVM")
-    points = jnp.asarray(prior_points(SimpleNamespace(problem=problem), new_inputs))
+    points = jnp.asarray(prior_points(problem, new_inputs))
     T = jnp.asarray(problem.latent_prior_inputs())
     Y = jnp.asarray(problem.Y)
     n_new, Q = points.shape[0], problem.latent_dim
@@ -247,12 +246,13 @@ def replicate_outputs(problem: GPLVMProblem, theta_draws, Z_draws, rng_key, *, g
     return _over_draws(one, problem, theta_draws, Z_draws, rng_key)[0]
 
 
-def log_likelihood(problem: GPLVMProblem, theta_draws, Z_draws, rng_key) -> np.ndarray:
+def log_likelihood(problem: GPLVMProblem, theta_draws, Z_draws, rng_key, *, per_output: bool = False) -> np.ndarray:
     """Pointwise log-likelihood draws for PSIS-LOO: ``sum_d log N(y_nd | f_nd, s^2)`` with ``F ~ p(F | Y, Z_g, theta_g)``.
 
     As for any latent GP, the likelihood of a point is conditional on the latent function values, here
     one draw of ``F`` per ``(theta_g, Z_g)`` (:func:`sample_latent_functions` with the draw's key), so that
-    the draws ``(theta, Z, F)`` are from the joint posterior. Row ``n`` of ``Y`` is one observation.
+    the draws ``(theta, Z, F)`` are from the joint posterior. Row ``n`` of ``Y`` is one observation, or with
+    ``per_output`` each entry ``y_nd`` (the terms are independent given ``F``).
 
     Parameters
     ----------
@@ -261,10 +261,12 @@ def log_likelihood(problem: GPLVMProblem, theta_draws, Z_draws, rng_key) -> np.n
     theta_draws : array_like, shape (chains, draws, P)
     Z_draws : array_like, shape (chains, draws, N, Q)
     rng_key : jax.Array
+    per_output : bool
+        One value per entry of ``Y`` instead of per row.
 
     Returns
     -------
-    numpy.ndarray, shape (chains, draws, N)
+    numpy.ndarray, shape (chains, draws, N) or (chains, draws, N, D)
     """
     require_observed(problem, "the pointwise log-likelihood of a supervised GPLVM")
     Y = jnp.asarray(problem.Y)
@@ -272,7 +274,8 @@ def log_likelihood(problem: GPLVMProblem, theta_draws, Z_draws, rng_key) -> np.n
     def one(theta, Z, key):
         F = sample_latent_functions(problem, theta, Z, key)
         noise = problem.noise_variance(theta)
-        return (-0.5 * jnp.sum(jnp.log(2 * math.pi * noise) + (Y - F) ** 2 / noise, axis=1),)
+        entries = -0.5 * (jnp.log(2 * math.pi * noise) + (Y - F) ** 2 / noise)
+        return (entries if per_output else jnp.sum(entries, axis=1),)
 
     return _over_draws(one, problem, theta_draws, Z_draws, rng_key)[0]
 
