@@ -258,3 +258,35 @@ def test_cli_samples_latents_predicts_and_writes_groups_loo_reads(tmp_path):
     assert results.predictions["Y_new"].shape == (2, 30, 3, 2)
     assert np.all(np.asarray(results.predictions["Y_new_variance"]) > 0)
     assert np.isfinite(az.loo(results).elpd_loo)
+
+
+def test_estimate_spread_summarises_replicates_against_the_number_of_draws(tiny):
+    """The running estimates at q = S are the estimates themselves; their variance falls as q grows."""
+    from gpdsl.inference.mcmc.estimate_variance import estimate_spread
+
+    _, _, problem, _, _ = tiny
+    _, e_step = e_step_from_a_fit(problem)
+    theta = problem.unconstrain_theta({"s1": 0.5})
+    spread = estimate_spread(problem, e_step, theta, 200, 400, jax.random.PRNGKey(3), defensive=0.1)
+    direct = jax.jit(jax.vmap(make_estimate(problem, e_step, 200, defensive=0.1), in_axes=(0, None)))
+    logs = np.asarray(direct(jax.random.split(jax.random.PRNGKey(4), 400), theta).log_marginal)
+    assert spread.draws[-1] == 200 and spread.variance.shape == (200,)
+    assert abs(spread.mean[-1] - logs.mean()) < 4 * np.sqrt(spread.variance[-1] / 400 + logs.var() / 400)
+    assert spread.variance[-1] < spread.variance[9]
+    assert spread.p10[-1] <= spread.median[-1] <= spread.p90[-1]
+
+
+def test_pm_variance_command_prints_the_variance_and_plots(tmp_path, tiny):
+    import json
+
+    from gpdsl.cli import main
+
+    _, data, _, _, _ = tiny
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps({k: np.asarray(v).tolist() for k, v in data.items()}))
+    model = tmp_path / "tiny.gpm"
+    model.write_text(TINY)
+    assert main(["pm-variance", str(model), "--data", str(path), "--replicates", "50", "--num-importance", "100",
+                 "--seed", "2", "--png", str(tmp_path / "spread.png")]) == 0
+    assert (tmp_path / "spread.png").stat().st_size > 1000
+    assert main(["pm-variance", str(model), "--data", str(path), "--draw", "1", "2"]) == 1

@@ -154,3 +154,30 @@ def _posterior(posterior, chosen: list[Element]) -> Figure:
 def _title_left_out(figure: Figure, kind: str, total: int, shown: int) -> None:
     if shown < total:
         figure.suptitle(f"{kind}: first {shown} of {total} elements (choose others with var_names)")
+
+
+def plot_estimate_spread(spread, path: str | os.PathLike) -> Path:
+    """Fig. 4 of Gadd, Wade & Shah (2021): running summaries of replicate log estimates against the number of draws.
+
+    ``spread`` is an :class:`~gpdsl.inference.mcmc.estimate_variance.EstimateSpread`: the mean with two standard
+    deviations either side (black), the median with the 10th and 90th percentiles (red).
+    """
+    figure = Figure(figsize=(7, 4), layout="constrained")
+    ax = figure.subplots()
+    q = spread.draws
+    ax.plot(q, spread.mean, "k-", lw=1, label="mean ± 2 sd")
+    ax.plot(q, spread.mean - 2 * spread.sd, "k--", lw=0.8)
+    ax.plot(q, spread.mean + 2 * spread.sd, "k--", lw=0.8)
+    ax.plot(q, spread.median, "r-", lw=1, label="median, 10% and 90%")
+    ax.plot(q, spread.p10, "r:", lw=0.8)
+    ax.plot(q, spread.p90, "r:", lw=0.8)
+    ax.set_xscale("log")
+    shown = slice(min(9, q.size - 1), None)  # from q = 10: single draws of the prior component reach far below
+    low = np.nanmin(np.minimum(spread.mean - 2 * spread.sd, spread.p10)[shown])
+    high = np.nanmax(np.maximum(spread.mean + 2 * spread.sd, spread.p90)[shown])
+    ax.set_ylim(low - 0.1 * (high - low), high + 0.1 * (high - low))
+    ax.set_xlabel("importance draws q")
+    ax.set_ylabel("log p̂(Y | X, ξ)")
+    ax.set_title(f"variance of the log estimate at q = {q[-1]}: {spread.variance[-1]:.3f}", fontsize="medium")
+    ax.legend(fontsize="small")
+    return save_png(figure, path)

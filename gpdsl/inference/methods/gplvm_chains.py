@@ -58,15 +58,19 @@ def variational_settings(problem: GPLVMProblem, settings: PMGPLVMSettings, seed:
     return VEMSettings(num_inducing=inducing, starts=settings.vem_starts, seed=seed)
 
 
-def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit):
-    """``(rng_key, theta) -> ((log p_hat(Y | theta), log p(theta) + log Jacobian), Estimate)``."""
+def make_pm_e_step(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit):
+    """``theta -> EStepResult``: the E-step of the chains, from the variational fit's optimum whatever ``theta``."""
     updates = settings.e_step
     if updates == "auto":
         updates = "sites" if isinstance(problem.latent_q(), GPPriorGaussian) else "lbfgs"
-    e_step = make_e_step(problem, fit.settings, start=(fit.params.latent, fit.params.inducing),
-                         max_iterations=settings.e_step_iterations, updates=updates, tol=settings.e_step_tol)
-    estimate = make_estimate(problem, e_step, settings.num_importance, symmetrise=settings.symmetrise,
-                             defensive=settings.defensive)
+    return make_e_step(problem, fit.settings, start=(fit.params.latent, fit.params.inducing),
+                       max_iterations=settings.e_step_iterations, updates=updates, tol=settings.e_step_tol)
+
+
+def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit):
+    """``(rng_key, theta) -> ((log p_hat(Y | theta), log p(theta) + log Jacobian), Estimate)``."""
+    estimate = make_estimate(problem, make_pm_e_step(problem, settings, fit), settings.num_importance,
+                             symmetrise=settings.symmetrise, defensive=settings.defensive)
 
     def log_terms(rng_key, theta):
         result = estimate(rng_key, theta)
@@ -116,7 +120,10 @@ def add_latent_draws(output, problem: GPLVMProblem, theta_draws, initial_Z, swee
     """Draws of the latent inputs given each kept ``theta`` (Alg. 2), and from them the pointwise log-likelihood
     (given a draw of ``F``) and replicates of the outputs, into ``output``."""
     from gpdsl.inference.mcmc.latent_inputs_ess import sample_latent_inputs
-    from gpdsl.inference.predict.supervised_gplvm import log_likelihood, replicate_outputs
+    from gpdsl.inference.predict.supervised_gplvm import (
+        log_likelihood,
+        replicate_outputs,
+    )
 
     key_z, key_f, key_y = jax.random.split(rng_key, 3)
     started = time.perf_counter()
@@ -170,3 +177,39 @@ def _report(problem: GPLVMProblem, fit: VEMFit, block_names, result) -> dict:
                               "hyperparameters": {k: np.asarray(v).tolist() for k, v in fit.hyperparameters().items()}},
         "resumed_at": result.timings.get("resumed_at", 0),
     }
+
+
+def estimate_spread_at(model, data, settings: PMGPLVMSettings, seed: int, hyperparameters: dict | None,
+                       replicates: int, num_importance: int | None = None):
+    """The spread of the chains' estimate at one ``xi`` (:func:`~gpdsl.inference.mcmc.estimate_variance.estimate_spread`).
+
+    The variational fit and the E-step are those of a ``pm-gplvm`` run with ``settings`` and ``seed`` (so the
+    same as that run's). ``hyperparameters`` (constrained, by name) default to the variational estimate.
+
+    Returns
+    -------
+    spread : EstimateSpread
+    hyperparameters : dict
+        Where it was computed.
+    """
+    from gpdsl.inference.families.gplvm import gplvm_view
+    from gpdsl.inference.mcmc.estimate_variance import estimate_spread
+    from gpdsl.ir.families import classify
+    from gpdsl.registry import get_method
+
+    classification = classify(model)
+    family = next(f for f in get_method("pm-gplvm").families if f in classification.facts)
+    problem = gplvm_view(model, data, classification.facts[family])
+    fit = fit_vem_starts(problem, variational_settings(problem, settings, seed))
+    if hyperparameters is None:
+        theta = jnp.asarray(fit.params.theta)
+    else:
+        unknown = sorted(set(problem.theta_names) - set(hyperparameters))
+        if unknown:
+            raise MethodError(f"no value for the hyperparameters {', '.join(unknown)}")
+        theta = problem.unconstrain_theta({name: jnp.asarray(hyperparameters[name]) for name in problem.theta_names})
+    spread = estimate_spread(problem, make_pm_e_step(problem, settings, fit), theta,
+                             num_importance or settings.num_importance, replicates, jax.random.PRNGKey(seed + 1),
+                             symmetrise=settings.symmetrise, defensive=settings.defensive)
+    values = {name: np.asarray(value).tolist() for name, value in problem.theta_values(theta).items()}
+    return spread, values
