@@ -1,6 +1,7 @@
 """Variational EM for the Bayesian GPLVM: model view, objective against GPy, fit, results, predictions, CLI."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -330,6 +331,29 @@ def test_no_warm_up_when_asked_or_nothing_to_hold(model):
                        .replace("real<lower=0> s2;", "").replace("real<lower=0> noise;", ""))
     report = fit_vem(gplvm_problem(fixed, data), VEMSettings(num_inducing=5, max_iterations=5)).report
     assert report["warmup_iterations"] == 0 and report["iterations"] == 5
+
+
+def test_one_compiled_program_serves_the_warm_up_the_main_phase_and_restarts(model, monkeypatch, caplog):
+    data, _ = synthetic(N=23, D=4)
+    problem = gplvm_problem(model, data)
+    minimize, calls = lbfgs.minimize, []
+
+    def stalling_once(fun, x0, **options):  # the main phase stops early as if its line search had failed
+        if len(calls) == 1:
+            options["max_iterations"] = 5
+        result = minimize(fun, x0, **options)
+        calls.append(result)
+        return result._replace(stop="line_search") if len(calls) == 2 else result
+
+    monkeypatch.setattr(lbfgs, "minimize", stalling_once)
+    with caplog.at_level(logging.DEBUG, logger="jax"):  # JAX logs every lowering and compilation at DEBUG
+        fit = fit_vem(problem, VEMSettings(num_inducing=6, warmup_iterations=4, max_iterations=15, restarts=1))
+    assert fit.report["warmup_iterations"] == 4 and fit.report["restarts"] == 1 and len(calls) == 3
+    assert fit.report["iterations"] == sum(result.iterations for result in calls) == 15
+    compiled = [record.getMessage() for record in caplog.records if "Finished XLA compilation" in record.getMessage()]
+    assert sum("jit(value_and_gradient)" in message for message in compiled) == 1
+    # the start point stays in NumPy: no copy program (jnp.asarray of a NumPy array) per shape
+    assert not any("jit(stage)" in message for message in compiled)
 
 
 def test_l_bfgs_scales_each_latent_dimension_and_each_hyperparameter_on_its_own(model):

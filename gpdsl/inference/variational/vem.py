@@ -14,6 +14,7 @@ type-II maximum likelihood ones.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -181,7 +182,7 @@ def _bound(problem: GPLVMProblem, settings: VEMSettings, moments, kl, hyperprior
     observed = problem.observed
     if observed.all():
         factor, output_dim = yy_factor(problem.Y)
-        factor = jnp.asarray(factor)
+        factor = jax.device_put(factor)  # a constant of the program (jnp.asarray would compile a copy program)
 
         def data_term(kernel, noise, mean, variance, Z, Kmm):
             stats = psi_statistics(kernel, Z, mean, variance, method, key=key)
@@ -222,11 +223,16 @@ def initial_params(problem: GPLVMProblem, settings: VEMSettings, latent_q: Laten
     MethodError
         ``num_inducing`` outside ``1..N``, or an initialisation the ``q(X)`` family refuses.
     """
-    latent_q = latent_q or problem.latent_q()
+    return jax.device_put(_initial_point(problem, settings, latent_q or problem.latent_q()))
+
+
+def _initial_point(problem: GPLVMProblem, settings: VEMSettings, latent_q: LatentQ) -> VariationalParams:
+    """:func:`initial_params` with the leaves as computed (NumPy where they are): :func:`fit_vem` takes them
+    to the optimiser's coordinates in NumPy, and ``jnp.asarray`` of a NumPy array compiles a small program
+    per shape in every new process."""
     mean, inducing = initial_points(problem, settings)
     theta = jax.jit(problem.unconstrain_theta)(initial_hyperparameters(problem, mean, settings))
-    latent = latent_q.initial(mean, theta, settings.init_variance)
-    return VariationalParams(jax.tree_util.tree_map(jnp.asarray, latent), jnp.asarray(inducing), theta)
+    return VariationalParams(latent_q.initial(mean, theta, settings.init_variance), inducing, theta)
 
 
 def initial_points(problem: GPLVMProblem, settings: VEMSettings) -> tuple[np.ndarray, np.ndarray]:
@@ -378,22 +384,21 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
     settings = settings or VEMSettings()
     latent_q = latent_q or problem.latent_q()
     started = time.perf_counter()
-    initial = initial if initial is not None else initial_params(problem, settings, latent_q)
+    initial = initial if initial is not None else _initial_point(problem, settings, latent_q)
     to_params, from_params = optimiser_space(problem, latent_q)
     raw = from_params(initial)
     pack, unpack = _flat_layout(raw)
-    bound = _bound(problem, settings, latent_q.unconstrained_moments, latent_q.unconstrained_kl)
-
-    def negative_bound(flat):
-        point = unpack(flat)
-        return -bound(point.latent, point.inducing, to_params(point).theta)
-
-    def value_and_gradient(flat):
-        value, grad = jax.value_and_grad(negative_bound)(flat)
-        return jnp.concatenate([value[None], grad])
-
     flat0 = pack(raw)
-    negative_and_gradient = jax.jit(value_and_gradient).lower(flat0).compile(COMPILER_OPTIONS)
+    # one compiled program for the whole fit: the warm-up masks its gradient, restarts reuse it
+    lowered = objective_program(problem, settings, latent_q, to_params, unpack, flat0)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # XLA compiles (or loads from the persistent cache) without the GIL, while this thread prepares the rest
+        compiling = pool.submit(lowered.compile, COMPILER_OPTIONS)
+        labels = scale_blocks(problem, raw) if settings.scaling == "blocks" else None
+        held = pack(warmup_held(problem, raw)) > 0
+        warm = settings.warmup_iterations and held.any()
+        warm_x = pack(from_params(warmup_start(problem, initial))) if warm else None
+        negative_and_gradient = compiling.result()
     value0 = float(np.asarray(negative_and_gradient(flat0))[0])
     if not np.isfinite(value0):
         _raise_not_finite(problem, initial)
@@ -409,12 +414,10 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
         if progress and len(trace) % 50 == 0:
             print(f"  iteration {len(trace) - 1}: bound {trace[-1]:.4f}", flush=True)
 
-    labels = scale_blocks(problem, raw) if settings.scaling == "blocks" else None
     options = {"ftol": settings.ftol, "gtol": settings.gtol, "callback": callback, "scale_blocks": labels}
     x, previous, iterations, evaluations, restarts, warmup = flat0, value0, 0, 0, 0, 0
-    held = pack(warmup_held(problem, raw)) > 0
-    if settings.warmup_iterations and held.any():
-        x = pack(from_params(warmup_start(problem, initial)))
+    if warm:
+        x = warm_x
 
         def held_fun(point):
             value, gradient = fun(point)
@@ -435,7 +438,7 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
                 or improvement <= settings.ftol * max(abs(result.value), 1.0)):
             break
         restarts += 1
-    params = jax.tree_util.tree_map(jnp.asarray, to_params(unpack(result.x), np))
+    params = jax.device_put(to_params(unpack(result.x), np))
     message = result.message
     report = {"iterations": iterations, "warmup_iterations": warmup, "restarts": restarts, "evaluations": evaluations,
               "bound": -result.value,
@@ -444,6 +447,24 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
     if result.stop == "line_search":
         report["hint"] = line_search_hint(problem)
     return VEMFit(problem, settings, params, -result.value, np.asarray(trace), report, np.asarray(times), latent_q)
+
+
+def objective_program(problem: GPLVMProblem, settings: VEMSettings, latent_q: LatentQ, to_params, unpack, flat0):
+    """The negative bound and its gradient, ``[-F, -dF/dx]``, as a function of the optimiser's flat coordinates,
+    traced and lowered at ``flat0`` (``jax.stages.Lowered``; :func:`fit_vem` compiles it with
+    :data:`COMPILER_OPTIONS`). ``to_params`` and ``unpack`` are those of :func:`optimiser_space` and
+    :func:`_flat_layout`."""
+    bound = _bound(problem, settings, latent_q.unconstrained_moments, latent_q.unconstrained_kl)
+
+    def negative_bound(flat):
+        point = unpack(flat)
+        return -bound(point.latent, point.inducing, to_params(point).theta)
+
+    def value_and_gradient(flat):
+        value, grad = jax.value_and_grad(negative_bound)(flat)
+        return jnp.concatenate([value[None], grad])
+
+    return jax.jit(value_and_gradient).lower(flat0)
 
 
 def fit_vem_starts(problem: GPLVMProblem, settings: VEMSettings, *, progress: bool = False) -> VEMFit:
@@ -545,9 +566,10 @@ def warmup_start(problem: GPLVMProblem, params: VariationalParams) -> Variationa
     ceiling = 0.01 * float(np.nanmean(np.nanvar(problem.Y, axis=0)))
     guess = _noise_guess(problem, ceiling)
     # one small compiled function: evaluated eagerly, the expression compiles a dozen single operations
-    if not guess or float(jax.jit(problem.noise_variance)(jnp.asarray(params.theta))) <= ceiling:
+    theta = jax.device_put(params.theta)  # jnp.asarray of a NumPy array would compile a program of its own
+    if not guess or float(jax.jit(problem.noise_variance)(theta)) <= ceiling:
         return params
-    values = {name: np.asarray(value) for name, value in problem.theta_values(jnp.asarray(params.theta)).items()}
+    values = {name: np.asarray(value) for name, value in problem.theta_values(theta).items()}
     return params._replace(theta=problem.unconstrain_theta({**values, **guess}))
 
 
