@@ -11,6 +11,7 @@ can be deleted at any time. ``GPDSL_JAX_CACHE=0`` turns the cache off; a cache d
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import jax
@@ -43,6 +44,25 @@ def enable() -> str | None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
     jax.config.update("jax_compilation_cache_max_size", MAX_BYTES)
     return str(directory)
+
+
+@contextlib.contextmanager
+def keeping_small_programs():
+    """Write the programs compiled in this block to the cache however quickly they compile.
+
+    For the few small programs every run of a method compiles again (its start point, a check, the
+    conversion of its results): 0.02-0.1 s each to compile, a few milliseconds to load. Everywhere else
+    :data:`MIN_COMPILE_SECONDS` keeps the many one-operation programs out of the cache, where each new
+    entry costs a scan of the directory. The threshold is process-wide: a program another thread
+    compiles meanwhile may be written too.
+    """
+    option = "jax_persistent_cache_min_compile_time_secs"
+    previous = getattr(jax.config, option)
+    jax.config.update(option, 0.0)
+    try:
+        yield
+    finally:
+        jax.config.update(option, previous)
 
 
 def _drop_entries_without_access_time(directory) -> None:

@@ -356,6 +356,29 @@ def test_one_compiled_program_serves_the_warm_up_the_main_phase_and_restarts(mod
     assert not any("jit(stage)" in message for message in compiled)
 
 
+SMALL_PROGRAMS = """
+import numpy as np
+from gpdsl.api import load_model
+from gpdsl.inference.families.gplvm import gplvm_problem
+from gpdsl.inference.variational.vem import VEMSettings, fit_vem
+Y = np.random.default_rng(0).normal(size=(15, 3))
+fit = fit_vem(gplvm_problem(load_model("models/bayesian_gplvm.gpm"), {"N": 15, "D": 3, "Q": 2, "Y": Y}),
+              VEMSettings(num_inducing=4, max_iterations=2))
+fit.hyperparameters()
+"""
+
+
+def test_the_small_programs_of_every_run_go_to_the_compilation_cache(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "GPDSL_JAX_CACHE")}
+    env["GPDSL_CACHE_DIR"] = str(tmp_path)
+    subprocess.run([sys.executable, "-c", SMALL_PROGRAMS], env=env, check=True, capture_output=True,
+                   cwd=Path(__file__).resolve().parents[1])
+    names = {path.name.split("-")[0] for path in (tmp_path / "jax").glob("*-cache")}
+    # the start point, the warm-up's noise check and the hyperparameters of the results: a few milliseconds to
+    # load in a later run instead of 0.02-0.1 s each to compile (below the cache's threshold for other programs)
+    assert {"jit_unconstrain_theta", "jit_noise_variance", "jit_theta_values"} <= names
+
+
 def test_l_bfgs_scales_each_latent_dimension_and_each_hyperparameter_on_its_own(model):
     data, _ = synthetic(N=12, D=3)
     problem = gplvm_problem(model, data)

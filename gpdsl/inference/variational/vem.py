@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gpdsl.compilation_cache import keeping_small_programs
 from gpdsl.errors import MethodError, NumericalError
 from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.inference.methods.vem import VEMSettings
@@ -140,7 +141,9 @@ class VEMFit:
 
     def hyperparameters(self) -> dict:
         """Constrained hyperparameters by name."""
-        return {k: np.asarray(v) for k, v in self.problem.theta_values(self.params.theta).items()}
+        with keeping_small_programs():  # one cached program instead of a dozen single operations in every run
+            values = jax.jit(self.problem.theta_values)(self.params.theta)
+        return {k: np.asarray(v) for k, v in values.items()}
 
 
 # ---- the objective ---------------------------------------------------------------------------------
@@ -231,7 +234,8 @@ def _initial_point(problem: GPLVMProblem, settings: VEMSettings, latent_q: Laten
     to the optimiser's coordinates in NumPy, and ``jnp.asarray`` of a NumPy array compiles a small program
     per shape in every new process."""
     mean, inducing = initial_points(problem, settings)
-    theta = jax.jit(problem.unconstrain_theta)(initial_hyperparameters(problem, mean, settings))
+    with keeping_small_programs():  # compiled in every run otherwise
+        theta = jax.jit(problem.unconstrain_theta)(initial_hyperparameters(problem, mean, settings))
     return VariationalParams(latent_q.initial(mean, theta, settings.init_variance), inducing, theta)
 
 
@@ -565,9 +569,13 @@ def warmup_start(problem: GPLVMProblem, params: VariationalParams) -> Variationa
     """
     ceiling = 0.01 * float(np.nanmean(np.nanvar(problem.Y, axis=0)))
     guess = _noise_guess(problem, ceiling)
-    # one small compiled function: evaluated eagerly, the expression compiles a dozen single operations
     theta = jax.device_put(params.theta)  # jnp.asarray of a NumPy array would compile a program of its own
-    if not guess or float(jax.jit(problem.noise_variance)(theta)) <= ceiling:
+    if not guess:
+        return params
+    # one small compiled function (evaluated eagerly, the expression compiles a dozen single operations), cached
+    with keeping_small_programs():
+        noise_variance = float(jax.jit(problem.noise_variance)(theta))
+    if noise_variance <= ceiling:
         return params
     values = {name: np.asarray(value) for name, value in problem.theta_values(theta).items()}
     return params._replace(theta=problem.unconstrain_theta({**values, **guess}))
