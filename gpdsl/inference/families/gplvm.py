@@ -25,6 +25,7 @@ from gpdsl.inference.families.hyperparameters import (
 )
 from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian
 from gpdsl.inference.variational.latent_q import FactorisedGaussian, LatentQ
+from gpdsl.inference.variational.markov_q import MATERN_ORDERS, MarkovGaussian, markov_hyperparameters
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.families import BAYESIAN_GPLVM, GP_PRIOR_GPLVM, GPLVMFacts, classify
 from gpdsl.ir.structure import GPNode
@@ -121,6 +122,14 @@ class GPLVMProblem(HyperparameterBlocks):
         """The family of ``q(X)`` that matches the prior of the latent inputs."""
         if self.latent_prior is None:
             return FactorisedGaussian()
+        offsets = self.jax_model.gp_input_offsets(self.latent_prior.statement)
+        markov = _markov_time_prior(self.latent_prior.statement.kernel, offsets)
+        if markov is not None:  # a Matérn time prior: the same family in O(N) (markov_q)
+            two_nu, time, labels = markov
+            inputs = self.latent_prior_inputs()
+            return MarkovGaussian(self.latent_prior_covariance, self.latent_prior_blocks(), inputs[:, time],
+                                  inputs[:, labels] if labels else None,
+                                  lambda theta: markov_hyperparameters(self.latent_prior_kernel(theta)), two_nu)
         return GPPriorGaussian(self.latent_prior_covariance, self.latent_prior_blocks())
 
     def latent_prior_blocks(self) -> list[np.ndarray] | None:
@@ -166,6 +175,45 @@ def _grouping_component(kernel: ir.Kernel) -> int | None:
     if left is not None and (left == right or white[1]):
         return left
     return right if right is not None and white[0] else None
+
+
+def _markov_time_prior(kernel: ir.Kernel, offsets) -> tuple[int, int, list[int]] | None:
+    """``(2 nu, time column, label columns)`` when ``kernel`` is a Markovian time prior, else None.
+
+    The form: one term ``[c *] matern{12,32,52}(t) [* same(g) ...]`` over a scalar input ``t``, plus any
+    white-noise terms (each possibly scaled or times ``same``). The label columns are those of the
+    ``same`` factors of the Matérn term (the independent sequences).
+    """
+    def products(k):
+        if isinstance(k, ir.KernelLeaf):
+            return [[k]]
+        if isinstance(k, ir.KernelScale):
+            return products(k.kernel)
+        if isinstance(k, ir.KernelSum):
+            return products(k.left) + products(k.right)
+        return [a + b for a in products(k.left) for b in products(k.right)]
+
+    def columns(component):
+        return list(range(int(offsets[component]), int(offsets[component + 1])))
+
+    markov = []
+    for term in products(kernel):
+        names = [leaf.name for leaf in term]
+        others = [leaf for leaf in term if leaf.name != "same"]
+        if any(leaf.component is None for leaf in term if leaf.name == "same") or not others:
+            return None
+        if names.count("white") == 1 and len(others) == 1:
+            continue
+        if len(others) != 1 or others[0].name not in MATERN_ORDERS:
+            return None
+        markov.append((others[0], [leaf.component for leaf in term if leaf.name == "same"]))
+    if len(markov) != 1:
+        return None
+    matern, groups = markov[0]
+    time = columns(matern.component) if matern.component is not None else list(range(int(offsets[-1])))
+    if len(time) != 1 or matern.component in groups:
+        return None
+    return MATERN_ORDERS[matern.name], time[0], sorted({c for g in groups for c in columns(g)})
 
 
 def gplvm_problem(model: ir.Model, data: dict, method: str = "vem") -> GPLVMProblem:
