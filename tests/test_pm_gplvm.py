@@ -152,7 +152,7 @@ def test_blocked_metropolis_samples_a_known_gaussian_and_adapts_its_covariance()
     covariance = np.array([[1.0, 0.8, 0.0], [0.8, 1.0, 0.3], [0.0, 0.3, 2.0]])
     precision = jnp.asarray(np.linalg.inv(covariance))
 
-    def log_terms(key, theta):
+    def log_terms(key, theta, current):
         return (-0.5 * theta @ precision @ theta,), {"value": theta[0]}
 
     init, step = make_blocked_metropolis(log_terms, [[0, 1], [2]], g0=100)
@@ -174,7 +174,7 @@ def test_a_rejected_proposal_keeps_the_current_estimate():
     """The state's terms change only when a proposal is accepted (never re-estimated)."""
     calls = []
 
-    def log_terms(key, theta):
+    def log_terms(key, theta, current):
         calls.append(1)
         noise = jax.random.normal(key)
         return (-0.5 * jnp.sum(theta**2) + noise,), {"noise": noise}
@@ -197,14 +197,15 @@ def test_blocks_must_split_the_coordinates():
         check_blocks([[0, 1], []], 2)
 
 
-def test_pm_gplvm_chain_recovers_the_grid_posterior_of_one_hyperparameter(tiny):
+@pytest.mark.parametrize("correlation", [0.0, 0.95])
+def test_pm_gplvm_chain_recovers_the_grid_posterior_of_one_hyperparameter(tiny, correlation):
     """Posterior mean and sd of s1 from 4 chains within 4 MCSE of the posterior on a grid (the marginal likelihood
     at each grid point by :func:`marginal_by_prior_sampling`)."""
     import arviz as az
 
     model, data, _, x, Y = tiny
     settings = PMGPLVMSettings(chains=4, warmup=300, draws=1500, num_importance=200, g0=100, num_inducing=6,
-                               e_step_iterations=200, e_step_tol=1e-6)
+                               e_step_iterations=200, e_step_tol=1e-6, correlation=correlation)
     results = run(model, data, "pm-gplvm", settings, seed=5)
     draws = np.asarray(results.posterior["s1"])
     grid = np.linspace(0.01, 2.5, 80)
@@ -290,3 +291,28 @@ def test_pm_variance_command_prints_the_variance_and_plots(tmp_path, tiny):
                  "--seed", "2", "--png", str(tmp_path / "spread.png")]) == 0
     assert (tmp_path / "spread.png").stat().st_size > 1000
     assert main(["pm-variance", str(model), "--data", str(path), "--draw", "1", "2"]) == 1
+
+
+def test_warm_start_is_offered_only_as_an_approximate_option(tiny):
+    """The warm-started chain starts each E-step from the current q (fewer iterations) and says it is not exact."""
+    from gpdsl.results.method_output import results_json
+
+    model, data, _, _, _ = tiny
+    common = dict(chains=2, warmup=20, draws=20, num_importance=20, num_inducing=6, latent_sweeps=0,
+                  e_step_tol=1e-8, e_step_iterations=300, correlation=0.0)
+    exact = run(model, data, "pm-gplvm", PMGPLVMSettings(**common), seed=2)
+    warm = run(model, data, "pm-gplvm", PMGPLVMSettings(warm_start=True, **common), seed=2)
+    assert results_json(exact, "report")["exact"] is True
+    assert results_json(warm, "report")["exact"] is False
+    iterations = lambda r: float(np.asarray(r.sample_stats["e_step_iterations"]).mean())  # noqa: E731
+    assert iterations(warm) < iterations(exact)
+
+
+def test_correlated_noise_keeps_the_standard_normal_and_its_correlation():
+    from gpdsl.inference.mcmc.gplvm_estimate import correlated_noise, draw_noise
+
+    noise = draw_noise(jax.random.PRNGKey(0), 4000, 2, 5)
+    moved = correlated_noise(noise, jax.random.PRNGKey(1), 0.9)
+    u, v = np.ravel(noise.q_normals), np.ravel(moved.q_normals)
+    assert abs(v.std() - 1.0) < 0.01 and abs(np.corrcoef(u, v)[0, 1] - 0.9) < 0.01
+    assert moved.picks.shape == noise.picks.shape and moved.flips.shape == noise.flips.shape

@@ -76,3 +76,25 @@ def test_pseudo_marginal_agrees_with_nuts():
         if not difference < bound:
             failures.append(label)
     assert not failures, f"posterior means differ by more than 3 combined MCSEs for {failures}"
+
+
+@pytest.mark.slow
+def test_pm_gplvm_agrees_with_nuts_on_a_small_supervised_gplvm():
+    """Issue 17: sinusoid case 1 simplified so that NUTS mixes (one latent dimension, N = 15): the hyperparameter
+    posterior means of pm-gplvm's short chains and a long NUTS run differ by less than four combined MCSE."""
+    from case_studies.damianou2016_dynamics.simulate import sinusoids
+    from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
+
+    model, _ = check_file("models/supervised_gplvm.gpm")
+    x, Y, _ = sinusoids(15)
+    data = {"N": 15, "Q": 1, "D": 6, "X": x[:, None], "Y": Y - Y.mean(0)}
+    names = ["s1", "theta", "theta_S", "noise"]
+    pm = run(model, data, "pm-gplvm", PMGPLVMSettings(chains=4, warmup=500, draws=1500, num_importance=300,
+                                                      blocks=[["s1", "theta"], ["theta_S", "noise"]],
+                                                      latent_sweeps=0), seed=3)
+    nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1500, draws=3000, adapt_delta=0.95), seed=3)
+    pm_table, nuts_table = means_and_mcse(pm, names), means_and_mcse(nuts, names)
+    for label, (pm_mean, pm_error) in pm_table.items():
+        nuts_mean, nuts_error = nuts_table[label]
+        print(f"{label:8} {pm_mean:9.5f} {pm_error:8.5f} {nuts_mean:10.5f} {nuts_error:9.5f}")
+        assert abs(pm_mean - nuts_mean) < 4 * np.hypot(pm_error, nuts_error), label

@@ -91,15 +91,17 @@ def check_blocks(blocks, dimension: int) -> list[np.ndarray]:
 
 
 def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance: float = 0.01, g0: int = 200,
-                            epsilon: float = 1e-6, adapt_after_warmup: bool = True):
+                            epsilon: float = 1e-6, adapt_after_warmup: bool = True, report: Callable | None = None):
     """``(init, step)`` of adaptive Metropolis-within-Gibbs.
 
     Parameters
     ----------
     log_terms : callable
-        ``log_terms(rng_key, theta) -> (terms, extras)``: a tuple of log-density terms whose sum is the
-        log target at the unconstrained ``theta`` (``-inf`` or NaN refuses the point), and a pytree of
-        what to report with them. Randomness (an importance-sampling estimate) comes from ``rng_key``.
+        ``log_terms(rng_key, theta, current) -> (terms, extras)``: a tuple of log-density terms whose sum is
+        the log target at the unconstrained ``theta`` (``-inf`` or NaN refuses the point), and a pytree of
+        what to keep with them. Randomness (an importance-sampling estimate) comes from ``rng_key``.
+        ``current`` is the extras of the chain's current point (None at the start); a target that uses it
+        no longer leaves the chain exact.
     blocks : sequence of sequence of int
         Coordinates of ``theta`` updated together; together they cover every coordinate once.
     initial_covariance : float
@@ -110,6 +112,9 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance: 
         Diagonal added to the states' covariance.
     adapt_after_warmup : bool
         Keep adapting after warmup (Alg. 1); otherwise the proposals are frozen when warmup ends.
+    report : callable, optional
+        ``report(extras)``: what of a proposal's extras goes into :attr:`BlockedInfo.proposed` (all of it by
+        default).
 
     Returns
     -------
@@ -119,10 +124,11 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance: 
         ``step(rng_key, state, adapting) -> (BlockedState, BlockedInfo)``.
     """
     blocks = [np.asarray(block, dtype=int) for block in blocks]
+    report = report or (lambda extras: extras)
 
     def init(rng_key, theta) -> BlockedState:
         theta = jnp.asarray(theta, dtype=float)
-        terms, extras = log_terms(rng_key, theta)
+        terms, extras = log_terms(rng_key, theta, None)
         covariances = tuple(initial_covariance * jnp.eye(block.size) for block in blocks)
         return BlockedState(MHState(theta, terms), extras, tuple(moments_init(block.size) for block in blocks),
                             covariances)
@@ -135,13 +141,13 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance: 
             walk = random_walk(mh.position[block], jax.random.normal(key_walk, (block.size,)), 1.0,
                                cholesky(state.covariances[r]))
             position = mh.position.at[block].set(walk)
-            terms, new_extras = log_terms(key_target, position)
+            terms, new_extras = log_terms(key_target, position, extras)
             mh_new, info = accept_reject(jnp.log(jax.random.uniform(key_accept)), mh, MHState(position, terms))
             extras = jax.tree.map(lambda new, old: jnp.where(info.accepted, new, old), new_extras, extras)
             mh = mh_new
             accepted.append(info.accepted)
             rates.append(info.acceptance_rate)
-            proposed.append(new_extras)
+            proposed.append(report(new_extras))
         collect = jnp.logical_or(adapting, adapt_after_warmup)
         moments = tuple(moments_update(m, mh.position[block], collect) for m, block in zip(state.moments, blocks))
         covariances = tuple(

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.inference.families.gplvm import GPLVMProblem
-from gpdsl.inference.mcmc.gplvm_estimate import importance_log_weights
+from gpdsl.inference.mcmc.gplvm_estimate import draw_noise, importance_log_weights
 
 
 class EstimateSpread(NamedTuple):
@@ -73,8 +73,9 @@ def estimate_spread(problem: GPLVMProblem, e_step, theta, num_importance: int, r
     @jax.jit
     def running(keys):
         def one(key):
-            log_weights = importance_log_weights(problem, theta, mean, covariance, key, num_importance,
-                                                 symmetrise=symmetrise, defensive=defensive)
+            noise = draw_noise(key, num_importance, problem.latent_dim, problem.num_points)
+            log_weights = importance_log_weights(problem, theta, mean, covariance, noise, symmetrise=symmetrise,
+                                                 defensive=defensive)
             log_weights = jnp.where(jnp.isnan(log_weights), -jnp.inf, log_weights)
             return jax.lax.cumlogsumexp(log_weights) - jnp.log(jnp.arange(1, num_importance + 1))
         return jax.lax.map(one, keys)

@@ -17,11 +17,11 @@ sets only the estimate's variance (Doucet et al. 2015 recommend ``Var[log p_hat]
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import logsumexp
+from jax.scipy.special import logsumexp, ndtr
 
 from gpdsl.errors import MethodError
 from gpdsl.inference.families.gplvm import GPLVMProblem
@@ -45,12 +45,18 @@ class Estimate(NamedTuple):
         Iterations the E-step used.
     effective_draws : jax.Array
         Kish's effective sample size of the importance weights, ``(sum w)^2 / sum w^2``.
+    q : tuple, optional
+        ``(latent, inducing)`` of the E-step's optimum (kept by the warm-started, approximate chain).
+    noise : ImportanceNoise, optional
+        The variates of the draws (kept by the correlated chain).
     """
 
     log_marginal: jax.Array
     bound: jax.Array
     e_step_iterations: jax.Array
     effective_draws: jax.Array
+    q: Any = None
+    noise: Any = None
 
 
 def collapsed_log_likelihood(problem: GPLVMProblem, theta, Z) -> jax.Array:
@@ -77,9 +83,44 @@ def collapsed_log_likelihood(problem: GPLVMProblem, theta, Z) -> jax.Array:
     return -0.5 * jnp.sum(alpha * alpha) - 0.5 * D * logdet_chol(L) - 0.5 * N * D * LOG_2PI
 
 
-def importance_log_weights(problem: GPLVMProblem, theta, mean, covariance, rng_key, num_draws: int, *,
+class ImportanceNoise(NamedTuple):
+    """The standard normal variates behind one estimate's draws (moved together by a correlated chain).
+
+    Attributes
+    ----------
+    q_normals : jax.Array, shape (S, Q, N)
+        Whitened draws of ``q``.
+    prior_normals : jax.Array, shape (S, Q, N)
+        Whitened draws of the prior (the defensive component).
+    flips : jax.Array, shape (S, Q)
+        The sign of each latent dimension of each draw is the sign of these.
+    picks : jax.Array, shape (S,)
+        A draw comes from the prior when ``Phi(pick) < defensive``.
+    """
+
+    q_normals: jax.Array
+    prior_normals: jax.Array
+    flips: jax.Array
+    picks: jax.Array
+
+
+def draw_noise(rng_key, num_draws: int, latent_dim: int, num_points: int) -> ImportanceNoise:
+    """Fresh :class:`ImportanceNoise` for ``num_draws`` draws."""
+    keys = jax.random.split(rng_key, 4)
+    shape = (num_draws, latent_dim, num_points)
+    return ImportanceNoise(jax.random.normal(keys[0], shape), jax.random.normal(keys[1], shape),
+                           jax.random.normal(keys[2], shape[:2]), jax.random.normal(keys[3], shape[:1]))
+
+
+def correlated_noise(noise: ImportanceNoise, rng_key, correlation: float) -> ImportanceNoise:
+    """The Crank-Nicolson move ``rho u + sqrt(1 - rho^2) e`` of every variate, which leaves ``N(0, I)`` invariant."""
+    fresh = draw_noise(rng_key, *noise.q_normals.shape)
+    return jax.tree.map(lambda u, e: correlation * u + math.sqrt(1.0 - correlation**2) * e, noise, fresh)
+
+
+def importance_log_weights(problem: GPLVMProblem, theta, mean, covariance, noise: ImportanceNoise, *,
                            symmetrise: bool = True, defensive: float = 0.0) -> jax.Array:
-    """``log p(Y | Z_s) + log p(Z_s | X) - log r(Z_s)`` at ``num_draws`` draws ``Z_s`` of the proposal ``r``.
+    """``log p(Y | Z_s) + log p(Z_s | X) - log r(Z_s)`` at the draws ``Z_s`` of the proposal ``r`` made from ``noise``.
 
     ``r`` is ``q = prod_j N(mean_j, S_j)``; with ``symmetrise``, ``q`` symmetrised through zero in each latent
     dimension, ``prod_j [q_j(z_j) + q_j(-z_j)] / 2`` (a draw of ``q`` with each dimension flipped with probability
@@ -94,29 +135,26 @@ def importance_log_weights(problem: GPLVMProblem, theta, mean, covariance, rng_k
         Means of ``q(Z)``.
     covariance : jax.Array, shape (Q, N, N)
         Covariance of each latent dimension under ``q(Z)``.
-    rng_key : jax.Array
-    num_draws : int
+    noise : ImportanceNoise
+        The variates of the ``S`` draws (:func:`draw_noise`).
     symmetrise : bool
     defensive : float
         Weight of the prior in the mixture, in ``[0, 1)``.
 
     Returns
     -------
-    jax.Array, shape (num_draws,)
+    jax.Array, shape (S,)
     """
     N, Q = mean.shape
     latent_q = problem.latent_q()
     L_q = jax.vmap(cholesky)(covariance + GP_JITTER * jnp.eye(N))
     L_p = cholesky(latent_q.dense_prior_covariance(theta, N))
-    key_normals, key_signs, key_prior = jax.random.split(rng_key, 3)
-    normals = jax.random.normal(key_normals, (num_draws, Q, N))
-    Z = mean.T[None] + jnp.einsum("qij,sqj->sqi", L_q, normals)  # (S, Q, N)
+    Z = mean.T[None] + jnp.einsum("qij,sqj->sqi", L_q, noise.q_normals)  # (S, Q, N)
     if symmetrise:
-        Z = jax.random.rademacher(key_signs, (num_draws, Q), dtype=float)[:, :, None] * Z
+        Z = jnp.where(noise.flips >= 0.0, 1.0, -1.0)[:, :, None] * Z
     if defensive > 0.0:
-        from_prior = jax.random.uniform(key_prior, (num_draws,)) < defensive
-        prior_draws = jnp.einsum("ij,sqj->sqi", L_p, jax.random.normal(jax.random.fold_in(key_prior, 1), Z.shape))
-        Z = jnp.where(from_prior[:, None, None], prior_draws, Z)
+        from_prior = ndtr(noise.picks) < defensive
+        Z = jnp.where(from_prior[:, None, None], jnp.einsum("ij,sqj->sqi", L_p, noise.prior_normals), Z)
 
     def gaussian(L, points):  # log N(points | 0, L L^T) of (S, N) points, one solve for all
         whitened = solve_triangular(L, points.T, lower=True)
@@ -132,13 +170,14 @@ def importance_log_weights(problem: GPLVMProblem, theta, mean, covariance, rng_k
     if defensive > 0.0:
         log_q = jnp.logaddexp(math.log1p(-defensive) + log_q, math.log(defensive) + log_prior)
     log_likelihood = jax.lax.map(lambda z: collapsed_log_likelihood(problem, theta, z.T), Z,
-                                 batch_size=min(num_draws, LIKELIHOOD_BATCH))
+                                 batch_size=min(Z.shape[0], LIKELIHOOD_BATCH))
     return log_likelihood + log_prior - log_q
 
 
 def make_estimate(problem: GPLVMProblem, e_step, num_importance: int, *, symmetrise: bool = True,
-                  defensive: float = 0.0):
-    """``(rng_key, theta) -> Estimate``: the E-step at ``theta``, then eq. (4) with ``num_importance`` draws.
+                  defensive: float = 0.0, keep_q: bool = False):
+    """``(rng_key, theta, start=None, noise=None) -> Estimate``: the E-step at ``theta``, then eq. (4) with
+    ``num_importance`` draws (made from ``noise`` when given, else from ``rng_key``).
 
     Parameters
     ----------
@@ -158,6 +197,9 @@ def make_estimate(problem: GPLVMProblem, e_step, num_importance: int, *, symmetr
     defensive : float
         Weight of the prior ``p(Z | X)`` mixed into the proposal: bounds the weights (a variational ``q`` is
         narrower than the posterior, which gives the plain weights a heavy upper tail).
+    keep_q : bool
+        Return the E-step's optimum in :attr:`Estimate.q`. A ``start`` given to the estimate is passed to the
+        E-step (``e_step(theta, start)``): the warm start of the approximate chain.
 
     Returns
     -------
@@ -176,15 +218,19 @@ def make_estimate(problem: GPLVMProblem, e_step, num_importance: int, *, symmetr
         raise MethodError(f"num_importance must be a positive integer; got {num_importance}")
     latent_q = problem.latent_q()
 
-    def estimate(rng_key, theta) -> Estimate:
-        fitted = e_step(theta)
+    def estimate(rng_key, theta, start=None, noise=None) -> Estimate:
+        fitted = e_step(theta) if start is None else e_step(theta, start)
+        kept = noise
+        if noise is None:
+            noise = draw_noise(rng_key, num_importance, problem.latent_dim, problem.num_points)
         mean = latent_q.moments(fitted.latent, theta).mean
         covariance = latent_q.covariance(fitted.latent, theta)
-        log_weights = importance_log_weights(problem, theta, mean, covariance, rng_key, num_importance,
-                                             symmetrise=symmetrise, defensive=defensive)
+        log_weights = importance_log_weights(problem, theta, mean, covariance, noise, symmetrise=symmetrise,
+                                             defensive=defensive)
         log_weights = jnp.where(jnp.isnan(log_weights), -jnp.inf, log_weights)
         log_marginal = logsumexp(log_weights) - math.log(num_importance)
         effective = jnp.exp(2.0 * logsumexp(log_weights) - logsumexp(2.0 * log_weights))
-        return Estimate(log_marginal, fitted.bound, fitted.iterations, effective)
+        return Estimate(log_marginal, fitted.bound, fitted.iterations, effective,
+                        (fitted.latent, fitted.inducing) if keep_q else None, kept)
 
     return estimate

@@ -15,7 +15,11 @@ from gpdsl.inference.mcmc.blocked_metropolis import (
     check_blocks,
     make_blocked_metropolis,
 )
-from gpdsl.inference.mcmc.gplvm_estimate import make_estimate
+from gpdsl.inference.mcmc.gplvm_estimate import (
+    correlated_noise,
+    draw_noise,
+    make_estimate,
+)
 from gpdsl.inference.methods.latent_chains import theta_output
 from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
 from gpdsl.inference.methods.vem import VEMSettings
@@ -70,10 +74,16 @@ def make_pm_e_step(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit
 def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit):
     """``(rng_key, theta) -> ((log p_hat(Y | theta), log p(theta) + log Jacobian), Estimate)``."""
     estimate = make_estimate(problem, make_pm_e_step(problem, settings, fit), settings.num_importance,
-                             symmetrise=settings.symmetrise, defensive=settings.defensive)
+                             symmetrise=settings.symmetrise, defensive=settings.defensive,
+                             keep_q=settings.warm_start)
 
-    def log_terms(rng_key, theta):
-        result = estimate(rng_key, theta)
+    def log_terms(rng_key, theta, current=None):
+        start = current.q if settings.warm_start and current is not None else None
+        noise = None
+        if settings.correlation > 0.0:
+            noise = (draw_noise(rng_key, settings.num_importance, problem.latent_dim, problem.num_points)
+                     if current is None else correlated_noise(current.noise, rng_key, settings.correlation))
+        result = estimate(rng_key, theta, start, noise)
         _, log_jacobian = problem.constrain(theta)
         return (result.log_marginal, problem.log_hyperprior(theta) + log_jacobian), result
 
@@ -90,7 +100,8 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
     log_terms = make_log_terms(problem, settings, fit)
     init, step = make_blocked_metropolis(
         log_terms, blocks, initial_covariance=settings.initial_covariance, g0=settings.g0,
-        epsilon=settings.adapt_epsilon, adapt_after_warmup=settings.adapt_after_warmup)
+        epsilon=settings.adapt_epsilon, adapt_after_warmup=settings.adapt_after_warmup,
+        report=lambda estimate: estimate._replace(q=None, noise=None))
     key_start, key_init, key_run, key_latent = jax.random.split(jax.random.PRNGKey(context.seed), 4)
     theta_ml = jnp.asarray(fit.params.theta)
     starts = theta_ml + settings.start_noise * jax.random.normal(key_start, (settings.chains, theta_ml.size))
@@ -103,7 +114,7 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
     output = theta_output(problem, theta_draws, None, _sample_stats(result))
     output.dims.update({name: ["block"] for name in (*PER_BLOCK_STATS.values(), *PROPOSAL_STATS.values())})
     output.timings = dict(result.timings)
-    output.report = _report(problem, fit, block_names, result)
+    output.report = _report(problem, fit, block_names, result, settings)
     if settings.latent_sweeps:
         add_latent_draws(output, problem, theta_draws, fit.mean, settings.latent_sweeps, key_latent)
     if context.new_inputs is not None:
@@ -167,7 +178,7 @@ def _sample_stats(result) -> dict:
     return stats
 
 
-def _report(problem: GPLVMProblem, fit: VEMFit, block_names, result) -> dict:
+def _report(problem: GPLVMProblem, fit: VEMFit, block_names, result, settings: PMGPLVMSettings) -> dict:
     accepted = np.asarray(result.infos.accepted)
     return {
         "blocks": block_names,
@@ -176,6 +187,8 @@ def _report(problem: GPLVMProblem, fit: VEMFit, block_names, result) -> dict:
         "variational_start": {"bound": float(fit.bound),
                               "hyperparameters": {k: np.asarray(v).tolist() for k, v in fit.hyperparameters().items()}},
         "resumed_at": result.timings.get("resumed_at", 0),
+        "exact": not settings.warm_start,
+        "correlation": settings.correlation,
     }
 
 

@@ -63,6 +63,17 @@ class PMGPLVMSettings(ChainSettings):
         How the E-step optimises ``q(Z)``: natural-gradient site updates (latent inputs with a GP prior;
         inducing inputs held at the fit's) or L-BFGS over ``q`` and the inducing inputs. ``auto``: sites
         where they apply.
+    correlation : float
+        Correlated pseudo-marginal MH (Deligiannidis, Doucet & Pitt 2018): the normal variates behind the
+        importance draws are part of the chain's state and move by ``rho u + sqrt(1 - rho^2) e`` at each proposal,
+        so the current and the proposed estimates share most of their noise and a lucky high estimate no longer
+        traps the chain. Exact for any ``rho`` in ``[0, 1)``; 0 draws them afresh, as the paper does. On sinusoid
+        case 1 (4 chains x 1500 iterations) the default 0.99 gave R-hat 1.06 and a smallest bulk ESS of 97 where
+        fresh draws gave 1.44 and 9 (chains stuck for up to 480 iterations).
+    warm_start : bool
+        APPROXIMATE: start each E-step from the current state's ``q`` instead of the fixed variational optimum.
+        Fewer iterations, but the estimate then depends on the chain's state and the chain is no longer exact
+        (the report says ``"exact": false``).
     e_step_iterations : int
         E-step iterations at most (the paper caps SCG at 1000).
     e_step_tol : float
@@ -92,6 +103,10 @@ class PMGPLVMSettings(ChainSettings):
     start_noise: float = option(0.1, "sd of the noise added to the variational estimate for each chain's start")
     e_step: str = option("auto", "E-step updates: natural-gradient sites (GP-prior latents) or L-BFGS",
                          choices=E_STEP_UPDATES)
+    correlation: float = option(0.99, "correlated pseudo-marginal: the importance draws' normal variates move with "
+                                      "this correlation at each proposal (0: fresh, as the paper)")
+    warm_start: bool = option(False, "APPROXIMATE: start each E-step from the current state's q (faster; the chain "
+                                     "is then not exact)")
     e_step_iterations: int = option(1000, "E-step iterations at most")
     e_step_tol: float = option(1e-4, "E-step relative tolerance on the bound")
     num_inducing: int | None = option(None, "inducing inputs of the variational fit (default min(N, 50))",
@@ -112,6 +127,7 @@ class PMGPLVMSettings(ChainSettings):
         require_number("start_noise", self.start_noise, 0)
         require_number("e_step_tol", self.e_step_tol, 0)
         require_number("defensive", self.defensive, 0, 1, open_high=True)
+        require_number("correlation", self.correlation, 0, 1, open_high=True)
         require_choice("E-step updates", self.e_step, E_STEP_UPDATES)
         for block in self.blocks:
             if not block or not all(isinstance(name, str) and name for name in block):

@@ -90,7 +90,8 @@ def make_e_step(problem: GPLVMProblem, settings: VEMSettings, *, start=None, max
                 gtol: float = 1e-5, updates: str = "lbfgs", tol: float = 1e-9):
     """:func:`e_step` as one compiled function ``theta -> EStepResult``, for callers that run it many times.
 
-    The arguments are those of :func:`e_step`; the function compiles once per shape of ``theta``.
+    The arguments are those of :func:`e_step`; the function compiles once per shape of ``theta``. It also takes
+    ``run(theta, start)``: a starting ``(latent, inducing)`` given at the call, which replaces the fixed one.
 
     Raises
     ------
@@ -107,8 +108,12 @@ def make_e_step(problem: GPLVMProblem, settings: VEMSettings, *, start=None, max
                               tol=tol) if updates == "sites" else None
     mean, inducing = initial_points(problem, settings)
 
-    def optimise(theta):
-        latent, Z = start if start is not None else (latent_q.initial(mean, theta, settings.init_variance), inducing)
+    def optimise(theta, given=None):
+        if given is not None:
+            latent, Z = given
+        else:
+            latent, Z = start if start is not None else (latent_q.initial(mean, theta, settings.init_variance),
+                                                         inducing)
         if updates == "sites":
             result = sites(latent, jnp.asarray(Z, dtype=float), theta)
             return EStepResult(result.latent, jnp.asarray(Z, dtype=float), result.bound, result.iterations,
@@ -124,8 +129,8 @@ def make_e_step(problem: GPLVMProblem, settings: VEMSettings, *, start=None, max
         return EStepResult(latent_q.constrain(coordinates), Z, -result.value, result.iterations, result.converged)
 
     @jax.jit
-    def run(theta):
+    def run(theta, given=None):
         theta = jnp.asarray(theta, dtype=float)
-        return jax.vmap(optimise)(theta) if theta.ndim == 2 else optimise(theta)
+        return jax.vmap(optimise)(theta, given) if theta.ndim == 2 else optimise(theta, given)
 
     return run
