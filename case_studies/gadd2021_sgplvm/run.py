@@ -92,21 +92,25 @@ CONFIG = {
         "sinusoid": {"N": 30, "N_large": 60, "test_points": 1000, "vem": {"max_iterations": 1000, "starts": 3},
                      "nuts": {"chains": 4, "warmup": 1000, "draws": 1000, "adapt_delta": 0.9, "seed": 1},
                      "pm": {"chains": 4, "warmup": 1000, "draws": 4000, "num_importance": 1000, "g0": 200,
-                            "e_step_iterations": 1000, "seed": 2, "thin": 10}},
+                            "e_step_iterations": 1000, "latent_sweeps": 20, "seed": 2, "thin": 10,
+                            "spread_state": 820, "spread_replicates": 5000}},
         "airquality": {"vem": {"max_iterations": 1000, "starts": 3}, "Q": 1, "replicates": 200,
-                       "nuts": {"chains": 4, "warmup": 500, "draws": 500, "adapt_delta": 0.9, "seed": 1},
-                       "pm": {"chains": 4, "warmup": 1000, "draws": 4000, "num_importance": 1000, "g0": 200,
-                              "e_step_iterations": 1000, "seed": 2, "thin": 10}},
+                       "nuts": {"chains": 2, "warmup": 100, "draws": 100, "adapt_delta": 0.9, "seed": 1},
+                       "pm": {"chains": 4, "warmup": 300, "draws": 1200, "num_importance": 200, "g0": 100,
+                              "e_step_iterations": 1000, "latent_sweeps": 20, "seed": 2, "thin": 6,
+                              "spread_state": 820, "spread_replicates": 500}},
     },
     "quick": {
         "sinusoid": {"N": 30, "N_large": 60, "test_points": 1000, "vem": {"max_iterations": 500, "starts": 2},
                      "nuts": {"chains": 2, "warmup": 150, "draws": 150, "adapt_delta": 0.9, "seed": 1},
                      "pm": {"chains": 2, "warmup": 100, "draws": 200, "num_importance": 200, "g0": 50,
-                            "e_step_iterations": 200, "seed": 2, "thin": 2}},
+                            "e_step_iterations": 200, "latent_sweeps": 20, "seed": 2, "thin": 2,
+                            "spread_state": 100, "spread_replicates": 200}},
         "airquality": {"vem": {"max_iterations": 500, "starts": 2}, "Q": 1, "replicates": 100,
                        "nuts": {"chains": 2, "warmup": 100, "draws": 100, "adapt_delta": 0.9, "seed": 1},
-                       "pm": {"chains": 2, "warmup": 100, "draws": 200, "num_importance": 200, "g0": 50,
-                              "e_step_iterations": 200, "seed": 2, "thin": 2}},
+                       "pm": {"chains": 2, "warmup": 50, "draws": 100, "num_importance": 100, "g0": 25,
+                              "e_step_iterations": 200, "latent_sweeps": 20, "seed": 2, "thin": 2,
+                              "spread_state": 50, "spread_replicates": 100}},
     },
 }
 
@@ -193,62 +197,87 @@ def pm_status() -> str | None:
     return None
 
 
-def pm_latent_draws(model_path: Path, data: dict, posterior, thin: int, vem: dict) -> tuple[np.ndarray | None, str]:
-    """Latent draws Z (chain, kept draw, N, k_z) for the PM states ``[:, ::thin]``, for the predictions of eqs. 6-8.
+def pm_settings(pm: dict):
+    """The ``pm-gplvm`` settings of a CONFIG entry (Alg. 1 with the blocks of Sec. 5, Z by 20 ESS sweeps per kept
+    draw, Alg. 2 and spec decision 8)."""
+    from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
 
-    PM HOOK (latents): ``Z`` from the ``pm-gplvm`` posterior when it writes them; else 20 elliptical-slice sweeps
-    of Z at each kept state (spec sec. 2.4 (a) and decision 8), each chain warm-started along its states from
-    the VEM means (:func:`gpdsl.inference.mcmc.latent_inputs_ess.sample_latent_inputs`).
-    """
-    if "Z" in posterior:
-        return np.asarray(posterior["Z"])[:, ::thin], "Z from the pm-gplvm posterior"
-    try:
-        import jax
-
-        from gpdsl.inference.mcmc.latent_inputs_ess import sample_latent_inputs
-    except ImportError:
-        return None, "no draws of Z: the ESS of Z (gpdsl/inference/mcmc/latent_inputs_ess.py) is not available"
-    model = load_model(str(model_path))
-    values, _ = load_data(model_data(model, **data), model)
-    problem = gplvm_problem(model, values)
-    draws = {n: np.asarray(posterior[n]) for n in problem.theta_names}
-    chains, count = draws[problem.theta_names[0]].shape[:2]
-    theta = np.asarray([[np.asarray(problem.unconstrain_theta({n: v[c, d] for n, v in draws.items()}))
-                         for d in range(count)] for c in range(chains)])
-    start = vem_fit(model_path, data, vem).mean
-    Z = sample_latent_inputs(problem, theta, jax.random.PRNGKey(PREDICTIVE_SEED), initial_Z=start, sweeps=20, thin=thin)
-    return Z, "Z by 20 elliptical-slice sweeps per kept state (latent_inputs_ess.sample_latent_inputs)"
+    return PMGPLVMSettings(chains=pm["chains"], warmup=pm["warmup"], draws=pm["draws"],
+                           num_importance=pm["num_importance"], blocks=BLOCKS, g0=pm["g0"],
+                           e_step_iterations=pm["e_step_iterations"], latent_sweeps=pm["latent_sweeps"])
 
 
-def pm_run(model_path: Path, data: dict, pm: dict, vem: dict, mode: str) -> dict:
+def unconstrained(problem, draws: dict) -> np.ndarray:
+    """Unconstrained hyperparameters ``(chains, draws, P)`` of constrained draws by name."""
+    import jax
+
+    values = {n: np.asarray(draws[n], dtype=float) for n in problem.theta_names}
+    chains, count = values[problem.theta_names[0]].shape[:2]
+    flat = {n: v.reshape((chains * count,) + v.shape[2:]) for n, v in values.items()}
+    theta = jax.jit(jax.vmap(problem.unconstrain_theta))(flat)
+    return np.asarray(theta).reshape(chains, count, -1)
+
+
+def pm_run(model_path: Path, data: dict, pm: dict, mode: str) -> dict:
     """PM HOOK: the pseudo-marginal sampler (Alg. 1) through ``gpdsl.api.run(model, data, "pm-gplvm", ...)``.
 
     Returns ``{"status": "not run", "reason": ...}`` when ``mode`` is "skip" or the method is missing, else the
-    wall time, R-hat and ESS of the hyperparameters, the acceptance rate per block when the results hold one,
-    the hyperparameter draws and, when :func:`pm_latent_draws` gives latents, the draws of Z.
+    wall time, R-hat and ESS of the hyperparameters, the acceptance rate per block (kept draws, overall and
+    per chain), the hyperparameter draws, and the states thinned by ``pm["thin"]`` (spec decision 8) with their
+    latent inputs Z (``latent_sweeps`` elliptical slice steps per kept draw, warm-started along each chain).
     """
     reason = "skipped (--pm skip)" if mode == "skip" else pm_status()
     if reason is not None:
         return {"status": "not run", "reason": reason}
-    from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
+    from gpdsl.results.method_output import results_json
 
     model = load_model(str(model_path))
-    settings = PMGPLVMSettings(chains=pm["chains"], warmup=pm["warmup"], draws=pm["draws"],
-                               num_importance=pm["num_importance"], blocks=BLOCKS, g0=pm["g0"],
-                               e_step_iterations=pm["e_step_iterations"])
     started = time.perf_counter()
-    result = run(model, model_data(model, **data), "pm-gplvm", settings, seed=pm["seed"])
-    out = {"status": "run", "wall_seconds": time.perf_counter() - started, **chain_diagnostics(result)}
-    stats = groups(result).get("sample_stats")
-    if stats is not None:
-        out["acceptance"] = {name: np.asarray(stats[name]).mean(axis=(0, 1)).tolist()
-                             for name in stats if "accept" in name}
-    latents, note = pm_latent_draws(model_path, data, groups(result)["posterior"], pm["thin"], vem)
-    out["latent_note"] = note
-    if latents is not None:
-        out["Z"] = latents
-        out["draws_thinned"] = {n: v[:, ::pm["thin"]] for n, v in out["draws"].items()}
+    result = run(model, model_data(model, **data), "pm-gplvm", pm_settings(pm), seed=pm["seed"])
+    out = {"status": "run", "wall_seconds": time.perf_counter() - started, "pm_settings": pm,
+           **chain_diagnostics(result)}
+    stats = groups(result)["sample_stats"]
+    report = results_json(result, "report")
+    accepted = np.asarray(stats["block_accepted"], dtype=float)
+    out.update({"blocks": report.get("blocks", BLOCKS), "acceptance": accepted.mean(axis=(0, 1)).tolist(),
+                "acceptance_per_chain": accepted.mean(axis=1).tolist(),
+                "acceptance_with_warmup": report.get("block_acceptance"),
+                "timings": results_json(result, "timings"), "variational_start": report.get("variational_start"),
+                "latent_seconds": report.get("latent_seconds"),
+                "log_marginal_sd": float(np.std(np.asarray(stats["log_marginal"]))),
+                "effective_draws_median": float(np.nanmedian(np.asarray(stats["effective_draws"])))})
+    posterior = groups(result)["posterior"]
+    thin = pm["thin"]
+    out["Z"] = np.asarray(posterior["Z"])[:, ::thin]
+    out["draws_thinned"] = {n: np.asarray(v)[:, ::thin] for n, v in out["draws"].items()}
+    out["latent_note"] = (f"Z from the pm-gplvm posterior ({pm['latent_sweeps']} ESS sweeps per kept draw), "
+                          f"states thinned by {thin}")
     return out
+
+
+def pm_spread(model_path: Path, data: dict, pm: dict, draws: dict) -> dict:
+    """Fig. 4 (spec sec. 3.1.4): ``spread_replicates`` independent estimates of log p(Y | X, xi), each from
+    ``num_importance`` draws, at kept state ``spread_state`` (from 1) of chain 1, with the run's variational
+    fit and E-step (:func:`gpdsl.inference.methods.gplvm_chains.estimate_spread_at`)."""
+    from gpdsl.inference.methods.gplvm_chains import estimate_spread_at
+
+    model = load_model(str(model_path))
+    values, _ = load_data(model_data(model, **data), model)
+    state = min(pm["spread_state"], pm["draws"]) - 1
+    at = {n: np.asarray(v)[0, state] for n, v in draws.items()}
+    started = time.perf_counter()
+    spread, where = estimate_spread_at(model, values, pm_settings(pm), pm["seed"], at, pm["spread_replicates"])
+    return {"chain": 1, "state": state + 1, "replicates": pm["spread_replicates"], "hyperparameters": where,
+            "seconds": time.perf_counter() - started, **{k: np.asarray(v) for k, v in spread._asdict().items()},
+            "variance_at_Q": float(spread.variance[-1]), "num_importance": int(spread.draws[-1])}
+
+
+def plot_spread(spread: dict, path: Path) -> Path:
+    """Fig. 4: :func:`gpdsl.results.plots.plot_estimate_spread` of a cached spread."""
+    from gpdsl.inference.mcmc.estimate_variance import EstimateSpread
+    from gpdsl.results.plots import plot_estimate_spread
+
+    return plot_estimate_spread(EstimateSpread(**{k: np.asarray(spread[k]) for k in EstimateSpread._fields}), path)
 
 
 def pm_cached(key: str, compute, pm_mode: str, fresh: bool) -> dict:
@@ -330,13 +359,60 @@ def nuts_sinusoid(case: int, part: dict) -> dict:
 
 
 def pm_sinusoid(case: int, part: dict, pm_mode: str) -> dict:
+    """The PM row: the run, and eq. 12 from its thinned states (:func:`pm_predictive_mae`)."""
     x, Y, f = sinusoid_data(case, part["N"])
     data = {"N": part["N"], "Q": 2, "D": 6, "X": x[:, None], "Y": Y - Y.mean(0)}
-    out = pm_run(MODELS[case], data, part["pm"], part["vem"], pm_mode)
+    out = pm_run(MODELS[case], data, part["pm"], pm_mode)
     if "Z" in out:
         draws = {"Z": np.asarray(out.pop("Z")), **{n: np.asarray(v) for n, v in out.pop("draws_thinned").items()}}
-        out.update(sampled_mae(x, Y, f, x_test(part), draws))
+        out.update(pm_predictive_mae(MODELS[case], data, Y.mean(0), f, x_test(part), draws))
     return out
+
+
+def pm_predictive_mae(model_path: Path, data: dict, centre, f, xs, draws: dict) -> dict:
+    """Eq. 12 for PM (spec sec. 3.1.2): eqs. 6-8 at the test inputs for every thinned state
+    (:func:`gpdsl.inference.predict.supervised_gplvm.predict`: z* from the latent GP conditional, y* from the
+    output GP), then per test input the sample of a state picked at random from all chains pooled (seed
+    PREDICTIVE_SEED), against the same noisy truth as every other row (seed EVAL_SEED). Also per chain, the
+    95 % band of y1 from all states, and the log predictive density of the truth draw (eq. 8)."""
+    import jax
+
+    from gpdsl.inference.predict.supervised_gplvm import (
+        log_predictive_density,
+        predict,
+    )
+
+    model = load_model(str(model_path))
+    values, _ = load_data(model_data(model, **data), model)
+    problem = gplvm_problem(model, values)
+    theta = unconstrained(problem, draws)
+    prediction = predict(problem, theta, draws["Z"], {"X": xs[:, None]}, jax.random.PRNGKey(PREDICTIVE_SEED))
+    samples = prediction.sample + centre  # (chains, states, n*, D)
+    chains, states = samples.shape[:2]
+    rng = np.random.default_rng(PREDICTIVE_SEED)
+    points = np.arange(xs.size)
+    pooled = samples.reshape(chains * states, xs.size, -1)
+    picks = rng.integers(0, chains * states, size=xs.size)
+    truth = f(xs)
+    chain_mae = [predictive_mae(samples[c, rng.integers(0, states, size=xs.size), points], truth,
+                                np.random.default_rng(EVAL_SEED)) for c in range(chains)]
+    noisy = truth + paper_tables.NOISE_SD * np.random.default_rng(EVAL_SEED).normal(size=truth.shape)
+    lpd = log_predictive_density(prediction, noisy - centre, per_output=True)
+    return {"mae": predictive_mae(pooled[picks, points], truth, np.random.default_rng(EVAL_SEED)),
+            "chain_mae": chain_mae, "states": int(chains * states), "mean_lpd": lpd.mean(axis=0).tolist(),
+            "mean_rmse": float(np.sqrt(np.mean((prediction.mixture_mean + centre - truth) ** 2))),
+            "band": {"x": xs, "lower": np.quantile(pooled[:, :, 0], 0.025, axis=0),
+                     "upper": np.quantile(pooled[:, :, 0], 0.975, axis=0)}}
+
+
+def pm_spread_cached(key: str, model_path: Path, data: dict, pm: dict, row: dict, fresh: bool) -> dict | None:
+    """Fig. 4 at state ``spread_state`` of chain 1 of a PM row that ran (cached apart from the run)."""
+    if "draws" not in row:
+        return None
+    try:
+        return cached(key, lambda: pm_spread(model_path, data, pm, row["draws"]), fresh)
+    except Exception as error:  # noqa: BLE001  (reported in the tables)
+        return {"status": "failed", "reason": f"estimate_spread_at failed: {type(error).__name__}: {error}"}
 
 
 def sinusoid_case(case: int, part: dict, mode: str, fresh: bool, pm_mode: str) -> dict:
@@ -357,6 +433,13 @@ def sinusoid_case(case: int, part: dict, mode: str, fresh: bool, pm_mode: str) -
     print(f"[sinusoid] case {case}: PM", flush=True)
     rows["PM"] = pm_cached(f"sinusoid_{mode}_case{case}_pm", lambda: pm_sinusoid(case, part, pm_mode),
                            pm_mode, fresh)
+    x, Y, _ = sinusoid_data(case, part["N"])
+    data = {"N": part["N"], "Q": 2, "D": 6, "X": x[:, None], "Y": Y - Y.mean(0)}
+    print(f"[sinusoid] case {case}: Fig. 4 spread", flush=True)
+    spread = pm_spread_cached(f"sinusoid_{mode}_case{case}_pm_spread", MODELS[case], data, part["pm"], rows["PM"],
+                              fresh)
+    if spread is not None:
+        rows["PM"]["spread"] = spread
     return rows
 
 
@@ -377,6 +460,12 @@ def run_sinusoid(mode: str, fresh: bool, pm_mode: str) -> dict:
     write_text(RESULTS / f"sinusoid{suffix}.json", to_json(summary))
     write_text(RESULTS / f"sinusoid{suffix}.md", sinusoid_markdown(summary))
     plot_hyperparameters(cases, RESULTS / f"sinusoid_hyperparameters{suffix}.png")
+    if any("draws" in rows.get("PM", {}) for rows in cases.values()):
+        plot_hyperparameters(cases, RESULTS / f"sinusoid_pm_hyperparameters{suffix}.png", methods=("PM",))
+    for case, rows in cases.items():
+        spread = rows.get("PM", {}).get("spread", {})
+        if "variance" in spread:
+            plot_spread(spread, RESULTS / f"sinusoid_case{case}_pm_spread{suffix}.png")
     plot_case3_predictive(cases[3], part, RESULTS / f"sinusoid_case3_y1{suffix}.png")
     return summary
 
@@ -389,9 +478,24 @@ def oracle_mae(case: int, part: dict) -> dict:
     return {"mae": predictive_mae(sample, truth, np.random.default_rng(EVAL_SEED))}
 
 
+SPREAD_AT = (1, 10, 100, 200, 500, 1000)
+"""The numbers of importance draws at which the tables give the spread of the log estimate."""
+
+
 def slim(row: dict) -> dict:
-    """A row without its draws and bands (they stay in the cache)."""
-    return {k: v for k, v in row.items() if k not in ("draws", "band", "Z", "draws_thinned")}
+    """A row without its draws and bands (they stay in the cache); the spread of Fig. 4 at a few q only."""
+    out = {k: v for k, v in row.items() if k not in ("draws", "band", "Z", "draws_thinned", "spread")}
+    spread = row.get("spread")
+    if spread is not None:
+        out["spread"] = {k: v for k, v in spread.items() if k not in EstimateSpreadFields}
+        if "variance" in spread:
+            q = [n for n in SPREAD_AT if n <= len(spread["variance"])]
+            out["spread"]["at_q"] = {str(n): {"mean": spread["mean"][n - 1], "sd": spread["sd"][n - 1],
+                                              "variance": spread["variance"][n - 1]} for n in q}
+    return out
+
+
+EstimateSpreadFields = ("draws", "mean", "sd", "variance", "p10", "median", "p90")
 
 
 METHOD_ROWS = (("PM", "PM"), ("VEM", "VEM"), ("VEM_kz6", "VEM_{k_z=6}"), ("VEM_N60", "VEM_{N=60}"),
@@ -455,7 +559,35 @@ def sinusoid_markdown(s: dict) -> str:
                          f"{theta} | R-hat {r['max_r_hat']:.2f}, ESS {r['min_ess_bulk']:.0f}"
                          + (f", {r['divergences']} divergences" if "divergences" in r else "")
                          + f" | {r['wall_seconds']:.0f} |")
+    lines += pm_diagnostics_markdown({f"{case}": rows.get("PM", {}) for case, rows in s["cases"].items()}, "case")
     return "\n".join(lines) + "\n"
+
+
+def pm_diagnostics_markdown(rows: dict, what: str) -> list[str]:
+    """The PM runs: settings, R-hat, ESS, acceptance per block, the spread of the log estimate (Fig. 4), times."""
+    ran = {k: r for k, r in rows.items() if r.get("status") == "run"}
+    if not ran:
+        return []
+    some = next(iter(ran.values()))
+    blocks = " / ".join("(" + ", ".join(b) + ")" for b in some["blocks"])
+    lines = ["", ("PM (`pm-gplvm`): largest R-hat and smallest bulk / tail ESS over the hyperparameters, acceptance "
+                  f"rate of the blocks {blocks} over the kept draws, the variance of log p_hat(Y | X, xi) over "
+                  "independent replicate estimates at one kept state of chain 1 (Fig. 4; Q importance draws each), "
+                  "and the wall time of `gpdsl.api.run` (variational start, compilation, chains, ESS of Z):"), "",
+             (f"| {what} | R-hat | ESS bulk / tail | acceptance per block | Var[log p_hat] (Q; state, replicates) "
+              "| wall time | of which ESS of Z |"),
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for key, r in ran.items():
+        spread = r.get("spread", {})
+        if "variance_at_Q" in spread:
+            q = spread["num_importance"]
+            var = f"{spread['variance_at_Q']:.2f} (Q = {q}; state {spread['state']}, {spread['replicates']})"
+        else:
+            var = spread.get("reason", "-")
+        lines.append(f"| {key} | {r['max_r_hat']:.3f} | {r['min_ess_bulk']:.0f} / {r['min_ess_tail']:.0f} | "
+                     + ", ".join(f"{a:.2f}" for a in r["acceptance"]) + f" | {var} | {r['wall_seconds']:.0f} s | "
+                     + f"{r.get('latent_seconds') or 0:.0f} s |")
+    return lines
 
 
 PAIRS = (("s1", "noise", r"$\sigma_1$", r"$\beta^{-1}$"), ("theta[0]", "theta[1]", r"$\theta_1$", r"$\theta_2$"),
@@ -471,19 +603,24 @@ def component(values, name: str) -> np.ndarray:
     return value.reshape(value.shape[:2]) if value.ndim > 2 else value
 
 
-def plot_hyperparameters(cases: dict, path: Path, pairs=PAIRS) -> Path:
-    """Fig. 1 / Fig. 6 style: sampler draws of pairs of hyperparameters, the VEM point as a red dot."""
+def plot_hyperparameters(cases: dict, path: Path, pairs=PAIRS, methods=("NUTS", "PM")) -> Path:
+    """Fig. 1 / Fig. 6 style: sampler draws of pairs of hyperparameters (at most 4000 per method), the VEM point
+    as a red dot (and PM's own variational start, where PM ran, as a black cross)."""
     figure = Figure(figsize=(11, 3.2 * len(cases)))
     for i, (case, rows) in enumerate(cases.items()):
         for j, (a, b, la, lb) in enumerate(pairs):
             ax = figure.add_subplot(len(cases), len(pairs), i * len(pairs) + j + 1)
             for key, colour in (("NUTS", "tab:blue"), ("PM", "tab:green")):
                 draws = rows.get(key, {}).get("draws")
-                if draws:
-                    ax.scatter(component(draws, a).ravel(), component(draws, b).ravel(), s=3, alpha=0.3,
-                               color=colour, label=key)
+                if draws and key in methods:
+                    xa, xb = component(draws, a).ravel(), component(draws, b).ravel()
+                    every = max(1, xa.size // 4000)
+                    ax.scatter(xa[::every], xb[::every], s=3, alpha=0.3, color=colour, label=key)
             h = rows["VEM"]["hyperparameters"]
             ax.plot(component(h, a), component(h, b), "o", color="red", label="VEM")
+            start = (rows.get("PM", {}).get("variational_start") or {}).get("hyperparameters")
+            if start and "PM" in methods:
+                ax.plot(component(start, a), component(start, b), "kx", label="PM's VEM start")
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.xaxis.set_minor_formatter(NullFormatter())
@@ -509,8 +646,8 @@ def plot_case3_predictive(rows: dict, part: dict, path: Path) -> Path:
     for key, colour in (("NUTS", "tab:blue"), ("PM", "tab:green")):
         band = rows.get(key, {}).get("band")
         if band:
-            ax.fill_between(np.linspace(0.0, 4 * np.pi, BAND_POINTS), band["lower"], band["upper"], color=colour,
-                            alpha=0.25, label=f"{key} 95 %")
+            ax.fill_between(band.get("x", np.linspace(0.0, 4 * np.pi, BAND_POINTS)), band["lower"], band["upper"],
+                            color=colour, alpha=0.25, label=f"{key} 95 %")
     ax.plot(xs, f(xs)[:, 0], "k-", lw=1, label="f_1")
     ax.plot(x, Y[:, 0], "k.", label="training data")
     ax.set_xlabel("x")
@@ -668,15 +805,29 @@ def nuts_airquality(part: dict) -> dict:
     return {**out, **sampled_airquality(draws, part)}
 
 
-def pm_airquality(part: dict, pm_mode: str) -> dict:
+def airquality_fit_data(part: dict) -> dict:
     d = airquality_data()
     keep = d["keep"]
-    data = {"N": int(keep.sum()), "Q": part["Q"], "D": 2, "X": d["X"][keep], "Y": d["Y_all"][keep]}
-    out = pm_run(AIRQUALITY_MODEL, data, part["pm"], part["vem"], pm_mode)
+    return {"N": int(keep.sum()), "Q": part["Q"], "D": 2, "X": d["X"][keep], "Y": d["Y_all"][keep]}
+
+
+def pm_airquality(part: dict, pm_mode: str) -> dict:
+    out = pm_run(AIRQUALITY_MODEL, airquality_fit_data(part), part["pm"], pm_mode)
     if "Z" in out:
         draws = {"Z": np.asarray(out.pop("Z")), **{n: np.asarray(v) for n, v in out.pop("draws_thinned").items()}}
         out.update(sampled_airquality(draws, part))
+        out["latent_sign"] = latent_sign(draws["Z"])
     return out
+
+
+def latent_sign(Z: np.ndarray) -> dict:
+    """The sign mode of each thinned state's Z (k_z = 1): the sign of its inner product with the first state of
+    chain 1. The latent posterior is symmetric about 0 (k_z's sign symmetry); a chain that visits both modes
+    has fractions away from 0 and 1 (Fig. 7's bimodality)."""
+    Z = np.asarray(Z)[..., 0]
+    sign = np.einsum("csn,n->cs", Z, Z[0, 0]) > 0
+    return {"positive_per_chain": sign.mean(axis=1).tolist(), "positive": float(sign.mean()),
+            "switches_per_chain": np.abs(np.diff(sign.astype(int), axis=1)).sum(axis=1).tolist()}
 
 
 def run_airquality(mode: str, fresh: bool, pm_mode: str) -> dict:
@@ -688,6 +839,11 @@ def run_airquality(mode: str, fresh: bool, pm_mode: str) -> dict:
     rows["NUTS"] = cached(f"airquality_{mode}_nuts", lambda: nuts_airquality(part), fresh)
     print("[airquality] PM", flush=True)
     rows["PM"] = pm_cached(f"airquality_{mode}_pm", lambda: pm_airquality(part, pm_mode), pm_mode, fresh)
+    print("[airquality] PM: Fig. 4 spread", flush=True)
+    spread = pm_spread_cached(f"airquality_{mode}_pm_spread", AIRQUALITY_MODEL, airquality_fit_data(part),
+                              part["pm"], rows["PM"], fresh)
+    if spread is not None:
+        rows["PM"]["spread"] = spread
     summary = {"settings": {**part, "blocks": BLOCKS, "predictive_seed": PREDICTIVE_SEED, "mirror": data_mirror()},
                "data": {"days": len(d["keep"]), "rows": int(d["keep"].sum()), "output_centre": d["centre"],
                         "output_scale": d["scale"]},
@@ -698,6 +854,11 @@ def run_airquality(mode: str, fresh: bool, pm_mode: str) -> dict:
     aq_pairs = (("s1[0]", "s1[1]", r"$\sigma_1$ (day)", r"$\sigma_2$ (month)"),
                 ("theta", "noise", r"$\theta_1$", r"$\beta^{-1}$"), ("theta_S", "noise", r"$\theta_S$", r"$\beta^{-1}$"))
     plot_hyperparameters({"air quality": rows}, RESULTS / f"airquality_hyperparameters{suffix}.png", aq_pairs)
+    if "draws" in rows["PM"]:
+        plot_hyperparameters({"air quality": rows}, RESULTS / f"airquality_pm_hyperparameters{suffix}.png", aq_pairs,
+                             methods=("PM",))
+    if "variance" in rows["PM"].get("spread", {}):
+        plot_spread(rows["PM"]["spread"], RESULTS / f"airquality_pm_spread{suffix}.png")
     plot_airquality(rows, d, RESULTS / f"airquality_predictive{suffix}.png")
     plot_ppc(rows, RESULTS / f"airquality_ppc{suffix}.png")
     return summary
@@ -744,6 +905,21 @@ def airquality_markdown(s: dict) -> str:
         lines.append(f"| {name} | {c['train'][0]:.2f} | {c['train'][1]:.2f} | {c['heldout_temp']:.2f} | "
                      f"{c['width'][0]:.2f} | {c['width'][1]:.2f} | {p['autocov_1']['inside']:.2f} | "
                      f"{p['autocov_2']['inside']:.2f} | {p['crosscov']['inside']:.2f} |")
+    pm = methods.get("PM", {})
+    if pm.get("status") == "run":
+        c = pm["pm_settings"]
+        lines += pm_diagnostics_markdown({"air quality": pm}, "data")
+        lines += ["", (f"PM settings: {c['chains']} chains x ({c['warmup']} warmup + {c['draws']} draws), Q = "
+                       f"{c['num_importance']}, g0 = {c['g0']}, at most {c['e_step_iterations']} E-step iterations, "
+                       f"{c['latent_sweeps']} ESS sweeps of Z per kept draw, states thinned by {c['thin']} for the "
+                       "bands and checks.")]
+        if "latent_sign" in pm:
+            sign = pm["latent_sign"]
+            lines += ["", ("Sign of the latent curve (Fig. 7's bimodality): fraction of thinned states whose Z points "
+                           "the way of chain 1's first state, per chain "
+                           + ", ".join(f"{v:.2f}" for v in sign["positive_per_chain"])
+                           + f" (pooled {sign['positive']:.2f}); sign switches per chain "
+                           + ", ".join(str(int(v)) for v in sign["switches_per_chain"]) + ".")]
     return "\n".join(lines) + "\n"
 
 
