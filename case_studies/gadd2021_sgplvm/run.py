@@ -204,7 +204,13 @@ def pm_settings(pm: dict):
 
     return PMGPLVMSettings(chains=pm["chains"], warmup=pm["warmup"], draws=pm["draws"],
                            num_importance=pm["num_importance"], blocks=BLOCKS, g0=pm["g0"],
-                           e_step_iterations=pm["e_step_iterations"], latent_sweeps=pm["latent_sweeps"])
+                           e_step_iterations=pm["e_step_iterations"], latent_sweeps=pm["latent_sweeps"],
+                           correlation=pm.get("correlation", PM_CORRELATION))
+
+
+PM_CORRELATION = 0.0
+"""Fresh importance draws at every proposal, as in the paper (Alg. 1). The committed results were made so,
+before ``pm-gplvm`` had its correlated pseudo-marginal option (default 0.99 since commit 1f4ac66)."""
 
 
 def unconstrained(problem, draws: dict) -> np.ndarray:
