@@ -59,6 +59,13 @@ class Estimate(NamedTuple):
     noise: Any = None
 
 
+def require_observed(problem: GPLVMProblem, purpose: str) -> None:
+    """Raise a MethodError naming ``purpose`` unless every output is observed (the collapsed likelihood needs it)."""
+    if not problem.observed.all():
+        raise MethodError(f"{purpose} needs every entry of '{problem.output}' observed; "
+                          f"{int((~problem.observed).sum())} are missing (NaN)")
+
+
 def collapsed_log_likelihood(problem: GPLVMProblem, theta, Z) -> jax.Array:
     """``log p(Y | Z, xi) = sum_d log N(y_d | 0, K_f(Z) + s^2 I)``, the GP over ``Z`` integrated out exactly.
 
@@ -211,9 +218,7 @@ def make_estimate(problem: GPLVMProblem, e_step, num_importance: int, *, symmetr
     MethodError
         Missing outputs, or a non-positive ``num_importance``.
     """
-    if not problem.observed.all():
-        raise MethodError(f"the pseudo-marginal estimate needs every entry of '{problem.output}' observed; "
-                          f"{int((~problem.observed).sum())} are missing (NaN)")
+    require_observed(problem, "the pseudo-marginal estimate")
     if int(num_importance) < 1:
         raise MethodError(f"num_importance must be a positive integer; got {num_importance}")
     latent_q = problem.latent_q()

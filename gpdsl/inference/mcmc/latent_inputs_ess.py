@@ -24,7 +24,10 @@ from jax import lax
 from gpdsl.errors import MethodError
 from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.inference.mcmc.ess import ess_step
-from gpdsl.inference.mcmc.gplvm_estimate import collapsed_log_likelihood
+from gpdsl.inference.mcmc.gplvm_estimate import (
+    collapsed_log_likelihood,
+    require_observed,
+)
 from gpdsl.linalg import cholesky
 
 
@@ -216,13 +219,6 @@ def ess_chain(problem: GPLVMProblem, theta, rng_key, initial_Z, num_samples: int
     vec = _initial(problem, initial_Z, (2,)).T.reshape(-1)
     draws = np.asarray(run(rng_key, vec))
     return np.swapaxes(draws.reshape(num_samples, problem.latent_dim, problem.num_points), 1, 2)
-
-
-def require_observed(problem: GPLVMProblem, purpose: str) -> None:
-    """Raise a MethodError naming ``purpose`` unless every output is observed (the collapsed likelihood needs it)."""
-    if not problem.observed.all():
-        raise MethodError(f"{purpose} needs every entry of '{problem.output}' observed; "
-                          f"{int((~problem.observed).sum())} are missing (NaN)")
 
 
 def _check(problem: GPLVMProblem, **counts: int) -> None:

@@ -19,6 +19,7 @@ from gpdsl.inference.mcmc.gplvm_estimate import (
     correlated_noise,
     draw_noise,
     make_estimate,
+    require_observed,
 )
 from gpdsl.inference.methods.latent_chains import theta_output
 from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
@@ -93,9 +94,7 @@ def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit
 def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, context):
     """Fit the variational start, run the chains, and collect a :class:`~gpdsl.results.method_output.MethodOutput`."""
     blocks, block_names = block_indices(problem, settings.blocks)
-    if not problem.observed.all():
-        raise MethodError(f"pm-gplvm needs every entry of '{problem.output}' observed; "
-                          f"{int((~problem.observed).sum())} are missing (NaN)")
+    require_observed(problem, "pm-gplvm")
     fit = fit_vem_starts(problem, variational_settings(problem, settings, context.seed), progress=context.progress)
     log_terms = make_log_terms(problem, settings, fit)
     init, step = make_blocked_metropolis(

@@ -30,7 +30,7 @@ from jax.scipy.special import logsumexp
 
 from gpdsl.errors import DataError
 from gpdsl.inference.families.gplvm import GPLVMProblem
-from gpdsl.inference.mcmc.latent_inputs_ess import require_observed
+from gpdsl.inference.mcmc.gplvm_estimate import require_observed
 from gpdsl.inference.predict.gp_prior_latents import prior_points
 from gpdsl.inference.predict.gp_regression import exact_moments, exact_posterior
 from gpdsl.linalg import cholesky, cholesky_with_jitter, solve_triangular
