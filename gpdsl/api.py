@@ -135,9 +135,9 @@ def run(model: Model, data: Mapping[str, Any] | str | Path, method: str = "nuts"
     settings = entry.settings() if settings is None else settings
     if not isinstance(settings, entry.settings):
         raise MethodError(f"{entry.name} takes {entry.settings.__name__}, not {type(settings).__name__}")
-    if new_inputs is not None and not entry.predicts:
-        raise MethodError(f"{entry.name} does not predict at new inputs; methods that do: "
-                          f"{', '.join(m.name for m in _methods_with('predicts'))}")
+    refusal = entry.prediction_refusal(model) if new_inputs is not None else None
+    if refusal:
+        raise MethodError(refusal)
     if checkpoint is not None and not entry.checkpoints:
         raise MethodError(f"{entry.name} writes no checkpoints; methods that do: "
                           f"{', '.join(m.name for m in _methods_with('checkpoints'))}")

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from gpdsl.backends.stan.nuts import NUTSSettings, run_nuts
 from gpdsl.errors import MethodError
+from gpdsl.inference.methods.draw_groups import PREDICTING_FAMILIES
 from gpdsl.inference.methods.ep_ml import EPMLSettings, run_ep_ml
 from gpdsl.inference.methods.gibbs import GibbsSettings, gibbs_engine, run_gibbs
 from gpdsl.inference.methods.ml import MLSettings, run_ml
@@ -61,6 +62,9 @@ class Method:
         Missing (NaN) entries of the observed outputs are allowed.
     predicts : bool
         It can predict at new inputs (``--predict``).
+    predicts_for : tuple of str
+        The families it predicts for, when not every family it fits (NUTS fits any model but predicts for
+        latent-GP models and GP regression); empty for all.
     checkpoints : bool
         It writes its draws so far to a checkpoint file and resumes from it (``--checkpoint``).
     chain_engine : callable, optional
@@ -78,6 +82,7 @@ class Method:
     requires_priors: bool = True
     missing_outputs: bool = False
     predicts: bool = False
+    predicts_for: tuple[str, ...] = ()
     checkpoints: bool = False
     chain_engine: Callable[..., Any] | None = None
 
@@ -91,6 +96,18 @@ class Method:
         if missing:
             verb = "has" if len(missing) == 1 else "have"
             return f"needs a prior on every parameter: {', '.join(missing)} {verb} none"
+        return None
+
+    def prediction_refusal(self, model, classification: Classification | None = None) -> str | None:
+        """Why this method cannot predict at new inputs of ``model``, in one sentence, or None when it can."""
+        if not self.predicts:
+            others = ", ".join(m.name for m in methods().values() if m.predicts)
+            return f"{self.name} does not predict at new inputs; methods that do: {others}"
+        classification = classification or classify(model)
+        if self.predicts_for and not any(family in classification.facts for family in self.predicts_for):
+            families = " or ".join(DESCRIPTIONS[family] for family in self.predicts_for)
+            return (f"{self.name} predicts at new inputs for {families}; this model is "
+                    f"{classification.describe()}")
         return None
 
 
@@ -153,7 +170,7 @@ def get_method(name: str) -> Method:
 
 register(Method(
     "nuts", "Stan's NUTS on the generated program (cmdstanpy or PyStan): the baseline", (ANY,), NUTSSettings,
-    run_nuts, engine="stan"))
+    run_nuts, engine="stan", predicts=True, predicts_for=PREDICTING_FAMILIES))
 register(Method(
     "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact)",
     (LATENT_GP,), PseudoMarginalSettings, run_pm, predicts=True, checkpoints=True,

@@ -23,3 +23,37 @@ real scaled_sigmoid_normal_lpdf(vector x, vector low, vector high, vector mu, ve
   return normal_lpdf(logit((x - low) ./ (high - low)) | mu, sigma)
          + sum(log(high - low) - log(x - low) - log(high - x));
 }
+
+/**
+ * Leave-one-out predictive log densities of y ~ multi_normal(0, C), C = L L' (Sundararajan & Keerthi
+ * 2001): with P = C^-1, y_i | y_-i ~ normal(y_i - (P y)_i / P_ii, 1 / sqrt(P_ii)), so
+ * log p(y_i | y_-i) = (log P_ii - (P y)_i^2 / P_ii - log(2 pi)) / 2. Exact for GP regression with f
+ * integrated out, which makes PSIS-LOO over the hyperparameter draws valid (Buerkner, Gabry & Vehtari
+ * 2021).
+ *
+ * @param y  vector[N] of observations
+ * @param L  matrix[N, N], the Cholesky factor of their covariance C
+ * @return   vector[N], log p(y_i | y_-i) for each i
+ */
+vector normal_loo_log_densities(vector y, matrix L) {
+  matrix[rows(L), rows(L)] precision = chol2inv(L);
+  vector[rows(L)] p = diagonal(precision);
+  return 0.5 * (log(p) - square(precision * y) ./ p - log(2 * pi()));
+}
+
+/**
+ * A replicate of y from its posterior predictive under GP regression with f integrated out:
+ * y ~ multi_normal(0, C), C = K + s2 I = L L' (jitter counted in K), so f | y has mean y - s2 C^-1 y and
+ * covariance s2 (I - s2 C^-1), and the replicate f + e, e ~ normal(0, s2 I), has covariance
+ * s2 (2 I - s2 C^-1), whose eigenvalues lie in [s2, 2 s2): well conditioned whatever K.
+ *
+ * @param y               vector[N] of observations
+ * @param L               matrix[N, N], the Cholesky factor of C
+ * @param noise_variance  s2
+ * @return                vector[N], one replicate
+ */
+vector normal_gp_replicate_rng(vector y, matrix L, real noise_variance) {
+  matrix[rows(L), rows(L)] precision = chol2inv(L);
+  matrix[rows(L), rows(L)] covariance = noise_variance * add_diag(-noise_variance * precision, 2);
+  return multi_normal_rng(y - noise_variance * (precision * y), 0.5 * (covariance + covariance'));
+}

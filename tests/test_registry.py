@@ -118,8 +118,9 @@ def test_run_checks_everything_before_it_runs(tmp_path, data_file):
         run(model, data_file, "pm", seed=1, out=data_file)
     with pytest.raises(MethodError, match="seed must be an integer in"):
         run(model, data_file, "pm", seed=2**70)
-    with pytest.raises(MethodError, match="nuts does not predict at new inputs"):
-        run(model, data_file, "nuts", seed=1, new_inputs=np.zeros((1, 2)))
+    gplvm, _ = check_file("models/bayesian_gplvm_priors.gpm")
+    with pytest.raises(MethodError, match="nuts predicts at new inputs for .*; this model is a Bayesian GPLVM"):
+        run(gplvm, {"N": 3, "D": 2, "Q": 1, "Y": np.zeros((3, 2))}, "nuts", seed=1, new_inputs=np.zeros((1, 1)))
     with pytest.raises(MethodError, match="nuts writes no checkpoints; methods that do: pm, mcmc-ep, pm-gplvm, gibbs"):
         run(model, data_file, "nuts", seed=1, checkpoint=tmp_path / "c.npz")
     regression, _ = check_file("models/gp_regression.gpm")

@@ -25,7 +25,7 @@ LIKELIHOODS: dict[str, Likelihood] = {likelihood.name: likelihood for likelihood
 ]}
 """Every built-in likelihood by name, in the order the docs and messages list them."""
 
-CAPABILITIES = ("stan", "sample", "derivatives", "tilted_moments", "class_probability")
+CAPABILITIES = ("stan", "stan_rng", "sample", "derivatives", "tilted_moments", "class_probability")
 """The optional fields of :class:`Likelihood`."""
 
 

@@ -33,7 +33,11 @@ class Likelihood:
     stan : callable or None
         ``stan(y, args, vectorised)``: the Stan expression of ``sum log p(y | params)`` for the Stan text
         ``y`` of the observations (a container if ``vectorised``), with ``args`` as in
-        :data:`StanArguments`.
+        :data:`StanArguments`. Called with ``vectorised=False`` on one element it gives that element's log
+        density (the pointwise ``log_lik`` of generated quantities).
+    stan_rng : callable or None
+        ``stan_rng(args)``: the Stan expression of one draw of an observation, for elementwise ``args`` as in
+        :data:`StanArguments` (the replicates of generated quantities).
     sample : callable or None
         ``sample(key, shape, *params)``: a JAX array of observations of ``shape`` drawn with the PRNG
         ``key``.
@@ -56,6 +60,7 @@ class Likelihood:
     doc: str
     log_density: Callable
     stan: Callable[[str, StanArguments, bool], str] | None = None
+    stan_rng: Callable[[StanArguments], str] | None = None
     sample: Callable | None = None
     derivatives: Callable | None = None
     tilted_moments: Callable | None = None

@@ -68,6 +68,10 @@ def _probit_stan(y: str, args: StanArguments, vectorised: bool) -> str:
     return f"std_normal_lcdf((2 * to_vector({y}) - 1) {'.*' if f_shaped else '*'} {_parenthesised(f)})"
 
 
+def _probit_stan_rng(args: StanArguments) -> str:
+    return f"bernoulli_rng(Phi({args['f'][0]}))"
+
+
 def _parenthesised(text: str) -> str:
     simple = text.replace("_", "").replace("[", "").replace("]", "").replace(", ", "").isalnum()
     return text if simple else f"({text})"
@@ -107,15 +111,19 @@ def _logit_stan(y: str, args: StanArguments, vectorised: bool) -> str:
     return f"bernoulli_logit_lpmf({y} | {args['f'][0]})"
 
 
+def _logit_stan_rng(args: StanArguments) -> str:
+    return f"bernoulli_logit_rng({args['f'][0]})"
+
+
 BERNOULLI_PROBIT = Likelihood(
     "bernoulli_probit", ("f",), "binary", "P(y = 1) = Phi(f), the standard normal CDF",
-    log_density=_probit_log_density, stan=_probit_stan, sample=_probit_sample,
+    log_density=_probit_log_density, stan=_probit_stan, stan_rng=_probit_stan_rng, sample=_probit_sample,
     derivatives=_probit_derivatives, tilted_moments=_probit_tilted_moments,
     class_probability=_probit_class_probability)
 """Probit classification: ``p(y | f) = Phi((2 y - 1) f)``."""
 
 BERNOULLI_LOGIT = Likelihood(
     "bernoulli_logit", ("f",), "binary", "P(y = 1) = inv_logit(f)",
-    log_density=_logit_log_density, stan=_logit_stan, sample=_logit_sample,
+    log_density=_logit_log_density, stan=_logit_stan, stan_rng=_logit_stan_rng, sample=_logit_sample,
     derivatives=_logit_derivatives, class_probability=_logit_class_probability)
 """Logistic classification: ``p(y | f) = inv_logit((2 y - 1) f)``; EP has no closed-form moments for it."""

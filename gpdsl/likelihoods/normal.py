@@ -25,6 +25,10 @@ def _stan(y: str, args: StanArguments, vectorised: bool) -> str:
     return f"normal_lpdf({y} | {args['mu'][0]}, {args['sigma'][0]})"
 
 
+def _stan_rng(args: StanArguments) -> str:
+    return f"normal_rng({args['mu'][0]}, {args['sigma'][0]})"
+
+
 NORMAL = Likelihood("normal", ("mu", "sigma"), "real", "mean mu, standard deviation sigma",
-                    log_density=_log_density, stan=_stan, sample=_sample)
+                    log_density=_log_density, stan=_stan, stan_rng=_stan_rng, sample=_sample)
 """Gaussian observations; the approximations, which take no noise parameter, do not use it."""

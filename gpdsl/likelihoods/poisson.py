@@ -23,6 +23,18 @@ def _stan(y: str, args: StanArguments, vectorised: bool) -> str:
     return f"poisson_log_lpmf({y} | {args['eta'][0]})"
 
 
+def _stan_rng(args: StanArguments) -> str:
+    return f"poisson_log_rng({args['eta'][0]})"
+
+
+def _derivatives(y, eta):
+    import jax.numpy as jnp
+
+    rate = jnp.exp(eta)
+    return jnp.sum(_log_density(y, eta)), y - rate, rate
+
+
 POISSON_LOG = Likelihood("poisson_log", ("eta",), "count", "y ~ Poisson(exp(eta))",
-                         log_density=_log_density, stan=_stan, sample=_sample)
-"""Counts; neither approximation supports it yet (its Laplace terms would be ``y - exp(f)`` and ``exp(f)``)."""
+                         log_density=_log_density, stan=_stan, stan_rng=_stan_rng, sample=_sample,
+                         derivatives=_derivatives)
+"""Counts: the Laplace approximation supports them (log-concave, ``W = exp(eta)``); EP has no closed-form moments."""

@@ -2,11 +2,19 @@
 
 model + data -> generated Stan program -> runner (cmdstanpy when CmdStan is installed, else PyStan in a
 subprocess) -> :class:`~gpdsl.results.method_output.MethodOutput`.
+
+The program's generated quantities give the pointwise ``log_likelihood`` and the ``posterior_predictive``
+replicates of every observed variable (for GP regression, f integrated out, the exact leave-one-out
+predictive densities; see :mod:`gpdsl.backends.stan.codegen`). Predictions at new inputs of latent-GP and
+GP-regression models are computed from NUTS's draws by the engines' code
+(:mod:`gpdsl.inference.methods.draw_groups`); other models are refused before anything runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from gpdsl.backends.stan.codegen import generate_stan
 from gpdsl.backends.stan.runners import sample_stan
@@ -52,12 +60,13 @@ def run_nuts(model, data, settings: NUTSSettings, context):
         Validated data (see :func:`gpdsl.data_io.load_data`).
     settings : NUTSSettings
     context : RunContext
-        Seed and progress.
+        Seed, progress and new inputs.
 
     Returns
     -------
     MethodOutput
-        Draws of every parameter and sampled latent variable, Stan's sampler statistics, and timings:
+        Draws of every parameter and sampled latent variable, the pointwise log-likelihood and replicates of
+        every observed variable, predictions at new inputs, Stan's sampler statistics, and timings:
         ``compile`` (build), ``warmup`` and ``sampling`` (the sampling call's wall time split in the
         proportion of the elapsed times Stan's chains report).
     """
@@ -73,5 +82,19 @@ def run_nuts(model, data, settings: NUTSSettings, context):
     share = fit.warmup_share if fit.warmup_share is not None else 0.0
     timings = {"compile": fit.wall_time - running, "warmup": running * share,
                "sampling": running * (1.0 - share), "total": fit.wall_time}
-    return MethodOutput({n: fit.draws[n] for n in names}, fit.sample_stats, timings=timings,
-                        attrs={"backend": fit.backend}, versions=dict(fit.versions))
+    output = MethodOutput({n: fit.draws[n] for n in names}, fit.sample_stats, timings=timings,
+                          attrs={"backend": fit.backend}, versions=dict(fit.versions))
+    output.log_likelihood = {name: fit.draws[stan] for name, stan in program.log_likelihood.items()}
+    output.posterior_predictive = {name: _as_declared(fit.draws[stan], model.data[name].type.base)
+                                   for name, stan in program.replicates.items()}
+    if context.new_inputs is not None:
+        from gpdsl.inference.methods.draw_groups import add_draw_groups
+
+        add_draw_groups(output, model, data, context, pointwise=False)
+    return output
+
+
+def _as_declared(values, base: str) -> np.ndarray:
+    """Draws of a generated quantity in the dtype of the data it replicates (Stan's CSV holds ints as reals)."""
+    values = np.asarray(values)
+    return np.rint(values).astype(np.int64) if base == "int" else values.astype(np.float64)

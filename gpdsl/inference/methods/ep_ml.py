@@ -39,8 +39,8 @@ def run_ep_ml(model, data, settings: EPMLSettings, context):
 
     import jax
 
-    from gpdsl.inference.methods.latent_chains import (latent_predictions, prior_initial_thetas, theta_output,
-                                                       view)
+    from gpdsl.inference.methods.draw_groups import add_draw_groups
+    from gpdsl.inference.methods.latent_chains import prior_initial_thetas, theta_output, view
     from gpdsl.inference.optimise.ep_ml import ep_type2_ml
 
     started = time.perf_counter()
@@ -51,9 +51,6 @@ def run_ep_ml(model, data, settings: EPMLSettings, context):
     theta_draws = np.asarray(theta)[None, None, :]
     output = theta_output(problem, theta_draws, None, {"log_marginal": np.asarray([[log_marginal]])})
     output.report = {"optimizer": report}
-    if context.new_inputs is not None:
-        output.predictions, dims = latent_predictions(problem, "ep", settings.tol)(theta_draws, None,
-                                                                                   context.new_inputs)
-        output.dims.update(dims)
+    add_draw_groups(output, model, data, context, pointwise=False, approximation="ep", tol=settings.tol)
     output.timings = {"sampling": time.perf_counter() - started}
     return output

@@ -42,12 +42,15 @@ class GibbsSettings(ChainSettings):
 
 
 def run_gibbs(model, data, settings: GibbsSettings, context):
-    """Run ``gibbs``; returns a :class:`~gpdsl.results.method_output.MethodOutput` with draws of f."""
-    from gpdsl.inference.methods.latent_chains import latent_predictions, run_latent_chains, view
+    """Run ``gibbs``; returns a :class:`~gpdsl.results.method_output.MethodOutput` with draws of f, the pointwise
+    log-likelihood and replicates, and predictions at new inputs (:mod:`~gpdsl.inference.methods.draw_groups`)."""
+    from gpdsl.inference.methods.draw_groups import add_draw_groups
+    from gpdsl.inference.methods.latent_chains import run_latent_chains, view
 
     problem = view(model, data, context)
-    return run_latent_chains(problem, gibbs_engine(problem, settings), settings, context, keep_latent=True,
-                             predict=latent_predictions(problem, None, None))
+    output = run_latent_chains(problem, gibbs_engine(problem, settings), settings, context, keep_latent=True)
+    add_draw_groups(output, model, data, context)
+    return output
 
 
 def gibbs_engine(problem, settings: GibbsSettings):

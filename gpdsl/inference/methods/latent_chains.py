@@ -3,7 +3,8 @@
 ``pm``, ``mcmc-ep`` and ``gibbs`` each build an engine (``init(rng_key, theta)``, ``step(rng_key,
 state)``) on the :class:`~gpdsl.inference.families.latent_gp.LatentGP` view; from there the run is the
 same: hyperparameters drawn from their priors (one row per chain, as in Filippone & Girolami 2014),
-the driver's compiled chains, and draws turned into a :class:`~gpdsl.results.method_output.MethodOutput`.
+the driver's compiled chains, and draws turned into a :class:`~gpdsl.results.method_output.MethodOutput`
+(whose pointwise and prediction groups :mod:`gpdsl.inference.methods.draw_groups` then adds).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ def view(model, data, context) -> LatentGP:
     return latent_gp_view(model, data, context.facts)
 
 
-def run_latent_chains(problem: LatentGP, engine, settings, context, *, keep_latent: bool, report=None,
-                      predict=None) -> MethodOutput:
+def run_latent_chains(problem: LatentGP, engine, settings, context, *, keep_latent: bool,
+                      report=None) -> MethodOutput:
     """Run ``engine = (init, step, extract)`` from prior draws and collect a method output.
 
     Parameters
@@ -53,8 +54,6 @@ def run_latent_chains(problem: LatentGP, engine, settings, context, *, keep_late
         Store the draws of f in the posterior.
     report : callable, optional
         ``report(chain_result) -> dict`` of facts for the results' report.
-    predict : callable, optional
-        ``predict(theta_draws, f_draws, new_inputs) -> (values, dims)`` for a predictions group.
     """
     init, step, extract = engine
     key = jax.random.PRNGKey(context.seed)
@@ -71,9 +70,6 @@ def run_latent_chains(problem: LatentGP, engine, settings, context, *, keep_late
     output = theta_output(problem, theta_draws, f_draws, stats)
     output.timings = dict(result.timings)
     output.report = {"resumed_at": result.timings.get("resumed_at", 0), **(report(result) if report else {})}
-    if context.new_inputs is not None and predict is not None:
-        output.predictions, prediction_dims = predict(theta_draws, f_draws, context.new_inputs)
-        output.dims.update(prediction_dims)
     return output
 
 
@@ -89,22 +85,3 @@ def theta_output(problem: LatentGP, theta_draws: np.ndarray, f_draws: np.ndarray
         posterior[problem.name] = f_draws
     return MethodOutput(posterior, sample_stats, versions={"jax": jax.__version__})
 
-
-def latent_predictions(problem: LatentGP, approximation: str | None, tol):
-    """``predict(theta_draws, f_draws, new_inputs)`` of class probabilities at new inputs.
-
-    From the draws of f when there are any (exact), else from the Gaussian approximation at each
-    theta draw (``approximation``: ``"ep"`` or ``"laplace"``).
-    """
-    from gpdsl.inference.predict.latent_gp import predict_from_latent_draws, predict_from_theta_draws
-
-    def predict(theta_draws, f_draws, new_inputs):
-        if f_draws is not None:
-            probabilities = predict_from_latent_draws(problem, theta_draws, f_draws, new_inputs)
-        else:
-            probabilities = predict_from_theta_draws(problem, theta_draws, new_inputs, approximation, tol)
-        target = problem.node.likelihood.target.name
-        points = problem.node.statement.inputs.index_shape[0]
-        return {f"{target}_prob": probabilities}, {f"{target}_prob": [f"{points}_new"]}
-
-    return predict

@@ -34,7 +34,9 @@ class MCMCEPSettings(ChainSettings):
     target_acceptance : float
         Acceptance rate the random-walk scale is tuned towards during warmup.
     sample_latent : bool
-        Also sample f by one elliptical slice step per iteration (stored in the posterior).
+        Also sample f (stored in the posterior). Only then do the results hold the pointwise
+        ``log_likelihood`` and the ``posterior_predictive`` group, which need draws of f; predictions at new
+        inputs come from the f draws, else from the Gaussian approximation at each theta draw.
     tol : float or None
         Convergence tolerance of Laplace/EP (default ``n / 1e4``).
     proposal_covariance : list of lists or None
@@ -42,7 +44,8 @@ class MCMCEPSettings(ChainSettings):
     """
 
     target_acceptance: float = option(0.25, "acceptance rate the proposal scale is tuned towards during warmup")
-    sample_latent: bool = option(False, "also sample the latent f by ESS (stored in the posterior)")
+    sample_latent: bool = option(False, "also sample the latent f (stored in the posterior; needed for the "
+                                        "log_likelihood and posterior_predictive groups)")
     tol: float | None = option(None, "Laplace/EP convergence: change in squared norm of f (default n/1e4)")
     proposal_covariance: list | None = option(
         None, "reuse the random-walk covariance an earlier pm/mcmc-ep run adapted (averaged over its chains); "
@@ -109,13 +112,15 @@ def _engine(problem, settings, approximation, num_importance, approximate):
 
 def _run(model, data, settings, context, engine, approximation):
     from gpdsl.inference.mcmc.pseudo_marginal import proposal_covariance_of
-    from gpdsl.inference.methods.latent_chains import latent_predictions, run_latent_chains, view
+    from gpdsl.inference.methods.draw_groups import add_draw_groups
+    from gpdsl.inference.methods.latent_chains import run_latent_chains, view
 
     problem = view(model, data, context)
-    return run_latent_chains(
+    output = run_latent_chains(
         problem, engine(problem, settings), settings, context, keep_latent=settings.sample_latent,
-        report=lambda result: {"proposal_covariance": proposal_covariance_of(result.final_state).tolist()},
-        predict=latent_predictions(problem, approximation, settings.tol))
+        report=lambda result: {"proposal_covariance": proposal_covariance_of(result.final_state).tolist()})
+    add_draw_groups(output, model, data, context, approximation=approximation, tol=settings.tol)
+    return output
 
 
 def adapted_proposal_covariance(results) -> list:

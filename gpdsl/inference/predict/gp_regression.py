@@ -3,6 +3,9 @@
 * :func:`exact_posterior` and :func:`exact_moments`: the exact GP predictive
   ``N(k*^T (K + s^2 I)^-1 y, k** - k*^T (K + s^2 I)^-1 k*)`` (plus ``s^2`` for ``y*``), from one
   Cholesky factor; traceable, so free simulation scans over it.
+* :func:`loo_log_densities`: the exact leave-one-out predictive log densities ``log p(y_i | y_-i, theta)``
+  (Sundararajan & Keerthi 2001), and :func:`posterior_replicate`: a replicate of ``y`` from its posterior
+  predictive given ``theta``; both traceable, one Cholesky factor each.
 * :func:`predict`: that predictive at new inputs of a :class:`~gpdsl.inference.optimise.marginal_likelihood.GPRegressionFit`.
 * :func:`predict_gaussian`: the predictive at ``q(x*) = N(mean, diag(variance))`` by eqs. (40)-(41) of
   Damianou et al. (2016) with the training inputs as inducing inputs
@@ -79,6 +82,30 @@ def exact_moments(posterior: ExactPosterior, kernel, X, X_new, include_noise: bo
     if include_noise:
         variance = variance + posterior.noise_variance
     return K_star.T @ posterior.alpha, variance
+
+
+def loo_log_densities(posterior: ExactPosterior) -> jax.Array:
+    """``log p(y_i | y_-i, theta)`` for each training point, shape ``(n,)`` (traceable).
+
+    With ``P = (K + s^2 I)^-1``, ``y_i | y_-i ~ N(y_i - (P y)_i / P_ii, 1 / P_ii)``; ``P y`` is ``alpha``.
+    """
+    precision = cho_solve((posterior.chol, True), jnp.eye(posterior.chol.shape[0]))
+    diagonal = jnp.diag(precision)
+    return 0.5 * (jnp.log(diagonal) - posterior.alpha ** 2 / diagonal - jnp.log(2 * jnp.pi))
+
+
+def posterior_replicate(posterior: ExactPosterior, y, key) -> jax.Array:
+    """A replicate of ``y`` from ``p(y_rep | y, theta)``, shape ``(n,)`` (traceable).
+
+    ``f | y`` has mean ``y - s^2 alpha`` and covariance ``s^2 (I - s^2 P)`` (the jitter counted in ``K``), so
+    ``y_rep = f + e`` has covariance ``s^2 (2 I - s^2 P)``, whose eigenvalues lie in ``[s^2, 2 s^2)``.
+    """
+    s2 = posterior.noise_variance
+    n = posterior.chol.shape[0]
+    precision = cho_solve((posterior.chol, True), jnp.eye(n))
+    covariance = s2 * (2.0 * jnp.eye(n) - s2 * precision)
+    factor = cholesky(0.5 * (covariance + covariance.T))
+    return jnp.asarray(y) - s2 * posterior.alpha + factor @ jax.random.normal(key, (n,))
 
 
 def predict(fit: GPRegressionFit, X_new, include_noise: bool = True) -> Prediction:

@@ -15,7 +15,7 @@ import numpy as np
 
 from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.approximations.ep import ep
-from gpdsl.inference.approximations.gaussian import class_probability, predict
+from gpdsl.inference.approximations.gaussian import class_probability, predict_latent
 from gpdsl.inference.approximations.laplace import laplace
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.linalg import cholesky, solve_triangular
@@ -48,40 +48,57 @@ def check_new_inputs(problem: LatentGP, X_new) -> np.ndarray:
     return X_new
 
 
+def conditional_moments(problem: LatentGP, theta, f, X_new):
+    """Mean and variance of ``f*`` at ``X_new`` given one draw ``(theta, f)``: the GP conditional (traceable)."""
+    L = cholesky(problem.covariance(theta))
+    K_star, k_diag = new_input_covariances(problem, theta, X_new)
+    A = solve_triangular(L, K_star, lower=True)
+    mean = A.T @ solve_triangular(L, f, lower=True)
+    return mean, jnp.maximum(k_diag - jnp.sum(A ** 2, axis=0), 0.0)
+
+
+def approximate_moments(problem: LatentGP, theta, X_new, approximation: str = "ep", tol=None):
+    """Mean and variance of ``f*`` at ``X_new`` under the Gaussian approximation at ``theta`` (traceable)."""
+    K = problem.covariance(theta)
+    y = jnp.asarray(problem.y)
+    approx = ep(K, y, tol=tol) if approximation == "ep" else laplace(K, y, problem.likelihood, tol=tol)
+    K_star, k_diag = new_input_covariances(problem, theta, X_new)
+    mean, var = predict_latent(approx, K_star, k_diag)
+    return mean, jnp.maximum(var, 0.0)
+
+
 def predict_from_latent_draws(problem: LatentGP, theta_draws, f_draws, X_new) -> np.ndarray:
     """Eq. 20: class probabilities averaged over ``(theta, f)`` draws, shape ``(chain, draw, m)``."""
     X_new = check_new_inputs(problem, X_new)
 
     def one(theta, f):
-        K = problem.covariance(theta)
-        L = cholesky(K)
-        K_star, k_diag = new_input_covariances(problem, theta, X_new)
-        A = solve_triangular(L, K_star, lower=True)
-        mean = A.T @ solve_triangular(L, f, lower=True)
-        var = k_diag - jnp.sum(A ** 2, axis=0)
-        return class_probability(mean, jnp.maximum(var, 0.0), problem.likelihood)
+        return class_probability(*conditional_moments(problem, theta, f, X_new), problem.likelihood)
 
-    return _over_draws(one, theta_draws, f_draws)
+    return over_draws(one, theta_draws, f_draws)
 
 
 def predict_from_theta_draws(problem: LatentGP, theta_draws, X_new, approximation: str = "ep",
                              tol=None) -> np.ndarray:
     """Eqs. 7-8 inside: the approximation's class probabilities averaged over ``theta`` draws."""
     X_new = check_new_inputs(problem, X_new)
-    y = jnp.asarray(problem.y)
 
     def one(theta):
-        K = problem.covariance(theta)
-        approx = ep(K, y, tol=tol) if approximation == "ep" else laplace(K, y, problem.likelihood, tol=tol)
-        K_star, k_diag = new_input_covariances(problem, theta, X_new)
-        return predict(approx, K_star, k_diag, problem.likelihood)
+        return class_probability(*approximate_moments(problem, theta, X_new, approximation, tol), problem.likelihood)
 
-    return _over_draws(one, theta_draws)
+    return over_draws(one, theta_draws)
 
 
-def _over_draws(function, *draws) -> np.ndarray:
+def over_draws(function, *draws, batch: int = 256):
+    """``function`` of one draw applied to every draw of ``(chain, draw, ...)`` arrays, in compiled batches.
+
+    Returns
+    -------
+    numpy.ndarray or tuple of numpy.ndarray
+        Each output of ``function`` shaped ``(chain, draw, *its shape)``.
+    """
     chains, num = np.shape(draws[0])[:2]
     flat = [jnp.reshape(jnp.asarray(d), (chains * num,) + np.shape(d)[2:]) for d in draws]
     batched = jax.jit(jax.vmap(function))
-    out = [np.asarray(batched(*[d[i:i + 256] for d in flat])) for i in range(0, chains * num, 256)]
-    return np.concatenate(out).reshape(chains, num, -1)
+    parts = [batched(*[d[i:i + batch] for d in flat]) for i in range(0, chains * num, batch)]
+    joined = jax.tree_util.tree_map(lambda *leaves: np.concatenate([np.asarray(x) for x in leaves]), *parts)
+    return jax.tree_util.tree_map(lambda x: x.reshape((chains, num) + x.shape[1:]), joined)

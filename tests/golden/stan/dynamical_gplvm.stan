@@ -44,6 +44,40 @@ functions {
   }
 
   /**
+   * Leave-one-out predictive log densities of y ~ multi_normal(0, C), C = L L' (Sundararajan & Keerthi
+   * 2001): with P = C^-1, y_i | y_-i ~ normal(y_i - (P y)_i / P_ii, 1 / sqrt(P_ii)), so
+   * log p(y_i | y_-i) = (log P_ii - (P y)_i^2 / P_ii - log(2 pi)) / 2. Exact for GP regression with f
+   * integrated out, which makes PSIS-LOO over the hyperparameter draws valid (Buerkner, Gabry & Vehtari
+   * 2021).
+   *
+   * @param y  vector[N] of observations
+   * @param L  matrix[N, N], the Cholesky factor of their covariance C
+   * @return   vector[N], log p(y_i | y_-i) for each i
+   */
+  vector normal_loo_log_densities(vector y, matrix L) {
+    matrix[rows(L), rows(L)] precision = chol2inv(L);
+    vector[rows(L)] p = diagonal(precision);
+    return 0.5 * (log(p) - square(precision * y) ./ p - log(2 * pi()));
+  }
+
+  /**
+   * A replicate of y from its posterior predictive under GP regression with f integrated out:
+   * y ~ multi_normal(0, C), C = K + s2 I = L L' (jitter counted in K), so f | y has mean y - s2 C^-1 y and
+   * covariance s2 (I - s2 C^-1), and the replicate f + e, e ~ normal(0, s2 I), has covariance
+   * s2 (2 I - s2 C^-1), whose eigenvalues lie in [s2, 2 s2): well conditioned whatever K.
+   *
+   * @param y               vector[N] of observations
+   * @param L               matrix[N, N], the Cholesky factor of C
+   * @param noise_variance  s2
+   * @return                vector[N], one replicate
+   */
+  vector normal_gp_replicate_rng(vector y, matrix L, real noise_variance) {
+    matrix[rows(L), rows(L)] precision = chol2inv(L);
+    matrix[rows(L), rows(L)] covariance = noise_variance * add_diag(-noise_variance * precision, 2);
+    return multi_normal_rng(y - noise_variance * (precision * y), 0.5 * (covariance + covariance'));
+  }
+
+  /**
    * Weighted squared distances r2[i, j] = sum_d w[d] * (x1[i][d] - x2[j][d])^2.
    *
    * @param x1  array[N1] vector[D]
@@ -134,5 +168,18 @@ model {
     array[N] vector[Q] X_points = rows_as_points(X);
     matrix[N, N] K = rbf_inv_ls2_kernel(X_points, X_points, s2, w);
     target += multi_normal_cholesky_lpdf(Y_columns | rep_vector(0, N), cholesky_decompose(add_diag(K, square(sqrt(noise)) + jitter)));
+  }
+}
+generated quantities {
+  matrix[N, D] log_lik_Y;
+  matrix[N, D] Y_rep;
+  {
+    array[N] vector[Q] X_points_ = rows_as_points(X);
+    matrix[N, N] K = rbf_inv_ls2_kernel(X_points_, X_points_, s2, w);
+    matrix[N, N] L = cholesky_decompose(add_diag(K, square(sqrt(noise)) + jitter));
+    for (i1 in 1:D) {
+      log_lik_Y[:, i1] = normal_loo_log_densities(Y_columns[i1], L);
+      Y_rep[:, i1] = normal_gp_replicate_rng(Y_columns[i1], L, square(sqrt(noise)));
+    }
   }
 }

@@ -56,3 +56,11 @@ model {
   target += std_normal_lpdf(f_raw);
   target += std_normal_lcdf((2 * to_vector(y) - 1) .* f);
 }
+generated quantities {
+  array[N] real log_lik_y;
+  array[N] int y_rep;
+  for (i1 in 1:N) {
+    log_lik_y[i1] = std_normal_lcdf((2 * y[i1] - 1) * f[i1]);
+    y_rep[i1] = bernoulli_rng(Phi(f[i1]));
+  }
+}

@@ -110,3 +110,13 @@ model {
     target += normal_lpdf(y[i] | f[i] + alpha[1], alpha[2]);
   }
 }
+generated quantities {
+  array[T] vector[N] log_lik_y;
+  array[T] vector[N] y_rep;
+  for (i in 1:T) {
+    for (i1 in 1:N) {
+      log_lik_y[i, i1] = normal_lpdf(y[i, i1] | (f[i] + alpha[1])[i1], alpha[2]);
+      y_rep[i, i1] = normal_rng((f[i] + alpha[1])[i1], alpha[2]);
+    }
+  }
+}

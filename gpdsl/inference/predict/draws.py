@@ -1,0 +1,139 @@
+"""Pointwise log-likelihood, replicates and draws at new inputs, draw by draw, from any sampler's draws.
+
+What ArviZ's ``log_likelihood``, ``posterior_predictive`` and ``predictions`` groups hold for the latent-GP
+and GP-regression families (:mod:`gpdsl.ir.families`), from hyperparameter draws ``theta`` (unconstrained,
+``(chain, draw, p)``) and, where a sampler records them, draws of the latent values ``f``:
+
+* latent-GP models: ``log p(y_i | f_i, theta)`` and ``y_rep ~ p(y | f, theta)`` through the likelihood
+  object; at new inputs ``f*`` from the GP conditional given ``(theta, f)``, or from the Gaussian
+  approximation at ``theta`` for samplers of ``theta`` alone, then ``y*`` through the likelihood's sampler
+  (each new point from its own marginal).
+* GP regression, ``f`` integrated out: the exact leave-one-out predictive log densities
+  ``log p(y_i | y_-i, theta)`` (Sundararajan & Keerthi 2001), which make PSIS-LOO over the ``theta`` draws
+  valid for this non-factorised model (Bürkner, Gabry & Vehtari 2021); replicates and draws at new inputs
+  from the exact conditional given ``theta``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gpdsl.inference.families.gp_regression import GPRegression
+from gpdsl.inference.families.latent_gp import LatentGP
+from gpdsl.inference.predict.gp_regression import (exact_moments, exact_posterior, loo_log_densities,
+                                                   posterior_replicate)
+from gpdsl.inference.predict.latent_gp import (approximate_moments, check_new_inputs, conditional_moments,
+                                               over_draws)
+from gpdsl.likelihoods import LIKELIHOODS, capability
+
+
+def unconstrained_draws(view, posterior: dict) -> np.ndarray:
+    """The flat unconstrained ``theta`` of a view, ``(chain, draw, p)``, from named constrained draws."""
+    names = view.theta_names
+    return over_draws(lambda *values: view.unconstrain_theta(dict(zip(names, values))),
+                      *[np.asarray(posterior[name]) for name in names])
+
+
+def draw_keys(key, theta_draws) -> np.ndarray:
+    """One PRNG key per draw, ``(chain, draw, 2)``."""
+    chains, num = np.shape(theta_draws)[:2]
+    return np.asarray(jax.random.split(key, chains * num)).reshape(chains, num, -1)
+
+
+def likelihood_arguments(problem: LatentGP, env: dict) -> list:
+    """The arguments of the latent GP's likelihood evaluated in ``env``, in the likelihood's order."""
+    distribution = problem.node.likelihood.distribution
+    given = dict(distribution.args)
+    return [problem.jax_model.evaluate(given[name], env) for name in LIKELIHOODS[problem.likelihood].params]
+
+
+def latent_log_likelihood(problem: LatentGP, theta_draws, f_draws) -> np.ndarray:
+    """``log p(y_i | f_i, theta)`` for every draw and observation, ``(chain, draw, n)``."""
+    density = LIKELIHOODS[problem.likelihood].log_density
+    y = jnp.asarray(problem.y, dtype=float)
+
+    def one(theta, f):
+        return density(y, *likelihood_arguments(problem, problem.environment(theta, f)))
+
+    return over_draws(one, theta_draws, f_draws)
+
+
+def latent_replicates(problem: LatentGP, theta_draws, f_draws, key) -> np.ndarray:
+    """A replicate ``y_rep ~ p(y | f, theta)`` for every draw, ``(chain, draw, n)``."""
+    sample = LIKELIHOODS[problem.likelihood].sample
+    shape = np.shape(problem.y)
+
+    def one(theta, f, draw_key):
+        return sample(draw_key, shape, *likelihood_arguments(problem, problem.environment(theta, f)))
+
+    return over_draws(one, theta_draws, f_draws, draw_keys(key, theta_draws))
+
+
+def latent_new_draws(problem: LatentGP, theta_draws, f_draws, X_new, key, approximation: str = "ep",
+                     tol=None) -> dict[str, np.ndarray]:
+    """Draws at new inputs: ``<f>_new`` and ``<y>_new``, and ``<y>_prob`` where the likelihood has class
+    probabilities, each ``(chain, draw, m)``.
+
+    ``f*`` comes from the GP conditional given each ``(theta, f)`` draw, or, with ``f_draws`` None, from the
+    Gaussian approximation (``approximation``: ``"ep"`` or ``"laplace"``) at each ``theta`` draw.
+    """
+    X_new = check_new_inputs(problem, X_new)
+    likelihood = LIKELIHOODS[problem.likelihood]
+    probability = capability(problem.likelihood, "class_probability")
+    target = problem.node.likelihood.target.name
+
+    def from_moments(theta, mean, var, draw_key):
+        latent_key, observation_key = jax.random.split(draw_key)
+        f_star = mean + jnp.sqrt(var) * jax.random.normal(latent_key, mean.shape)
+        env = {**problem.environment(theta), problem.name: f_star}
+        values = {f"{problem.name}_new": f_star,
+                  f"{target}_new": likelihood.sample(observation_key, mean.shape, *likelihood_arguments(problem, env))}
+        if probability is not None:
+            values[f"{target}_prob"] = probability(mean, var)
+        return values
+
+    keys = draw_keys(key, theta_draws)
+    if f_draws is None:
+        return over_draws(lambda t, k: from_moments(t, *approximate_moments(problem, t, X_new, approximation, tol), k),
+                          theta_draws, keys)
+    return over_draws(lambda t, f, k: from_moments(t, *conditional_moments(problem, t, f, X_new), k),
+                      theta_draws, f_draws, keys)
+
+
+def _posterior_at(problem: GPRegression, theta):
+    return exact_posterior(problem.kernel(theta), problem.inputs(theta), jnp.asarray(problem.y),
+                           problem.noise_variance(theta))
+
+
+def gp_regression_log_likelihood(problem: GPRegression, theta_draws) -> np.ndarray:
+    """``log p(y_i | y_-i, theta)`` for every draw and observation, ``(chain, draw, n)``."""
+    return over_draws(lambda theta: loo_log_densities(_posterior_at(problem, theta)), theta_draws)
+
+
+def gp_regression_replicates(problem: GPRegression, theta_draws, key) -> np.ndarray:
+    """A replicate ``y_rep ~ p(y_rep | y, theta)`` for every draw, ``(chain, draw, n)``."""
+    y = jnp.asarray(problem.y)
+    return over_draws(lambda theta, k: posterior_replicate(_posterior_at(problem, theta), y, k), theta_draws,
+                      draw_keys(key, theta_draws))
+
+
+def gp_regression_new_draws(problem: GPRegression, theta_draws, X_new, key) -> dict[str, np.ndarray]:
+    """The exact predictive at new inputs for every draw, each ``(chain, draw, m)``: ``<y>_mean``,
+    ``<y>_variance`` (noise included), ``<f>_variance``, and one draw each of ``<f>_new`` and ``<y>_new``."""
+    X_new = jnp.asarray(check_new_inputs(problem, X_new))
+    target, latent = problem.target, problem.name
+
+    def one(theta, draw_key):
+        kernel, X = problem.kernel(theta), problem.inputs(theta)
+        posterior = _posterior_at(problem, theta)
+        mean, f_variance = exact_moments(posterior, kernel, X, X_new, include_noise=False)
+        f_variance = jnp.maximum(f_variance, 0.0)
+        y_variance = f_variance + posterior.noise_variance
+        latent_key, observation_key = jax.random.split(draw_key)
+        return {f"{target}_mean": mean, f"{target}_variance": y_variance, f"{latent}_variance": f_variance,
+                f"{latent}_new": mean + jnp.sqrt(f_variance) * jax.random.normal(latent_key, mean.shape),
+                f"{target}_new": mean + jnp.sqrt(y_variance) * jax.random.normal(observation_key, mean.shape)}
+
+    return over_draws(one, theta_draws, draw_keys(key, theta_draws))
