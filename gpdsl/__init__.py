@@ -1,4 +1,16 @@
-"""gpdsl: a modelling language for Gaussian-process hierarchies."""
+"""gpdsl: a modelling language for Gaussian-process hierarchies.
+
+The Python API, without deep imports (each name is loaded on first use, so ``import gpdsl`` stays cheap
+and imports neither JAX nor Stan):
+
+- :func:`gpdsl.check` -- parse and check a model file or model text: ``model, warnings = gpdsl.check(path)``
+- :func:`gpdsl.load_data` -- data (a ``.json``, ``.csv`` or ``.nc`` file, or a dict) validated against a model
+- :func:`gpdsl.sample`, :func:`gpdsl.fit` -- run a sampler or an optimiser, settings as keywords
+- :func:`gpdsl.run` -- the same with a settings object (``gpdsl.api.run``, which the CLI calls)
+- :func:`gpdsl.compare` -- fits side by side (``gpdsl compare``): a :class:`~gpdsl.results.compare.Comparison`
+- :func:`gpdsl.summarize`, :func:`gpdsl.read_results` -- a results file's summary table, and reading one
+- :mod:`gpdsl.datasets` -- benchmark datasets (``gpdsl.datasets.model_data`` for the models' format)
+"""
 
 import os as _os
 
@@ -19,3 +31,36 @@ if "xla_force_host_platform_device_count" not in _flags:
 _os.environ["XLA_FLAGS"] = _flags.strip()
 
 __version__ = "0.1.0"
+
+_API = {
+    "check": ("gpdsl.api", "check"),
+    "load_model": ("gpdsl.api", "load_model"),
+    "load_data": ("gpdsl.data_io", "load_data"),
+    "run": ("gpdsl.api", "run"),
+    "sample": ("gpdsl.api", "sample"),
+    "fit": ("gpdsl.api", "fit"),
+    "compare": ("gpdsl.results.compare", "compare"),
+    "summarize": ("gpdsl.results.summary", "summarize"),
+    "read_results": ("gpdsl.results.io", "read_netcdf"),
+}
+_MODULES = ("datasets", "results", "api")
+
+__all__ = ["__version__", *_API, *_MODULES]
+
+
+def __getattr__(name):
+    import importlib
+
+    if name in _API:
+        module, attribute = _API[name]
+        value = getattr(importlib.import_module(module), attribute)
+    elif name in _MODULES:
+        value = importlib.import_module(f"gpdsl.{name}")
+    else:
+        raise AttributeError(f"module 'gpdsl' has no attribute '{name}'")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

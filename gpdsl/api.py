@@ -1,4 +1,9 @@
-"""The library API the CLI and case studies use: load and check models, and run any method on them."""
+"""The library API the CLI and case studies use: load and check models, and run any method on them.
+
+:func:`run` is the one entry point: it checks everything a run needs (:func:`prepare`) before it runs the
+method (:func:`execute`); run files prepare all their runs before the first executes. :func:`sample` and
+:func:`fit` are :func:`run` with the settings as keyword arguments.
+"""
 
 from __future__ import annotations
 
@@ -36,16 +41,60 @@ def check_text(text: str, name: str = "<string>") -> tuple[Model, list[CheckWarn
 
 
 def check_file(path: str | Path) -> tuple[Model, list[CheckWarning]]:
-    """Parse and check a ``.gpm`` file (see :func:`check_text`)."""
+    """Parse and check a ``.gpm`` file (see :func:`check_text`).
+
+    Raises
+    ------
+    GpdslError
+        ``no such model file`` when ``path`` is not a file; the model's own errors otherwise.
+    """
+    if not Path(path).is_file():
+        from gpdsl.errors import GpdslError
+
+        raise GpdslError(f"no such model file: {path}", hint=f"relative paths start at the working directory, {Path.cwd()}")
     return check_program(parse_file(path))
+
+
+def check(model: str | Path) -> tuple[Model, list[CheckWarning]]:
+    """Parse and check a model: a ``.gpm`` file, or model text.
+
+    Parameters
+    ----------
+    model : str or path
+        A file path, or the model's text (recognised by a brace or a newline).
+
+    Returns
+    -------
+    model : Model
+        The typed IR that :func:`run` takes.
+    warnings : list of CheckWarning
+        Each with ``render()`` for ``file:line:col`` text.
+
+    Raises
+    ------
+    GpdslError
+        With the location of the first problem (``ModelSyntaxError``, ``ModelCheckError``), or
+        ``no such model file``.
+
+    Examples
+    --------
+    >>> import gpdsl
+    >>> model, warnings = gpdsl.check("models/gp_classification.gpm")  # doctest: +SKIP
+    >>> list(model.parameters)  # doctest: +SKIP
+    ['sigma', 'tau']
+    """
+    if _is_text(model):
+        return check_text(str(model))
+    return check_file(model)
 
 
 def load_model(path_or_text: str | Path) -> Model:
     """The checked model of a file path, or of model text if it contains a newline or brace."""
-    text = str(path_or_text)
-    if isinstance(path_or_text, Path) or ("{" not in text and "\n" not in text):
-        return check_file(path_or_text)[0]
-    return check_text(text)[0]
+    return check(path_or_text)[0]
+
+
+def _is_text(model) -> bool:
+    return not isinstance(model, Path) and ("{" in str(model) or "\n" in str(model))
 
 
 @dataclass(frozen=True)
@@ -76,21 +125,113 @@ class RunContext:
     new_inputs: Any = None
 
 
-def run(model: Model, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None, *,
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run whose every input was checked: what :func:`execute` runs.
+
+    Attributes
+    ----------
+    model : Model
+    data : dict
+        The validated data.
+    method : Method
+        The registry entry.
+    settings : dataclass
+        The method's validated settings.
+    context : RunContext
+        Family, facts, seed, progress, checkpoint and new inputs.
+    out : path, optional
+        Where the results will be written (checked writable).
+    """
+
+    model: Model
+    data: dict
+    method: Any
+    settings: Any
+    context: RunContext
+    out: str | Path | None = None
+
+
+def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None,
+            *, seed: int | None = None, out: str | Path | None = None, progress: bool = False,
+            checkpoint: str | Path | None = None, new_inputs=None, inputs=(), on_warning=None) -> PreparedRun:
+    """Check everything a run needs, run nothing (see :func:`run` for the parameters).
+
+    Returns
+    -------
+    PreparedRun
+
+    Raises
+    ------
+    GpdslError
+        The first problem found: a model error, an unknown method (with a suggestion), a method that does
+        not fit the model, invalid settings, data that disagree with the declarations, a file that cannot
+        be written.
+    """
+    from gpdsl.atomic import check_writable
+    from gpdsl.data_io import load_data
+    from gpdsl.errors import MethodError
+    from gpdsl.ir.families import classify, require_priors
+    from gpdsl.registry import get_method
+
+    if not isinstance(model, Model):
+        inputs = (*inputs, *([] if _is_text(model) else [model]))
+        model = load_model(model)
+    entry = get_method(method)
+    family, facts = classify(model).require(entry.families, entry.name)
+    if entry.requires_priors:
+        require_priors(model, entry.name)
+    settings = entry.settings() if settings is None else settings
+    if not isinstance(settings, entry.settings):
+        raise MethodError(f"{entry.name} takes {entry.settings.__name__}, not {type(settings).__name__}")
+    refusal = entry.prediction_refusal(model) if new_inputs is not None else None
+    if refusal:
+        raise MethodError(refusal)
+    if checkpoint is not None and not entry.checkpoints:
+        raise MethodError(f"{entry.name} writes no checkpoints; methods that do: "
+                          f"{', '.join(m.name for m in _methods_with('checkpoints'))}")
+    if out is not None:
+        check_writable(out, "results", inputs=[*inputs, *([data] if isinstance(data, (str, Path)) else [])])
+    data, warnings = load_data(data, model, allow_missing=output_variables(model) if entry.missing_outputs else ())
+    for warning in warnings if on_warning else ():
+        on_warning(warning)
+    seed = draw_seed() if seed is None else verify_seed(seed)
+    return PreparedRun(model, data, entry, settings, RunContext(family, facts, seed, progress, checkpoint, new_inputs),
+                       out)
+
+
+def execute(prepared: PreparedRun, keep_state: bool = False):
+    """Run a prepared run, build its results and write them (see :func:`run` for what it returns)."""
+    import time
+
+    from gpdsl.results.io import write_netcdf
+    from gpdsl.results.method_output import method_results
+
+    started = time.perf_counter()
+    output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
+    output.timings = {**output.timings, "total": output.timings.get("total") or time.perf_counter() - started}
+    results = method_results(prepared.model, prepared.data, prepared.method.name, prepared.method.engine,
+                             prepared.settings, prepared.context.seed, output)
+    if prepared.out is not None:
+        write_netcdf(results, prepared.out)
+    return (results, output.state) if keep_state else results
+
+
+def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None, *,
         seed: int | None = None, out: str | Path | None = None, progress: bool = False,
         checkpoint: str | Path | None = None, new_inputs=None, keep_state: bool = False, inputs=(),
         on_warning=None):
     """Run an inference method on a model: the one entry point of the CLI and the Python API.
 
-    Everything is checked before anything compiles or runs: the method exists and fits the model's
-    family (else the refusal says what it needs), every parameter has a prior if the method samples
-    them, the settings are valid, the data match the declarations, predictions are supported, and
+    Everything is checked before anything compiles or runs (:func:`prepare`): the method exists and fits
+    the model's family (else the refusal says what it needs), every parameter has a prior if the method
+    samples them, the settings are valid, the data match the declarations, predictions are supported, and
     ``out`` can be written.
 
     Parameters
     ----------
-    model : Model
-        The checked model (:func:`check_file`).
+    model : Model, str or path
+        The checked model (:func:`check`), or a model file or model text to check.
     data : mapping or path
         Data values or a data file (validated here against the declarations).
     method : str
@@ -117,42 +258,105 @@ def run(model: Model, data: Mapping[str, Any] | str | Path, method: str = "nuts"
     Returns
     -------
     results : arviz.InferenceData or xarray.DataTree
+        Timings (``compile``, ``warmup``, ``sampling``, ``total`` seconds) in the ``timings`` attribute.
     state : object
         Only with ``keep_state``.
     """
-    from gpdsl.atomic import check_writable
-    from gpdsl.data_io import load_data
+    prepared = prepare(model, data, method, settings, seed=seed, out=out, progress=progress, checkpoint=checkpoint,
+                       new_inputs=new_inputs, inputs=inputs, on_warning=on_warning)
+    return execute(prepared, keep_state=keep_state)
+
+
+def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", *,
+           seed: int | None = None, out: str | Path | None = None, progress: bool = False, new_inputs=None,
+           **settings):
+    """Draw from the posterior with a sampler, its settings as keywords (``gpdsl sample``).
+
+    Parameters
+    ----------
+    model : Model, str or path
+        A checked model, a ``.gpm`` file or model text.
+    data : mapping or path
+        Data values or a data file (``.json``, ``.csv``, ``.nc``).
+    method : str
+        A method of ``gpdsl sample``: ``nuts`` (default), ``pm``, ``mcmc-ep``, ``gibbs``, ``pm-gplvm``, ...
+    seed : int, optional
+        Random seed (drawn and recorded when omitted).
+    out : path, optional
+        Also write the results to this NetCDF file.
+    progress : bool
+        Show progress.
+    new_inputs : array_like, optional
+        Inputs at which to predict (a ``predictions`` group).
+    **settings
+        The method's settings by name (``chains=4``, ``approximation="ep"``), validated as the
+        command-line flags are; a misspelt name gets a suggestion.
+
+    Returns
+    -------
+    arviz.InferenceData or xarray.DataTree
+
+    Examples
+    --------
+    >>> import gpdsl
+    >>> fit = gpdsl.sample("models/gp_classification.gpm", "data.json", "pm",
+    ...                    approximation="ep", chains=4, seed=1)  # doctest: +SKIP
+    """
+    return _run_command("sample", model, data, method, seed, out, progress, new_inputs, settings)
+
+
+def fit(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "vem", *,
+        seed: int | None = None, out: str | Path | None = None, progress: bool = False, new_inputs=None,
+        **settings):
+    """Fit a model by an optimiser or variational method (``gpdsl fit``): ``vem`` (default) or ``ml``.
+
+    Parameters are those of :func:`sample`; the point estimates are stored as a one-draw posterior.
+
+    Returns
+    -------
+    arviz.InferenceData or xarray.DataTree
+
+    Examples
+    --------
+    >>> import gpdsl
+    >>> result = gpdsl.fit("models/bayesian_gplvm.gpm", "oil.json", num_inducing=30, seed=0)  # doctest: +SKIP
+    """
+    return _run_command("fit", model, data, method, seed, out, progress, new_inputs, settings)
+
+
+def _run_command(command, model, data, method, seed, out, progress, new_inputs, settings):
+    from gpdsl.cli_options import settings_from_mapping
     from gpdsl.errors import MethodError
-    from gpdsl.ir.families import classify, require_priors
     from gpdsl.registry import get_method
-    from gpdsl.results.io import write_netcdf
-    from gpdsl.results.method_output import method_results
 
     entry = get_method(method)
-    family, facts = classify(model).require(entry.families, entry.name)
-    if entry.requires_priors:
-        require_priors(model, entry.name)
-    settings = entry.settings() if settings is None else settings
-    if not isinstance(settings, entry.settings):
-        raise MethodError(f"{entry.name} takes {entry.settings.__name__}, not {type(settings).__name__}")
-    refusal = entry.prediction_refusal(model) if new_inputs is not None else None
-    if refusal:
-        raise MethodError(refusal)
-    if checkpoint is not None and not entry.checkpoints:
-        raise MethodError(f"{entry.name} writes no checkpoints; methods that do: "
-                          f"{', '.join(m.name for m in _methods_with('checkpoints'))}")
-    if out is not None:
-        check_writable(out, "results", inputs=[*inputs, *([data] if isinstance(data, (str, Path)) else [])])
-    data, warnings = load_data(data, model, allow_missing=output_variables(model) if entry.missing_outputs else ())
-    for warning in warnings if on_warning else ():
-        on_warning(warning)
-    seed = draw_seed() if seed is None else verify_seed(seed)
-    context = RunContext(family, facts, seed, progress, checkpoint, new_inputs)
-    output = entry.run(model, data, settings, context)
-    results = method_results(model, data, entry.name, entry.engine, settings, seed, output)
-    if out is not None:
-        write_netcdf(results, out)
-    return (results, output.state) if keep_state else results
+    if entry.command != command:
+        raise MethodError(f"{entry.name} is a method of gpdsl.{entry.command}, not of gpdsl.{command}")
+    chosen = settings_from_mapping(entry, settings, "settings")
+    return run(model, data, entry.name, chosen, seed=seed, out=out, progress=progress, new_inputs=new_inputs)
+
+
+def new_inputs_from_file(path, model: Model, method: str):
+    """The GP input variable's values in a prediction data file (same name as in the model): ``--predict``.
+
+    For the GPLVM methods every variable of the file, by name: the new inputs of the latent inputs' GP prior
+    and new (partially observed) outputs, which the method picks from.
+    """
+    from gpdsl.data_io import read_data
+    from gpdsl.errors import DataError
+    from gpdsl.ir.families import BAYESIAN_GPLVM, GP_PRIOR_GPLVM
+    from gpdsl.ir.structure import gp_nodes
+    from gpdsl.registry import get_method
+
+    values = read_data(path)
+    if {BAYESIAN_GPLVM, GP_PRIOR_GPLVM} & set(get_method(method).families):
+        return values
+    names = {name for node in gp_nodes(model) for name in node.statement.inputs.names if name}
+    found = [name for name in names if name in values]
+    if len(found) != 1:
+        raise DataError(f"{path} must hold the new inputs under the model's input name "
+                        f"({' or '.join(sorted(names)) or 'none'})")
+    return values[found[0]]
 
 
 def draw_seed() -> int:

@@ -1,4 +1,4 @@
-"""The ``gpdsl`` command line: check, compile, sample, fit, forecast, methods, summary, plot.
+"""The ``gpdsl`` command line: check, compile, sample, fit, run, forecast, methods, summary, plot, compare, data.
 
 Exit status: 0 on success, 1 for a user error (rendered with its location, no traceback), 2 for an
 internal error (a bug in gpdsl, with a request to report it).
@@ -7,6 +7,7 @@ internal error (a bug in gpdsl, with a request to report it).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -73,7 +74,7 @@ def _cmd_compile(args) -> int:
 
 def _cmd_run(args) -> int:
     """``gpdsl sample`` and ``gpdsl fit``: one path through :func:`gpdsl.api.run`."""
-    from gpdsl.api import check_file, run
+    from gpdsl.api import check_file, new_inputs_from_file, run
     from gpdsl.registry import get_method
 
     entry = get_method(args.method)
@@ -81,7 +82,7 @@ def _cmd_run(args) -> int:
     model, warnings = check_file(args.file)
     for warning in warnings:
         print(warning.render(), file=sys.stderr)
-    new_inputs = _new_inputs(args.predict, model, entry.name) if getattr(args, "predict", None) else None
+    new_inputs = new_inputs_from_file(args.predict, model, entry.name) if getattr(args, "predict", None) else None
     results = run(model, args.data, entry.name, settings, seed=args.seed, out=args.out, progress=not args.quiet,
                   checkpoint=getattr(args, "checkpoint", None), new_inputs=new_inputs,
                   inputs=(args.file,), on_warning=lambda text: print(f"warning: {text}", file=sys.stderr))
@@ -253,27 +254,66 @@ def _cmd_methods(args) -> int:
     return _for_each_checked_file(args.files, report)
 
 
-def _new_inputs(path, model, method: str):
-    """The GP input variable's values in a prediction data file (same name as in the model).
+def _cmd_run_file(args) -> int:
+    """``gpdsl run RUN.toml``: check every run of the file, then run them in order (and compare them)."""
+    from gpdsl.run_file import execute_plan, plan
 
-    For the GPLVM methods every variable of the file, by name: the new inputs of the latent inputs' GP prior
-    and new (partially observed) outputs, which the method picks from.
-    """
-    from gpdsl.data_io import read_data
+    run_plan = plan(args.file, progress=not args.quiet,
+                    on_warning=lambda text: print(f"warning: {text}", file=sys.stderr))
+    for spec, prepared in run_plan.runs:
+        print(f"{spec.name}: {spec.method} on {spec.model} with {spec.data if isinstance(spec.data, Path) else 'inline data'}"
+              f", seed {prepared.context.seed} -> {spec.out}", file=sys.stderr)
+    if args.dry_run:
+        print(f"{args.file}: {len(run_plan.runs)} run{'s' if len(run_plan.runs) != 1 else ''} checked; nothing run "
+              "(--dry-run)")
+        return 0
+    comparison = execute_plan(run_plan, report=lambda line: print(line, file=sys.stderr))
+    if comparison is not None:
+        _report_comparison(comparison, run_plan.compare.get("table"), run_plan.compare.get("plot"))
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    """``gpdsl compare``: results files side by side."""
+    from gpdsl.results.compare import compare
+
+    comparison = compare(*args.fits, reference=args.reference, var_names=args.vars, labels=args.labels)
+    _report_comparison(comparison, args.output, args.plot)
+    return 0
+
+
+def _report_comparison(comparison, table, png) -> None:
+    text = comparison.to_markdown()
+    sys.stdout.write(text)
+    if table:
+        from gpdsl.atomic import atomic_write_text
+
+        atomic_write_text(table, text, "comparison table")
+        print(f"wrote {table}", file=sys.stderr)
+    if png:
+        from gpdsl.results.plots import plot_forest
+
+        print(f"wrote {plot_forest(comparison, png)}", file=sys.stderr)
+
+
+def _cmd_data(args) -> int:
+    """``gpdsl data``: list the packaged datasets, or write one in the format the models read."""
+    from gpdsl.datasets.model_data import load, loaders, model_data, write_data_json
     from gpdsl.errors import DataError
-    from gpdsl.ir.families import BAYESIAN_GPLVM, GP_PRIOR_GPLVM
-    from gpdsl.ir.structure import gp_nodes
-    from gpdsl.registry import get_method
 
-    values = read_data(path)
-    if {BAYESIAN_GPLVM, GP_PRIOR_GPLVM} & set(get_method(method).families):
-        return values
-    names = {name for node in gp_nodes(model) for name in node.statement.inputs.names if name}
-    found = [name for name in names if name in values]
-    if len(found) != 1:
-        raise DataError(f"{path} must hold the new inputs under the model's input name "
-                        f"({' or '.join(sorted(names)) or 'none'})")
-    return values[found[0]]
+    if args.list:
+        for name, loader in loaders().items():
+            print(f"{name:<24} {loader.description}")
+        return 0
+    if not args.name or not args.output:
+        raise DataError("give a dataset NAME and -o FILE.json (or --list)")
+    data = model_data(load(args.name), args.form, rows=args.rows, offset=args.offset, columns=args.columns,
+                      standardize=args.standardize, latent_dims=args.latent_dims, with_target=args.with_target,
+                      time=args.time, inputs=args.inputs)
+    write_data_json(data, args.output)
+    shapes = ", ".join(f"{k} {'x'.join(map(str, getattr(v, 'shape', ()))) or v}" for k, v in data.items())
+    print(f"wrote {args.output}: {args.name} as {args.form} ({shapes})", file=sys.stderr)
+    return 0
 
 
 def _cmd_summary(args) -> int:
@@ -303,13 +343,20 @@ def _plot_latent(results, args):
     from gpdsl.inference.methods.vem import fit_from_results
     from gpdsl.results.latent_plot import plot_latent
 
+    from gpdsl.errors import DataError
+
     _, fit = fit_from_results(results)
-    dims = args.dims if args.dims else most_relevant_dims(fit, 2)
+    latent_dims = fit.mean.shape[1]
+    if args.dims and not all(1 <= d <= latent_dims for d in args.dims):
+        raise DataError(f"--dims {args.dims[0]} {args.dims[1]}: the latent dimensions are 1 to {latent_dims}")
+    dims = [d - 1 for d in args.dims] if args.dims else list(most_relevant_dims(fit, 2))
     labels = _labels(args.labels) if args.labels else None
     background = latent_variance_grid(fit, dims)
     points = fit.mean[:, dims]
-    return plot_latent(points, args.output, labels=labels, background=background, dims=dims,
-                       title=f"{fit.problem.latent}: dimensions {dims[0]} and {dims[1]} (most relevant first)")
+    shown = [d + 1 for d in dims]
+    order = "" if args.dims else " (most relevant first)"
+    return plot_latent(points, args.output, labels=labels, background=background, dims=shown,
+                       title=f"{fit.problem.latent}: dimensions {shown[0]} and {shown[1]}{order}")
 
 
 def _labels(spec):
@@ -330,18 +377,71 @@ def _labels(spec):
     return np.asarray(values[name])
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with usage errors as user errors (exit status 1, like every other user error)."""
+EXAMPLES = {
+    "check": "gpdsl check models/*.gpm",
+    "compile": "gpdsl compile models/gp_classification.gpm -o probit.stan",
+    "sample": "gpdsl sample models/gp_classification.gpm --data data.json --method pm --approximation ep "
+              "--chains 4 --seed 1 --out pm.nc",
+    "fit": "gpdsl fit models/bayesian_gplvm.gpm --data oil.json --num-inducing 30 --seed 0 --out bgplvm.nc",
+    "run": "gpdsl run runs.toml --dry-run      (a run file: see gpdsl/run_file.py or the README)",
+    "methods": "gpdsl methods models/gp_classification.gpm",
+    "summary": "gpdsl summary pm.nc --vars sigma tau",
+    "plot": "gpdsl plot pm.nc --kind trace -o trace.png\n  gpdsl plot bgplvm.nc --kind latent --dims 1 2 "
+            "--labels labels.json -o latent.png",
+    "compare": "gpdsl compare nuts.nc pm.nc --reference nuts.nc -o table.md --plot forest.png",
+    "data": "gpdsl data --list\n  gpdsl data pima_tr --rows 100 --columns glu bmi ped --standardize -o data.json",
+    "pm-variance": "gpdsl pm-variance models/supervised_gplvm.gpm --data data.json --from pm.nc --draw 1 820",
+    "forecast": "gpdsl forecast models/gp_narx.gpm --data series.json --lag 12 --train 48 --out fc.nc",
+}
 
-    def error(self, message):
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Help that shows each option's default (unless its text already says it) and keeps examples' lines."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        hidden = action.default is None or action.default is False or action.default is argparse.SUPPRESS
+        if action.option_strings and not hidden and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors as user errors (exit status 1) and a suggestion for a misspelt name."""
+
+    def error(self, message, hint=None):
+        hint = hint or _choice_hint(message)
         self.print_usage(sys.stderr)
-        self.exit(1, f"{self.prog}: error: {message}\n")
+        self.exit(1, f"{self.prog}: error: {message}\n" + (f"  hint: {hint}\n" if hint else ""))
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = getattr(self, "commands", {}).get(getattr(parsed, "command", None), self)
+            options = [o for action in command._actions for o in action.option_strings]
+            flag = next((e.split("=")[0] for e in extras if e.startswith("-")), None)
+            from gpdsl.suggest import did_you_mean
+
+            hint = did_you_mean(flag, options) if flag else None
+            command.error(f"unrecognized arguments: {' '.join(extras)}", hint)
+        return parsed
+
+
+def _choice_hint(message: str) -> str | None:
+    found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if not found:
+        return None
+    from gpdsl.suggest import did_you_mean
+
+    return did_you_mean(found.group(1), re.findall(r"'([^']*)'", found.group(2)))
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``gpdsl`` command."""
-    parser = _Parser(prog="gpdsl", description="Gaussian-process models: check, compile, sample, fit, forecast, "
-                     "summarise and plot.")
+    parser = _Parser(prog="gpdsl", description="Gaussian-process models: check, compile, sample, fit, run, "
+                     "forecast, summarise, plot, compare; write packaged datasets.", formatter_class=_HelpFormatter,
+                     epilog="example:\n  gpdsl data pima_tr --rows 100 --columns glu bmi ped --standardize -o data.json"
+                            "\n  gpdsl sample models/gp_classification.gpm --data data.json --method pm --out pm.nc")
     parser.add_argument("--version", action="version", version=f"gpdsl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
@@ -351,7 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     compile_ = sub.add_parser("compile", help="compile a model to another language")
     compile_.add_argument("file", metavar="FILE")
-    compile_.add_argument("--target", choices=("stan",), default="stan")
+    compile_.add_argument("--target", choices=("stan",), default="stan", help="the language to compile to")
     compile_.add_argument("-o", "--output", metavar="OUT", help="write here instead of standard output")
     compile_.set_defaults(run=_cmd_compile)
 
@@ -365,19 +465,67 @@ def build_parser() -> argparse.ArgumentParser:
 
     summary = sub.add_parser("summary", help="posterior summary and sampler warnings of a results file")
     summary.add_argument("fit", metavar="FIT.nc")
-    summary.add_argument("--vars", nargs="+", default=None, metavar="NAME")
+    summary.add_argument("--vars", nargs="+", default=None, metavar="NAME",
+                         help="variables to summarise (default: every posterior variable)")
     summary.set_defaults(run=_cmd_summary)
 
     plot = sub.add_parser("plot", help="plot a results file to PNG")
     plot.add_argument("fit", metavar="FIT.nc")
-    plot.add_argument("--kind", choices=PLOT_KINDS, default="trace")
+    plot.add_argument("--kind", choices=PLOT_KINDS, default="trace", help="what to draw")
     plot.add_argument("-o", "--output", required=True, metavar="OUT.png")
-    plot.add_argument("--vars", nargs="+", default=None, metavar="NAME")
+    plot.add_argument("--vars", nargs="+", default=None, metavar="NAME",
+                      help="variables to draw (default: every posterior variable)")
     plot.add_argument("--labels", default=None, metavar="FILE[:NAME]",
                       help="latent: class of each point, from a data file")
     plot.add_argument("--dims", type=int, nargs=2, default=None, metavar="Q",
-                      help="latent: the two latent dimensions (0-based; default the two most relevant)")
+                      help="latent: the two latent dimensions, from 1 as X[, 1] in the model (default: the two "
+                           "most relevant)")
     plot.set_defaults(run=_cmd_plot)
+
+    text = "run the runs of a run file (TOML: model, data, method, settings, out; [[run]] tables, grids, [compare])"
+    run_file = sub.add_parser("run", help=text, description=text)
+    run_file.add_argument("file", metavar="RUN.toml")
+    run_file.add_argument("--dry-run", action="store_true", help="check every run and list them; run nothing")
+    run_file.add_argument("--quiet", action="store_true", help="no progress")
+    run_file.set_defaults(run=_cmd_run_file)
+
+    text = ("results files side by side: per parameter mean, sd, MCSE, ESS and R-hat of each fit; per fit the "
+            "times, min ESS per second and its ratio to the reference; z-scores of the means; elpd_loo")
+    compare = sub.add_parser("compare", help=text, description=text)
+    compare.add_argument("fits", nargs="+", metavar="FIT.nc")
+    compare.add_argument("--reference", default=None, metavar="FIT.nc", help="the fit the others are measured "
+                         "against (default: the first)")
+    compare.add_argument("--vars", nargs="+", default=None, metavar="NAME",
+                         help="variables to compare (default: the model's parameters)")
+    compare.add_argument("--labels", nargs="+", default=None, metavar="LABEL",
+                         help="names of the fits (default: the file names)")
+    compare.add_argument("-o", "--output", default=None, metavar="TABLE.md", help="also write the tables here")
+    compare.add_argument("--plot", default=None, metavar="FOREST.png", help="forest plot of the means and 90%% "
+                         "intervals")
+    compare.set_defaults(run=_cmd_compare)
+
+    from gpdsl.datasets.model_data import FORMS
+
+    text = "write a packaged dataset as data a model reads (JSON), or list the datasets"
+    data = sub.add_parser("data", help=text, description=text)
+    data.add_argument("name", nargs="?", default=None, metavar="NAME", help="a dataset of --list")
+    data.add_argument("-o", "--output", default=None, metavar="FILE.json")
+    data.add_argument("--list", action="store_true", help="list the datasets")
+    data.add_argument("--as", dest="form", choices=FORMS, default="xy",
+                      help="xy: N, D, X, y (regression, classification); inputs: X (for --predict); labels; "
+                           "series: y (forecast); gplvm: N, D, Q, centred Y (with --time also t); times: t")
+    data.add_argument("--rows", type=int, default=None, help="rows to keep (default: all from --offset)")
+    data.add_argument("--offset", type=int, default=0, help="rows to skip first")
+    data.add_argument("--columns", nargs="+", default=None, metavar="NAME", help="input columns, in this order "
+                      "(default: all)")
+    data.add_argument("--standardize", action="store_true",
+                      help="centre and scale the inputs by their mean and sd over the whole dataset")
+    data.add_argument("--latent-dims", type=int, default=None, metavar="Q", help="gplvm: latent dimensions Q")
+    data.add_argument("--with-target", action="store_true", help="gplvm: the target as the first column of Y")
+    data.add_argument("--time", action="store_true", help="gplvm: also t, each row's position (from 1)")
+    data.add_argument("--inputs", nargs="+", default=None, metavar="NAME",
+                      help="gplvm: these columns as observed inputs X (N x k), not outputs (supervised GPLVM)")
+    data.set_defaults(run=_cmd_data)
 
     text = "the spread of pm-gplvm's estimate of log p(Y | X, xi) at one xi, against the number of importance draws"
     spread = sub.add_parser("pm-variance", help=text, description=text)
@@ -409,6 +557,10 @@ def build_parser() -> argparse.ArgumentParser:
     cli_options.add_settings_flags(forecast, ForecastSettings, "forecast", "forecast")
     cli_options.add_settings_flags(forecast, MLSettings, "the hyperparameter fit (as gpdsl fit --method ml)", "ml")
     forecast.set_defaults(run=_cmd_forecast)
+    for name, command in sub.choices.items():
+        command.formatter_class = _HelpFormatter
+        command.epilog = f"example:\n  {EXAMPLES[name]}"
+    parser.commands = sub.choices
     return parser
 
 

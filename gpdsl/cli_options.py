@@ -91,6 +91,44 @@ def settings_from_args(method, args):
     return method.settings(**values)
 
 
+def settings_from_mapping(method, values, where: str = "settings"):
+    """The method's settings from a mapping (a run file's table, keyword arguments), validated as flags are.
+
+    Keys are field names (``num_importance``) or flag names without dashes (``num-importance``, ``no-...``);
+    strings are converted as on the command line (``--block s1,theta``, ``--approximation ep``).
+
+    Raises
+    ------
+    MethodError
+        A key is not a setting of ``method`` (with a suggestion), or a value is invalid.
+    """
+    from gpdsl.suggest import unknown_name_hint
+
+    fields = {f.name: f for f in dataclasses.fields(method.settings)}
+    flags = {flag_of(f).lstrip("-"): f for f in cli_fields(method.settings)}
+    chosen = {}
+    for key, value in dict(values).items():
+        settings_field = fields.get(str(key).replace("-", "_")) or flags.get(str(key))
+        if settings_field is None:
+            owners = [m.name for m in methods().values()
+                      if str(key).replace("-", "_") in {f.name for f in dataclasses.fields(m.settings)}]
+            owned = f" (a setting of {', '.join(owners)})" if owners else ""
+            raise MethodError(f"{where}: '{key}' is not a setting of {method.name}{owned}",
+                              hint=unknown_name_hint(key, fields, f"settings of {method.name}"))
+        meta = settings_field.metadata
+        negated = meta.get("negate") and str(key) == meta["negate"].lstrip("-")
+        if negated and isinstance(value, bool):
+            value = not value
+        elif meta.get("parse") and (isinstance(value, str) or
+                                    (meta.get("repeat") and isinstance(value, list) and
+                                     all(isinstance(v, str) for v in value))):
+            value = _value(settings_field, value)
+        elif meta.get("choices") and isinstance(value, str):
+            value = _value(settings_field, value)
+        chosen[settings_field.name] = value
+    return method.settings(**chosen)
+
+
 def _flags(offered) -> dict[str, list]:
     flags: dict[str, list] = {}
     for method in offered:

@@ -164,7 +164,10 @@ def get_method(name: str) -> Method:
     """
     known = methods()
     if name not in known:
-        raise MethodError(f"unknown method '{name}'; the methods are {', '.join(known)}")
+        from gpdsl.suggest import did_you_mean
+
+        raise MethodError(f"unknown method '{name}'; the methods are {', '.join(known)}",
+                          hint=did_you_mean(name, known))
     return known[name]
 
 

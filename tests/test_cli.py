@@ -151,3 +151,141 @@ def test_fit_ml_stores_predictions_and_reports_the_marginal_likelihood(tmp_path)
     mean = np.asarray(predictions["y_mean"])[0, 0]
     assert np.all(np.abs(mean - [0.0, np.sin(1.0) - 0.3, np.sin(1.5) + 0.15]) < 0.3)
     assert arviz_compat.root_attrs(results)["method"] == "ml"
+
+
+# Suggestions, help, missing files ------------------------------------------------------------
+
+import pytest  # noqa: E402
+
+from gpdsl.cli import build_parser  # noqa: E402
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["sample", "m.gpm", "--data", "d.json", "--out", "o.nc", "--chians", "2"], "did you mean '--chains'?"),
+    (["sample", "m.gpm", "--data", "d.json", "--out", "o.nc", "--method", "gibs"], "did you mean 'gibbs'?"),
+    (["sampel", "m.gpm"], "did you mean 'sample'?"),
+    (["compare", "a.nc", "--refrence", "a.nc"], "did you mean '--reference'?"),
+])
+def test_misspelt_option_method_or_command_gets_did_you_mean_and_exit_1(argv, hint, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 1
+    err = capsys.readouterr().err
+    assert hint in err and "Traceback" not in err
+
+
+def test_misspelt_method_in_python_gets_did_you_mean():
+    from gpdsl.errors import MethodError
+    from gpdsl.registry import get_method
+
+    with pytest.raises(MethodError, match="unknown method 'pmm'") as raised:
+        get_method("pmm")
+    assert "did you mean 'pm'?" in raised.value.render()
+
+
+def test_missing_model_file_is_no_such_file_not_a_syntax_error(tmp_path, capsys):
+    assert main(["check", str(tmp_path / "absent.gpm")]) == 1
+    err = capsys.readouterr().err
+    assert "no such model file" in err and "absent.gpm" in err and "syntax" not in err
+    assert main(["sample", str(tmp_path / "absent.gpm"), "--data", "d.json", "--out", str(tmp_path / "o.nc")]) == 1
+    assert "no such model file" in capsys.readouterr().err
+
+
+def test_every_command_help_shows_its_defaults_and_an_example():
+    parser = build_parser()
+    assert "example:" in parser.format_help()
+    for name, command in parser.commands.items():
+        text = command.format_help()
+        assert "example:" in text and f"gpdsl {name}" in text.split("example:")[1], name
+        for action in command._actions:
+            hidden = action.default is None or action.default is False or action.default is __import__(
+                "argparse").SUPPRESS
+            if action.option_strings and not hidden and action.help:
+                assert "default" in command._get_formatter()._get_help_string(action), (name, action.dest)
+    sample = parser.commands["sample"].format_help()
+    assert "(default: drawn and recorded)" in sample and "default 1000]" in sample
+    assert "(default: 0)" in parser.commands["data"].format_help()
+
+
+# gpdsl data ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPDSL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("GPDSL_DATA_MIRROR", raising=False)
+    return tmp_path
+
+
+def test_data_list_names_the_datasets(cache, capsys):
+    assert main(["data", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "pima_tr" in out and "oil_flow" in out and "offline" in out
+
+
+def test_data_writes_a_packaged_dataset_the_model_reads(cache):
+    from gpdsl import datasets
+    from gpdsl.api import check_file
+    from gpdsl.data_io import load_data
+
+    out = cache / "data.json"
+    assert main(["data", "pima_tr", "--rows", "30", "--offset", "10", "--columns", "glu", "bmi", "--standardize",
+                 "-o", str(out)]) == 0
+    model, _ = check_file("models/gp_classification.gpm")
+    data, _ = load_data(out, model)
+    table = datasets.pima_tr()
+    columns = [table.feature_names.index("glu"), table.feature_names.index("bmi")]
+    full = table.X[:, columns]
+    expected = (full - full.mean(axis=0)) / full.std(axis=0)
+    assert (data["N"], data["D"]) == (30, 2)
+    np.testing.assert_allclose(data["X"], expected[10:40], rtol=1e-12)
+    np.testing.assert_array_equal(data["y"], table.y[10:40])
+    assert set(np.unique(table.y)) == {0, 1} and table.y.sum() == 68
+
+
+def test_data_forms_for_predictions_labels_and_gplvms(cache):
+    from gpdsl.api import check_file
+    from gpdsl.data_io import load_data, read_data
+
+    new, labels, gplvm = cache / "new.json", cache / "labels.json", cache / "gplvm.json"
+    assert main(["data", "pima_tr", "--as", "inputs", "--rows", "5", "--offset", "195", "-o", str(new)]) == 0
+    assert list(read_data(new)) == ["X"] and np.asarray(read_data(new)["X"]).shape == (5, 7)
+    assert main(["data", "pima_tr", "--as", "labels", "-o", str(labels)]) == 0
+    assert np.asarray(read_data(labels)["labels"]).shape == (200,)
+    assert main(["data", "airquality", "--as", "gplvm", "--latent-dims", "2", "--with-target", "--time",
+                 "-o", str(gplvm)]) == 0
+    model, _ = check_file("models/dynamical_gplvm.gpm")
+    values, _ = load_data(gplvm, model, allow_missing=["Y"])
+    Y = np.asarray(values["Y"])
+    assert (values["N"], values["D"], values["Q"]) == (153, 6, 2) and np.isnan(Y[:, 0]).sum() == 37
+    np.testing.assert_allclose(np.nanmean(Y, axis=0), 0, atol=1e-12)
+    np.testing.assert_array_equal(values["t"], np.arange(1, 154))
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["data", "pima_t", "-o", "x.json"], "did you mean 'pima_tr'?"),
+    (["data", "pima_tr", "--columns", "glucose", "-o", "x.json"], "did you mean 'glu'?"),
+    (["data", "pima_tr", "--rows", "500", "-o", "x.json"], "rows must be an integer in [1, 200]"),
+    (["data", "pima_tr", "--as", "gplvm", "-o", "x.json"], "--latent-dims"),
+])
+def test_data_refuses_what_it_cannot_write(cache, argv, fragment, capsys, monkeypatch):
+    monkeypatch.chdir(cache)
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert fragment in err and not (cache / "x.json").exists()
+
+
+def test_plot_latent_dims_count_from_one(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    Y = rng.normal(size=(25, 4))
+    data, out = tmp_path / "data.json", tmp_path / "fit.nc"
+    data.write_text(json.dumps({"N": 25, "D": 4, "Q": 3, "Y": (Y - Y.mean(0)).tolist()}))
+    assert main(["fit", "models/bayesian_gplvm.gpm", "--data", str(data), "--num-inducing", "6",
+                 "--max-iterations", "30", "--seed", "0", "--quiet", "--out", str(out)]) == 0
+    png = tmp_path / "latent.png"
+    assert main(["plot", str(out), "--kind", "latent", "--dims", "1", "3", "-o", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    for dims in (["0", "1"], ["2", "4"]):
+        assert main(["plot", str(out), "--kind", "latent", "--dims", *dims, "-o", str(png)]) == 1
+        assert "the latent dimensions are 1 to 3" in capsys.readouterr().err

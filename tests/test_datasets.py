@@ -81,7 +81,7 @@ def sha256_bytes(content: bytes) -> str:
 def test_registry_lists_every_dataset():
     assert datasets.list_datasets() == sorted([
         "abalone", "air_passengers", "airquality", "boston", "breast_cancer_wisconsin", "concrete",
-        "energy", "glass", "ionosphere", "new_thyroid", "oil_flow", "pima", "usps", "wine_quality_red",
+        "energy", "glass", "ionosphere", "new_thyroid", "oil_flow", "pima", "pima_tr", "usps", "wine_quality_red",
     ])
 
 
@@ -232,6 +232,9 @@ def test_r_datasets_load_from_the_packaged_copy(monkeypatch):
     passengers = datasets.air_passengers()
     assert passengers.X.shape == (144, 1) and passengers.y[:3].tolist() == [112, 118, 132]
     assert passengers.X[0, 0] == 1949.0
+    pima_tr = datasets.pima_tr()
+    assert pima_tr.X.shape == (200, 7) and pima_tr.y.sum() == 68 and pima_tr.feature_names[1] == "glu"
+    assert registry.REGISTRY["pima_tr"].files[0].packaged.member == "resources/rdata/csv/MASS/Pima.tr.csv"
 
 
 def test_r_dataset_falls_back_to_an_unverified_download(tmp_path, serve, monkeypatch, isolated_cache):

@@ -1,4 +1,4 @@
-"""The scripts under examples/: the demo's data and comparison, and one clean line on any error."""
+"""The scripts under examples/: the demo's data, and one clean line on any error; the whole demo (slow)."""
 
 import importlib.util
 import json
@@ -10,14 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from gpdsl.cli import main as gpdsl_main
-from gpdsl.results import arviz_compat
-from gpdsl.results.io import read_netcdf, write_netcdf
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 SCRIPTS = sorted(path for path in EXAMPLES.glob("*.py") if not path.name.startswith("_"))
-MODEL = ROOT / "models" / "gp_classification.gpm"
 
 
 def run_script(name, *args, env=None):
@@ -109,95 +105,6 @@ def test_unexpected_errors_are_one_line_too(capsys):
     assert capsys.readouterr().err.strip().endswith("error: unexpected ZeroDivisionError: division by zero")
 
 
-# The comparison script, on two short pm runs of the demo's model and data
-
-
-@pytest.fixture(scope="module")
-def two_fits(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("fits")
-    data = folder / "pima.json"
-    assert run_script("pima_demo_data.py", "--rows", 30, "--inputs", "glu", "bmi", "-o", data).returncode == 0
-    paths = []
-    for seed in (1, 2):
-        path = folder / f"pm{seed}.nc"
-        status = gpdsl_main(["sample", str(MODEL), "--data", str(data), "--method", "pm", "--approximation", "ep",
-                             "--chains", "2", "--warmup", "100", "--draws", "200", "--seed", str(seed), "--quiet",
-                             "--out", str(path)])
-        assert status == 0
-        paths.append(path)
-    return paths
-
-
-def test_compare_prints_both_runs_side_by_side(two_fits, tmp_path):
-    png = tmp_path / "densities.png"
-    result = run_script("compare_fits.py", *two_fits, "--plot", png)
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
-    for label in ("sigma", "tau[0]", "tau[1]", " #1 ", " #2 ", "z (1st - 2nd)",
-                  "mean (mcse)", "sd (mcse)", "r_hat", "ess_bulk", "ESS/s", "compile", "sampling", "total",
-                  "largest |z| of the means"):
-        assert label in out
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-def test_compare_statistics_and_z_scores(two_fits):
-    compare = load_example("compare_fits.py")
-    fits = [compare.Fit(str(path), None) for path in two_fits]
-    names = compare.compared_names(fits, None)
-    assert names == ["sigma", "tau"]
-    stats = [compare.statistics(fit, names) for fit in fits]
-    posterior = fits[0].posterior
-    row = stats[0]["tau[1]"]
-    assert row["mean"] == pytest.approx(float(posterior["tau"].isel(D=1).mean()))
-    assert row["mcse_mean"] > 0 and row["mcse_sd"] > 0 and row["ess_bulk"] > 0
-    assert row["ess_per_s"] == pytest.approx(row["ess_bulk"] / fits[0].times["sampling"])
-    assert compare.z_score(3.0, 1.0, 0.6, 0.8) == pytest.approx(2.0)
-
-
-def test_compare_reads_the_timings_attribute(two_fits, tmp_path):
-    compare = load_example("compare_fits.py")
-    results = read_netcdf(two_fits[0])
-    results.attrs["timings"] = json.dumps({"compile": 1.5, "warmup": 2.0, "sampling": 4.0, "total": 8.0})
-    path = write_netcdf(results, tmp_path / "timed.nc")
-    fit = compare.Fit(str(path), None)
-    assert fit.times == {"compile": 1.5, "warmup": 2.0, "sampling": 4.0, "total": 8.0}
-    assert fit.time_note is None
-
-
-def test_compare_reads_the_timings_every_run_writes(two_fits):
-    compare = load_example("compare_fits.py")
-    fit = compare.Fit(str(two_fits[0]), None)
-    assert fit.time_note is None and 0 < fit.times["sampling"] <= fit.times["total"]
-    times, note = compare.run_times({})
-    assert set(times.values()) == {None} and "no `timings`" in note
-
-
-def test_compare_takes_labels(two_fits, capsys):
-    compare = load_example("compare_fits.py")
-    assert compare.main([*map(str, two_fits), "--labels", "PM", "baseline"]) == 0
-    out = capsys.readouterr().out
-    assert "\nPM " in out and "\nbaseline " in out and "PM gives" in out
-
-
-def test_compare_refuses_fits_to_different_data(two_fits, tmp_path, capsys):
-    results = read_netcdf(two_fits[1])
-    groups = arviz_compat.groups(results)
-    observed = groups["observed_data"].copy(deep=True)
-    observed["y"].values[0] = 1 - observed["y"].values[0]
-    groups["observed_data"] = observed
-    other = write_netcdf(arviz_compat.make_container(groups, arviz_compat.root_attrs(results)),
-                         tmp_path / "other.nc")
-    status, err = run_in_process("compare_fits.py", [two_fits[0], other], capsys)
-    assert status == 1 and "different data ('y' differs)" in err and len(err.strip().splitlines()) == 1
-
-
-@pytest.mark.parametrize("case, fragment", [("missing file", "does not exist"), ("unknown variable", "no posterior variable")])
-def test_compare_names_missing_files_and_variables(two_fits, tmp_path, capsys, case, fragment):
-    argv = [two_fits[0], tmp_path / "none.nc"] if case == "missing file" else [*two_fits, "--vars", "rho"]
-    status, err = run_in_process("compare_fits.py", argv, capsys)
-    assert status == 1 and fragment in err and len(err.strip().splitlines()) == 1
-
-
 # The whole demo, NUTS included (the Stan program's first build takes about a minute)
 
 
@@ -208,7 +115,7 @@ def test_make_demo_converges_and_agrees(tmp_path):
     result = subprocess.run(["make", "-C", str(ROOT), "-o", ".venv/.installed", "demo", f"DEMO={out}"],
                             capture_output=True, text=True, timeout=1800, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
-    for name in ("pima.json", "pima_pm.nc", "pima_nuts.nc", "pima_posteriors.png"):
+    for name in ("pima.json", "pima_pm.nc", "pima_nuts.nc", "pima_compare.md", "pima_forest.png"):
         assert (out / name).is_file()
-    assert "the two posteriors agree within Monte Carlo error" in result.stdout
+    assert "the posteriors agree within Monte Carlo error" in result.stdout
     assert result.stdout.count("(converged, threshold 1.01)") == 2

@@ -98,6 +98,14 @@ def test_build_puts_attrs_on_root_and_every_group(results):
         assert "created_at" in attrs
 
 
+def test_element_coordinates_count_from_one_as_the_language_does(results, tmp_path):
+    path = write_netcdf(results, tmp_path / "fit.nc")
+    posterior = arviz_compat.groups(read_netcdf(path))["posterior"]
+    assert list(posterior["N"].values) == [1, 2, 3] and list(posterior["Q"].values) == [1, 2]
+    assert posterior["chain"].values[0] == 0 and posterior["draw"].values[0] == 0
+    assert float(posterior["tau"].sel(N=1).mean()) == pytest.approx(float(posterior["tau"].isel(N=0).mean()))
+
+
 def test_build_rejects_dims_that_disagree_in_length():
     with pytest.raises(DataError, match="'N'"):
         build_results(
@@ -256,14 +264,14 @@ def test_summary_has_one_row_per_element_and_the_columns(results):
     assert list(table.columns) == [
         "mean", "mcse_mean", "sd", "q5", "q50", "q95", "ess_bulk", "ess_tail", "r_hat"
     ]
-    assert list(table.index[:4]) == ["mu", "tau[0]", "tau[1]", "tau[2]"]
-    assert "W[2, 1]" in table.index
+    assert list(table.index[:4]) == ["mu", "tau[1]", "tau[2]", "tau[3]"]
+    assert "W[3, 2]" in table.index and "W[0, 0]" not in table.index
     assert len(table) == 1 + 3 + 6
 
 
 def test_summary_recovers_known_means_within_mcse(results):
     table = summarize(results, var_names=["mu", "tau"])
-    expected = {"mu": MU, "tau[0]": TAU[0], "tau[1]": TAU[1], "tau[2]": TAU[2]}
+    expected = {"mu": MU, "tau[1]": TAU[0], "tau[2]": TAU[1], "tau[3]": TAU[2]}
     for label, mean in expected.items():
         row = table.loc[label]
         assert abs(row["mean"] - mean) < 4 * row["mcse_mean"]

@@ -125,40 +125,38 @@ def _ess_summary(results) -> tuple[float, dict, float]:
     return min(by_parameter.values()), by_parameter, max_rhat
 
 
+def measure(label: str, results, seed: int, iterations: str, load_before: float, load_after: float) -> Row:
+    """A row of the table from one run's results: min ESS over the hyperparameters per second of sampling."""
+    timings = results_json(results, "timings")
+    min_ess, by_parameter, max_rhat = _ess_summary(results)
+    stats = groups(results).get("sample_stats", {})
+    acceptance = float(stats["accepted"].mean()) if "accepted" in stats else None
+    data = groups(results)["constant_data"]
+    row = Row(label, int(data.sizes["N"]), seed, iterations, min_ess, by_parameter, max_rhat, acceptance,
+              timings["warmup"] + timings["sampling"], timings["compile"], load_before, load_after)
+    row.divergent = int(np.asarray(stats["diverging"]).sum()) if "diverging" in stats else 0
+    return row
+
+
 def run_engine(label: str, model, data: dict, config: dict, seed: int) -> Row:
     """Run one of gpdsl's engines and measure it."""
     method, settings = ENGINES[label]
     load_before = os.getloadavg()[0]
     length = {key: config[key] for key in ("chains", "warmup", "draws")}
     results = run(model, data, method, settings(data["N"], length), seed=seed)
-    load_after = os.getloadavg()[0]
-    timings = results_json(results, "timings")
-    min_ess, by_parameter, max_rhat = _ess_summary(results)
-    stats = groups(results)["sample_stats"]
-    acceptance = float(stats["accepted"].mean()) if "accepted" in stats else None
-    return Row(label, data["N"], seed, f"{config['chains']} x ({config['warmup']} + {config['draws']})", min_ess,
-               by_parameter, max_rhat, acceptance, timings["warmup"] + timings["sampling"], timings["compile"],
-               load_before, load_after)
+    return measure(label, results, seed, f"{config['chains']} x ({config['warmup']} + {config['draws']})",
+                   load_before, os.getloadavg()[0])
 
 
 def run_nuts(model, data: dict, config: dict, seed: int) -> Row:
-    """Run PyStan NUTS and measure it (sampling time excludes the C++ build)."""
+    """Run PyStan NUTS and measure it (sampling time excludes the C++ build: PyStan's sample call)."""
     nuts = config["nuts"]
     load_before = os.getloadavg()[0]
     settings = NUTSSettings(chains=nuts["chains"], warmup=nuts["warmup"], draws=nuts["draws"],
                             adapt_delta=nuts["adapt_delta"], backend="pystan")
     results = run(model, data, "nuts", settings, seed=seed)
-    load_after = os.getloadavg()[0]
-    min_ess, by_parameter, max_rhat = _ess_summary(results)
-    timings = results_json(results, "timings")
-    seconds = timings["warmup"] + timings["sampling"]  # PyStan's sample call (the build excluded)
-    stats = groups(results)["sample_stats"]
-    divergent = int(np.asarray(stats["diverging"]).sum()) if "diverging" in stats else 0
-    row = Row(f"NUTS (PyStan, adapt_delta={nuts['adapt_delta']})", data["N"], seed,
-              f"{nuts['chains']} x ({nuts['warmup']} + {nuts['draws']})", min_ess, by_parameter, max_rhat,
-              None, seconds, timings["compile"], load_before, load_after)
-    row.divergent = divergent
-    return row
+    return measure(f"NUTS (PyStan, adapt_delta={nuts['adapt_delta']})", results, seed,
+                   f"{nuts['chains']} x ({nuts['warmup']} + {nuts['draws']})", load_before, os.getloadavg()[0])
 
 
 def format_table(rows: list[Row], nuts_rate: float) -> list[str]:

@@ -596,16 +596,16 @@ def pm_diagnostics_markdown(rows: dict, what: str) -> list[str]:
     return lines
 
 
-PAIRS = (("s1", "noise", r"$\sigma_1$", r"$\beta^{-1}$"), ("theta[0]", "theta[1]", r"$\theta_1$", r"$\theta_2$"),
+PAIRS = (("s1", "noise", r"$\sigma_1$", r"$\beta^{-1}$"), ("theta[1]", "theta[2]", r"$\theta_1$", r"$\theta_2$"),
          ("theta_S", "noise", r"$\theta_S$", r"$\beta^{-1}$"))
 
 
 def component(values, name: str) -> np.ndarray:
-    """``s1`` or ``theta[k]`` of a draws dict or a hyperparameter dict (0-based index)."""
+    """``s1`` or ``theta[k]`` of a draws dict or a hyperparameter dict (k from 1, as in the model and results)."""
     base, _, index = name.partition("[")
     value = np.asarray(values[base], dtype=float)
     if index:
-        return value[..., int(index[:-1])]
+        return value[..., int(index[:-1]) - 1]
     return value.reshape(value.shape[:2]) if value.ndim > 2 else value
 
 
@@ -857,7 +857,7 @@ def run_airquality(mode: str, fresh: bool, pm_mode: str) -> dict:
     suffix = "" if mode == "full" else "_quick"
     write_text(RESULTS / f"airquality{suffix}.json", to_json(summary))
     write_text(RESULTS / f"airquality{suffix}.md", airquality_markdown(summary))
-    aq_pairs = (("s1[0]", "s1[1]", r"$\sigma_1$ (day)", r"$\sigma_2$ (month)"),
+    aq_pairs = (("s1[1]", "s1[2]", r"$\sigma_1$ (day)", r"$\sigma_2$ (month)"),
                 ("theta", "noise", r"$\theta_1$", r"$\beta^{-1}$"), ("theta_S", "noise", r"$\theta_S$", r"$\beta^{-1}$"))
     plot_hyperparameters({"air quality": rows}, RESULTS / f"airquality_hyperparameters{suffix}.png", aq_pairs)
     if "draws" in rows["PM"]:

@@ -551,7 +551,7 @@ def run_visual(cfg: dict, mode: str, fresh: bool) -> dict:
         dims = most_relevant_dims(fit, 2)
         points = np.asarray(fit.params.mean)[:, dims]
         plot_latent(points, RESULTS / f"oil_latent{suffix}.png", labels=labels,
-                    background=latent_variance_grid(fit, dims), dims=tuple(dims),
+                    background=latent_variance_grid(fit, dims), dims=tuple(d + 1 for d in dims),
                     title=f"oil flow, variational GP-LVM (Q = {part['Q']}, M = {part['M']}): "
                           f"{nn_errors(points, labels)} 1-NN errors")
         figure = Figure(figsize=(6, 3.5), layout="constrained")
@@ -589,7 +589,7 @@ def visual_markdown(s: dict, mode: str, suffix: str) -> str:
              f"* final bound {s['bound']:.1f}; {s['iterations']} iterations ({s.get('restarts', 0)} restarts), "
              f"{s['evaluations']} evaluations, "
              f"{_stop_sentence(s)}; {s['seconds']:.0f} s",
-             f"* dominant dimensions (0-based): {s['dims']}; ARD weights: "
+             f"* dominant dimensions (from 1): {[d + 1 for d in s['dims']]}; ARD weights: "
              + ", ".join(f"{v:.3g}" for v in rel),
              f"* 1-NN errors in the 2-D projection (points whose nearest other point has another class): "
              f"**{s['nn_errors']}** of {part['n']} (Damianou et al.: 1 for the variational GP-LVM, 26 for the "

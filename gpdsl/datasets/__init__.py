@@ -7,7 +7,8 @@ public URL into the cache; every file with a registered sha256 is verified. See 
 
 from gpdsl.datasets.dataset import Dataset
 from gpdsl.datasets.oil_flow import oil_flow
-from gpdsl.datasets.r_datasets import air_passengers, airquality
+from gpdsl.datasets.model_data import loaders, model_data, write_data_json
+from gpdsl.datasets.r_datasets import air_passengers, airquality, pima_tr
 from gpdsl.datasets.registry import (
     REGISTRY,
     DatasetEntry,
@@ -49,5 +50,6 @@ __all__ = [
     "concrete", "energy", "wine_quality_red", "boston", "uci_regression", "uci_split",
     "pima", "breast_cancer_wisconsin", "ionosphere", "glass", "glass_window", "new_thyroid",
     "abalone", "abalone_male_female",
-    "airquality", "air_passengers",
+    "airquality", "air_passengers", "pima_tr",
+    "loaders", "model_data", "write_data_json",
 ]

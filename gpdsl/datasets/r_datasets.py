@@ -1,4 +1,4 @@
-"""Two datasets from R's ``datasets`` package: ``airquality`` and ``AirPassengers``.
+"""Datasets from R: ``airquality`` and ``AirPassengers`` (package ``datasets``), ``Pima.tr`` (``MASS``).
 
 They come from the ``pydataset`` package when it is installed (its copy is verified against a
 pinned sha256), otherwise from an unverified download of the Rdatasets CSV.
@@ -16,6 +16,7 @@ from gpdsl.datasets.storage import fetch_file
 from gpdsl.errors import DatasetError
 
 AIRQUALITY_INPUTS = ("Solar.R", "Wind", "Temp", "Month", "Day")
+PIMA_TR_INPUTS = ("npreg", "glu", "bp", "skin", "bmi", "ped", "age")
 
 
 def _read_table(name: str, file_name: str, mirror, cache_dir) -> pd.DataFrame:
@@ -79,4 +80,29 @@ def air_passengers(
         y=table[value].to_numpy(dtype=np.float64),
         feature_names=("time",),
         target_name="passengers",
+    )
+
+
+def pima_tr(*, mirror: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None) -> Dataset:
+    """MASS's ``Pima.tr``: the 200-row training half of the Pima Indians diabetes data, no missing values.
+
+    The ``pydataset`` package (a dependency of gpdsl) ships a copy, so no network or mirror is needed.
+
+    Returns
+    -------
+    Dataset
+        ``X`` (200, 7) columns ``npreg``, ``glu``, ``bp``, ``skin``, ``bmi``, ``ped``, ``age``; ``y`` 1 for
+        diabetic (``type == "Yes"``, 68 rows), 0 otherwise.
+    """
+    table = _read_table("pima_tr", "Pima.tr.csv", mirror, cache_dir)
+    expected = [*PIMA_TR_INPUTS, "type"]
+    if list(table.columns) != expected:
+        raise DatasetError(f"Pima.tr.csv should have columns {expected}; found {list(table.columns)}")
+    return Dataset(
+        name="pima_tr",
+        X=table.loc[:, list(PIMA_TR_INPUTS)].to_numpy(dtype=np.float64),
+        y=(table["type"] == "Yes").to_numpy(dtype=np.int64),
+        feature_names=PIMA_TR_INPUTS,
+        target_name="diabetes",
+        class_names=("No", "Yes"),
     )

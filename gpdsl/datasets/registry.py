@@ -8,7 +8,7 @@ from gpdsl.datasets.github_sources import GITHUB_SOURCES
 from gpdsl.errors import DatasetError
 
 GITHUB_RAW_BASE = "https://raw.githubusercontent.com"
-RDATASETS_CSV_BASE = "https://vincentarelbundock.github.io/Rdatasets/csv/datasets"
+RDATASETS_CSV_BASE = "https://vincentarelbundock.github.io/Rdatasets/csv"
 
 
 @dataclass(frozen=True)
@@ -112,19 +112,20 @@ def _github_entry(name: str, folder: str, description: str) -> DatasetEntry:
 _PYDATASET_SHA256 = {
     "airquality": "d74a6acf7103503a650782ee77d72fb36b6027794211832c3074413a3b4b06ed",
     "AirPassengers": "25e2ff0ec5d336aa2811749df15a6ed0a87dde586f0bc61670fcc6f6417b9533",
+    "Pima.tr": "a0ae61b8db2f667f0a2bc05849fcd7f4169a062d80a6ac08c5ea88638df2cf79",
 }
 
 
-def _rdatasets_entry(name: str, r_name: str, description: str) -> DatasetEntry:
+def _rdatasets_entry(name: str, r_name: str, description: str, r_package: str = "datasets") -> DatasetEntry:
     packaged = PackagedCopy(
         package="pydataset",
         archive="resources.tar.gz",
-        member=f"resources/rdata/csv/datasets/{r_name}.csv",
+        member=f"resources/rdata/csv/{r_package}/{r_name}.csv",
         sha256=_PYDATASET_SHA256[r_name],
     )
     remote = RemoteFile(
         name=f"{r_name}.csv",
-        source_url=f"{RDATASETS_CSV_BASE}/{r_name}.csv",
+        source_url=f"{RDATASETS_CSV_BASE}/{r_package}/{r_name}.csv",
         sha256=None,
         packaged=packaged,
     )
@@ -148,6 +149,8 @@ REGISTRY: dict[str, DatasetEntry] = {
         _github_entry("abalone", "abalone", "Abalone physical measurements, sex and rings"),
         _rdatasets_entry("airquality", "airquality", "R datasets::airquality, New York 1973 (has missing values)"),
         _rdatasets_entry("air_passengers", "AirPassengers", "R datasets::AirPassengers, monthly 1949-1960"),
+        _rdatasets_entry("pima_tr", "Pima.tr", "R MASS::Pima.tr, 200 Pima women, diabetes, 7 inputs (shipped by pydataset)",
+                         r_package="MASS"),
     )
 }
 

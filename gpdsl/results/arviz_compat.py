@@ -114,3 +114,14 @@ def summary(obj: Any, var_names: Sequence[str] | None = None) -> pd.DataFrame:
     names = None if var_names is None else list(var_names)
     table = az.summary(obj, var_names=names, kind="diagnostics", round_to="none")
     return table[["ess_bulk", "ess_tail", "r_hat", "mcse_mean", "mcse_sd"]]
+
+
+def loo(obj: Any, var_name: str | None = None) -> dict[str, float]:
+    """PSIS-LOO of the ``log_likelihood`` group: ``elpd_loo``, its ``se``, ``p_loo`` and ``warning`` (1 if any
+    Pareto k is too high)."""
+    result = az.loo(obj, var_name=var_name)
+    if ARVIZ_MAJOR == 0:
+        values = (result["elpd_loo"], result["se"], result["p_loo"], result["warning"])
+    else:
+        values = (result.elpd, result.se, result.p, result.warning)
+    return dict(zip(("elpd_loo", "se", "p_loo", "warning"), map(float, values)))

@@ -13,6 +13,7 @@ import xarray as xr
 import gpdsl
 from gpdsl.errors import DataError
 from gpdsl.results import arviz_compat
+from gpdsl.results.elements import element_coordinates
 
 SAMPLE_DIMS = ("chain", "draw")
 SAMPLED_GROUPS = ("posterior", "sample_stats", "log_likelihood", "posterior_predictive", "predictions")
@@ -60,7 +61,8 @@ def build_results(
         dicts are stored as JSON strings, ``None`` values are dropped and booleans become
         integers, so that every value survives NetCDF.
     coords : mapping of str to sequence, optional
-        Coordinate values of a dim; dims without an entry are indexed ``0 .. n-1``.
+        Coordinate values of a dim; ``chain`` and ``draw`` without an entry are indexed ``0 .. n-1``
+        (ArviZ's convention), element dims ``1 .. n`` (the model language's).
 
     Returns
     -------
@@ -207,7 +209,7 @@ def _coords(
                 )
             values[dim] = given
         else:
-            values[dim] = np.arange(length)
+            values[dim] = np.arange(length) if dim in SAMPLE_DIMS else element_coordinates(length)
     return values
 
 

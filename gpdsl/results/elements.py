@@ -1,4 +1,8 @@
-"""Split vector and matrix variables into scalar elements labelled like ``tau[0]``."""
+"""Split vector and matrix variables into scalar elements labelled like ``tau[1]``.
+
+Element indices count from 1, as in the model language: ``tau[1]`` in a model file, in a summary, a
+plot, ``gpdsl compare`` and the NetCDF coordinates of a results file name the same element.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,12 @@ import xarray as xr
 from gpdsl.errors import GpdslError
 
 SAMPLE_DIMS = ("chain", "draw")
+FIRST_INDEX = 1
+
+
+def element_coordinates(length: int) -> np.ndarray:
+    """The coordinate values of an element dim of ``length`` entries: ``1 .. length``, as the language counts."""
+    return np.arange(FIRST_INDEX, FIRST_INDEX + length)
 
 
 @dataclass(frozen=True)
@@ -20,7 +30,8 @@ class Element:
     Parameters
     ----------
     label : str
-        ``name`` for a scalar, ``name[i]`` or ``name[i, j]`` (coordinate values) otherwise.
+        ``name`` for a scalar, ``name[i]`` or ``name[i, j]`` (coordinate values, from 1 unless the
+        results name their coordinates otherwise) otherwise.
     var_name : str
         The variable it belongs to.
     selection : dict
@@ -73,4 +84,4 @@ def elements(dataset: xr.Dataset, var_names: Sequence[str]) -> Iterator[Element]
 def _coord_label(array: xr.DataArray, dim: str, position: int) -> str:
     if dim in array.coords:
         return str(array.coords[dim].values[position])
-    return str(position)
+    return str(position + FIRST_INDEX)

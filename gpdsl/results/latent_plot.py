@@ -18,7 +18,7 @@ from gpdsl.results.plots import save_png
 MARKERS = "os^vD<>pPX*h"
 
 
-def plot_latent(points, path: str | os.PathLike, *, labels=None, background=None, dims=(0, 1),
+def plot_latent(points, path: str | os.PathLike, *, labels=None, background=None, dims=(1, 2),
                 title: str | None = None) -> Path:
     """Draw latent points over a predictive-variance background and save a PNG.
 
@@ -33,7 +33,7 @@ def plot_latent(points, path: str | os.PathLike, *, labels=None, background=None
     background : tuple (grid_x, grid_y, variance), optional
         Predictive variance on a grid (``variance[i, j]`` at ``(grid_x[j], grid_y[i])``).
     dims : tuple of int
-        The latent dimensions shown (axis labels, 0-based).
+        The latent dimensions shown (axis labels, counted from 1 as in the model).
     title : str, optional
         Figure title.
 

@@ -181,3 +181,48 @@ def plot_estimate_spread(spread, path: str | os.PathLike) -> Path:
     ax.set_title(f"variance of the log estimate at q = {q[-1]}: {spread.variance[-1]:.3f}", fontsize="medium")
     ax.legend(fontsize="small")
     return save_png(figure, path)
+
+
+def plot_forest(comparison, path: str | os.PathLike) -> Path:
+    """Forest plot of a :class:`~gpdsl.results.compare.Comparison`: per element, each fit's mean and 90% interval.
+
+    Fits with draws show the mean as a dot and q5 to q95 as a line; point estimates are crosses. Flagged
+    differences (``|z| > 4`` against the reference) are marked with their element label in red.
+
+    Parameters
+    ----------
+    comparison : Comparison
+        What :func:`gpdsl.compare` returned.
+    path : str or path-like
+        The PNG file to write.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    table = comparison.parameters
+    element_names = list(dict.fromkeys(table.index.get_level_values("element")))
+    fit_names = list(comparison.fits.index)
+    flagged = set(comparison.flagged().index.get_level_values("element"))
+    figure = Figure(figsize=(7, 0.5 + 0.35 * len(element_names) * max(1, len(fit_names)) ** 0.5 + 1),
+                    layout="constrained")
+    ax = figure.subplots()
+    spacing = 0.7 / max(1, len(fit_names))
+    for j, fit in enumerate(fit_names):
+        offsets = [i + (j - (len(fit_names) - 1) / 2) * spacing for i in range(len(element_names))]
+        rows = [table.loc[(name, fit)] for name in element_names]
+        for y, row in zip(offsets, rows):
+            if np.isfinite(row["q5"]):
+                ax.plot([row["q5"], row["q95"]], [y, y], color=f"C{j}", linewidth=1.5)
+        means = [row["mean"] for row in rows]
+        point = comparison.fits.loc[fit, "kind"] == "point estimate"
+        ax.scatter(means, offsets, color=f"C{j}", marker="x" if point else "o", s=24, zorder=3, label=fit)
+    ax.set_yticks(range(len(element_names)), element_names)
+    for label in ax.get_yticklabels():
+        if label.get_text() in flagged:
+            label.set_color("red")
+    ax.invert_yaxis()
+    ax.set_xlabel("posterior mean and 90% interval (crosses: point estimates)")
+    ax.legend(fontsize="small", loc="best")
+    ax.set_title(f"reference: {comparison.reference}; red: |z| > 4", fontsize="medium")
+    return save_png(figure, path)

@@ -34,7 +34,7 @@ def summarize(results: Any, var_names: Sequence[str] | None = None) -> pd.DataFr
     Returns
     -------
     pandas.DataFrame
-        Indexed by element label (``mu``, ``tau[0]``, ``K[0, 1]``) with columns ``mean``,
+        Indexed by element label (``mu``, ``tau[1]``, ``K[1, 2]``) with columns ``mean``,
         ``mcse_mean``, ``sd``, ``q5``, ``q50``, ``q95``, ``ess_bulk``, ``ess_tail`` and
         ``r_hat``. The diagnostics come from ArviZ (rank-normalised split R-hat, bulk and tail
         ESS); ``sd`` uses ``ddof=1``.

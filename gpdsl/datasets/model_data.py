@@ -1,0 +1,192 @@
+"""A packaged dataset as the data a model file reads (``gpdsl data NAME -o FILE.json``).
+
+Forms, by the model they feed:
+
+- ``xy`` -- ``N``, ``D``, inputs ``X`` (N x D) and targets ``y``: GP regression and classification
+  (``models/gp_regression.gpm``, ``models/gp_classification.gpm``);
+- ``inputs`` -- ``X`` only: new inputs for ``--predict``;
+- ``labels`` -- ``labels``: the class of each row, for ``gpdsl plot --kind latent --labels``;
+- ``series`` -- ``y``: a series for ``gpdsl forecast``;
+- ``gplvm`` -- ``N``, ``D``, ``Q`` and centred outputs ``Y`` (the dataset's inputs as N x D outputs, with
+  ``--with-target`` its target as the first column): Bayesian GPLVMs; with ``time`` also ``t``, the row's
+  position (1, 2, ...) in the dataset, for dynamical GPLVMs; with ``inputs`` those columns as observed
+  inputs ``X`` (N x k) rather than outputs, for supervised GPLVMs;
+- ``times`` -- ``t`` only: the positions of rows, new times for a dynamical GPLVM's ``--predict``.
+
+Standardising uses the mean and sd of every row of the dataset, so files of different rows (training
+and new inputs) are on one scale.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from gpdsl.errors import DatasetError
+
+FORMS = ("xy", "inputs", "labels", "series", "gplvm", "times")
+
+
+@dataclass(frozen=True)
+class Loader:
+    """A dataset ``gpdsl data`` can write: its loader and one line on what it is."""
+
+    load: Callable[[], Any]
+    description: str
+
+
+@functools.cache
+def loaders() -> dict[str, Loader]:
+    """The datasets ``gpdsl data`` writes, by name (``offline``: shipped by a dependency)."""
+    from gpdsl import datasets as d
+
+    def entry(name):
+        return d.get_entry(name).description
+
+    return {
+        "pima_tr": Loader(d.pima_tr, entry("pima_tr") + "; offline"),
+        "airquality": Loader(d.airquality, entry("airquality") + "; offline"),
+        "airquality_complete": Loader(lambda: d.airquality(complete_cases=True),
+                                      "airquality, the 111 days without a missing value; offline"),
+        "air_passengers": Loader(d.air_passengers, entry("air_passengers") + "; offline"),
+        "oil_flow": Loader(d.oil_flow, entry("oil_flow") + " (training split)"),
+        "oil_flow_test": Loader(lambda: d.oil_flow("test"), "oil flow, test split"),
+        "usps_3_vs_5": Loader(lambda: d.usps_pair(3, 5, "train"), "USPS digits 3 (1) against 5 (0), training split"),
+        "pima": Loader(d.pima, entry("pima")),
+        "breast_cancer_wisconsin": Loader(d.breast_cancer_wisconsin, entry("breast_cancer_wisconsin")),
+        "ionosphere": Loader(d.ionosphere, entry("ionosphere")),
+        "glass_window": Loader(d.glass_window, "glass: window (1) or not (0)"),
+        "new_thyroid": Loader(d.new_thyroid, entry("new_thyroid")),
+        "abalone_male_female": Loader(d.abalone_male_female, "abalone: male (1) or female (0)"),
+        "concrete": Loader(d.concrete, entry("concrete")),
+        "energy": Loader(d.energy, entry("energy")),
+        "wine_quality_red": Loader(d.wine_quality_red, entry("wine_quality_red")),
+        "boston": Loader(d.boston, entry("boston")),
+    }
+
+
+def model_data(dataset, form: str = "xy", *, rows: int | None = None, offset: int = 0, columns=None,
+               standardize: bool = False, latent_dims: int | None = None, with_target: bool = False,
+               time: bool = False, inputs=None) -> dict[str, Any]:
+    """The data of a model, from a :class:`~gpdsl.datasets.Dataset`.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        A loaded dataset (or a name of :func:`loaders`).
+    form : {"xy", "inputs", "labels", "series", "gplvm", "times"}
+        Which variables (see the module's description).
+    rows : int, optional
+        Keep this many rows (all from ``offset`` by default).
+    offset : int
+        Skip this many rows first.
+    columns : sequence of str, optional
+        Input columns to keep, by name, in this order (all by default).
+    standardize : bool
+        Centre and scale each input column by its mean and sd over the whole dataset.
+    latent_dims : int, optional
+        ``Q`` of the ``gplvm`` form (required there).
+    with_target : bool
+        ``gplvm``: put the target in the first column of ``Y``.
+    time : bool
+        ``gplvm``: add ``t``, each row's position in the dataset (from 1).
+    inputs : sequence of str, optional
+        ``gplvm``: columns (of ``columns``) stored as observed inputs ``X`` instead of outputs.
+
+    Returns
+    -------
+    dict
+        Variables by name, NumPy arrays and ints (write them with :func:`write_data_json`).
+
+    Raises
+    ------
+    DatasetError
+        An unknown form, column or dataset, rows outside the dataset, or a ``gplvm`` without ``latent_dims``.
+    """
+    from gpdsl.suggest import unknown_name_hint
+
+    if isinstance(dataset, str):
+        dataset = load(dataset)
+    if form not in FORMS:
+        raise DatasetError(f"unknown form '{form}'", hint=unknown_name_hint(form, FORMS, "forms"))
+    positions = _rows(dataset.n, rows, offset)
+    X = dataset.X
+    names = list(columns or dataset.feature_names)
+    missing = [c for c in [*names, *(inputs or [])] if c not in dataset.feature_names]
+    if missing:
+        raise DatasetError(f"{dataset.name} has no column '{missing[0]}'",
+                           hint=unknown_name_hint(missing[0], dataset.feature_names, f"columns of {dataset.name}"))
+    if inputs and any(c not in names for c in inputs):
+        raise DatasetError("the observed inputs (--inputs) must be among the chosen --columns")
+    X = X[:, [dataset.feature_names.index(c) for c in names]]
+    if standardize:
+        spread = np.nanstd(X, axis=0)
+        if np.any(spread == 0):
+            raise DatasetError(f"a column of {dataset.name} is constant; it cannot be standardised")
+        X = (X - np.nanmean(X, axis=0)) / spread
+    X, y = X[positions], dataset.y[positions]
+    n = len(positions)
+    if form == "xy":
+        return {"N": n, "D": X.shape[1], "X": X, "y": y}
+    if form == "inputs":
+        return {"X": X}
+    if form == "labels":
+        return {"labels": y}
+    if form == "series":
+        return {"y": y}
+    if form == "times":
+        return {"t": positions + 1.0}
+    if latent_dims is None or isinstance(latent_dims, bool) or int(latent_dims) < 1:
+        raise DatasetError("the gplvm form needs the number of latent dimensions (--latent-dims Q, Q >= 1)")
+    observed = [names.index(c) for c in inputs or []]
+    outputs = X[:, [i for i in range(len(names)) if i not in observed]]
+    Y = np.column_stack([y, outputs]) if with_target else outputs
+    data = {"N": n, "D": Y.shape[1], "Q": int(latent_dims), "Y": Y - np.nanmean(Y, axis=0)}
+    if observed:
+        data["X"] = X[:, observed]
+    return {**data, "t": positions + 1.0} if time else data
+
+
+def load(name: str):
+    """The dataset ``name`` of :func:`loaders`, loaded."""
+    from gpdsl.suggest import unknown_name_hint
+
+    known = loaders()
+    if name not in known:
+        raise DatasetError(f"unknown dataset '{name}'", hint=unknown_name_hint(name, known, "datasets"))
+    return known[name].load()
+
+
+def write_data_json(data: dict, path: str | os.PathLike) -> None:
+    """Write model data as CmdStan-style JSON (NaN as ``"NaN"``, infinities as ``"Inf"``, ``"-Inf"``), atomically."""
+    from gpdsl.atomic import atomic_write_text
+
+    atomic_write_text(path, json.dumps({name: _json_value(value) for name, value in data.items()}) + "\n", "data")
+
+
+def _json_value(value):
+    if isinstance(value, np.ndarray):
+        return _json_value(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [_json_value(item) for item in value]
+    if isinstance(value, np.generic):
+        return _json_value(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Inf" if value > 0 else "-Inf")
+    return value
+
+
+def _rows(total: int, rows: int | None, offset: int) -> np.ndarray:
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < total:
+        raise DatasetError(f"the offset must be an integer in [0, {total}); got {offset!r}")
+    available = total - offset
+    count = available if rows is None else rows
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= available:
+        raise DatasetError(f"rows must be an integer in [1, {available}] ({total} rows, offset {offset}); got {rows!r}")
+    return np.arange(offset, offset + count)

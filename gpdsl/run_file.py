@@ -1,0 +1,227 @@
+"""Run files: ``gpdsl run RUN.toml`` runs one or more (model, data, method, settings, outputs) at once.
+
+A run file is TOML. Top-level keys are the defaults of every run; each ``[[run]]`` table is one run (with
+no ``[[run]]`` table the top level is the one run); a ``grid`` table expands a run into one run per
+combination of its values; an optional ``[compare]`` table compares the runs' results when they are done::
+
+    model = "models/gp_classification.gpm"    # paths are relative to the run file
+    data = "data.json"
+    seed = 1
+
+    [[run]]
+    method = "nuts"
+    out = "nuts.nc"
+    settings = { chains = 4, warmup = 500, draws = 750 }
+
+    [[run]]
+    method = "pm"
+    out = "pm_{approximation}.nc"             # names every grid key, so each run has its own file
+    settings = { chains = 4, num_importance = 16 }
+    grid = { approximation = ["ep", "laplace"] }
+
+    [compare]
+    reference = "nuts.nc"
+    table = "table.md"
+    plot = "forest.png"
+
+Every run is checked (model, data, method, settings through the method's settings class, exactly as the
+command-line flags are, and that its output can be written) before the first one starts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from gpdsl.errors import GpdslError
+
+RUN_KEYS = ("name", "model", "data", "method", "seed", "settings", "grid", "out", "predict", "checkpoint")
+TOP_KEYS = (*RUN_KEYS, "run", "compare")
+COMPARE_KEYS = ("reference", "table", "plot", "vars")
+PATH_KEYS = ("model", "out", "predict", "checkpoint")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a run file, its paths resolved and its grid values filled in.
+
+    Attributes
+    ----------
+    name : str
+        ``run 2`` or the run's ``name``, with its grid values (``run 2 [approximation=ep]``).
+    model, out : pathlib.Path
+    data : pathlib.Path or dict
+        A data file, or the values given inline.
+    method : str
+    settings : dict
+        As written (validated by :func:`plan`).
+    seed : int, optional
+    predict, checkpoint : pathlib.Path, optional
+    """
+
+    name: str
+    model: Path
+    data: Any
+    method: str
+    settings: dict
+    out: Path
+    seed: int | None = None
+    predict: Path | None = None
+    checkpoint: Path | None = None
+
+
+@dataclass
+class RunPlan:
+    """A run file whose every run was checked: the runs with their prepared form, and the comparison to make."""
+
+    path: Path
+    runs: list
+    compare: dict | None = None
+
+
+def read_run_file(path: str | os.PathLike) -> tuple[list[RunSpec], dict | None]:
+    """The runs of a run file and its ``[compare]`` table.
+
+    Raises
+    ------
+    GpdslError
+        The file is missing or not TOML, a key is unknown (with a suggestion), a required key is missing,
+        a grid is malformed, or two runs write the same file.
+    """
+    import tomllib
+
+    source = Path(path)
+    if not source.is_file():
+        raise GpdslError(f"no such run file: {source}")
+    try:
+        content = tomllib.loads(source.read_text())
+    except tomllib.TOMLDecodeError as error:
+        raise GpdslError(f"{source} is not valid TOML: {error}") from None
+    _known_keys(content, TOP_KEYS, f"{source}")
+    tables = content.get("run", [{}])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise GpdslError(f"{source}: 'run' must be an array of tables ([[run]])")
+    defaults = {key: value for key, value in content.items() if key not in ("run", "compare")}
+    specs = []
+    for number, table in enumerate(tables, 1):
+        where = f"{source}, run {number}" if "run" in content else str(source)
+        _known_keys(table, RUN_KEYS, where)
+        settings = [defaults.get("settings", {}), table.get("settings", {})]
+        if not all(isinstance(part, dict) for part in settings):
+            raise GpdslError(f"{where}: settings must be a table (settings = {{ chains = 4 }})")
+        merged = {**defaults, **table, "settings": {**settings[0], **settings[1]}}
+        specs.extend(_expanded(merged, source.parent, table.get("name", f"run {number}"), where))
+    outs = [spec.out.resolve() for spec in specs]
+    for spec, out in zip(specs, outs):
+        if outs.count(out) > 1:
+            raise GpdslError(f"{source}: several runs write {spec.out}",
+                             hint="give each run its own out (with a grid, name every grid key in it: "
+                                  "out = \"pm_{approximation}.nc\")")
+    compare = content.get("compare")
+    if compare is not None:
+        if not isinstance(compare, dict):
+            raise GpdslError(f"{source}: 'compare' must be a table ([compare])")
+        _known_keys(compare, COMPARE_KEYS, f"{source}, [compare]")
+        compare = {key: (str(source.parent / value) if key in ("table", "plot", "reference") else value)
+                   for key, value in compare.items()}
+    return specs, compare
+
+
+def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable | None = None) -> RunPlan:
+    """Read a run file and check every run as :func:`gpdsl.api.prepare` does, running nothing.
+
+    Returns
+    -------
+    RunPlan
+
+    Raises
+    ------
+    GpdslError
+        Naming the run and what is wrong.
+    """
+    from gpdsl.api import check_file, new_inputs_from_file, prepare
+    from gpdsl.cli_options import settings_from_mapping
+    from gpdsl.registry import get_method
+
+    specs, compare = read_run_file(path)
+    runs = []
+    for spec in specs:
+        try:
+            entry = get_method(spec.method)
+            settings = settings_from_mapping(entry, spec.settings, "settings")
+            model, _ = check_file(spec.model)
+            new_inputs = new_inputs_from_file(spec.predict, model, entry.name) if spec.predict else None
+            prepared = prepare(model, spec.data, entry.name, settings, seed=spec.seed, out=spec.out,
+                               progress=progress, checkpoint=spec.checkpoint, new_inputs=new_inputs,
+                               inputs=(spec.model,), on_warning=on_warning)
+        except GpdslError as error:
+            error.message = f"{spec.name}: {error.message}"
+            raise
+        runs.append((spec, prepared))
+    if compare is not None:
+        reference = compare.get("reference")
+        outs = [Path(spec.out).resolve() for spec, _ in runs]
+        if reference is not None and Path(reference).resolve() not in outs:
+            raise GpdslError(f"{path}, [compare]: the reference {reference} is not the out of any run")
+    return RunPlan(Path(path), runs, compare)
+
+
+def execute_plan(run_plan: RunPlan, report: Callable[[str], None] = print):
+    """Run every run of a plan in order, then the comparison; returns the comparison (or None)."""
+    from gpdsl.api import execute
+
+    total = len(run_plan.runs)
+    for number, (spec, prepared) in enumerate(run_plan.runs, 1):
+        started = time.perf_counter()
+        execute(prepared)
+        report(f"{number}/{total} {spec.name}: {spec.method} -> {spec.out} ({time.perf_counter() - started:.1f} s)")
+    if run_plan.compare is None:
+        return None
+    from gpdsl.results.compare import compare
+
+    options = run_plan.compare
+    comparison = compare(*[spec.out for spec, _ in run_plan.runs], reference=options.get("reference"),
+                         var_names=options.get("vars"))
+    return comparison
+
+
+def _known_keys(table: dict, known, where: str) -> None:
+    from gpdsl.suggest import unknown_name_hint
+
+    for key in table:
+        if key not in known:
+            raise GpdslError(f"{where}: unknown key '{key}'", hint=unknown_name_hint(key, known, "keys"))
+
+
+def _expanded(table: dict, base: Path, name: str, where: str) -> list[RunSpec]:
+    for key in ("model", "data", "method", "out"):
+        if key not in table:
+            raise GpdslError(f"{where}: no '{key}' (give it in the run or at the top of the file)")
+    grid = table.get("grid", {})
+    if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
+        raise GpdslError(f"{where}: grid must be a table of non-empty lists (grid = {{ chains = [2, 4] }})")
+    missing = [key for key in grid if "{" + key + "}" not in str(table["out"])]
+    if missing:
+        raise GpdslError(f"{where}: out '{table['out']}' does not name the grid key '{missing[0]}'",
+                         hint=f"put {{{missing[0]}}} in out so that every run writes its own file")
+    specs = []
+    for values in itertools.product(*grid.values()) if grid else [()]:
+        chosen = dict(zip(grid, values))
+        run = {**table, "settings": dict(table["settings"])}
+        for key, value in chosen.items():
+            if key in ("method", "seed", "data", "model"):
+                run[key] = value
+            else:
+                run["settings"][key] = value
+        label = name + (f" [{', '.join(f'{k}={v}' for k, v in chosen.items())}]" if chosen else "")
+        out = str(table["out"]).format(**{"method": run["method"], "seed": run.get("seed"), **chosen})
+        paths = {key: (base / str(run[key]) if run.get(key) is not None else None) for key in PATH_KEYS}
+        paths["out"] = base / out
+        data = run["data"] if isinstance(run["data"], dict) else base / str(run["data"])
+        specs.append(RunSpec(label, paths["model"], data, str(run["method"]), run["settings"], paths["out"],
+                             run.get("seed"), paths["predict"], paths["checkpoint"]))
+    return specs
