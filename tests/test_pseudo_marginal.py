@@ -14,6 +14,7 @@ from scipy import stats
 
 from gpdsl.api import check_text
 from gpdsl.errors import MethodError
+from gpdsl.inference.approximations.ep import ep
 from gpdsl.inference.driver import run_chains
 from gpdsl.inference.families.latent_gp import latent_gp
 from gpdsl.inference.mcmc.pseudo_marginal import (
@@ -68,9 +69,82 @@ def test_importance_estimate_is_unbiased(problem, approximation):
     assert abs(ratio.mean() - 1) < 4 * ratio.std() / np.sqrt(ratio.size)
 
 
-@pytest.mark.parametrize("approximation, num_importance", [("ep", 16), ("laplace", 1)])
-def test_chain_matches_quadrature_posterior(problem, exact_posterior, approximation, num_importance):
-    init, step = make_pseudo_marginal(problem, approximation, num_importance)
+def test_warm_started_estimate_is_unbiased(problem):
+    """EP started from the sites of a fit at another theta (fixed): the estimate stays unbiased."""
+    reference = ep(problem.covariance(jnp.asarray([np.log(2.0)])), problem.y, schedule="parallel")
+    sites = jnp.stack([reference.site_precision, reference.site_location])
+    estimate = jax.jit(jax.vmap(make_importance_estimator(problem, "ep", num_importance=1), in_axes=(0, None, None)))
+    theta = jnp.asarray([np.log(0.6)])
+    log_p_hat = np.asarray(estimate(jax.random.split(jax.random.PRNGKey(10), 4000), theta, sites)[0])
+    ratio = np.exp(log_p_hat) / np.exp(exact_log_marginal(problem, np.log(0.6)))
+    assert abs(ratio.mean() - 1) < 4 * ratio.std() / np.sqrt(ratio.size)
+
+
+@pytest.mark.parametrize("schedule", ["parallel", "sequential"])
+def test_warm_started_ep_reaches_the_cold_fixed_point_in_fewer_sweeps(problem, schedule):
+    tight = {"tol": 1e-14, "max_sweeps": 200, "schedule": schedule}
+    K = problem.covariance(jnp.asarray([np.log(0.6)]))
+    cold = ep(K, problem.y, **tight)
+    nearby = ep(problem.covariance(jnp.asarray([np.log(0.7)])), problem.y, **tight)
+    warm = ep(K, problem.y, initial_sites=(nearby.site_precision, nearby.site_location), **tight)
+    np.testing.assert_allclose(warm.mean, cold.mean, atol=1e-6)
+    np.testing.assert_allclose(warm.site_precision, cold.site_precision, atol=1e-5)
+    assert float(warm.log_marginal) == pytest.approx(float(cold.log_marginal), abs=1e-8)
+    sites = (nearby.site_precision, nearby.site_location)
+    default_tol = {"schedule": schedule}
+    assert int(ep(K, problem.y, initial_sites=sites, **default_tol).iterations) < int(
+        ep(K, problem.y, **default_tol).iterations)
+    at_fixed_point = ep(K, problem.y, initial_sites=(cold.site_precision, cold.site_location), schedule=schedule)
+    assert int(at_fixed_point.iterations) == 1 and bool(at_fixed_point.converged)
+    start_ops = {"parallel": 2, "sequential": 3}[schedule]
+    per_sweep = {"parallel": 2, "sequential": 5}[schedule]
+    expected = per_sweep * int(warm.iterations) - (schedule == "parallel") + start_ops
+    assert int(warm.cubic_ops) == expected
+
+
+def test_reference_sites_move_in_warmup_and_are_frozen_after(problem):
+    init, step = make_pseudo_marginal(problem, "ep", 4)
+    states = jax.vmap(init)(jax.random.split(jax.random.PRNGKey(11), 2), jnp.zeros((2, 1)))
+    result = run_chains(step, states, jax.random.PRNGKey(12), 100, 200, extract=lambda s: s.reference_sites,
+                        progress=False, segment_size=100, keep_warmup=True)
+    warmup, sampling = np.asarray(result.warmup_draws), np.asarray(result.draws)
+    assert np.ptp(warmup, axis=1).max() > 0
+    assert np.ptp(sampling, axis=1).max() == 0
+    np.testing.assert_array_equal(sampling[:, 0], warmup[:, -1])
+
+
+def test_the_selected_f_moves_only_with_its_estimate(problem):
+    init, step = make_pseudo_marginal(problem, "ep", 8, sample_latent=True, refresh_steps=0)
+    states = jax.vmap(init)(jax.random.split(jax.random.PRNGKey(13), 2), jnp.zeros((2, 1)))
+    result = run_chains(step, states, jax.random.PRNGKey(14), 0, 200, progress=False, segment_size=200,
+                        extract=lambda s: {"f": s.f, "selected": s.selection.f, "loglik": s.loglik_f,
+                                           "theta": s.theta})
+    f, selected = np.asarray(result.draws["f"]), np.asarray(result.draws["selected"])
+    np.testing.assert_array_equal(f, selected)
+    accepted = np.asarray(result.infos.accepted)
+    assert 0 < accepted.mean() < 1
+    moved = np.any(selected[:, 1:] != selected[:, :-1], axis=-1)
+    np.testing.assert_array_equal(moved, accepted[:, 1:])
+    loglik = jax.vmap(jax.vmap(problem.log_likelihood))(jnp.asarray(f), jnp.asarray(result.draws["theta"]))
+    np.testing.assert_allclose(np.asarray(result.draws["loglik"]), np.asarray(loglik), rtol=1e-10)
+
+
+def test_the_refreshed_f_is_recorded_but_not_fed_back(problem):
+    init, step = make_pseudo_marginal(problem, "laplace", 4, sample_latent=True)
+    states = jax.vmap(init)(jax.random.split(jax.random.PRNGKey(15), 2), jnp.zeros((2, 1)))
+    result = run_chains(step, states, jax.random.PRNGKey(16), 0, 200, progress=False, segment_size=200,
+                        extract=lambda s: {"f": s.f, "selected": s.selection.f})
+    f, selected = np.asarray(result.draws["f"]), np.asarray(result.draws["selected"])
+    assert np.all(np.any(f != selected, axis=-1))
+    rejected = ~np.asarray(result.infos.accepted)[:, 1:]
+    np.testing.assert_array_equal(selected[:, 1:][rejected], selected[:, :-1][rejected])
+    assert np.all(np.any(f[:, 1:][rejected] != f[:, :-1][rejected], axis=-1))
+
+
+@pytest.mark.parametrize("approximation, num_importance, ep_start",
+                         [("ep", 16, "reference"), ("ep", 16, "zero"), ("laplace", 1, "reference")])
+def test_chain_matches_quadrature_posterior(problem, exact_posterior, approximation, num_importance, ep_start):
+    init, step = make_pseudo_marginal(problem, approximation, num_importance, ep_start=ep_start)
     chains = 4
     states = jax.vmap(init)(jax.random.split(jax.random.PRNGKey(1), chains), jnp.zeros((chains, 1)))
     result = run_chains(step, states, jax.random.PRNGKey(2), 1000, 4000, extract=lambda s: s.theta,
