@@ -209,7 +209,7 @@ def execute(prepared: PreparedRun, keep_state: bool = False):
 
     started = time.perf_counter()
     output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
-    output.timings = {**output.timings, "total": output.timings.get("total") or time.perf_counter() - started}
+    output.timings = {**output.timings, "total": time.perf_counter() - started}
     results = method_results(prepared.model, prepared.data, prepared.method.name, prepared.method.engine,
                              prepared.settings, prepared.context.seed, output)
     if prepared.out is not None:

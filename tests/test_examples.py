@@ -119,3 +119,12 @@ def test_make_demo_converges_and_agrees(tmp_path):
         assert (out / name).is_file()
     assert "the posteriors agree within Monte Carlo error" in result.stdout
     assert result.stdout.count("(converged, threshold 1.01)") == 2
+    sys.path.insert(0, str(ROOT))
+    import gpdsl
+    from case_studies.filippone2014 import bench
+
+    nuts, pm = (bench.measure(name, gpdsl.read_results(out / f"pima_{name}.nc"), 1, "", 0.0, 0.0)
+                for name in ("nuts", "pm"))
+    ratio = gpdsl.compare(out / "pima_nuts.nc", out / "pima_pm.nc").fits.loc["pima_pm", "ratio_to_reference"]
+    assert ratio == pytest.approx(pm.ess_per_second / nuts.ess_per_second, rel=1e-12)
+    assert f"| {ratio:.3g} |" in result.stdout
