@@ -83,6 +83,9 @@ def test_statistics_per_element_with_one_based_labels(nuts_and_pm):
     assert row["mcse_mean"] == pytest.approx(row["sd"] / math.sqrt(n), rel=0.15)
     assert 0.8 * n < row["ess_bulk"] < 1.2 * n and 0.8 * n < row["ess_tail"] < 1.2 * n
     assert abs(row["r_hat"] - 1) < 0.01
+    by_label = gpdsl.compare({"baseline": gpdsl.read_results(nuts), "engine": pm}, reference="baseline")
+    assert list(by_label.fits.index) == ["baseline", "engine"]
+    assert by_label.parameters.loc[("tau[2]", "engine"), "mean"] == row["mean"]
 
 
 def test_z_scores_flag_a_shift_beyond_monte_carlo_error(tmp_path, nuts_and_pm):
