@@ -383,7 +383,10 @@ EXAMPLES = {
     "sample": "gpdsl sample models/gp_classification.gpm --data data.json --method pm --approximation ep "
               "--chains 4 --seed 1 --out pm.nc",
     "fit": "gpdsl fit models/bayesian_gplvm.gpm --data oil.json --num-inducing 30 --seed 0 --out bgplvm.nc",
-    "run": "gpdsl run runs.toml --dry-run      (a run file: see gpdsl/run_file.py or the README)",
+    "run": "gpdsl run runs.toml --dry-run\n\na run file (paths relative to it; top-level keys are every run's defaults):\n"
+           "  model = \"models/gp_classification.gpm\"\n  data = \"data.json\"\n  seed = 1\n\n  [[run]]\n"
+           "  method = \"pm\"\n  out = \"pm_{approximation}.nc\"\n  settings = { chains = 4, num_importance = 16 }\n"
+           "  grid = { approximation = [\"ep\", \"laplace\"] }\n\n  [compare]\n  table = \"table.md\"",
     "methods": "gpdsl methods models/gp_classification.gpm",
     "summary": "gpdsl summary pm.nc --vars sigma tau",
     "plot": "gpdsl plot pm.nc --kind trace -o trace.png\n  gpdsl plot bgplvm.nc --kind latent --dims 1 2 "
