@@ -369,3 +369,19 @@ def test_pystan_worker_stops_when_its_parent_is_killed():
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_the_pystan_worker_lifts_aiohttp_s_five_minute_limit_on_each_request():
+    """A long run's draws are read back from httpstan in one request; aiohttp's default limit of 300 s per
+    request made such runs fail with a bare TimeoutError after sampling (seen on a loaded machine)."""
+    script = ("import stan.common, aiohttp, asyncio\n"
+              "from gpdsl.backends.stan.pystan_worker import _without_request_timeouts\n"
+              "async def limit():\n"
+              "    async with aiohttp.ClientSession() as session:\n"
+              "        return session.timeout.total\n"
+              "before = asyncio.run(limit())\n"
+              "_without_request_timeouts()\n"
+              "print(before, asyncio.run(limit()))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["300", "None"]

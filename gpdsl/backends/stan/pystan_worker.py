@@ -251,9 +251,25 @@ def _stop_with_parent() -> None:
     threading.Thread(target=watch, daemon=True, name="gpdsl-parent-watch").start()
 
 
+def _without_request_timeouts() -> None:
+    """Let PyStan's requests to httpstan take as long as they need.
+
+    PyStan talks to httpstan through an ``aiohttp`` session with aiohttp's default limit of 300 s per
+    request; reading a long run's draws back (or any request on a busy machine) can take longer, and the
+    run then fails with a bare ``TimeoutError`` after all its sampling is done. This worker already ends
+    with its parent, so no request needs a limit of its own.
+    """
+    import functools
+
+    import aiohttp
+
+    aiohttp.ClientSession = functools.partial(aiohttp.ClientSession, timeout=aiohttp.ClientTimeout(total=None))
+
+
 def run(request_path: Path, result_dir: Path) -> int:
     """Serve one request; the exit status is 0 on success and 1 when ``result.json`` holds an error."""
     _stop_with_parent()
+    _without_request_timeouts()
     sink, original_stderr = sys.stdout, sys.stderr
     lock = threading.Lock()
     sys.stdout = _LineWriter(sink, lock, sink.fileno())
