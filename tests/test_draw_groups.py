@@ -44,12 +44,17 @@ needs_stan = pytest.mark.skipif(
 
 
 def simulated(family: str, n: int = 20, seed: int = 0):
-    """A model of ``family`` and data simulated from it (hyperparameters from their priors)."""
+    """A model of ``family`` and data simulated from it (hyperparameters from their priors); classification labels
+    are redrawn until each class has at least a third of the points."""
     model, _ = check_file(MODELS[family])
     X = np.random.default_rng(seed).uniform(size=(n, 1))
     blank = np.zeros(n) if family == "regression" else np.zeros(n, int)
-    _, observed = simulate(lower(model, {"N": n, "D": 1, "X": X, "y": blank}), jax.random.PRNGKey(seed))
-    return model, {"N": n, "D": 1, "X": X, "y": np.asarray(observed["y"])}
+    jax_model = lower(model, {"N": n, "D": 1, "X": X, "y": blank})
+    for key in jax.random.split(jax.random.PRNGKey(seed), 100):
+        y = np.asarray(simulate(jax_model, key)[1]["y"])
+        if family != "classification" or min(y.sum(), n - y.sum()) >= n // 3:
+            return model, {"N": n, "D": 1, "X": X, "y": y}
+    raise RuntimeError("no balanced draw in 100 tries")
 
 
 def exact_gp_regression(theta: dict, X, y, X_new):
@@ -234,6 +239,7 @@ def test_pm_files_pass_loo_compare_and_ppc(family, tmp_path):
     passes_arviz(results, short_run(family, "gibbs"), tmp_path, "pm")
 
 
+@pytest.mark.slow
 def test_pm_without_f_draws_writes_predictions_but_no_pointwise_groups():
     """Without ``sample_latent`` there are no f draws, so no log_likelihood or posterior_predictive; the predictions
     come from the approximation at each theta draw."""
