@@ -385,3 +385,29 @@ def test_the_pystan_worker_lifts_aiohttp_s_five_minute_limit_on_each_request():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["300", "None"]
+
+
+def test_a_build_killed_before_httpstan_wrote_its_log_is_removed_so_the_program_builds_again(tmp_path):
+    """httpstan takes a cache entry with a compiled module as built; without the compiler log it then fails
+    every request for the program ("500 Internal Server Error", reported by PyStan as a JSON TAPE_ERROR)."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    from gpdsl.backends.stan.pystan_worker import BROKEN_BUILD_AGE_SECONDS, remove_broken_build
+
+    def entry(name, files):
+        directory = tmp_path / name
+        directory.mkdir()
+        for file in files:
+            (directory / file).write_text("")
+        return directory
+
+    module = "stan_services_model_x" + EXTENSION_SUFFIXES[0]
+    later = time.time() + BROKEN_BUILD_AGE_SECONDS + 1
+    broken = entry("broken", ["model_x.cpp", "stanc.log", module])
+    built = entry("built", ["model_x.cpp", "stanc.log", module, "stderr.log"])
+    compiling = entry("compiling", ["model_x.cpp", "stanc.log"])
+    assert not remove_broken_build(broken)  # a build may still be writing it
+    assert remove_broken_build(broken, now=later) and not broken.exists()
+    assert not remove_broken_build(built, now=later) and built.exists()
+    assert not remove_broken_build(compiling, now=later) and compiling.exists()
+    assert not remove_broken_build(tmp_path / "absent", now=later)

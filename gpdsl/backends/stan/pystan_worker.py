@@ -88,9 +88,54 @@ def _draws_by_chain(values: np.ndarray, dims: list[int], num_draws: int, num_cha
     return np.moveaxis(by_draw_chain, (-1, -2), (0, 1))
 
 
+BROKEN_BUILD_AGE_SECONDS = 120
+
+
+def remove_broken_build(directory: Path, now: float | None = None) -> bool:
+    """Delete httpstan's cache entry ``directory`` of one program if a killed build left it half made.
+
+    httpstan writes the compiled extension module, then the compiler's log ``stderr.log``. A build killed
+    between the two leaves a module that httpstan takes as built, and every later request for the program
+    then fails inside httpstan (reading the missing log), which PyStan reports as an unparsable reply.
+    An entry with no log whose newest file is older than ``BROKEN_BUILD_AGE_SECONDS`` (no build still
+    writing it) is removed, so that the next build starts afresh.
+
+    Parameters
+    ----------
+    directory : Path
+        ``httpstan.cache.model_directory(model_name)``.
+    now : float, optional
+        The current time (``time.time()``).
+
+    Returns
+    -------
+    bool
+        Whether the entry was removed.
+    """
+    import shutil
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    if not directory.is_dir() or (directory / "stderr.log").exists():
+        return False
+    files = [path for path in directory.iterdir() if path.is_file()]
+    if not any(path.name.endswith(tuple(EXTENSION_SUFFIXES)) for path in files):
+        return False
+    newest = max(path.stat().st_mtime for path in files)
+    if (time.time() if now is None else now) - newest < BROKEN_BUILD_AGE_SECONDS:
+        return False
+    shutil.rmtree(directory, ignore_errors=True)
+    return True
+
+
 def _build(request: dict, sink, lock: threading.Lock):
+    import httpstan.cache
+    import httpstan.models
     import stan
 
+    model_name = httpstan.models.calculate_model_name(request["program_code"])
+    if remove_broken_build(httpstan.cache.model_directory(model_name)):
+        _emit(sink, lock, f"gpdsl: removed an unfinished build of this program from httpstan's cache ({model_name}); "
+                          "building it again")
     notice = "still building the Stan model; a first build of a program takes about a minute"
     with _heartbeat(sink, lock, notice):
         return stan.build(request["program_code"], data=request["data"], random_seed=request.get("seed"))
