@@ -69,13 +69,16 @@ def test_importance_estimate_is_unbiased(problem, approximation):
     assert abs(ratio.mean() - 1) < 4 * ratio.std() / np.sqrt(ratio.size)
 
 
-def test_warm_started_estimate_is_unbiased(problem):
-    """EP started from the sites of a fit at another theta (fixed): the estimate stays unbiased."""
+@pytest.mark.parametrize("frozen", [False, True])
+def test_warm_started_estimate_is_unbiased(problem, frozen):
+    """EP started from (or, frozen, q made of) the sites of a fit at another theta: the estimate stays unbiased."""
     reference = ep(problem.covariance(jnp.asarray([np.log(2.0)])), problem.y, schedule="parallel")
     sites = jnp.stack([reference.site_precision, reference.site_location])
-    estimate = jax.jit(jax.vmap(make_importance_estimator(problem, "ep", num_importance=1), in_axes=(0, None, None)))
+    estimate = jax.jit(jax.vmap(make_importance_estimator(problem, "ep", num_importance=1),
+                                in_axes=(0, None, None, None)))
     theta = jnp.asarray([np.log(0.6)])
-    log_p_hat = np.asarray(estimate(jax.random.split(jax.random.PRNGKey(10), 4000), theta, sites)[0])
+    log_p_hat = np.asarray(estimate(jax.random.split(jax.random.PRNGKey(10), 4000), theta, sites,
+                                    jnp.asarray(frozen))[0])
     ratio = np.exp(log_p_hat) / np.exp(exact_log_marginal(problem, np.log(0.6)))
     assert abs(ratio.mean() - 1) < 4 * ratio.std() / np.sqrt(ratio.size)
 
@@ -142,7 +145,7 @@ def test_the_refreshed_f_is_recorded_but_not_fed_back(problem):
 
 
 @pytest.mark.parametrize("approximation, num_importance, ep_start",
-                         [("ep", 16, "reference"), ("ep", 16, "zero"), ("laplace", 1, "reference")])
+                         [("ep", 16, "reference"), ("ep", 16, "frozen"), ("ep", 16, "zero"), ("laplace", 1, "reference")])
 def test_chain_matches_quadrature_posterior(problem, exact_posterior, approximation, num_importance, ep_start):
     init, step = make_pseudo_marginal(problem, approximation, num_importance, ep_start=ep_start)
     chains = 4
