@@ -109,7 +109,7 @@ def families(two_nu, kernel, method, white=1e-3, N=25, seed=0):
     return GPPriorGaussian(dense), MarkovGaussian(dense, None, t, g, hyperparameters, two_nu, method)
 
 
-@pytest.mark.parametrize("method", ["blocked", "sequential"])
+@pytest.mark.parametrize("method", ["filters", "blocked", "sequential"])
 @pytest.mark.parametrize("two_nu,kernel,_", ORDERS)
 def test_moments_kl_and_their_gradients_equal_the_dense_family(two_nu, kernel, _, method):
     dense, markov = families(two_nu, kernel, method)
@@ -130,6 +130,31 @@ def test_moments_kl_and_their_gradients_equal_the_dense_family(two_nu, kernel, _
 
     for a, b in zip(jax.tree_util.tree_leaves(objective(dense)), jax.tree_util.tree_leaves(objective(markov))):
         np.testing.assert_allclose(b, a, rtol=1e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("two_nu,kernel,_", ORDERS)
+def test_the_hand_written_reverse_pass_equals_autodiff_through_the_element_scan(two_nu, kernel, _):
+    # gradients in every input the family differentiates: sites, means, variance, length-scale and white noise
+    rng = np.random.default_rng(4)
+    t, g = np.round(rng.uniform(0, 3, 30), 1), rng.integers(0, 3, 30)
+
+    def hyperparameters(theta):
+        return MarkovHyperparameters(jnp.exp(theta[0]), jnp.exp(theta[1]), jnp.exp(theta[2]))
+
+    params, theta = random_params(rng, 30, 2), jnp.array([0.2, -0.6, np.log(1e-3)])
+    weights = rng.normal(size=(3, 30, 2))
+    gradients = []
+    for method in ("filters", "sequential"):
+        q = MarkovGaussian(None, None, t, g, hyperparameters, two_nu, method)
+
+        def f(params, theta):
+            moments = q.moments(params, theta)
+            return (q.kl(params, theta, moments) + jnp.sum(weights[0] * moments.mean ** 2)
+                    + jnp.sum(weights[1] * jnp.sin(moments.variance)) + jnp.sum(weights[2] * moments.mean))
+
+        gradients.append(jax.grad(f, argnums=(0, 1))(params, theta))
+    for a, b in zip(jax.tree_util.tree_leaves(gradients[1]), jax.tree_util.tree_leaves(gradients[0])):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-10)
 
 
 def test_parallel_scans_equal_the_sequential_scan():

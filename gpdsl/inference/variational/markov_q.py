@@ -31,15 +31,22 @@ Unsorted and repeated times are allowed: points are sorted internally (a time st
 matrix). Independent sequences (``* same(sequence)`` in the kernel) are concatenated, the state restarting
 from ``N(0, P_inf)`` (``A = 0``) at the first point of each.
 
-The recursions are compositions of the filtering elements ``(A, b, C, eta, J)`` of Särkkä &
-García-Fernández (2021, "Temporal parallelization of Bayesian smoothers"), an associative operation
-(:func:`combine`). One prefix scan runs the Kalman filter forwards and, through the duality
-:func:`dual`, the backward information filter; the causal and anticausal recursions of ``K_s mu_bar``
-are elements of the same kind with ``C = J = 0``, batched with the filter's. The scan is blocked by
-default (:func:`prefixes`: about ``2 sqrt(N)`` sequential steps, each vectorised over the blocks);
-``method="sequential"`` is one ``lax.scan`` over the ``N`` points and ``"parallel"``
-:func:`jax.lax.associative_scan` (``O(log N)`` depth, but slow to compile and, on CPU, slower to run).
-Small matrices are nested tuples of arrays, written out entry by entry. ``benchmarks/dynamical_bound.py``
+By default (``method="filters"``) the Kalman filter forwards, the information filter backwards and the
+two linear recursions of ``K_s mu_bar`` step point by point in one scan
+(:mod:`~gpdsl.inference.variational.markov_filters`), and the gradient of the bound goes through a
+hand-written reverse pass, itself a pair of linear recursions with coefficients from the stored filter
+passes (:mod:`~gpdsl.inference.variational.markov_adjoint`): JAX's reverse mode through the scan stored
+and replayed every intermediate of every step, about ten times the cost of the value.
+
+The other methods compose the filtering elements ``(A, b, C, eta, J)`` of Särkkä & García-Fernández
+(2021, "Temporal parallelization of Bayesian smoothers"), an associative operation (:func:`combine`), in
+one prefix scan that runs the filter forwards and, through the duality :func:`dual`, the backward
+information filter; the causal and anticausal recursions of ``K_s mu_bar`` are elements of the same kind
+with ``C = J = 0``. ``"blocked"`` (:func:`prefixes`: about ``2 sqrt(N)`` sequential steps, each
+vectorised over the blocks), ``"sequential"`` (one ``lax.scan`` over the ``N`` points) and ``"parallel"``
+(:func:`jax.lax.associative_scan`, ``O(log N)`` depth, but slow to compile and, on CPU, slower to run)
+are differentiated by JAX; each element costs several times a filter step. Small matrices are nested
+tuples of arrays (:mod:`~gpdsl.inference.variational.small_matrices`). ``benchmarks/dynamical_bound.py``
 compares them.
 
 Site updates (:mod:`~gpdsl.inference.variational.site_updates`) map sites ``(eta, lambda)`` back to
@@ -66,13 +73,26 @@ from gpdsl.inference.variational.gp_prior_q import (
     GPPriorMoments,
     GPPriorQParams,
 )
+from gpdsl.inference.variational.markov_adjoint import smoothed_marginals
+from gpdsl.inference.variational.markov_filters import FilterPasses, filter_passes, smoothed_factor
+from gpdsl.inference.variational.small_matrices import (
+    add,
+    eye_plus,
+    mm,
+    mv,
+    neg,
+    small_inverse,  # noqa: F401 (part of this module's interface)
+    to_tuples,
+    transpose,
+)
 from gpdsl.kernels.composite import Product, Scale, Sum
 from gpdsl.kernels.static import Same, White
 from gpdsl.kernels.stationary import Matern12, Matern32, Matern52
 from gpdsl.numerics import GP_JITTER
 
 MATERN_ORDERS = {"matern12": 1, "matern32": 3, "matern52": 5}  # kernel name -> 2 nu
-METHODS = ("blocked", "parallel", "sequential")
+SCAN_METHODS = ("blocked", "parallel", "sequential")  # of prefixes()
+METHODS = ("filters", *SCAN_METHODS)  # of MarkovGaussian; the first is the default
 
 
 class MarkovHyperparameters(NamedTuple):
@@ -216,62 +236,6 @@ def transitions(two_nu: int, variance, lengthscale, dt, first) -> tuple[jax.Arra
     return A, 0.5 * (Q + jnp.swapaxes(Q, -1, -2)), P_inf
 
 
-# ---- small matrices as nested tuples of arrays -----------------------------------------------------
-# A d x d matrix is a tuple of rows of arrays (each entry an array over the sequence and batch axes), a
-# vector a tuple of arrays. Written out entry by entry, the arithmetic fuses into a few loops over the
-# points; batched (..., d, d) arrays made XLA on CPU run thousands of tiny products one by one.
-def _mm(a, b):
-    d = len(a)
-    return tuple(tuple(sum(a[i][k] * b[k][j] for k in range(d)) for j in range(d)) for i in range(d))
-
-
-def _mv(a, v):
-    return tuple(sum(a[i][k] * v[k] for k in range(len(a))) for i in range(len(a)))
-
-
-def _t(a):
-    return tuple(tuple(a[j][i] for j in range(len(a))) for i in range(len(a)))
-
-
-def _add(a, b):
-    return jax.tree_util.tree_map(jnp.add, a, b)
-
-
-def _neg(a):
-    return jax.tree_util.tree_map(jnp.negative, a)
-
-
-def _eye_plus(a):
-    return tuple(tuple(a[i][j] + 1.0 if i == j else a[i][j] for j in range(len(a))) for i in range(len(a)))
-
-
-def small_inverse(M):
-    """Inverse of a ``1 x 1``, ``2 x 2`` or ``3 x 3`` matrix of arrays (nested tuples) by cofactors."""
-    d = len(M)
-    if d == 1:
-        return ((1.0 / M[0][0],),)
-    if d == 2:
-        (a, b), (c, e) = M
-        r = 1.0 / (a * e - b * c)
-        return ((e * r, -b * r), (-c * r, a * r))
-    if d == 3:
-        def cofactor(i, j):
-            r = [k for k in range(3) if k != i]
-            c = [k for k in range(3) if k != j]
-            minor = M[r[0]][c[0]] * M[r[1]][c[1]] - M[r[0]][c[1]] * M[r[1]][c[0]]
-            return minor if (i + j) % 2 == 0 else -minor
-
-        cof = [[cofactor(i, j) for j in range(3)] for i in range(3)]
-        r = 1.0 / (M[0][0] * cof[0][0] + M[0][1] * cof[0][1] + M[0][2] * cof[0][2])
-        return tuple(tuple(cof[j][i] * r for j in range(3)) for i in range(3))
-    raise ValueError(f"small_inverse handles d <= 3, got {d}")
-
-
-def to_tuples(a):
-    """A ``(..., d, d)`` array of matrices as a nested tuple of ``(...)`` arrays."""
-    return tuple(tuple(a[..., i, j] for j in range(a.shape[-1])) for i in range(a.shape[-2]))
-
-
 # ---- associative scan -----------------------------------------------------------------------------
 def combine(first: Elements, second: Elements) -> Elements:
     """The element of two consecutive stretches, ``first`` before ``second`` (Särkkä & García-Fernández 2021, Lemma 8).
@@ -286,11 +250,11 @@ def combine(first: Elements, second: Elements) -> Elements:
     """
     A1, b1, C1, eta1, J1 = first
     A2, b2, C2, eta2, J2 = second
-    M = small_inverse(_eye_plus(_mm(C1, J2)))
-    A2M = _mm(A2, M)
-    A1tMt = _t(_mm(M, A1))
-    return Elements(_mm(A2M, A1), _add(_mv(A2M, _add(b1, _mv(C1, eta2))), b2), _add(_mm(_mm(A2M, C1), _t(A2)), C2),
-                    _add(_mv(A1tMt, _add(eta2, _neg(_mv(J2, b1)))), eta1), _add(_mm(_mm(A1tMt, J2), A1), J1))
+    M = small_inverse(eye_plus(mm(C1, J2)))
+    A2M = mm(A2, M)
+    A1tMt = transpose(mm(M, A1))
+    return Elements(mm(A2M, A1), add(mv(A2M, add(b1, mv(C1, eta2))), b2), add(mm(mm(A2M, C1), transpose(A2)), C2),
+                    add(mv(A1tMt, add(eta2, neg(mv(J2, b1)))), eta1), add(mm(mm(A1tMt, J2), A1), J1))
 
 
 def dual(elements: Elements) -> Elements:
@@ -299,12 +263,12 @@ def dual(elements: Elements) -> Elements:
     So the suffixes ``e_k ... e_N`` are the duals of the prefixes of the reversed duals, and one prefix
     scan over both (batched) gives the forward filter and the backward information filter.
     """
-    return Elements(_t(elements.A), elements.eta, elements.J, _neg(elements.b), elements.C)
+    return Elements(transpose(elements.A), elements.eta, elements.J, neg(elements.b), elements.C)
 
 
 def undual(elements: Elements) -> Elements:
     """The inverse of :func:`dual`, ``(A^T, -eta, J, b, C)``."""
-    return Elements(_t(elements.A), _neg(elements.eta), elements.J, elements.b, elements.C)
+    return Elements(transpose(elements.A), neg(elements.eta), elements.J, elements.b, elements.C)
 
 
 def identity_elements(shape: tuple[int, ...], d: int) -> Elements:
@@ -340,7 +304,7 @@ def prefixes(elements: Elements, method: str = "blocked") -> Elements:
     if method == "sequential":
         return _sequential(elements)
     if method != "blocked":
-        raise MethodError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
+        raise MethodError(f"method must be one of {', '.join(SCAN_METHODS)}; got {method!r}")
     leaf = jax.tree_util.tree_leaves(elements)[0]
     N, batch, d = leaf.shape[0], leaf.shape[1:], len(elements.A)
     length = max(1, int(np.ceil(np.sqrt(N))))
@@ -364,6 +328,50 @@ def _sequential(elements: Elements) -> Elements:
         return prefix, prefix
 
     return jax.lax.scan(step, identity_elements(leaf.shape[1:], len(elements.A)), elements)[1]
+
+
+def element_passes(A_array, Q_array, P_array, lam, eta=None, mu_bar=None, method: str = "blocked") -> FilterPasses:
+    """:class:`~gpdsl.inference.variational.markov_filters.FilterPasses` from one prefix scan of filtering elements.
+
+    The same quantities as :func:`~gpdsl.inference.variational.markov_filters.filter_passes` (same
+    arguments, plus the scan ``method`` of :func:`prefixes`): the sites' elements run the filter forwards
+    and, through :func:`dual`, the information filter backwards; ``K_s mu_bar`` comes from elements with
+    ``C = J = 0`` batched with them.
+    """
+    N, Q = lam.shape
+    d = A_array.shape[-1]
+    A, Qn, P_inf = to_tuples(A_array[:, None]), to_tuples(Q_array[:, None]), to_tuples(P_array)
+    v = Qn[0][0]
+    gain = lam / (1.0 + lam * v)  # (N, Q): the scalar S^-1 of the update
+    QH, AH = tuple(Qn[i][0] for i in range(d)), A[0]  # Q H^T and A^T H^T
+    zero = jnp.zeros((N, Q))
+    observed = zero if eta is None else eta / (1.0 + lam * v)  # S^-1 y
+    filtering = Elements(
+        tuple(tuple(A[i][j] - gain * QH[i] * AH[j] for j in range(d)) for i in range(d)),
+        tuple(QH[i] * observed for i in range(d)),
+        tuple(tuple(Qn[i][j] - gain * QH[i] * QH[j] for j in range(d)) for i in range(d)),
+        tuple(AH[i] * observed for i in range(d)),
+        tuple(tuple(gain * AH[i] * AH[j] for j in range(d)) for i in range(d)))
+    parts = [filtering]
+    if mu_bar is not None:
+        zeros = tuple(tuple(zero for _ in range(d)) for _ in range(d))
+        parts.append(Elements(A, tuple(P_inf[i][0] * mu_bar for i in range(d)), zeros,
+                              tuple(AH[i] * mu_bar for i in range(d)), zeros))
+    forward = jax.tree_util.tree_map(lambda *a: jnp.stack([jnp.broadcast_to(x, (N, Q)) for x in a], 1), *parts)
+    backward = jax.tree_util.tree_map(lambda a: a[::-1], dual(forward))
+    both = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b], 1), forward, backward)
+    scanned = prefixes(both, method)  # entries (N, 2, parts, Q)
+    suffix = undual(jax.tree_util.tree_map(lambda a: a[::-1, 1], scanned))
+    later = jax.tree_util.tree_map(lambda a: jnp.concatenate([a[1:], jnp.zeros_like(a[:1])]), suffix)
+    pick = (lambda tree, k: jax.tree_util.tree_map(lambda a: a[:, k], tree))
+    prefix = jax.tree_util.tree_map(lambda a: a[:, 0], scanned)
+    P = pick(prefix.C, 0)
+    P_before = jax.tree_util.tree_map(lambda a: jnp.concatenate([jnp.zeros_like(a[:1]), a[:-1]]), P)
+    predicted = sum(AH[i] * P_before[i][j] * AH[j] for i in range(d) for j in range(d)) + v
+    with_mean = mu_bar is not None
+    return FilterPasses(P, predicted, pick(later.J, 0), None if eta is None else pick(prefix.b, 0),
+                        None if eta is None else pick(later.eta, 0), pick(prefix.b, 1) if with_mean else None,
+                        pick(later.eta, 1) if with_mean else None)
 
 
 # ---- the family ------------------------------------------------------------------------------------
@@ -398,12 +406,15 @@ class MarkovGaussian(GPPriorGaussian):
         ``theta -> MarkovHyperparameters`` (traceable).
     two_nu : {1, 3, 5}
         ``2 nu`` of the Matérn kernel.
-    method : {"blocked", "parallel", "sequential"}
-        How the recursions run (:func:`prefixes`).
+    method : {"filters", "blocked", "parallel", "sequential"}
+        How the recursions run: ``"filters"`` (the default) steps the two filters point by point
+        (:func:`~gpdsl.inference.variational.markov_filters.filter_passes`) and differentiates them by the
+        hand-written reverse pass of :mod:`~gpdsl.inference.variational.markov_adjoint`; the others are
+        prefix scans of filtering elements (:func:`prefixes`) differentiated by JAX.
     """
 
     def __init__(self, prior_covariance: Callable, blocks, times, groups, hyperparameters: Callable, two_nu: int,
-                 method: str = "blocked"):
+                 method: str = "filters"):
         super().__init__(prior_covariance, blocks)
         if two_nu not in (1, 3, 5):
             raise MethodError(f"Matérn order 2 nu = {two_nu} has no state-space form here; use 1, 3 or 5")
@@ -421,63 +432,48 @@ class MarkovGaussian(GPPriorGaussian):
         self.two_nu = two_nu
         self.method = method
 
+    def _state_space(self, theta):
+        """``(A, Q, P_inf)`` along the sorted points and the white-noise variance ``w`` (jitter included)."""
+        variance, lengthscale, white = self.hyperparameters(theta)
+        return transitions(self.two_nu, variance, lengthscale, self.dt, self.first), white + GP_JITTER
+
     def _smooth(self, theta, lam, eta=None, mu_bar=None) -> tuple[_Smoothed, jax.Array]:
         """Smoothed marginals of ``s`` under sites ``(eta, lam)`` on ``x`` (sorted rows), and ``w``.
 
-        ``eta=None`` computes variances only; ``mu_bar`` adds ``K_s mu_bar`` through the same scan (as
-        elements with ``C = J = 0``, batched with the filter's). One prefix scan runs the filter forwards
-        and, through :func:`dual`, the information filter backwards.
+        ``eta=None`` computes variances only; ``mu_bar`` adds ``K_s mu_bar``. The passes come from
+        :func:`~gpdsl.inference.variational.markov_filters.filter_passes` (``method="filters"``) or from a
+        prefix scan of filtering elements (:func:`element_passes`).
         """
-        variance, lengthscale, white = self.hyperparameters(theta)
-        w = white + GP_JITTER
-        A_array, Q_array, P_array = transitions(self.two_nu, variance, lengthscale, self.dt, self.first)
-        N, Q = lam.shape
-        d = A_array.shape[-1]
-        A, Qn, P_inf = to_tuples(A_array[:, None]), to_tuples(Q_array[:, None]), to_tuples(P_array)
+        (A, Qn, P_inf), w = self._state_space(theta)
         lam_s = lam / (1.0 + w * lam)
-        v = Qn[0][0]
-        gain = lam_s / (1.0 + lam_s * v)  # (N, Q): the scalar S^-1 of the update
-        QH, AH = tuple(Qn[i][0] for i in range(d)), A[0]  # Q H^T and A^T H^T
-        zero = jnp.zeros((N, Q))
-        observed = zero if eta is None else eta / (1.0 + w * lam) / (1.0 + lam_s * v)  # S^-1 y
-        filtering = Elements(
-            tuple(tuple(A[i][j] - gain * QH[i] * AH[j] for j in range(d)) for i in range(d)),
-            tuple(QH[i] * observed for i in range(d)),
-            tuple(tuple(Qn[i][j] - gain * QH[i] * QH[j] for j in range(d)) for i in range(d)),
-            tuple(AH[i] * observed for i in range(d)),
-            tuple(tuple(gain * AH[i] * AH[j] for j in range(d)) for i in range(d)))
-        parts = [filtering]
-        if mu_bar is not None:
-            zeros = tuple(tuple(zero for _ in range(d)) for _ in range(d))
-            parts.append(Elements(A, tuple(P_inf[i][0] * mu_bar for i in range(d)), zeros,
-                                  tuple(AH[i] * mu_bar for i in range(d)), zeros))
-        forward = jax.tree_util.tree_map(lambda *a: jnp.stack([jnp.broadcast_to(x, (N, Q)) for x in a], 1), *parts)
-        backward = jax.tree_util.tree_map(lambda a: a[::-1], dual(forward))
-        both = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b], 1), forward, backward)
-        scanned = prefixes(both, self.method)  # entries (N, 2, parts, Q)
-        suffix = undual(jax.tree_util.tree_map(lambda a: a[::-1, 1], scanned))
-        later = jax.tree_util.tree_map(lambda a: jnp.concatenate([a[1:], jnp.zeros_like(a[:1])]), suffix)
-        pick = (lambda tree, k: jax.tree_util.tree_map(lambda a: a[:, k], tree))
-        prefix = jax.tree_util.tree_map(lambda a: a[:, 0], scanned)
-        P, m = pick(prefix.C, 0), pick(prefix.b, 0)  # filtered covariances and means of s_k
-        J, info = pick(later.J, 0), pick(later.eta, 0)  # the information about s_k in the sites after k
-        inverse = small_inverse(_eye_plus(_mm(P, J)))  # (I + P J)^-1
-        smoothed = _mm(inverse, P)  # = (P^-1 + J)^-1
-        mean = None if eta is None else _mv(inverse, _add(m, _mv(P, info)))[0]
-        P_before = jax.tree_util.tree_map(lambda a: jnp.concatenate([jnp.zeros_like(a[:1]), a[:-1]]), P)
-        predicted = sum(AH[i] * P_before[i][j] * AH[j] for i in range(d) for j in range(d)) + v
-        log_det = jnp.sum(jnp.log1p(lam_s * predicted), axis=0)
+        eta_s = None if eta is None else eta / (1.0 + w * lam)
+        if self.method == "filters":
+            passes = filter_passes(A, Qn, P_inf, lam_s, eta_s, mu_bar)
+        else:
+            passes = element_passes(A, Qn, P_inf, lam_s, eta_s, mu_bar, self.method)
+        factor = smoothed_factor(passes)
+        P = passes.filtered_cov
+        smoothed = mm(factor, P)
+        mean = None if eta is None else mv(factor, add(passes.filtered_mean, mv(P, passes.later_info)))[0]
+        log_det = jnp.sum(jnp.log1p(lam_s * passes.predicted_var), axis=0)
         prior_mean = None
         if mu_bar is not None:
-            causal, anticausal = pick(prefix.b, 1)[0], pick(later.eta, 1)
-            prior_mean = causal + sum(P_inf[0][i] * anticausal[i] for i in range(d))
+            prior_mean = passes.causal[0] + sum(P_inf[0, i] * passes.anticausal[i] for i in range(len(P)))
         return _Smoothed(mean, smoothed[0][0], log_det, prior_mean), w
 
     def moments(self, params, theta, xp=jnp) -> GPPriorMoments:
-        """Marginal means and variances with the pieces of the KL term (see the module docstring), in ``O(N)``."""
+        """Marginal means and variances with the pieces of the KL term (see the module docstring), in ``O(N)``.
+
+        With ``method="filters"`` the gradient goes through the hand-written reverse pass of
+        :func:`~gpdsl.inference.variational.markov_adjoint.smoothed_marginals`.
+        """
         mu_bar = jnp.asarray(params.mu_bar)[self.order]
         lam = jnp.asarray(params.lam)[self.order]
-        smoothed, w = self._smooth(theta, lam, mu_bar=mu_bar)
+        if self.method == "filters":
+            (A, Qn, P_inf), w = self._state_space(theta)
+            smoothed = _Smoothed(None, *smoothed_marginals(A, Qn, P_inf, lam / (1.0 + w * lam), mu_bar))
+        else:
+            smoothed, w = self._smooth(theta, lam, mu_bar=mu_bar)
         mean = smoothed.prior_mean + w * mu_bar
         scale = 1.0 / (1.0 + w * lam)
         variance = w * scale + smoothed.variance * scale * scale
