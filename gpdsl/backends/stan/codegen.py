@@ -33,6 +33,8 @@ column of a matrix ``Y`` on its own).
 
 from __future__ import annotations
 
+import itertools
+
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -313,9 +315,11 @@ class _Generator:
         return self.loop_names[depth]
 
     def fresh(self, base: str) -> str:
-        name = base
-        while name in self.taken:
-            name += "_"
+        """The first of ``base``, ``base_``, ``base_2``, ``base_3``, ... not taken (never a name ending in
+        ``__``, which Stan reserves)."""
+        first = [base] if base.endswith("_") else [base, base + "_"]
+        numbered = (f"{base.rstrip('_')}_{number}" for number in itertools.count(2))
+        name = next(name for name in itertools.chain(first, numbered) if name not in self.taken)
         self.taken.add(name)
         return name
 
