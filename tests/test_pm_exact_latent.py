@@ -5,6 +5,9 @@ importance densities) is compared with a long ESS-within-Gibbs run on the joint 
 ``(theta, f)``: the statistics ``f' K(theta)^-1 f / n`` and ``mean(f^2) / sigma``, and the class
 probabilities predicted from the f draws at new inputs, must agree within four combined Monte Carlo
 standard errors. An f that is moved after theta ignoring it has ``f' K^-1 f / n`` in the thousands.
+
+A long statistical run (minutes): slow tier. The default tier keeps the construction's unit tests in
+``tests/test_pseudo_marginal.py`` (the selected f moves exactly when the proposal is accepted).
 """
 
 import arviz as az
@@ -102,6 +105,7 @@ def disagreements(pm: dict, reference: dict) -> list[str]:
     return failures
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("approximation, num_importance", [("laplace", 4), ("ep", 8)])
 def test_pm_latent_draws_match_a_long_gibbs_run(problem, gibbs_reference, approximation, num_importance):
     failures = disagreements(pm_statistics(problem, approximation, num_importance), gibbs_reference)
