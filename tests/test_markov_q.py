@@ -109,7 +109,8 @@ def families(two_nu, kernel, method, white=1e-3, N=25, seed=0):
     return GPPriorGaussian(dense), MarkovGaussian(dense, None, t, g, hyperparameters, two_nu, method)
 
 
-@pytest.mark.parametrize("method", ["filters", "blocked", "sequential"])
+@pytest.mark.parametrize("method", ["filters", pytest.param("blocked", marks=pytest.mark.slow),
+                                    pytest.param("sequential", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("two_nu,kernel,_", ORDERS)
 def test_moments_kl_and_their_gradients_equal_the_dense_family(two_nu, kernel, _, method):
     dense, markov = families(two_nu, kernel, method)
@@ -157,6 +158,7 @@ def test_the_hand_written_reverse_pass_equals_autodiff_through_the_element_scan(
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_parallel_scans_equal_the_sequential_scan():
     _, sequential = families(3, Matern32, "sequential", N=12)
     _, parallel = families(3, Matern32, "parallel", N=12)

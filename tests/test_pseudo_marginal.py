@@ -145,7 +145,8 @@ def test_the_refreshed_f_is_recorded_but_not_fed_back(problem):
 
 
 @pytest.mark.parametrize("approximation, num_importance, ep_start",
-                         [("ep", 16, "reference"), ("ep", 16, "frozen"), ("ep", 16, "zero"), ("laplace", 1, "reference")])
+                         [pytest.param("ep", 16, "reference", marks=pytest.mark.slow), ("ep", 16, "frozen"),
+                          ("ep", 16, "zero"), ("laplace", 1, "reference")])
 def test_chain_matches_quadrature_posterior(problem, exact_posterior, approximation, num_importance, ep_start):
     init, step = make_pseudo_marginal(problem, approximation, num_importance, ep_start=ep_start)
     chains = 4
