@@ -71,7 +71,10 @@ def test_a_method_added_through_the_registry_alone_runs_from_the_cli(toy, data_f
     assert results_json(results, "settings") == {"chains": 3, "warmup": 1000, "draws": 7, "value": 2.5,
                                                  "label": "b_c"}
     assert results_json(results, "report") == {"family": LATENT_GP}
-    assert results_json(results, "timings") == {"compile": 0.0, "warmup": 0.0, "sampling": 0.5, "total": 1.0}
+    timings = results_json(results, "timings")
+    total = timings.pop("total")
+    assert timings == {"compile": 0.0, "warmup": 0.0, "sampling": 0.5}
+    assert 0.0 <= total < 1.0  # the wall time gpdsl measured around the run replaces the method's own claim
     assert "y" in arviz_compat.groups(results)["observed_data"]
 
     assert cli.main(["methods", CLASSIFICATION]) == 0
