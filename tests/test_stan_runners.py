@@ -411,3 +411,18 @@ def test_a_build_killed_before_httpstan_wrote_its_log_is_removed_so_the_program_
     assert not remove_broken_build(built, now=later) and built.exists()
     assert not remove_broken_build(compiling, now=later) and compiling.exists()
     assert not remove_broken_build(tmp_path / "absent", now=later)
+
+
+def test_a_second_build_of_the_same_program_waits_for_the_first(tmp_path):
+    import fcntl
+
+    from gpdsl.backends.stan.pystan_worker import building
+
+    entry = tmp_path / "4.13.0" / "models" / "abcdefgh"
+    lock_file = tmp_path / "4.13.0" / "gpdsl-build-locks" / "abcdefgh.lock"
+    with building(entry):
+        with open(lock_file, "a") as other, pytest.raises(BlockingIOError):
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert not entry.parent.exists()  # nothing written among httpstan's models
+    with open(lock_file, "a") as other:
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)

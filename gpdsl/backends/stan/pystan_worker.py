@@ -133,12 +133,31 @@ def _build(request: dict, sink, lock: threading.Lock):
     import stan
 
     model_name = httpstan.models.calculate_model_name(request["program_code"])
-    if remove_broken_build(httpstan.cache.model_directory(model_name)):
-        _emit(sink, lock, f"gpdsl: removed an unfinished build of this program from httpstan's cache ({model_name}); "
-                          "building it again")
+    directory = httpstan.cache.model_directory(model_name)
     notice = "still building the Stan model; a first build of a program takes about a minute"
-    with _heartbeat(sink, lock, notice):
+    with _heartbeat(sink, lock, notice), building(directory):
+        if remove_broken_build(directory):
+            _emit(sink, lock, f"gpdsl: removed an unfinished build of this program from httpstan's cache "
+                              f"({model_name}); building it again")
         return stan.build(request["program_code"], data=request["data"], random_seed=request.get("seed"))
+
+
+@contextmanager
+def building(directory: Path):
+    """Hold an exclusive lock on the build of the program cached in ``directory`` (one of httpstan's model entries).
+
+    Two processes building the same program at once would both write its entry; the second now waits and
+    finds it built. The lock files live beside httpstan's ``models`` directory, never inside it (httpstan
+    takes every entry there for a model).
+    """
+    locks = directory.parent.parent / "gpdsl-build-locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"{directory.name}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _sample(request: dict, sink, lock: threading.Lock) -> tuple[dict, dict[str, np.ndarray]]:
