@@ -123,6 +123,7 @@ def test_joint_projection_starts_at_the_training_bound_and_without_outputs_ends_
     np.testing.assert_allclose(projection.variance, predicted.variance, rtol=1e-2)
 
 
+@pytest.mark.slow
 def test_partially_observed_rows_fit_their_observed_columns_and_reconstruct_the_others():
     model = load_model("models/dynamical_gplvm.gpm")
     values = simulated("dynamical", N=40, D=6, noise_sd=0.05, seed=3)
@@ -291,6 +292,7 @@ def test_supervised_gplvm_predicts_at_new_observed_inputs():
     assert np.all(np.abs(prediction.mean[:, 0] - Y_new[:, 0]) < 3 * np.sqrt(prediction.variance[:, 0]))
 
 
+@pytest.mark.slow
 def test_several_starts_keep_the_fit_of_highest_bound():
     model = load_model("models/dynamical_gplvm.gpm")
     values = simulated("dynamical", N=20, D=4, noise_sd=0.3)

@@ -24,6 +24,13 @@ from gpdsl.kernels.stationary import Matern12, Matern32, Matern52
 from gpdsl.numerics import GP_JITTER
 
 ORDERS = [(1, Matern12, "matern12"), (3, Matern32, "matern32"), (5, Matern52, "matern52")]
+
+
+def orders_in_default_tier(name):
+    """``ORDERS`` with every order but ``name`` in the slow tier (each costs 5-30 s of compilation)."""
+    return [order if order[2] == name else pytest.param(*order, marks=pytest.mark.slow) for order in ORDERS]
+
+
 TOL = 1e-8
 
 MODEL = """
@@ -111,7 +118,7 @@ def families(two_nu, kernel, method, white=1e-3, N=25, seed=0):
 
 @pytest.mark.parametrize("method", ["filters", pytest.param("blocked", marks=pytest.mark.slow),
                                     pytest.param("sequential", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("two_nu,kernel,_", ORDERS)
+@pytest.mark.parametrize("two_nu,kernel,_", orders_in_default_tier("matern32"))
 def test_moments_kl_and_their_gradients_equal_the_dense_family(two_nu, kernel, _, method):
     dense, markov = families(two_nu, kernel, method)
     rng = np.random.default_rng(1)
@@ -133,7 +140,7 @@ def test_moments_kl_and_their_gradients_equal_the_dense_family(two_nu, kernel, _
         np.testing.assert_allclose(b, a, rtol=1e-7, atol=1e-7)
 
 
-@pytest.mark.parametrize("two_nu,kernel,_", ORDERS)
+@pytest.mark.parametrize("two_nu,kernel,_", orders_in_default_tier("matern52"))
 def test_the_hand_written_reverse_pass_equals_autodiff_through_the_element_scan(two_nu, kernel, _):
     # gradients in every input the family differentiates: sites, means, variance, length-scale and white noise
     rng = np.random.default_rng(4)
@@ -167,7 +174,7 @@ def test_parallel_scans_equal_the_sequential_scan():
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("two_nu,kernel,_", ORDERS)
+@pytest.mark.parametrize("two_nu,kernel,_", orders_in_default_tier("matern12"))
 def test_initial_sites_and_the_site_map_equal_the_dense_family(two_nu, kernel, _):
     dense, markov = families(two_nu, kernel, "blocked")
     rng = np.random.default_rng(3)
@@ -200,14 +207,21 @@ def test_latent_q_is_the_markov_family_exactly_for_matern_time_priors(kernel, ma
     assert isinstance(q, MarkovGaussian) == markov
 
 
-def test_a_single_time_input_without_same_is_one_sequence():
+def single_sequence_problem():
     values = simulated(sequences=1)
     del values["sequence"]
     text = model_text("matern32(lengthscale = ell) + white(1e-6)", "t").replace(
         "  array[N] int<lower=1> sequence;\n", "")
-    _, problem = problem_of(text, values)
-    assert isinstance(problem.latent_q(), MarkovGaussian)
-    assert_bound_equals_dense(problem)
+    return problem_of(text, values)[1]
+
+
+def test_a_single_time_input_without_same_is_one_sequence():
+    assert isinstance(single_sequence_problem().latent_q(), MarkovGaussian)
+
+
+@pytest.mark.slow
+def test_the_bound_of_a_single_time_input_equals_the_dense_familys():
+    assert_bound_equals_dense(single_sequence_problem())
 
 
 def assert_bound_equals_dense(problem, seed=0):
@@ -224,7 +238,8 @@ def assert_bound_equals_dense(problem, seed=0):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["matern12", "matern32", "matern52"])
+@pytest.mark.parametrize("name", ["matern32", pytest.param("matern12", marks=pytest.mark.slow),
+                                  pytest.param("matern52", marks=pytest.mark.slow)])
 def test_full_bound_and_gradient_equal_the_dense_family_with_sequences(name):
     _, problem = problem_of(model_text(f"s2 * {name}(t, lengthscale = ell) * same(sequence) + white(1e-4)"),
                             simulated(sequences=3))

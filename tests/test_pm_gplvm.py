@@ -197,7 +197,7 @@ def test_blocks_must_split_the_coordinates():
         check_blocks([[0, 1], []], 2)
 
 
-@pytest.mark.parametrize("correlation", [0.0, 0.95])
+@pytest.mark.parametrize("correlation", [pytest.param(0.0, marks=pytest.mark.slow), 0.95])
 def test_pm_gplvm_chain_recovers_the_grid_posterior_of_one_hyperparameter(tiny, correlation):
     """Posterior mean and sd of s1 from 4 chains within 4 MCSE of the posterior on a grid (the marginal likelihood
     at each grid point by :func:`marginal_by_prior_sampling`)."""

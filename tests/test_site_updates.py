@@ -28,6 +28,7 @@ def small_problem():
     return problem, settings, initial_params(problem, settings)
 
 
+@pytest.mark.slow
 def test_site_updates_reach_stationary_points_from_the_start_and_from_lbfgs():
     problem, settings, start = small_problem()
     result = jax.jit(make_site_updates(problem, settings, max_iterations=3000, tol=1e-12))(
