@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from gpdsl.api import check_file, run
+from gpdsl.api import check_file, check_text, run
 from gpdsl.backends.jax.lowering import lower
 from gpdsl.backends.jax.simulate import simulate
 from gpdsl.backends.stan.nuts import NUTSSettings
@@ -78,21 +78,34 @@ def test_pseudo_marginal_agrees_with_nuts():
     assert not failures, f"posterior means differ by more than 3 combined MCSEs for {failures}"
 
 
+LINEAR_OUTPUT_GP = ("rbf(variance = theta_S, inv_ls2 = theta)", "linear(theta_S)")
+
+
 @pytest.mark.slow
 def test_pm_gplvm_agrees_with_nuts_on_a_small_supervised_gplvm():
-    """Issue 17: sinusoid case 1 simplified so that NUTS mixes (one latent dimension, N = 15): the hyperparameter
-    posterior means of pm-gplvm's short chains and a long NUTS run differ by less than four combined MCSE."""
+    """Issue 17: sinusoid case 1 simplified so that NUTS mixes: one latent dimension, N = 15, and a linear output
+    GP. The hyperparameter posterior means of pm-gplvm's short chains and a long NUTS run differ by less than four
+    combined MCSE.
+
+    With the file's RBF output GP the posterior of ``s1`` has two modes (near 0.09 and 1.1: a smooth latent
+    curve with a wiggly output map, or the reverse); each NUTS chain stays in one (R-hat 1.34 over 4 x 3000 draws),
+    as does each chain of an exact Metropolis-within-Gibbs sampler of (xi, Z) written for the check, so there
+    NUTS is no reference. Under the linear output GP both NUTS (R-hat 1.001) and that sampler agree on one mode
+    (s1 0.337 and 0.341).
+    """
     from case_studies.damianou2016_dynamics.simulate import sinusoids
     from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
 
-    model, _ = check_file("models/supervised_gplvm.gpm")
+    text = open("models/supervised_gplvm.gpm").read().replace(*LINEAR_OUTPUT_GP)
+    model, _ = check_text(text.replace("  vector<lower=0>[Q] theta ~ gamma(1.25, 5);\n", ""))
     x, Y, _ = sinusoids(15)
     data = {"N": 15, "Q": 1, "D": 6, "X": x[:, None], "Y": Y - Y.mean(0)}
-    names = ["s1", "theta", "theta_S", "noise"]
+    names = ["s1", "theta_S", "noise"]
     pm = run(model, data, "pm-gplvm", PMGPLVMSettings(chains=4, warmup=500, draws=1500, num_importance=300,
-                                                      blocks=[["s1", "theta"], ["theta_S", "noise"]],
-                                                      latent_sweeps=0), seed=3)
+                                                      blocks=[["s1"], ["theta_S", "noise"]], latent_sweeps=0),
+             seed=3)
     nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1500, draws=3000, adapt_delta=0.95), seed=3)
+    assert float(np.max(np.asarray(groups(nuts)["sample_stats"]["diverging"]))) == 0
     pm_table, nuts_table = means_and_mcse(pm, names), means_and_mcse(nuts, names)
     for label, (pm_mean, pm_error) in pm_table.items():
         nuts_mean, nuts_error = nuts_table[label]
