@@ -115,6 +115,9 @@ class RunContext:
         Where chain methods write their draws so far, and resume from.
     new_inputs : numpy.ndarray, optional
         Inputs to predict at.
+    chain_groups : int, optional
+        Chain methods: advance the chains in this many groups, one vmap each (:mod:`gpdsl.inference.chain_groups`);
+        None runs them in one vmap.
     """
 
     family: str
@@ -123,6 +126,7 @@ class RunContext:
     progress: bool = False
     checkpoint: str | Path | None = None
     new_inputs: Any = None
+    chain_groups: int | None = None
 
 
 @dataclass(frozen=True)
@@ -154,7 +158,8 @@ class PreparedRun:
 
 def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None,
             *, seed: int | None = None, out: str | Path | None = None, progress: bool = False,
-            checkpoint: str | Path | None = None, new_inputs=None, inputs=(), on_warning=None) -> PreparedRun:
+            checkpoint: str | Path | None = None, new_inputs=None, inputs=(), on_warning=None, scheduler=None,
+            chain_groups: int | None = None) -> PreparedRun:
     """Check everything a run needs, run nothing (see :func:`run` for the parameters).
 
     Returns
@@ -173,7 +178,12 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     from gpdsl.errors import MethodError
     from gpdsl.ir.families import classify, require_priors
     from gpdsl.registry import get_method
+    from gpdsl.scale_out import check_scheduler_run
 
+    if scheduler is not None:
+        from gpdsl.scale_out import distributed
+
+        distributed()
     if not isinstance(model, Model):
         inputs = (*inputs, *([] if _is_text(model) else [model]))
         model = load_model(model)
@@ -190,25 +200,39 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     if checkpoint is not None and not entry.checkpoints:
         raise MethodError(f"{entry.name} writes no checkpoints; methods that do: "
                           f"{', '.join(m.name for m in _methods_with('checkpoints'))}")
+    chain_groups = check_scheduler_run(entry, settings, scheduler, chain_groups, checkpoint)
     if out is not None:
         check_writable(out, "results", inputs=[*inputs, *([data] if isinstance(data, (str, Path)) else [])])
     data, warnings = load_data(data, model, allow_missing=output_variables(model) if entry.missing_outputs else ())
     for warning in warnings if on_warning else ():
         on_warning(warning)
     seed = draw_seed() if seed is None else verify_seed(seed)
-    return PreparedRun(model, data, entry, settings, RunContext(family, facts, seed, progress, checkpoint, new_inputs),
-                       out)
+    context = RunContext(family, facts, seed, progress, checkpoint, new_inputs, chain_groups)
+    return PreparedRun(model, data, entry, settings, context, out)
 
 
-def execute(prepared: PreparedRun, keep_state: bool = False):
-    """Run a prepared run, build its results and write them (see :func:`run` for what it returns)."""
+def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
+    """Run a prepared run, build its results and write them (see :func:`run` for what it returns).
+
+    With ``client`` (a :class:`distributed.Client`), the run's chain groups are Dask tasks
+    (:mod:`gpdsl.scale_out`).
+    """
     import time
 
     from gpdsl.results.io import write_netcdf
     from gpdsl.results.method_output import method_results
 
     started = time.perf_counter()
-    output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
+    if prepared.context.chain_groups is None:
+        output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
+    else:
+        from gpdsl.inference.chain_groups import chains_run_by
+        from gpdsl.scale_out import RunTask, chain_executor
+
+        task = RunTask.of(prepared) if client is not None else None
+        with chains_run_by(chain_executor(prepared.context, client, task)):
+            output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
+        output.attrs = {**output.attrs, "chain_groups": prepared.context.chain_groups}
     output.timings = {**output.timings, "total": time.perf_counter() - started}
     results = method_results(prepared.model, prepared.data, prepared.method.name, prepared.method.engine,
                              prepared.settings, prepared.context.seed, output)
@@ -220,7 +244,7 @@ def execute(prepared: PreparedRun, keep_state: bool = False):
 def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None, *,
         seed: int | None = None, out: str | Path | None = None, progress: bool = False,
         checkpoint: str | Path | None = None, new_inputs=None, keep_state: bool = False, inputs=(),
-        on_warning=None):
+        on_warning=None, scheduler=None, chain_groups: int | None = None):
     """Run an inference method on a model: the one entry point of the CLI and the Python API.
 
     Everything is checked before anything compiles or runs (:func:`prepare`): the method exists and fits
@@ -254,6 +278,14 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
         Files the run reads (model, data): ``out`` must not be one of them.
     on_warning : callable, optional
         Called with each data warning (names the model does not declare, dropped).
+    scheduler : str or distributed.Client, optional
+        Run on Dask (``pip install 'gpdsl[dask]'``): ``"local"`` (a local cluster of spawned worker processes),
+        a scheduler's address (``"tcp://host:8786"``) or a Client. A chain method's chain groups become tasks
+        (one group per chain unless ``chain_groups`` says otherwise); any other method runs as one task.
+        The results equal, bit for bit, a local run with the same seed and ``chain_groups``.
+    chain_groups : int, optional
+        Chain methods (``pm``, ``mcmc-ep``, ``gibbs``, ``pm-gplvm``): advance the chains in this many groups,
+        one vmap each (see :mod:`gpdsl.inference.chain_groups`); default one vmap over all chains.
 
     Returns
     -------
@@ -263,13 +295,19 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
         Only with ``keep_state``.
     """
     prepared = prepare(model, data, method, settings, seed=seed, out=out, progress=progress, checkpoint=checkpoint,
-                       new_inputs=new_inputs, inputs=inputs, on_warning=on_warning)
-    return execute(prepared, keep_state=keep_state)
+                       new_inputs=new_inputs, inputs=inputs, on_warning=on_warning, scheduler=scheduler,
+                       chain_groups=chain_groups)
+    if scheduler is None:
+        return execute(prepared, keep_state=keep_state)
+    from gpdsl.scale_out import connect, execute_on
+
+    with connect(scheduler) as client:
+        return execute_on(client, prepared, keep_state=keep_state)
 
 
 def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", *,
            seed: int | None = None, out: str | Path | None = None, progress: bool = False, new_inputs=None,
-           **settings):
+           scheduler=None, chain_groups: int | None = None, **settings):
     """Draw from the posterior with a sampler, its settings as keywords (``gpdsl sample``).
 
     Parameters
@@ -288,6 +326,10 @@ def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, meth
         Show progress.
     new_inputs : array_like, optional
         Inputs at which to predict (a ``predictions`` group).
+    scheduler : str or distributed.Client, optional
+        Run the chains as Dask tasks (see :func:`run`).
+    chain_groups : int, optional
+        Advance the chains in this many groups (see :func:`run`).
     **settings
         The method's settings by name (``chains=4``, ``approximation="ep"``), validated as the
         command-line flags are; a misspelt name gets a suggestion.
@@ -302,15 +344,17 @@ def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, meth
     >>> fit = gpdsl.sample("models/gp_classification.gpm", "data.json", "pm",
     ...                    approximation="ep", chains=4, seed=1)  # doctest: +SKIP
     """
-    return _run_command("sample", model, data, method, seed, out, progress, new_inputs, settings)
+    return _run_command("sample", model, data, method, seed, out, progress, new_inputs, settings, scheduler,
+                        chain_groups)
 
 
 def fit(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "vem", *,
         seed: int | None = None, out: str | Path | None = None, progress: bool = False, new_inputs=None,
-        **settings):
+        scheduler=None, **settings):
     """Fit a model by an optimiser or variational method (``gpdsl fit``): ``vem`` (default) or ``ml``.
 
-    Parameters are those of :func:`sample`; the point estimates are stored as a one-draw posterior.
+    Parameters are those of :func:`sample` (``scheduler`` runs the fit as one Dask task); the point estimates
+    are stored as a one-draw posterior.
 
     Returns
     -------
@@ -321,10 +365,11 @@ def fit(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     >>> import gpdsl
     >>> result = gpdsl.fit("models/bayesian_gplvm.gpm", "oil.json", num_inducing=30, seed=0)  # doctest: +SKIP
     """
-    return _run_command("fit", model, data, method, seed, out, progress, new_inputs, settings)
+    return _run_command("fit", model, data, method, seed, out, progress, new_inputs, settings, scheduler)
 
 
-def _run_command(command, model, data, method, seed, out, progress, new_inputs, settings):
+def _run_command(command, model, data, method, seed, out, progress, new_inputs, settings, scheduler=None,
+                 chain_groups=None):
     from gpdsl.cli_options import settings_from_mapping
     from gpdsl.errors import MethodError
     from gpdsl.registry import get_method
@@ -333,7 +378,8 @@ def _run_command(command, model, data, method, seed, out, progress, new_inputs, 
     if entry.command != command:
         raise MethodError(f"{entry.name} is a method of gpdsl.{entry.command}, not of gpdsl.{command}")
     chosen = settings_from_mapping(entry, settings, "settings")
-    return run(model, data, entry.name, chosen, seed=seed, out=out, progress=progress, new_inputs=new_inputs)
+    return run(model, data, entry.name, chosen, seed=seed, out=out, progress=progress, new_inputs=new_inputs,
+               scheduler=scheduler, chain_groups=chain_groups)
 
 
 def new_inputs_from_file(path, model: Model, method: str):

@@ -77,6 +77,10 @@ def _cmd_run(args) -> int:
     from gpdsl.api import check_file, new_inputs_from_file, run
     from gpdsl.registry import get_method
 
+    if args.scheduler is not None:
+        from gpdsl.scale_out import distributed
+
+        distributed()
     entry = get_method(args.method)
     settings = cli_options.settings_from_args(entry, args)
     model, warnings = check_file(args.file)
@@ -85,7 +89,8 @@ def _cmd_run(args) -> int:
     new_inputs = new_inputs_from_file(args.predict, model, entry.name) if getattr(args, "predict", None) else None
     results = run(model, args.data, entry.name, settings, seed=args.seed, out=args.out, progress=not args.quiet,
                   checkpoint=getattr(args, "checkpoint", None), new_inputs=new_inputs,
-                  inputs=(args.file,), on_warning=lambda text: print(f"warning: {text}", file=sys.stderr))
+                  inputs=(args.file,), on_warning=lambda text: print(f"warning: {text}", file=sys.stderr),
+                  scheduler=args.scheduler, chain_groups=getattr(args, "chain_groups", None))
     print(f"wrote {args.out}", file=sys.stderr)
     if entry.command == "fit":
         _print_fit_report(results, verbose=not args.quiet)
@@ -258,8 +263,14 @@ def _cmd_run_file(args) -> int:
     """``gpdsl run RUN.toml``: check every run of the file, then run them in order (and compare them)."""
     from gpdsl.run_file import execute_plan, plan
 
+    if args.scheduler is not None:
+        from gpdsl.scale_out import distributed
+
+        distributed()
     run_plan = plan(args.file, progress=not args.quiet,
                     on_warning=lambda text: print(f"warning: {text}", file=sys.stderr))
+    if args.scheduler is not None:
+        run_plan.scheduler = args.scheduler
     for spec, prepared in run_plan.runs:
         print(f"{spec.name}: {spec.method} on {spec.model} with {spec.data if isinstance(spec.data, Path) else 'inline data'}"
               f", seed {prepared.context.seed} -> {spec.out}", file=sys.stderr)
@@ -381,12 +392,15 @@ EXAMPLES = {
     "check": "gpdsl check models/*.gpm",
     "compile": "gpdsl compile models/gp_classification.gpm -o probit.stan",
     "sample": "gpdsl sample models/gp_classification.gpm --data data.json --method pm --approximation ep "
-              "--chains 4 --seed 1 --out pm.nc",
+              "--chains 4 --seed 1 --out pm.nc\n  gpdsl sample models/gp_classification.gpm --data data.json "
+              "--method pm --chains 8 --seed 1 --scheduler tcp://host:8786 --out pm.nc",
     "fit": "gpdsl fit models/bayesian_gplvm.gpm --data oil.json --num-inducing 30 --seed 0 --out bgplvm.nc",
     "run": "gpdsl run runs.toml --dry-run\n\na run file (paths relative to it; top-level keys are every run's defaults):\n"
            "  model = \"models/gp_classification.gpm\"\n  data = \"data.json\"\n  seed = 1\n\n  [[run]]\n"
            "  method = \"pm\"\n  out = \"pm_{approximation}.nc\"\n  settings = { chains = 4, num_importance = 16 }\n"
-           "  grid = { approximation = [\"ep\", \"laplace\"] }\n\n  [compare]\n  table = \"table.md\"",
+           "  grid = { approximation = [\"ep\", \"laplace\"] }\n\n  [compare]\n  table = \"table.md\"\n\n"
+           "on Dask (gpdsl[dask]), each run a task on the scheduler's workers:\n"
+           "  gpdsl run runs.toml --scheduler tcp://host:8786",
     "methods": "gpdsl methods models/gp_classification.gpm",
     "summary": "gpdsl summary pm.nc --vars sigma tau",
     "plot": "gpdsl plot pm.nc --kind trace -o trace.png\n  gpdsl plot bgplvm.nc --kind latent --dims 1 2 "
@@ -490,6 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_file.add_argument("file", metavar="RUN.toml")
     run_file.add_argument("--dry-run", action="store_true", help="check every run and list them; run nothing")
     run_file.add_argument("--quiet", action="store_true", help="no progress")
+    cli_options.add_scheduler_flag(run_file, "each run as one task (overrides the file's scheduler key)")
     run_file.set_defaults(run=_cmd_run_file)
 
     text = ("results files side by side: per parameter mean, sd, MCSE, ESS and R-hat of each fit; per fit the "

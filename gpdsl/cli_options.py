@@ -12,6 +12,7 @@ import dataclasses
 
 from gpdsl.errors import MethodError
 from gpdsl.registry import methods
+from gpdsl.scale_out import runs_chain_groups
 from gpdsl.settings import cli_fields, flag_of
 
 DEFAULT_METHOD = {"sample": "nuts", "fit": "vem"}
@@ -33,6 +34,14 @@ def add_method_command(sub, command: str, text: str, handler) -> argparse.Argume
         parser.add_argument("--predict", default=None, metavar="NEW.json",
                             help="new inputs (under the model's input name) for a predictions group "
                                  f"({', '.join(m.name for m in offered if m.predicts)})")
+    add_scheduler_flag(parser, "the chains as tasks, one per chain group (other methods: the run as one task)"
+                       if any(runs_chain_groups(m) for m in offered) else "the run as one task")
+    if any(runs_chain_groups(m) for m in offered):
+        parser.add_argument("--chain-groups", type=int, default=None, metavar="K",
+                            help="advance the chains in K groups, one vmap each, the same on a scheduler and "
+                                 "here: the results of runs with the same seed and K are equal bit for bit "
+                                 f"({', '.join(m.name for m in offered if runs_chain_groups(m))}; default: one "
+                                 "group, or one per chain with --scheduler)")
     if any(m.checkpoints for m in offered):
         parser.add_argument("--checkpoint", default=None, metavar="FILE.npz",
                             help="write the draws so far after each compiled segment, and resume from it "
@@ -43,6 +52,13 @@ def add_method_command(sub, command: str, text: str, handler) -> argparse.Argume
             _add_flag(group, flag, users)
     parser.set_defaults(run=handler, command_methods=[m.name for m in offered])
     return parser
+
+
+def add_scheduler_flag(parser, what: str) -> None:
+    """Add ``--scheduler local|ADDRESS`` (:mod:`gpdsl.scale_out`), saying what runs as Dask tasks."""
+    parser.add_argument("--scheduler", default=None, metavar="local|ADDRESS",
+                        help=f"run on Dask, {what}: 'local' starts a cluster of worker processes on this machine, "
+                             "ADDRESS is a running scheduler's (tcp://host:8786); needs gpdsl[dask]")
 
 
 def add_settings_flags(parser, settings_class, title: str, owner: str) -> None:

@@ -24,6 +24,10 @@ combination of its values; an optional ``[compare]`` table compares the runs' re
     table = "table.md"
     plot = "forest.png"
 
+A top-level ``scheduler = "tcp://host:8786"`` (or ``"local"``; ``gpdsl run --scheduler`` overrides it) runs
+each run as one Dask task (:mod:`gpdsl.scale_out`); the files equal those of a run without it. A run's
+``chain_groups = K`` advances its chains in K groups (:mod:`gpdsl.inference.chain_groups`).
+
 Every run is checked (model, data, method, settings through the method's settings class, exactly as the
 command-line flags are, and that its output can be written) before the first one starts.
 """
@@ -39,8 +43,9 @@ from typing import Any, Callable
 
 from gpdsl.errors import GpdslError
 
-RUN_KEYS = ("name", "model", "data", "method", "seed", "settings", "grid", "out", "predict", "checkpoint")
-TOP_KEYS = (*RUN_KEYS, "run", "compare")
+RUN_KEYS = ("name", "model", "data", "method", "seed", "settings", "grid", "out", "predict", "checkpoint",
+            "chain_groups")
+TOP_KEYS = (*RUN_KEYS, "run", "compare", "scheduler")
 COMPARE_KEYS = ("reference", "table", "plot", "vars")
 PATH_KEYS = ("model", "out", "predict", "checkpoint")
 
@@ -61,6 +66,7 @@ class RunSpec:
         As written (validated by :func:`plan`).
     seed : int, optional
     predict, checkpoint : pathlib.Path, optional
+    chain_groups : int, optional
     """
 
     name: str
@@ -72,19 +78,22 @@ class RunSpec:
     seed: int | None = None
     predict: Path | None = None
     checkpoint: Path | None = None
+    chain_groups: int | None = None
 
 
 @dataclass
 class RunPlan:
-    """A run file whose every run was checked: the runs with their prepared form, and the comparison to make."""
+    """A run file whose every run was checked: the runs with their prepared form, the comparison to make, and
+    the Dask scheduler that runs them (None: here, in order)."""
 
     path: Path
     runs: list
     compare: dict | None = None
+    scheduler: str | None = None
 
 
 def read_run_file(path: str | os.PathLike) -> tuple[list[RunSpec], dict | None]:
-    """The runs of a run file and its ``[compare]`` table.
+    """The runs of a run file and its ``[compare]`` table (see :func:`read_scheduler` for its scheduler).
 
     Raises
     ------
@@ -105,7 +114,7 @@ def read_run_file(path: str | os.PathLike) -> tuple[list[RunSpec], dict | None]:
     tables = content.get("run", [{}])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise GpdslError(f"{source}: 'run' must be an array of tables ([[run]])")
-    defaults = {key: value for key, value in content.items() if key not in ("run", "compare")}
+    defaults = {key: value for key, value in content.items() if key not in ("run", "compare", "scheduler")}
     specs = []
     for number, table in enumerate(tables, 1):
         where = f"{source}, run {number}" if "run" in content else str(source)
@@ -131,6 +140,27 @@ def read_run_file(path: str | os.PathLike) -> tuple[list[RunSpec], dict | None]:
     return specs, compare
 
 
+def read_scheduler(path: str | os.PathLike) -> str | None:
+    """The run file's ``scheduler`` key (``"local"`` or an address), or None.
+
+    Raises
+    ------
+    GpdslError
+        It is not a string, or ``dask.distributed`` is not installed.
+    """
+    import tomllib
+
+    scheduler = tomllib.loads(Path(path).read_text()).get("scheduler")
+    if scheduler is None:
+        return None
+    if not isinstance(scheduler, str) or not scheduler:
+        raise GpdslError(f"{path}: scheduler must be \"local\" or an address such as \"tcp://host:8786\"")
+    from gpdsl.scale_out import distributed
+
+    distributed()
+    return scheduler
+
+
 def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable | None = None) -> RunPlan:
     """Read a run file and check every run as :func:`gpdsl.api.prepare` does, running nothing.
 
@@ -148,6 +178,7 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
     from gpdsl.registry import get_method
 
     specs, compare = read_run_file(path)
+    scheduler = read_scheduler(path)
     runs = []
     for spec in specs:
         try:
@@ -157,7 +188,7 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
             new_inputs = new_inputs_from_file(spec.predict, model, entry.name) if spec.predict else None
             prepared = prepare(model, spec.data, entry.name, settings, seed=spec.seed, out=spec.out,
                                progress=progress, checkpoint=spec.checkpoint, new_inputs=new_inputs,
-                               inputs=(spec.model,), on_warning=on_warning)
+                               inputs=(spec.model,), on_warning=on_warning, chain_groups=spec.chain_groups)
         except GpdslError as error:
             error.message = f"{spec.name}: {error.message}"
             raise
@@ -167,18 +198,29 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
         outs = [Path(spec.out).resolve() for spec, _ in runs]
         if reference is not None and Path(reference).resolve() not in outs:
             raise GpdslError(f"{path}, [compare]: the reference {reference} is not the out of any run")
-    return RunPlan(Path(path), runs, compare)
+    return RunPlan(Path(path), runs, compare, scheduler)
 
 
 def execute_plan(run_plan: RunPlan, report: Callable[[str], None] = print):
-    """Run every run of a plan in order, then the comparison; returns the comparison (or None)."""
-    from gpdsl.api import execute
-
+    """Run every run of a plan, in order here or as Dask tasks on ``run_plan.scheduler``, then the comparison;
+    returns the comparison (or None)."""
     total = len(run_plan.runs)
-    for number, (spec, prepared) in enumerate(run_plan.runs, 1):
-        started = time.perf_counter()
-        execute(prepared)
-        report(f"{number}/{total} {spec.name}: {spec.method} -> {spec.out} ({time.perf_counter() - started:.1f} s)")
+    if run_plan.scheduler is None:
+        from gpdsl.api import execute
+
+        for number, (spec, prepared) in enumerate(run_plan.runs, 1):
+            started = time.perf_counter()
+            execute(prepared)
+            report(f"{number}/{total} {spec.name}: {spec.method} -> {spec.out} "
+                   f"({time.perf_counter() - started:.1f} s)")
+    else:
+        from gpdsl.scale_out import run_all
+
+        finished = run_all(run_plan.scheduler, [prepared for _, prepared in run_plan.runs])
+        for number, (index, seconds) in enumerate(finished, 1):
+            spec = run_plan.runs[index][0]
+            report(f"{number}/{total} {spec.name}: {spec.method} -> {spec.out} ({seconds:.1f} s since the runs "
+                   f"were sent to {run_plan.scheduler})")
     if run_plan.compare is None:
         return None
     from gpdsl.results.compare import compare
@@ -223,5 +265,5 @@ def _expanded(table: dict, base: Path, name: str, where: str) -> list[RunSpec]:
         paths["out"] = base / out
         data = run["data"] if isinstance(run["data"], dict) else base / str(run["data"])
         specs.append(RunSpec(label, paths["model"], data, str(run["method"]), run["settings"], paths["out"],
-                             run.get("seed"), paths["predict"], paths["checkpoint"]))
+                             run.get("seed"), paths["predict"], paths["checkpoint"], run.get("chain_groups")))
     return specs

@@ -9,6 +9,11 @@ so results depend only on the key, never on the segment size or on where a run w
 When JAX sees several devices (on CPU: ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` set
 before JAX starts), the chains are split over them with ``shard_map`` (each device runs a vmap over
 its share), so the chains use several cores; with one device nothing changes.
+
+A run can also advance only a block of its chains (``chain_block=(start, stop)``: chain ``c`` of the
+block still uses key ``c`` of the full split), and a chain executor set in :data:`CHAIN_EXECUTOR`
+(:mod:`gpdsl.inference.chain_groups`, :mod:`gpdsl.scale_out`) decides where the blocks run, e.g. as
+Dask tasks.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -33,6 +39,10 @@ from gpdsl.atomic import atomic_target
 from gpdsl.errors import GpdslError
 
 CHECKPOINT_VERSION = 1
+
+CHAIN_EXECUTOR: ContextVar[Callable | None] = ContextVar("gpdsl_chain_executor", default=None)
+"""``executor(run_block, num_chains) -> ChainResult`` that :func:`run_chains` hands its chains to when set;
+``run_block(chain_block=(start, stop))`` runs one block of them here."""
 
 
 @dataclass
@@ -88,7 +98,7 @@ def _default_extract(state):
 def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_draws: int, *,
                extract: Callable = _default_extract, segment_size: int = 100, progress: bool = True,
                checkpoint_path: str | Path | None = None, resume: bool = False, keep_warmup: bool = False,
-               on_segment: Callable | None = None) -> ChainResult:
+               on_segment: Callable | None = None, chain_block: tuple[int, int] | None = None) -> ChainResult:
     """Run chains of a transition in compiled segments.
 
     Parameters
@@ -118,6 +128,11 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     on_segment : callable, optional
         ``on_segment(iteration, phase)`` called after each segment (and its checkpoint); raising
         :class:`Interrupted` (or anything else) stops the run.
+    chain_block : (int, int), optional
+        Advance only chains ``start`` to ``stop - 1`` of ``initial_states`` (no checkpoint); each still uses
+        its own key of the split over all chains (XLA's rounding depends on the batch: the last bits of its
+        draws can differ from a vmap over all chains, see :mod:`gpdsl.inference.chain_groups`). Without it,
+        a chain executor set in :data:`CHAIN_EXECUTOR` runs the chains.
 
     Returns
     -------
@@ -128,6 +143,11 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     GpdslError
         The checkpoint does not match this run.
     """
+    executor = CHAIN_EXECUTOR.get()
+    if executor is not None and chain_block is None:
+        run_block = partial(run_chains, step_fn, initial_states, rng_key, num_warmup, num_draws, extract=extract,
+                            segment_size=segment_size, progress=False, keep_warmup=keep_warmup)
+        return executor(run_block, int(jax.tree.leaves(initial_states)[0].shape[0]))
     started = time.perf_counter()
     compilation_cache.enable()
     if num_warmup < 0 or num_draws < 0 or segment_size < 1:
@@ -135,9 +155,12 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     if not jnp.issubdtype(jnp.asarray(rng_key).dtype, jax.dtypes.prng_key):
         rng_key = jax.random.wrap_key_data(jnp.asarray(rng_key, dtype=jnp.uint32))
     states = jax.tree.map(jnp.asarray, initial_states)
-    num_chains = int(jax.tree.leaves(states)[0].shape[0])
+    total_chains = int(jax.tree.leaves(states)[0].shape[0])
+    block = _checked_block(chain_block, total_chains, checkpoint_path)
+    states = jax.tree.map(lambda leaf: leaf[block[0]:block[1]], states) if chain_block is not None else states
+    num_chains = block[1] - block[0]
     record = _Record(num_warmup, num_draws, num_chains, keep_warmup)
-    runner = _SegmentRunner(step_fn, extract, rng_key)
+    runner = _SegmentRunner(step_fn, extract, rng_key, total_chains, block[0])
     if resume and checkpoint_path is not None and Path(checkpoint_path).exists():
         states = record.load(checkpoint_path, states, rng_key, runner.output_shapes(states))
     timings = {"compile": 0.0, "warmup": 0.0, "sampling": 0.0, "resumed_at": record.iteration}
@@ -177,13 +200,30 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
                        timings=timings, warmup_draws=warmup_draws, warmup_infos=warmup_infos)
 
 
-class _SegmentRunner:
-    """Compiled segments of ``length`` iterations, one executable per length (``adapting`` is traced)."""
+def _checked_block(chain_block, total_chains, checkpoint_path) -> tuple[int, int]:
+    if chain_block is None:
+        return 0, total_chains
+    start, stop = (int(bound) for bound in chain_block)
+    if not 0 <= start < stop <= total_chains:
+        raise ValueError(f"chain_block {chain_block} is not a block of the {total_chains} chains")
+    if checkpoint_path is not None:
+        raise ValueError("a block of chains writes no checkpoint")
+    return start, stop
 
-    def __init__(self, step_fn, extract, rng_key):
+
+class _SegmentRunner:
+    """Compiled segments of ``length`` iterations, one executable per length (``adapting`` is traced).
+
+    The chains it advances are ``first_chain, first_chain + 1, ...`` of ``total_chains``: their keys are
+    those rows of the split over all of them.
+    """
+
+    def __init__(self, step_fn, extract, rng_key, total_chains, first_chain=0):
         self.step_fn = step_fn
         self.extract = extract
         self.rng_key = rng_key
+        self.total_chains = total_chains
+        self.first_chain = first_chain
         self.compiled = {}
 
     def _step_all(self, num_chains):
@@ -204,7 +244,9 @@ class _SegmentRunner:
         step_all = lambda keys, states: step_sharded(keys, states, adapting)  # noqa: E731
 
         def body(states, iteration):
-            keys = jax.random.split(jax.random.fold_in(rng_key, iteration), num_chains)
+            keys = jax.random.split(jax.random.fold_in(rng_key, iteration), self.total_chains)
+            if num_chains != self.total_chains:
+                keys = keys[self.first_chain:self.first_chain + num_chains]
             states, info = step_all(keys, states)
             return states, (jax.vmap(self.extract)(states), info)
 

@@ -1,0 +1,261 @@
+"""Runs and chains on a Dask scheduler (``--scheduler local|ADDRESS``): the one place that decides where chains run.
+
+A worker receives what a user would type, never compiled functions: the model's source text, the validated
+data (numpy arrays), the method's name, its settings dataclass and the seed. It checks, lowers and
+compiles there. Two kinds of task:
+
+- a chain group: the worker runs the method up to its chains (everything before them is deterministic
+  in the seed, e.g. the variational start and the initial states), advances only its block of chains
+  (:mod:`gpdsl.inference.chain_groups`) and returns their draws; the driver gathers the groups and goes
+  on with the method (draw groups, predictions, report) exactly as a local run does;
+- a whole run (a run of a run file's grid, or a method without chains: ``nuts``, ``vem``, ``ml``,
+  ``ep-ml``): the worker returns the results and the driver writes the file.
+
+``local`` starts a :class:`distributed.LocalCluster` whose worker processes start by spawn (never fork
+after JAX is imported). ``dask[distributed]`` is an optional extra (``pip install 'gpdsl[dask]'``).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from gpdsl.errors import GpdslError, MethodError
+
+LOCAL = "local"
+INSTALL_HINT = "install gpdsl[dask] (pip install 'gpdsl[dask]')"
+
+
+def distributed():
+    """The ``distributed`` package, or a one-line error saying how to install it.
+
+    Raises
+    ------
+    GpdslError
+        ``dask.distributed`` is not installed.
+    """
+    try:
+        import distributed as module
+    except ImportError:
+        raise GpdslError(f"--scheduler needs dask.distributed, which is not installed: {INSTALL_HINT}") from None
+    return module
+
+
+def runs_chain_groups(method) -> bool:
+    """Whether ``method``'s chains run in gpdsl's driver (and so can be split into groups): the methods that
+    checkpoint, whose chains are the driver's."""
+    return method.engine == "gpdsl" and method.checkpoints
+
+
+def check_scheduler_run(method, settings, scheduler, chain_groups, checkpoint) -> int | None:
+    """The chain groups of a run, checked before anything runs (see :func:`gpdsl.api.prepare`).
+
+    Returns
+    -------
+    int or None
+        The number of groups: as given; one per chain on a scheduler when not given; None for one vmap.
+
+    Raises
+    ------
+    GpdslError
+        ``dask.distributed`` is missing for a scheduler, the method has no chain groups, the number is out of
+        range, or a checkpoint is asked for with groups or a scheduler.
+    """
+    if scheduler is not None:
+        distributed()
+        if checkpoint is not None:
+            raise MethodError("--checkpoint writes on this machine; it cannot be combined with --scheduler")
+    if chain_groups is None:
+        return settings.chains if scheduler is not None and runs_chain_groups(method) else None
+    if not runs_chain_groups(method):
+        raise MethodError(f"{method.name} has no chains gpdsl can group; chain groups are for "
+                          "pm, mcmc-ep, gibbs and pm-gplvm")
+    if isinstance(chain_groups, bool) or not isinstance(chain_groups, int) or not 1 <= chain_groups <= settings.chains:
+        raise MethodError(f"chain_groups must be an integer from 1 to the {settings.chains} chains; "
+                          f"got {chain_groups!r}")
+    if checkpoint is not None and chain_groups > 1:
+        raise MethodError("--checkpoint needs the chains in one group (no --chain-groups)")
+    return chain_groups
+
+
+@contextmanager
+def connect(scheduler):
+    """A :class:`distributed.Client` for ``scheduler``: ``"local"`` (a spawn-started LocalCluster), an address
+    (``tcp://host:8786``) or a Client (used as is)."""
+    module = distributed()
+    if isinstance(scheduler, module.Client):
+        yield scheduler
+        return
+    if scheduler == LOCAL:
+        with local_cluster() as cluster, module.Client(cluster) as client:
+            yield client
+        return
+    with module.Client(str(scheduler)) as client:
+        yield client
+
+
+@contextmanager
+def local_cluster(workers: int | None = None):
+    """A :class:`distributed.LocalCluster` of one-thread worker processes started by spawn."""
+    import dask
+
+    module = distributed()
+    with dask.config.set({"distributed.worker.multiprocessing-method": "spawn"}):
+        with module.LocalCluster(n_workers=workers, processes=True, threads_per_worker=1,
+                                 dashboard_address=None) as cluster:
+            yield cluster
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """What a worker receives to redo a run: text and arrays, no compiled functions.
+
+    Attributes
+    ----------
+    source, source_name : str
+        The model's text and the name its messages use.
+    data : dict
+        The validated data.
+    method : str
+    settings : dataclass
+        The method's settings.
+    seed : int
+    chain_groups : int or None
+    new_inputs : array_like, optional
+    """
+
+    source: str
+    source_name: str
+    data: dict
+    method: str
+    settings: Any
+    seed: int
+    chain_groups: int | None = None
+    new_inputs: Any = None
+
+    @classmethod
+    def of(cls, prepared) -> RunTask:
+        """The task of a :class:`~gpdsl.api.PreparedRun`."""
+        source = prepared.model.source
+        return cls(source.text, source.name, dict(prepared.data), prepared.method.name, prepared.settings,
+                   prepared.context.seed, prepared.context.chain_groups, prepared.context.new_inputs)
+
+    def prepared(self):
+        """Check the model text and the data again here, and prepare the run (no output file)."""
+        from gpdsl.api import check_text, prepare
+
+        model, _ = check_text(self.source, self.source_name)
+        return prepare(model, self.data, self.method, self.settings, seed=self.seed, chain_groups=self.chain_groups,
+                       new_inputs=self.new_inputs)
+
+
+def chain_executor(context, client=None, task: RunTask | None = None):
+    """Who advances a run's chains: None (one vmap here), its groups here in turn, or its groups as Dask tasks."""
+    from gpdsl.inference.chain_groups import in_process
+
+    groups = context.chain_groups
+    if groups is None:
+        return None
+    if client is None:
+        return in_process(groups)
+
+    def on_workers(run_block, num_chains):
+        from gpdsl.inference.chain_groups import chain_blocks, gathered
+
+        shared = client.scatter(task, broadcast=False)
+        futures = [client.submit(advance_group, shared, block, pure=False)
+                   for block in chain_blocks(num_chains, groups)]
+        return gathered(client.gather(futures), concurrent=True)
+
+    return on_workers
+
+
+def execute_on(client, prepared, keep_state: bool = False):
+    """Run a prepared run with ``client``: its chain groups as tasks, or (no chain groups) the whole run as one."""
+    from gpdsl.api import execute
+    from gpdsl.results.io import write_netcdf
+
+    if prepared.context.chain_groups is not None:
+        return execute(prepared, keep_state=keep_state, client=client)
+    if keep_state:
+        raise MethodError("keep_state returns the method's own objects, which stay on the worker; run without "
+                          "a scheduler")
+    results = client.submit(run_whole, RunTask.of(prepared), pure=False).result()
+    if prepared.out is not None:
+        write_netcdf(results, prepared.out)
+    return results
+
+
+def run_all(scheduler, prepared_runs):
+    """Run prepared runs (a run file's) as Dask tasks, each whole, and write each one's file as it finishes.
+
+    Yields
+    ------
+    index : int
+        The position in ``prepared_runs`` of the run that finished.
+    seconds : float
+        Wall time since the runs were sent.
+
+    Raises
+    ------
+    GpdslError
+        A run writes a checkpoint (before any run is sent).
+    """
+    import time
+
+    from gpdsl.results.io import write_netcdf
+
+    for prepared in prepared_runs:
+        if prepared.context.checkpoint is not None:
+            raise MethodError("a run with a checkpoint cannot run on a scheduler (the checkpoint is written on the "
+                              "worker); drop checkpoint or the scheduler")
+    module = distributed()
+    with connect(scheduler) as client:
+        started = time.perf_counter()
+        futures = {client.submit(run_whole, RunTask.of(prepared), pure=False): index
+                   for index, prepared in enumerate(prepared_runs)}
+        for future in module.as_completed(futures):
+            index = futures[future]
+            results = future.result()
+            if prepared_runs[index].out is not None:
+                write_netcdf(results, prepared_runs[index].out)
+            yield index, time.perf_counter() - started
+
+
+def run_whole(task: RunTask):
+    """On a worker: run the task and return its results."""
+    from gpdsl.api import execute
+
+    return execute(task.prepared())
+
+
+class _GroupDone(BaseException):
+    """Stops a worker's method once its chain group has run (not an error: a BaseException, so that no
+    ``except Exception`` in a method takes it for one)."""
+
+    def __init__(self, result):
+        super().__init__("chain group done")
+        self.result = result
+
+
+def advance_group(task: RunTask, block: tuple[int, int]):
+    """On a worker: run the task's method up to its chains, advance chains ``block`` and return their result."""
+    import jax
+    import numpy as np
+
+    from gpdsl.inference.chain_groups import chains_run_by
+
+    prepared = task.prepared()
+
+    def stop_after_block(run_block, num_chains):
+        result = run_block(chain_block=block)
+        result.final_state = jax.tree.map(np.asarray, result.final_state)
+        raise _GroupDone(result)
+
+    try:
+        with chains_run_by(stop_after_block):
+            prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
+    except _GroupDone as done:
+        return done.result
+    raise GpdslError(f"internal error: {task.method} returned without running chains")
