@@ -30,6 +30,9 @@ LATEST := .venv-latest
 LATEST312 := .venv312-latest
 LOCK_FROM ?= $(LATEST)
 LOCK_FROM312 ?= $(LATEST312)
+# The default tier in one pytest worker per core (pytest-xdist), a test file's tests in one worker (their
+# module fixtures are built once); PARALLEL= runs it in one process.
+PARALLEL ?= -n auto --dist loadfile
 # .passed in a venv: its packages passed the default tier since they were installed.
 PASSED := .passed
 
@@ -76,7 +79,7 @@ $(ARVIZ1_STAMP): pyproject.toml $(CONSTRAINTS312) $(BUILD_CONSTRAINTS)
 	touch $@
 
 test: $(STAMP) $(if $(PYTHON312),$(ARVIZ1_STAMP))
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" $(PARALLEL)
 	touch $(VENV)/$(PASSED)
 	$(if $(PYTHON312),.venv312/bin/python -m pytest -q $(ARVIZ1_TESTS))
 	$(if $(PYTHON312),touch .venv312/$(PASSED))
@@ -95,7 +98,7 @@ test-latest-py311:
 	$(LATEST)/bin/python -m pip install --quiet --upgrade -e '.[test]'
 	$(LATEST)/bin/python -m pip freeze --all --exclude-editable > $(LATEST)/freeze.txt
 	-grep -v '^#' $(CONSTRAINTS) | diff -u --label $(CONSTRAINTS) --label $(LATEST) - $(LATEST)/freeze.txt
-	$(LATEST)/bin/python -m pytest -q -m "not slow"
+	$(LATEST)/bin/python -m pytest -q -m "not slow" $(PARALLEL)
 	touch $(LATEST)/$(PASSED)
 
 test-latest-py312:
