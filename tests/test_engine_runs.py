@@ -143,3 +143,27 @@ def test_a_fixed_proposal_is_refused_by_gibbs(tmp_path, classification):
     assert "--proposal-from is an option of mcmc-ep, pm, not of gibbs" in result.stderr
     with pytest.raises(MethodError, match="gibbs takes GibbsSettings, not PseudoMarginalSettings"):
         run(model, data, "gibbs", PseudoMarginalSettings(chains=1, warmup=5, draws=5), seed=0)
+
+
+def test_ep_start_and_refresh_steps_reach_the_engine(classification):
+    model, data = classification
+    base = PseudoMarginalSettings(chains=1, warmup=40, draws=60, num_importance=2, sample_latent=True)
+    frozen, zero = (arviz_compat.groups(run(model, data, "pm", dataclasses.replace(base, ep_start=start),
+                                            seed=4))["sample_stats"]["cubic_ops"].values.mean()
+                    for start in ("frozen", "zero"))
+    assert frozen < zero  # frozen sites: no EP sweep per proposal
+    posterior = arviz_compat.groups(run(model, data, "pm", dataclasses.replace(base, refresh_steps=0),
+                                        seed=4))["posterior"]
+    f_moved = np.any(np.diff(posterior["f"].values[0], axis=0) != 0, axis=1)
+    theta_moved = np.diff(posterior["sigma"].values[0]) != 0
+    np.testing.assert_array_equal(f_moved, theta_moved)  # without refresh f is the accepted estimate's draw
+    with pytest.raises(MethodError, match="unknown EP start 'warm'"):
+        PseudoMarginalSettings(ep_start="warm")
+    with pytest.raises(MethodError, match="refresh_steps"):
+        PseudoMarginalSettings(refresh_steps=-1)
+
+
+def test_cli_takes_ep_start_and_refresh_steps(tmp_path):
+    command = [sys.executable, "-m", "gpdsl.cli", "sample", "--help"]
+    text = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert "--ep-start" in text and "--refresh-steps" in text

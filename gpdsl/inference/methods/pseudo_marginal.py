@@ -16,6 +16,7 @@ from gpdsl.errors import MethodError
 from gpdsl.settings import ChainSettings, option, require_choice, require_number, require_positive_int
 
 APPROXIMATIONS = ("ep", "laplace")
+EP_STARTS = ("frozen", "reference", "zero")
 
 
 def proposal_from_file(path: str) -> list:
@@ -34,9 +35,18 @@ class MCMCEPSettings(ChainSettings):
     target_acceptance : float
         Acceptance rate the random-walk scale is tuned towards during warmup.
     sample_latent : bool
-        Also sample f (stored in the posterior). Only then do the results hold the pointwise
+        Also record f (stored in the posterior): with ``pm`` the importance draw each estimate selected in
+        proportion to its weight, accepted or rejected with theta (exact joint draws of theta and f); with
+        ``mcmc-ep`` a draw of EP's Gaussian (approximate). Only then do the results hold the pointwise
         ``log_likelihood`` and the ``posterior_predictive`` group, which need draws of f; predictions at new
         inputs come from the f draws, else from the Gaussian approximation at each theta draw.
+    refresh_steps : int
+        Elliptical slice steps under ``p(f | theta, y)`` applied to the recorded copy of f at each iteration
+        (never fed back into the chain's state); 0 records the selected draw itself.
+    ep_start : {"frozen", "reference", "zero"}
+        EP in the sampling phase: the sites frozen at the end of warmup used as they are (no sweep), EP started
+        from them, or EP from zero sites at every proposal (the paper's setting). All keep ``pm`` exact;
+        ``mcmc-ep`` needs EP's own marginal, so there ``frozen`` runs as ``reference``.
     tol : float or None
         Convergence tolerance of Laplace/EP (default ``n / 1e4``).
     proposal_covariance : list of lists or None
@@ -44,8 +54,13 @@ class MCMCEPSettings(ChainSettings):
     """
 
     target_acceptance: float = option(0.25, "acceptance rate the proposal scale is tuned towards during warmup")
-    sample_latent: bool = option(False, "also sample the latent f (stored in the posterior; needed for the "
-                                        "log_likelihood and posterior_predictive groups)")
+    sample_latent: bool = option(False, "also record the latent f: pm keeps the importance draw its estimate "
+                                        "selected, exact jointly with theta (needed for the log_likelihood and "
+                                        "posterior_predictive groups)")
+    refresh_steps: int = option(1, "elliptical slice steps of the recorded f per iteration, never fed back into "
+                                   "the chain (0: the selected draw itself)")
+    ep_start: str = option("frozen", "EP in the sampling phase: the sites frozen at the end of warmup as they are, "
+                                     "EP started from them, or EP from zero sites (the paper's)", choices=EP_STARTS)
     tol: float | None = option(None, "Laplace/EP convergence: change in squared norm of f (default n/1e4)")
     proposal_covariance: list | None = option(
         None, "reuse the random-walk covariance an earlier pm/mcmc-ep run adapted (averaged over its chains); "
@@ -56,6 +71,8 @@ class MCMCEPSettings(ChainSettings):
         super().__post_init__()
         require_number("target_acceptance", self.target_acceptance, 0, 1, open_low=True, open_high=True)
         require_number("tol", self.tol, 0, open_low=True, optional=True)
+        require_positive_int("refresh_steps", self.refresh_steps, allow_zero=True)
+        require_choice("EP start", self.ep_start, EP_STARTS)
 
 
 @dataclass(frozen=True)
@@ -105,7 +122,8 @@ def _engine(problem, settings, approximation, num_importance, approximate):
 
     init, step = make_pseudo_marginal(
         problem, approximation, num_importance, settings.target_acceptance, sample_latent=settings.sample_latent,
-        tol=settings.tol, use_approximate_marginal=approximate, proposal_covariance=settings.proposal_covariance)
+        tol=settings.tol, use_approximate_marginal=approximate, proposal_covariance=settings.proposal_covariance,
+        ep_start=settings.ep_start, refresh_steps=settings.refresh_steps)
     extract = lambda s: {"theta": s.theta, "f": s.f, "log_marginal": s.log_marginal}  # noqa: E731
     return init, step, extract
 
