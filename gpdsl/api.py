@@ -180,10 +180,6 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     from gpdsl.registry import get_method
     from gpdsl.scale_out import check_scheduler_run
 
-    if scheduler is not None:
-        from gpdsl.scale_out import distributed
-
-        distributed()
     if not isinstance(model, Model):
         inputs = (*inputs, *([] if _is_text(model) else [model]))
         model = load_model(model)

@@ -92,14 +92,15 @@ class RunPlan:
     scheduler: str | None = None
 
 
-def read_run_file(path: str | os.PathLike) -> tuple[list[RunSpec], dict | None]:
-    """The runs of a run file and its ``[compare]`` table (see :func:`read_scheduler` for its scheduler).
+def read_run_file(path: str | os.PathLike) -> tuple[list[RunSpec], dict | None, str | None]:
+    """The runs of a run file, its ``[compare]`` table and its ``scheduler`` (``"local"``, an address, or None).
 
     Raises
     ------
     GpdslError
         The file is missing or not TOML, a key is unknown (with a suggestion), a required key is missing,
-        a grid is malformed, or two runs write the same file.
+        a grid is malformed, two runs write the same file, or the scheduler is not a string or needs
+        ``dask.distributed``, which is not installed.
     """
     import tomllib
 
@@ -137,24 +138,14 @@ def read_run_file(path: str | os.PathLike) -> tuple[list[RunSpec], dict | None]:
         _known_keys(compare, COMPARE_KEYS, f"{source}, [compare]")
         compare = {key: (str(source.parent / value) if key in ("table", "plot", "reference") else value)
                    for key, value in compare.items()}
-    return specs, compare
+    return specs, compare, _scheduler(content.get("scheduler"), source)
 
 
-def read_scheduler(path: str | os.PathLike) -> str | None:
-    """The run file's ``scheduler`` key (``"local"`` or an address), or None.
-
-    Raises
-    ------
-    GpdslError
-        It is not a string, or ``dask.distributed`` is not installed.
-    """
-    import tomllib
-
-    scheduler = tomllib.loads(Path(path).read_text()).get("scheduler")
+def _scheduler(scheduler, source: Path) -> str | None:
     if scheduler is None:
         return None
     if not isinstance(scheduler, str) or not scheduler:
-        raise GpdslError(f"{path}: scheduler must be \"local\" or an address such as \"tcp://host:8786\"")
+        raise GpdslError(f"{source}: scheduler must be \"local\" or an address such as \"tcp://host:8786\"")
     from gpdsl.scale_out import distributed
 
     distributed()
@@ -177,8 +168,7 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
     from gpdsl.cli_options import settings_from_mapping
     from gpdsl.registry import get_method
 
-    specs, compare = read_run_file(path)
-    scheduler = read_scheduler(path)
+    specs, compare, scheduler = read_run_file(path)
     runs = []
     for spec in specs:
         try:
