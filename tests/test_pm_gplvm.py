@@ -139,7 +139,8 @@ def test_the_log_estimate_has_small_variance_with_a_thousand_draws(tiny):
     theta = problem.unconstrain_theta({"s1": 0.5})
     estimate = jax.jit(jax.vmap(make_estimate(problem, e_step, 1000, defensive=0.1), in_axes=(0, None)))
     logs = np.asarray(estimate(jax.random.split(jax.random.PRNGKey(1), 200), theta).log_marginal)
-    assert logs.var() < 0.05
+    # about 0.05 here (a sample variance of 200 replicates: +-10% or more); Doucet et al. ask for below 1-2
+    assert logs.var() < 0.1
 
 
 def test_blocked_metropolis_samples_a_known_gaussian_and_adapts_its_covariance():
@@ -313,6 +314,6 @@ def test_correlated_noise_keeps_the_standard_normal_and_its_correlation():
 
     noise = draw_noise(jax.random.PRNGKey(0), 4000, 2, 5)
     moved = correlated_noise(noise, jax.random.PRNGKey(1), 0.9)
-    u, v = np.ravel(noise.q_normals), np.ravel(moved.q_normals)
+    u, v = np.ravel(noise.normals), np.ravel(moved.normals)
     assert abs(v.std() - 1.0) < 0.01 and abs(np.corrcoef(u, v)[0, 1] - 0.9) < 0.01
     assert moved.picks.shape == noise.picks.shape and moved.flips.shape == noise.flips.shape

@@ -95,33 +95,30 @@ class ImportanceNoise(NamedTuple):
 
     Attributes
     ----------
-    q_normals : jax.Array, shape (S, Q, N)
-        Whitened draws of ``q``.
-    prior_normals : jax.Array, shape (S, Q, N)
-        Whitened draws of the prior (the defensive component).
+    normals : jax.Array, shape (S, Q, N)
+        Whitened draws: of ``q``, or of the prior for a draw that comes from it (the defensive component).
     flips : jax.Array, shape (S, Q)
         The sign of each latent dimension of each draw is the sign of these.
     picks : jax.Array, shape (S,)
         A draw comes from the prior when ``Phi(pick) < defensive``.
     """
 
-    q_normals: jax.Array
-    prior_normals: jax.Array
+    normals: jax.Array
     flips: jax.Array
     picks: jax.Array
 
 
 def draw_noise(rng_key, num_draws: int, latent_dim: int, num_points: int) -> ImportanceNoise:
     """Fresh :class:`ImportanceNoise` for ``num_draws`` draws."""
-    keys = jax.random.split(rng_key, 4)
+    keys = jax.random.split(rng_key, 3)
     shape = (num_draws, latent_dim, num_points)
-    return ImportanceNoise(jax.random.normal(keys[0], shape), jax.random.normal(keys[1], shape),
-                           jax.random.normal(keys[2], shape[:2]), jax.random.normal(keys[3], shape[:1]))
+    return ImportanceNoise(jax.random.normal(keys[0], shape), jax.random.normal(keys[1], shape[:2]),
+                           jax.random.normal(keys[2], shape[:1]))
 
 
 def correlated_noise(noise: ImportanceNoise, rng_key, correlation: float) -> ImportanceNoise:
     """The Crank-Nicolson move ``rho u + sqrt(1 - rho^2) e`` of every variate, which leaves ``N(0, I)`` invariant."""
-    fresh = draw_noise(rng_key, *noise.q_normals.shape)
+    fresh = draw_noise(rng_key, *noise.normals.shape)
     return jax.tree.map(lambda u, e: correlation * u + math.sqrt(1.0 - correlation**2) * e, noise, fresh)
 
 
@@ -156,12 +153,12 @@ def importance_log_weights(problem: GPLVMProblem, theta, mean, covariance, noise
     latent_q = problem.latent_q()
     L_q = jax.vmap(cholesky)(covariance + GP_JITTER * jnp.eye(N))
     L_p = cholesky(latent_q.dense_prior_covariance(theta, N))
-    Z = mean.T[None] + jnp.einsum("qij,sqj->sqi", L_q, noise.q_normals)  # (S, Q, N)
+    Z = mean.T[None] + jnp.einsum("qij,sqj->sqi", L_q, noise.normals)  # (S, Q, N)
     if symmetrise:
         Z = jnp.where(noise.flips >= 0.0, 1.0, -1.0)[:, :, None] * Z
     if defensive > 0.0:
         from_prior = ndtr(noise.picks) < defensive
-        Z = jnp.where(from_prior[:, None, None], jnp.einsum("ij,sqj->sqi", L_p, noise.prior_normals), Z)
+        Z = jnp.where(from_prior[:, None, None], jnp.einsum("ij,sqj->sqi", L_p, noise.normals), Z)
 
     def gaussian(L, points):  # log N(points | 0, L L^T) of (S, N) points, one solve for all
         whitened = solve_triangular(L, points.T, lower=True)

@@ -69,7 +69,8 @@ def make_pm_e_step(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit
     if updates == "auto":
         updates = "sites" if isinstance(problem.latent_q(), GPPriorGaussian) else "lbfgs"
     return make_e_step(problem, fit.settings, start=(fit.params.latent, fit.params.inducing),
-                       max_iterations=settings.e_step_iterations, updates=updates, tol=settings.e_step_tol)
+                       max_iterations=settings.e_step_iterations, updates=updates, tol=settings.e_step_tol,
+                       accelerate=settings.e_step_accelerate)
 
 
 def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit):

