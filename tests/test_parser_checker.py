@@ -410,3 +410,31 @@ def test_warnings_render_with_location_and_caret():
     assert warning.render() == ("test.gpm:3:8: warning: data 'z' is declared but never used\n"
                                 "   3 |   real z;\n"
                                 "     |        ^")
+
+
+@pytest.mark.parametrize("a, b, distance", [
+    ("matern23", "matern32", 1), ("matern23", "matern52", 2), ("rbff", "rbf", 1), ("", "abc", 3),
+    ("sigam", "sigma", 1), ("gamma", "gamma", 0), ("ca", "abc", 3),
+])
+def test_edit_distance_counts_a_transposition_as_one_edit(a, b, distance):
+    from gpdsl.suggest import edit_distance
+
+    assert edit_distance(a, b) == distance == edit_distance(b, a)
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("matern23", "matern32"), ("matern25", "matern52"), ("rbff", "rbf"), ("Rbf", "rbf"),
+    ("periodc", "periodic"), ("lnear", "linear"), ("gama", "gamma"), ("zzzzzz", None),
+])
+def test_closest_kernel_or_distribution(name, expected):
+    from gpdsl.semantics import catalog
+    from gpdsl.suggest import closest
+
+    assert closest(name, catalog.known_callables()) == expected
+
+
+def test_closest_breaks_ties_by_similarity_then_order():
+    from gpdsl.suggest import closest
+
+    assert closest("abd", ["abc", "abdx"]) == "abdx"
+    assert closest("xy", ["xa", "xb"]) == "xa"

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import replace
 
@@ -15,6 +14,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.semantics import catalog
 from gpdsl.semantics.types import Dim, VarType, is_label_array
 from gpdsl.source import Span
+from gpdsl.suggest import closest, did_you_mean
 from gpdsl.syntax import ast
 
 _BLOCK_ORDER = ("data", "parameters", "latent", "model")
@@ -43,11 +43,6 @@ def check_program(program: ast.Program) -> tuple[ir.Model, list[CheckWarning]]:
 
 def _fail(message: str, span: Span, hint: str | None = None):
     raise ModelCheckError(message, span, hint)
-
-
-def _suggest(name: str, candidates) -> str | None:
-    match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f"did you mean '{match[0]}'?" if match else None
 
 
 def _same_dim(a: Dim, b: Dim) -> bool:
@@ -164,7 +159,7 @@ class _Checker:
             var = self.variables.get(expr.name)
             if var is None:
                 _fail(f"size '{expr.name}' is not declared", expr.span,
-                      _suggest(expr.name, self.variables) or f"declare 'int {expr.name};' in the data block")
+                      did_you_mean(expr.name, self.variables) or f"declare 'int {expr.name};' in the data block")
             if var.role != "data":
                 _fail(f"size '{expr.name}' is a {var.role}; a size must be an int declared in the data block",
                       expr.span)
@@ -296,7 +291,7 @@ class _Checker:
             if target.name in self.loops:
                 _fail(f"loop variable '{target.name}' cannot be the target of '~'", target.span)
             _fail(f"'{target.name}' is not declared", target.span,
-                  _suggest(target.name, self.variables) or
+                  did_you_mean(target.name, self.variables) or
                   "declare data in the data block, parameters in the parameters block, latent values "
                   "in a latent block (GP values may also be introduced by 'f ~ gp(...)')")
         self.used.add(target.name)
@@ -350,6 +345,7 @@ class _Checker:
         if len(call.args) != 2 or call.kwargs:
             _fail("gp takes two arguments: gp(inputs, kernel)", call.span)
         inputs = self._inputs(call.args[0])
+        self._verify_kernel_names(call.args[1])
         kernel = self._kernel(call.args[1], inputs)
         points = inputs.index_shape
         t = target.type
@@ -474,7 +470,7 @@ class _Checker:
         for kw in call.kwargs:
             if kw.name not in spec.params:
                 _fail(f"{spec.name} has no argument '{kw.name}'", kw.name_span,
-                      _suggest(kw.name, spec.params) or f"its arguments are {', '.join(spec.params)}")
+                      did_you_mean(kw.name, spec.params) or f"its arguments are {', '.join(spec.params)}")
             if kw.name in values:
                 _fail(f"argument '{kw.name}' of {spec.name} given twice", kw.name_span)
             values[kw.name] = self._expr(kw.value)
@@ -577,6 +573,21 @@ class _Checker:
         _fail("expected a kernel expression (kernels combined with +, * and scaled by scalars)", expr.span,
               "kernels are: " + ", ".join(catalog.KERNELS))
 
+    def _verify_kernel_names(self, expr: ast.Expr):
+        """Fail at a misspelt kernel among the terms and factors of a kernel expression."""
+        if isinstance(expr, ast.BinaryOp) and expr.op in "+*":
+            self._verify_kernel_names(expr.left)
+            self._verify_kernel_names(expr.right)
+        elif isinstance(expr, ast.Call) and expr.function not in catalog.known_callables():
+            self._unknown_callable(expr, "kernel")
+        elif isinstance(expr, ast.Name) and expr.name in catalog.KERNELS:
+            _fail(f"'{expr.name}' must be called: {expr.name}(...)", expr.span)
+        elif (isinstance(expr, ast.Name) and expr.name not in self.variables and expr.name not in self.loops
+              and expr.name not in catalog.CONSTANTS):
+            match = closest(expr.name, catalog.KERNELS)
+            if match is not None:
+                _fail(f"unknown kernel '{expr.name}'", expr.span, f"did you mean '{match}(...)'?")
+
     def _is_kernel(self, expr: ast.Expr) -> bool:
         if isinstance(expr, ast.Call):
             return expr.function in catalog.KERNELS
@@ -605,7 +616,7 @@ class _Checker:
             param = spec.param(kw.name)
             if param is None:
                 _fail(f"kernel {spec.name} has no parameter '{kw.name}'", kw.name_span,
-                      _suggest(kw.name, [p.name for p in spec.params])
+                      did_you_mean(kw.name, [p.name for p in spec.params])
                       or "its parameters are " + ", ".join(p.name for p in spec.params))
             if kw.name in values:
                 _fail(f"parameter '{kw.name}' of {spec.name} given twice", kw.name_span)
@@ -662,7 +673,7 @@ class _Checker:
             if expr.name in catalog.KERNELS or expr.name in catalog.DISTRIBUTIONS:
                 _fail(f"'{expr.name}' must be called: {expr.name}(...)", expr.span)
             _fail(f"'{expr.name}' is not declared", expr.span,
-                  _suggest(expr.name, list(self.variables) + list(self.loops)))
+                  did_you_mean(expr.name, list(self.variables) + list(self.loops)))
         self.used.add(expr.name)
         return ir.Ref(_value_type(var.type), expr.span, expr.name, var.role)
 
@@ -776,7 +787,7 @@ class _Checker:
         pool = {"distribution": list(catalog.DISTRIBUTIONS) + ["gp", catalog.EXTERNAL],
                 "kernel": list(catalog.KERNELS),
                 "function": list(catalog.FUNCTIONS) + ["project"]}[kind]
-        hint = _suggest(call.function, pool) or _suggest(call.function, catalog.known_callables())
+        hint = did_you_mean(call.function, pool) or did_you_mean(call.function, catalog.known_callables())
         _fail(f"unknown {kind} '{call.function}'", call.name_span, hint or f"{kind}s are: " + ", ".join(pool))
 
     # ---- whole-program checks ----------------------------------------------------------------
