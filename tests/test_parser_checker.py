@@ -438,3 +438,45 @@ def test_closest_breaks_ties_by_similarity_then_order():
 
     assert closest("abd", ["abc", "abdx"]) == "abdx"
     assert closest("xy", ["xa", "xb"]) == "xa"
+
+
+def test_every_argument_support_is_a_known_support_of_a_parameter():
+    from gpdsl.likelihoods import LIKELIHOODS
+    from gpdsl.semantics import catalog
+    from gpdsl.semantics.support import SUPPORTS
+
+    for spec in catalog.DISTRIBUTIONS.values():
+        assert set(spec.arg_support) <= set(spec.params), spec.name
+        assert set(spec.arg_support.values()) <= set(SUPPORTS), spec.name
+        assert spec.ordered is None or set(spec.ordered) <= set(spec.params)
+    for name, likelihood in LIKELIHOODS.items():
+        assert catalog.DISTRIBUTIONS[name].arg_support == dict(likelihood.param_support), name
+
+
+@pytest.mark.parametrize("x, inside", [(-1, False), (0, False), (1e-300, True), (math.inf, False)])
+def test_positive_support_excludes_zero(x, inside):
+    from gpdsl.semantics.support import SUPPORTS
+
+    assert SUPPORTS["positive"].contains(x) is inside
+
+
+def test_intervals_describe_compare_and_overlap():
+    from gpdsl.semantics.support import SUPPORTS, Interval, declared_interval
+
+    assert SUPPORTS["positive"].describe() == "(0, inf)"
+    assert SUPPORTS["unit"].describe() == "[0, 1]" and SUPPORTS["unit"].contains(1)
+    assert declared_interval(0, None).describe() == "[0, inf)"
+    assert declared_interval(0, None).within(SUPPORTS["positive"])
+    assert not declared_interval(-1, None).within(SUPPORTS["positive"])
+    assert not declared_interval(None, 0).overlaps(SUPPORTS["positive"])
+    assert Interval(-2, -1).overlaps(declared_interval(None, -1.5))
+
+
+@pytest.mark.parametrize("declaration", ["real a ~ normal(0, 2)", "real<lower=0> a ~ gamma(2, 1 / sqrt(4))",
+                                         "real a ~ student_t(3, -1, 0.5)", "real a ~ normal(-1, exp(-3))",
+                                         "real a ~ uniform(-2, -1 + 0.5)", "real<lower=0> a ~ half_normal(0.1)"])
+def test_arguments_inside_their_support_check(declaration):
+    model, _ = check_text("data { int N; vector[N] y; }\n"
+                          f"parameters {{ {declaration}; }}\n"
+                          "model { y ~ normal(a, 1); }\n")
+    assert "a" in model.parameters

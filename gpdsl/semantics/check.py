@@ -12,12 +12,17 @@ from dataclasses import replace
 from gpdsl.errors import CheckWarning, ModelCheckError
 from gpdsl.ir import nodes as ir
 from gpdsl.semantics import catalog
+from gpdsl.semantics.support import SUPPORTS
 from gpdsl.semantics.types import Dim, VarType, is_label_array
 from gpdsl.source import Span
 from gpdsl.suggest import closest, did_you_mean
 from gpdsl.syntax import ast
 
 _BLOCK_ORDER = ("data", "parameters", "latent", "model")
+
+_FOLDABLE = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "inv": lambda x: 1 / x,
+             "inv_sqrt": lambda x: 1 / math.sqrt(x), "square": lambda x: x * x, "abs": abs}
+"""Functions whose value at a constant the checker computes, to check constant arguments."""
 
 
 def check_program(program: ast.Program) -> tuple[ir.Model, list[CheckWarning]]:
@@ -429,8 +434,6 @@ class _Checker:
             hi = self._constant_vector(distribution.arg("upper"))
             if lo is None or hi is None:
                 _fail(f"the bounds of {spec.name} must be constants", call.span)
-            if any(a >= b for a, b in zip(lo, hi)):
-                _fail(f"{spec.name} needs lower < upper", call.span)
             lo_v, hi_v = (lo[0] if len(set(lo)) == 1 else None), (hi[0] if len(set(hi)) == 1 else None)
             if lower is not None or upper is not None:
                 if (lower, upper) != (lo_v, hi_v):
@@ -458,6 +461,13 @@ class _Checker:
         if isinstance(expr, ir.Negate):
             inner = self._constant_vector(expr.operand)
             return None if inner is None else [-v for v in inner]
+        if isinstance(expr, ir.Apply) and expr.function in _FOLDABLE:
+            inner = self._constant_vector(expr.args[0])
+            try:
+                values = None if inner is None else [float(_FOLDABLE[expr.function](v)) for v in inner]
+            except (ValueError, ZeroDivisionError, OverflowError):
+                return None
+            return values if values is not None and all(math.isfinite(v) for v in values) else None
         return None
 
     def _distribution(self, call: ast.Call, spec: catalog.DistributionSpec, target: ir.Target) -> ir.Distribution:
@@ -489,7 +499,34 @@ class _Checker:
                 _fail(f"argument '{name}' of {spec.name} has shape {_shape_text(vshape)} but "
                       f"'{target.name}' has shape {_shape_text(shape)}", value.span,
                       "arguments are scalars (applied to every element) or match the variate's shape")
+        self._verify_arguments(spec, values, call)
         return ir.Distribution(spec.name, tuple((n, values[n]) for n in spec.params), call.span)
+
+    def _verify_arguments(self, spec: catalog.DistributionSpec, values: dict[str, ir.Expr], call: ast.Call):
+        """Fail at a constant argument outside its support, or constant bounds that are not increasing."""
+        for name, value in values.items():
+            support = SUPPORTS[spec.argument_support(name)]
+            for x, span in self._constant_items(value):
+                if not support.contains(x):
+                    _fail(f"argument '{name}' of {spec.name} must be in {support.describe()}, got {x:g}", span)
+        if spec.ordered is not None:
+            first, second = spec.ordered
+            lower, upper = self._constant_vector(values[first]), self._constant_vector(values[second])
+            if lower is not None and upper is not None:
+                n = max(len(lower), len(upper))
+                pairs = zip(lower * n if len(lower) == 1 else lower, upper * n if len(upper) == 1 else upper)
+                for k, (a, b) in enumerate(pairs):
+                    if not a < b:
+                        element = f" in element {k + 1}" if n > 1 else ""
+                        _fail(f"{spec.name} needs {first} < {second}, got {first} = {a:g} and {second} = {b:g}"
+                              f"{element}", call.span)
+
+    def _constant_items(self, expr: ir.Expr) -> list[tuple[float, Span]]:
+        """The constant values in an argument, each with its span: a vector literal's items one by one."""
+        if isinstance(expr, ir.VectorLiteral):
+            return [item for i in expr.items for item in self._constant_items(i)]
+        values = self._constant_vector(expr)
+        return [(v, expr.span) for v in values or ()]
 
     def _shapes_agree(self, a, b) -> bool:
         if len(a) == len(b) and all(_same_dim(x, y) for x, y in zip(a, b)):
