@@ -480,3 +480,24 @@ def test_arguments_inside_their_support_check(declaration):
                           f"parameters {{ {declaration}; }}\n"
                           "model { y ~ normal(a, 1); }\n")
     assert "a" in model.parameters
+
+
+@pytest.mark.parametrize("declaration, truncated", [
+    ("real<lower=0> s ~ normal(0, 1)", "[0, inf)"), ("real<lower=0.5> s ~ gamma(2, 1)", "[0.5, inf)"),
+    ("real<lower=0, upper=1> s ~ student_t(3, 0, 1)", "[0, 1]"),
+])
+def test_a_constraint_inside_the_support_truncates_the_prior_with_a_warning(declaration, truncated):
+    import gpdsl
+
+    model, warnings = gpdsl.check(f"data {{ vector[3] y; }}\nparameters {{ {declaration}; }}\n"
+                                  "model { y ~ normal(s, 1); }\n")
+    (warning,) = warnings
+    assert warning.message.endswith(f"the prior is truncated to {truncated}")
+    assert warning.span.line == 2 and "s" in model.parameters
+
+
+@pytest.mark.parametrize("declaration", ["real<lower=0> s ~ lognormal(0, 1)", "real<lower=0> s ~ gamma(2, 1)",
+                                         "real s ~ normal(0, 1)", "real<lower=0> s ~ half_normal(1)"])
+def test_a_constraint_equal_to_the_support_does_not_warn(declaration):
+    _, warnings = check(f"data {{ vector[3] y; }} parameters {{ {declaration}; }} model {{ y ~ normal(s, 1); }}")
+    assert warnings == []

@@ -12,8 +12,8 @@ from dataclasses import replace
 from gpdsl.errors import CheckWarning, ModelCheckError
 from gpdsl.ir import nodes as ir
 from gpdsl.semantics import catalog
-from gpdsl.semantics.support import SUPPORTS
-from gpdsl.semantics.types import Dim, VarType, is_label_array
+from gpdsl.semantics.support import SUPPORTS, Interval, declared_interval
+from gpdsl.semantics.types import Dim, VarType, is_label_array, number_text
 from gpdsl.source import Span
 from gpdsl.suggest import closest, did_you_mean
 from gpdsl.syntax import ast
@@ -48,6 +48,10 @@ def check_program(program: ast.Program) -> tuple[ir.Model, list[CheckWarning]]:
 
 def _fail(message: str, span: Span, hint: str | None = None):
     raise ModelCheckError(message, span, hint)
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
 
 
 def _same_dim(a: Dim, b: Dim) -> bool:
@@ -421,15 +425,15 @@ class _Checker:
 
     def _fit_bounds(self, target: ir.Target, spec: catalog.DistributionSpec, distribution: ir.Distribution,
                     call: ast.Call):
-        """Check the declared constraint against the prior's support; imply bounds for bounded priors."""
+        """Check the declared constraint against the prior's support; imply bounds for bounded priors.
+
+        A constraint disjoint from the support, or reaching outside it, is an error; one inside a wider
+        support truncates the prior, a warning.
+        """
         var = self.variables[target.name]
         lower, upper = var.type.lower, var.type.upper
-        if spec.support == "positive":
-            if lower is None or lower < 0:
-                declared = var.type.describe()
-                _fail(f"{spec.name} has support (0, inf) but '{target.name}' is declared {declared}", call.name_span,
-                      f"declare it with <lower=0>, e.g. '{replace(var.type, lower=0.0).describe()} {target.name}'")
-        elif spec.support == "bounded":
+        declared = declared_interval(lower, upper)
+        if spec.support == "bounded":
             lo = self._constant_vector(distribution.arg("lower"))
             hi = self._constant_vector(distribution.arg("upper"))
             if lo is None or hi is None:
@@ -438,10 +442,38 @@ class _Checker:
             if lower is not None or upper is not None:
                 if (lower, upper) != (lo_v, hi_v):
                     support = (f"({lo[0]:g}, {hi[0]:g})" if len(lo) == len(hi) == 1 else
-                               f"lower {[round(v, 12) for v in lo]}, upper {[round(v, 12) for v in hi]}")
+                               f"lower [{', '.join(number_text(round(v, 12)) for v in lo)}], "
+                               f"upper [{', '.join(number_text(round(v, 12)) for v in hi)}]")
+                    if not declared.overlaps(Interval(min(lo), max(hi))):
+                        self._disjoint(target.name, var.type, spec.name, support, call)
                     _fail(f"'{target.name}' is declared {var.type.describe()} but {spec.name} has support "
                           f"{support}", var.span, "drop the declared bounds: they are implied by the prior")
             self.variables[target.name] = replace(var, type=replace(var.type, lower=lo_v, upper=hi_v))
+            return
+        support = SUPPORTS[spec.support]
+        if not declared.overlaps(support):
+            self._disjoint(target.name, var.type, spec.name, support.describe(), call)
+        if not declared.within(support):
+            fitted = replace(var.type, lower=max(lower, support.lower) if lower is not None else _finite(support.lower),
+                             upper=min(upper, support.upper) if upper is not None else _finite(support.upper))
+            bounds = ", ".join(f"{end}={number_text(value)}" for end, value in
+                               (("lower", fitted.lower), ("upper", fitted.upper))
+                               if value is not None and value != getattr(var.type, end))
+            _fail(f"{spec.name} has support {support.describe()} but '{target.name}' is declared "
+                  f"{var.type.describe()}", call.name_span,
+                  f"declare it with <{bounds}>, e.g. '{fitted.describe()} {target.name}'")
+        if declared.lower > support.lower or declared.upper < support.upper:
+            message = (f"{spec.name} has support {support.describe()} but '{target.name}' is declared "
+                       f"{var.type.describe()}: the prior is truncated to {declared.describe()}")
+            if any(self._constant_vector(value) is None for _, value in distribution.args):
+                message += (f", and the truncation's normalising constant, which depends on the arguments of "
+                            f"{spec.name}, is not included")
+            self.warnings.append(CheckWarning(message, call.name_span))
+
+    def _disjoint(self, name: str, vartype: VarType, distribution: str, support: str, call: ast.Call):
+        _fail(f"'{name}' is declared {vartype.describe()} but {distribution} has support {support}: "
+              "they do not overlap", call.name_span,
+              "the prior gives no mass to the values the constraint allows: change the constraint or the prior")
 
     def _constant_vector(self, expr: ir.Expr) -> list[float] | None:
         if isinstance(expr, ir.Binary) and not expr.type.shape:
