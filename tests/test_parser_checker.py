@@ -501,3 +501,23 @@ def test_a_constraint_inside_the_support_truncates_the_prior_with_a_warning(decl
 def test_a_constraint_equal_to_the_support_does_not_warn(declaration):
     _, warnings = check(f"data {{ vector[3] y; }} parameters {{ {declaration}; }} model {{ y ~ normal(s, 1); }}")
     assert warnings == []
+
+
+def test_an_indexed_latent_may_use_its_other_elements():
+    model, _ = check("data { int T; vector[T] y; }\nlatent { vector[T] x; }\n"
+                     "model {\n  x[1] ~ normal(0, 1);\n  for (i in 2:T) x[i] ~ normal(x[i - 1], 1);\n"
+                     "  y ~ normal(x, 1);\n}\n")
+    assert "x" in model.latents
+
+
+def test_a_chain_of_latents_is_not_a_cycle_in_any_order():
+    model, _ = check("data { int N; int Q; matrix[N, 1] t; matrix[N, 4] Y; }\nlatent { matrix[N, Q] X; }\n"
+                     "model {\n  F ~ gp(X, rbf());\n  X ~ gp(t, rbf());\n  Z ~ gp(X, rbf());\n"
+                     "  Y ~ normal(F, 0.1);\n}\n")
+    assert set(model.latents) == {"X", "F", "Z"}
+
+
+def test_references_in_source_order():
+    call = parse("data { vector[3] y; } model { y ~ normal(a * b[c], d(e = f)); }", "t.gpm").blocks[1] \
+        .statements[0].distribution
+    assert [ref.name for ref in ast.references(call)] == ["a", "b", "c", "f"]

@@ -12,6 +12,7 @@ from dataclasses import replace
 from gpdsl.errors import CheckWarning, ModelCheckError
 from gpdsl.ir import nodes as ir
 from gpdsl.semantics import catalog
+from gpdsl.semantics.dependencies import distributions, verify_acyclic
 from gpdsl.semantics.support import SUPPORTS, Interval, declared_interval
 from gpdsl.semantics.types import Dim, VarType, is_label_array, number_text
 from gpdsl.source import Span
@@ -96,6 +97,7 @@ class _Checker:
             self._declare(decl, "parameter")
         for decl in blocks["latent"].declarations:
             self._declare(decl, "latent")
+        self._verify_acyclic(blocks)
         for decl in blocks["parameters"].declarations + blocks["latent"].declarations:
             if decl.prior is not None:
                 statements.append(self._declared_prior(decl))
@@ -112,6 +114,14 @@ class _Checker:
             statements=tuple(statements),
         )
         return model, self.warnings
+
+    def _verify_acyclic(self, blocks: dict[str, ast.Block]):
+        tildes = [ast.Tilde(decl.span, ast.Target(decl.name_span, decl.name, ()), decl.prior)
+                  for decl in blocks["latent"].declarations if decl.prior is not None]
+        tildes += distributions(blocks["model"].statements)
+        latent = {t.target.name for t in tildes
+                  if t.target.name not in self.variables or self.variables[t.target.name].role == "latent"}
+        verify_acyclic(tildes, latent)
 
     def _blocks(self) -> dict[str, ast.Block]:
         found: dict[str, ast.Block] = {}
@@ -255,7 +265,7 @@ class _Checker:
                       f"declare it in a latent block, e.g. 'latent {{ array[Q] matrix[N, D] {name}; }}'")
             if len(s.distribution.args) != 2 or s.distribution.kwargs:
                 _fail("gp takes two arguments: gp(inputs, kernel)", s.distribution.span)
-            if any(name in _names_in(s.distribution.args[0]) for name in loop_variables):
+            if any(ref.name in loop_variables for ref in ast.references(s.distribution.args[0])):
                 _fail(f"cannot infer the shape of latent '{name}' inside a loop", s.target.span,
                       f"declare it in a latent block, e.g. 'latent {{ array[T] vector[N] {name}; }}'")
             inputs = self._inputs(s.distribution.args[0])
@@ -899,16 +909,3 @@ def _describe_index(index: ir.Expr) -> str:
     if isinstance(index, ir.Ref):
         return index.name
     return "?"
-
-
-def _names_in(expr: ast.Expr) -> set[str]:
-    """Names referenced anywhere in an AST expression."""
-    if isinstance(expr, ast.Name):
-        return {expr.name}
-    found: set[str] = set()
-    for value in vars(expr).values():
-        items = value if isinstance(value, tuple) else (value,)
-        for item in items:
-            if isinstance(item, (ast.Expr, ast.KeywordArgument)):
-                found |= _names_in(item) if isinstance(item, ast.Expr) else _names_in(item.value)
-    return found
