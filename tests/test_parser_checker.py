@@ -521,3 +521,9 @@ def test_references_in_source_order():
     call = parse("data { vector[3] y; } model { y ~ normal(a * b[c], d(e = f)); }", "t.gpm").blocks[1] \
         .statements[0].distribution
     assert [ref.name for ref in ast.references(call)] == ["a", "b", "c", "f"]
+
+
+def test_a_size_declared_after_other_declarations_but_before_its_use_checks():
+    model, _ = check("data { int D; int N; matrix[N, D] X; vector[N] y; }\n"
+                     "model { f ~ gp(X, rbf()); y ~ normal(f, 1); }\n")
+    assert model.sizes == ("N", "D")

@@ -86,10 +86,14 @@ class _Checker:
         self.loops: dict[str, tuple[ast.Expr, ast.Expr]] = {}
         self.warnings: list[CheckWarning] = []
         self.defined: dict[str, Span] = {}
+        self.declarations: dict[str, ast.Declaration] = {}
 
     # ---- driver ------------------------------------------------------------------------------
     def run(self):
         blocks = self._blocks()
+        for kind in _BLOCK_ORDER:
+            for decl in blocks[kind].declarations:
+                self.declarations.setdefault(decl.name, decl)
         for decl in blocks["data"].declarations:
             self._declare(decl, "data")
         statements: list[ir.Statement] = []
@@ -176,6 +180,8 @@ class _Checker:
             return int(expr.value)
         if isinstance(expr, ast.Name):
             var = self.variables.get(expr.name)
+            if var is None and expr.name in self.declarations:
+                self._used_before_declaration(f"size '{expr.name}'", expr.span, self.declarations[expr.name])
             if var is None:
                 _fail(f"size '{expr.name}' is not declared", expr.span,
                       did_you_mean(expr.name, self.variables) or f"declare 'int {expr.name};' in the data block")
@@ -191,6 +197,14 @@ class _Checker:
         if isinstance(expr, ast.Negate):
             _fail("a size must be a non-negative integer", expr.span)
         _fail("a size must be an integer or the name of an int in the data block", expr.span)
+
+    def _used_before_declaration(self, what: str, span: Span, decl: ast.Declaration):
+        where = (f"line {decl.name_span.line}" if decl.name_span.line != span.line
+                 else f"line {span.line}, column {decl.name_span.column}")
+        is_size = decl.type.base == "int" and not decl.type.dims and not decl.type.array_dims
+        _fail(f"{what} is used at line {span.line} before its declaration at {where}", span,
+              f"move 'int {decl.name};' above its first use" if is_size
+              else "a size must be an int declared in the data block, above its first use")
 
     def _constant(self, expr: ast.Expr) -> float:
         value = self._fold(expr)
