@@ -739,6 +739,10 @@ class _Checker:
                     _fail(f"{spec.name} parameter '{name}' has length {shape[0]} but the kernel acts on "
                           f"{input_dim} input dimension(s)", value.span,
                           "an ARD vector has one entry per input column")
+            support = SUPPORTS["positive" if param.positive else "real"]
+            for x, span in self._constant_items(value):
+                if not support.contains(x):
+                    _fail(f"{spec.name} parameter '{name}' must be in {support.describe()}, got {x:g}", span)
         ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
         return ir.KernelLeaf(call.span, spec.name, ordered, component, input_dim)
 
