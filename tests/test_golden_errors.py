@@ -108,3 +108,13 @@ def test_golden_warnings(path: Path):
         expected_path.write_text(rendered + "\n")
     assert warnings, "a warning golden program must warn"
     assert rendered == expected_path.read_text().rstrip("\n")
+
+
+def test_gpdsl_check_prints_the_warnings_to_stderr_and_exits_0(capsys, monkeypatch):
+    from gpdsl.cli import main
+
+    monkeypatch.chdir(REPO)
+    path = WARN_CASES[0]
+    assert main(["check", path.relative_to(REPO).as_posix()]) == 0
+    err = capsys.readouterr().err
+    assert path.with_suffix(".expected").read_text().rstrip("\n") in err
