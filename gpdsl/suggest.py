@@ -31,12 +31,12 @@ def edit_distance(a: str, b: str) -> int:
     return current[len(b)]
 
 
-def closest(name: str, candidates: Iterable[str]) -> str | None:
+def closest(name: str, candidates: Iterable[str], fallback: bool = True) -> str | None:
     """The candidate nearest to ``name``, or None when none is close.
 
     Candidates within ``max(1, len(name) // 3)`` edits (:func:`edit_distance`) come first, the fewest
     edits winning, then the higher :mod:`difflib` similarity, then the earlier candidate; failing those,
-    :func:`difflib.get_close_matches` with a cutoff of 0.6.
+    and if ``fallback``, :func:`difflib.get_close_matches` with a cutoff of 0.6.
     """
     name, candidates = str(name), list(dict.fromkeys(str(c) for c in candidates))
     limit = max(1, len(name) // 3)
@@ -45,6 +45,8 @@ def closest(name: str, candidates: Iterable[str]) -> str | None:
         for i, c in enumerate(candidates))
     if ranked and ranked[0][0] <= limit:
         return ranked[0][-1]
+    if not fallback:
+        return None
     match = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     return match[0] if match else None
 

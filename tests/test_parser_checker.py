@@ -527,3 +527,10 @@ def test_a_size_declared_after_other_declarations_but_before_its_use_checks():
     model, _ = check("data { int D; int N; matrix[N, D] X; vector[N] y; }\n"
                      "model { f ~ gp(X, rbf()); y ~ normal(f, 1); }\n")
     assert model.sizes == ("N", "D")
+
+
+def test_closest_without_fallback_keeps_to_the_edit_distance():
+    from gpdsl.suggest import closest
+
+    assert closest("rbf_var", ["rbf"]) == "rbf"
+    assert closest("rbf_var", ["rbf"], fallback=False) is None

@@ -16,7 +16,7 @@ from gpdsl.semantics.dependencies import distributions, verify_acyclic
 from gpdsl.semantics.support import SUPPORTS, Interval, declared_interval
 from gpdsl.semantics.types import Dim, VarType, is_label_array, number_text
 from gpdsl.source import Span
-from gpdsl.suggest import closest, did_you_mean
+from gpdsl.suggest import closest, did_you_mean, edit_distance
 from gpdsl.syntax import ast
 
 _BLOCK_ORDER = ("data", "parameters", "latent", "model")
@@ -677,9 +677,11 @@ class _Checker:
             _fail(f"'{expr.name}' must be called: {expr.name}(...)", expr.span)
         elif (isinstance(expr, ast.Name) and expr.name not in self.variables and expr.name not in self.loops
               and expr.name not in catalog.CONSTANTS):
-            match = closest(expr.name, catalog.KERNELS)
-            if match is not None:
-                _fail(f"unknown kernel '{expr.name}'", expr.span, f"did you mean '{match}(...)'?")
+            kernel = closest(expr.name, catalog.KERNELS, fallback=False)
+            variable = closest(expr.name, self.variables, fallback=False)
+            if kernel is not None and (variable is None or
+                                       edit_distance(expr.name, kernel) <= edit_distance(expr.name, variable)):
+                _fail(f"unknown kernel '{expr.name}'", expr.span, f"did you mean '{kernel}(...)'?")
 
     def _is_kernel(self, expr: ast.Expr) -> bool:
         if isinstance(expr, ast.Call):
