@@ -46,7 +46,7 @@ def _render(path: Path) -> tuple[GpdslError, str]:
 
 def test_there_are_enough_golden_cases():
     assert len(CASES) >= 40
-    assert len(WARN_CASES) >= 8
+    assert len(WARN_CASES) >= 10
 
 
 def test_cases_sit_in_topic_folders():

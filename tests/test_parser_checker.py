@@ -534,3 +534,10 @@ def test_closest_without_fallback_keeps_to_the_edit_distance():
 
     assert closest("rbf_var", ["rbf"]) == "rbf"
     assert closest("rbf_var", ["rbf"], fallback=False) is None
+
+
+def test_a_parameter_scale_bounded_by_a_later_prior_does_not_warn():
+    _, warnings = check("data { int N; matrix[N, 2] X; vector[N] y; }\nparameters { vector[2] alpha; }\n"
+                        "model {\n  f ~ gp(X, rbf());\n  y ~ normal(f + alpha[1], alpha[2]);\n"
+                        "  alpha ~ scaled_sigmoid_normal(lower = 0, upper = [1, 1]);\n}\n")
+    assert warnings == []

@@ -87,6 +87,7 @@ class _Checker:
         self.warnings: list[CheckWarning] = []
         self.defined: dict[str, Span] = {}
         self.declarations: dict[str, ast.Declaration] = {}
+        self.parameter_arguments: list[tuple[str, Interval, ir.Ref]] = []
 
     # ---- driver ------------------------------------------------------------------------------
     def run(self):
@@ -565,6 +566,7 @@ class _Checker:
             for x, span in self._constant_items(value):
                 if not support.contains(x):
                     _fail(f"argument '{name}' of {spec.name} must be in {support.describe()}, got {x:g}", span)
+            self._note_parameter_argument(f"argument '{name}' of {spec.name}", support, value)
         if spec.ordered is not None:
             first, second = spec.ordered
             lower, upper = self._constant_vector(values[first]), self._constant_vector(values[second])
@@ -576,6 +578,13 @@ class _Checker:
                         element = f" in element {k + 1}" if n > 1 else ""
                         _fail(f"{spec.name} needs {first} < {second}, got {first} = {a:g} and {second} = {b:g}"
                               f"{element}", call.span)
+
+    def _note_parameter_argument(self, what: str, support: Interval, value: ir.Expr):
+        """Remember a parameter passed where ``support`` is required; :meth:`_final_checks` compares."""
+        base = value.base if isinstance(value, ir.Index) else value
+        if isinstance(base, ir.Ref) and base.role == "parameter" and support != SUPPORTS["real"]:
+            what += " is an element of" if isinstance(value, ir.Index) else " is"
+            self.parameter_arguments.append((what, support, base))
 
     def _constant_items(self, expr: ir.Expr) -> list[tuple[float, Span]]:
         """The constant values in an argument, each with its span: a vector literal's items one by one."""
@@ -745,6 +754,7 @@ class _Checker:
             for x, span in self._constant_items(value):
                 if not support.contains(x):
                     _fail(f"{spec.name} parameter '{name}' must be in {support.describe()}, got {x:g}", span)
+            self._note_parameter_argument(f"{spec.name} parameter '{name}'", support, value)
         ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
         return ir.KernelLeaf(call.span, spec.name, ordered, component, input_dim)
 
@@ -891,6 +901,12 @@ class _Checker:
 
     # ---- whole-program checks ----------------------------------------------------------------
     def _final_checks(self):
+        for what, support, ref in self.parameter_arguments:
+            t = self.variables[ref.name].type
+            if not declared_interval(t.lower, t.upper).within(support):
+                self.warnings.append(CheckWarning(
+                    f"{what} the parameter '{ref.name}', declared {t.describe()}, which can leave its "
+                    f"support {support.describe()}", ref.span))
         for name, var in self.variables.items():
             if var.role == "data" and name not in self.used:
                 self.warnings.append(CheckWarning(f"data '{name}' is declared but never used", var.span))
