@@ -12,12 +12,12 @@ while the Python constructors, :meth:`KernelSpec.bind` and ``build_kernel`` insi
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from gpdsl.errors import ModelCheckError
 from gpdsl.source import Span
+from gpdsl.suggest import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -157,8 +157,7 @@ class KernelSpec:
         bound = list(order[:n_positional])
         for name in keywords:
             if name not in order:
-                close = difflib.get_close_matches(name, order, n=1)
-                hint = f"did you mean '{close[0]}'?" if close else f"accepted: {', '.join(order)}"
+                hint = did_you_mean(name, order) or f"accepted: {', '.join(order)}"
                 raise ModelCheckError(f"{self.name}() has no parameter '{name}'", span, hint)
             if name in bound:
                 raise ModelCheckError(f"{self.name}() got parameter '{name}' more than once", span)
@@ -241,6 +240,5 @@ def kernel_spec(name: str, span: Span | None = None) -> KernelSpec:
     """
     if name in KERNEL_SPECS:
         return KERNEL_SPECS[name]
-    close = difflib.get_close_matches(name, KERNEL_SPECS, n=1)
-    hint = f"did you mean '{close[0]}'?" if close else f"known kernels: {', '.join(KERNEL_SPECS)}"
+    hint = did_you_mean(name, KERNEL_SPECS) or f"known kernels: {', '.join(KERNEL_SPECS)}"
     raise ModelCheckError(f"unknown kernel '{name}'", span, hint)

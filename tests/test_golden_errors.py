@@ -1,7 +1,9 @@
-"""Golden error messages: each ``tests/golden/bad/*.gpm`` must fail with exactly its ``.expected`` text.
+"""Golden messages: each ``tests/golden/bad/<topic>/*.gpm`` must fail with exactly its ``.expected`` text,
+and each ``tests/golden/warn/<topic>/*.gpm`` must check with exactly the warnings of its ``.expected``.
 
-The file name in the messages is the path relative to the repository (``tests/golden/bad/x.gpm``),
-passed to :func:`check_text` explicitly so the test does not depend on the working directory.
+The topics are folders as in stanc3's ``test/integration/bad/<topic>/``. The file name in the messages
+is the path relative to the repository (``tests/golden/bad/kernels/x.gpm``), passed to
+:func:`check_text` explicitly so the test does not depend on the working directory.
 
 Regenerate the expected files after a deliberate message change with::
 
@@ -23,7 +25,9 @@ from gpdsl.errors import GpdslError, ModelCheckError, ModelSyntaxError
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "bad"
-CASES = sorted(GOLDEN.glob("*.gpm"))
+WARN = REPO / "tests" / "golden" / "warn"
+CASES = sorted(GOLDEN.glob("*/*.gpm"))
+WARN_CASES = sorted(WARN.glob("*/*.gpm"))
 UPDATE = os.environ.get("GPDSL_UPDATE_GOLDEN", "") not in ("", "0")
 
 # The checker messages below are the current ones; the lead is asked to improve them (see the
@@ -42,9 +46,15 @@ def _render(path: Path) -> tuple[GpdslError, str]:
 
 def test_there_are_enough_golden_cases():
     assert len(CASES) >= 40
+    assert len(WARN_CASES) >= 10
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_cases_sit_in_topic_folders():
+    assert not list(GOLDEN.glob("*.gpm")) and not list(WARN.glob("*.gpm"))
+    assert len({p.parent.name for p in CASES}) >= 8
+
+
+@pytest.mark.parametrize("path", CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CASES])
 def test_golden_message(path: Path):
     _, rendered = _render(path)
     expected_path = path.with_suffix(".expected")
@@ -54,7 +64,7 @@ def test_golden_message(path: Path):
     assert rendered == expected_path.read_text().rstrip("\n")
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+@pytest.mark.parametrize("path", CASES, ids=[f"{p.parent.name}/{p.stem}" for p in CASES])
 def test_rendered_shape(path: Path):
     """``file:line:col: kind: message``, the numbered source line, a caret line, optionally a hint."""
     error, rendered = _render(path)
@@ -83,5 +93,28 @@ def test_rendered_shape(path: Path):
 
 
 def test_every_expected_file_has_a_program():
-    orphans = [p.name for p in GOLDEN.glob("*.expected") if not p.with_suffix(".gpm").exists()]
+    orphans = [p.name for root in (GOLDEN, WARN) for p in root.rglob("*.expected")
+               if not p.with_suffix(".gpm").exists()]
     assert not orphans
+
+
+@pytest.mark.parametrize("path", WARN_CASES, ids=[f"{p.parent.name}/{p.stem}" for p in WARN_CASES])
+def test_golden_warnings(path: Path):
+    """The program checks, and its warnings render exactly as the ``.expected`` file, in order."""
+    _, warnings = check_text(path.read_text(), path.relative_to(REPO).as_posix())
+    rendered = "\n".join(w.render() for w in warnings)
+    expected_path = path.with_suffix(".expected")
+    if UPDATE:
+        expected_path.write_text(rendered + "\n")
+    assert warnings, "a warning golden program must warn"
+    assert rendered == expected_path.read_text().rstrip("\n")
+
+
+def test_gpdsl_check_prints_the_warnings_to_stderr_and_exits_0(capsys, monkeypatch):
+    from gpdsl.cli import main
+
+    monkeypatch.chdir(REPO)
+    path = WARN_CASES[0]
+    assert main(["check", path.relative_to(REPO).as_posix()]) == 0
+    err = capsys.readouterr().err
+    assert path.with_suffix(".expected").read_text().rstrip("\n") in err

@@ -410,3 +410,134 @@ def test_warnings_render_with_location_and_caret():
     assert warning.render() == ("test.gpm:3:8: warning: data 'z' is declared but never used\n"
                                 "   3 |   real z;\n"
                                 "     |        ^")
+
+
+@pytest.mark.parametrize("a, b, distance", [
+    ("matern23", "matern32", 1), ("matern23", "matern52", 2), ("rbff", "rbf", 1), ("", "abc", 3),
+    ("sigam", "sigma", 1), ("gamma", "gamma", 0), ("ca", "abc", 3),
+])
+def test_edit_distance_counts_a_transposition_as_one_edit(a, b, distance):
+    from gpdsl.suggest import edit_distance
+
+    assert edit_distance(a, b) == distance == edit_distance(b, a)
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("matern23", "matern32"), ("matern25", "matern52"), ("rbff", "rbf"), ("Rbf", "rbf"),
+    ("periodc", "periodic"), ("lnear", "linear"), ("gama", "gamma"), ("zzzzzz", None),
+])
+def test_closest_kernel_or_distribution(name, expected):
+    from gpdsl.semantics import catalog
+    from gpdsl.suggest import closest
+
+    assert closest(name, catalog.known_callables()) == expected
+
+
+def test_closest_breaks_ties_by_similarity_then_order():
+    from gpdsl.suggest import closest
+
+    assert closest("abd", ["abc", "abdx"]) == "abdx"
+    assert closest("xy", ["xa", "xb"]) == "xa"
+
+
+def test_every_argument_support_is_a_known_support_of_a_parameter():
+    from gpdsl.likelihoods import LIKELIHOODS
+    from gpdsl.semantics import catalog
+    from gpdsl.semantics.support import SUPPORTS
+
+    for spec in catalog.DISTRIBUTIONS.values():
+        assert set(spec.arg_support) <= set(spec.params), spec.name
+        assert set(spec.arg_support.values()) <= set(SUPPORTS), spec.name
+        assert spec.ordered is None or set(spec.ordered) <= set(spec.params)
+    for name, likelihood in LIKELIHOODS.items():
+        assert catalog.DISTRIBUTIONS[name].arg_support == dict(likelihood.param_support), name
+
+
+@pytest.mark.parametrize("x, inside", [(-1, False), (0, False), (1e-300, True), (math.inf, False)])
+def test_positive_support_excludes_zero(x, inside):
+    from gpdsl.semantics.support import SUPPORTS
+
+    assert SUPPORTS["positive"].contains(x) is inside
+
+
+def test_intervals_describe_compare_and_overlap():
+    from gpdsl.semantics.support import SUPPORTS, Interval, declared_interval
+
+    assert SUPPORTS["positive"].describe() == "(0, inf)"
+    assert SUPPORTS["unit"].describe() == "[0, 1]" and SUPPORTS["unit"].contains(1)
+    assert declared_interval(0, None).describe() == "[0, inf)"
+    assert declared_interval(0, None).within(SUPPORTS["positive"])
+    assert not declared_interval(-1, None).within(SUPPORTS["positive"])
+    assert not declared_interval(None, 0).overlaps(SUPPORTS["positive"])
+    assert Interval(-2, -1).overlaps(declared_interval(None, -1.5))
+
+
+@pytest.mark.parametrize("declaration", ["real a ~ normal(0, 2)", "real<lower=0> a ~ gamma(2, 1 / sqrt(4))",
+                                         "real a ~ student_t(3, -1, 0.5)", "real a ~ normal(-1, exp(-3))",
+                                         "real a ~ uniform(-2, -1 + 0.5)", "real<lower=0> a ~ half_normal(0.1)"])
+def test_arguments_inside_their_support_check(declaration):
+    model, _ = check_text("data { int N; vector[N] y; }\n"
+                          f"parameters {{ {declaration}; }}\n"
+                          "model { y ~ normal(a, 1); }\n")
+    assert "a" in model.parameters
+
+
+@pytest.mark.parametrize("declaration, truncated", [
+    ("real<lower=0> s ~ normal(0, 1)", "[0, inf)"), ("real<lower=0.5> s ~ gamma(2, 1)", "[0.5, inf)"),
+    ("real<lower=0, upper=1> s ~ student_t(3, 0, 1)", "[0, 1]"),
+])
+def test_a_constraint_inside_the_support_truncates_the_prior_with_a_warning(declaration, truncated):
+    import gpdsl
+
+    model, warnings = gpdsl.check(f"data {{ vector[3] y; }}\nparameters {{ {declaration}; }}\n"
+                                  "model { y ~ normal(s, 1); }\n")
+    (warning,) = warnings
+    assert warning.message.endswith(f"the prior is truncated to {truncated}")
+    assert warning.span.line == 2 and "s" in model.parameters
+
+
+@pytest.mark.parametrize("declaration", ["real<lower=0> s ~ lognormal(0, 1)", "real<lower=0> s ~ gamma(2, 1)",
+                                         "real s ~ normal(0, 1)", "real<lower=0> s ~ half_normal(1)"])
+def test_a_constraint_equal_to_the_support_does_not_warn(declaration):
+    _, warnings = check(f"data {{ vector[3] y; }} parameters {{ {declaration}; }} model {{ y ~ normal(s, 1); }}")
+    assert warnings == []
+
+
+def test_an_indexed_latent_may_use_its_other_elements():
+    model, _ = check("data { int T; vector[T] y; }\nlatent { vector[T] x; }\n"
+                     "model {\n  x[1] ~ normal(0, 1);\n  for (i in 2:T) x[i] ~ normal(x[i - 1], 1);\n"
+                     "  y ~ normal(x, 1);\n}\n")
+    assert "x" in model.latents
+
+
+def test_a_chain_of_latents_is_not_a_cycle_in_any_order():
+    model, _ = check("data { int N; int Q; matrix[N, 1] t; matrix[N, 4] Y; }\nlatent { matrix[N, Q] X; }\n"
+                     "model {\n  F ~ gp(X, rbf());\n  X ~ gp(t, rbf());\n  Z ~ gp(X, rbf());\n"
+                     "  Y ~ normal(F, 0.1);\n}\n")
+    assert set(model.latents) == {"X", "F", "Z"}
+
+
+def test_references_in_source_order():
+    call = parse("data { vector[3] y; } model { y ~ normal(a * b[c], d(e = f)); }", "t.gpm").blocks[1] \
+        .statements[0].distribution
+    assert [ref.name for ref in ast.references(call)] == ["a", "b", "c", "f"]
+
+
+def test_a_size_declared_after_other_declarations_but_before_its_use_checks():
+    model, _ = check("data { int D; int N; matrix[N, D] X; vector[N] y; }\n"
+                     "model { f ~ gp(X, rbf()); y ~ normal(f, 1); }\n")
+    assert model.sizes == ("N", "D")
+
+
+def test_closest_without_fallback_keeps_to_the_edit_distance():
+    from gpdsl.suggest import closest
+
+    assert closest("rbf_var", ["rbf"]) == "rbf"
+    assert closest("rbf_var", ["rbf"], fallback=False) is None
+
+
+def test_a_parameter_scale_bounded_by_a_later_prior_does_not_warn():
+    _, warnings = check("data { int N; matrix[N, 2] X; vector[N] y; }\nparameters { vector[2] alpha; }\n"
+                        "model {\n  f ~ gp(X, rbf());\n  y ~ normal(f + alpha[1], alpha[2]);\n"
+                        "  alpha ~ scaled_sigmoid_normal(lower = 0, upper = [1, 1]);\n}\n")
+    assert warnings == []

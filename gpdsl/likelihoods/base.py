@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 StanArguments = Mapping[str, tuple[str, bool]]
 """Stan text of each parameter of a likelihood, and whether it has the variate's shape."""
@@ -52,6 +52,9 @@ class Likelihood:
     class_probability : callable or None
         ``class_probability(mean, var)``: ``p(y = 1)`` when ``f ~ N(mean, var)`` elementwise, the
         predictive probability of the approximations.
+    param_support : mapping
+        Support of each parameter by name (``{"sigma": "positive"}``), as the checker's catalog names
+        supports; a parameter not listed is real.
     """
 
     name: str
@@ -65,3 +68,4 @@ class Likelihood:
     derivatives: Callable | None = None
     tilted_moments: Callable | None = None
     class_probability: Callable | None = None
+    param_support: Mapping[str, str] = field(default_factory=dict, hash=False)

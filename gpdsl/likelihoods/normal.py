@@ -30,5 +30,6 @@ def _stan_rng(args: StanArguments) -> str:
 
 
 NORMAL = Likelihood("normal", ("mu", "sigma"), "real", "mean mu, standard deviation sigma",
-                    log_density=_log_density, stan=_stan, stan_rng=_stan_rng, sample=_sample)
+                    log_density=_log_density, stan=_stan, stan_rng=_stan_rng, sample=_sample,
+                    param_support={"sigma": "positive"})
 """Gaussian observations; the approximations, which take no noise parameter, do not use it."""

@@ -28,6 +28,11 @@ class DistributionSpec:
         Default values of optional parameters.
     support : {"real", "positive", "bounded", "binary", "count"}
         Support of the variate; "bounded" takes its bounds from the ``lower`` and ``upper`` arguments.
+    arg_support : dict
+        Support of each argument by name, a key of :data:`gpdsl.semantics.support.SUPPORTS`; an argument
+        not listed is real.
+    ordered : tuple of str, optional
+        Two arguments that must be strictly increasing, elementwise (``("lower", "upper")``).
     likelihood : bool
         Usable on data.
     prior : bool
@@ -43,25 +48,34 @@ class DistributionSpec:
     likelihood: bool = False
     prior: bool = True
     doc: str = ""
+    arg_support: dict = field(default_factory=dict)
+    ordered: tuple[str, str] | None = None
+
+    def argument_support(self, name: str) -> str:
+        """The support of the argument ``name``: ``"real"`` unless the table says otherwise."""
+        return self.arg_support.get(name, "real")
 
 
 _PRIORS = [
-    DistributionSpec("normal", ("mu", "sigma"),
+    DistributionSpec("normal", ("mu", "sigma"), arg_support={"sigma": "positive"},
                      doc="mean mu, standard deviation sigma"),
-    DistributionSpec("lognormal", ("mu", "sigma"), support="positive",
+    DistributionSpec("lognormal", ("mu", "sigma"), support="positive", arg_support={"sigma": "positive"},
                      doc="log(x) ~ normal(mu, sigma)"),
     DistributionSpec("gamma", ("shape", "rate"), support="positive",
+                     arg_support={"shape": "positive", "rate": "positive"},
                      doc="density rate^shape / Gamma(shape) x^(shape-1) exp(-rate x); mean shape/rate"),
     DistributionSpec("inv_gamma", ("shape", "scale"), support="positive",
+                     arg_support={"shape": "positive", "scale": "positive"},
                      doc="1/x ~ gamma(shape, rate=scale); mean scale/(shape-1)"),
-    DistributionSpec("half_normal", ("sigma",), support="positive",
+    DistributionSpec("half_normal", ("sigma",), support="positive", arg_support={"sigma": "positive"},
                      doc="|z| with z ~ normal(0, sigma); needs <lower=0>"),
-    DistributionSpec("student_t", ("nu", "mu", "sigma"),
+    DistributionSpec("student_t", ("nu", "mu", "sigma"), arg_support={"nu": "positive", "sigma": "positive"},
                      doc="degrees of freedom nu, location mu, scale sigma"),
-    DistributionSpec("uniform", ("lower", "upper"), support="bounded",
+    DistributionSpec("uniform", ("lower", "upper"), support="bounded", ordered=("lower", "upper"),
                      doc="uniform on (lower, upper); the bounds are implied if not declared"),
     DistributionSpec("scaled_sigmoid_normal", ("lower", "upper", "mu", "sigma"),
-                     defaults={"mu": 0.0, "sigma": 1.5}, support="bounded",
+                     defaults={"mu": 0.0, "sigma": 1.5}, support="bounded", arg_support={"sigma": "positive"},
+                     ordered=("lower", "upper"),
                      doc="x = lower + (upper - lower) * inv_logit(z), z ~ normal(mu, sigma) "
                          "(Tegner et al. 2018, eq. 9); defaults mu = 0, sigma = 1.5"),
 ]
@@ -72,7 +86,7 @@ def _likelihood_spec(likelihood: Likelihood, prior: DistributionSpec | None) -> 
     if prior is not None:
         return replace(prior, likelihood=True)
     return DistributionSpec(likelihood.name, likelihood.params, support=likelihood.support, likelihood=True,
-                            prior=False, doc=likelihood.doc)
+                            prior=False, doc=likelihood.doc, arg_support=dict(likelihood.param_support))
 
 
 DISTRIBUTIONS: dict[str, DistributionSpec] = {d.name: d for d in _PRIORS}

@@ -6,18 +6,24 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import replace
 
 from gpdsl.errors import CheckWarning, ModelCheckError
 from gpdsl.ir import nodes as ir
 from gpdsl.semantics import catalog
-from gpdsl.semantics.types import Dim, VarType, is_label_array
+from gpdsl.semantics.dependencies import distributions, verify_acyclic
+from gpdsl.semantics.support import SUPPORTS, Interval, declared_interval
+from gpdsl.semantics.types import Dim, VarType, is_label_array, number_text
 from gpdsl.source import Span
+from gpdsl.suggest import closest, did_you_mean, edit_distance
 from gpdsl.syntax import ast
 
 _BLOCK_ORDER = ("data", "parameters", "latent", "model")
+
+_FOLDABLE = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "inv": lambda x: 1 / x,
+             "inv_sqrt": lambda x: 1 / math.sqrt(x), "square": lambda x: x * x, "abs": abs}
+"""Functions whose value at a constant the checker computes, to check constant arguments."""
 
 
 def check_program(program: ast.Program) -> tuple[ir.Model, list[CheckWarning]]:
@@ -45,9 +51,8 @@ def _fail(message: str, span: Span, hint: str | None = None):
     raise ModelCheckError(message, span, hint)
 
 
-def _suggest(name: str, candidates) -> str | None:
-    match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f"did you mean '{match[0]}'?" if match else None
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
 
 
 def _same_dim(a: Dim, b: Dim) -> bool:
@@ -81,10 +86,15 @@ class _Checker:
         self.loops: dict[str, tuple[ast.Expr, ast.Expr]] = {}
         self.warnings: list[CheckWarning] = []
         self.defined: dict[str, Span] = {}
+        self.declarations: dict[str, ast.Declaration] = {}
+        self.parameter_arguments: list[tuple[str, Interval, ir.Ref]] = []
 
     # ---- driver ------------------------------------------------------------------------------
     def run(self):
         blocks = self._blocks()
+        for kind in _BLOCK_ORDER:
+            for decl in blocks[kind].declarations:
+                self.declarations.setdefault(decl.name, decl)
         for decl in blocks["data"].declarations:
             self._declare(decl, "data")
         statements: list[ir.Statement] = []
@@ -92,6 +102,7 @@ class _Checker:
             self._declare(decl, "parameter")
         for decl in blocks["latent"].declarations:
             self._declare(decl, "latent")
+        self._verify_acyclic(blocks)
         for decl in blocks["parameters"].declarations + blocks["latent"].declarations:
             if decl.prior is not None:
                 statements.append(self._declared_prior(decl))
@@ -108,6 +119,14 @@ class _Checker:
             statements=tuple(statements),
         )
         return model, self.warnings
+
+    def _verify_acyclic(self, blocks: dict[str, ast.Block]):
+        tildes = [ast.Tilde(decl.span, ast.Target(decl.name_span, decl.name, ()), decl.prior)
+                  for decl in blocks["latent"].declarations if decl.prior is not None]
+        tildes += distributions(blocks["model"].statements)
+        latent = {t.target.name for t in tildes
+                  if t.target.name not in self.variables or self.variables[t.target.name].role == "latent"}
+        verify_acyclic(tildes, latent)
 
     def _blocks(self) -> dict[str, ast.Block]:
         found: dict[str, ast.Block] = {}
@@ -162,9 +181,11 @@ class _Checker:
             return int(expr.value)
         if isinstance(expr, ast.Name):
             var = self.variables.get(expr.name)
+            if var is None and expr.name in self.declarations:
+                self._used_before_declaration(f"size '{expr.name}'", expr.span, self.declarations[expr.name])
             if var is None:
                 _fail(f"size '{expr.name}' is not declared", expr.span,
-                      _suggest(expr.name, self.variables) or f"declare 'int {expr.name};' in the data block")
+                      did_you_mean(expr.name, self.variables) or f"declare 'int {expr.name};' in the data block")
             if var.role != "data":
                 _fail(f"size '{expr.name}' is a {var.role}; a size must be an int declared in the data block",
                       expr.span)
@@ -177,6 +198,14 @@ class _Checker:
         if isinstance(expr, ast.Negate):
             _fail("a size must be a non-negative integer", expr.span)
         _fail("a size must be an integer or the name of an int in the data block", expr.span)
+
+    def _used_before_declaration(self, what: str, span: Span, decl: ast.Declaration):
+        where = (f"line {decl.name_span.line}" if decl.name_span.line != span.line
+                 else f"line {span.line}, column {decl.name_span.column}")
+        is_size = decl.type.base == "int" and not decl.type.dims and not decl.type.array_dims
+        _fail(f"{what} is used at line {span.line} before its declaration at {where}", span,
+              f"move 'int {decl.name};' above its first use" if is_size
+              else "a size must be an int declared in the data block, above its first use")
 
     def _constant(self, expr: ast.Expr) -> float:
         value = self._fold(expr)
@@ -251,7 +280,7 @@ class _Checker:
                       f"declare it in a latent block, e.g. 'latent {{ array[Q] matrix[N, D] {name}; }}'")
             if len(s.distribution.args) != 2 or s.distribution.kwargs:
                 _fail("gp takes two arguments: gp(inputs, kernel)", s.distribution.span)
-            if any(name in _names_in(s.distribution.args[0]) for name in loop_variables):
+            if any(ref.name in loop_variables for ref in ast.references(s.distribution.args[0])):
                 _fail(f"cannot infer the shape of latent '{name}' inside a loop", s.target.span,
                       f"declare it in a latent block, e.g. 'latent {{ array[T] vector[N] {name}; }}'")
             inputs = self._inputs(s.distribution.args[0])
@@ -296,7 +325,7 @@ class _Checker:
             if target.name in self.loops:
                 _fail(f"loop variable '{target.name}' cannot be the target of '~'", target.span)
             _fail(f"'{target.name}' is not declared", target.span,
-                  _suggest(target.name, self.variables) or
+                  did_you_mean(target.name, self.variables) or
                   "declare data in the data block, parameters in the parameters block, latent values "
                   "in a latent block (GP values may also be introduced by 'f ~ gp(...)')")
         self.used.add(target.name)
@@ -350,6 +379,7 @@ class _Checker:
         if len(call.args) != 2 or call.kwargs:
             _fail("gp takes two arguments: gp(inputs, kernel)", call.span)
         inputs = self._inputs(call.args[0])
+        self._verify_kernel_names(call.args[1])
         kernel = self._kernel(call.args[1], inputs)
         points = inputs.index_shape
         t = target.type
@@ -420,29 +450,55 @@ class _Checker:
 
     def _fit_bounds(self, target: ir.Target, spec: catalog.DistributionSpec, distribution: ir.Distribution,
                     call: ast.Call):
-        """Check the declared constraint against the prior's support; imply bounds for bounded priors."""
+        """Check the declared constraint against the prior's support; imply bounds for bounded priors.
+
+        A constraint disjoint from the support, or reaching outside it, is an error; one inside a wider
+        support truncates the prior, a warning.
+        """
         var = self.variables[target.name]
         lower, upper = var.type.lower, var.type.upper
-        if spec.support == "positive":
-            if lower is None or lower < 0:
-                declared = var.type.describe()
-                _fail(f"{spec.name} has support (0, inf) but '{target.name}' is declared {declared}", call.name_span,
-                      f"declare it with <lower=0>, e.g. '{replace(var.type, lower=0.0).describe()} {target.name}'")
-        elif spec.support == "bounded":
+        declared = declared_interval(lower, upper)
+        if spec.support == "bounded":
             lo = self._constant_vector(distribution.arg("lower"))
             hi = self._constant_vector(distribution.arg("upper"))
             if lo is None or hi is None:
                 _fail(f"the bounds of {spec.name} must be constants", call.span)
-            if any(a >= b for a, b in zip(lo, hi)):
-                _fail(f"{spec.name} needs lower < upper", call.span)
             lo_v, hi_v = (lo[0] if len(set(lo)) == 1 else None), (hi[0] if len(set(hi)) == 1 else None)
             if lower is not None or upper is not None:
                 if (lower, upper) != (lo_v, hi_v):
                     support = (f"({lo[0]:g}, {hi[0]:g})" if len(lo) == len(hi) == 1 else
-                               f"lower {[round(v, 12) for v in lo]}, upper {[round(v, 12) for v in hi]}")
+                               f"lower [{', '.join(number_text(round(v, 12)) for v in lo)}], "
+                               f"upper [{', '.join(number_text(round(v, 12)) for v in hi)}]")
+                    if not declared.overlaps(Interval(min(lo), max(hi))):
+                        self._disjoint(target.name, var.type, spec.name, support, call)
                     _fail(f"'{target.name}' is declared {var.type.describe()} but {spec.name} has support "
                           f"{support}", var.span, "drop the declared bounds: they are implied by the prior")
             self.variables[target.name] = replace(var, type=replace(var.type, lower=lo_v, upper=hi_v))
+            return
+        support = SUPPORTS[spec.support]
+        if not declared.overlaps(support):
+            self._disjoint(target.name, var.type, spec.name, support.describe(), call)
+        if not declared.within(support):
+            fitted = replace(var.type, lower=max(lower, support.lower) if lower is not None else _finite(support.lower),
+                             upper=min(upper, support.upper) if upper is not None else _finite(support.upper))
+            bounds = ", ".join(f"{end}={number_text(value)}" for end, value in
+                               (("lower", fitted.lower), ("upper", fitted.upper))
+                               if value is not None and value != getattr(var.type, end))
+            _fail(f"{spec.name} has support {support.describe()} but '{target.name}' is declared "
+                  f"{var.type.describe()}", call.name_span,
+                  f"declare it with <{bounds}>, e.g. '{fitted.describe()} {target.name}'")
+        if declared.lower > support.lower or declared.upper < support.upper:
+            message = (f"{spec.name} has support {support.describe()} but '{target.name}' is declared "
+                       f"{var.type.describe()}: the prior is truncated to {declared.describe()}")
+            if any(self._constant_vector(value) is None for _, value in distribution.args):
+                message += (f", and the truncation's normalising constant, which depends on the arguments of "
+                            f"{spec.name}, is not included")
+            self.warnings.append(CheckWarning(message, call.name_span))
+
+    def _disjoint(self, name: str, vartype: VarType, distribution: str, support: str, call: ast.Call):
+        _fail(f"'{name}' is declared {vartype.describe()} but {distribution} has support {support}: "
+              "they do not overlap", call.name_span,
+              "the prior gives no mass to the values the constraint allows: change the constraint or the prior")
 
     def _constant_vector(self, expr: ir.Expr) -> list[float] | None:
         if isinstance(expr, ir.Binary) and not expr.type.shape:
@@ -462,6 +518,13 @@ class _Checker:
         if isinstance(expr, ir.Negate):
             inner = self._constant_vector(expr.operand)
             return None if inner is None else [-v for v in inner]
+        if isinstance(expr, ir.Apply) and expr.function in _FOLDABLE:
+            inner = self._constant_vector(expr.args[0])
+            try:
+                values = None if inner is None else [float(_FOLDABLE[expr.function](v)) for v in inner]
+            except (ValueError, ZeroDivisionError, OverflowError):
+                return None
+            return values if values is not None and all(math.isfinite(v) for v in values) else None
         return None
 
     def _distribution(self, call: ast.Call, spec: catalog.DistributionSpec, target: ir.Target) -> ir.Distribution:
@@ -474,7 +537,7 @@ class _Checker:
         for kw in call.kwargs:
             if kw.name not in spec.params:
                 _fail(f"{spec.name} has no argument '{kw.name}'", kw.name_span,
-                      _suggest(kw.name, spec.params) or f"its arguments are {', '.join(spec.params)}")
+                      did_you_mean(kw.name, spec.params) or f"its arguments are {', '.join(spec.params)}")
             if kw.name in values:
                 _fail(f"argument '{kw.name}' of {spec.name} given twice", kw.name_span)
             values[kw.name] = self._expr(kw.value)
@@ -493,7 +556,42 @@ class _Checker:
                 _fail(f"argument '{name}' of {spec.name} has shape {_shape_text(vshape)} but "
                       f"'{target.name}' has shape {_shape_text(shape)}", value.span,
                       "arguments are scalars (applied to every element) or match the variate's shape")
+        self._verify_arguments(spec, values, call)
         return ir.Distribution(spec.name, tuple((n, values[n]) for n in spec.params), call.span)
+
+    def _verify_arguments(self, spec: catalog.DistributionSpec, values: dict[str, ir.Expr], call: ast.Call):
+        """Fail at a constant argument outside its support, or constant bounds that are not increasing."""
+        for name, value in values.items():
+            support = SUPPORTS[spec.argument_support(name)]
+            for x, span in self._constant_items(value):
+                if not support.contains(x):
+                    _fail(f"argument '{name}' of {spec.name} must be in {support.describe()}, got {x:g}", span)
+            self._note_parameter_argument(f"argument '{name}' of {spec.name}", support, value)
+        if spec.ordered is not None:
+            first, second = spec.ordered
+            lower, upper = self._constant_vector(values[first]), self._constant_vector(values[second])
+            if lower is not None and upper is not None:
+                n = max(len(lower), len(upper))
+                pairs = zip(lower * n if len(lower) == 1 else lower, upper * n if len(upper) == 1 else upper)
+                for k, (a, b) in enumerate(pairs):
+                    if not a < b:
+                        element = f" in element {k + 1}" if n > 1 else ""
+                        _fail(f"{spec.name} needs {first} < {second}, got {first} = {a:g} and {second} = {b:g}"
+                              f"{element}", call.span)
+
+    def _note_parameter_argument(self, what: str, support: Interval, value: ir.Expr):
+        """Remember a parameter passed where ``support`` is required; :meth:`_final_checks` compares."""
+        base = value.base if isinstance(value, ir.Index) else value
+        if isinstance(base, ir.Ref) and base.role == "parameter" and support != SUPPORTS["real"]:
+            what += " is an element of" if isinstance(value, ir.Index) else " is"
+            self.parameter_arguments.append((what, support, base))
+
+    def _constant_items(self, expr: ir.Expr) -> list[tuple[float, Span]]:
+        """The constant values in an argument, each with its span: a vector literal's items one by one."""
+        if isinstance(expr, ir.VectorLiteral):
+            return [item for i in expr.items for item in self._constant_items(i)]
+        values = self._constant_vector(expr)
+        return [(v, expr.span) for v in values or ()]
 
     def _shapes_agree(self, a, b) -> bool:
         if len(a) == len(b) and all(_same_dim(x, y) for x, y in zip(a, b)):
@@ -577,6 +675,23 @@ class _Checker:
         _fail("expected a kernel expression (kernels combined with +, * and scaled by scalars)", expr.span,
               "kernels are: " + ", ".join(catalog.KERNELS))
 
+    def _verify_kernel_names(self, expr: ast.Expr):
+        """Fail at a misspelt kernel among the terms and factors of a kernel expression."""
+        if isinstance(expr, ast.BinaryOp) and expr.op in "+*":
+            self._verify_kernel_names(expr.left)
+            self._verify_kernel_names(expr.right)
+        elif isinstance(expr, ast.Call) and expr.function not in catalog.known_callables():
+            self._unknown_callable(expr, "kernel")
+        elif isinstance(expr, ast.Name) and expr.name in catalog.KERNELS:
+            _fail(f"'{expr.name}' must be called: {expr.name}(...)", expr.span)
+        elif (isinstance(expr, ast.Name) and expr.name not in self.variables and expr.name not in self.loops
+              and expr.name not in catalog.CONSTANTS):
+            kernel = closest(expr.name, catalog.KERNELS, fallback=False)
+            variable = closest(expr.name, self.variables, fallback=False)
+            if kernel is not None and (variable is None or
+                                       edit_distance(expr.name, kernel) <= edit_distance(expr.name, variable)):
+                _fail(f"unknown kernel '{expr.name}'", expr.span, f"did you mean '{kernel}(...)'?")
+
     def _is_kernel(self, expr: ast.Expr) -> bool:
         if isinstance(expr, ast.Call):
             return expr.function in catalog.KERNELS
@@ -605,7 +720,7 @@ class _Checker:
             param = spec.param(kw.name)
             if param is None:
                 _fail(f"kernel {spec.name} has no parameter '{kw.name}'", kw.name_span,
-                      _suggest(kw.name, [p.name for p in spec.params])
+                      did_you_mean(kw.name, [p.name for p in spec.params])
                       or "its parameters are " + ", ".join(p.name for p in spec.params))
             if kw.name in values:
                 _fail(f"parameter '{kw.name}' of {spec.name} given twice", kw.name_span)
@@ -635,6 +750,11 @@ class _Checker:
                     _fail(f"{spec.name} parameter '{name}' has length {shape[0]} but the kernel acts on "
                           f"{input_dim} input dimension(s)", value.span,
                           "an ARD vector has one entry per input column")
+            support = SUPPORTS["positive" if param.positive else "real"]
+            for x, span in self._constant_items(value):
+                if not support.contains(x):
+                    _fail(f"{spec.name} parameter '{name}' must be in {support.describe()}, got {x:g}", span)
+            self._note_parameter_argument(f"{spec.name} parameter '{name}'", support, value)
         ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
         return ir.KernelLeaf(call.span, spec.name, ordered, component, input_dim)
 
@@ -662,7 +782,7 @@ class _Checker:
             if expr.name in catalog.KERNELS or expr.name in catalog.DISTRIBUTIONS:
                 _fail(f"'{expr.name}' must be called: {expr.name}(...)", expr.span)
             _fail(f"'{expr.name}' is not declared", expr.span,
-                  _suggest(expr.name, list(self.variables) + list(self.loops)))
+                  did_you_mean(expr.name, list(self.variables) + list(self.loops)))
         self.used.add(expr.name)
         return ir.Ref(_value_type(var.type), expr.span, expr.name, var.role)
 
@@ -776,11 +896,17 @@ class _Checker:
         pool = {"distribution": list(catalog.DISTRIBUTIONS) + ["gp", catalog.EXTERNAL],
                 "kernel": list(catalog.KERNELS),
                 "function": list(catalog.FUNCTIONS) + ["project"]}[kind]
-        hint = _suggest(call.function, pool) or _suggest(call.function, catalog.known_callables())
+        hint = did_you_mean(call.function, pool) or did_you_mean(call.function, catalog.known_callables())
         _fail(f"unknown {kind} '{call.function}'", call.name_span, hint or f"{kind}s are: " + ", ".join(pool))
 
     # ---- whole-program checks ----------------------------------------------------------------
     def _final_checks(self):
+        for what, support, ref in self.parameter_arguments:
+            t = self.variables[ref.name].type
+            if not declared_interval(t.lower, t.upper).within(support):
+                self.warnings.append(CheckWarning(
+                    f"{what} the parameter '{ref.name}', declared {t.describe()}, which can leave its "
+                    f"support {support.describe()}", ref.span))
         for name, var in self.variables.items():
             if var.role == "data" and name not in self.used:
                 self.warnings.append(CheckWarning(f"data '{name}' is declared but never used", var.span))
@@ -819,16 +945,3 @@ def _describe_index(index: ir.Expr) -> str:
     if isinstance(index, ir.Ref):
         return index.name
     return "?"
-
-
-def _names_in(expr: ast.Expr) -> set[str]:
-    """Names referenced anywhere in an AST expression."""
-    if isinstance(expr, ast.Name):
-        return {expr.name}
-    found: set[str] = set()
-    for value in vars(expr).values():
-        items = value if isinstance(value, tuple) else (value,)
-        for item in items:
-            if isinstance(item, (ast.Expr, ast.KeywordArgument)):
-                found |= _names_in(item) if isinstance(item, ast.Expr) else _names_in(item.value)
-    return found

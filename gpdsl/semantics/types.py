@@ -56,9 +56,9 @@ class VarType:
         """Stan-like spelling, e.g. ``array[T] matrix[N, 2]`` or ``vector<lower=0>[D]``."""
         bounds = []
         if self.lower is not None:
-            bounds.append(f"lower={_num(self.lower)}")
+            bounds.append(f"lower={number_text(self.lower)}")
         if self.upper is not None:
-            bounds.append(f"upper={_num(self.upper)}")
+            bounds.append(f"upper={number_text(self.upper)}")
         constraint = f"<{', '.join(bounds)}>" if bounds else ""
         inner = "int" if self.base == "int" else {"scalar": "real", "vector": "vector",
                                                    "matrix": "matrix"}[self.container]
@@ -70,7 +70,7 @@ class VarType:
         return inner
 
 
-def _num(x: float) -> str:
+def number_text(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from gpdsl.source import Source, Span
@@ -142,3 +143,24 @@ class Block(Node):
 class Program(Node):
     source: Source = field(repr=False, compare=False, default=None)
     blocks: tuple[Block, ...] = ()
+
+
+def references(node: Node) -> Iterator[Name]:
+    """Every name an expression (or a keyword argument) refers to, in source order.
+
+    Parameters
+    ----------
+    node : Expr or KeywordArgument
+
+    Yields
+    ------
+    Name
+        Each occurrence, with its span; a call's function name is not a reference.
+    """
+    if isinstance(node, Name):
+        yield node
+        return
+    for value in vars(node).values():
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, (Expr, KeywordArgument)):
+                yield from references(item)

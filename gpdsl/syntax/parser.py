@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 import os
 import re
@@ -12,6 +11,7 @@ from lark import Token, Transformer, v_args
 
 from gpdsl.errors import GpdslError, ModelSyntaxError
 from gpdsl.source import Source, Span
+from gpdsl.suggest import did_you_mean
 from gpdsl.syntax import ast
 
 BLOCK_NAMES = ("data", "parameters", "latent", "model")
@@ -329,8 +329,7 @@ def _curated(error: lark.exceptions.UnexpectedInput, source: Source) -> ModelSyn
                                 hint="declare data, parameters and latent variables in their own blocks; "
                                      "the model block holds only '~' statements and loops")
     if token.type == "NAME" and expected & _BLOCK_TOKENS and not expected - _BLOCK_TOKENS - {"$END"}:
-        guess = difflib.get_close_matches(value, BLOCK_NAMES, n=1)
-        hint = f"did you mean '{guess[0]}'?" if guess else "blocks are: " + ", ".join(BLOCK_NAMES)
+        hint = did_you_mean(value, BLOCK_NAMES) or "blocks are: " + ", ".join(BLOCK_NAMES)
         return ModelSyntaxError(f"unknown block '{value}'", span, hint=hint)
     if token.type == "NAME" and expected & _TYPE_TOKENS and "NAME" not in expected:
         after = _next_char(source, start + len(value))
@@ -341,13 +340,11 @@ def _curated(error: lark.exceptions.UnexpectedInput, source: Source) -> ModelSyn
         if after == ";":
             return ModelSyntaxError(f"the declaration of '{value}' has no type", span,
                                     hint=f"give it one, e.g. 'real {value};' or 'vector[N] {value};'")
-        guess = difflib.get_close_matches(value, _TYPE_WORDS, n=1)
-        hint = f"did you mean '{guess[0]}'?" if guess else "types are: int, real, vector[n], matrix[r, c], array[n] T"
+        hint = did_you_mean(value, _TYPE_WORDS) or "types are: int, real, vector[n], matrix[r, c], array[n] T"
         return ModelSyntaxError(f"unknown type '{value}' in a declaration", span, hint=hint)
     if token.type == "NAME" and expected == {"BOUND_NAME"}:
-        guess = difflib.get_close_matches(value, ("lower", "upper"), n=1)
         return ModelSyntaxError(f"unknown bound '{value}'", span,
-                                hint=f"did you mean '{guess[0]}'?" if guess else "bounds are 'lower' and 'upper'")
+                                hint=did_you_mean(value, ("lower", "upper")) or "bounds are 'lower' and 'upper'")
     if token.type == "EQUAL" and "TILDE" in expected:
         return ModelSyntaxError("'=' cannot assign here; model statements use '~'", span,
                                 hint="write 'y ~ normal(f, s);' to state a distribution")
