@@ -60,11 +60,31 @@ def flag_of(settings_field: dataclasses.Field) -> str:
     return meta.get("negate") or meta.get("flag") or "--" + settings_field.name.replace("_", "-")
 
 
-def require_positive_int(name: str, value, allow_zero: bool = False) -> None:
-    """Refuse a value that is not a (positive, or non-negative) integer, naming the setting."""
+LARGEST_INT = 2**31 - 1
+"""The largest count a setting takes (CmdStan's ``int``; a count beyond it is a typing slip)."""
+
+
+class SettingError(MethodError):
+    """A setting's value is refused: ``setting`` names it (the field), ``requirement`` says what is allowed.
+
+    The message is ``"<setting> <requirement>"``; the command line names the flag instead
+    (:func:`gpdsl.cli_options.settings_from_args`).
+    """
+
+    def __init__(self, setting: str, requirement: str):
+        super().__init__(f"{setting} {requirement}")
+        self.args = (setting, requirement)
+        self.setting = setting
+        self.requirement = requirement
+
+
+def require_positive_int(name: str, value, allow_zero: bool = False, high: int = LARGEST_INT) -> None:
+    """Refuse a value that is not a (positive, or non-negative) integer at most ``high``, naming the setting."""
     low = 0 if allow_zero else 1
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise MethodError(f"{name} must be an integer >= {low}; got {value!r}")
+        raise SettingError(name, f"must be an integer >= {low}; got {value!r}")
+    if value > high:
+        raise SettingError(name, f"must be an integer in [{low}, {high}]; got {value!r}")
 
 
 def require_number(name: str, value, low: float | None = None, high: float | None = None,
@@ -73,14 +93,14 @@ def require_number(name: str, value, low: float | None = None, high: float | Non
     if value is None and optional:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise MethodError(f"{name} must be a finite number; got {value!r}")
+        raise SettingError(name, f"must be a finite number; got {value!r}")
     below = low is not None and (value <= low if open_low else value < low)
     above = high is not None and (value >= high if open_high else value > high)
     if below or above:
         left = "(" if open_low else "["
         right = ")" if open_high else "]"
         span = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
-        raise MethodError(f"{name} must be in {span}; got {value!r}")
+        raise SettingError(name, f"must be in {span}; got {value!r}")
 
 
 def require_choice(name: str, value, choices) -> None:
