@@ -18,6 +18,8 @@ from gpdsl.source import Span
 from gpdsl.syntax import ast
 
 _BLOCK_ORDER = ("data", "parameters", "latent", "model")
+LARGEST_SIZE = 2**31 - 1
+"""The largest literal size (``vector[3]``) accepted: Stan's int."""
 
 
 def check_program(program: ast.Program) -> tuple[ir.Model, list[CheckWarning]]:
@@ -159,6 +161,8 @@ class _Checker:
         if isinstance(expr, ast.Number):
             if not expr.is_int or expr.value < 0:
                 _fail("a size must be a non-negative integer", expr.span)
+            if expr.value > LARGEST_SIZE:
+                _fail(f"a size must be an integer from 0 to {LARGEST_SIZE}", expr.span)
             return int(expr.value)
         if isinstance(expr, ast.Name):
             var = self.variables.get(expr.name)
