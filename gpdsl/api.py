@@ -200,9 +200,11 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
         raise MethodError(f"{entry.name} writes no checkpoints; methods that do: "
                           f"{', '.join(m.name for m in _methods_with('checkpoints'))}")
     chain_groups = check_scheduler_run(entry, settings, scheduler, chain_groups, checkpoint)
+    read = [*inputs, *([data] if isinstance(data, (str, Path)) else [])]
+    if checkpoint is not None:
+        check_writable(checkpoint, "checkpoint", inputs=read, overwrite=True)
     if out is not None:
-        check_writable(out, "results", inputs=[*inputs, *([data] if isinstance(data, (str, Path)) else []),
-                                               *([checkpoint] if checkpoint is not None else [])],
+        check_writable(out, "results", inputs=[*read, *([checkpoint] if checkpoint is not None else [])],
                        overwrite=overwrite)
     data, warnings = load_data(data, model, allow_missing=output_variables(model) if entry.missing_outputs else ())
     verify_runnable(model, data, settings)

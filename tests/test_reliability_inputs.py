@@ -453,3 +453,53 @@ def test_a_fit_without_seed_draws_one_says_it_records_it_and_exit_3_when_it_stop
     assert len(drawn) == 1 and 0 <= drawn[0] < 2**31
     assert int(root_attrs(read_netcdf(out))["seed"]) == drawn[0]
     assert math.isfinite(drawn[0])
+
+
+# ---- the other commands' values and auxiliary paths -------------------------------------------------------
+@pytest.fixture(scope="module")
+def series(work):
+    return _json(work / "series.json", {"y": np.sin(np.arange(60) / 5)})
+
+
+@pytest.mark.parametrize("flag, value", [(f, v) for f in ("--lag", "--train", "--steps", "--gh-nodes", "--mc-samples")
+                                         for v in ("0", "-1", str(2**70))] + [("--training-variance", "-1")])
+def test_forecast_options_are_refused_out_of_range(work, series, capsys, flag, value):
+    lag = [] if flag == "--lag" else ["--lag", 3]
+    refused(["forecast", work / "gp_narx.gpm", "--data", series, "--seed", 1, "--out", work / "fc.nc", *lag,
+             flag, value], capsys, flag.lstrip("-").replace("-", "_") if flag == "--training-variance" else flag,
+            work / "fc.nc")
+
+
+@pytest.mark.parametrize("argv, culprit", [
+    (["pm-variance", "{sup}", "--data", "{supdata}", "--replicates", "0"], "replicates"),
+    (["pm-variance", "{sup}", "--data", "{supdata}", "--num-importance", str(2**70)], "num_importance"),
+    (["pm-variance", "{sup}", "--data", "{supdata}", "--draw", "1", "1"], "--draw needs --from"),
+    (["data", "pima_tr", "--rows", "0", "-o", "{new}"], "rows"),
+    (["data", "pima_tr", "--offset", "-1", "-o", "{new}"], "offset"),
+    (["data", "pima_tr", "--as", "gplvm", "--latent-dims", "0", "-o", "{new}"], "--latent-dims"),
+])
+def test_other_commands_refuse_their_values(work, capsys, argv, culprit):
+    names = {"sup": work / "supervised_gplvm.gpm", "supdata": work / "sup.json", "new": work / "new.json"}
+    refused([a.format(**names) for a in argv], capsys, culprit, work / "new.json")
+
+
+@pytest.mark.parametrize("checkpoint, culprit", [("cls.json", "it is an input of this run"),
+                                                 (".", "it is a directory"),
+                                                 ("missing/c.npz", "does not exist")])
+def test_checkpoint_paths_are_checked_like_outputs(work, capsys, checkpoint, culprit):
+    refused(_sample(work, work / "ck.nc", "--checkpoint", work / checkpoint), capsys, culprit, work / "ck.nc")
+
+
+@pytest.mark.parametrize("scheduler", ["", "tcp://", "two words"])
+def test_a_scheduler_that_is_no_address_is_refused(work, capsys, scheduler):
+    refused(_sample(work, work / "sch.nc", "--scheduler", scheduler), capsys, "--scheduler", work / "sch.nc")
+
+
+@pytest.mark.parametrize("table, culprit", [("settings = {chains = 0}", "chains must be an integer >= 1"),
+                                            ('settings = {chains = "4"}', "chains"),
+                                            ("seed = -1", "seed must be an integer"),
+                                            ("chain_groups = 0", "chain_groups")])
+def test_run_files_refuse_values_as_the_flags_do(work, capsys, table, culprit):
+    run_file = work / "values.toml"
+    run_file.write_text(f'model = "gp_classification.gpm"\ndata = "cls.json"\nmethod = "pm"\nout = "v.nc"\n{table}\n')
+    refused(["run", run_file], capsys, culprit, work / "v.nc")
