@@ -130,7 +130,7 @@ def verify_memory(model: Model, data: dict, settings) -> None:
     for what, count in _allocations(model, data, settings):
         needed = 8 * count
         if needed > available:
-            raise MethodError(f"{what} needs {_bytes(needed)}; {_bytes(available)} of memory is available",
+            raise MethodError(f"{what} would take {_bytes(needed)}; {_bytes(available)} of memory is available",
                               hint="check the sizes in the data and the settings")
 
 
@@ -163,12 +163,19 @@ def _allocations(model: Model, data: dict, settings):
     from gpdsl.ir.structure import gp_nodes
 
     inducing = getattr(settings, "num_inducing", None)
+    copies = chains if isinstance(chains, int) else 1
+    per_chain = f"--chains {copies} x " if isinstance(chains, int) else ""
+    importance = getattr(settings, "num_importance", None)
     for node in gp_nodes(model):
         points = sizes[node.name][0] if sizes.get(node.name) else 0
+        values = math.prod(sizes[node.name])
         if not hasattr(settings, "num_inducing"):
-            yield f"the kernel matrix of {node.name} ({points} x {points})", points * points
+            yield f"the kernel matrices of {node.name} ({per_chain}{points} x {points})", copies * points * points
         elif isinstance(inducing, int):
             yield f"the cross-covariance of {node.name} ({points} x --num-inducing {inducing})", points * inducing
+        if isinstance(importance, int):
+            yield (f"the importance draws of {node.name} ({per_chain}--num-importance {importance} x {values} values)",
+                   copies * importance * values)
     nodes = getattr(settings, "gh_nodes", None)
     if getattr(settings, "psi", None) == "gauss_hermite" and isinstance(nodes, int):
         for name, variable in model.latents.items():

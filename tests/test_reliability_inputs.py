@@ -140,6 +140,16 @@ def test_values_that_need_the_model_and_data_are_refused_before_the_fit(work, ca
              work / "fit.nc", *option], capsys, culprit, work / "fit.nc")
 
 
+@pytest.mark.parametrize("option, culprit", [
+    (["--num-importance", str(LARGEST_INT), "--chains", "100000"], "the importance draws of f (--chains 100000 x "
+                                                                  "--num-importance 2147483647 x 12 values) would take"),
+    (["--chains", str(LARGEST_INT), "--draws", str(LARGEST_INT)], "the draws (--chains 2147483647 x --draws"),
+])
+def test_allocations_beyond_the_memory_are_refused_naming_them(work, capsys, option, culprit):
+    err = refused(_sample(work, work / "memory.nc", *option), capsys, culprit, work / "memory.nc")
+    assert "of memory is available" in err
+
+
 def test_chain_groups_are_checked_against_the_chains(work, capsys):
     refused(["sample", work / "gp_classification.gpm", "--data", work / "cls.json", "--method", "pm", "--seed", 1,
              "--chains", 2, "--chain-groups", 3, "--out", work / "cg.nc"], capsys, "chain_groups", work / "cg.nc")
@@ -335,7 +345,7 @@ JSON_CASES = [
     ("labels fractional", "cls", {"N": 2, "D": 1, "X": [[1], [2]], "y": [0.5, 1]}, "y must be 0 or 1"),
     ("labels negative", "cls", {"N": 2, "D": 1, "X": [[1], [2]], "y": [-1, 1]}, "y must be 0 or 1"),
     ("Q = 0", "lvm", _gplvm(Q=0), "size 'Q' is 0"),
-    ("Q = 10^12", "lvm", _gplvm(Q=10**12), "needs"),
+    ("Q = 10^12", "lvm", _gplvm(Q=10**12), "parameter w (vector<lower=0>[Q] with Q = 1000000000000) would take"),
     ("Y all NaN", "lvm", _gplvm(Y=[["NaN"] * 3] * 30), "'Y' holds no observed value"),
     ("Y a NaN column", "lvm", _gplvm(Y=_nan_column()), "column 2 of data 'Y' is entirely missing"),
     ("Y constant", "lvm", _gplvm(Y=[[1.0] * 3] * 30), "'Y' is constant"),
