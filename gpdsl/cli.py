@@ -99,7 +99,8 @@ def _cmd_run(args) -> int:
     model, warnings = check_file(args.file)
     for warning in warnings:
         print(warning.render(), file=sys.stderr)
-    inputs = (args.file, *([args.predict] if getattr(args, "predict", None) else []))
+    inputs = (args.file, *([args.predict] if getattr(args, "predict", None) else []),
+              *cli_options.file_arguments(args))
     new_inputs = new_inputs_from_file(args.predict, model, entry.name) if getattr(args, "predict", None) else None
     results = run(model, args.data, entry.name, settings, seed=seed, out=args.out, progress=not args.quiet,
                   checkpoint=getattr(args, "checkpoint", None), new_inputs=new_inputs,

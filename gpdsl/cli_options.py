@@ -124,6 +124,18 @@ def _settings_named_by_flags(settings_class, values):
         raise MethodError(f"{flags[error.setting]} {error.requirement}", hint=error.hint) from None
 
 
+def file_arguments(args) -> list[str]:
+    """The files named by the settings flags given that read one (``--proposal-from FIT.nc``): inputs of the run."""
+    files = []
+    for method in methods().values():
+        for settings_field in cli_fields(method.settings):
+            if settings_field.metadata.get("reads_file"):
+                value = getattr(args, _dest(flag_of(settings_field)), None)
+                if isinstance(value, str) and value not in files:
+                    files.append(value)
+    return files
+
+
 def settings_from_mapping(method, values, where: str = "settings"):
     """The method's settings from a mapping (a run file's table, keyword arguments), validated as flags are.
 

@@ -18,7 +18,7 @@ from gpdsl.errors import MethodError
 
 def option(default: Any, help: str, *, choices: tuple | None = None, flag: str | None = None,
            metavar: str | None = None, parse: Callable | None = None, repeat: bool = False,
-           negate: str | None = None, cli: bool = True):
+           negate: str | None = None, cli: bool = True, reads_file: bool = False):
     """A settings field with its command-line form.
 
     Parameters
@@ -41,9 +41,11 @@ def option(default: Any, help: str, *, choices: tuple | None = None, flag: str |
         For a boolean that defaults to True: the flag that sets it False (``--no-...``).
     cli : bool
         False keeps the field out of the command line (Python API only).
+    reads_file : bool
+        The flag's value is a file the run reads (an input the run's outputs must never replace).
     """
     metadata = {"help": help, "choices": choices, "flag": flag, "metavar": metavar, "parse": parse,
-                "repeat": repeat, "negate": negate, "cli": cli}
+                "repeat": repeat, "negate": negate, "cli": cli, "reads_file": reads_file}
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
     return field(default=default, metadata=metadata)

@@ -513,3 +513,12 @@ def test_run_files_refuse_values_as_the_flags_do(work, capsys, table, culprit):
     run_file = work / "values.toml"
     run_file.write_text(f'model = "gp_classification.gpm"\ndata = "cls.json"\nmethod = "pm"\nout = "v.nc"\n{table}\n')
     refused(["run", run_file], capsys, culprit, work / "v.nc")
+
+
+def test_files_that_settings_flags_read_are_inputs_of_the_run():
+    from gpdsl.cli import build_parser
+    from gpdsl.cli_options import file_arguments
+
+    args = build_parser().parse_args(["sample", "m.gpm", "--data", "d.json", "--method", "pm", "--out", "o.nc",
+                                      "--proposal-from", "earlier.nc", "--chains", "2"])
+    assert file_arguments(args) == ["earlier.nc"]

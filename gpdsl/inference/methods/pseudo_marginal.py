@@ -65,7 +65,7 @@ class MCMCEPSettings(ChainSettings):
     proposal_covariance: list | None = option(
         None, "reuse the random-walk covariance an earlier pm/mcmc-ep run adapted (averaged over its chains); "
               "nothing is adapted, warmup only burns in", flag="--proposal-from", metavar="FIT.nc",
-        parse=proposal_from_file)
+        parse=proposal_from_file, reads_file=True)
 
     def __post_init__(self):
         super().__post_init__()
