@@ -205,9 +205,9 @@ def _cmd_pm_variance(args) -> int:
     from gpdsl.results.method_output import results_json
     from gpdsl.settings import require_positive_int
 
-    require_positive_int("replicates", args.replicates)
+    require_positive_int("--replicates", args.replicates)
     if args.num_importance is not None:
-        require_positive_int("num_importance", args.num_importance)
+        require_positive_int("--num-importance", args.num_importance)
     if args.png:
         from gpdsl.atomic import check_writable
 
@@ -377,11 +377,12 @@ def _cmd_summary(args) -> int:
 
 def _cmd_plot(args) -> int:
     from gpdsl.atomic import check_writable
-    from gpdsl.results.io import read_netcdf
-    from gpdsl.results.plots import plot
 
     check_writable(args.output, "figure", inputs=[args.fit, *([args.labels.split(":")[0]] if args.labels else [])],
                    overwrite=args.overwrite)
+    from gpdsl.results.io import read_netcdf
+    from gpdsl.results.plots import plot
+
     results = read_netcdf(args.fit)
     if args.kind == "latent":
         path = _plot_latent(results, args)

@@ -481,8 +481,8 @@ def test_forecast_options_are_refused_out_of_range(work, series, capsys, flag, v
 
 
 @pytest.mark.parametrize("argv, culprit", [
-    (["pm-variance", "{sup}", "--data", "{supdata}", "--replicates", "0"], "replicates"),
-    (["pm-variance", "{sup}", "--data", "{supdata}", "--num-importance", str(2**70)], "num_importance"),
+    (["pm-variance", "{sup}", "--data", "{supdata}", "--replicates", "0"], "--replicates"),
+    (["pm-variance", "{sup}", "--data", "{supdata}", "--num-importance", str(2**70)], "--num-importance"),
     (["pm-variance", "{sup}", "--data", "{supdata}", "--draw", "1", "1"], "--draw needs --from"),
     (["data", "pima_tr", "--rows", "0", "-o", "{new}"], "rows"),
     (["data", "pima_tr", "--offset", "-1", "-o", "{new}"], "offset"),
