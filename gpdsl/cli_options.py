@@ -13,7 +13,7 @@ import dataclasses
 from gpdsl.errors import MethodError
 from gpdsl.registry import methods
 from gpdsl.scale_out import runs_chain_groups
-from gpdsl.settings import SettingError, cli_fields, flag_of
+from gpdsl.settings import SettingError, cli_fields, flag_of, require_type
 
 DEFAULT_METHOD = {"sample": "nuts", "fit": "vem"}
 
@@ -170,6 +170,7 @@ def settings_from_mapping(method, values, where: str = "settings"):
             value = _value(settings_field, value)
         elif meta.get("choices") and isinstance(value, str):
             value = _value(settings_field, value)
+        require_type(settings_field, value)
         chosen[settings_field.name] = value
     return method.settings(**chosen)
 

@@ -96,7 +96,10 @@ def verify_initial_values(model: Model, data: dict, initial_values: dict) -> Non
             hint = did_you_mean(name, list(model.parameters))
             raise MethodError(f"--init-value {name}: '{name}' is not a parameter of the model (its parameters: "
                               f"{', '.join(model.parameters) or 'none'})", hint=hint)
-        values = np.asarray(value, dtype=float)
+        try:
+            values = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise MethodError(f"--init-value {name}: {value!r} is not a number or a list of numbers") from None
         shape = parameter.type.concrete_shape(data)
         if values.ndim > len(shape) or (values.size != 1 and values.shape != shape):
             raise MethodError(f"--init-value {name}: {values.size} values given; {name} is declared "

@@ -105,6 +105,47 @@ def require_number(name: str, value, low: float | None = None, high: float | Non
         raise SettingError(name, f"must be in {span}; got {value!r}")
 
 
+_TYPES = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a string", "list": "a list",
+          "dict": "a table of names to values", "None": "none"}
+
+
+def require_type(settings_field: dataclasses.Field, value) -> None:
+    """Refuse a value that is not of the field's declared type (``int``, ``float | None``, ...), naming the field.
+
+    Numbers are not booleans; an integer is a number.
+    """
+    kinds = [kind.strip() for kind in str(getattr(settings_field.type, "__name__", settings_field.type)).split("|")]
+    plain = not isinstance(value, bool)
+    accepted = {"bool": isinstance(value, bool), "int": plain and isinstance(value, int),
+                "float": plain and isinstance(value, (int, float)), "str": isinstance(value, str),
+                "list": isinstance(value, list), "dict": isinstance(value, dict), "None": value is None}
+    if not any(accepted.get(kind, True) for kind in kinds):
+        raise SettingError(settings_field.name, f"must be {' or '.join(_TYPES.get(k, k) for k in kinds)}; "
+                                                f"got {value!r}")
+
+
+def require_covariance(name: str, value) -> None:
+    """Refuse a value that is not a symmetric positive-definite matrix of finite numbers (a list of rows)."""
+    import numpy as np
+
+    try:
+        matrix = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        matrix = None
+    if matrix is None or matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.size == 0 \
+            or not np.isfinite(matrix).all() or not np.allclose(matrix, matrix.T):
+        raise SettingError(name, "must be a symmetric square matrix of finite numbers (a list of rows); got "
+                                 f"{_shortened(value)}")
+    if np.linalg.eigvalsh(matrix).min() <= 0:
+        raise SettingError(name, "must be positive definite; its smallest eigenvalue is "
+                                 f"{np.linalg.eigvalsh(matrix).min():.3g}")
+
+
+def _shortened(value, width: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= width else f"{text[:width - 3]}..."
+
+
 def require_choice(name: str, value, choices) -> None:
     """Refuse a value outside ``choices``, listing them."""
     if value not in choices:

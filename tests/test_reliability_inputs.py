@@ -522,3 +522,27 @@ def test_files_that_settings_flags_read_are_inputs_of_the_run():
     args = build_parser().parse_args(["sample", "m.gpm", "--data", "d.json", "--method", "pm", "--out", "o.nc",
                                       "--proposal-from", "earlier.nc", "--chains", "2"])
     assert file_arguments(args) == ["earlier.nc"]
+
+
+# ---- settings of the wrong type (Python API, run files) ------------------------------------------------
+WRONG_TYPES = [("pm", "chains", 2.5), ("pm", "chains", "4"), ("pm", "chains", True), ("pm", "target_acceptance", "0.3"),
+               ("pm", "tol", True), ("pm", "sample_latent", "yes"), ("pm", "proposal_covariance", [1]),
+               ("pm", "proposal_covariance", [[1, 2], [3, 4]]), ("pm", "proposal_covariance", [[-1]]),
+               ("pm-gplvm", "blocks", True), ("pm-gplvm", "blocks", [1]), ("pm-gplvm", "symmetrise", None),
+               ("vem", "initial_values", [1]), ("vem", "num_inducing", None), ("nuts", "adapt_delta", [0.9]),
+               ("gibbs", "surrogate_variance", {"a": 1})]
+
+
+@pytest.mark.parametrize("method, name, value", WRONG_TYPES, ids=[f"{m} {n}={v!r}" for m, n, v in WRONG_TYPES])
+def test_settings_of_the_wrong_type_are_refused_naming_them(method, name, value):
+    from gpdsl.cli_options import settings_from_mapping
+    from gpdsl.errors import MethodError
+
+    with pytest.raises(MethodError, match=name):
+        settings_from_mapping(methods()[method], {name: value})
+
+
+def test_an_initial_value_that_is_no_number_is_refused(work):
+    with pytest.raises(GpdslError, match="--init-value noise: 'abc' is not a number"):
+        prepare(str(work / "bayesian_gplvm.gpm"), work / "lvm.json", "vem", seed=1,
+                settings=methods()["vem"].settings(initial_values={"noise": "abc"}))
