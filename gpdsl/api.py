@@ -304,6 +304,11 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     prepared = prepare(model, data, method, settings, seed=seed, out=out, progress=progress, checkpoint=checkpoint,
                        new_inputs=new_inputs, inputs=inputs, on_warning=on_warning, scheduler=scheduler,
                        chain_groups=chain_groups, overwrite=overwrite)
+    return execute_here_or_on(prepared, scheduler, keep_state=keep_state)
+
+
+def execute_here_or_on(prepared: PreparedRun, scheduler=None, keep_state: bool = False):
+    """:func:`execute` a prepared run here, or on a Dask ``scheduler`` (see :func:`run`)."""
     if scheduler is None:
         return execute(prepared, keep_state=keep_state)
     from gpdsl.scale_out import connect, execute_on

@@ -86,7 +86,7 @@ def _cmd_compile(args) -> int:
 
 def _cmd_run(args) -> int:
     """``gpdsl sample`` and ``gpdsl fit``: one path through :func:`gpdsl.api.run`."""
-    from gpdsl.api import check_file, new_inputs_from_file, run
+    from gpdsl.api import check_file, execute_here_or_on, new_inputs_from_file, prepare
     from gpdsl.registry import get_method
 
     if args.scheduler is not None:
@@ -95,17 +95,19 @@ def _cmd_run(args) -> int:
         distributed()
     entry = get_method(args.method)
     settings = cli_options.settings_from_args(entry, args)
-    seed = _seed(args.seed)
     model, warnings = check_file(args.file)
     for warning in warnings:
         print(warning.render(), file=sys.stderr)
     inputs = (args.file, *([args.predict] if getattr(args, "predict", None) else []),
               *cli_options.file_arguments(args))
     new_inputs = new_inputs_from_file(args.predict, model, entry.name) if getattr(args, "predict", None) else None
-    results = run(model, args.data, entry.name, settings, seed=seed, out=args.out, progress=not args.quiet,
-                  checkpoint=getattr(args, "checkpoint", None), new_inputs=new_inputs,
-                  inputs=inputs, on_warning=lambda text: print(f"warning: {text}", file=sys.stderr),
-                  scheduler=args.scheduler, chain_groups=getattr(args, "chain_groups", None), overwrite=args.overwrite)
+    prepared = prepare(model, args.data, entry.name, settings, seed=args.seed, out=args.out, progress=not args.quiet,
+                       checkpoint=getattr(args, "checkpoint", None), new_inputs=new_inputs, inputs=inputs,
+                       on_warning=lambda text: print(f"warning: {text}", file=sys.stderr), scheduler=args.scheduler,
+                       chain_groups=getattr(args, "chain_groups", None), overwrite=args.overwrite)
+    if args.seed is None:
+        _say_drawn(prepared.context.seed)
+    results = execute_here_or_on(prepared, args.scheduler)
     print(f"wrote {args.out}", file=sys.stderr)
     if entry.command == "fit":
         return _print_fit_report(results, verbose=not args.quiet)
@@ -117,14 +119,15 @@ def _cmd_run(args) -> int:
 
 
 def _seed(seed: int | None) -> int:
-    """The seed given, checked, or one drawn and said on standard error (it is recorded in the results too)."""
+    """The seed given, checked, or one drawn (said on standard error by :func:`_say_drawn` once all is checked)."""
     from gpdsl.api import draw_seed, verify_seed
 
-    if seed is not None:
-        return verify_seed(seed)
-    seed = draw_seed()
+    return draw_seed() if seed is None else verify_seed(seed)
+
+
+def _say_drawn(seed: int) -> None:
+    """Say a drawn seed (recorded in the results too) as the run starts."""
     print(f"seed {seed} (drawn; give --seed {seed} to repeat this run)", file=sys.stderr)
-    return seed
 
 
 def _print_fit_report(results, verbose: bool) -> int:
@@ -178,6 +181,8 @@ def _cmd_forecast(args) -> int:
             print(warning.render(), file=sys.stderr)
     narx_names(model)
     series = _series(args.data, settings.series)
+    if args.seed is None:
+        _say_drawn(seed)
     results, result, _ = forecast(model, series, settings, ml_settings, seed=seed)
     write_netcdf(results, args.out)
     print(f"wrote {args.out}", file=sys.stderr)
@@ -233,6 +238,8 @@ def _cmd_pm_variance(args) -> int:
         raise DataError("--draw needs --from RESULTS.nc")
     else:
         seed = _seed(args.seed)
+        if args.seed is None:
+            _say_drawn(seed)
     spread, at = estimate_spread_at(model, data, settings, seed, values, args.replicates, args.num_importance)
     where = ", ".join(f"{k} = {np.array2string(np.asarray(v), precision=4)}" for k, v in at.items())
     print(f"log p_hat(Y | X, xi) at {where}: {args.replicates} replicates")

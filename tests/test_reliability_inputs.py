@@ -401,11 +401,16 @@ def test_there_are_at_least_forty_bad_data_cases():
     assert len(JSON_CASES) + len(TEXT_CASES) >= 40
 
 
-@pytest.mark.parametrize("what, culprit", [("missing", "does not exist"), ("directory", "is a directory")])
+@pytest.mark.parametrize("what, culprit", [("missing", "does not exist"), ("directory", "is a directory"),
+                                           ("fifo", "is not a regular file"), ("device", "is not a regular file")])
 def test_data_path_that_is_not_a_file(work, capsys, what, culprit):
     path = work / f"{what}.json"
     if what == "directory":
         path.mkdir(exist_ok=True)
+    elif what == "fifo" and not path.exists():
+        os.mkfifo(path)
+    elif what == "device" and not path.exists():
+        path.symlink_to("/dev/zero")
     refused(["fit", work / "gp_regression.gpm", "--data", path, "--method", "ml", "--out", work / "o.nc"],
             capsys, culprit, work / "o.nc")
 
@@ -546,3 +551,10 @@ def test_an_initial_value_that_is_no_number_is_refused(work):
     with pytest.raises(GpdslError, match="--init-value noise: 'abc' is not a number"):
         prepare(str(work / "bayesian_gplvm.gpm"), work / "lvm.json", "vem", seed=1,
                 settings=methods()["vem"].settings(initial_values={"noise": "abc"}))
+
+
+def test_a_refusal_without_seed_is_one_line_with_no_seed_drawn(work, capsys):
+    bad = _json(work / "constant.json", {"N": 12, "D": 2, "X": np.ones((12, 2)), "y": np.ones(12)})
+    err = refused(["fit", work / "gp_regression.gpm", "--data", bad, "--method", "ml", "--out", work / "c.nc"], capsys,
+                  "'y' is constant", work / "c.nc")
+    assert err.strip().count("\n") == 0 and "drawn" not in err
