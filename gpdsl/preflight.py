@@ -38,8 +38,8 @@ def verify_runnable(model: Model, data: dict, settings) -> None:
     DataError
         A size is 0, an output is entirely missing, constant or of a scale double precision cannot square.
     MethodError
-        An initial value does not fit its parameter, or an array the run allocates exceeds the memory
-        available.
+        An initial value does not fit its parameter, there are more inducing inputs than points, or an
+        array the run allocates exceeds the memory available.
     """
     verify_sizes(model, data)
     verify_outputs(model, data)

@@ -62,8 +62,8 @@ def check_scheduler_run(method, settings, scheduler, chain_groups, checkpoint) -
     Raises
     ------
     GpdslError
-        The scheduler is neither ``"local"`` nor an address, ``dask.distributed`` is missing for it, the method has no chain groups, the number is out of
-        range, or a checkpoint is asked for with groups or a scheduler.
+        The scheduler is neither ``"local"`` nor an address, ``dask.distributed`` is missing for it, the method
+        has no chain groups, the number is out of range, or a checkpoint is asked for with groups or a scheduler.
     """
     if isinstance(scheduler, str) and scheduler != LOCAL and not SCHEDULER_ADDRESS.match(scheduler):
         raise MethodError(f"--scheduler {scheduler!r} is neither 'local' nor a scheduler's address "
