@@ -193,6 +193,8 @@ def _read_netcdf(path: Path, model: Model | None) -> dict[str, DataValue]:
             dims = dict(dataset.sizes)
     except (OSError, ValueError) as exc:
         raise DataError(f"cannot read NetCDF data file '{path}': {exc}") from None
+    if not values:
+        raise DataError(f"NetCDF data file '{path}' holds no variables (is it damaged or empty?)")
     for size in model.sizes if model else ():
         if size not in values and size in dims:
             values[size] = int(dims[size])

@@ -366,6 +366,7 @@ TEXT_CASES = [
     ("CSV bad column name", "reg", ".csv", "X-1,y\n1,2\n", "column name 'X-1'"),
     ("CSV constant y", "reg", ".csv", "X.1,X.2,y\n1,2,5\n2,3,5\n4,1,5\n", "'y' is constant"),
     ("NetCDF garbage", "reg", ".nc", b"\x89HDF\r\n\x1a\ngarbage", "NetCDF data file"),
+    ("NetCDF classic header only", "reg", ".nc", b"CDF\x01garbage", "holds no variables"),
     ("NetCDF with Inf", "reg", ".nc", _netcdf, "'y' contains inf"),
     ("unknown extension", "reg", ".txt", "N = 6", "unknown extension '.txt'"),
 ]
