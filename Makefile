@@ -54,20 +54,20 @@ $(STAMP): pyproject.toml $(CONSTRAINTS) $(BUILD_CONSTRAINTS)
 demo: $(STAMP)
 	@mkdir -p $(DEMO)
 	@echo "== 1. Data shipped with a dependency (no network): MASS Pima.tr, diabetes (1) or not (0)"
-	$(BIN)/gpdsl data pima_tr --rows 70 --columns glu bmi ped --standardize -o $(DEMO)/pima.json
+	$(BIN)/gpdsl data pima_tr --rows 70 --columns glu bmi ped --standardize --overwrite -o $(DEMO)/pima.json
 	@echo "== 2. One model file: GP probit classifier, ARD length-scales tau[1..3] for glu, bmi, ped"
 	@cat models/gp_classification.gpm
 	$(BIN)/gpdsl check models/gp_classification.gpm
 	@echo "== 3. gpdsl's own engine: pseudo-marginal MH on the hyperparameters, EP importance sampler (seconds)"
 	$(BIN)/gpdsl sample models/gp_classification.gpm --data $(DEMO)/pima.json --method pm --approximation ep \
-		--chains 4 --warmup 1000 --draws 5000 --seed 1 --quiet --out $(DEMO)/pima_pm.nc
+		--chains 4 --warmup 1000 --draws 5000 --seed 1 --quiet --overwrite --out $(DEMO)/pima_pm.nc
 	$(BIN)/gpdsl summary $(DEMO)/pima_pm.nc
 	@echo "== 4. The baseline: the same file compiled to Stan, NUTS (the first build takes about a minute, then cached)"
 	$(BIN)/gpdsl sample models/gp_classification.gpm --data $(DEMO)/pima.json --method nuts \
-		--chains 4 --warmup 500 --draws 750 --seed 1 --quiet --out $(DEMO)/pima_nuts.nc
+		--chains 4 --warmup 500 --draws 750 --seed 1 --quiet --overwrite --out $(DEMO)/pima_nuts.nc
 	$(BIN)/gpdsl summary $(DEMO)/pima_nuts.nc --vars sigma tau
 	@echo "== 5. Side by side: same posterior (z-scores in Monte Carlo error), times, ESS per second against NUTS"
-	$(BIN)/gpdsl compare $(DEMO)/pima_nuts.nc $(DEMO)/pima_pm.nc -o $(DEMO)/pima_compare.md \
+	$(BIN)/gpdsl compare $(DEMO)/pima_nuts.nc $(DEMO)/pima_pm.nc -o $(DEMO)/pima_compare.md --overwrite \
 		--plot $(DEMO)/pima_forest.png
 
 $(ARVIZ1_STAMP): pyproject.toml $(CONSTRAINTS312) $(BUILD_CONSTRAINTS)

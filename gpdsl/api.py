@@ -51,6 +51,8 @@ def check_file(path: str | Path) -> tuple[Model, list[CheckWarning]]:
     if not Path(path).is_file():
         from gpdsl.errors import GpdslError
 
+        if Path(path).exists():
+            raise GpdslError(f"model file {path} is {'a directory' if Path(path).is_dir() else 'not a regular file'}")
         raise GpdslError(f"no such model file: {path}", hint=f"relative paths start at the working directory, {Path.cwd()}")
     return check_program(parse_file(path))
 
@@ -159,7 +161,7 @@ class PreparedRun:
 def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None,
             *, seed: int | None = None, out: str | Path | None = None, progress: bool = False,
             checkpoint: str | Path | None = None, new_inputs=None, inputs=(), on_warning=None, scheduler=None,
-            chain_groups: int | None = None) -> PreparedRun:
+            chain_groups: int | None = None, overwrite: bool = False) -> PreparedRun:
     """Check everything a run needs, run nothing (see :func:`run` for the parameters).
 
     Returns
@@ -177,6 +179,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     from gpdsl.data_io import load_data
     from gpdsl.errors import MethodError
     from gpdsl.ir.families import classify, require_priors
+    from gpdsl.preflight import verify_runnable
     from gpdsl.registry import get_method
     from gpdsl.scale_out import check_scheduler_run
 
@@ -197,9 +200,14 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
         raise MethodError(f"{entry.name} writes no checkpoints; methods that do: "
                           f"{', '.join(m.name for m in _methods_with('checkpoints'))}")
     chain_groups = check_scheduler_run(entry, settings, scheduler, chain_groups, checkpoint)
+    read = [*inputs, *([data] if isinstance(data, (str, Path)) else [])]
+    if checkpoint is not None:
+        check_writable(checkpoint, "checkpoint", inputs=read, overwrite=True)
     if out is not None:
-        check_writable(out, "results", inputs=[*inputs, *([data] if isinstance(data, (str, Path)) else [])])
+        check_writable(out, "results", inputs=[*read, *([checkpoint] if checkpoint is not None else [])],
+                       overwrite=overwrite)
     data, warnings = load_data(data, model, allow_missing=output_variables(model) if entry.missing_outputs else ())
+    verify_runnable(model, data, settings)
     for warning in warnings if on_warning else ():
         on_warning(warning)
     seed = draw_seed() if seed is None else verify_seed(seed)
@@ -240,7 +248,7 @@ def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
 def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None, *,
         seed: int | None = None, out: str | Path | None = None, progress: bool = False,
         checkpoint: str | Path | None = None, new_inputs=None, keep_state: bool = False, inputs=(),
-        on_warning=None, scheduler=None, chain_groups: int | None = None):
+        on_warning=None, scheduler=None, chain_groups: int | None = None, overwrite: bool = False):
     """Run an inference method on a model: the one entry point of the CLI and the Python API.
 
     Everything is checked before anything compiles or runs (:func:`prepare`): the method exists and fits
@@ -261,7 +269,8 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     seed : int, optional
         Random seed; one is drawn and recorded in the results when omitted.
     out : path, optional
-        Write the results here (NetCDF, atomically).
+        Write the results here (NetCDF, atomically); an existing file is refused unless ``overwrite``, and
+        an input (model, data, checkpoint) always is.
     progress : bool
         Show progress.
     checkpoint : path, optional
@@ -282,6 +291,8 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     chain_groups : int, optional
         Chain methods (``pm``, ``mcmc-ep``, ``gibbs``, ``pm-gplvm``): advance the chains in this many groups,
         one vmap each (see :mod:`gpdsl.inference.chain_groups`); default one vmap over all chains.
+    overwrite : bool
+        Replace an existing ``out`` file.
 
     Returns
     -------
@@ -292,7 +303,12 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     """
     prepared = prepare(model, data, method, settings, seed=seed, out=out, progress=progress, checkpoint=checkpoint,
                        new_inputs=new_inputs, inputs=inputs, on_warning=on_warning, scheduler=scheduler,
-                       chain_groups=chain_groups)
+                       chain_groups=chain_groups, overwrite=overwrite)
+    return execute_here_or_on(prepared, scheduler, keep_state=keep_state)
+
+
+def execute_here_or_on(prepared: PreparedRun, scheduler=None, keep_state: bool = False):
+    """:func:`execute` a prepared run here, or on a Dask ``scheduler`` (see :func:`run`)."""
     if scheduler is None:
         return execute(prepared, keep_state=keep_state)
     from gpdsl.scale_out import connect, execute_on
@@ -303,7 +319,7 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
 
 def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", *,
            seed: int | None = None, out: str | Path | None = None, progress: bool = False, new_inputs=None,
-           scheduler=None, chain_groups: int | None = None, **settings):
+           scheduler=None, chain_groups: int | None = None, overwrite: bool = False, **settings):
     """Draw from the posterior with a sampler, its settings as keywords (``gpdsl sample``).
 
     Parameters
@@ -317,7 +333,7 @@ def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, meth
     seed : int, optional
         Random seed (drawn and recorded when omitted).
     out : path, optional
-        Also write the results to this NetCDF file.
+        Also write the results to this NetCDF file (an existing one only with ``overwrite``).
     progress : bool
         Show progress.
     new_inputs : array_like, optional
@@ -326,6 +342,8 @@ def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, meth
         Run the chains as Dask tasks (see :func:`run`).
     chain_groups : int, optional
         Advance the chains in this many groups (see :func:`run`).
+    overwrite : bool
+        Replace an existing ``out`` file.
     **settings
         The method's settings by name (``chains=4``, ``approximation="ep"``), validated as the
         command-line flags are; a misspelt name gets a suggestion.
@@ -341,12 +359,12 @@ def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, meth
     ...                    approximation="ep", chains=4, seed=1)  # doctest: +SKIP
     """
     return _run_command("sample", model, data, method, seed, out, progress, new_inputs, settings, scheduler,
-                        chain_groups)
+                        chain_groups, overwrite)
 
 
 def fit(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "vem", *,
         seed: int | None = None, out: str | Path | None = None, progress: bool = False, new_inputs=None,
-        scheduler=None, **settings):
+        scheduler=None, overwrite: bool = False, **settings):
     """Fit a model by an optimiser or variational method (``gpdsl fit``): ``vem`` (default) or ``ml``.
 
     Parameters are those of :func:`sample` (``scheduler`` runs the fit as one Dask task); the point estimates
@@ -361,11 +379,12 @@ def fit(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     >>> import gpdsl
     >>> result = gpdsl.fit("models/bayesian_gplvm.gpm", "oil.json", num_inducing=30, seed=0)  # doctest: +SKIP
     """
-    return _run_command("fit", model, data, method, seed, out, progress, new_inputs, settings, scheduler)
+    return _run_command("fit", model, data, method, seed, out, progress, new_inputs, settings, scheduler,
+                        overwrite=overwrite)
 
 
 def _run_command(command, model, data, method, seed, out, progress, new_inputs, settings, scheduler=None,
-                 chain_groups=None):
+                 chain_groups=None, overwrite=False):
     from gpdsl.cli_options import settings_from_mapping
     from gpdsl.errors import MethodError
     from gpdsl.registry import get_method
@@ -375,7 +394,7 @@ def _run_command(command, model, data, method, seed, out, progress, new_inputs, 
         raise MethodError(f"{entry.name} is a method of gpdsl.{entry.command}, not of gpdsl.{command}")
     chosen = settings_from_mapping(entry, settings, "settings")
     return run(model, data, entry.name, chosen, seed=seed, out=out, progress=progress, new_inputs=new_inputs,
-               scheduler=scheduler, chain_groups=chain_groups)
+               scheduler=scheduler, chain_groups=chain_groups, overwrite=overwrite)
 
 
 def new_inputs_from_file(path, model: Model, method: str):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -30,7 +31,10 @@ def atomic_target(path: str | os.PathLike, what: str = "file") -> Iterator[Path]
     target = Path(path)
     if not target.parent.is_dir():
         raise GpdslError(f"cannot write {what} to {target}: directory {target.parent} does not exist")
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as error:
+        raise GpdslError(f"cannot write {what} to {target}: {error.strerror}") from None
     os.close(handle)
     try:
         yield Path(temporary)
@@ -69,8 +73,9 @@ def atomic_write_text(path: str | os.PathLike, text: str, what: str = "file") ->
     return Path(path)
 
 
-def check_writable(path: str | os.PathLike, what: str = "file", inputs=()) -> Path:
-    """Refuse, before a long run starts, an output path that could not be written at its end.
+def check_writable(path: str | os.PathLike, what: str = "file", inputs=(), overwrite: bool = False) -> Path:
+    """Refuse, before a long run starts, an output path that could not be written at its end, or whose
+    writing would destroy something: every command that writes a file checks its path here.
 
     Parameters
     ----------
@@ -79,7 +84,9 @@ def check_writable(path: str | os.PathLike, what: str = "file", inputs=()) -> Pa
     what : str
         What will be written, for messages.
     inputs : iterable of path-like
-        Files the run reads (model, data), which the output must not replace.
+        Files the command reads (model, data, results), which the output must never replace.
+    overwrite : bool
+        Replace an existing file (``--overwrite``); without it an existing file is refused.
 
     Returns
     -------
@@ -88,19 +95,48 @@ def check_writable(path: str | os.PathLike, what: str = "file", inputs=()) -> Pa
     Raises
     ------
     GpdslError
-        The directory does not exist or is not writable, the path is a directory or not a regular
-        file, or it is one of ``inputs``.
+        The directory does not exist or is not writable, the path is a directory, a pipe, a device or
+        another special file, it is one of ``inputs`` (compared by real path, so through links too), it
+        exists and ``overwrite`` is false, or it exists read-only.
     """
     target = Path(path)
+    refuse = f"cannot write {what} to {target}"
+    if target.is_dir():
+        raise GpdslError(f"{refuse}: it is a directory", hint="give a file name in it")
     if not target.parent.is_dir():
-        raise GpdslError(f"cannot write {what} to {target}: directory {target.parent} does not exist")
+        raise GpdslError(f"{refuse}: directory {target.parent} does not exist")
     if not os.access(target.parent, os.W_OK | os.X_OK):
-        raise GpdslError(f"cannot write {what} to {target}: directory {target.parent} is not writable")
-    if target.exists() and not target.is_file():
-        raise GpdslError(f"cannot write {what} to {target}: it exists and is not a regular file")
+        raise GpdslError(f"{refuse}: directory {target.parent} is not writable")
     for source in inputs:
-        if source is not None and isinstance(source, (str, os.PathLike)) and Path(source).exists() \
-                and target.exists() and os.path.samefile(source, target):
-            raise GpdslError(f"cannot write {what} to {target}: it is an input of this run ({source}); "
-                             "choose another output path")
+        if isinstance(source, (str, os.PathLike)) and _same_file(source, target):
+            raise GpdslError(f"{refuse}: it is an input of this run ({source}); choose another output path")
+    if os.path.lexists(target):
+        mode = target.stat().st_mode if target.exists() else 0
+        if not stat.S_ISREG(mode):
+            raise GpdslError(f"{refuse}: it exists and is {_kind_of(target, mode)}, not a regular file")
+        if not overwrite:
+            raise GpdslError(f"{refuse}: the file exists", hint="give --overwrite (overwrite=True in Python) to "
+                                                                "replace it, or choose another output path")
+        if not mode & 0o222:
+            raise GpdslError(f"{refuse}: the file is read-only (mode {stat.S_IMODE(mode):04o}); make it writable "
+                             "to replace it")
     return target
+
+
+def _same_file(source, target: Path) -> bool:
+    if os.path.realpath(source) == os.path.realpath(target):
+        return True
+    try:
+        return os.path.samefile(source, target)
+    except OSError:
+        return False
+
+
+def _kind_of(target: Path, mode: int) -> str:
+    if not target.exists():
+        return "a broken symbolic link"
+    for test, kind in ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "a special file"

@@ -1,7 +1,8 @@
 """The ``gpdsl`` command line: check, compile, sample, fit, run, forecast, methods, summary, plot, compare, data.
 
-Exit status: 0 on success, 1 for a user error (rendered with its location, no traceback), 2 for an
-internal error (a bug in gpdsl, with a request to report it).
+Exit status: 0 on success, 1 for a user error (bad model, data, options or usage; rendered with its location,
+no traceback), 2 for an internal error (a bug in gpdsl, with a request to report it), 3 for a run that finished
+and wrote its results but did not converge (:data:`EXIT_STATUS`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,17 @@ from pathlib import Path
 
 from gpdsl import __version__
 from gpdsl import cli_options
+from gpdsl.cli_options import add_overwrite_flag
 from gpdsl.errors import GpdslError
 
 PLOT_KINDS = ("trace", "pair", "posterior", "latent")
 REPORT_URL = "https://github.com/gpdsl/gpdsl/issues"
+EXIT_OK, EXIT_USER_ERROR, EXIT_INTERNAL_ERROR, EXIT_NOT_CONVERGED = 0, 1, 2, 3
+STOPPED_SHORT = ("iterations", "evaluations")
+"""Optimiser stops (:data:`gpdsl.inference.optimise.lbfgs.STOP_MESSAGES`) that mean a fit did not converge."""
+EXIT_STATUS = ("exit status:\n  0  success\n  1  user error (model, data, options, usage), refused before anything "
+               "runs\n  2  internal error (a bug in gpdsl)\n  3  the run finished and wrote its results but did not "
+               "converge (a fit's optimiser reached its iteration or evaluation limit)")
 
 
 def _for_each_checked_file(paths, report) -> int:
@@ -55,6 +63,10 @@ def _cmd_compile(args) -> int:
     from gpdsl.backends.stan.codegen import generate_stan
     from gpdsl.backends.stan.stanc import check_program
 
+    if args.output:
+        from gpdsl.atomic import check_writable
+
+        check_writable(args.output, "Stan program", inputs=[args.file], overwrite=args.overwrite)
     model, warnings = check_file(args.file)
     for warning in warnings:
         print(warning.render(), file=sys.stderr)
@@ -74,7 +86,7 @@ def _cmd_compile(args) -> int:
 
 def _cmd_run(args) -> int:
     """``gpdsl sample`` and ``gpdsl fit``: one path through :func:`gpdsl.api.run`."""
-    from gpdsl.api import check_file, new_inputs_from_file, run
+    from gpdsl.api import check_file, execute_here_or_on, new_inputs_from_file, prepare
     from gpdsl.registry import get_method
 
     if args.scheduler is not None:
@@ -86,22 +98,41 @@ def _cmd_run(args) -> int:
     model, warnings = check_file(args.file)
     for warning in warnings:
         print(warning.render(), file=sys.stderr)
+    inputs = (args.file, *([args.predict] if getattr(args, "predict", None) else []),
+              *cli_options.file_arguments(args))
     new_inputs = new_inputs_from_file(args.predict, model, entry.name) if getattr(args, "predict", None) else None
-    results = run(model, args.data, entry.name, settings, seed=args.seed, out=args.out, progress=not args.quiet,
-                  checkpoint=getattr(args, "checkpoint", None), new_inputs=new_inputs,
-                  inputs=(args.file,), on_warning=lambda text: print(f"warning: {text}", file=sys.stderr),
-                  scheduler=args.scheduler, chain_groups=getattr(args, "chain_groups", None))
+    prepared = prepare(model, args.data, entry.name, settings, seed=args.seed, out=args.out, progress=not args.quiet,
+                       checkpoint=getattr(args, "checkpoint", None), new_inputs=new_inputs, inputs=inputs,
+                       on_warning=lambda text: print(f"warning: {text}", file=sys.stderr), scheduler=args.scheduler,
+                       chain_groups=getattr(args, "chain_groups", None), overwrite=args.overwrite)
+    if args.seed is None:
+        _say_drawn(prepared.context.seed)
+    results = execute_here_or_on(prepared, args.scheduler)
     print(f"wrote {args.out}", file=sys.stderr)
     if entry.command == "fit":
-        _print_fit_report(results, verbose=not args.quiet)
-    elif not args.quiet:
+        return _print_fit_report(results, verbose=not args.quiet)
+    if not args.quiet:
         from gpdsl.results.summary import format_summary, sampler_warnings, summarize
 
         print(format_summary(summarize(results, var_names=list(model.parameters)), sampler_warnings(results)))
-    return 0
+    return EXIT_OK
 
 
-def _print_fit_report(results, verbose: bool) -> None:
+def _seed(seed: int | None) -> int:
+    """The seed given, checked, or one drawn (said on standard error by :func:`_say_drawn` once all is checked)."""
+    from gpdsl.api import draw_seed, verify_seed
+
+    return draw_seed() if seed is None else verify_seed(seed)
+
+
+def _say_drawn(seed: int) -> None:
+    """Say a drawn seed (recorded in the results too) as the run starts."""
+    print(f"seed {seed} (drawn; give --seed {seed} to repeat this run)", file=sys.stderr)
+
+
+def _print_fit_report(results, verbose: bool) -> int:
+    """Print a fit's optimiser report; returns the exit status, :data:`EXIT_NOT_CONVERGED` for an optimiser that
+    ran out of iterations or evaluations (:data:`STOPPED_SHORT`)."""
     import numpy as np
 
     from gpdsl.results.arviz_compat import groups, root_attrs
@@ -129,11 +160,12 @@ def _print_fit_report(results, verbose: bool) -> None:
         for name in posterior.data_vars:
             if name not in skip:
                 print(f"  {name} = {np.array2string(np.asarray(posterior[name])[0, 0], precision=4)}")
+    return EXIT_NOT_CONVERGED if report.get("stop") in STOPPED_SHORT else EXIT_OK
 
 
 def _cmd_forecast(args) -> int:
     """``gpdsl forecast``: fit a GP-NARX model to a series by ``ml`` and free-simulate it."""
-    from gpdsl.api import check_file, draw_seed, verify_seed
+    from gpdsl.api import check_file
     from gpdsl.atomic import check_writable
     from gpdsl.inference.forecast import ForecastSettings, forecast, narx_names
     from gpdsl.inference.methods.ml import MLSettings
@@ -141,32 +173,34 @@ def _cmd_forecast(args) -> int:
 
     settings = cli_options.settings_from_flags(ForecastSettings, args)
     ml_settings = cli_options.settings_from_flags(MLSettings, args)
-    seed = draw_seed() if args.seed is None else verify_seed(args.seed)
+    check_writable(args.out, "results", inputs=[args.file, args.data], overwrite=args.overwrite)
+    seed = _seed(args.seed)
     model, warnings = check_file(args.file)
     if not args.quiet:
         for warning in warnings:
             print(warning.render(), file=sys.stderr)
     narx_names(model)
-    check_writable(args.out, "results", inputs=[args.file, args.data])
     series = _series(args.data, settings.series)
+    if args.seed is None:
+        _say_drawn(seed)
     results, result, _ = forecast(model, series, settings, ml_settings, seed=seed)
     write_netcdf(results, args.out)
     print(f"wrote {args.out}", file=sys.stderr)
-    _print_fit_report(results, verbose=not args.quiet)
+    status = _print_fit_report(results, verbose=not args.quiet)
     rule = "mean feedback (GP-NARX)" if settings.feedback == "mean" else \
         f"Gaussian feedback, {settings.psi.replace('_', '-')} Psi statistics"
     scores = result.metrics
     held_out = (f"held-out RMSE {scores['rmse']:.4g}, NLPD {scores['nlpd']:.4g} over {scores['count']} values"
                 if scores.get("count") else "no held-out values in the series")
     print(f"free simulation: {result.mean.size} steps with {rule}; {held_out}")
-    return 0
+    return status
 
 
 def _cmd_pm_variance(args) -> int:
     """``gpdsl pm-variance``: the spread of pm-gplvm's log estimate at one hyperparameter value (Fig. 4)."""
     import numpy as np
 
-    from gpdsl.api import check_file, draw_seed, verify_seed
+    from gpdsl.api import check_file
     from gpdsl.data_io import load_data
     from gpdsl.errors import DataError
     from gpdsl.inference.methods.gplvm_chains import estimate_spread_at
@@ -176,16 +210,16 @@ def _cmd_pm_variance(args) -> int:
     from gpdsl.results.method_output import results_json
     from gpdsl.settings import require_positive_int
 
-    require_positive_int("replicates", args.replicates)
+    require_positive_int("--replicates", args.replicates)
     if args.num_importance is not None:
-        require_positive_int("num_importance", args.num_importance)
-    model, _ = check_file(args.file)
-    data, _ = load_data(args.data, model)
-    settings, seed, values = PMGPLVMSettings(), draw_seed() if args.seed is None else verify_seed(args.seed), None
+        require_positive_int("--num-importance", args.num_importance)
     if args.png:
         from gpdsl.atomic import check_writable
 
-        check_writable(args.png, "figure", inputs=[args.file, args.data])
+        check_writable(args.png, "figure", inputs=[args.file, args.data, args.results], overwrite=args.overwrite)
+    model, _ = check_file(args.file)
+    data, _ = load_data(args.data, model)
+    settings, seed, values = PMGPLVMSettings(), None, None
     if args.results:
         results = read_netcdf(args.results)
         if root_attrs(results).get("method") != "pm-gplvm":
@@ -202,6 +236,10 @@ def _cmd_pm_variance(args) -> int:
             values = {name: np.asarray(posterior[name])[chain - 1, draw - 1] for name in model.parameters}
     elif args.draw is not None:
         raise DataError("--draw needs --from RESULTS.nc")
+    else:
+        seed = _seed(args.seed)
+        if args.seed is None:
+            _say_drawn(seed)
     spread, at = estimate_spread_at(model, data, settings, seed, values, args.replicates, args.num_importance)
     where = ", ".join(f"{k} = {np.array2string(np.asarray(v), precision=4)}" for k, v in at.items())
     print(f"log p_hat(Y | X, xi) at {where}: {args.replicates} replicates")
@@ -268,7 +306,7 @@ def _cmd_run_file(args) -> int:
 
         distributed()
     run_plan = plan(args.file, progress=not args.quiet,
-                    on_warning=lambda text: print(f"warning: {text}", file=sys.stderr))
+                    on_warning=lambda text: print(f"warning: {text}", file=sys.stderr), overwrite=args.overwrite)
     if args.scheduler is not None:
         run_plan.scheduler = args.scheduler
     for spec, prepared in run_plan.runs:
@@ -286,8 +324,13 @@ def _cmd_run_file(args) -> int:
 
 def _cmd_compare(args) -> int:
     """``gpdsl compare``: results files side by side."""
+    from gpdsl.atomic import check_writable
     from gpdsl.results.compare import compare
 
+    for path, what in ((args.output, "comparison table"), (args.plot, "forest plot")):
+        if path:
+            check_writable(path, what, inputs=[*args.fits, *([args.output] if path == args.plot else [])],
+                           overwrite=args.overwrite)
     comparison = compare(*args.fits, reference=args.reference, var_names=args.vars, labels=args.labels)
     _report_comparison(comparison, args.output, args.plot)
     return 0
@@ -318,6 +361,9 @@ def _cmd_data(args) -> int:
         return 0
     if not args.name or not args.output:
         raise DataError("give a dataset NAME and -o FILE.json (or --list)")
+    from gpdsl.atomic import check_writable
+
+    check_writable(args.output, "data", overwrite=args.overwrite)
     data = model_data(load(args.name), args.form, rows=args.rows, offset=args.offset, columns=args.columns,
                       standardize=args.standardize, latent_dims=args.latent_dims, with_target=args.with_target,
                       time=args.time, inputs=args.inputs)
@@ -337,6 +383,10 @@ def _cmd_summary(args) -> int:
 
 
 def _cmd_plot(args) -> int:
+    from gpdsl.atomic import check_writable
+
+    check_writable(args.output, "figure", inputs=[args.fit, *([args.labels.split(":")[0]] if args.labels else [])],
+                   overwrite=args.overwrite)
     from gpdsl.results.io import read_netcdf
     from gpdsl.results.plots import plot
 
@@ -458,7 +508,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpdsl", description="Gaussian-process models: check, compile, sample, fit, run, "
                      "forecast, summarise, plot, compare; write packaged datasets.", formatter_class=_HelpFormatter,
                      epilog="example:\n  gpdsl data pima_tr --rows 100 --columns glu bmi ped --standardize -o data.json"
-                            "\n  gpdsl sample models/gp_classification.gpm --data data.json --method pm --out pm.nc")
+                            "\n  gpdsl sample models/gp_classification.gpm --data data.json --method pm --out pm.nc"
+                            f"\n\n{EXIT_STATUS}")
     parser.add_argument("--version", action="version", version=f"gpdsl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
@@ -470,6 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.add_argument("file", metavar="FILE")
     compile_.add_argument("--target", choices=("stan",), default="stan", help="the language to compile to")
     compile_.add_argument("-o", "--output", metavar="OUT", help="write here instead of standard output")
+    add_overwrite_flag(compile_)
     compile_.set_defaults(run=_cmd_compile)
 
     for command, text in (("sample", "run a sampler (or point estimate) and write the results as NetCDF"),
@@ -490,6 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("fit", metavar="FIT.nc")
     plot.add_argument("--kind", choices=PLOT_KINDS, default="trace", help="what to draw")
     plot.add_argument("-o", "--output", required=True, metavar="OUT.png")
+    add_overwrite_flag(plot)
     plot.add_argument("--vars", nargs="+", default=None, metavar="NAME",
                       help="variables to draw (default: every posterior variable)")
     plot.add_argument("--labels", default=None, metavar="FILE[:NAME]",
@@ -504,6 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_file.add_argument("file", metavar="RUN.toml")
     run_file.add_argument("--dry-run", action="store_true", help="check every run and list them; run nothing")
     run_file.add_argument("--quiet", action="store_true", help="no progress")
+    add_overwrite_flag(run_file, "replace existing output files (each run's out, the comparison's table and plot)")
     cli_options.add_scheduler_flag(run_file, "each run as one task (overrides the file's scheduler key)")
     run_file.set_defaults(run=_cmd_run_file)
 
@@ -520,6 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("-o", "--output", default=None, metavar="TABLE.md", help="also write the tables here")
     compare.add_argument("--plot", default=None, metavar="FOREST.png", help="forest plot of the means and 90%% "
                          "intervals")
+    add_overwrite_flag(compare)
     compare.set_defaults(run=_cmd_compare)
 
     from gpdsl.datasets.model_data import FORMS
@@ -528,6 +583,7 @@ def build_parser() -> argparse.ArgumentParser:
     data = sub.add_parser("data", help=text, description=text)
     data.add_argument("name", nargs="?", default=None, metavar="NAME", help="a dataset of --list")
     data.add_argument("-o", "--output", default=None, metavar="FILE.json")
+    add_overwrite_flag(data)
     data.add_argument("--list", action="store_true", help="list the datasets")
     data.add_argument("--as", dest="form", choices=FORMS, default="xy",
                       help="xy: N, D, X, y (regression, classification); inputs: X (for --predict); labels; "
@@ -559,6 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="importance draws per estimate (default: the run's)")
     spread.add_argument("--seed", type=int, default=None, help="seed without --from (default: drawn)")
     spread.add_argument("--png", default=None, metavar="OUT.png", help="also plot the running summaries")
+    add_overwrite_flag(spread)
     spread.set_defaults(run=_cmd_pm_variance)
 
     text = "fit a GP-NARX model file to a series (--method ml) and free-simulate it, with or without uncertainty " \
@@ -569,6 +626,7 @@ def build_parser() -> argparse.ArgumentParser:
     forecast.add_argument("--seed", type=int, default=None, help="seed of Monte Carlo draws (default: drawn, recorded)")
     forecast.add_argument("--out", required=True, metavar="OUT.nc", help="results file (NetCDF), written atomically")
     forecast.add_argument("--quiet", action="store_true", help="no warnings and no hyperparameter listing")
+    add_overwrite_flag(forecast)
     from gpdsl.inference.forecast import ForecastSettings
     from gpdsl.inference.methods.ml import MLSettings
 
@@ -577,7 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
     forecast.set_defaults(run=_cmd_forecast)
     for name, command in sub.choices.items():
         command.formatter_class = _HelpFormatter
-        command.epilog = f"example:\n  {EXAMPLES[name]}"
+        command.epilog = f"example:\n  {EXAMPLES[name]}\n\n{EXIT_STATUS}"
     parser.commands = sub.choices
     return parser
 

@@ -13,7 +13,7 @@ import dataclasses
 from gpdsl.errors import MethodError
 from gpdsl.registry import methods
 from gpdsl.scale_out import runs_chain_groups
-from gpdsl.settings import cli_fields, flag_of
+from gpdsl.settings import SettingError, cli_fields, flag_of, require_type
 
 DEFAULT_METHOD = {"sample": "nuts", "fit": "vem"}
 
@@ -30,6 +30,7 @@ def add_method_command(sub, command: str, text: str, handler) -> argparse.Argume
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: drawn and recorded)")
     parser.add_argument("--out", required=True, metavar="FIT.nc", help="results file (NetCDF), written atomically")
     parser.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    add_overwrite_flag(parser)
     if any(m.predicts for m in offered):
         parser.add_argument("--predict", default=None, metavar="NEW.json",
                             help="new inputs (under the model's input name) for a predictions group "
@@ -52,6 +53,11 @@ def add_method_command(sub, command: str, text: str, handler) -> argparse.Argume
             _add_flag(group, flag, users)
     parser.set_defaults(run=handler, command_methods=[m.name for m in offered])
     return parser
+
+
+def add_overwrite_flag(parser, text: str = "replace the output file if it exists (inputs are never replaced)") -> None:
+    """Add ``--overwrite``: without it, a command refuses to replace an existing output file."""
+    parser.add_argument("--overwrite", action="store_true", help=text)
 
 
 def add_scheduler_flag(parser, what: str) -> None:
@@ -82,7 +88,7 @@ def settings_from_flags(settings_class, args):
         dest = _dest(flag_of(settings_field))
         if hasattr(args, dest):
             values[settings_field.name] = _value(settings_field, getattr(args, dest))
-    return settings_class(**values)
+    return _settings_named_by_flags(settings_class, values)
 
 
 def settings_from_args(method, args):
@@ -104,7 +110,30 @@ def settings_from_args(method, args):
             raise MethodError(f"{flag} is an option of {names}, not of {method.name}")
         settings_field = own[flag]
         values[settings_field.name] = _value(settings_field, getattr(args, dest))
-    return method.settings(**values)
+    return _settings_named_by_flags(method.settings, values)
+
+
+def _settings_named_by_flags(settings_class, values):
+    """``settings_class(**values)``, a refused value named by its flag (``--chains``), as the user typed it."""
+    try:
+        return settings_class(**values)
+    except SettingError as error:
+        flags = {f.name: flag_of(f) for f in cli_fields(settings_class)}
+        if error.setting not in flags:
+            raise
+        raise MethodError(f"{flags[error.setting]} {error.requirement}", hint=error.hint) from None
+
+
+def file_arguments(args) -> list[str]:
+    """The files named by the settings flags given that read one (``--proposal-from FIT.nc``): inputs of the run."""
+    files = []
+    for method in methods().values():
+        for settings_field in cli_fields(method.settings):
+            if settings_field.metadata.get("reads_file"):
+                value = getattr(args, _dest(flag_of(settings_field)), None)
+                if isinstance(value, str) and value not in files:
+                    files.append(value)
+    return files
 
 
 def settings_from_mapping(method, values, where: str = "settings"):
@@ -141,6 +170,7 @@ def settings_from_mapping(method, values, where: str = "settings"):
             value = _value(settings_field, value)
         elif meta.get("choices") and isinstance(value, str):
             value = _value(settings_field, value)
+        require_type(settings_field, value)
         chosen[settings_field.name] = value
     return method.settings(**chosen)
 

@@ -6,6 +6,7 @@ See ``docs/data.md`` for the formats, in particular the CSV column-naming conven
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -96,8 +97,12 @@ def read_data(source: str | os.PathLike | Mapping[str, Any], model: Model | None
     if kind is None:
         raise DataError(f"cannot read data file '{path}': unknown extension '{path.suffix}'",
                         hint="use .json (CmdStan JSON), .csv or .nc (NetCDF)")
-    if not path.is_file():
+    if path.is_dir():
+        raise DataError(f"data file '{path}' is a directory, not a file")
+    if not path.exists():
         raise DataError(f"data file '{path}' does not exist")
+    if not path.is_file():
+        raise DataError(f"data file '{path}' is not a regular file (a pipe or a device)")
     if kind == "json":
         return _read_json(path)
     if kind == "csv":
@@ -119,8 +124,26 @@ def _from_python(name: str, value: Any, origin: str) -> DataValue:
 
 
 # ---- JSON ------------------------------------------------------------------------------------
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of a JSON data file: data arrays have a few dimensions, not thousands."""
+
+
+def _read_text(path: Path, kind: str) -> str:
+    try:
+        return path.read_text()
+    except OSError as error:
+        raise DataError(f"cannot read {kind} data file '{path}': {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise DataError(f"cannot read {kind} data file '{path}': not UTF-8 text ({error.reason} at byte "
+                        f"{error.start})") from None
+
+
 def _read_json(path: Path) -> dict[str, DataValue]:
-    text = path.read_text()
+    text = _read_text(path, "JSON")
+    depth = _json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise DataError(f"JSON data file '{path}' nests arrays or objects {depth} deep; data are at most "
+                        f"{MAX_JSON_DEPTH} deep")
     try:
         content = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -133,6 +156,19 @@ def _read_json(path: Path) -> dict[str, DataValue]:
     origin = f"JSON data file '{path}': variable"
     return {name: _from_python(name, _json_numbers(name, value, origin), origin)
             for name, value in content.items()}
+
+
+def _json_depth(text: str) -> int:
+    """The deepest nesting of brackets and braces outside strings (counted before parsing, which recurses)."""
+    depth = deepest = 0
+    for token in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', text):
+        mark = token.group()
+        if mark in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif mark in "]}":
+            depth -= 1
+    return deepest
 
 
 def _json_numbers(name: str, value: Any, origin: str) -> Any:
@@ -157,6 +193,8 @@ def _read_netcdf(path: Path, model: Model | None) -> dict[str, DataValue]:
             dims = dict(dataset.sizes)
     except (OSError, ValueError) as exc:
         raise DataError(f"cannot read NetCDF data file '{path}': {exc}") from None
+    if not values:
+        raise DataError(f"NetCDF data file '{path}' holds no variables (is it damaged or empty?)")
     for size in model.sizes if model else ():
         if size not in values and size in dims:
             values[size] = int(dims[size])
@@ -173,12 +211,13 @@ def _netcdf_values(array) -> DataValue:
 
 # ---- CSV -------------------------------------------------------------------------------------
 def _read_csv(path: Path, model: Model | None) -> dict[str, DataValue]:
-    with path.open(newline="") as handle:
-        rows = list(csv.reader(handle))
+    rows = list(csv.reader(io.StringIO(_read_text(path, "CSV"), newline="")))
     if not rows:
         raise DataError(f"CSV data file '{path}' is empty: expected a header row of column names")
     header = [name.strip() for name in rows[0]]
     body = rows[1:]
+    if not any(cell.strip() for row in body for cell in row):
+        raise DataError(f"CSV data file '{path}' has a header row but no values")
     for number, row in enumerate(body, start=2):
         if len(row) > len(header):
             raise DataError(f"CSV data file '{path}', line {number}: {len(row)} cells but "

@@ -152,8 +152,12 @@ def _scheduler(scheduler, source: Path) -> str | None:
     return scheduler
 
 
-def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable | None = None) -> RunPlan:
+def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable | None = None,
+         overwrite: bool = False) -> RunPlan:
     """Read a run file and check every run as :func:`gpdsl.api.prepare` does, running nothing.
+
+    Every output (each run's ``out``, the comparison's ``table`` and ``plot``) must be writable and new,
+    unless ``overwrite``, and none may be an input of any run or the run file itself.
 
     Returns
     -------
@@ -165,10 +169,13 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
         Naming the run and what is wrong.
     """
     from gpdsl.api import check_file, new_inputs_from_file, prepare
+    from gpdsl.atomic import check_writable
     from gpdsl.cli_options import settings_from_mapping
     from gpdsl.registry import get_method
 
     specs, compare, scheduler = read_run_file(path)
+    inputs = [path, *{p for spec in specs for p in (spec.model, spec.data, spec.predict)
+                      if isinstance(p, Path)}]
     runs = []
     for spec in specs:
         try:
@@ -178,7 +185,8 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
             new_inputs = new_inputs_from_file(spec.predict, model, entry.name) if spec.predict else None
             prepared = prepare(model, spec.data, entry.name, settings, seed=spec.seed, out=spec.out,
                                progress=progress, checkpoint=spec.checkpoint, new_inputs=new_inputs,
-                               inputs=(spec.model,), on_warning=on_warning, chain_groups=spec.chain_groups)
+                               inputs=inputs, on_warning=on_warning, chain_groups=spec.chain_groups,
+                               overwrite=overwrite)
         except GpdslError as error:
             error.message = f"{spec.name}: {error.message}"
             raise
@@ -188,6 +196,10 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
         outs = [Path(spec.out).resolve() for spec, _ in runs]
         if reference is not None and Path(reference).resolve() not in outs:
             raise GpdslError(f"{path}, [compare]: the reference {reference} is not the out of any run")
+        for key, what in (("table", "comparison table"), ("plot", "forest plot")):
+            if compare.get(key) is not None:
+                check_writable(compare[key], what, inputs=[*inputs, *(spec.out for spec, _ in runs)],
+                               overwrite=overwrite)
     return RunPlan(Path(path), runs, compare, scheduler)
 
 

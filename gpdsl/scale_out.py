@@ -17,6 +17,7 @@ after JAX is imported). ``dask[distributed]`` is an optional extra (``pip instal
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,8 @@ from typing import Any
 from gpdsl.errors import GpdslError, MethodError
 
 LOCAL = "local"
+SCHEDULER_ADDRESS = re.compile(r"^(?:[a-z]+://)?[^\s/:]+(?::\d{1,5})?$")
+"""A Dask scheduler's address: ``tcp://host:8786``, ``host:8786`` or a bare host."""
 INSTALL_HINT = "install gpdsl[dask] (pip install 'gpdsl[dask]')"
 
 
@@ -59,9 +62,12 @@ def check_scheduler_run(method, settings, scheduler, chain_groups, checkpoint) -
     Raises
     ------
     GpdslError
-        ``dask.distributed`` is missing for a scheduler, the method has no chain groups, the number is out of
-        range, or a checkpoint is asked for with groups or a scheduler.
+        The scheduler is neither ``"local"`` nor an address, ``dask.distributed`` is missing for it, the method
+        has no chain groups, the number is out of range, or a checkpoint is asked for with groups or a scheduler.
     """
+    if isinstance(scheduler, str) and scheduler != LOCAL and not SCHEDULER_ADDRESS.match(scheduler):
+        raise MethodError(f"--scheduler {scheduler!r} is neither 'local' nor a scheduler's address "
+                          "(tcp://host:8786, host:8786)")
     if scheduler is not None:
         distributed()
         if checkpoint is not None:

@@ -18,7 +18,7 @@ from gpdsl.errors import MethodError
 
 def option(default: Any, help: str, *, choices: tuple | None = None, flag: str | None = None,
            metavar: str | None = None, parse: Callable | None = None, repeat: bool = False,
-           negate: str | None = None, cli: bool = True):
+           negate: str | None = None, cli: bool = True, reads_file: bool = False):
     """A settings field with its command-line form.
 
     Parameters
@@ -41,9 +41,11 @@ def option(default: Any, help: str, *, choices: tuple | None = None, flag: str |
         For a boolean that defaults to True: the flag that sets it False (``--no-...``).
     cli : bool
         False keeps the field out of the command line (Python API only).
+    reads_file : bool
+        The flag's value is a file the run reads (an input the run's outputs must never replace).
     """
     metadata = {"help": help, "choices": choices, "flag": flag, "metavar": metavar, "parse": parse,
-                "repeat": repeat, "negate": negate, "cli": cli}
+                "repeat": repeat, "negate": negate, "cli": cli, "reads_file": reads_file}
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -60,11 +62,31 @@ def flag_of(settings_field: dataclasses.Field) -> str:
     return meta.get("negate") or meta.get("flag") or "--" + settings_field.name.replace("_", "-")
 
 
-def require_positive_int(name: str, value, allow_zero: bool = False) -> None:
-    """Refuse a value that is not a (positive, or non-negative) integer, naming the setting."""
+LARGEST_INT = 2**31 - 1
+"""The largest count a setting takes (CmdStan's ``int``; a count beyond it is a typing slip)."""
+
+
+class SettingError(MethodError):
+    """A setting's value is refused: ``setting`` names it (the field), ``requirement`` says what is allowed.
+
+    The message is ``"<setting> <requirement>"``; the command line names the flag instead
+    (:func:`gpdsl.cli_options.settings_from_args`).
+    """
+
+    def __init__(self, setting: str, requirement: str):
+        super().__init__(f"{setting} {requirement}")
+        self.args = (setting, requirement)
+        self.setting = setting
+        self.requirement = requirement
+
+
+def require_positive_int(name: str, value, allow_zero: bool = False, high: int = LARGEST_INT) -> None:
+    """Refuse a value that is not a (positive, or non-negative) integer at most ``high``, naming the setting."""
     low = 0 if allow_zero else 1
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise MethodError(f"{name} must be an integer >= {low}; got {value!r}")
+        raise SettingError(name, f"must be an integer >= {low}; got {value!r}")
+    if value > high:
+        raise SettingError(name, f"must be an integer in [{low}, {high}]; got {value!r}")
 
 
 def require_number(name: str, value, low: float | None = None, high: float | None = None,
@@ -73,14 +95,55 @@ def require_number(name: str, value, low: float | None = None, high: float | Non
     if value is None and optional:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise MethodError(f"{name} must be a finite number; got {value!r}")
+        raise SettingError(name, f"must be a finite number; got {value!r}")
     below = low is not None and (value <= low if open_low else value < low)
     above = high is not None and (value >= high if open_high else value > high)
     if below or above:
         left = "(" if open_low else "["
         right = ")" if open_high else "]"
         span = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
-        raise MethodError(f"{name} must be in {span}; got {value!r}")
+        raise SettingError(name, f"must be in {span}; got {value!r}")
+
+
+_TYPES = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a string", "list": "a list",
+          "dict": "a table of names to values", "None": "none"}
+
+
+def require_type(settings_field: dataclasses.Field, value) -> None:
+    """Refuse a value that is not of the field's declared type (``int``, ``float | None``, ...), naming the field.
+
+    Numbers are not booleans; an integer is a number.
+    """
+    kinds = [kind.strip() for kind in str(getattr(settings_field.type, "__name__", settings_field.type)).split("|")]
+    plain = not isinstance(value, bool)
+    accepted = {"bool": isinstance(value, bool), "int": plain and isinstance(value, int),
+                "float": plain and isinstance(value, (int, float)), "str": isinstance(value, str),
+                "list": isinstance(value, list), "dict": isinstance(value, dict), "None": value is None}
+    if not any(accepted.get(kind, True) for kind in kinds):
+        raise SettingError(settings_field.name, f"must be {' or '.join(_TYPES.get(k, k) for k in kinds)}; "
+                                                f"got {value!r}")
+
+
+def require_covariance(name: str, value) -> None:
+    """Refuse a value that is not a symmetric positive-definite matrix of finite numbers (a list of rows)."""
+    import numpy as np
+
+    try:
+        matrix = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        matrix = None
+    if matrix is None or matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or matrix.size == 0 \
+            or not np.isfinite(matrix).all() or not np.allclose(matrix, matrix.T):
+        raise SettingError(name, "must be a symmetric square matrix of finite numbers (a list of rows); got "
+                                 f"{_shortened(value)}")
+    if np.linalg.eigvalsh(matrix).min() <= 0:
+        raise SettingError(name, "must be positive definite; its smallest eigenvalue is "
+                                 f"{np.linalg.eigvalsh(matrix).min():.3g}")
+
+
+def _shortened(value, width: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= width else f"{text[:width - 3]}..."
 
 
 def require_choice(name: str, value, choices) -> None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+EXCERPT_WIDTH = 200
+"""Characters of a source line shown in an error's excerpt (a longer line is cut around the column)."""
+
 
 @dataclass(frozen=True)
 class Source:
@@ -70,12 +73,20 @@ class Span:
         return f"{self.source.name}:{self.line}:{self.column}"
 
     def excerpt(self) -> str:
-        """The source line with a caret (or a run of carets) under the span."""
+        """The source line with a caret (or a run of carets) under the span; a long line cut to
+        :data:`EXCERPT_WIDTH` characters around the column, the cuts marked ``...``."""
         text = self.source.line(self.line)
         width = 1
         if self.end_line == self.line and self.end_column > self.column:
             width = self.end_column - self.column
         width = max(1, min(width, max(1, len(text) - self.column + 1)))
+        column = self.column
+        if len(text) > EXCERPT_WIDTH:
+            start = max(0, min(column - 1 - EXCERPT_WIDTH // 2, len(text) - EXCERPT_WIDTH))
+            head, tail = ("..." if start else ""), ("..." if start + EXCERPT_WIDTH < len(text) else "")
+            text = head + text[start:start + EXCERPT_WIDTH] + tail
+            column = column - start + len(head)
+            width = min(width, EXCERPT_WIDTH - (column - 1 - len(head)))
         gutter = f"{self.line:>4} | "
-        pad = "".join("\t" if ch == "\t" else " " for ch in text[: self.column - 1])
-        return f"{gutter}{text}\n{' ' * (len(gutter) - 2)}| {pad}{'^' * width}"
+        pad = "".join("\t" if ch == "\t" else " " for ch in text[: column - 1])
+        return f"{gutter}{text}\n{' ' * (len(gutter) - 2)}| {pad}{'^' * max(1, width)}"

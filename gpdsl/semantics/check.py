@@ -20,6 +20,8 @@ from gpdsl.suggest import closest, did_you_mean, edit_distance
 from gpdsl.syntax import ast
 
 _BLOCK_ORDER = ("data", "parameters", "latent", "model")
+LARGEST_SIZE = 2**31 - 1
+"""The largest literal size (``vector[3]``) accepted: Stan's int."""
 
 _FOLDABLE = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "inv": lambda x: 1 / x,
              "inv_sqrt": lambda x: 1 / math.sqrt(x), "square": lambda x: x * x, "abs": abs}
@@ -178,6 +180,8 @@ class _Checker:
         if isinstance(expr, ast.Number):
             if not expr.is_int or expr.value < 0:
                 _fail("a size must be a non-negative integer", expr.span)
+            if expr.value > LARGEST_SIZE:
+                _fail(f"a size must be an integer from 0 to {LARGEST_SIZE}", expr.span)
             return int(expr.value)
         if isinstance(expr, ast.Name):
             var = self.variables.get(expr.name)

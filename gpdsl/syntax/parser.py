@@ -26,6 +26,8 @@ _TOKEN_SPELLING = {
     "MATRIX": "'matrix'", "FOR": "'for'", "IN": "'in'",
 }
 _TYPE_WORDS = ("int", "real", "vector", "matrix", "array")
+MAX_MODEL_BYTES = 2**20
+"""The largest model file or text accepted (1 MB): models are a page long; more is a wrong file."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -52,6 +54,9 @@ def parse(text: str, name: str = "<string>") -> ast.Program:
     ModelSyntaxError
         With a ``file:line:col`` location, the source line and a caret.
     """
+    if len(text) > MAX_MODEL_BYTES:
+        raise ModelSyntaxError(f"model {name} is {len(text)} characters long; models are at most 1 MB "
+                               f"({MAX_MODEL_BYTES} characters)", hint="is it the model file?")
     source = Source(text, name)
     try:
         tree = _parser().parse(text)
@@ -73,6 +78,10 @@ def parse_file(path) -> ast.Program:
 
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_MODEL_BYTES:
+            raise ModelSyntaxError(f"model file {path} is {size} bytes; models are at most 1 MB ({MAX_MODEL_BYTES} "
+                                   "bytes)", hint="is it the model file?")
         text = path.read_text()
     except OSError as error:
         raise ModelSyntaxError(f"cannot read model file {path}: {error.strerror}") from None
@@ -141,8 +150,14 @@ def _describe(token: Token) -> str:
     if token.type == "$END":
         return "end of file"
     if token.type in ("NAME", "NUMBER", "STRING"):
-        return f"{token.type.lower()} {str(token)!r}" if token.type != "STRING" else f"string {token}"
-    return f"'{token}'"
+        text = _shortened(str(token))
+        return f"{token.type.lower()} {text!r}" if token.type != "STRING" else f"string {text}"
+    return f"'{_shortened(str(token))}'"
+
+
+def _shortened(text: str, width: int = 40) -> str:
+    """A token as messages quote it: a long one cut to ``width`` characters, the cut marked ``...``."""
+    return text if len(text) <= width else f"{text[:width - 3]}..."
 
 
 def _previous_token_end(source: Source, offset: int) -> Span:
@@ -307,7 +322,7 @@ def _curated(error: lark.exceptions.UnexpectedInput, source: Source) -> ModelSyn
     expected = set(error.expected or ())
     start = offset
     span = Span.from_offsets(source, start, start + max(1, len(str(token))))
-    value = str(token)
+    value = _shortened(str(token))
     block = _block_of(source, start)
 
     if token.type == "RBRACE" and "RBRACE" not in expected and _at_top(source, start):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from gpdsl.settings import (
     ChainSettings,
+    SettingError,
     option,
     require_choice,
     require_number,
@@ -136,10 +137,9 @@ class PMGPLVMSettings(ChainSettings):
         require_number("correlation", self.correlation, 0, 1, open_high=True)
         require_choice("E-step updates", self.e_step, E_STEP_UPDATES)
         for block in self.blocks:
-            if not block or not all(isinstance(name, str) and name for name in block):
-                from gpdsl.errors import MethodError
-
-                raise MethodError(f"every block is a non-empty list of hyperparameter names; got {self.blocks}")
+            if not isinstance(block, list) or not block or not all(isinstance(name, str) and name for name in block):
+                raise SettingError("blocks", f"must be non-empty lists of hyperparameter names (every block is); got "
+                                             f"{self.blocks}")
 
 
 def run_pm_gplvm(model, data, settings: PMGPLVMSettings, context):

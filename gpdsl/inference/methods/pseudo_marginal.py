@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpdsl.errors import MethodError
-from gpdsl.settings import ChainSettings, option, require_choice, require_number, require_positive_int
+from gpdsl.settings import (ChainSettings, option, require_choice, require_covariance, require_number,
+                            require_positive_int)
 
 APPROXIMATIONS = ("ep", "laplace")
 EP_STARTS = ("frozen", "reference", "zero")
@@ -65,7 +66,7 @@ class MCMCEPSettings(ChainSettings):
     proposal_covariance: list | None = option(
         None, "reuse the random-walk covariance an earlier pm/mcmc-ep run adapted (averaged over its chains); "
               "nothing is adapted, warmup only burns in", flag="--proposal-from", metavar="FIT.nc",
-        parse=proposal_from_file)
+        parse=proposal_from_file, reads_file=True)
 
     def __post_init__(self):
         super().__post_init__()
@@ -73,6 +74,8 @@ class MCMCEPSettings(ChainSettings):
         require_number("tol", self.tol, 0, open_low=True, optional=True)
         require_positive_int("refresh_steps", self.refresh_steps, allow_zero=True)
         require_choice("EP start", self.ep_start, EP_STARTS)
+        if self.proposal_covariance is not None:
+            require_covariance("proposal_covariance", self.proposal_covariance)
 
 
 @dataclass(frozen=True)

@@ -235,7 +235,7 @@ def fit_from_results(results):
     """
     import jax.numpy as jnp
 
-    from gpdsl.api import load_model
+    from gpdsl.api import check_text
     from gpdsl.data_io import load_data
     from gpdsl.inference.families.gplvm import gplvm_problem
     from gpdsl.inference.variational.gp_prior_q import GPPriorQParams
@@ -244,10 +244,10 @@ def fit_from_results(results):
     from gpdsl.results.arviz_compat import groups, root_attrs
 
     attrs = root_attrs(results)
-    if attrs.get("method") != "vem" or "model_source" not in attrs:
+    if attrs.get("method") != "vem" or not isinstance(attrs.get("model_source"), str):
         raise GpdslError("these results are not a variational fit (gpdsl fit); latent-space plots and "
                          "GPLVM predictions need one")
-    model = load_model(attrs["model_source"])
+    model, _ = check_text(attrs["model_source"], f"<model_source of the results, {attrs.get('model_name', 'model')}>")
     parts = groups(results)
     values = {}
     for group in ("observed_data", "constant_data"):
