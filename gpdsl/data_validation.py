@@ -12,7 +12,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from gpdsl.errors import DataError
-from gpdsl.ir.nodes import Model, Variable
+from gpdsl.ir.nodes import Constant, LikelihoodStatement, Model, Ref, Variable
+from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.semantics.types import VarType
 
 LABEL_RANGE_LIMIT = 20
@@ -78,6 +79,7 @@ def validate_data(
             values[name] = sizes[name]
         else:
             values[name] = _check_variable(variable, arrays[name], sizes, inferred, name in allowed)
+    _check_observations(model, values, sizes)
     return values, warnings
 
 
@@ -274,6 +276,43 @@ def _label_range(vtype: VarType) -> tuple[int, int] | None:
     if not 0 < vtype.upper - vtype.lower <= LABEL_RANGE_LIMIT:
         return None
     return int(vtype.lower), int(vtype.upper)
+
+
+# ---- likelihoods -----------------------------------------------------------------------------
+def _check_observations(model: Model, values: dict, sizes: dict[str, int]) -> None:
+    """Observations that their built-in likelihood gives zero probability (a negative count, a success
+    count above its trials, an ordinal label outside 1..K, a non-positive gamma observation)."""
+    for statement, loops in model.walk():
+        if not isinstance(statement, LikelihoodStatement) or loops or statement.target.indices:
+            continue
+        likelihood = LIKELIHOODS.get(statement.distribution.name)
+        if likelihood is None or likelihood.invalid_observations is None:
+            continue
+        y = np.asarray(values[statement.target.name], dtype=float)
+        args = {name: _argument_value(expr, values, sizes, name in likelihood.own_shape)
+                for name, expr in statement.distribution.args}
+        invalid, requirement = likelihood.invalid_observations(y, args)
+        invalid = np.asarray(invalid)
+        if invalid.any():
+            index = _first(np.broadcast_to(invalid, y.shape)) if y.ndim else ()
+            name = statement.target.name
+            shown = [f"{_element(arg, index)} = {_number(value[index] if np.ndim(value) else value)}"
+                     for arg, value in args.items() if value is not None and arg not in likelihood.own_shape
+                     and isinstance(dict(statement.distribution.args)[arg], Ref)]
+            raise DataError(f"data '{name}' must hold {requirement} for {likelihood.name}: "
+                            f"{_element(name, index)} = {_number(y[index])}"
+                            + (f" ({', '.join(shown)})" if shown else ""))
+
+
+def _argument_value(expr, values: dict, sizes: dict[str, int], own_shape: bool):
+    """A likelihood argument's value when it is data or a constant; zeros of its length when ``own_shape``."""
+    if own_shape:
+        return np.zeros(expr.type.concrete_shape(sizes)[0])
+    if isinstance(expr, Ref) and expr.role == "data":
+        return np.asarray(values[expr.name])
+    if isinstance(expr, Constant):
+        return np.asarray(expr.value)
+    return None
 
 
 # ---- messages --------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpdsl.ir import nodes as ir
+from gpdsl.likelihoods import LIKELIHOODS
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,9 @@ class GPNode:
     likelihood : Statement or None
         The likelihood statement (built-in or external) that consumes it, if any.
     elementwise : bool
-        True when that likelihood depends on the latent element by element (each observation on one
-        latent value, possibly shifted by a scalar), as ESS and the Laplace/EP approximations require.
+        True when that likelihood depends on the latent element by element through its latent argument
+        (each observation on one latent value, possibly shifted by a scalar) and its other arguments do
+        not involve the latent, as ESS and the Laplace/EP approximations require.
     """
 
     name: str
@@ -100,6 +102,12 @@ def _is_elementwise_of(expr: ir.Expr, name: str) -> bool:
     return False
 
 
+def _latent_argument(distribution: ir.Distribution) -> str:
+    """The argument of a likelihood that carries the latent value (``mu`` of ``student_t``, ...)."""
+    likelihood = LIKELIHOODS.get(distribution.name)
+    return likelihood.latent_param if likelihood is not None else distribution.args[0][0]
+
+
 def gp_nodes(model: ir.Model) -> list[GPNode]:
     """The latent GP variables of a model, with how they are used."""
     walked = list(model.walk())
@@ -114,8 +122,9 @@ def gp_nodes(model: ir.Model) -> list[GPNode]:
         marginalised = False
         elementwise = False
         if isinstance(likelihood, ir.LikelihoodStatement):
-            first = likelihood.distribution.args[0][1]
-            others = [v for _, v in likelihood.distribution.args[1:]]
+            latent = _latent_argument(likelihood.distribution)
+            first = dict(likelihood.distribution.args)[latent]
+            others = [v for n, v in likelihood.distribution.args if n != latent]
             elementwise = _is_elementwise_of(first, name) and not any(name in _refs(v) for v in others)
             marginalised = (
                 len(users) == 1 and not loops and not statement.target.indices

@@ -12,8 +12,13 @@ from __future__ import annotations
 from gpdsl.errors import MethodError
 from gpdsl.likelihoods.base import Likelihood, StanArguments
 from gpdsl.likelihoods.bernoulli import BERNOULLI_LOGIT, BERNOULLI_PROBIT
+from gpdsl.likelihoods.binomial import BINOMIAL_LOGIT
+from gpdsl.likelihoods.gamma_log import GAMMA_LOG
+from gpdsl.likelihoods.neg_binomial import NEG_BINOMIAL_2_LOG
 from gpdsl.likelihoods.normal import NORMAL
+from gpdsl.likelihoods.ordered_logistic import ORDERED_LOGISTIC
 from gpdsl.likelihoods.poisson import POISSON_LOG
+from gpdsl.likelihoods.student_t import STUDENT_T
 
 __all__ = ["LIKELIHOODS", "Likelihood", "StanArguments", "capability", "require", "supporting"]
 
@@ -22,6 +27,11 @@ LIKELIHOODS: dict[str, Likelihood] = {likelihood.name: likelihood for likelihood
     BERNOULLI_PROBIT,
     BERNOULLI_LOGIT,
     POISSON_LOG,
+    STUDENT_T,
+    NEG_BINOMIAL_2_LOG,
+    BINOMIAL_LOGIT,
+    ORDERED_LOGISTIC,
+    GAMMA_LOG,
 ]}
 """Every built-in likelihood by name, in the order the docs and messages list them."""
 
@@ -52,7 +62,7 @@ def supporting(field: str) -> tuple[str, ...]:
     return tuple(name for name, likelihood in LIKELIHOODS.items() if getattr(likelihood, field) is not None)
 
 
-def require(name: str, field: str, method: str, what: str = "likelihood"):
+def require(name: str, field: str, method: str, what: str = "likelihood", hint: str = ""):
     """The callable ``field`` of the likelihood ``name`` for ``method``, which needs it.
 
     Parameters
@@ -65,6 +75,8 @@ def require(name: str, field: str, method: str, what: str = "likelihood"):
         The method, as the message names it (e.g. ``"the Laplace approximation"``).
     what : str
         What ``name`` is, as the message names it.
+    hint : str
+        Appended to the message (what to use instead).
 
     Returns
     -------
@@ -77,5 +89,7 @@ def require(name: str, field: str, method: str, what: str = "likelihood"):
     """
     found = capability(name, field)
     if found is None:
-        raise MethodError(f"{method} supports {' and '.join(supporting(field))}; {what} is {name}")
+        names = supporting(field)
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        raise MethodError(f"{method} supports {listed}; {what} is {name}{hint}")
     return found

@@ -22,10 +22,9 @@ class Likelihood:
     name : str
         Name in model files.
     params : tuple of str
-        Parameter names in positional order. The approximations take the first as the latent value
-        ``f`` and need no other.
-    support : {"real", "binary", "count"}
-        Support of the observations.
+        Parameter names in positional order.
+    support : {"real", "positive", "binary", "count", "ordinal"}
+        Support of the observations (``"ordinal"``: labels ``1..K``).
     doc : str
         The density, as written in the docs.
     log_density : callable
@@ -42,9 +41,10 @@ class Likelihood:
         ``sample(key, shape, *params)``: a JAX array of observations of ``shape`` drawn with the PRNG
         ``key``.
     derivatives : callable or None
-        ``derivatives(y, f)``: ``sum log p(y | f)``, its gradient in ``f`` and its negative second
-        derivative ``W`` (elementwise), with ``y`` as floats: what the Laplace approximation's Newton
-        steps use.
+        ``derivatives(y, f, *others)``: ``sum log p(y | f, others)``, its gradient in the latent argument
+        ``f`` and its negative second derivative ``W`` (elementwise), with ``y`` as floats and ``others``
+        the values of the other parameters in positional order: what the Laplace approximation's Newton
+        steps use. Only a likelihood log-concave in ``f`` has them.
     tilted_moments : callable or None
         ``tilted_moments(y, cavity_mean, cavity_var)``: log normaliser, mean and variance of the tilted
         distribution ``p(y | f) N(f | cavity_mean, cavity_var)`` elementwise, with ``y`` as floats: what
@@ -55,6 +55,22 @@ class Likelihood:
     param_support : mapping
         Support of each parameter by name (``{"sigma": "positive"}``), as the checker's catalog names
         supports; a parameter not listed is real.
+    latent : str or None
+        The parameter that carries the latent GP value ``f`` (the approximations' argument); the first
+        parameter when None.
+    own_shape : tuple of str
+        Parameters that are one vector shared by every observation (ordinal cutpoints), not scalars or
+        the variate's shape.
+    integer_params : tuple of str
+        Parameters that must be integer data (binomial trials).
+    log_concave : bool
+        Whether ``log p(y | f)`` is concave in ``f``; the Laplace approximation's refusal of a likelihood
+        without ``derivatives`` says why when it is not.
+    invalid_observations : callable or None
+        ``invalid_observations(y, args) -> (mask, requirement)``: the observations (a NumPy array) that the
+        likelihood gives zero probability, and what each must be, as in ``"a count from 0 to trials"``;
+        ``args`` holds the value of each parameter that is data (else None), and a zero vector of the
+        right length for each ``own_shape`` parameter.
     """
 
     name: str
@@ -69,3 +85,55 @@ class Likelihood:
     tilted_moments: Callable | None = None
     class_probability: Callable | None = None
     param_support: Mapping[str, str] = field(default_factory=dict, hash=False)
+    latent: str | None = None
+    own_shape: tuple[str, ...] = ()
+    integer_params: tuple[str, ...] = ()
+    log_concave: bool = True
+    invalid_observations: Callable | None = None
+
+    @property
+    def latent_param(self) -> str:
+        """The parameter that carries the latent value: ``latent``, or the first parameter."""
+        return self.latent or self.params[0]
+
+    @property
+    def other_params(self) -> tuple[str, ...]:
+        """The parameters other than :attr:`latent_param`, in positional order (``derivatives``' ``others``)."""
+        return tuple(p for p in self.params if p != self.latent_param)
+
+
+def autodiff_derivatives(log_density, shared: tuple[int, ...] = ()):
+    """``derivatives`` of a likelihood from its elementwise log density in ``f``, by ``jax.grad`` per element.
+
+    Parameters
+    ----------
+    log_density : callable
+        ``log_density(y, f, *others)``: the log density with the latent argument second.
+    shared : tuple of int
+        Positions in ``others`` of vectors shared by every element (not broadcast against ``f``).
+
+    Returns
+    -------
+    callable
+        ``derivatives(y, f, *others)`` as :class:`Likelihood` describes it.
+    """
+    def derivatives(y, f, *others):
+        import jax
+        import jax.numpy as jnp
+
+        first = jax.grad(log_density, argnums=1)
+        second = jax.grad(first, argnums=1)
+        f = jnp.asarray(f, dtype=float)
+        y = jnp.broadcast_to(y, f.shape)
+        args = [o if i in shared else jnp.broadcast_to(o, f.shape) for i, o in enumerate(others)]
+        axes = (0, 0, *(None if i in shared else 0 for i in range(len(others))))
+        grad = jax.vmap(first, in_axes=axes)(y, f, *args)
+        hess = jax.vmap(second, in_axes=axes)(y, f, *args)
+        return jnp.sum(log_density(y, f, *others)), grad, -hess
+
+    return derivatives
+
+
+def count_check(y, args):
+    """``invalid_observations`` of a count likelihood: negative counts."""
+    return y < 0, "a non-negative count"

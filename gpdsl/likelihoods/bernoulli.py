@@ -115,15 +115,19 @@ def _logit_stan_rng(args: StanArguments) -> str:
     return f"bernoulli_logit_rng({args['f'][0]})"
 
 
+def _invalid(y, args):
+    return (y != 0) & (y != 1), "0 or 1"
+
+
 BERNOULLI_PROBIT = Likelihood(
     "bernoulli_probit", ("f",), "binary", "P(y = 1) = Phi(f), the standard normal CDF",
     log_density=_probit_log_density, stan=_probit_stan, stan_rng=_probit_stan_rng, sample=_probit_sample,
     derivatives=_probit_derivatives, tilted_moments=_probit_tilted_moments,
-    class_probability=_probit_class_probability)
+    class_probability=_probit_class_probability, invalid_observations=_invalid)
 """Probit classification: ``p(y | f) = Phi((2 y - 1) f)``."""
 
 BERNOULLI_LOGIT = Likelihood(
     "bernoulli_logit", ("f",), "binary", "P(y = 1) = inv_logit(f)",
     log_density=_logit_log_density, stan=_logit_stan, stan_rng=_logit_stan_rng, sample=_logit_sample,
-    derivatives=_logit_derivatives, class_probability=_logit_class_probability)
+    derivatives=_logit_derivatives, class_probability=_logit_class_probability, invalid_observations=_invalid)
 """Logistic classification: ``p(y | f) = inv_logit((2 y - 1) f)``; EP has no closed-form moments for it."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpdsl.likelihoods.base import Likelihood, StanArguments
+from gpdsl.likelihoods.base import Likelihood, StanArguments, count_check
 
 
 def _log_density(y, eta):
@@ -36,5 +36,5 @@ def _derivatives(y, eta):
 
 POISSON_LOG = Likelihood("poisson_log", ("eta",), "count", "y ~ Poisson(exp(eta))",
                          log_density=_log_density, stan=_stan, stan_rng=_stan_rng, sample=_sample,
-                         derivatives=_derivatives)
+                         derivatives=_derivatives, invalid_observations=count_check)
 """Counts: the Laplace approximation supports them (log-concave, ``W = exp(eta)``); EP has no closed-form moments."""

@@ -26,7 +26,7 @@ class DistributionSpec:
         Parameter names in positional order.
     defaults : dict
         Default values of optional parameters.
-    support : {"real", "positive", "bounded", "binary", "count"}
+    support : {"real", "positive", "bounded", "binary", "count", "ordinal"}
         Support of the variate; "bounded" takes its bounds from the ``lower`` and ``upper`` arguments.
     arg_support : dict
         Support of each argument by name, a key of :data:`gpdsl.semantics.support.SUPPORTS`; an argument

@@ -13,6 +13,7 @@ from gpdsl.errors import CheckWarning, ModelCheckError
 from gpdsl.ir import nodes as ir
 from gpdsl.semantics import catalog
 from gpdsl.semantics.dependencies import distributions, verify_acyclic
+from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.semantics.support import SUPPORTS, Interval, declared_interval
 from gpdsl.semantics.types import Dim, VarType, is_label_array, number_text
 from gpdsl.source import Span
@@ -26,6 +27,9 @@ LARGEST_SIZE = 2**31 - 1
 _FOLDABLE = {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "inv": lambda x: 1 / x,
              "inv_sqrt": lambda x: 1 / math.sqrt(x), "square": lambda x: x * x, "abs": abs}
 """Functions whose value at a constant the checker computes, to check constant arguments."""
+
+_INTEGER_SUPPORTS = {"binary": "int<lower=0, upper=1>", "count": "int<lower=0>", "ordinal": "int<lower=1, upper=K>"}
+"""Likelihood supports of integer data, with the declaration the hint suggests."""
 
 
 def check_program(program: ast.Program) -> tuple[ir.Model, list[CheckWarning]]:
@@ -408,15 +412,15 @@ class _Checker:
             _fail(f"'{call.function}' is not a likelihood", call.name_span,
                   "likelihoods are: " + ", ".join(likelihoods + [catalog.EXTERNAL]))
         t = target.type
-        if spec.support not in ("binary", "count") and t.base == "int":
+        integer = spec.support in _INTEGER_SUPPORTS
+        if not integer and t.base == "int":
             _fail(f"{spec.name} is a likelihood for real data but '{target.name}' is integer",
                   statement.target.span)
         distribution = self._distribution(call, spec, target)
-        if spec.support in ("binary", "count"):
+        if integer:
             if t.base != "int":
                 _fail(f"{spec.name} needs integer data but '{target.name}' is {t.describe()}", statement.target.span,
-                      f"declare it e.g. 'array[N] int<lower=0{', upper=1' if spec.support == 'binary' else ''}> "
-                      f"{target.name};'")
+                      f"declare it e.g. 'array[N] {_INTEGER_SUPPORTS[spec.support]} {target.name};'")
         elif t.base == "int":
             _fail(f"{spec.name} is a likelihood for real data but '{target.name}' is integer",
                   statement.target.span)
@@ -552,10 +556,22 @@ class _Checker:
                 else:
                     _fail(f"{spec.name} needs the argument '{name}' ({', '.join(spec.params)})", call.span)
         shape = target.type.shape
+        likelihood = LIKELIHOODS.get(spec.name) if spec.likelihood else None
+        own_shape = likelihood.own_shape if likelihood is not None else ()
+        integers = likelihood.integer_params if likelihood is not None else ()
         for name, value in values.items():
             if isinstance(value, ir.StringConstant):
                 _fail(f"argument '{name}' of {spec.name} cannot be a string", value.span)
             vshape = value.type.shape
+            if name in integers and value.type.base != "int":
+                _fail(f"argument '{name}' of {spec.name} must be integer data, got {value.type.describe()}",
+                      value.span, f"declare it e.g. 'array[N] int<lower=0> {name};' in the data block")
+            if name in own_shape:
+                if len(vshape) != 1 or value.type.container != "vector":
+                    _fail(f"argument '{name}' of {spec.name} must be a vector, got {value.type.describe()}",
+                          value.span, "write the cutpoints as a vector: data 'vector[K1] c', a vector parameter, "
+                                      "or a literal such as '[c1, c1 + d2, c1 + d2 + d3]' with d2, d3 positive")
+                continue
             if vshape and not self._shapes_agree(vshape, shape):
                 _fail(f"argument '{name}' of {spec.name} has shape {_shape_text(vshape)} but "
                       f"'{target.name}' has shape {_shape_text(shape)}", value.span,

@@ -61,6 +61,7 @@ SUPPORTS: dict[str, Interval] = {
     "unit": Interval(0.0, 1.0, True, True),
     "binary": Interval(0.0, 1.0, True, True),
     "count": Interval(0.0, closed_lower=True),
+    "ordinal": Interval(1.0, closed_lower=True),
 }
 """Every support by the name the catalog and the likelihoods use; ``"bounded"`` takes its ends from the
 distribution's ``lower`` and ``upper`` arguments."""

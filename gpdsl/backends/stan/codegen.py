@@ -53,7 +53,7 @@ from gpdsl.backends.stan.expressions import (
 from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
-from gpdsl.likelihoods import capability
+from gpdsl.likelihoods import LIKELIHOODS, capability
 from gpdsl.numerics import GP_JITTER
 from gpdsl.semantics import catalog
 from gpdsl.semantics.types import Dim, VarType, is_label_array
@@ -554,7 +554,7 @@ class _Generator:
         loop_vars = [self.loop_variable(k) for k in range(len(target.type.shape))]
         index = [self.translate(i) for i in target.indices] + loop_vars
         element = f"[{', '.join(index)}]" if index else ""
-        args = {name: self._argument(expr, loop_vars) for name, expr in distribution.args}
+        args = self._arguments(distribution, loop_vars)
         variate = stan_name(target.name) + element
         lines = [f"{self.log_likelihood[target.name]}{element} = "
                  f"{_likelihood_density(distribution.name, variate, False, args)};",
@@ -597,7 +597,7 @@ class _Generator:
         indices = [self.translate(i) for i in target.indices] + loop_vars
         variate = stan_name(target.name) + (f"[{', '.join(indices)}]" if indices else "")
         flat_dims = t.shape[len(loop_dims):]
-        args = {name: self._argument(expr, loop_vars) for name, expr in distribution.args}
+        args = self._arguments(distribution, loop_vars)
         if t.container == "matrix":
             variate = f"to_vector({variate})"
         if isinstance(statement, ir.LikelihoodStatement):
@@ -608,6 +608,13 @@ class _Generator:
         for var, dim in reversed(list(zip(loop_vars, loop_dims))):
             lines = [f"for ({var} in 1:{_stan_dim(dim)}) {{", *_indented(lines), "}"]
         return lines
+
+    def _arguments(self, distribution: ir.Distribution, loop_vars: list[str]) -> dict[str, tuple[str, bool]]:
+        """Each argument's Stan text indexed like the variate; a likelihood's own-shape vectors (cutpoints) whole."""
+        likelihood = LIKELIHOODS.get(distribution.name)
+        whole = likelihood.own_shape if likelihood is not None else ()
+        return {name: (self.translate(expr), True) if name in whole else self._argument(expr, loop_vars)
+                for name, expr in distribution.args}
 
     def _argument(self, expr: ir.Expr, loop_vars: list[str]) -> tuple[str, bool]:
         """A distribution argument indexed like the variate inside the loops; and whether it is shaped."""

@@ -94,7 +94,17 @@ def check_likelihood(approximation: str, likelihood: str, what: str = "likelihoo
     MethodError
         When ``likelihood`` lacks that capability.
     """
-    require(likelihood, *LIKELIHOOD_NEEDS[approximation], what)
+    found = LIKELIHOODS.get(likelihood)
+    if approximation == "laplace" and found is not None and not found.log_concave:
+        raise MethodError(
+            f"the Laplace approximation needs a likelihood whose log density is concave in the latent value; "
+            f"{what} is {likelihood}, which is not (its heavy tails give log p(y | f) positive curvature far "
+            f"from y, so Newton's method may diverge and the Gaussian proposal misses the tails): use "
+            f"--method gibbs (elliptical slice sampling of f) or nuts")
+    hint = {"laplace": ": use --method gibbs, which runs every built-in likelihood",
+            "ep": ": expectation propagation has closed-form moments only for the probit likelihood; use "
+                  "--approximation laplace (log-concave likelihoods) or --method gibbs"}[approximation]
+    require(likelihood, *LIKELIHOOD_NEEDS[approximation], what, hint=hint)
 
 
 def for_latent_gp(approximate, approximation: str, options: str):
@@ -123,6 +133,8 @@ def for_latent_gp(approximate, approximation: str, options: str):
 
     def adapted(problem, theta, **options) -> GaussianApproximation:
         check_likelihood(approximation, problem.likelihood, "the model's likelihood")
+        if approximation == "laplace":
+            options = {"args": problem.likelihood_arguments(theta), **options}
         return approximate(problem.covariance(theta), problem.y, likelihood=problem.likelihood, **options)
 
     adapted.__name__ = adapted.__qualname__ = f"{name}_for"

@@ -1,10 +1,10 @@
-"""The Laplace approximation of a GP classification posterior (Rasmussen & Williams 2006, Alg. 3.1).
+"""The Laplace approximation of a latent GP posterior (Rasmussen & Williams 2006, Alg. 3.1).
 
 Newton's method for the mode of ``log p(y | f) - f^T K^-1 f / 2`` in the stable form with
 ``B = I + W^1/2 K W^1/2``: one Cholesky factorisation of ``B`` per iteration and no other
 ``O(n^3)`` operation (Sec. 2.1.1 of Filippone & Girolami 2014). A step that does not increase the
 objective is halved (at most ``_MAX_HALVINGS`` times, ``O(n^2)`` each); for the log-concave
-Bernoulli likelihoods the full Newton step is almost always taken.
+likelihoods (the only ones with ``derivatives``) the full Newton step is almost always taken.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ def check_laplace_likelihood(likelihood: str, what: str = "likelihood") -> None:
     check_likelihood("laplace", likelihood, what)
 
 
-def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int = 100) -> GaussianApproximation:
+def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int = 100,
+            args=()) -> GaussianApproximation:
     """Laplace approximation ``q(f | y) = N(f_hat, (K^-1 + W)^-1)`` and its ``log p(y | theta)``.
 
     Iterates from ``f = 0`` until the squared norm of the change in ``f`` is below ``tol``
@@ -45,15 +46,18 @@ def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int 
     K : array_like, shape (n, n)
         Prior covariance of ``f`` (jitter included if wanted; ``K`` itself is never factorised).
     y : array_like, shape (n,)
-        Labels in {0, 1}.
+        Observations (labels in {0, 1} for the Bernoulli likelihoods, counts, ...).
     likelihood : str
-        A likelihood of :mod:`gpdsl.likelihoods` with ``derivatives``: ``"bernoulli_probit"``
-        (``p(y_i = 1 | f_i) = Phi(f_i)``) or ``"bernoulli_logit"`` (``1 / (1 + exp(-f_i))``). Static
-        under ``jit``.
+        A likelihood of :mod:`gpdsl.likelihoods` with ``derivatives`` (the log-concave ones:
+        ``"bernoulli_probit"``, ``"bernoulli_logit"``, ``"poisson_log"``, ``"neg_binomial_2_log"``,
+        ``"binomial_logit"``, ``"ordered_logistic"``, ``"gamma_log"``). Static under ``jit``.
     tol : float, optional
         Convergence threshold on ``||f_new - f_old||^2``; ``n / 1e4`` by default.
     max_iter : int
         Iteration limit; reaching it sets ``converged=False`` instead of raising. Static under ``jit``.
+    args : tuple of array_like
+        Values of the likelihood's other parameters (``phi``, ``trials``, cutpoints ``c``, ...) in
+        positional order (:attr:`~gpdsl.likelihoods.base.Likelihood.other_params`).
 
     Returns
     -------
@@ -66,15 +70,19 @@ def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int 
         For a likelihood without ``derivatives``.
     """
     check_laplace_likelihood(likelihood)
-    return _laplace(jnp.asarray(K, dtype=jnp.float64), jnp.asarray(y), likelihood, tol, max_iter)
+    args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
+    return _laplace(jnp.asarray(K, dtype=jnp.float64), jnp.asarray(y), likelihood, tol, max_iter, args)
 
 
 laplace_for = for_latent_gp(laplace, "laplace", "``tol`` and ``max_iter``")
 
 
 @partial(jax.jit, static_argnames=("likelihood", "max_iter"))
-def _laplace(K, y, likelihood, tol, max_iter):
-    n, tol, y, derivatives = iteration_setup(K, y, tol, likelihood, "laplace")
+def _laplace(K, y, likelihood, tol, max_iter, args):
+    n, tol, y, derivatives_with_args = iteration_setup(K, y, tol, likelihood, "laplace")
+
+    def derivatives(y, f):
+        return derivatives_with_args(y, f, *args)
 
     def objective(a, f):
         return -0.5 * a @ f + derivatives(y, f)[0]

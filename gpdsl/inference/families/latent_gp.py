@@ -28,6 +28,7 @@ from gpdsl.ir.families import (
     require_priors,
 )
 from gpdsl.ir.structure import GPNode
+from gpdsl.likelihoods import LIKELIHOODS
 
 
 @dataclass
@@ -85,6 +86,18 @@ class LatentGP(HyperparameterBlocks):
         """Log prior density of ``theta`` on the unconstrained scale (Jacobian included)."""
         values, log_jac = self.theta_values(theta)
         return self.jax_model.log_terms({**self.jax_model.data, **values}, ("prior",)) + log_jac
+
+    def likelihood_arguments(self, theta) -> tuple:
+        """Values at ``theta`` of the likelihood's parameters other than the latent one, in positional order
+        (what :func:`~gpdsl.inference.approximations.laplace.laplace` passes to its ``derivatives``); empty for
+        an external likelihood."""
+        likelihood = LIKELIHOODS.get(self.likelihood)
+        if likelihood is None:
+            return ()
+        given = dict(self.node.likelihood.distribution.args)
+        env = self.environment(theta)
+        return tuple(jnp.asarray(self.jax_model.evaluate(given[name], env), dtype=float)
+                     for name in likelihood.other_params)
 
     def log_likelihood(self, f, theta) -> jax.Array:
         """``log p(y | f, theta)``."""

@@ -210,9 +210,10 @@ class PMInfo(NamedTuple):
 def _approximate(problem: LatentGP, approximation: str, tol, max_iter, ep_schedule: str = "parallel"):
     y = jnp.asarray(problem.y)
     if approximation == "ep":
-        return lambda K, sites: ep(K, y, tol=tol, max_sweeps=max_iter, schedule=ep_schedule,
+        return lambda K, sites, theta: ep(K, y, tol=tol, max_sweeps=max_iter, schedule=ep_schedule,
                                    initial_sites=None if sites is None else (sites[0], sites[1]))
-    return lambda K, sites: laplace(K, y, likelihood=problem.likelihood, tol=tol, max_iter=max_iter)
+    return lambda K, sites, theta: laplace(K, y, likelihood=problem.likelihood, tol=tol, max_iter=max_iter,
+                                           args=problem.likelihood_arguments(theta))
 
 
 def make_latent_estimator(problem: LatentGP, approximation: str = "ep", num_importance: int = 1,
@@ -242,12 +243,12 @@ def make_latent_estimator(problem: LatentGP, approximation: str = "ep", num_impo
     approximate = _approximate(problem, approximation, tol, max_iter, ep_schedule)
     n = problem.n
 
-    def fit(K, start_sites, frozen):
+    def fit(K, start_sites, frozen, theta):
         if start_sites is None or approximation != "ep" or frozen is False:
-            return approximate(K, start_sites)
+            return approximate(K, start_sites, theta)
 
         def sweeps():
-            return approximate(K, start_sites)._replace(log_marginal=jnp.asarray(jnp.nan, K.dtype))
+            return approximate(K, start_sites, theta)._replace(log_marginal=jnp.asarray(jnp.nan, K.dtype))
 
         def as_they_are():
             frozen_q = gaussian_from_sites(K, start_sites[0], start_sites[1])
@@ -259,7 +260,7 @@ def make_latent_estimator(problem: LatentGP, approximation: str = "ep", num_impo
     def estimate(key, theta, start_sites=None, frozen=False) -> Estimate:
         key_draws, key_select = jax.random.split(key)
         K = problem.covariance(theta)
-        approx = fit(K, start_sites, frozen)
+        approx = fit(K, start_sites, frozen, theta)
         sites = jnp.stack([approx.site_precision, approx.site_location]) if approximation == "ep" \
             else jnp.zeros((2, n))
         like = lambda f: problem.log_likelihood(f, theta)  # noqa: E731

@@ -61,7 +61,10 @@ def approximate_moments(problem: LatentGP, theta, X_new, approximation: str = "e
     """Mean and variance of ``f*`` at ``X_new`` under the Gaussian approximation at ``theta`` (traceable)."""
     K = problem.covariance(theta)
     y = jnp.asarray(problem.y)
-    approx = ep(K, y, tol=tol) if approximation == "ep" else laplace(K, y, problem.likelihood, tol=tol)
+    if approximation == "ep":
+        approx = ep(K, y, tol=tol)
+    else:
+        approx = laplace(K, y, problem.likelihood, tol=tol, args=problem.likelihood_arguments(theta))
     K_star, k_diag = new_input_covariances(problem, theta, X_new)
     mean, var = predict_latent(approx, K_star, k_diag)
     return mean, jnp.maximum(var, 0.0)
