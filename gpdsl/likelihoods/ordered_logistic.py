@@ -11,7 +11,8 @@ from gpdsl.likelihoods.base import Likelihood, StanArguments, autodiff_derivativ
 
 
 def _log_density(y, eta, c):
-    """``log sigma(u - eta) + log sigma(eta - l) + log(1 - exp(l - u))`` for the cutpoints ``l < u`` around ``y``."""
+    """``log sigma(u - eta) + log sigma(eta - l) + log(1 - exp(l - u))`` for the cutpoints ``l < u`` around ``y``;
+    ``-inf`` where they are not increasing (Stan rejects such cutpoints)."""
     import jax
     import jax.numpy as jnp
 
@@ -23,9 +24,11 @@ def _log_density(y, eta, c):
     safe_lower = jnp.where(finite_lower, lower, 0.0)
     safe_upper = jnp.where(finite_upper, upper, 0.0)
     gap = jnp.where(finite_lower & finite_upper, safe_lower - safe_upper, -1.0)
+    ordered = gap < 0
+    width = jnp.where(ordered, jnp.log(-jnp.expm1(jnp.where(ordered, gap, -1.0))), -jnp.inf)
     return (jnp.where(finite_upper, jax.nn.log_sigmoid(safe_upper - eta), 0.0)
             + jnp.where(finite_lower, jax.nn.log_sigmoid(eta - safe_lower), 0.0)
-            + jnp.where(finite_lower & finite_upper, jnp.log(-jnp.expm1(gap)), 0.0))
+            + jnp.where(finite_lower & finite_upper, width, 0.0))
 
 
 def _sample(key, shape, eta, c):

@@ -101,9 +101,12 @@ def check_likelihood(approximation: str, likelihood: str, what: str = "likelihoo
             f"{what} is {likelihood}, which is not (its heavy tails give log p(y | f) positive curvature far "
             f"from y, so Newton's method may diverge and the Gaussian proposal misses the tails): use "
             f"--method gibbs (elliptical slice sampling of f) or nuts")
-    hint = {"laplace": ": use --method gibbs, which runs every built-in likelihood",
-            "ep": ": expectation propagation has closed-form moments only for the probit likelihood; use "
-                  "--approximation laplace (log-concave likelihoods) or --method gibbs"}[approximation]
+    if approximation == "laplace":
+        hint = ": use --method gibbs, which runs every built-in likelihood"
+    elif found is not None and found.log_concave and found.derivatives is not None:
+        hint = " (no closed-form tilted moments): use --approximation laplace or --method gibbs"
+    else:
+        hint = " (no closed-form tilted moments): use --method gibbs"
     require(likelihood, *LIKELIHOOD_NEEDS[approximation], what, hint=hint)
 
 
