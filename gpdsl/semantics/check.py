@@ -409,8 +409,10 @@ class _Checker:
             self._unknown_callable(call, "distribution")
         if not spec.likelihood:
             likelihoods = [d.name for d in catalog.DISTRIBUTIONS.values() if d.likelihood]
-            _fail(f"'{call.function}' is not a likelihood", call.name_span,
-                  "likelihoods are: " + ", ".join(likelihoods + [catalog.EXTERNAL]))
+            hint = "likelihoods are: " + ", ".join(likelihoods + [catalog.EXTERNAL])
+            if call.function == "gamma":
+                hint = "for positive data write gamma_log(eta, shape), Stan's gamma(shape, shape / exp(eta)); " + hint
+            _fail(f"'{call.function}' is not a likelihood", call.name_span, hint)
         t = target.type
         integer = spec.support in _INTEGER_SUPPORTS
         if not integer and t.base == "int":
@@ -569,8 +571,8 @@ class _Checker:
             if name in own_shape:
                 if len(vshape) != 1 or value.type.container != "vector":
                     _fail(f"argument '{name}' of {spec.name} must be a vector, got {value.type.describe()}",
-                          value.span, "write the cutpoints as a vector: data 'vector[K1] c', a vector parameter, "
-                                      "or a literal such as '[c1, c1 + d2, c1 + d2 + d3]' with d2, d3 positive")
+                          value.span, "write the increasing cutpoints as data 'vector[K1] c' or as a literal "
+                                      "such as '[c1, c1 + d2, c1 + d2 + d3]' with d2, d3 declared <lower=0>")
                 continue
             if vshape and not self._shapes_agree(vshape, shape):
                 _fail(f"argument '{name}' of {spec.name} has shape {_shape_text(vshape)} but "
