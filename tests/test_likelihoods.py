@@ -25,13 +25,76 @@ from gpdsl.testing.imports import loaded_by
 
 NUM_DRAWS = 20_000
 Z_LIMIT = 4.5  # per frequency; with about 20 frequencies per likelihood a false alarm has probability ~1e-4
-PARAMETER_VALUES = {"f": 0.4, "eta": np.log(3.0), "mu": 0.3, "sigma": 1.7}
-SUPPORT_DATA = {"real": "vector[N]", "binary": "array[N] int<lower=0, upper=1>", "count": "array[N] int<lower=0>"}
-SUPPORT_SCALAR = {"real": "real", "binary": "int<lower=0, upper=1>", "count": "int<lower=0>"}
+CUTPOINTS = np.array([-0.5, 0.7, 1.5])
+PARAMETER_VALUES = {"f": 0.4, "eta": np.log(3.0), "mu": 0.3, "sigma": 1.7, "nu": 4.0, "phi": 2.5, "trials": 12,
+                    "c": CUTPOINTS, "shape": 2.0}
+SUPPORT_DATA = {"real": "vector[N]", "positive": "vector<lower=0>[N]", "binary": "array[N] int<lower=0, upper=1>",
+                "count": "array[N] int<lower=0>", "ordinal": "array[N] int<lower=1, upper=4>"}
+SUPPORT_SCALAR = {"real": "real", "positive": "real<lower=0>", "binary": "int<lower=0, upper=1>",
+                  "count": "int<lower=0>", "ordinal": "int<lower=1, upper=4>"}
 
 
 def with_capability(field):
     return [pytest.param(LIKELIHOODS[name], id=name) for name in supporting(field)]
+
+
+def random_point(name, rng, n):
+    """Valid observations (as floats) and random values of every parameter of the likelihood ``name``."""
+    eta = rng.normal(0.0, 1.5, n)
+    if name == "normal":
+        return rng.normal(size=n) * 2, {"mu": eta, "sigma": rng.uniform(0.3, 3, n)}
+    if name == "student_t":
+        return rng.normal(size=n) * 3, {"nu": rng.uniform(0.5, 30, n), "mu": eta, "sigma": rng.uniform(0.3, 3, n)}
+    if name.startswith("bernoulli"):
+        return rng.integers(0, 2, n) * 1.0, {"f": eta}
+    if name == "poisson_log":
+        return rng.poisson(3.0, n) * 1.0, {"eta": eta}
+    if name == "neg_binomial_2_log":
+        return rng.poisson(rng.gamma(2.0, 2.0, n)) * 1.0, {"eta": eta, "phi": rng.uniform(0.2, 20, n)}
+    if name == "binomial_logit":
+        trials = rng.integers(0, 30, n)
+        return rng.binomial(trials, 0.4) * 1.0, {"trials": trials * 1.0, "eta": eta}
+    if name == "ordered_logistic":
+        return rng.integers(1, 5, n) * 1.0, {"eta": eta, "c": np.sort(rng.normal(0, 2, 3))}
+    if name == "gamma_log":
+        return rng.gamma(2.0, 1.5, n), {"eta": eta, "shape": rng.uniform(0.3, 10, n)}
+    raise AssertionError(f"no random point for {name}")
+
+
+def scipy_log_density(name, y, a):
+    """The log density of each built-in likelihood by scipy.stats (an independent implementation)."""
+    from scipy.special import expit
+
+    if name == "normal":
+        return stats.norm.logpdf(y, a["mu"], a["sigma"])
+    if name == "student_t":
+        return stats.t.logpdf(y, a["nu"], a["mu"], a["sigma"])
+    if name == "bernoulli_probit":
+        return stats.bernoulli.logpmf(y, stats.norm.cdf(a["f"]))
+    if name == "bernoulli_logit":
+        return stats.bernoulli.logpmf(y, expit(a["f"]))
+    if name == "poisson_log":
+        return stats.poisson.logpmf(y, np.exp(a["eta"]))
+    if name == "neg_binomial_2_log":
+        return stats.nbinom.logpmf(y, a["phi"], a["phi"] / (a["phi"] + np.exp(a["eta"])))
+    if name == "binomial_logit":
+        return stats.binom.logpmf(y, a["trials"], expit(a["eta"]))
+    if name == "ordered_logistic":
+        edges = np.concatenate([[-np.inf], a["c"], [np.inf]])
+        k = y.astype(int)
+        return np.log(stats.logistic.cdf(edges[k] - a["eta"]) - stats.logistic.cdf(edges[k - 1] - a["eta"]))
+    if name == "gamma_log":
+        return stats.gamma.logpdf(y, a["shape"], scale=np.exp(a["eta"]) / a["shape"])
+    raise AssertionError(f"no scipy density for {name}")
+
+
+@pytest.mark.parametrize("name", list(LIKELIHOODS))
+def test_log_density_matches_scipy(name):
+    rng = np.random.default_rng(5)
+    y, args = random_point(name, rng, 200)
+    ours = np.asarray(LIKELIHOODS[name].log_density(jnp.asarray(y), *(jnp.asarray(args[p])
+                                                                     for p in LIKELIHOODS[name].params)))
+    np.testing.assert_allclose(ours, scipy_log_density(name, y, args), rtol=1e-10, atol=1e-10)
 
 
 def tilted_by_quadrature(likelihood, y, mean, var):
@@ -49,16 +112,24 @@ def tilted_by_quadrature(likelihood, y, mean, var):
 
 @pytest.mark.parametrize("likelihood", with_capability("derivatives"))
 def test_derivatives_are_those_of_the_log_density(likelihood):
-    y = jnp.tile(jnp.array([0.0, 1.0]), 25)
+    y, args = random_point(likelihood.name, np.random.default_rng(3), 50)
+    y = jnp.asarray(y)
     f = jnp.linspace(-8.0, 8.0, 50)
+    others = [jnp.asarray(args[p]) for p in likelihood.other_params]
 
     def total(f):
-        return jnp.sum(likelihood.log_density(y, f))
+        values = {**args, likelihood.latent_param: f}
+        return jnp.sum(likelihood.log_density(y, *(jnp.asarray(values[p]) for p in likelihood.params)))
 
-    log_lik, grad, W = jax.jit(likelihood.derivatives)(y, f)
+    log_lik, grad, W = jax.jit(likelihood.derivatives)(y, f, *others)
     assert float(log_lik) == pytest.approx(float(total(f)), rel=1e-13)
     np.testing.assert_allclose(grad, jax.jit(jax.grad(total))(f), rtol=1e-11, atol=1e-300)
     np.testing.assert_allclose(W, -jnp.diag(jax.jit(jax.hessian(total))(f)), rtol=1e-9, atol=1e-300)
+    assert np.all(np.asarray(W) >= 0)  # log-concave: what the Laplace approximation's Newton steps need
+    step = 1e-5
+    central = (np.asarray(jax.vmap(jax.grad(total))(f + step * jnp.eye(50))).diagonal()
+               - np.asarray(jax.vmap(jax.grad(total))(f - step * jnp.eye(50))).diagonal()) / (2 * step)
+    np.testing.assert_allclose(-central, W, rtol=1e-5, atol=1e-6)  # and by finite differences of the gradient
 
 
 @pytest.mark.parametrize("likelihood", with_capability("tilted_moments"))
@@ -81,12 +152,14 @@ def test_class_probability_matches_quadrature(likelihood, mean, var):
 def _frequencies_and_probabilities(likelihood, draws, params):
     """Observed frequencies of the values (binary, count) or of 20 equiprobable-ish bins (real)."""
     density = jax.jit(lambda y: jnp.exp(likelihood.log_density(y, *params)))
-    if likelihood.support in ("binary", "count"):
-        values = np.arange(2 if likelihood.support == "binary" else 15)
+    if likelihood.support in ("binary", "count", "ordinal"):
+        values = {"binary": np.arange(2), "count": np.arange(40), "ordinal": np.arange(1, 5)}[likelihood.support]
+        if "trials" in likelihood.params:
+            values = np.arange(PARAMETER_VALUES["trials"] + 1)
         return (np.array([np.mean(draws == v) for v in values]),
                 np.asarray(density(jnp.asarray(values, dtype=float))))
     edges = np.quantile(draws, np.linspace(0.0, 1.0, 21)[1:-1])
-    edges = np.concatenate([[-np.inf], edges, [np.inf]])
+    edges = np.concatenate([[0.0 if likelihood.support == "positive" else -np.inf], edges, [np.inf]])
     observed = np.histogram(draws, edges)[0] / draws.size
     expected = [integrate.quad(lambda y: float(density(y)), lo, hi, epsrel=1e-12)[0]
                 for lo, hi in itertools.pairwise(edges)]
@@ -101,23 +174,34 @@ def test_simulation_frequencies_match_the_density(likelihood):
     observed, expected = _frequencies_and_probabilities(likelihood, draws, params)
     standard_error = np.sqrt(expected * (1 - expected) / NUM_DRAWS)
     assert np.all(np.abs(observed - expected) < Z_LIMIT * standard_error + 1e-12), (observed, expected)
-    if likelihood.support != "real":
+    if likelihood.support not in ("real", "positive"):
         assert observed.sum() > 1 - 1e-3  # the listed values hold (nearly) all the draws
 
 
+STAN_ARGUMENT = {"trials": ("int<lower=0> tr;", "tr"), "c": ("vector[3] cut;", "cut")}
+"""Arguments that are data in :func:`stan_model` (their declaration and name); the others are parameters."""
+
+
+def stan_argument(p: str) -> str:
+    return STAN_ARGUMENT[p][1] if p in STAN_ARGUMENT else f"a_{p}"
+
+
 def stan_model(likelihood) -> str:
-    """A model using the likelihood on a vector with a shaped first argument, on a vector with scalar
+    """A model using the likelihood on a vector with a shaped latent argument, on a vector with scalar
     arguments, and on a scalar."""
     data, scalar = SUPPORT_DATA[likelihood.support], SUPPORT_SCALAR[likelihood.support]
-    parameters = "\n".join(f"  real<lower=0> a_{p} ~ gamma(2, 2);" for p in likelihood.params)
-    scalars = ", ".join(f"a_{p}" for p in likelihood.params)
-    shaped = ", ".join(["v", *(f"a_{p}" for p in likelihood.params[1:])])
+    parameters = "\n".join(f"  real<lower=0> a_{p} ~ gamma(2, 2);" for p in likelihood.params
+                           if p not in STAN_ARGUMENT)
+    declarations = " ".join(STAN_ARGUMENT[p][0] for p in likelihood.params if p in STAN_ARGUMENT)
+    scalars = ", ".join(stan_argument(p) for p in likelihood.params)
+    shaped = ", ".join("v" if p == likelihood.latent_param else stan_argument(p) for p in likelihood.params)
     return f"""
 data {{
   int N;
   {data} y1;
   {data} y2;
   {scalar} z;
+  {declarations}
 }}
 parameters {{
   vector[N] v ~ normal(0, 1);
@@ -136,9 +220,8 @@ def test_stan_spelling_passes_stanc(likelihood):
     model, _ = check_text(stan_model(likelihood), f"{likelihood.name}.gpm")
     code = generate_stan(model).code
     check_program(code, likelihood.name)
-    rest = {p: (f"a_{p}", False) for p in likelihood.params}
-    first = likelihood.params[0]
-    assert likelihood.stan("y1", {**rest, first: ("v", True)}, True) in code
+    rest = {p: (stan_argument(p), p in likelihood.own_shape) for p in likelihood.params}
+    assert likelihood.stan("y1", {**rest, likelihood.latent_param: ("v", True)}, True) in code
     assert likelihood.stan("y2", rest, True) in code
     assert likelihood.stan("z", rest, False) in code
 
@@ -166,8 +249,9 @@ def test_importing_the_likelihoods_does_not_import_jax():
 def test_approximations_refuse_a_likelihood_without_the_capability(monkeypatch):
     K, y = np.eye(3), np.array([0, 1, 1])
     monkeypatch.setitem(LIKELIHOODS, "poisson_log", replace(LIKELIHOODS["poisson_log"], derivatives=None))
-    with pytest.raises(MethodError, match="Laplace approximation supports bernoulli_probit and bernoulli_logit; "
-                                          "likelihood is poisson_log"):
+    with pytest.raises(MethodError, match="Laplace approximation supports bernoulli_probit, bernoulli_logit, "
+                                          "neg_binomial_2_log, binomial_logit, ordered_logistic and gamma_log; "
+                                          "likelihood is poisson_log: use --method gibbs"):
         laplace(K, y, likelihood="poisson_log")
     with pytest.raises(MethodError, match="expectation propagation supports bernoulli_probit; "
                                           "likelihood is bernoulli_logit"):
@@ -210,3 +294,21 @@ def test_lowering_uses_the_registry_log_density(monkeypatch):
     monkeypatch.setitem(LIKELIHOODS, "bernoulli_probit", replace(probit, log_density=lambda y, f: f))
     assert float(lower(model, data).log_density(z)) == pytest.approx(without_likelihood + float(jnp.sum(f)),
                                                                      rel=1e-12)
+
+
+def test_laplace_refuses_a_likelihood_that_is_not_log_concave_and_says_why():
+    with pytest.raises(MethodError, match=r"concave in the latent value; likelihood is student_t, which is not "
+                                          r"\(its heavy tails .*use --method gibbs"):
+        laplace(np.eye(3), np.zeros(3), likelihood="student_t", args=(4.0, 1.0))
+    with pytest.raises(MethodError, match=r"likelihood is student_t \(no closed-form tilted moments\): "
+                                          r"use --method gibbs$"):
+        ep(np.eye(3), np.zeros(3), likelihood="student_t")
+    with pytest.raises(MethodError, match=r"likelihood is neg_binomial_2_log \(no closed-form tilted moments\): "
+                                          r"use --approximation laplace or --method gibbs"):
+        ep(np.eye(3), np.zeros(3), likelihood="neg_binomial_2_log")
+
+
+def test_ordered_logistic_gives_no_mass_when_cutpoints_do_not_increase():
+    density = LIKELIHOODS["ordered_logistic"].log_density
+    assert float(density(jnp.asarray(2.0), 0.3, jnp.array([0.5, -0.5, 1.0]))) == -np.inf
+    assert np.isfinite(float(density(jnp.asarray(1.0), 0.3, jnp.array([0.5, -0.5, 1.0]))))  # only c[1] involved

@@ -24,10 +24,10 @@ __all__ = ["LIKELIHOODS", "Likelihood", "StanArguments", "capability", "require"
 
 LIKELIHOODS: dict[str, Likelihood] = {likelihood.name: likelihood for likelihood in [
     NORMAL,
+    STUDENT_T,
     BERNOULLI_PROBIT,
     BERNOULLI_LOGIT,
     POISSON_LOG,
-    STUDENT_T,
     NEG_BINOMIAL_2_LOG,
     BINOMIAL_LOGIT,
     ORDERED_LOGISTIC,
