@@ -33,6 +33,33 @@ model {
 """
 
 
+LIKELIHOODS = """
+data {
+  int N; matrix[N, 1] X;
+  vector[N] y_t; array[N] int<lower=0> y_nb; array[N] int<lower=0> trials; array[N] int<lower=0> y_bin;
+  array[N] int<lower=1, upper=4> y_ord; vector<lower=0>[N] y_g;
+}
+parameters {
+  real<lower=0> ell ~ lognormal(0, 0.5);
+  real<lower=0> nu ~ gamma(2, 0.1);
+  real<lower=0> sigma ~ half_normal(1);
+  real<lower=0> phi ~ gamma(2, 1);
+  real c1 ~ normal(0, 2);
+  real<lower=0> d2 ~ gamma(2, 2);
+  real<lower=0> d3 ~ gamma(2, 2);
+  real<lower=0> alpha ~ gamma(2, 1);
+}
+model {
+  f ~ gp(X, rbf(lengthscale = ell));
+  y_t ~ student_t(nu, f, sigma);
+  y_nb ~ neg_binomial_2_log(f, phi);
+  y_bin ~ binomial_logit(trials, f);
+  y_ord ~ ordered_logistic(f, [c1, c1 + d2, c1 + d2 + d3]);
+  y_g ~ gamma_log(f, alpha);
+}
+"""
+
+
 def stan_vector(jax_model, z):
     """Our unconstrained vector reordered to Stan's (column-major within each block)."""
     parts = jax_model.unflatten(jnp.asarray(z))
@@ -55,10 +82,19 @@ def gplvm_data(rng):
     return {"N": N, "D": D, "Q": Q, "Y": rng.normal(size=(N, D))}
 
 
+def likelihoods_data(rng):
+    N = 12
+    trials = rng.integers(0, 15, N)
+    return {"N": N, "X": rng.uniform(size=(N, 1)), "y_t": rng.standard_t(3, N), "y_nb": rng.poisson(4.0, N),
+            "trials": trials, "y_bin": rng.binomial(trials, 0.3), "y_ord": rng.integers(1, 5, N),
+            "y_g": rng.gamma(2.0, 1.0, N)}
+
+
 @pytest.mark.parametrize("model_file, make_data, scale", [
     ("models/gp_classification.gpm", classification_data, 1.0),
     ("models/bayesian_gplvm_priors.gpm", gplvm_data, 0.7),
     (ALL_KERNELS, regression_data, 0.5),
+    (LIKELIHOODS, likelihoods_data, 0.7),
 ])
 def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, scale):
     rng = np.random.default_rng(11)
