@@ -181,3 +181,26 @@ def test_pm_laplace_agrees_with_gibbs(likelihood, extra, names):
         z = (float(a.mean()) - float(b.mean())) / se
         print(f"{likelihood} {name}: pm {float(a.mean()):.4f} gibbs {float(b.mean()):.4f} z {z:+.2f}")
         assert abs(z) < 4, (name, z)
+
+
+BINOMIAL = """
+data { int N; matrix[N, 1] X; array[N] int<lower=0> trials; array[N] int<lower=0> y; }
+parameters { real<lower=0> ell ~ lognormal(0, 0.5); }
+model { f ~ gp(X, rbf(lengthscale = ell)); y ~ binomial_logit(trials, f); }
+"""
+
+
+def test_predictions_leave_out_observations_whose_likelihood_needs_per_observation_data():
+    from gpdsl.inference.families.latent_gp import latent_gp
+    from gpdsl.inference.predict.draws import latent_new_draws
+
+    model, _ = check_text(BINOMIAL)
+    X = np.linspace(0.0, 1.0, 6)[:, None]
+    problem = latent_gp(model, {"N": 6, "X": X, "trials": np.full(6, 4), "y": np.arange(6) % 5})
+    theta, f = np.zeros((1, 2, 1)), np.zeros((1, 2, 6))
+    values = latent_new_draws(problem, theta, f, X[:2], jax.random.PRNGKey(0))
+    assert set(values) == {"f_new"}
+    model, _ = check_text(BINOMIAL.replace("binomial_logit(trials, f)", "binomial_logit(4, f)"))
+    problem = latent_gp(model, {"N": 6, "X": X, "trials": np.full(6, 4), "y": np.arange(6) % 5})
+    values = latent_new_draws(problem, theta, f, X[:2], jax.random.PRNGKey(0))
+    assert set(values) == {"f_new", "y_new"} and np.all((values["y_new"] >= 0) & (values["y_new"] <= 4))
