@@ -204,3 +204,18 @@ def test_predictions_leave_out_observations_whose_likelihood_needs_per_observati
     problem = latent_gp(model, {"N": 6, "X": X, "trials": np.full(6, 4), "y": np.arange(6) % 5})
     values = latent_new_draws(problem, theta, f, X[:2], jax.random.PRNGKey(0))
     assert set(values) == {"f_new", "y_new"} and np.all((values["y_new"] >= 0) & (values["y_new"] <= 4))
+
+
+def test_simulation_draws_every_new_likelihood_inside_its_support():
+    from gpdsl.backends.jax.lowering import lower
+    from gpdsl.backends.jax.simulate import simulate
+
+    model, _ = check_text(ALL)
+    data = all_data(n=40)
+    _, observed = simulate(lower(model, data), jax.random.PRNGKey(3))
+    assert np.all(np.isfinite(observed["y_t"]))
+    assert np.all(np.asarray(observed["y_nb"]) >= 0) and np.all(np.asarray(observed["y_p"]) >= 0)
+    assert np.all((np.asarray(observed["y_bin"]) >= 0) & (np.asarray(observed["y_bin"]) <= data["trials"]))
+    assert set(np.unique(observed["y_ord"])) <= {1, 2, 3}
+    assert np.all(np.asarray(observed["y_g"]) > 0)
+    validate_data(model, {**data, **{k: np.asarray(v) for k, v in observed.items()}})

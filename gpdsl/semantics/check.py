@@ -573,6 +573,12 @@ class _Checker:
                     _fail(f"argument '{name}' of {spec.name} must be a vector, got {value.type.describe()}",
                           value.span, "write the increasing cutpoints as data 'vector[K1] c' or as a literal "
                                       "such as '[c1, c1 + d2, c1 + d2 + d3]' with d2, d3 declared <lower=0>")
+                if isinstance(value, ir.Ref) and value.role == "parameter":
+                    self.warnings.append(CheckWarning(
+                        f"argument '{name}' of {spec.name} is the vector parameter '{value.name}', which nothing "
+                        f"keeps increasing; where it is not, the likelihood is zero (Stan rejects the draw): write "
+                        f"it as a literal such as '[c1, c1 + d2, c1 + d2 + d3]' with d2, d3 declared <lower=0>",
+                        value.span))
                 continue
             if vshape and not self._shapes_agree(vshape, shape):
                 _fail(f"argument '{name}' of {spec.name} has shape {_shape_text(vshape)} but "
