@@ -63,9 +63,9 @@ class Likelihood:
         the variate's shape.
     integer_params : tuple of str
         Parameters that must be integer data (binomial trials).
-    log_concave : bool
-        Whether ``log p(y | f)`` is concave in ``f``; the Laplace approximation's refusal of a likelihood
-        without ``derivatives`` says why when it is not.
+    not_log_concave : str
+        Why ``log p(y | f)`` is not concave in ``f``, for the Laplace approximation's refusal; empty for a
+        log-concave likelihood.
     invalid_observations : callable or None
         ``invalid_observations(y, args) -> (mask, requirement)``: the observations (a NumPy array) that the
         likelihood gives zero probability, and what each must be, as in ``"a count from 0 to trials"``;
@@ -88,13 +88,18 @@ class Likelihood:
     latent: str | None = None
     own_shape: tuple[str, ...] = ()
     integer_params: tuple[str, ...] = ()
-    log_concave: bool = True
+    not_log_concave: str = ""
     invalid_observations: Callable | None = None
 
     @property
     def latent_param(self) -> str:
         """The parameter that carries the latent value: ``latent``, or the first parameter."""
         return self.latent or self.params[0]
+
+    @property
+    def log_concave(self) -> bool:
+        """Whether ``log p(y | f)`` is concave in the latent value (no :attr:`not_log_concave` reason)."""
+        return not self.not_log_concave
 
     @property
     def other_params(self) -> tuple[str, ...]:

@@ -33,5 +33,7 @@ def _stan_rng(args: StanArguments) -> str:
 STUDENT_T = Likelihood(
     "student_t", ("nu", "mu", "sigma"), "real", "degrees of freedom nu, location mu, scale sigma",
     log_density=_log_density, stan=_stan, stan_rng=_stan_rng, sample=_sample,
-    param_support={"nu": "positive", "sigma": "positive"}, latent="mu", log_concave=False)
+    param_support={"nu": "positive", "sigma": "positive"}, latent="mu",
+    not_log_concave="its heavy tails give log p(y | mu) positive curvature far from y, so Newton's method may "
+                    "diverge and a Gaussian proposal misses the tails")
 """Heavy-tailed observations around a latent ``mu``; not log-concave in ``mu``, so no Laplace derivatives."""

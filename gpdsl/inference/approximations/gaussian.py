@@ -98,9 +98,8 @@ def check_likelihood(approximation: str, likelihood: str, what: str = "likelihoo
     if approximation == "laplace" and found is not None and not found.log_concave:
         raise MethodError(
             f"the Laplace approximation needs a likelihood whose log density is concave in the latent value; "
-            f"{what} is {likelihood}, which is not (its heavy tails give log p(y | f) positive curvature far "
-            f"from y, so Newton's method may diverge and the Gaussian proposal misses the tails): use "
-            f"--method gibbs (elliptical slice sampling of f) or nuts")
+            f"{what} is {likelihood}, which is not ({found.not_log_concave}): use --method gibbs (elliptical "
+            f"slice sampling of f) or nuts")
     if approximation == "laplace":
         hint = ": use --method gibbs, which runs every built-in likelihood"
     elif found is not None and found.log_concave and found.derivatives is not None:
