@@ -11,9 +11,9 @@ from dataclasses import replace
 
 from gpdsl.errors import CheckWarning, ModelCheckError
 from gpdsl.ir import nodes as ir
+from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.semantics import catalog
 from gpdsl.semantics.dependencies import distributions, verify_acyclic
-from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.semantics.support import SUPPORTS, Interval, declared_interval
 from gpdsl.semantics.types import Dim, VarType, is_label_array, number_text
 from gpdsl.source import Span
@@ -573,6 +573,10 @@ class _Checker:
                     _fail(f"argument '{name}' of {spec.name} must be a vector, got {value.type.describe()}",
                           value.span, "write the increasing cutpoints as data 'vector[K1] c' or as a literal "
                                       "such as '[c1, c1 + d2, c1 + d2 + d3]' with d2, d3 declared <lower=0>")
+                constants = self._constant_vector(value)
+                if constants is not None and any(b <= a for a, b in zip(constants, constants[1:])):
+                    _fail(f"argument '{name}' of {spec.name} must increase, got "
+                          f"[{', '.join(number_text(v) for v in constants)}]", value.span)
                 if isinstance(value, ir.Ref) and value.role == "parameter":
                     self.warnings.append(CheckWarning(
                         f"argument '{name}' of {spec.name} is the vector parameter '{value.name}', which nothing "
