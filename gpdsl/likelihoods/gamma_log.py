@@ -45,7 +45,7 @@ def _stan_rng(args: StanArguments) -> str:
 
 
 def _invalid(y, args):
-    return ~(y > 0), "a positive value"
+    return y <= 0, "a positive value"
 
 
 GAMMA_LOG = Likelihood(
