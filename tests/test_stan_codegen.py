@@ -251,3 +251,22 @@ model {
     assert "gamma_lpdf(a | 1, 1.0 / D)" in code
     assert "gamma_lpdf(b | 2, 1.0 * D / N)" in code
     assert "normal_lpdf(y | x .* v ./ (a + x) + log1p_exp(-v) .^ 2, b)" in code
+
+
+def test_latents_are_set_in_dependency_order_whatever_the_statement_order():
+    """``f ~ gp(Z, k); Z ~ gp(X, k)``: the transformed parameters set Z before f uses it, as when written in order."""
+    source = """
+data { int N; int Q; matrix[N, 1] X; array[N] int<lower=0, upper=1> y; }
+parameters { real<lower=0> s ~ lognormal(0, 1); real<lower=0> ell ~ lognormal(0, 1); }
+latent { matrix[N, Q] Z; vector[N] f; }
+model {
+  STATEMENTS
+  y ~ bernoulli_logit(f);
+}
+"""
+    first, second = "f ~ gp(Z, s * rbf(ell));", "Z ~ gp(X, rbf(ell));"
+    backwards = generate_stan(check_text(source.replace("STATEMENTS", f"{first}\n  {second}"))[0]).code
+    forwards = generate_stan(check_text(source.replace("STATEMENTS", f"{second}\n  {first}"))[0]).code
+    block = lambda code: code[code.index("transformed parameters {"):code.index("model {")]  # noqa: E731
+    assert block(backwards).index("Z = cholesky_decompose") < block(backwards).index("f = cholesky_decompose")
+    assert block(backwards) == block(forwards)

@@ -290,6 +290,26 @@ def _mentions(statement: ir.Statement, name: str) -> bool:
     return any(name in _refs(e) for e in _statement_exprs(statement))
 
 
+def _in_definition_order(statements) -> list:
+    """Top-level statements (a loop as one) reordered so that a latent is set before a statement that uses it:
+    ``f ~ gp(Z, k); Z ~ gp(X, k)`` sets ``Z`` first. Otherwise source order; the checker refuses cycles."""
+
+    def flattened(statement):
+        return [inner for body in statement.body for inner in flattened(body)] if isinstance(
+            statement, ir.ForLoop) else [statement]
+
+    defines = [{s.target.name for s in flattened(top) if isinstance(s, ir.GPStatement)} for top in statements]
+    uses = [set().union(*(_refs(e) for s in flattened(top) for e in _statement_exprs(s))) - defined
+            for top, defined in zip(statements, defines)]
+    pending, ordered = list(range(len(statements))), []
+    while pending:
+        waiting = set().union(*(defines[i] for i in pending))
+        ready = next((i for i in pending if not uses[i] & waiting), pending[0])
+        pending.remove(ready)
+        ordered.append(statements[ready])
+    return ordered
+
+
 class _Generator:
     def __init__(self, model: ir.Model):
         self.model = model
@@ -457,7 +477,8 @@ class _Generator:
             mapping = self.variables[name]
             if mapping.kind == "non_centred":
                 self.blocks.add("transformed parameters", f"{stan_type(var.type)} {mapping.stan_name};")
-        self.blocks.add("transformed parameters", *self._tree(self.model.statements, self._non_centred))
+        self.blocks.add("transformed parameters",
+                        *self._tree(_in_definition_order(self.model.statements), self._non_centred))
 
     # ---- statements --------------------------------------------------------------------------
     def _tree(self, statements, emit: Callable[[ir.Statement], list[str]]) -> list[str]:
