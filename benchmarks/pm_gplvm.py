@@ -8,7 +8,9 @@ Stan program compiled from ``models/supervised_gplvm.gpm``; its build is cached 
 build time is excluded.
 
 Run: ``python benchmarks/pm_gplvm.py [--iterations 5000] [--burn-in 1000] [--num-importance 1000]
-[--nuts-warmup 1000] [--nuts-draws 1000] [--skip-nuts]``.
+[--nuts-warmup 1000] [--nuts-draws 1000] [--skip-nuts] [--chain-groups K [--scheduler local]]``: the last two
+run the chains in ``K`` groups, in worker processes with ``--scheduler local`` (one process per core) instead of
+one process over one XLA host device per core.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np  # noqa: E402
 from case_studies.damianou2016_dynamics.simulate import sinusoids  # noqa: E402
 from gpdsl.api import load_model, run  # noqa: E402
 from gpdsl.results.arviz_compat import root_attrs  # noqa: E402
+from gpdsl.results.method_output import results_json  # noqa: E402
 from gpdsl.results.summary import summarize  # noqa: E402
 
 HYPERPARAMETERS = ["s1", "theta", "theta_S", "noise"]
@@ -50,6 +53,8 @@ def main(argv=None) -> None:
     parser.add_argument("--nuts-warmup", type=int, default=1000)
     parser.add_argument("--nuts-draws", type=int, default=1000)
     parser.add_argument("--skip-nuts", action="store_true")
+    parser.add_argument("--chain-groups", type=int, default=None)
+    parser.add_argument("--scheduler", default=None)
     args = parser.parse_args(argv)
 
     from gpdsl.backends.stan.nuts import NUTSSettings
@@ -61,7 +66,13 @@ def main(argv=None) -> None:
     settings = PMGPLVMSettings(chains=4, warmup=args.burn_in, draws=args.iterations - args.burn_in,
                                num_importance=args.num_importance, blocks=[["s1", "theta"], ["theta_S", "noise"]])
     started = time.perf_counter()
-    pm = measured(run(model, data, "pm-gplvm", settings, seed=1), time.perf_counter() - started)
+    pm_results = run(model, data, "pm-gplvm", settings, seed=1, scheduler=args.scheduler,
+                     chain_groups=args.chain_groups)
+    pm = measured(pm_results, time.perf_counter() - started)
+    iterations = np.asarray(pm_results.sample_stats["e_step_iterations"])
+    pm["e_step_iterations"] = {"mean": float(iterations.mean()), "p90": float(np.percentile(iterations, 90)),
+                               "max": int(iterations.max())}
+    pm["latent_seconds"] = results_json(pm_results, "report").get("latent_seconds")
     rows = {"pm-gplvm": pm}
     if not args.skip_nuts:
         nuts_settings = NUTSSettings(chains=4, warmup=args.nuts_warmup, draws=args.nuts_draws, adapt_delta=0.9)
@@ -69,9 +80,11 @@ def main(argv=None) -> None:
         started = time.perf_counter()
         nuts_results = run(model, data, "nuts", nuts_settings, seed=1)
         rows["nuts"] = measured(nuts_results, time.perf_counter() - started)
+    where = (f"{args.chain_groups} chain groups" + (f" on scheduler {args.scheduler}" if args.scheduler else "")
+             if args.chain_groups else "one process")
     print(f"sinusoid case 1, N = 30, Q_z = 2; pm-gplvm: 4 chains x {args.iterations} iterations (burn-in "
-          f"{args.burn_in}), {args.num_importance} importance draws, E-step at every block proposal; NUTS: 4 chains "
-          f"x ({args.nuts_warmup} + {args.nuts_draws})")
+          f"{args.burn_in}), {args.num_importance} importance draws, E-step at every block proposal, {where}; "
+          f"NUTS: 4 chains x ({args.nuts_warmup} + {args.nuts_draws})")
     print(f"{'method':<10} {'seconds':>9} {'max R-hat':>10} {'min ESS':>9} {'ESS/s':>8}")
     for name, row in rows.items():
         print(f"{name:<10} {row['seconds']:>9.1f} {row['max_r_hat']:>10.3f} {row['min_ess_bulk']:>9.1f} "
