@@ -211,6 +211,32 @@ def _checked_block(chain_block, total_chains, checkpoint_path) -> tuple[int, int
     return start, stop
 
 
+def split_over_devices(batched: Callable, num_chains: int, split: tuple[bool, ...]) -> Callable:
+    """``batched`` (a function vmapped over a leading chain axis) with its chains split over the host devices.
+
+    Parameters
+    ----------
+    batched : callable
+        Takes arrays (pytrees) with a leading axis of ``num_chains``, where ``split`` says so, and returns such.
+    num_chains : int
+        The chains; they are split over the largest number of devices that divides them.
+    split : tuple of bool
+        Per argument: split along the chains (True) or the same on every device (False).
+
+    Returns
+    -------
+    callable
+        ``batched`` itself on one device, else its ``shard_map`` over the devices.
+    """
+    devices = jax.devices()
+    shards = max(k for k in range(1, len(devices) + 1) if num_chains % k == 0)
+    if shards == 1:
+        return batched
+    mesh = Mesh(np.asarray(devices[:shards]), ("chains",))
+    specs = tuple(PartitionSpec("chains") if along else PartitionSpec() for along in split)
+    return jax.shard_map(batched, mesh=mesh, in_specs=specs, out_specs=PartitionSpec("chains"), check_vma=False)
+
+
 class _SegmentRunner:
     """Compiled segments of ``length`` iterations, one executable per length (``adapting`` is traced).
 
@@ -229,14 +255,7 @@ class _SegmentRunner:
     def _step_all(self, num_chains):
         """The transition of all chains: a vmap, split over the devices when there are several."""
         step_local = jax.vmap(lambda key, state, adapting: self.step_fn(key, state, adapting), in_axes=(0, 0, None))
-        devices = jax.devices()
-        shards = max(k for k in range(1, len(devices) + 1) if num_chains % k == 0)
-        if shards == 1:
-            return step_local
-        mesh = Mesh(np.asarray(devices[:shards]), ("chains",))
-        chains = PartitionSpec("chains")
-        return jax.shard_map(step_local, mesh=mesh, in_specs=(chains, chains, PartitionSpec()), out_specs=chains,
-                             check_vma=False)
+        return split_over_devices(step_local, num_chains, (True, True, False))
 
     def _segment(self, rng_key, states, start, adapting, length):
         num_chains = jax.tree.leaves(states)[0].shape[0]

@@ -22,6 +22,7 @@ import numpy as np
 from jax import lax
 
 from gpdsl.errors import MethodError
+from gpdsl.inference.driver import split_over_devices
 from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.inference.mcmc.ess import ess_step
 from gpdsl.inference.mcmc.gplvm_estimate import (
@@ -124,7 +125,7 @@ def sample_latent_inputs(problem: GPLVMProblem, theta_draws, rng_key, *, initial
     For each chain the draws ``theta_draws[c, ::thin]`` are visited in order; at each one ``sweeps``
     steps of :func:`latent_inputs_sweeps` start from the ``Z`` kept at the previous draw (``initial_Z``
     at the first) and the last state is kept (spec decision #8: thin by 10, 20 sweeps). Compiled once:
-    a ``lax.scan`` over the draws, ``vmap`` over the chains.
+    a ``lax.scan`` over the draws, ``vmap`` over the chains, which are split over the host devices.
 
     Parameters
     ----------
@@ -169,7 +170,7 @@ def sample_latent_inputs(problem: GPLVMProblem, theta_draws, rng_key, *, initial
 
         return lax.scan(visit, Z, (jax.random.split(key, kept), thetas))[1]
 
-    run = jax.jit(jax.vmap(chain))
+    run = jax.jit(split_over_devices(jax.vmap(chain), chains, (True, True, True)))
     return np.asarray(run(jax.random.split(rng_key, chains), theta_draws, starts))
 
 
