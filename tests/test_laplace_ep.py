@@ -236,3 +236,50 @@ def test_helpers_on_a_latent_gp():
     problem.likelihood = "normal"
     with pytest.raises(MethodError, match="Laplace approximation supports"):
         laplace_for(problem, theta)
+
+
+def test_an_offset_shifts_the_likelihood_not_the_prior():
+    """With ``offset``, Laplace's mode of ``f`` maximises ``log p(y | f + o) - f^T K^-1 f / 2`` (checked by its
+    stationarity), and one EP site is exact: ``p(y) = Phi(s o / sqrt(1 + k))`` for probit."""
+    rng = np.random.default_rng(3)
+    n = 8
+    x = np.linspace(0, 3, n)
+    K = 1.3 * np.exp(-0.5 * (x[:, None] - x[None, :]) ** 2) + 1e-6 * np.eye(n)
+    offset = rng.normal(0, 1, n)
+    y = rng.poisson(np.exp(offset + np.sin(x)))
+    approx = laplace(K, y, "poisson_log", offset=offset, **TIGHT)
+    f_hat = np.asarray(approx.mean)
+    _, grad, _ = LIKELIHOODS["poisson_log"].derivatives(jnp.asarray(y, dtype=float), jnp.asarray(f_hat + offset))
+    np.testing.assert_allclose(np.asarray(grad), np.linalg.solve(K, f_hat), atol=1e-8 * np.max(np.abs(grad)))
+    unshifted = laplace(K, y, "poisson_log", **TIGHT)
+    assert np.max(np.abs(np.asarray(unshifted.mean) - f_hat)) > 0.1
+    for label, o in [(1, 0.7), (0, 0.7), (1, -1.2)]:
+        value = float(ep(np.array([[1.5]]), np.array([label]), offset=np.array([o]), **TIGHT_EP).log_marginal)
+        assert value == pytest.approx(stats.norm.logcdf((2 * label - 1) * o / np.sqrt(2.5)), abs=1e-10)
+
+
+OFFSET_MODEL = """
+data { int N; vector[N] x; vector[N] log_exposure; array[N] int<lower=0> y; }
+parameters { real<lower=0> s ~ lognormal(0, 1); real<lower=0> ell ~ lognormal(0, 1); real mu ~ normal(0, 2); }
+latent { vector[N] f; }
+model {
+  f ~ gp(x, s * rbf(ell));
+  y ~ poisson_log(LOCATION);
+}
+"""
+
+
+def test_a_latent_gp_takes_its_offset_from_the_likelihood_location():
+    from gpdsl.api import check_text
+    from gpdsl.data_io import load_data
+
+    model = check_text(OFFSET_MODEL.replace("LOCATION", "log_exposure + mu + f"))[0]
+    data, _ = load_data({"N": 3, "x": [0.0, 1.0, 2.0], "log_exposure": [0.1, -0.2, 0.3], "y": [1, 0, 2]}, model)
+    problem = latent_gp(model, data)
+    theta = jnp.zeros(problem.theta_dim)
+    mu = float(problem.theta_values(theta)[0]["mu"])
+    np.testing.assert_allclose(np.asarray(problem.location_offset(theta)), np.array([0.1, -0.2, 0.3]) + mu)
+    assert laplace_for(problem, theta).converged
+    mirrored = check_text(OFFSET_MODEL.replace("LOCATION", "log_exposure - f"))[0]
+    with pytest.raises(MethodError, match="plus terms free of it"):
+        laplace_for(latent_gp(mirrored, load_data(dict(data), mirrored)[0]), theta)

@@ -53,3 +53,28 @@ def test_latent_used_twice_is_not_marginalised():
 def test_vector_bounds_from_bounded_prior():
     model, _ = check_file("models/sequential_latent_gp.gpm")
     assert parameter_bounds(model, "kappa") == ([0.0], [3.16, 3.16, 3.16, 2.0])
+
+
+@pytest.mark.parametrize("location, elementwise, shifted", [
+    ("f", True, True),
+    ("mu + f", True, True),
+    ("log_exposure + mu + f", True, True),
+    ("f + beta * x", True, True),
+    ("mu - f", True, False),
+    ("exp(f)", True, False),
+    ("f + f", False, False),
+])
+def test_offsets_in_the_likelihood_location(location, elementwise, shifted):
+    model, _ = check_text(f"""
+data {{ int N; vector[N] x; vector[N] log_exposure; array[N] int<lower=0> y; }}
+parameters {{
+  real<lower=0> s ~ lognormal(0, 1); real mu ~ normal(0, 1); real beta ~ normal(0, 1);
+}}
+latent {{ vector[N] f; }}
+model {{
+  f ~ gp(x, s * rbf(1.0));
+  y ~ poisson_log({location});
+}}
+""")
+    (node,) = gp_nodes(model)
+    assert (node.elementwise, node.shifted) == (elementwise, shifted)

@@ -32,8 +32,12 @@ class GPNode:
         The likelihood statement (built-in or external) that consumes it, if any.
     elementwise : bool
         True when that likelihood depends on the latent element by element through its latent argument
-        (each observation on one latent value, possibly shifted by a scalar) and its other arguments do
-        not involve the latent, as ESS and the Laplace/EP approximations require.
+        (each observation on one latent value, possibly shifted by a scalar or by a term of the latent's
+        shape, e.g. ``log_exposure + mu + f``) and its other arguments do not involve the latent, as ESS
+        requires.
+    shifted : bool
+        True when that latent argument is the latent plus terms free of it (an offset, zero when there are
+        none), as the Laplace and EP approximations require.
     """
 
     name: str
@@ -42,6 +46,7 @@ class GPNode:
     marginalised: bool
     likelihood: ir.Statement | None
     elementwise: bool
+    shifted: bool = False
 
 
 def _refs(expr) -> set[str]:
@@ -88,17 +93,29 @@ def statement_refs(statement: ir.Statement) -> set[str]:
 
 
 def _is_elementwise_of(expr: ir.Expr, name: str) -> bool:
-    """``expr`` is the latent (optionally indexed by the likelihood's own indices) plus scalars."""
+    """``expr`` is the latent (optionally indexed by the likelihood's own indices) plus or minus scalars or terms
+    of its shape, or an elementwise function of such."""
+    if isinstance(expr, ir.Apply) and len(expr.args) == 1:
+        return _is_elementwise_of(expr.args[0], name)
+    return _is_offset_of(expr, name, _is_elementwise_of, either_sign=True)
+
+
+def _is_shift_of(expr: ir.Expr, name: str) -> bool:
+    """``expr`` is the latent (optionally indexed) plus or minus terms free of it, the latent with a plus sign."""
+    return _is_offset_of(expr, name, _is_shift_of, either_sign=False)
+
+
+def _is_offset_of(expr: ir.Expr, name: str, inner, either_sign: bool) -> bool:
     if isinstance(expr, ir.Ref):
         return expr.name == name
     if isinstance(expr, ir.Index):
-        return _is_elementwise_of(expr.base, name)
+        return _is_offset_of(expr.base, name, inner, either_sign)
     if isinstance(expr, ir.Binary) and expr.op in "+-":
-        left, right = _is_elementwise_of(expr.left, name), _is_elementwise_of(expr.right, name)
-        other = expr.right if left else expr.left
-        return (left or right) and not other.type.shape and name not in _refs(other)
-    if isinstance(expr, ir.Apply) and len(expr.args) == 1:
-        return _is_elementwise_of(expr.args[0], name)
+        left = inner(expr.left, name)
+        right = (either_sign or expr.op == "+") and not left and inner(expr.right, name)
+        latent_side, other = (expr.left, expr.right) if left else (expr.right, expr.left)
+        return (left or right) and name not in _refs(other) and (
+            not other.type.shape or other.type.shape == latent_side.type.shape)
     return False
 
 
@@ -120,12 +137,13 @@ def gp_nodes(model: ir.Model) -> list[GPNode]:
         likelihoods = [s for s in users if isinstance(s, (ir.LikelihoodStatement, ir.ExternalLikelihood))]
         likelihood = likelihoods[0] if len(likelihoods) == 1 else None
         marginalised = False
-        elementwise = False
+        elementwise = shifted = False
         if isinstance(likelihood, ir.LikelihoodStatement):
             latent = _latent_argument(likelihood.distribution)
             first = dict(likelihood.distribution.args)[latent]
             others = [v for n, v in likelihood.distribution.args if n != latent]
             elementwise = _is_elementwise_of(first, name) and not any(name in _refs(v) for v in others)
+            shifted = elementwise and _is_shift_of(first, name)
             marginalised = (
                 len(users) == 1 and not loops and not statement.target.indices
                 and likelihood.distribution.name == "normal"
@@ -134,7 +152,7 @@ def gp_nodes(model: ir.Model) -> list[GPNode]:
                 and likelihood.target.type.shape == statement.target.type.shape
                 and all(not v.type.shape for v in others)
             )
-        found.append(GPNode(name, statement, loops, marginalised, likelihood, elementwise))
+        found.append(GPNode(name, statement, loops, marginalised, likelihood, elementwise, shifted))
     return found
 
 

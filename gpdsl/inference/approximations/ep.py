@@ -54,7 +54,8 @@ def check_ep_likelihood(likelihood: str, what: str = "likelihood") -> None:
 
 
 def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
-       damping: float = 0.7, likelihood: str = "bernoulli_probit", initial_sites=None) -> GaussianApproximation:
+       damping: float = 0.7, likelihood: str = "bernoulli_probit", initial_sites=None,
+       offset=None) -> GaussianApproximation:
     """EP approximation ``q(f | y) = N(mu, (K^-1 + diag(tau_tilde))^-1)`` and its ``log Z_EP``.
 
     Sweeps from ``tau_tilde = nu_tilde = 0`` (or from ``initial_sites``) until the squared norm of the change in the
@@ -87,6 +88,8 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
         sites of a fit at other hyperparameters, see the module docstring); site precisions are
         raised to machine epsilon. The first sweep's change in ``mu`` is measured from the mean these
         sites give under ``K``.
+    offset : array_like, shape (n,), optional
+        The likelihood acts on ``f + offset``; ``f`` keeps its zero-mean prior and the approximation is of ``f``.
 
     Returns
     -------
@@ -109,17 +112,20 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
     if initial_sites is not None:
         tau, nu = (jnp.asarray(site, dtype=K.dtype) for site in initial_sites)
         initial_sites = (jnp.maximum(tau, _SMALLEST_SITE_PRECISION), nu)
+    offset = jnp.zeros(K.shape[0]) if offset is None else jnp.broadcast_to(jnp.asarray(offset, dtype=K.dtype),
+                                                                          K.shape[:1])
     if schedule == "parallel":
-        return _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites)
-    return _ep(K, y, tol, max_sweeps, likelihood, initial_sites)
+        return _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites, offset)
+    return _ep(K, y, tol, max_sweeps, likelihood, initial_sites, offset)
 
 
 ep_for = for_latent_gp(ep, "ep", "``tol``, ``max_sweeps``, ``schedule`` and ``damping``")
 
 
 @partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
-def _ep(K, y, tol, max_sweeps, likelihood, initial_sites):
+def _ep(K, y, tol, max_sweeps, likelihood, initial_sites, offset):
     n, tol, y, tilted_moments = iteration_setup(K, y, tol, likelihood, "ep")
+    tilted_moments = _shifted(tilted_moments)
 
     def update_site(i, state):
         tau, nu, Sigma = state
@@ -127,7 +133,7 @@ def _ep(K, y, tol, max_sweeps, likelihood, initial_sites):
         cavity_precision = 1.0 / column[i] - tau[i]
         cavity_location = (column @ nu) / column[i] - nu[i]
         _, mean_hat, var_hat = tilted_moments(y[i], cavity_location / cavity_precision,
-                                              1.0 / cavity_precision)
+                                              1.0 / cavity_precision, offset[i])
         tau_i = jnp.maximum(1.0 / var_hat - cavity_precision, _SMALLEST_SITE_PRECISION)
         delta_tau = tau_i - tau[i]
         tau, nu = tau.at[i].set(tau_i), nu.at[i].set(mean_hat / var_hat - cavity_location)
@@ -154,19 +160,20 @@ def _ep(K, y, tol, max_sweeps, likelihood, initial_sites):
     alpha = _alpha(K, tau, nu, L)
     return GaussianApproximation(
         mean=mu, alpha=alpha, site_precision=tau, site_location=nu, chol_b=L,
-        log_marginal=_log_marginal(tilted_moments, y, tau, nu, jnp.diag(Sigma), mu, L),
+        log_marginal=_log_marginal(tilted_moments, y, tau, nu, jnp.diag(Sigma), mu, L, offset),
         converged=change < tol, iterations=sweeps, cubic_ops=CUBIC_OPS_PER_SWEEP * sweeps + start_ops,
         log_marginal_ops=jnp.asarray(0))
 
 
 @partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
-def _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites):
+def _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites, offset):
     n, tol, y, tilted_moments = iteration_setup(K, y, tol, likelihood, "ep")
+    tilted_moments = _shifted(tilted_moments)
 
     def sweep(tau, nu, sigma_diag, mu):
         cavity_precision = 1.0 / sigma_diag - tau
         cavity_location = mu / sigma_diag - nu
-        _, mean_hat, var_hat = tilted_moments(y, cavity_location / cavity_precision, 1.0 / cavity_precision)
+        _, mean_hat, var_hat = tilted_moments(y, cavity_location / cavity_precision, 1.0 / cavity_precision, offset)
         tau_new = jnp.maximum(1.0 / var_hat - cavity_precision, _SMALLEST_SITE_PRECISION)
         nu_new = mean_hat / var_hat - cavity_location
         tau = jnp.maximum(damping * tau_new + (1.0 - damping) * tau, _SMALLEST_SITE_PRECISION)
@@ -194,9 +201,19 @@ def _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites):
     tau, nu, L, alpha, mu, change, sweeps = lax.while_loop(not_done, next_sweep, start)
     return GaussianApproximation(
         mean=mu, alpha=alpha, site_precision=tau, site_location=nu, chol_b=L,
-        log_marginal=_log_marginal(tilted_moments, y, tau, nu, _marginal_variances(K, tau, L), mu, L),
+        log_marginal=_log_marginal(tilted_moments, y, tau, nu, _marginal_variances(K, tau, L), mu, L, offset),
         converged=change < tol, iterations=sweeps,
         cubic_ops=CUBIC_OPS_PER_PARALLEL_SWEEP * sweeps - 1 + start_ops, log_marginal_ops=jnp.asarray(1))
+
+
+def _shifted(tilted_moments):
+    """Tilted moments of ``f`` when the likelihood acts on ``f + offset``: those of ``f + offset``, shifted back."""
+
+    def moments(y, mean, variance, offset):
+        log_z, mean_hat, var_hat = tilted_moments(y, mean + offset, variance)
+        return log_z, mean_hat - offset, var_hat
+
+    return moments
 
 
 def gaussian_from_sites(K, site_precision, site_location) -> GaussianApproximation:
@@ -257,10 +274,10 @@ def _recompute(K, tau, nu):
     return Sigma, Sigma @ nu, L
 
 
-def _log_marginal(tilted_moments, y, tau, nu, sigma_diag, mu, L):
+def _log_marginal(tilted_moments, y, tau, nu, sigma_diag, mu, L, offset):
     cavity_precision = 1.0 / sigma_diag - tau
     cavity_location = mu / sigma_diag - nu
-    log_z, _, _ = tilted_moments(y, cavity_location / cavity_precision, 1.0 / cavity_precision)
+    log_z, _, _ = tilted_moments(y, cavity_location / cavity_precision, 1.0 / cavity_precision, offset)
     total_precision = cavity_precision + tau
     return (jnp.sum(log_z) - jnp.sum(jnp.log(jnp.diag(L))) + 0.5 * nu @ mu
             + 0.5 * cavity_location @ ((tau / cavity_precision * cavity_location - 2.0 * nu) / total_precision)

@@ -32,7 +32,7 @@ def check_laplace_likelihood(likelihood: str, what: str = "likelihood") -> None:
 
 
 def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int = 100,
-            args=()) -> GaussianApproximation:
+            args=(), offset=None) -> GaussianApproximation:
     """Laplace approximation ``q(f | y) = N(f_hat, (K^-1 + W)^-1)`` and its ``log p(y | theta)``.
 
     Iterates from ``f = 0`` until the squared norm of the change in ``f`` is below ``tol``
@@ -58,6 +58,9 @@ def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int 
     args : tuple of array_like
         Values of the likelihood's other parameters (``phi``, ``trials``, cutpoints ``c``, ...) in
         positional order (:attr:`~gpdsl.likelihoods.base.Likelihood.other_params`).
+    offset : array_like, shape (n,), optional
+        The likelihood acts on ``f + offset`` (``poisson_log(log_exposure + mu + f)``); ``f`` keeps its
+        zero-mean prior and the approximation is of ``f``.
 
     Returns
     -------
@@ -71,18 +74,21 @@ def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int 
     """
     check_laplace_likelihood(likelihood)
     args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
-    return _laplace(jnp.asarray(K, dtype=jnp.float64), jnp.asarray(y), likelihood, tol, max_iter, args)
+    K = jnp.asarray(K, dtype=jnp.float64)
+    offset = jnp.zeros(K.shape[0]) if offset is None else jnp.broadcast_to(jnp.asarray(offset, dtype=K.dtype),
+                                                                          K.shape[:1])
+    return _laplace(K, jnp.asarray(y), likelihood, tol, max_iter, args, offset)
 
 
 laplace_for = for_latent_gp(laplace, "laplace", "``tol`` and ``max_iter``")
 
 
 @partial(jax.jit, static_argnames=("likelihood", "max_iter"))
-def _laplace(K, y, likelihood, tol, max_iter, args):
+def _laplace(K, y, likelihood, tol, max_iter, args, offset):
     n, tol, y, derivatives_with_args = iteration_setup(K, y, tol, likelihood, "laplace")
 
     def derivatives(y, f):
-        return derivatives_with_args(y, f, *args)
+        return derivatives_with_args(y, f + offset, *args)
 
     def objective(a, f):
         return -0.5 * a @ f + derivatives(y, f)[0]

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.backends.jax.lowering import Block, JaxModel
+from gpdsl.errors import MethodError
 from gpdsl.inference.families.hyperparameters import (
     HyperparameterBlocks,
     lowered_with_blocks,
@@ -98,6 +99,27 @@ class LatentGP(HyperparameterBlocks):
         env = self.environment(theta)
         return tuple(jnp.asarray(self.jax_model.evaluate(given[name], env), dtype=float)
                      for name in likelihood.other_params)
+
+    def location_offset(self, theta) -> jax.Array:
+        """What the likelihood adds to ``f`` in its latent argument, shape ``(n,)``: ``log_exposure + mu`` of
+        ``poisson_log(log_exposure + mu + f)``, zeros for ``poisson_log(f)`` (what the Laplace and EP
+        approximations shift ``f`` by).
+
+        Raises
+        ------
+        MethodError
+            The latent argument is not ``f`` plus terms free of it (e.g. ``mu - f`` or ``exp(f)``).
+        """
+        likelihood = LIKELIHOODS.get(self.likelihood)
+        if likelihood is None:
+            return jnp.zeros(self.n)
+        argument = dict(self.node.likelihood.distribution.args)[likelihood.latent_param]
+        if not self.node.shifted:
+            raise MethodError(f"the Laplace and EP approximations need the latent argument of {self.likelihood} to "
+                              f"be '{self.name}' plus terms free of it (an offset)", argument.span,
+                              "write the location as offset + f, or use --method gibbs")
+        value = self.jax_model.evaluate(argument, self.environment(theta, jnp.zeros(self.n)))
+        return jnp.broadcast_to(jnp.asarray(value, dtype=float), (self.n,))
 
     def log_likelihood(self, f, theta) -> jax.Array:
         """``log p(y | f, theta)``."""

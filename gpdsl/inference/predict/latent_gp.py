@@ -61,10 +61,11 @@ def approximate_moments(problem: LatentGP, theta, X_new, approximation: str = "e
     """Mean and variance of ``f*`` at ``X_new`` under the Gaussian approximation at ``theta`` (traceable)."""
     K = problem.covariance(theta)
     y = jnp.asarray(problem.y)
+    offset = problem.location_offset(theta)
     if approximation == "ep":
-        approx = ep(K, y, tol=tol)
+        approx = ep(K, y, tol=tol, offset=offset)
     else:
-        approx = laplace(K, y, problem.likelihood, tol=tol, args=problem.likelihood_arguments(theta))
+        approx = laplace(K, y, problem.likelihood, tol=tol, args=problem.likelihood_arguments(theta), offset=offset)
     K_star, k_diag = new_input_covariances(problem, theta, X_new)
     mean, var = predict_latent(approx, K_star, k_diag)
     return mean, jnp.maximum(var, 0.0)

@@ -1,0 +1,79 @@
+"""Offsets and means written in a likelihood's location: gpdsl's engines and Stan's NUTS agree (issue 15's acceptance).
+
+A log-Gaussian Cox process with an exposure offset, ``y ~ poisson_log(log_exposure + mu + f)``, by ``pm`` with the
+Laplace proposal (which shifts ``f`` by the offset), and GP regression with a linear mean,
+``y ~ normal(mu + beta * x + f, noise)``, by ``gibbs``: for every hyperparameter the posterior means differ by
+less than 4 combined Monte Carlo standard errors.
+"""
+
+import numpy as np
+import pytest
+
+from gpdsl.api import check_text, run
+from gpdsl.backends.stan.nuts import NUTSSettings
+from gpdsl.inference.methods.gibbs import GibbsSettings
+from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings
+from test_pm_vs_nuts import means_and_mcse
+
+COX = """
+data { int N; vector[N] x; vector[N] log_exposure; array[N] int<lower=0> y; }
+parameters { real<lower=0> s ~ lognormal(0, 0.5); real<lower=0> ell ~ lognormal(0, 0.5); real mu ~ normal(0, 1); }
+latent { vector[N] f; }
+model {
+  f ~ gp(x, s * rbf(ell));
+  y ~ poisson_log(log_exposure + mu + f);
+}
+"""
+
+LINEAR_MEAN = """
+data { int N; vector[N] x; vector[N] y; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 0.5); real<lower=0> ell ~ lognormal(0, 0.5);
+  real mu ~ normal(0, 1); real beta ~ normal(0, 1); real<lower=0> noise ~ lognormal(-1, 0.5);
+}
+latent { vector[N] f; }
+model {
+  f ~ gp(x, s * rbf(ell));
+  y ~ normal(mu + beta * x + f, noise);
+}
+"""
+
+
+def agree(gpdsl_fit, nuts_fit, names):
+    ours, reference = means_and_mcse(gpdsl_fit, names), means_and_mcse(nuts_fit, names)
+    failures = []
+    for label, (mean, error) in ours.items():
+        nuts_mean, nuts_error = reference[label]
+        z = (mean - nuts_mean) / np.hypot(error, nuts_error)
+        print(f"{label:6} ours {mean:8.4f} +- {error:.4f}  NUTS {nuts_mean:8.4f} +- {nuts_error:.4f}  z {z:+.2f}")
+        if abs(z) > 4:
+            failures.append(label)
+    assert not failures, f"posterior means differ by more than 4 combined MCSEs for {failures}"
+
+
+@pytest.mark.slow
+def test_cox_process_with_an_exposure_offset_by_pm_laplace_agrees_with_nuts():
+    rng = np.random.default_rng(11)
+    N = 30
+    x = np.sort(rng.uniform(0, 5, N))
+    log_exposure = rng.normal(0, 0.5, N)
+    y = rng.poisson(np.exp(log_exposure + 0.3 + np.sin(1.5 * x)))
+    data = {"N": N, "x": x, "log_exposure": log_exposure, "y": y}
+    model, _ = check_text(COX)
+    pm = run(model, data, "pm", PseudoMarginalSettings(chains=4, warmup=500, draws=2500, approximation="laplace",
+                                                       num_importance=16), seed=3)
+    nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000, adapt_delta=0.95), seed=4)
+    agree(pm, nuts, ["s", "ell", "mu"])
+
+
+@pytest.mark.slow
+def test_gp_regression_with_a_linear_mean_by_gibbs_agrees_with_nuts():
+    rng = np.random.default_rng(12)
+    N = 25
+    x = np.sort(rng.uniform(0, 4, N))
+    y = 0.5 - 0.8 * x + np.sin(2 * x) + rng.normal(0, 0.3, N)
+    data = {"N": N, "x": x, "y": y}
+    model, _ = check_text(LINEAR_MEAN)
+    gibbs = run(model, data, "gibbs", GibbsSettings(chains=4, warmup=1000, draws=4000), seed=5)
+    nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000, adapt_delta=0.95), seed=6)
+    agree(gibbs, nuts, ["s", "ell", "mu", "beta", "noise"])
