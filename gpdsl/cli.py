@@ -1,4 +1,5 @@
-"""The ``gpdsl`` command line: check, compile, sample, fit, run, forecast, methods, summary, plot, compare, data.
+"""The ``gpdsl`` command line: check, compile, sample, fit, resume, run, forecast, methods, summary, plot, compare,
+data.
 
 Exit status: 0 on success, 1 for a user error (bad model, data, options or usage; rendered with its location,
 no traceback), 2 for an internal error (a bug in gpdsl, with a request to report it), 3 for a run that finished
@@ -101,11 +102,15 @@ def _cmd_run(args) -> int:
     inputs = (args.file, *([args.predict] if getattr(args, "predict", None) else []),
               *cli_options.file_arguments(args))
     new_inputs = new_inputs_from_file(args.predict, model, entry.name) if getattr(args, "predict", None) else None
+    checkpoint = getattr(args, "checkpoint", None)
+    resuming = checkpoint is not None and Path(checkpoint).exists()
     prepared = prepare(model, args.data, entry.name, settings, seed=args.seed, out=args.out, progress=not args.quiet,
-                       checkpoint=getattr(args, "checkpoint", None), new_inputs=new_inputs, inputs=inputs,
+                       checkpoint=checkpoint, new_inputs=new_inputs, inputs=inputs, command=args.argv,
                        on_warning=lambda text: print(f"warning: {text}", file=sys.stderr), scheduler=args.scheduler,
                        chain_groups=getattr(args, "chain_groups", None), overwrite=args.overwrite)
-    if args.seed is None:
+    if resuming:
+        print(f"resuming from checkpoint {checkpoint} (seed {prepared.context.seed})", file=sys.stderr)
+    elif args.seed is None:
         _say_drawn(prepared.context.seed)
     results = execute_here_or_on(prepared, args.scheduler)
     print(f"wrote {args.out}", file=sys.stderr)
@@ -116,6 +121,30 @@ def _cmd_run(args) -> int:
 
         print(format_summary(summarize(results, var_names=list(model.parameters)), sampler_warnings(results)))
     return EXIT_OK
+
+
+def _cmd_resume(args) -> int:
+    """``gpdsl resume CHECKPOINT``: run again, from the directory it ran in, the command that wrote a checkpoint."""
+    import os
+
+    from gpdsl.checkpoint import CheckpointError, read_identity
+
+    identity = read_identity(args.checkpoint) or {}
+    command, directory = identity.get("command"), identity.get("cwd")
+    if not command:
+        raise CheckpointError(f"checkpoint {args.checkpoint} records no command (it was written from Python); "
+                              "resume it by running the same call again")
+    if directory is None or not Path(directory).is_dir():
+        raise CheckpointError(f"the directory {directory} that the run of checkpoint {args.checkpoint} started in "
+                              "no longer exists")
+    recorded = build_parser().parse_args(command)
+    written = Path(directory, recorded.checkpoint or "")
+    if not written.exists() or not os.path.samefile(written, args.checkpoint):
+        raise CheckpointError(f"checkpoint {args.checkpoint} was written as {written}; move it back there to "
+                              "resume (the recorded command names that path)")
+    print(f"gpdsl {' '.join(command)}   (in {directory})", file=sys.stderr)
+    os.chdir(directory)
+    return main(command)
 
 
 def _seed(seed: int | None) -> int:
@@ -445,6 +474,8 @@ EXAMPLES = {
               "--chains 4 --seed 1 --out pm.nc\n  gpdsl sample models/gp_classification.gpm --data data.json "
               "--method pm --chains 8 --seed 1 --scheduler tcp://host:8786 --out pm.nc",
     "fit": "gpdsl fit models/bayesian_gplvm.gpm --data oil.json --num-inducing 30 --seed 0 --out bgplvm.nc",
+    "resume": "gpdsl sample models/gp_classification.gpm --data data.json --method gibbs --checkpoint pm.npz "
+              "--seed 1 --out pm.nc   # killed\n  gpdsl resume pm.npz   # or the same command again",
     "run": "gpdsl run runs.toml --dry-run\n\na run file (paths relative to it; top-level keys are every run's defaults):\n"
            "  model = \"models/gp_classification.gpm\"\n  data = \"data.json\"\n  seed = 1\n\n  [[run]]\n"
            "  method = \"pm\"\n  out = \"pm_{approximation}.nc\"\n  settings = { chains = 4, num_importance = 16 }\n"
@@ -527,6 +558,12 @@ def build_parser() -> argparse.ArgumentParser:
     for command, text in (("sample", "run a sampler (or point estimate) and write the results as NetCDF"),
                           ("fit", "fit a model by an optimiser or variational method and write the results")):
         cli_options.add_method_command(sub, command, text, _cmd_run)
+
+    text = ("run again the command that wrote a checkpoint (--checkpoint), from where it stopped; the draws are "
+            "bit for bit those of an uninterrupted run")
+    resume = sub.add_parser("resume", help=text, description=text)
+    resume.add_argument("checkpoint", metavar="CHECKPOINT.npz")
+    resume.set_defaults(run=_cmd_resume)
 
     methods = sub.add_parser("methods", help="list the methods that fit each model, and why the others do not")
     methods.add_argument("files", nargs="+", metavar="FILE")
@@ -643,6 +680,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.run(args)
     except GpdslError as error:

@@ -174,3 +174,22 @@ class ChainSettings:
         require_positive_int("chains", self.chains)
         require_positive_int("warmup", self.warmup, allow_zero=True)
         require_positive_int("draws", self.draws)
+
+
+@dataclass(frozen=True)
+class SegmentedChainSettings(ChainSettings):
+    """Settings of the chain methods gpdsl's driver runs (:func:`gpdsl.inference.driver.run_chains`).
+
+    Attributes
+    ----------
+    segment_size : int
+        Iterations per compiled segment; progress and the checkpoint (``--checkpoint``) are written after each.
+        The draws do not depend on it.
+    """
+
+    segment_size: int = option(100, "iterations per compiled segment: progress and the checkpoint are written "
+                                    "after each (the draws do not depend on it)")
+
+    def __post_init__(self):
+        super().__post_init__()
+        require_positive_int("segment_size", self.segment_size)

@@ -98,7 +98,8 @@ def _default_extract(state):
 def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_draws: int, *,
                extract: Callable = _default_extract, segment_size: int = 100, progress: bool = True,
                checkpoint_path: str | Path | None = None, resume: bool = False, keep_warmup: bool = False,
-               on_segment: Callable | None = None, chain_block: tuple[int, int] | None = None) -> ChainResult:
+               on_segment: Callable | None = None, chain_block: tuple[int, int] | None = None,
+               checkpoint_identity: dict | None = None) -> ChainResult:
     """Run chains of a transition in compiled segments.
 
     Parameters
@@ -133,6 +134,9 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
         its own key of the split over all chains (XLA's rounding depends on the batch: the last bits of its
         draws can differ from a vmap over all chains, see :mod:`gpdsl.inference.chain_groups`). Without it,
         a chain executor set in :data:`CHAIN_EXECUTOR` runs the chains.
+    checkpoint_identity : dict, optional
+        What the checkpoint records about the run besides the driver's own counts (JSON-ready; see
+        :mod:`gpdsl.checkpoint`, which checks it before a run resumes).
 
     Returns
     -------
@@ -159,7 +163,7 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     block = _checked_block(chain_block, total_chains, checkpoint_path)
     states = jax.tree.map(lambda leaf: leaf[block[0]:block[1]], states) if chain_block is not None else states
     num_chains = block[1] - block[0]
-    record = _Record(num_warmup, num_draws, num_chains, keep_warmup)
+    record = _Record(num_warmup, num_draws, num_chains, keep_warmup, checkpoint_identity)
     runner = _SegmentRunner(step_fn, extract, rng_key, total_chains, block[0])
     if resume and checkpoint_path is not None and Path(checkpoint_path).exists():
         states = record.load(checkpoint_path, states, rng_key, runner.output_shapes(states))
@@ -277,9 +281,10 @@ class _SegmentRunner:
 class _Record:
     """Draws and infos collected segment by segment, and their checkpoint."""
 
-    def __init__(self, num_warmup, num_draws, num_chains, keep_warmup):
+    def __init__(self, num_warmup, num_draws, num_chains, keep_warmup, identity=None):
         self.num_warmup, self.num_draws, self.num_chains = num_warmup, num_draws, num_chains
         self.keep_warmup = keep_warmup
+        self.identity = identity
         self.iteration = 0
         self.warmup_draws, self.warmup_infos = None, None
         self.sample_draws, self.sample_infos = None, None
@@ -305,7 +310,8 @@ class _Record:
     def _meta(self, rng_key) -> dict:
         return {"version": CHECKPOINT_VERSION, "iteration": self.iteration, "num_warmup": self.num_warmup,
                 "num_draws": self.num_draws, "num_chains": self.num_chains, "keep_warmup": self.keep_warmup,
-                "key": np.asarray(jax.random.key_data(rng_key)).tolist()}
+                "key": np.asarray(jax.random.key_data(rng_key)).tolist(),
+                **({"identity": self.identity} if self.identity is not None else {})}
 
     def save(self, path, states, rng_key):
         arrays = {"meta": np.asarray(json.dumps(self._meta(rng_key)))}

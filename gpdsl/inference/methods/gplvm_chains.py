@@ -109,7 +109,8 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
     result = run_chains(step, states, key_run, settings.warmup, settings.draws,
                         extract=lambda s: {"theta": s.position, "log_marginal": s.mh.log_density[0],
                                            "log_prior": s.mh.log_density[1]},
-                        progress=context.progress, checkpoint_path=context.checkpoint)
+                        progress=context.progress, segment_size=settings.segment_size,
+                        **context.chain_checkpoint())
     theta_draws = np.asarray(result.draws["theta"])
     output = theta_output(problem, theta_draws, None, _sample_stats(result))
     output.dims.update({name: ["block"] for name in (*PER_BLOCK_STATS.values(), *PROPOSAL_STATS.values())})

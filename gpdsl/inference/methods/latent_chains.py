@@ -61,7 +61,8 @@ def run_latent_chains(problem: LatentGP, engine, settings, context, *, keep_late
     thetas = prior_initial_thetas(problem, key_init, settings.chains)
     states = jax.jit(jax.vmap(init))(jax.random.split(key_estimate, settings.chains), thetas)
     result = run_chains(step, states, key_run, settings.warmup, settings.draws, extract=extract,
-                        progress=context.progress, checkpoint_path=context.checkpoint)
+                        progress=context.progress, segment_size=settings.segment_size,
+                        **context.chain_checkpoint())
     theta_draws = np.asarray(result.draws["theta"])
     f_draws = np.asarray(result.draws["f"]) if keep_latent else None
     stats = {name: np.asarray(getattr(result.infos, name)) for name in STAT_NAMES if hasattr(result.infos, name)}

@@ -1,0 +1,129 @@
+"""A ``gpdsl sample`` killed with SIGKILL, then resumed from the command line, gives the draws of an uninterrupted run
+bit for bit.
+
+The kills land at points made observable by :data:`gpdsl.atomic.PAUSE_VARIABLE` (read only by tests): the process
+pauses just after a checkpoint write of warmup or of sampling, or inside a write (its temporary file written, the
+target not yet replaced), says so on standard error, and is killed there. Each run is a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from gpdsl.atomic import PAUSE_VARIABLE
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "models" / "gp_classification.gpm"
+WARMUP, DRAWS, SEGMENT = 200, 200, 10
+RUN = ["sample", str(MODEL), "--data", "data.json", "--method", "gibbs", "--chains", "2", "--warmup", str(WARMUP),
+       "--draws", str(DRAWS), "--segment-size", str(SEGMENT), "--seed", "7", "--quiet"]
+GROUPS = ("posterior", "sample_stats", "log_likelihood", "posterior_predictive")
+
+
+def _gpdsl(cwd: Path, *argv: str, env: dict | None = None, **popen) -> subprocess.Popen:
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.Popen([sys.executable, "-m", "gpdsl.cli", *argv], cwd=cwd, env=environment,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+
+
+def _finish(process: subprocess.Popen) -> str:
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    return err
+
+
+def _kill_when_paused(process: subprocess.Popen, timeout: float = 90.0) -> str:
+    """Wait for the pause announced on standard error, then SIGKILL the process; return what it said."""
+    said, deadline = "", time.monotonic() + timeout
+    while "gpdsl test: paused" not in said:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0 and process.poll() is None, f"the run ended or never paused: {said}"
+        ready, _, _ = select.select([process.stderr], [], [], remaining)
+        if ready:
+            said += process.stderr.readline()
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    return said
+
+
+def _iteration(checkpoint: Path) -> int:
+    with np.load(checkpoint) as stored:
+        return json.loads(str(stored["meta"]))["iteration"]
+
+
+def _groups(path: Path) -> dict:
+    tree = xr.open_datatree(path)
+    return {name: tree[name].to_dataset().load() for name in GROUPS if name in tree}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    work = tmp_path_factory.mktemp("kill")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    y = (X[:, 0] + 0.3 * rng.normal(size=20) > 0).astype(int)
+    (work / "data.json").write_text(json.dumps({"N": 20, "D": 2, "X": X.tolist(), "y": y.tolist()}))
+    _finish(_gpdsl(work, *RUN, "--out", "reference.nc"))
+    return work, _groups(work / "reference.nc")
+
+
+# (the pause, the checkpoint's iteration after the kill, resume by re-running the command or by gpdsl resume)
+KILLS = {
+    "warmup": ("5:after", 5 * SEGMENT, "again"),
+    "sampling": ("30:after", 30 * SEGMENT, "resume"),
+    "checkpoint-write": ("25", 24 * SEGMENT, "again"),
+}
+
+
+@pytest.mark.parametrize("point", KILLS)
+def test_a_killed_run_resumed_from_the_cli_gives_the_uninterrupted_draws(reference, point):
+    work, expected = reference
+    pause, iteration, how = KILLS[point]
+    checkpoint, out = work / f"{point}.npz", work / f"{point}.nc"
+    command = [*RUN, "--checkpoint", checkpoint.name, "--out", out.name]
+    said = _kill_when_paused(_gpdsl(work, *command, env={PAUSE_VARIABLE: pause}))
+    assert ("inside" in said) == (point == "checkpoint-write")
+    assert _iteration(checkpoint) == iteration and not out.exists()
+    stale = list(work.glob(f".{checkpoint.name}.*.tmp"))
+    assert len(stale) == (1 if point == "checkpoint-write" else 0)
+    if how == "again":
+        said = _finish(_gpdsl(work, *command))
+    else:
+        said = _finish(_gpdsl(ROOT / "tests", "resume", str(checkpoint)))
+    assert f"resuming from checkpoint {checkpoint.name}" in said
+    assert not list(work.glob(f".{checkpoint.name}.*.tmp"))
+    resumed = _groups(out)
+    assert resumed.keys() == expected.keys()
+    for group, values in expected.items():
+        for name in values.data_vars:
+            np.testing.assert_array_equal(resumed[group][name].values, values[name].values, err_msg=f"{group}.{name}")
+
+
+def test_a_checkpoint_of_other_data_or_settings_is_refused_naming_them(reference):
+    work, _ = reference
+    source = work / "warmup.npz"
+    if not source.exists():
+        pytest.skip("needs the warmup kill's checkpoint")
+    other = json.loads((work / "data.json").read_text())
+    other["y"][0] = 1 - other["y"][0]
+    (work / "other.json").write_text(json.dumps(other))
+    command = [*RUN, "--checkpoint", source.name, "--out", "refused.nc"]
+    command[command.index("data.json")] = "other.json"
+    command[command.index("--draws") + 1] = "300"
+    process = _gpdsl(work, *command)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 1
+    assert "was written by a different run" in err and "the data (sha256" in err and "draws 200 there, 300 here" in err
+    assert "Traceback" not in err and not (work / "refused.nc").exists()
