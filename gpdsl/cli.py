@@ -22,11 +22,14 @@ from gpdsl.errors import GpdslError
 PLOT_KINDS = ("trace", "pair", "posterior", "latent")
 REPORT_URL = "https://github.com/gpdsl/gpdsl/issues"
 EXIT_OK, EXIT_USER_ERROR, EXIT_INTERNAL_ERROR, EXIT_NOT_CONVERGED = 0, 1, 2, 3
-STOPPED_SHORT = ("iterations", "evaluations")
+STOPPED_SHORT = ("iterations", "evaluations", "line_search")
 """Optimiser stops (:data:`gpdsl.inference.optimise.lbfgs.STOP_MESSAGES`) that mean a fit did not converge."""
 EXIT_STATUS = ("exit status:\n  0  success\n  1  user error (model, data, options, usage), refused before anything "
-               "runs\n  2  internal error (a bug in gpdsl)\n  3  the run finished and wrote its results but did not "
-               "converge (a fit's optimiser reached its iteration or evaluation limit)")
+               "runs; or chains that cannot start (a log density of -inf or NaN, a kernel that is not positive "
+               "definite) or that all stayed stuck through warmup, stopped before sampling, with their values\n"
+               "  2  internal error (a bug in gpdsl)\n  3  the run finished and wrote its results but did not "
+               "converge: a fit's optimiser reached its iteration or evaluation limit or its line search failed, or "
+               "some chains did not move in warmup (named on standard error and in the results)")
 
 
 def _for_each_checked_file(paths, report) -> int:
@@ -120,7 +123,17 @@ def _cmd_run(args) -> int:
         from gpdsl.results.summary import format_summary, sampler_warnings, summarize
 
         print(format_summary(summarize(results, var_names=list(model.parameters)), sampler_warnings(results)))
-    return EXIT_OK
+    return _chains_status(results)
+
+
+def _chains_status(results) -> int:
+    """Say on standard error the chains that did not move in warmup; :data:`EXIT_NOT_CONVERGED` if there are any."""
+    from gpdsl.results.method_output import results_json
+
+    report = results_json(results, "report")
+    for warning in report.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
+    return EXIT_NOT_CONVERGED if report.get("stuck_chains") else EXIT_OK
 
 
 def _cmd_resume(args) -> int:
@@ -161,7 +174,7 @@ def _say_drawn(seed: int) -> None:
 
 def _print_fit_report(results, verbose: bool) -> int:
     """Print a fit's optimiser report; returns the exit status, :data:`EXIT_NOT_CONVERGED` for an optimiser that
-    ran out of iterations or evaluations (:data:`STOPPED_SHORT`)."""
+    ran out of iterations or evaluations or whose line search failed (:data:`STOPPED_SHORT`)."""
     import numpy as np
 
     from gpdsl.results.arviz_compat import groups, root_attrs
@@ -176,7 +189,8 @@ def _print_fit_report(results, verbose: bool) -> int:
         heading = "type-II maximum likelihood (MAP where there are priors)"
         final = (f"log marginal likelihood {report.get('log_marginal', float('nan')):.6g}, objective "
                  f"{report.get('log_posterior', float('nan')):.6g}")
-    print(f"{heading}: {'converged' if report.get('converged') else 'NOT converged'} after "
+    stopped_short = report.get("stop") in STOPPED_SHORT
+    print(f"{heading}: {'NOT converged' if stopped_short else 'converged'} after "
           f"{report.get('iterations')} iterations ({report.get('evaluations')} evaluations, "
           f"{report.get('seconds', 0):.1f} s): {report.get('message')}")
     print(f"{final}, gradient norm {report.get('gradient_norm', float('nan')):.3g}")
@@ -189,7 +203,7 @@ def _print_fit_report(results, verbose: bool) -> int:
         for name in posterior.data_vars:
             if name not in skip:
                 print(f"  {name} = {np.array2string(np.asarray(posterior[name])[0, 0], precision=4)}")
-    return EXIT_NOT_CONVERGED if report.get("stop") in STOPPED_SHORT else EXIT_OK
+    return EXIT_NOT_CONVERGED if stopped_short else EXIT_OK
 
 
 def _cmd_forecast(args) -> int:
@@ -688,6 +702,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception:
         traceback.print_exc()

@@ -14,6 +14,10 @@ A run can also advance only a block of its chains (``chain_block=(start, stop)``
 block still uses key ``c`` of the full split), and a chain executor set in :data:`CHAIN_EXECUTOR`
 (:mod:`gpdsl.inference.chain_groups`, :mod:`gpdsl.scale_out`) decides where the blocks run, e.g. as
 Dask tasks.
+
+Before the first iteration every chain's initial state must be finite, and after warmup a chain that never moved
+is named (:mod:`gpdsl.inference.chain_health`): when all of them are stuck the run stops before sampling, otherwise
+:attr:`ChainResult.stuck_chains` lists them.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import gpdsl.float64  # noqa: F401
 from gpdsl import compilation_cache
 from gpdsl.atomic import atomic_target
 from gpdsl.errors import GpdslError
+from gpdsl.inference.chain_health import StuckChainsError, TRY_WHEN_STUCK, WarmupWatch, stuck_message, verify_start
 
 CHECKPOINT_VERSION = 1
 
@@ -65,6 +70,10 @@ class ChainResult:
         a resumed run started from; 0 otherwise).
     warmup_draws, warmup_infos : pytree or None
         As ``draws`` and ``infos`` for warmup, when ``keep_warmup`` was set.
+    stuck_chains : list of int
+        Chains (from 0) that did not move in warmup (:class:`~gpdsl.inference.chain_health.WarmupWatch`).
+    stuck_message : str or None
+        A sentence naming them with their values.
     """
 
     draws: Any
@@ -75,6 +84,8 @@ class ChainResult:
     timings: dict = field(default_factory=dict)
     warmup_draws: Any = None
     warmup_infos: Any = None
+    stuck_chains: list = field(default_factory=list)
+    stuck_message: str | None = None
 
     @property
     def num_chains(self) -> int:
@@ -99,7 +110,7 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
                extract: Callable = _default_extract, segment_size: int = 100, progress: bool = True,
                checkpoint_path: str | Path | None = None, resume: bool = False, keep_warmup: bool = False,
                on_segment: Callable | None = None, chain_block: tuple[int, int] | None = None,
-               checkpoint_identity: dict | None = None) -> ChainResult:
+               checkpoint_identity: dict | None = None, describe: Callable | None = None) -> ChainResult:
     """Run chains of a transition in compiled segments.
 
     Parameters
@@ -137,6 +148,9 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     checkpoint_identity : dict, optional
         What the checkpoint records about the run besides the driver's own counts (JSON-ready; see
         :mod:`gpdsl.checkpoint`, which checks it before a run resumes).
+    describe : callable, optional
+        ``describe(state_of_one_chain) -> {name: value}``: the parameter values that name a chain that cannot start
+        or is stuck.
 
     Returns
     -------
@@ -146,11 +160,15 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     ------
     GpdslError
         The checkpoint does not match this run.
+    ChainStartError
+        A chain's initial state is not finite (its log density is -inf or NaN, its kernel not positive definite).
+    StuckChainsError
+        No chain moved in warmup (when all chains run here, not in blocks).
     """
     executor = CHAIN_EXECUTOR.get()
     if executor is not None and chain_block is None:
         run_block = partial(run_chains, step_fn, initial_states, rng_key, num_warmup, num_draws, extract=extract,
-                            segment_size=segment_size, progress=False, keep_warmup=keep_warmup)
+                            segment_size=segment_size, progress=False, keep_warmup=keep_warmup, describe=describe)
         return executor(run_block, int(jax.tree.leaves(initial_states)[0].shape[0]))
     started = time.perf_counter()
     compilation_cache.enable()
@@ -167,6 +185,8 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     runner = _SegmentRunner(step_fn, extract, rng_key, total_chains, block[0])
     if resume and checkpoint_path is not None and Path(checkpoint_path).exists():
         states = record.load(checkpoint_path, states, rng_key, runner.output_shapes(states))
+    if record.iteration == 0:
+        verify_start(states, describe, first_chain=block[0])
     timings = {"compile": 0.0, "warmup": 0.0, "sampling": 0.0, "resumed_at": record.iteration}
 
     total = num_warmup + num_draws
@@ -185,6 +205,8 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
             record.append(draws, infos, length, adapting)
             if checkpoint_path is not None:
                 record.save(checkpoint_path, states, rng_key)
+            if record.iteration == num_warmup and chain_block is None:
+                _stop_if_all_stuck(record.watch.stuck(), num_chains, states, describe)
             if bar is not None:
                 bar.set_description("warmup" if adapting else "sampling")
                 bar.update(length)
@@ -200,8 +222,17 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     timings["total"] = time.perf_counter() - started
     draws, infos = record.collected(sampling=True)
     warmup_draws, warmup_infos = record.collected(sampling=False) if keep_warmup else (None, None)
+    stuck = record.watch.stuck()
+    message = stuck_message(stuck, num_chains, states, describe, block[0]) if stuck else None
     return ChainResult(draws=draws, infos=infos, final_state=states, num_warmup=num_warmup, num_draws=num_draws,
-                       timings=timings, warmup_draws=warmup_draws, warmup_infos=warmup_infos)
+                       timings=timings, warmup_draws=warmup_draws, warmup_infos=warmup_infos,
+                       stuck_chains=[block[0] + chain for chain in stuck], stuck_message=message)
+
+
+def _stop_if_all_stuck(stuck, num_chains, states, describe):
+    if stuck and len(stuck) == num_chains:
+        raise StuckChainsError(stuck_message(stuck, num_chains, states, describe) + "; stopped before sampling",
+                               hint=TRY_WHEN_STUCK)
 
 
 def _checked_block(chain_block, total_chains, checkpoint_path) -> tuple[int, int]:
@@ -285,6 +316,7 @@ class _Record:
         self.num_warmup, self.num_draws, self.num_chains = num_warmup, num_draws, num_chains
         self.keep_warmup = keep_warmup
         self.identity = identity
+        self.watch = WarmupWatch()
         self.iteration = 0
         self.warmup_draws, self.warmup_infos = None, None
         self.sample_draws, self.sample_infos = None, None
@@ -292,6 +324,7 @@ class _Record:
     def append(self, draws, infos, length, adapting):
         draws, infos = jax.tree.map(np.asarray, draws), jax.tree.map(np.asarray, infos)
         if adapting:
+            self.watch.add(draws, infos)
             if self.keep_warmup:
                 self.warmup_draws = (self.warmup_draws or []) + [draws]
                 self.warmup_infos = (self.warmup_infos or []) + [infos]
@@ -316,6 +349,8 @@ class _Record:
     def save(self, path, states, rng_key):
         arrays = {"meta": np.asarray(json.dumps(self._meta(rng_key)))}
         arrays.update(_flat("state", states))
+        if self.watch.moved is not None:
+            arrays["warmup_moved"] = self.watch.moved
         for prefix, sampling in (("draws", True), ("warmup", False)):
             draws, infos = self.collected(sampling)
             if draws is not None:
@@ -335,6 +370,8 @@ class _Record:
                                      f"{meta[name]}, this run's is {expected[name]}")
             states = jax.tree.map(jnp.asarray, _unflat(stored, "state", like_states))
             self.iteration = int(meta["iteration"])
+            if "warmup_moved" in stored:
+                self.watch.moved = np.asarray(stored["warmup_moved"])
             like_draws, like_infos = like_outputs
             if "draws_draw_count" in stored:
                 self.sample_draws = [_unflat(stored, "draws_draw", like_draws, check_shapes=False)]
