@@ -3,7 +3,8 @@ bit for bit.
 
 The kills land at points made observable by :data:`gpdsl.atomic.PAUSE_VARIABLE` (read only by tests): the process
 pauses just after a checkpoint write of warmup or of sampling, or inside a write (its temporary file written, the
-target not yet replaced), says so on standard error, and is killed there. Each run is a subprocess.
+target not yet replaced), says so on standard error, and is killed there. Each run is a subprocess; one run is
+killed at each of the three points in turn, resumed by the same command or by ``gpdsl resume``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 import xarray as xr
 
 from gpdsl.atomic import PAUSE_VARIABLE
+from gpdsl.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "gp_classification.gpm"
@@ -79,29 +81,30 @@ def reference(tmp_path_factory):
     return work, _groups(work / "reference.nc")
 
 
-# (the pause, the checkpoint's iteration after the kill, resume by re-running the command or by gpdsl resume)
-KILLS = {
-    "warmup": ("5:after", 5 * SEGMENT, "again"),
-    "sampling": ("30:after", 30 * SEGMENT, "resume"),
-    "checkpoint-write": ("25", 24 * SEGMENT, "again"),
-}
+# One run killed three times, each kill resumed: (the pause, the checkpoint's iteration after the kill, how the
+# killed run is resumed). The write count restarts in each process, so a resumed run's write N ends iteration
+# (its start + N segments).
+KILLS = [
+    ("warmup", "5:after", 5 * SEGMENT, "again"),
+    ("sampling", "25:after", 30 * SEGMENT, "again"),
+    ("checkpoint write", "6", 35 * SEGMENT, "resume"),
+]
 
 
-@pytest.mark.parametrize("point", KILLS)
-def test_a_killed_run_resumed_from_the_cli_gives_the_uninterrupted_draws(reference, point):
+def test_a_run_killed_in_warmup_in_sampling_and_inside_a_write_resumes_to_the_uninterrupted_draws(reference):
     work, expected = reference
-    pause, iteration, how = KILLS[point]
-    checkpoint, out = work / f"{point}.npz", work / f"{point}.nc"
+    checkpoint, out = work / "killed.npz", work / "killed.nc"
     command = [*RUN, "--checkpoint", checkpoint.name, "--out", out.name]
-    said = _kill_when_paused(_gpdsl(work, *command, env={PAUSE_VARIABLE: pause}))
-    assert ("inside" in said) == (point == "checkpoint-write")
-    assert _iteration(checkpoint) == iteration and not out.exists()
-    stale = list(work.glob(f".{checkpoint.name}.*.tmp"))
-    assert len(stale) == (1 if point == "checkpoint-write" else 0)
-    if how == "again":
-        said = _finish(_gpdsl(work, *command))
-    else:
-        said = _finish(_gpdsl(ROOT / "tests", "resume", str(checkpoint)))
+    resume = {"again": lambda env=None: _gpdsl(work, *command, env=env),
+              "resume": lambda env=None: _gpdsl(ROOT / "tests", "resume", str(checkpoint), env=env)}
+    how = "again"
+    for point, pause, iteration, next_how in KILLS:
+        said = _kill_when_paused(resume[how]({PAUSE_VARIABLE: pause}))
+        assert ("inside" in said) == (point == "checkpoint write"), point
+        assert _iteration(checkpoint) == iteration and not out.exists(), point
+        assert len(list(work.glob(f".{checkpoint.name}.*.tmp"))) == (point == "checkpoint write"), point
+        how = next_how
+    said = _finish(resume[how]())
     assert f"resuming from checkpoint {checkpoint.name}" in said
     assert not list(work.glob(f".{checkpoint.name}.*.tmp"))
     resumed = _groups(out)
@@ -111,19 +114,20 @@ def test_a_killed_run_resumed_from_the_cli_gives_the_uninterrupted_draws(referen
             np.testing.assert_array_equal(resumed[group][name].values, values[name].values, err_msg=f"{group}.{name}")
 
 
-def test_a_checkpoint_of_other_data_or_settings_is_refused_naming_them(reference):
+def test_a_checkpoint_of_other_data_or_settings_is_refused_naming_them(reference, capsys, monkeypatch):
     work, _ = reference
-    source = work / "warmup.npz"
+    source = work / "killed.npz"
     if not source.exists():
-        pytest.skip("needs the warmup kill's checkpoint")
+        pytest.skip("needs the killed run's checkpoint")
     other = json.loads((work / "data.json").read_text())
     other["y"][0] = 1 - other["y"][0]
     (work / "other.json").write_text(json.dumps(other))
     command = [*RUN, "--checkpoint", source.name, "--out", "refused.nc"]
     command[command.index("data.json")] = "other.json"
     command[command.index("--draws") + 1] = "300"
-    process = _gpdsl(work, *command)
-    _, err = process.communicate(timeout=120)
-    assert process.returncode == 1
+    monkeypatch.chdir(work)
+    status = main(command)
+    err = capsys.readouterr().err
+    assert status == 1
     assert "was written by a different run" in err and "the data (sha256" in err and "draws 200 there, 300 here" in err
     assert "Traceback" not in err and not (work / "refused.nc").exists()
