@@ -163,7 +163,7 @@ def format_summary(table: pd.DataFrame, warnings: Sequence[str]) -> str:
         table = table[["mean"]].rename(columns={"mean": "estimate"})
     formatters = {column: _significant for column in (*COLUMNS, "estimate")}
     formatters.update(ess_bulk=_whole, ess_tail=_whole, r_hat=lambda value: f"{value:.3f}")
-    text = table.to_string(formatters={c: _or_dash(f) for c, f in formatters.items() if c in table})
+    text = table.to_string(formatters={c: f for c, f in formatters.items() if c in table}, na_rep="-")
     lines = [text, ""]
     if warnings:
         lines.append("Warnings:")
@@ -177,10 +177,6 @@ def format_summary(table: pd.DataFrame, warnings: Sequence[str]) -> str:
         "and r_hat the rank-normalised split R-hat (1.0 at convergence); - where undefined."
     )
     return "\n".join(lines) + "\n"
-
-
-def _or_dash(formatter):
-    return lambda value: "-" if pd.isna(value) else formatter(value)
 
 
 def _is_point_estimate(posterior) -> bool:
