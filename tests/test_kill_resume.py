@@ -131,3 +131,42 @@ def test_a_checkpoint_of_other_data_or_settings_is_refused_naming_them(reference
     assert status == 1
     assert "was written by a different run" in err and "the data (sha256" in err and "draws 200 there, 300 here" in err
     assert "Traceback" not in err and not (work / "refused.nc").exists()
+
+
+def test_a_write_removes_only_the_temporaries_killed_writes_to_its_target_left(tmp_path):
+    from gpdsl.atomic import atomic_write_text
+
+    stale = [tmp_path / ".fit.nc.abc_1234.tmp", tmp_path / ".fit.nc.zzzzzzzz.tmp"]
+    kept = [tmp_path / ".fit.nc.other.tmp", tmp_path / ".fit.nc2.abcdefgh.tmp", tmp_path / "fit.nc.abcdefgh.tmp"]
+    for path in (*stale, *kept):
+        path.write_text("partial")
+    atomic_write_text(tmp_path / "fit.nc", "whole")
+    assert (tmp_path / "fit.nc").read_text() == "whole"
+    assert not any(path.exists() for path in stale) and all(path.exists() for path in kept)
+
+
+def _toy_checkpoint(path):
+    import jax
+    import jax.numpy as jnp
+
+    from gpdsl.inference.driver import run_chains
+
+    step = lambda key, x, adapting: (x + jax.random.normal(key), {})  # noqa: E731
+    run_chains(step, jnp.zeros(2), jax.random.PRNGKey(0), 2, 2, extract=lambda x: x, progress=False,
+               checkpoint_path=path)
+
+
+def test_checkpoints_that_record_no_run_are_refused_by_resume_and_by_a_run(reference, tmp_path, capsys):
+    work, _ = reference
+    checkpoint = tmp_path / "bare.npz"
+    _toy_checkpoint(checkpoint)
+    assert main(["resume", str(checkpoint)]) == 1
+    assert "records no command" in capsys.readouterr().err
+    command = [*RUN, "--checkpoint", str(checkpoint), "--out", str(tmp_path / "out.nc")]
+    command[command.index("data.json")] = str(work / "data.json")
+    status = main(command)
+    err = capsys.readouterr().err
+    assert status == 1 and "records no run identity" in err and not (tmp_path / "out.nc").exists()
+    (tmp_path / "broken.npz").write_bytes(b"not a checkpoint")
+    assert main(["resume", str(tmp_path / "broken.npz")]) == 1
+    assert "is not a gpdsl checkpoint" in capsys.readouterr().err

@@ -35,7 +35,7 @@ model {
 """
 FAULTS = {"negative_kernel": "(0 - sigma)", "nan_kernel": "(sigma * 0 / 0)",
           "narrow_band": "(1e-9 - (sigma - 1) * (sigma - 1))"}
-RUN = ["--chains", "2", "--warmup", "30", "--draws", "20", "--segment-size", "10", "--seed", "3", "--quiet"]
+RUN = ["--chains", "2", "--warmup", "50", "--draws", "20", "--segment-size", "10", "--seed", "3", "--quiet"]
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def _describe(state):
 
 def test_one_stuck_chain_among_several_is_named_and_the_run_finishes():
     states = {"x": jnp.arange(3.0), "frozen": jnp.asarray([False, True, False])}
-    result = run_chains(_toy_step, states, jax.random.PRNGKey(0), 20, 10, extract=lambda s: s["x"], progress=False,
+    result = run_chains(_toy_step, states, jax.random.PRNGKey(0), 50, 10, extract=lambda s: s["x"], progress=False,
                         segment_size=7, describe=_describe)
     assert result.stuck_chains == [1]
     assert result.stuck_message.startswith("1 of 3 chains did not move in warmup") and "chain 2 (x = 1.)" in \
@@ -112,18 +112,27 @@ def test_one_stuck_chain_among_several_is_named_and_the_run_finishes():
 def test_stuck_chains_are_found_from_the_draws_when_the_infos_say_nothing():
     step = lambda key, state, adapting: (_toy_step(key, state, adapting)[0], {})  # noqa: E731
     states = {"x": jnp.zeros(2), "frozen": jnp.asarray([True, False])}
-    result = run_chains(step, states, jax.random.PRNGKey(0), 10, 5, extract=lambda s: s["x"], progress=False,
+    result = run_chains(step, states, jax.random.PRNGKey(0), 50, 5, extract=lambda s: s["x"], progress=False,
                         describe=_describe)
     assert result.stuck_chains == [0]
+
+
+def test_a_warmup_too_short_to_judge_names_no_chain():
+    states = {"x": jnp.zeros(2), "frozen": jnp.asarray([True, False])}
+    result = run_chains(_toy_step, states, jax.random.PRNGKey(0), 49, 5, extract=lambda s: s["x"], progress=False)
+    assert result.stuck_chains == [] and result.stuck_message is None
 
 
 def test_every_chain_stuck_stops_before_sampling_with_the_checkpoint_kept(tmp_path):
     states = {"x": jnp.asarray([0.5, 2.0]), "frozen": jnp.asarray([True, True])}
     checkpoint = tmp_path / "stuck.npz"
     with pytest.raises(StuckChainsError, match=r"2 of 2 chains did not move.*chain 1 \(x = 0\.5\); chain 2 \(x = 2\.\)"):
-        run_chains(_toy_step, states, jax.random.PRNGKey(0), 10, 5, extract=lambda s: s["x"], progress=False,
-                   describe=_describe, checkpoint_path=checkpoint)
+        run_chains(_toy_step, states, jax.random.PRNGKey(0), 50, 5, extract=lambda s: s["x"], progress=False,
+                   describe=_describe, checkpoint_path=checkpoint, segment_size=20)
     assert checkpoint.exists()
+    with pytest.raises(StuckChainsError):
+        run_chains(_toy_step, states, jax.random.PRNGKey(0), 50, 5, extract=lambda s: s["x"], progress=False,
+                   checkpoint_path=checkpoint, resume=True)
 
 
 def test_a_non_finite_initial_state_names_the_chain():

@@ -4,8 +4,9 @@
 A chain cannot start when its initial state holds a value that is not finite: a log density that is -inf or NaN,
 a kernel matrix whose Cholesky factor is NaN (not positive definite even after jitter), a likelihood of -inf. Every
 number an engine keeps in its state is finite in a chain that can move, so the check needs nothing from the engine.
-A chain is stuck when, through warmup, none of its proposals was accepted (``accepted``, or else
-``acceptance_rate``, in the transition's infos) or none of the values it records changed.
+A chain is stuck when, through a warmup of at least :data:`MIN_JUDGED_WARMUP` iterations, none of its proposals
+was accepted (``accepted``, or else ``acceptance_rate``, in the transition's infos) or none of the values it records
+changed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ import numpy as np
 
 from gpdsl.errors import NumericalError
 
+MIN_JUDGED_WARMUP = 50
+"""Shorter warmups are not judged: a chain accepting a quarter of its proposals accepts none of ``n`` with
+probability ``0.75 ** n`` (6% for 10, 6e-7 for 50)."""
 TRY_AT_START = ("look at the priors (the chains start at draws from them) and the kernel, which must be positive "
                 "definite at every value they give, and the likelihood; or start the chains elsewhere with "
                 "--init-value NAME=VALUE (initial_values in Python)")
@@ -89,6 +93,7 @@ class WarmupWatch:
     def __init__(self):
         self.moved = None
         self.first = None
+        self.iterations = 0
 
     def add(self, draws, infos) -> None:
         """Take one warmup segment (every leaf shaped ``(chain, iteration, ...)``)."""
@@ -106,10 +111,13 @@ class WarmupWatch:
             for first, leaf in zip(self.first, leaves):
                 moved |= (leaf != first).reshape(leaf.shape[0], -1).any(axis=1)
         self.moved = moved if self.moved is None else self.moved | moved
+        self.iterations += int(np.asarray(jax.tree.leaves(draws)[0]).shape[1])
 
     def stuck(self) -> list[int]:
-        """The chains (from 0) that never moved; empty before any warmup."""
-        return [] if self.moved is None else [int(chain) for chain in np.flatnonzero(~self.moved)]
+        """The chains (from 0) that never moved; empty after fewer than :data:`MIN_JUDGED_WARMUP` iterations."""
+        if self.moved is None or self.iterations < MIN_JUDGED_WARMUP:
+            return []
+        return [int(chain) for chain in np.flatnonzero(~self.moved)]
 
 
 def stuck_message(stuck, num_chains: int, states, describe: Callable | None, first_chain: int = 0) -> str:

@@ -193,6 +193,8 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     bar = _progress_bar(total, record.iteration, progress)
     try:
         while record.iteration < total:
+            if record.iteration == num_warmup and chain_block is None:
+                _stop_if_all_stuck(record.watch.stuck(), num_chains, states, describe)
             adapting = record.iteration < num_warmup
             phase_end = num_warmup if adapting else total
             length = min(segment_size, phase_end - record.iteration)
@@ -205,8 +207,6 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
             record.append(draws, infos, length, adapting)
             if checkpoint_path is not None:
                 record.save(checkpoint_path, states, rng_key)
-            if record.iteration == num_warmup and chain_block is None:
-                _stop_if_all_stuck(record.watch.stuck(), num_chains, states, describe)
             if bar is not None:
                 bar.set_description("warmup" if adapting else "sampling")
                 bar.update(length)
@@ -372,6 +372,7 @@ class _Record:
             self.iteration = int(meta["iteration"])
             if "warmup_moved" in stored:
                 self.watch.moved = np.asarray(stored["warmup_moved"])
+                self.watch.iterations = min(self.iteration, self.num_warmup)
             like_draws, like_infos = like_outputs
             if "draws_draw_count" in stored:
                 self.sample_draws = [_unflat(stored, "draws_draw", like_draws, check_shapes=False)]
