@@ -51,7 +51,7 @@ def work(tmp_path_factory):
 
 
 def _sample(work, model, method, *extra):
-    out = work / f"{model}_{method}.nc"
+    out = work / f"{model}_{method}_{abs(hash(tuple(extra)))}.nc"
     status = main(["sample", str(work / f"{model}.gpm"), "--data", str(work / "data.json"), "--method", method,
                    *RUN, *extra, "--out", str(out)])
     return status, out
@@ -76,6 +76,21 @@ def test_chains_stuck_through_warmup_stop_before_sampling(work, capsys, method, 
     assert status == 1 and not out.exists()
     assert "2 of 2 chains did not move in warmup" in err and "stopped before sampling" in err
     assert "chain 1 (sigma = 1." in err and "chain 2 (sigma = 1." in err and "Traceback" not in err
+
+
+def test_stuck_chains_of_a_run_that_finishes_are_named_on_stderr_in_the_results_and_by_summary(work, capsys):
+    """Chain groups are judged one group at a time, so a run in groups of one chain finishes whatever they did."""
+    status, out = _sample(work, "narrow_band", "gibbs", "--init-value", "sigma=1", "--theta-update", "sa",
+                          "--chain-groups", "2")
+    err = capsys.readouterr().err
+    assert status == 3 and out.exists()
+    assert "warning: 2 of 2 chains did not move in warmup" in err and "chain 2 (sigma = 1." in err
+    from gpdsl.results.io import read_netcdf
+    from gpdsl.results.method_output import results_json
+
+    assert results_json(read_netcdf(out), "report")["stuck_chains"] == [1, 2]
+    assert main(["summary", str(out)]) == 0
+    assert "2 of 2 chains did not move in warmup" in capsys.readouterr().out
 
 
 def test_a_negative_surrogate_variance_is_refused_before_the_run(work, capsys):

@@ -63,7 +63,7 @@ def gathered(parts: list[ChainResult], concurrent: bool = False) -> ChainResult:
                        num_warmup=first.num_warmup, num_draws=first.num_draws, timings=timings,
                        warmup_draws=warmup[0], warmup_infos=warmup[1],
                        stuck_chains=[chain for part in parts for chain in part.stuck_chains],
-                       stuck_message="; ".join(part.stuck_message for part in parts if part.stuck_message) or None)
+                       stuck_described="; ".join(part.stuck_described for part in parts if part.stuck_described))
 
 
 def in_process(groups: int):

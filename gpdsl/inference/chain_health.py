@@ -120,8 +120,7 @@ class WarmupWatch:
         return [int(chain) for chain in np.flatnonzero(~self.moved)]
 
 
-def stuck_message(stuck, num_chains: int, states, describe: Callable | None, first_chain: int = 0) -> str:
-    """One sentence naming the stuck chains (from 0 among ``states``) and their values."""
-    count = f"{len(stuck)} of {num_chains} chains" if num_chains > 1 else "the chain"
-    return (f"{count} did not move in warmup (no proposal accepted): "
-            f"{describe_chains(stuck, states, describe, first_chain)}")
+def stuck_message(num_stuck: int, num_chains: int, described: str) -> str:
+    """One sentence naming the stuck chains: ``described`` is :func:`describe_chains` of them."""
+    count = f"{num_stuck} of {num_chains} chains" if num_chains > 1 else "the chain"
+    return f"{count} did not move in warmup (no proposal accepted): {described}"

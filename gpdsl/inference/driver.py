@@ -41,7 +41,14 @@ import gpdsl.float64  # noqa: F401
 from gpdsl import compilation_cache
 from gpdsl.atomic import atomic_target
 from gpdsl.errors import GpdslError
-from gpdsl.inference.chain_health import StuckChainsError, TRY_WHEN_STUCK, WarmupWatch, stuck_message, verify_start
+from gpdsl.inference.chain_health import (
+    TRY_WHEN_STUCK,
+    StuckChainsError,
+    WarmupWatch,
+    describe_chains,
+    stuck_message,
+    verify_start,
+)
 
 CHECKPOINT_VERSION = 1
 
@@ -72,8 +79,8 @@ class ChainResult:
         As ``draws`` and ``infos`` for warmup, when ``keep_warmup`` was set.
     stuck_chains : list of int
         Chains (from 0) that did not move in warmup (:class:`~gpdsl.inference.chain_health.WarmupWatch`).
-    stuck_message : str or None
-        A sentence naming them with their values.
+    stuck_described : str
+        Those chains with their values (:func:`~gpdsl.inference.chain_health.describe_chains`).
     """
 
     draws: Any
@@ -85,12 +92,18 @@ class ChainResult:
     warmup_draws: Any = None
     warmup_infos: Any = None
     stuck_chains: list = field(default_factory=list)
-    stuck_message: str | None = None
+    stuck_described: str = ""
 
     @property
     def num_chains(self) -> int:
         """Number of chains."""
         return int(jax.tree.leaves(self.final_state)[0].shape[0])
+
+    @property
+    def stuck_message(self) -> str | None:
+        """A sentence naming the chains that did not move in warmup, with their values; None if there are none."""
+        return stuck_message(len(self.stuck_chains), self.num_chains, self.stuck_described) if self.stuck_chains \
+            else None
 
     def draws_per_second(self) -> float:
         """Sampling iterations per second of compiled execution, summed over chains."""
@@ -223,15 +236,16 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     draws, infos = record.collected(sampling=True)
     warmup_draws, warmup_infos = record.collected(sampling=False) if keep_warmup else (None, None)
     stuck = record.watch.stuck()
-    message = stuck_message(stuck, num_chains, states, describe, block[0]) if stuck else None
+    described = describe_chains(stuck, states, describe, block[0])
     return ChainResult(draws=draws, infos=infos, final_state=states, num_warmup=num_warmup, num_draws=num_draws,
                        timings=timings, warmup_draws=warmup_draws, warmup_infos=warmup_infos,
-                       stuck_chains=[block[0] + chain for chain in stuck], stuck_message=message)
+                       stuck_chains=[block[0] + chain for chain in stuck], stuck_described=described)
 
 
 def _stop_if_all_stuck(stuck, num_chains, states, describe):
     if stuck and len(stuck) == num_chains:
-        raise StuckChainsError(stuck_message(stuck, num_chains, states, describe) + "; stopped before sampling",
+        raise StuckChainsError(stuck_message(len(stuck), num_chains, describe_chains(stuck, states, describe))
+                               + "; stopped before sampling",
                                hint=TRY_WHEN_STUCK)
 
 
