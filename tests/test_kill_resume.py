@@ -170,3 +170,34 @@ def test_checkpoints_that_record_no_run_are_refused_by_resume_and_by_a_run(refer
     (tmp_path / "broken.npz").write_bytes(b"not a checkpoint")
     assert main(["resume", str(tmp_path / "broken.npz")]) == 1
     assert "is not a gpdsl checkpoint" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_killed_at_random_moments_until_it_finishes_the_run_gives_the_uninterrupted_draws(reference):
+    """SIGKILL at random times (seeded) after the process starts, wherever that lands: loading, compiling, a
+    segment, a checkpoint write or the results' write; the same command is run again until one run finishes."""
+    work, _ = reference
+    checkpoint, out = work / "random.npz", work / "random.nc"
+    command = [*RUN, "--warmup", "400", "--draws", "400", "--checkpoint", checkpoint.name, "--out", out.name]
+    rng = np.random.default_rng(11)
+    kills = 0
+    for _ in range(30):
+        process = _gpdsl(work, *command)
+        try:
+            process.wait(timeout=rng.uniform(3.0, 9.0))
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGKILL)
+            process.wait(timeout=30)
+            kills += 1
+            continue
+        assert process.returncode == 0, process.stderr.read()
+        break
+    assert out.exists() and kills >= 1
+    print(f"{kills} kills before a run finished")
+    resumed = _groups(out)
+    reference_run = _gpdsl(work, *command[:-4], "--out", "random_reference.nc")
+    _finish(reference_run)
+    uninterrupted = _groups(work / "random_reference.nc")
+    for group, values in uninterrupted.items():
+        for name in values.data_vars:
+            np.testing.assert_array_equal(resumed[group][name].values, values[name].values, err_msg=f"{group}.{name}")
