@@ -22,14 +22,13 @@ from gpdsl.errors import GpdslError
 PLOT_KINDS = ("trace", "pair", "posterior", "latent")
 REPORT_URL = "https://github.com/gpdsl/gpdsl/issues"
 EXIT_OK, EXIT_USER_ERROR, EXIT_INTERNAL_ERROR, EXIT_NOT_CONVERGED = 0, 1, 2, 3
-STOPPED_SHORT = ("iterations", "evaluations", "line_search")
-"""Optimiser stops (:data:`gpdsl.inference.optimise.lbfgs.STOP_MESSAGES`) that mean a fit did not converge."""
 EXIT_STATUS = ("exit status:\n  0  success\n  1  user error (model, data, options, usage), refused before anything "
                "runs; or chains that cannot start (a log density of -inf or NaN, a kernel that is not positive "
                "definite) or that all stayed stuck through warmup, stopped before sampling, with their values\n"
                "  2  internal error (a bug in gpdsl)\n  3  the run finished and wrote its results but did not "
                "converge: a fit's optimiser reached its iteration or evaluation limit or its line search failed, or "
-               "some chains did not move in warmup (named on standard error and in the results)")
+               "some chains did not move in warmup (named on standard error and in the results); for gpdsl run, "
+               "any of its runs")
 
 
 def _for_each_checked_file(paths, report) -> int:
@@ -127,13 +126,14 @@ def _cmd_run(args) -> int:
 
 
 def _chains_status(results) -> int:
-    """Say on standard error the chains that did not move in warmup; :data:`EXIT_NOT_CONVERGED` if there are any."""
-    from gpdsl.results.method_output import results_json
+    """Say on standard error why a run did not converge (chains that did not move in warmup);
+    :data:`EXIT_NOT_CONVERGED` if it did not."""
+    from gpdsl.results.method_output import not_converged
 
-    report = results_json(results, "report")
-    for warning in report.get("warnings", []):
-        print(f"warning: {warning}", file=sys.stderr)
-    return EXIT_NOT_CONVERGED if report.get("stuck_chains") else EXIT_OK
+    reasons = not_converged(results)
+    for reason in reasons:
+        print(f"warning: {reason}", file=sys.stderr)
+    return EXIT_NOT_CONVERGED if reasons else EXIT_OK
 
 
 def _cmd_resume(args) -> int:
@@ -174,11 +174,12 @@ def _say_drawn(seed: int) -> None:
 
 def _print_fit_report(results, verbose: bool) -> int:
     """Print a fit's optimiser report; returns the exit status, :data:`EXIT_NOT_CONVERGED` for an optimiser that
-    ran out of iterations or evaluations or whose line search failed (:data:`STOPPED_SHORT`)."""
+    ran out of iterations or evaluations or whose line search failed
+    (:func:`~gpdsl.results.method_output.not_converged`)."""
     import numpy as np
 
     from gpdsl.results.arviz_compat import groups, root_attrs
-    from gpdsl.results.method_output import results_json
+    from gpdsl.results.method_output import not_converged, results_json
 
     report = results_json(results, "report").get("optimizer", {})
     settings = results_json(results, "settings")
@@ -189,7 +190,7 @@ def _print_fit_report(results, verbose: bool) -> int:
         heading = "type-II maximum likelihood (MAP where there are priors)"
         final = (f"log marginal likelihood {report.get('log_marginal', float('nan')):.6g}, objective "
                  f"{report.get('log_posterior', float('nan')):.6g}")
-    stopped_short = report.get("stop") in STOPPED_SHORT
+    stopped_short = bool(not_converged(results))
     print(f"{heading}: {'NOT converged' if stopped_short else 'converged'} after "
           f"{report.get('iterations')} iterations ({report.get('evaluations')} evaluations, "
           f"{report.get('seconds', 0):.1f} s): {report.get('message')}")
@@ -362,7 +363,20 @@ def _cmd_run_file(args) -> int:
     comparison = execute_plan(run_plan, report=lambda line: print(line, file=sys.stderr))
     if comparison is not None:
         _report_comparison(comparison, run_plan.compare.get("table"), run_plan.compare.get("plot"))
-    return 0
+    return _runs_status(spec for spec, _ in run_plan.runs)
+
+
+def _runs_status(specs) -> int:
+    """Say on standard error which runs of a run file did not converge; :data:`EXIT_NOT_CONVERGED` if any did not."""
+    from gpdsl.results.io import read_netcdf
+    from gpdsl.results.method_output import not_converged
+
+    status = EXIT_OK
+    for spec in specs:
+        for reason in not_converged(read_netcdf(spec.out)):
+            print(f"warning: {spec.name} ({spec.out}): {reason}", file=sys.stderr)
+            status = EXIT_NOT_CONVERGED
+    return status
 
 
 def _cmd_compare(args) -> int:
