@@ -145,8 +145,8 @@ def _cmd_resume(args) -> int:
     identity = read_identity(args.checkpoint) or {}
     command, directory = identity.get("command"), identity.get("cwd")
     if not command:
-        raise CheckpointError(f"checkpoint {args.checkpoint} records no command (it was written from Python); "
-                              "resume it by running the same call again")
+        raise CheckpointError(f"checkpoint {args.checkpoint} records no command (it was written from Python or by "
+                              "gpdsl run); resume it by running the same call or run file again")
     if directory is None or not Path(directory).is_dir():
         raise CheckpointError(f"the directory {directory} that the run of checkpoint {args.checkpoint} started in "
                               "no longer exists")
