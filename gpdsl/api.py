@@ -115,6 +115,8 @@ class RunContext:
         Show progress.
     checkpoint : path, optional
         Where chain methods write their draws so far, and resume from.
+    checkpoint_identity : dict, optional
+        What the checkpoint records about the run (:func:`gpdsl.checkpoint.run_identity`).
     new_inputs : numpy.ndarray, optional
         Inputs to predict at.
     chain_groups : int, optional
@@ -129,6 +131,13 @@ class RunContext:
     checkpoint: str | Path | None = None
     new_inputs: Any = None
     chain_groups: int | None = None
+    checkpoint_identity: dict | None = None
+
+    def chain_checkpoint(self) -> dict:
+        """The checkpoint arguments of :func:`gpdsl.inference.driver.run_chains`: write ``checkpoint`` after each
+        segment, and resume from it when it exists (:func:`prepare` checked it is this run's)."""
+        return {"checkpoint_path": self.checkpoint, "resume": self.checkpoint is not None,
+                "checkpoint_identity": self.checkpoint_identity}
 
 
 @dataclass(frozen=True)
@@ -161,8 +170,9 @@ class PreparedRun:
 def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None,
             *, seed: int | None = None, out: str | Path | None = None, progress: bool = False,
             checkpoint: str | Path | None = None, new_inputs=None, inputs=(), on_warning=None, scheduler=None,
-            chain_groups: int | None = None, overwrite: bool = False) -> PreparedRun:
-    """Check everything a run needs, run nothing (see :func:`run` for the parameters).
+            chain_groups: int | None = None, overwrite: bool = False, command=None) -> PreparedRun:
+    """Check everything a run needs, run nothing (see :func:`run` for the parameters; ``command``, the command
+    line's arguments, is recorded in the checkpoint for ``gpdsl resume``).
 
     Returns
     -------
@@ -176,6 +186,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
         be written.
     """
     from gpdsl.atomic import check_writable
+    from gpdsl.checkpoint import resumed_seed, run_identity, verify_resumable
     from gpdsl.data_io import load_data
     from gpdsl.errors import MethodError
     from gpdsl.ir.families import classify, require_priors
@@ -210,8 +221,14 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     verify_runnable(model, data, settings)
     for warning in warnings if on_warning else ():
         on_warning(warning)
+    identity = None
+    if checkpoint is not None:
+        seed = resumed_seed(checkpoint) if seed is None else seed
     seed = draw_seed() if seed is None else verify_seed(seed)
-    context = RunContext(family, facts, seed, progress, checkpoint, new_inputs, chain_groups)
+    if checkpoint is not None:
+        identity = run_identity(model, data, entry.name, settings, seed, command)
+        verify_resumable(checkpoint, identity)
+    context = RunContext(family, facts, seed, progress, checkpoint, new_inputs, chain_groups, identity)
     return PreparedRun(model, data, entry, settings, context, out)
 
 
@@ -274,7 +291,10 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     progress : bool
         Show progress.
     checkpoint : path, optional
-        Chain methods: write the draws so far after each compiled segment, and resume from it.
+        Chain methods: write the draws so far after each compiled segment, and resume from it when it exists
+        (the draws are then bit for bit those of an uninterrupted run). A checkpoint another run wrote (other
+        model, data, method, settings or seed; see :mod:`gpdsl.checkpoint`) is refused; without ``seed``, the
+        checkpoint's is used.
     new_inputs : array_like, optional
         Inputs at which to predict (methods with ``predicts``).
     keep_state : bool

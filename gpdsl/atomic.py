@@ -1,15 +1,25 @@
-"""All-or-nothing file writes: write a temporary file beside the target, fsync, then rename."""
+"""All-or-nothing file writes: write a temporary file beside the target, fsync, then rename; a write also
+removes the temporary files that killed writes to the same target left behind."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
+import sys
+import time
 import tempfile
 from pathlib import Path
 from typing import Iterator
 
 from gpdsl.errors import GpdslError
+
+PAUSE_VARIABLE = "GPDSL_TEST_PAUSE_WRITE"
+"""Read only by tests: ``N`` pauses the ``N``-th write of the process (counting from 1) for a minute after its
+temporary file is written and before it replaces the target, ``N:after`` just after it replaced the target; either
+says so on standard error, so that a test can kill the process at that point."""
+_writes = 0
 
 
 @contextlib.contextmanager
@@ -31,6 +41,7 @@ def atomic_target(path: str | os.PathLike, what: str = "file") -> Iterator[Path]
     target = Path(path)
     if not target.parent.is_dir():
         raise GpdslError(f"cannot write {what} to {target}: directory {target.parent} does not exist")
+    remove_stale_temporaries(target)
     try:
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as error:
@@ -38,6 +49,7 @@ def atomic_target(path: str | os.PathLike, what: str = "file") -> Iterator[Path]
     os.close(handle)
     try:
         yield Path(temporary)
+        _pause_if_asked(target, "inside")
         with open(temporary, "rb+") as stream:
             os.fsync(stream.fileno())
         os.chmod(temporary, _mode_for(target))
@@ -54,6 +66,37 @@ def atomic_target(path: str | os.PathLike, what: str = "file") -> Iterator[Path]
             os.fsync(directory)
         finally:
             os.close(directory)
+    _pause_if_asked(target, "after")
+
+
+def remove_stale_temporaries(path: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files that writes to ``path`` killed before their rename left beside it.
+
+    Returns
+    -------
+    list of Path
+        The files removed.
+    """
+    target = Path(path)
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[A-Za-z0-9_]{{8}}\.tmp")
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(target.parent):
+            if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(entry.path)
+                    removed.append(Path(entry.path))
+    return removed
+
+
+def _pause_if_asked(target: Path, where: str) -> None:
+    global _writes
+    if where == "inside":
+        _writes += 1
+    asked = os.environ.get(PAUSE_VARIABLE)
+    if asked and asked == (str(_writes) if where == "inside" else f"{_writes}:after"):
+        print(f"gpdsl test: paused {where} write {_writes} to {target}", file=sys.stderr, flush=True)
+        time.sleep(60)
 
 
 def _mode_for(target: Path) -> int:

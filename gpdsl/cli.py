@@ -1,4 +1,5 @@
-"""The ``gpdsl`` command line: check, compile, sample, fit, run, forecast, methods, summary, plot, compare, data.
+"""The ``gpdsl`` command line: check, compile, sample, fit, resume, run, forecast, methods, summary, plot, compare,
+data.
 
 Exit status: 0 on success, 1 for a user error (bad model, data, options or usage; rendered with its location,
 no traceback), 2 for an internal error (a bug in gpdsl, with a request to report it), 3 for a run that finished
@@ -21,11 +22,13 @@ from gpdsl.errors import GpdslError
 PLOT_KINDS = ("trace", "pair", "posterior", "latent")
 REPORT_URL = "https://github.com/gpdsl/gpdsl/issues"
 EXIT_OK, EXIT_USER_ERROR, EXIT_INTERNAL_ERROR, EXIT_NOT_CONVERGED = 0, 1, 2, 3
-STOPPED_SHORT = ("iterations", "evaluations")
-"""Optimiser stops (:data:`gpdsl.inference.optimise.lbfgs.STOP_MESSAGES`) that mean a fit did not converge."""
 EXIT_STATUS = ("exit status:\n  0  success\n  1  user error (model, data, options, usage), refused before anything "
-               "runs\n  2  internal error (a bug in gpdsl)\n  3  the run finished and wrote its results but did not "
-               "converge (a fit's optimiser reached its iteration or evaluation limit)")
+               "runs; or chains that cannot start (a log density of -inf or NaN, a kernel that is not positive "
+               "definite) or that all stayed stuck through warmup, stopped before sampling, with their values\n"
+               "  2  internal error (a bug in gpdsl)\n  3  the run finished and wrote its results but did not "
+               "converge: a fit's optimiser reached its iteration or evaluation limit or its line search failed, or "
+               "some chains did not move in warmup (named on standard error and in the results); for gpdsl run, "
+               "any of its runs")
 
 
 def _for_each_checked_file(paths, report) -> int:
@@ -101,11 +104,15 @@ def _cmd_run(args) -> int:
     inputs = (args.file, *([args.predict] if getattr(args, "predict", None) else []),
               *cli_options.file_arguments(args))
     new_inputs = new_inputs_from_file(args.predict, model, entry.name) if getattr(args, "predict", None) else None
+    checkpoint = getattr(args, "checkpoint", None)
+    resuming = checkpoint is not None and Path(checkpoint).exists()
     prepared = prepare(model, args.data, entry.name, settings, seed=args.seed, out=args.out, progress=not args.quiet,
-                       checkpoint=getattr(args, "checkpoint", None), new_inputs=new_inputs, inputs=inputs,
+                       checkpoint=checkpoint, new_inputs=new_inputs, inputs=inputs, command=args.argv,
                        on_warning=lambda text: print(f"warning: {text}", file=sys.stderr), scheduler=args.scheduler,
                        chain_groups=getattr(args, "chain_groups", None), overwrite=args.overwrite)
-    if args.seed is None:
+    if resuming:
+        print(f"resuming from checkpoint {checkpoint} (seed {prepared.context.seed})", file=sys.stderr)
+    elif args.seed is None:
         _say_drawn(prepared.context.seed)
     results = execute_here_or_on(prepared, args.scheduler)
     print(f"wrote {args.out}", file=sys.stderr)
@@ -115,7 +122,42 @@ def _cmd_run(args) -> int:
         from gpdsl.results.summary import format_summary, sampler_warnings, summarize
 
         print(format_summary(summarize(results, var_names=list(model.parameters)), sampler_warnings(results)))
-    return EXIT_OK
+    return _chains_status(results)
+
+
+def _chains_status(results) -> int:
+    """Say on standard error why a run did not converge (chains that did not move in warmup);
+    :data:`EXIT_NOT_CONVERGED` if it did not."""
+    from gpdsl.results.method_output import not_converged
+
+    reasons = not_converged(results)
+    for reason in reasons:
+        print(f"warning: {reason}", file=sys.stderr)
+    return EXIT_NOT_CONVERGED if reasons else EXIT_OK
+
+
+def _cmd_resume(args) -> int:
+    """``gpdsl resume CHECKPOINT``: run again, from the directory it ran in, the command that wrote a checkpoint."""
+    import os
+
+    from gpdsl.checkpoint import CheckpointError, read_identity
+
+    identity = read_identity(args.checkpoint) or {}
+    command, directory = identity.get("command"), identity.get("cwd")
+    if not command:
+        raise CheckpointError(f"checkpoint {args.checkpoint} records no command (it was written from Python or by "
+                              "gpdsl run); resume it by running the same call or run file again")
+    if directory is None or not Path(directory).is_dir():
+        raise CheckpointError(f"the directory {directory} that the run of checkpoint {args.checkpoint} started in "
+                              "no longer exists")
+    recorded = build_parser().parse_args(command)
+    written = Path(directory, recorded.checkpoint or "")
+    if not written.exists() or not os.path.samefile(written, args.checkpoint):
+        raise CheckpointError(f"checkpoint {args.checkpoint} was written as {written}; move it back there to "
+                              "resume (the recorded command names that path)")
+    print(f"gpdsl {' '.join(command)}   (in {directory})", file=sys.stderr)
+    os.chdir(directory)
+    return main(command)
 
 
 def _seed(seed: int | None) -> int:
@@ -132,11 +174,12 @@ def _say_drawn(seed: int) -> None:
 
 def _print_fit_report(results, verbose: bool) -> int:
     """Print a fit's optimiser report; returns the exit status, :data:`EXIT_NOT_CONVERGED` for an optimiser that
-    ran out of iterations or evaluations (:data:`STOPPED_SHORT`)."""
+    ran out of iterations or evaluations or whose line search failed
+    (:func:`~gpdsl.results.method_output.not_converged`)."""
     import numpy as np
 
     from gpdsl.results.arviz_compat import groups, root_attrs
-    from gpdsl.results.method_output import results_json
+    from gpdsl.results.method_output import not_converged, results_json
 
     report = results_json(results, "report").get("optimizer", {})
     settings = results_json(results, "settings")
@@ -147,7 +190,8 @@ def _print_fit_report(results, verbose: bool) -> int:
         heading = "type-II maximum likelihood (MAP where there are priors)"
         final = (f"log marginal likelihood {report.get('log_marginal', float('nan')):.6g}, objective "
                  f"{report.get('log_posterior', float('nan')):.6g}")
-    print(f"{heading}: {'converged' if report.get('converged') else 'NOT converged'} after "
+    stopped_short = bool(not_converged(results))
+    print(f"{heading}: {'NOT converged' if stopped_short else 'converged'} after "
           f"{report.get('iterations')} iterations ({report.get('evaluations')} evaluations, "
           f"{report.get('seconds', 0):.1f} s): {report.get('message')}")
     print(f"{final}, gradient norm {report.get('gradient_norm', float('nan')):.3g}")
@@ -160,7 +204,7 @@ def _print_fit_report(results, verbose: bool) -> int:
         for name in posterior.data_vars:
             if name not in skip:
                 print(f"  {name} = {np.array2string(np.asarray(posterior[name])[0, 0], precision=4)}")
-    return EXIT_NOT_CONVERGED if report.get("stop") in STOPPED_SHORT else EXIT_OK
+    return EXIT_NOT_CONVERGED if stopped_short else EXIT_OK
 
 
 def _cmd_forecast(args) -> int:
@@ -319,7 +363,20 @@ def _cmd_run_file(args) -> int:
     comparison = execute_plan(run_plan, report=lambda line: print(line, file=sys.stderr))
     if comparison is not None:
         _report_comparison(comparison, run_plan.compare.get("table"), run_plan.compare.get("plot"))
-    return 0
+    return _runs_status(spec for spec, _ in run_plan.runs)
+
+
+def _runs_status(specs) -> int:
+    """Say on standard error which runs of a run file did not converge; :data:`EXIT_NOT_CONVERGED` if any did not."""
+    from gpdsl.results.io import read_netcdf
+    from gpdsl.results.method_output import not_converged
+
+    status = EXIT_OK
+    for spec in specs:
+        for reason in not_converged(read_netcdf(spec.out)):
+            print(f"warning: {spec.name} ({spec.out}): {reason}", file=sys.stderr)
+            status = EXIT_NOT_CONVERGED
+    return status
 
 
 def _cmd_compare(args) -> int:
@@ -445,6 +502,8 @@ EXAMPLES = {
               "--chains 4 --seed 1 --out pm.nc\n  gpdsl sample models/gp_classification.gpm --data data.json "
               "--method pm --chains 8 --seed 1 --scheduler tcp://host:8786 --out pm.nc",
     "fit": "gpdsl fit models/bayesian_gplvm.gpm --data oil.json --num-inducing 30 --seed 0 --out bgplvm.nc",
+    "resume": "gpdsl sample models/gp_classification.gpm --data data.json --method gibbs --checkpoint pm.npz "
+              "--seed 1 --out pm.nc   # killed\n  gpdsl resume pm.npz   # or the same command again",
     "run": "gpdsl run runs.toml --dry-run\n\na run file (paths relative to it; top-level keys are every run's defaults):\n"
            "  model = \"models/gp_classification.gpm\"\n  data = \"data.json\"\n  seed = 1\n\n  [[run]]\n"
            "  method = \"pm\"\n  out = \"pm_{approximation}.nc\"\n  settings = { chains = 4, num_importance = 16 }\n"
@@ -527,6 +586,12 @@ def build_parser() -> argparse.ArgumentParser:
     for command, text in (("sample", "run a sampler (or point estimate) and write the results as NetCDF"),
                           ("fit", "fit a model by an optimiser or variational method and write the results")):
         cli_options.add_method_command(sub, command, text, _cmd_run)
+
+    text = ("run again the command that wrote a checkpoint (--checkpoint), from where it stopped; the draws are "
+            "bit for bit those of an uninterrupted run")
+    resume = sub.add_parser("resume", help=text, description=text)
+    resume.add_argument("checkpoint", metavar="CHECKPOINT.npz")
+    resume.set_defaults(run=_cmd_resume)
 
     methods = sub.add_parser("methods", help="list the methods that fit each model, and why the others do not")
     methods.add_argument("files", nargs="+", metavar="FILE")
@@ -643,6 +708,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return args.run(args)
     except GpdslError as error:
@@ -650,6 +716,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception:
         traceback.print_exc()

@@ -45,8 +45,10 @@ def add_method_command(sub, command: str, text: str, handler) -> argparse.Argume
                                  "group, or one per chain with --scheduler)")
     if any(m.checkpoints for m in offered):
         parser.add_argument("--checkpoint", default=None, metavar="FILE.npz",
-                            help="write the draws so far after each compiled segment, and resume from it "
-                                 f"({', '.join(m.name for m in offered if m.checkpoints)})")
+                            help="write the draws so far after each compiled segment (--segment-size); the same "
+                                 "command run again, or gpdsl resume FILE.npz, continues from it, bit for bit as an "
+                                 "uninterrupted run (refused if the model, data, method, settings or seed differ; "
+                                 f"{', '.join(m.name for m in offered if m.checkpoints)})")
     for title, entries in _flag_groups(offered):
         group = parser.add_argument_group(title)
         for flag, users in entries:

@@ -152,6 +152,20 @@ def require_choice(name: str, value, choices) -> None:
         raise MethodError(f"unknown {name} '{value}'; use one of {', '.join(map(str, choices))}")
 
 
+def initial_values_from_cli(items) -> dict:
+    """``--init-value NAME=VALUE`` (repeatable; vectors as ``v1,v2,...``) as a dict of initial values."""
+    values = {}
+    for item in items or ():
+        name, sep, text = item.partition("=")
+        try:
+            values[name.strip()] = [float(v) for v in text.split(",")] if "," in text else float(text)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise MethodError(f"--init-value expects name=value or name=v1,v2,...; got '{item}'")
+    return values
+
+
 @dataclass(frozen=True)
 class ChainSettings:
     """Settings every Markov chain method shares.
@@ -174,3 +188,31 @@ class ChainSettings:
         require_positive_int("chains", self.chains)
         require_positive_int("warmup", self.warmup, allow_zero=True)
         require_positive_int("draws", self.draws)
+
+
+@dataclass(frozen=True)
+class SegmentedChainSettings(ChainSettings):
+    """Settings of the chain methods gpdsl's driver runs (:func:`gpdsl.inference.driver.run_chains`).
+
+    Attributes
+    ----------
+    segment_size : int
+        Iterations per compiled segment; progress and the checkpoint (``--checkpoint``) are written after each.
+        The draws do not depend on it.
+    initial_values : dict
+        Hyperparameters every chain starts at, by name (constrained values; one value for a whole vector, or one
+        per element); the others start where the method starts them (a draw from their priors, or the
+        variational fit's estimate).
+    """
+
+    segment_size: int = option(100, "iterations per compiled segment: progress and the checkpoint are written "
+                                    "after each (the draws do not depend on it)")
+    initial_values: dict = option({}, "start every chain at this value of a hyperparameter (repeatable; vectors as "
+                                      "v1,v2,...; default: where the method starts them)", flag="--init-value",
+                                  metavar="NAME=VALUE", repeat=True, parse=initial_values_from_cli)
+
+    def __post_init__(self):
+        super().__post_init__()
+        require_positive_int("segment_size", self.segment_size)
+        if not isinstance(self.initial_values, dict):
+            raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")

@@ -7,8 +7,9 @@ Never an IndexError, KeyError, RecursionError, lark internals or anything else: 
 (b) hypothesis-generated text: characters from the language's alphabet, token soup, and token soup
     inside a well-formed block skeleton (so the checker, not only the parser, sees it).
 
-``GPDSL_FUZZ_MUTANTS`` (per model, default 350) scales part (a) and ``GPDSL_FUZZ_EXAMPLES`` (default 300,
-derandomized) part (b) for a longer run; setting the latter also makes hypothesis draw fresh examples.
+``GPDSL_FUZZ_MUTANTS`` (per model, default 350: at least :data:`DEFAULT_TIER_MUTANTS` in all) scales part (a)
+and ``GPDSL_FUZZ_EXAMPLES`` (default 300, derandomized) part (b) for a longer run; setting the latter also makes
+hypothesis draw fresh examples. A slow-marked test checks :data:`SLOW_TIER_MUTANTS` other mutants.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import random
 import re
 import traceback
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,7 @@ from gpdsl.errors import GpdslError
 REPO = Path(__file__).resolve().parent.parent
 MODELS = sorted((REPO / "models").glob("*.gpm"))
 MUTANTS_PER_MODEL = int(os.environ.get("GPDSL_FUZZ_MUTANTS", "350"))
+DEFAULT_TIER_MUTANTS, SLOW_TIER_MUTANTS = 2_000, 10_000
 SEED = 20240601
 
 _TOKEN = re.compile(r'"[^"\n]*"|//[^\n]*|/\*.*?\*/|[A-Za-z_][A-Za-z0-9_]*|\d+\.?\d*(?:[eE][+-]?\d+)?|\s+|.',
@@ -48,8 +51,9 @@ def _vocabulary() -> list[str]:
 VOCABULARY = _vocabulary()
 
 
-def assert_clean(text: str) -> None:
-    """``check_text`` succeeds or raises a GpdslError that renders with a location; nothing else."""
+def assert_clean(text: str) -> str:
+    """``check_text`` succeeds (``"checked"``) or raises a GpdslError that renders with a location (``"refused"``);
+    nothing else."""
     try:
         check_text(text, "fuzz.gpm")
     except GpdslError as error:
@@ -59,11 +63,13 @@ def assert_clean(text: str) -> None:
             assert rendered.startswith("fuzz.gpm:"), rendered
             lines = rendered.split("\n")
             assert len(lines) >= 3 and "^" in lines[2], rendered
+        return "refused"
     except BaseException as error:  # noqa: BLE001 - the point of the test
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             raise
         pytest.fail(f"{type(error).__name__} escaped check_text on:\n{text}\n\n"
                     + "".join(traceback.format_exception(error)[-8:]))
+    return "checked"
 
 
 # ---- (a) mutants of the shipped models ---------------------------------------------------------
@@ -100,8 +106,8 @@ def mutate(rng: random.Random, text: str) -> str:
     return "".join(tokens)
 
 
-def mutants(path: Path, count: int):
-    rng = random.Random(f"{SEED}:{path.name}")
+def mutants(path: Path, count: int, salt: str = ""):
+    rng = random.Random(f"{SEED}:{salt}{path.name}")
     original = path.read_text()
     for _ in range(count):
         text = original
@@ -118,8 +124,20 @@ def test_models_check_cleanly():
 
 @pytest.mark.parametrize("path", MODELS, ids=[p.stem for p in MODELS])
 def test_mutated_models(path: Path):
-    for text in mutants(path, MUTANTS_PER_MODEL):
-        assert_clean(text)
+    outcomes = Counter(assert_clean(text) for text in mutants(path, MUTANTS_PER_MODEL))
+    assert sum(outcomes.values()) == MUTANTS_PER_MODEL
+
+
+def test_the_default_tier_checks_at_least_two_thousand_mutants():
+    assert len(MODELS) * MUTANTS_PER_MODEL >= DEFAULT_TIER_MUTANTS
+
+
+@pytest.mark.slow
+def test_ten_thousand_other_mutants_check_or_are_refused():
+    per_model = -(-SLOW_TIER_MUTANTS // len(MODELS))
+    outcomes = Counter(assert_clean(text) for path in MODELS for text in mutants(path, per_model, salt="slow:"))
+    assert sum(outcomes.values()) >= SLOW_TIER_MUTANTS and set(outcomes) <= {"checked", "refused"}
+    print(f"{sum(outcomes.values())} mutants: {dict(outcomes)}")
 
 
 # ---- (b) hypothesis ------------------------------------------------------------------------------

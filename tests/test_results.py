@@ -352,6 +352,29 @@ def test_format_summary_aligns_rows_and_lists_warnings(results):
     assert "No sampler warnings." in format_summary(table, [])
 
 
+def test_a_one_draw_fit_is_summarised_as_its_estimates_without_nan(recwarn):
+    fit = build_results({"mu": np.full((1, 1), 2.5), "tau": TAU.reshape(1, 1, 3)}, dims={"tau": ["N"]},
+                        attrs={**ATTRS, "method": "ml"})
+    table = summarize(fit)
+    text = format_summary(table, sampler_warnings(fit, table))
+    assert text.splitlines()[0].split() == ["estimate"]
+    assert "NaN" not in text and "nan" not in text and "a point estimate (one draw)" in text
+    assert "tau[3]" in text and "2.5" in text
+
+
+def test_the_runs_own_warnings_are_listed_with_the_samplers(results):
+    posterior, stats = _draws()
+    report = {"stuck_chains": [2], "warnings": ["1 of 4 chains did not move in warmup: chain 2 (mu = 3.)"]}
+    built = build_results(posterior, sample_stats=stats, attrs={**ATTRS, "report": json.dumps(report)})
+    assert report["warnings"][0] in sampler_warnings(built)
+
+
+def test_undefined_diagnostics_are_shown_as_dashes(results):
+    table = summarize(results, var_names=["mu"])
+    table.loc["mu", "r_hat"] = np.nan
+    assert format_summary(table, []).splitlines()[1].split()[-1] == "-"
+
+
 # plots ---------------------------------------------------------------------------------------
 
 

@@ -138,3 +138,16 @@ table = "table.md"
     table = (folder / "table.md").read_text()
     assert "## Fits (reference: pm_1)" in table and "| pm_2 |" in table and table in captured.out
     assert "1/2 run 1 [seed=1]: pm" in captured.err and "2/2 run 1 [seed=2]: pm" in captured.err
+
+
+def test_a_run_that_did_not_converge_is_named_and_the_file_exits_3(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(15, 2))
+    values = {"N": 15, "D": 2, "X": X.tolist(), "y": (np.sin(X[:, 0]) + 0.1 * rng.normal(size=15)).tolist()}
+    (tmp_path / "data.json").write_text(json.dumps(values))
+    path = tmp_path / "runs.toml"
+    path.write_text(f'model = "{ROOT / "models" / "gp_regression.gpm"}"\ndata = "data.json"\nseed = 3\n\n'
+                    '[[run]]\nname = "short"\nmethod = "ml"\nout = "short.nc"\nsettings = { max_iterations = 2 }\n')
+    assert main(["run", str(path), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "warning: short" in err and "did not converge after 2 iterations" in err and (tmp_path / "short.nc").exists()

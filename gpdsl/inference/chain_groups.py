@@ -61,7 +61,9 @@ def gathered(parts: list[ChainResult], concurrent: bool = False) -> ChainResult:
                        infos=jax.tree.map(join, *[p.infos for p in parts]),
                        final_state=jax.tree.map(join, *[p.final_state for p in parts]),
                        num_warmup=first.num_warmup, num_draws=first.num_draws, timings=timings,
-                       warmup_draws=warmup[0], warmup_infos=warmup[1])
+                       warmup_draws=warmup[0], warmup_infos=warmup[1],
+                       stuck_chains=[chain for part in parts for chain in part.stuck_chains],
+                       stuck_described="; ".join(part.stuck_described for part in parts if part.stuck_described))
 
 
 def in_process(groups: int):

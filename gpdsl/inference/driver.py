@@ -14,6 +14,10 @@ A run can also advance only a block of its chains (``chain_block=(start, stop)``
 block still uses key ``c`` of the full split), and a chain executor set in :data:`CHAIN_EXECUTOR`
 (:mod:`gpdsl.inference.chain_groups`, :mod:`gpdsl.scale_out`) decides where the blocks run, e.g. as
 Dask tasks.
+
+Before the first iteration every chain's initial state must be finite, and after warmup a chain that never moved
+is named (:mod:`gpdsl.inference.chain_health`): when all of them are stuck the run stops before sampling, otherwise
+:attr:`ChainResult.stuck_chains` lists them.
 """
 
 from __future__ import annotations
@@ -37,6 +41,14 @@ import gpdsl.float64  # noqa: F401
 from gpdsl import compilation_cache
 from gpdsl.atomic import atomic_target
 from gpdsl.errors import GpdslError
+from gpdsl.inference.chain_health import (
+    TRY_WHEN_STUCK,
+    StuckChainsError,
+    WarmupWatch,
+    describe_chains,
+    stuck_message,
+    verify_start,
+)
 
 CHECKPOINT_VERSION = 1
 
@@ -65,6 +77,10 @@ class ChainResult:
         a resumed run started from; 0 otherwise).
     warmup_draws, warmup_infos : pytree or None
         As ``draws`` and ``infos`` for warmup, when ``keep_warmup`` was set.
+    stuck_chains : list of int
+        Chains (from 0) that did not move in warmup (:class:`~gpdsl.inference.chain_health.WarmupWatch`).
+    stuck_described : str
+        Those chains with their values (:func:`~gpdsl.inference.chain_health.describe_chains`).
     """
 
     draws: Any
@@ -75,11 +91,19 @@ class ChainResult:
     timings: dict = field(default_factory=dict)
     warmup_draws: Any = None
     warmup_infos: Any = None
+    stuck_chains: list = field(default_factory=list)
+    stuck_described: str = ""
 
     @property
     def num_chains(self) -> int:
         """Number of chains."""
         return int(jax.tree.leaves(self.final_state)[0].shape[0])
+
+    @property
+    def stuck_message(self) -> str | None:
+        """A sentence naming the chains that did not move in warmup, with their values; None if there are none."""
+        return stuck_message(len(self.stuck_chains), self.num_chains, self.stuck_described) if self.stuck_chains \
+            else None
 
     def draws_per_second(self) -> float:
         """Sampling iterations per second of compiled execution, summed over chains."""
@@ -98,7 +122,8 @@ def _default_extract(state):
 def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_draws: int, *,
                extract: Callable = _default_extract, segment_size: int = 100, progress: bool = True,
                checkpoint_path: str | Path | None = None, resume: bool = False, keep_warmup: bool = False,
-               on_segment: Callable | None = None, chain_block: tuple[int, int] | None = None) -> ChainResult:
+               on_segment: Callable | None = None, chain_block: tuple[int, int] | None = None,
+               checkpoint_identity: dict | None = None, describe: Callable | None = None) -> ChainResult:
     """Run chains of a transition in compiled segments.
 
     Parameters
@@ -133,6 +158,12 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
         its own key of the split over all chains (XLA's rounding depends on the batch: the last bits of its
         draws can differ from a vmap over all chains, see :mod:`gpdsl.inference.chain_groups`). Without it,
         a chain executor set in :data:`CHAIN_EXECUTOR` runs the chains.
+    checkpoint_identity : dict, optional
+        What the checkpoint records about the run besides the driver's own counts (JSON-ready; see
+        :mod:`gpdsl.checkpoint`, which checks it before a run resumes).
+    describe : callable, optional
+        ``describe(state_of_one_chain) -> {name: value}``: the parameter values that name a chain that cannot start
+        or is stuck.
 
     Returns
     -------
@@ -142,11 +173,15 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     ------
     GpdslError
         The checkpoint does not match this run.
+    ChainStartError
+        A chain's initial state is not finite (its log density is -inf or NaN, its kernel not positive definite).
+    StuckChainsError
+        No chain moved in warmup (when all chains run here, not in blocks).
     """
     executor = CHAIN_EXECUTOR.get()
     if executor is not None and chain_block is None:
         run_block = partial(run_chains, step_fn, initial_states, rng_key, num_warmup, num_draws, extract=extract,
-                            segment_size=segment_size, progress=False, keep_warmup=keep_warmup)
+                            segment_size=segment_size, progress=False, keep_warmup=keep_warmup, describe=describe)
         return executor(run_block, int(jax.tree.leaves(initial_states)[0].shape[0]))
     started = time.perf_counter()
     compilation_cache.enable()
@@ -159,16 +194,20 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     block = _checked_block(chain_block, total_chains, checkpoint_path)
     states = jax.tree.map(lambda leaf: leaf[block[0]:block[1]], states) if chain_block is not None else states
     num_chains = block[1] - block[0]
-    record = _Record(num_warmup, num_draws, num_chains, keep_warmup)
+    record = _Record(num_warmup, num_draws, num_chains, keep_warmup, checkpoint_identity)
     runner = _SegmentRunner(step_fn, extract, rng_key, total_chains, block[0])
     if resume and checkpoint_path is not None and Path(checkpoint_path).exists():
         states = record.load(checkpoint_path, states, rng_key, runner.output_shapes(states))
+    if record.iteration == 0:
+        verify_start(states, describe, first_chain=block[0])
     timings = {"compile": 0.0, "warmup": 0.0, "sampling": 0.0, "resumed_at": record.iteration}
 
     total = num_warmup + num_draws
     bar = _progress_bar(total, record.iteration, progress)
     try:
         while record.iteration < total:
+            if record.iteration == num_warmup and chain_block is None:
+                _stop_if_all_stuck(record.watch.stuck(), num_chains, states, describe)
             adapting = record.iteration < num_warmup
             phase_end = num_warmup if adapting else total
             length = min(segment_size, phase_end - record.iteration)
@@ -196,8 +235,18 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     timings["total"] = time.perf_counter() - started
     draws, infos = record.collected(sampling=True)
     warmup_draws, warmup_infos = record.collected(sampling=False) if keep_warmup else (None, None)
+    stuck = record.watch.stuck()
+    described = describe_chains(stuck, states, describe, block[0])
     return ChainResult(draws=draws, infos=infos, final_state=states, num_warmup=num_warmup, num_draws=num_draws,
-                       timings=timings, warmup_draws=warmup_draws, warmup_infos=warmup_infos)
+                       timings=timings, warmup_draws=warmup_draws, warmup_infos=warmup_infos,
+                       stuck_chains=[block[0] + chain for chain in stuck], stuck_described=described)
+
+
+def _stop_if_all_stuck(stuck, num_chains, states, describe):
+    if stuck and len(stuck) == num_chains:
+        raise StuckChainsError(stuck_message(len(stuck), num_chains, describe_chains(stuck, states, describe))
+                               + "; stopped before sampling",
+                               hint=TRY_WHEN_STUCK)
 
 
 def _checked_block(chain_block, total_chains, checkpoint_path) -> tuple[int, int]:
@@ -296,9 +345,11 @@ class _SegmentRunner:
 class _Record:
     """Draws and infos collected segment by segment, and their checkpoint."""
 
-    def __init__(self, num_warmup, num_draws, num_chains, keep_warmup):
+    def __init__(self, num_warmup, num_draws, num_chains, keep_warmup, identity=None):
         self.num_warmup, self.num_draws, self.num_chains = num_warmup, num_draws, num_chains
         self.keep_warmup = keep_warmup
+        self.identity = identity
+        self.watch = WarmupWatch()
         self.iteration = 0
         self.warmup_draws, self.warmup_infos = None, None
         self.sample_draws, self.sample_infos = None, None
@@ -306,6 +357,7 @@ class _Record:
     def append(self, draws, infos, length, adapting):
         draws, infos = jax.tree.map(np.asarray, draws), jax.tree.map(np.asarray, infos)
         if adapting:
+            self.watch.add(draws, infos)
             if self.keep_warmup:
                 self.warmup_draws = (self.warmup_draws or []) + [draws]
                 self.warmup_infos = (self.warmup_infos or []) + [infos]
@@ -324,11 +376,14 @@ class _Record:
     def _meta(self, rng_key) -> dict:
         return {"version": CHECKPOINT_VERSION, "iteration": self.iteration, "num_warmup": self.num_warmup,
                 "num_draws": self.num_draws, "num_chains": self.num_chains, "keep_warmup": self.keep_warmup,
-                "key": np.asarray(jax.random.key_data(rng_key)).tolist()}
+                "key": np.asarray(jax.random.key_data(rng_key)).tolist(),
+                **({"identity": self.identity} if self.identity is not None else {})}
 
     def save(self, path, states, rng_key):
         arrays = {"meta": np.asarray(json.dumps(self._meta(rng_key)))}
         arrays.update(_flat("state", states))
+        if self.watch.moved is not None:
+            arrays["warmup_moved"] = self.watch.moved
         for prefix, sampling in (("draws", True), ("warmup", False)):
             draws, infos = self.collected(sampling)
             if draws is not None:
@@ -348,6 +403,9 @@ class _Record:
                                      f"{meta[name]}, this run's is {expected[name]}")
             states = jax.tree.map(jnp.asarray, _unflat(stored, "state", like_states))
             self.iteration = int(meta["iteration"])
+            if "warmup_moved" in stored:
+                self.watch.moved = np.asarray(stored["warmup_moved"])
+                self.watch.iterations = min(self.iteration, self.num_warmup)
             like_draws, like_infos = like_outputs
             if "draws_draw_count" in stored:
                 self.sample_draws = [_unflat(stored, "draws_draw", like_draws, check_shapes=False)]

@@ -142,3 +142,22 @@ def results_json(results, name: str) -> dict:
     """A JSON root attribute of results (``settings``, ``timings``, ``report``, ...) as a dict."""
     value = root_attrs(results).get(name)
     return json.loads(value) if isinstance(value, str) else {}
+
+
+STOPPED_SHORT = ("iterations", "evaluations", "line_search")
+"""Optimiser stops (:data:`gpdsl.inference.optimise.lbfgs.STOP_MESSAGES`) that mean a fit did not converge."""
+
+
+def not_converged(results) -> list[str]:
+    """Why a run that wrote its results did not converge, one sentence each; empty when nothing says so.
+
+    A fit's optimiser that stopped short (:data:`STOPPED_SHORT`), and chains that did not move in warmup
+    (``report.stuck_chains``, with the run's ``report.warnings`` naming them).
+    """
+    report = results_json(results, "report")
+    reasons = [str(warning) for warning in report.get("warnings", [])] if report.get("stuck_chains") else []
+    optimizer = report.get("optimizer", {})
+    if optimizer.get("stop") in STOPPED_SHORT:
+        reasons.append(f"the optimiser did not converge after {optimizer.get('iterations')} iterations: "
+                       f"{optimizer.get('message')}")
+    return reasons

@@ -46,24 +46,28 @@ def summarize(results: Any, var_names: Sequence[str] | None = None) -> pd.DataFr
     """
     posterior = _group(results, "posterior")
     names = checked_var_names(posterior, var_names)
-    ess_bulk = arviz_compat.ess(posterior, names, method="bulk")
-    ess_tail = arviz_compat.ess(posterior, names, method="tail")
-    r_hat = arviz_compat.rhat(posterior, names)
-    mcse_mean = arviz_compat.mcse(posterior, names, method="mean")
+    if _is_point_estimate(posterior):
+        ess_bulk = ess_tail = r_hat = mcse_mean = None
+    else:
+        ess_bulk = arviz_compat.ess(posterior, names, method="bulk")
+        ess_tail = arviz_compat.ess(posterior, names, method="tail")
+        r_hat = arviz_compat.rhat(posterior, names)
+        mcse_mean = arviz_compat.mcse(posterior, names, method="mean")
+    diagnostic = lambda values: np.nan if values is None else element.value(values)  # noqa: E731
     rows = {}
     for element in elements(posterior, names):
         draws = element.draws(posterior).astype(float).ravel()
         q5, q50, q95 = np.quantile(draws, [0.05, 0.5, 0.95])
         rows[element.label] = {
             "mean": draws.mean(),
-            "mcse_mean": element.value(mcse_mean),
+            "mcse_mean": diagnostic(mcse_mean),
             "sd": draws.std(ddof=1) if draws.size > 1 else np.nan,
             "q5": q5,
             "q50": q50,
             "q95": q95,
-            "ess_bulk": element.value(ess_bulk),
-            "ess_tail": element.value(ess_tail),
-            "r_hat": element.value(r_hat),
+            "ess_bulk": diagnostic(ess_bulk),
+            "ess_tail": diagnostic(ess_tail),
+            "r_hat": diagnostic(r_hat),
         }
     return pd.DataFrame.from_dict(rows, orient="index", columns=COLUMNS)
 
@@ -90,7 +94,9 @@ def sampler_warnings(results: Any, table: pd.DataFrame | None = None) -> list[st
     """
     groups = arviz_compat.groups(results)
     posterior = _group(results, "posterior")
-    warnings = []
+    warnings = list(_reported_warnings(results))
+    if _is_point_estimate(posterior):
+        return warnings
     stats = groups.get("sample_stats")
     if stats is not None:
         total = stats.sizes["chain"] * stats.sizes["draw"]
@@ -152,9 +158,12 @@ def format_summary(table: pd.DataFrame, warnings: Sequence[str]) -> str:
     str
         Text ending in a newline.
     """
-    formatters = {column: _significant for column in COLUMNS}
+    point = "sd" in table and len(table) > 0 and bool(table["sd"].isna().all())
+    if point:
+        table = table[["mean"]].rename(columns={"mean": "estimate"})
+    formatters = {column: _significant for column in (*COLUMNS, "estimate")}
     formatters.update(ess_bulk=_whole, ess_tail=_whole, r_hat=lambda value: f"{value:.3f}")
-    text = table.to_string(formatters={c: f for c, f in formatters.items() if c in table})
+    text = table.to_string(formatters={c: f for c, f in formatters.items() if c in table}, na_rep="-")
     lines = [text, ""]
     if warnings:
         lines.append("Warnings:")
@@ -163,10 +172,23 @@ def format_summary(table: pd.DataFrame, warnings: Sequence[str]) -> str:
         lines.append("No sampler warnings.")
     lines.append("")
     lines.append(
+        "a point estimate (one draw): no intervals, effective sample sizes or R-hat." if point else
         "q5/q50/q95 are posterior quantiles; ess_bulk and ess_tail are effective sample sizes "
-        "and r_hat the rank-normalised split R-hat (1.0 at convergence)."
+        "and r_hat the rank-normalised split R-hat (1.0 at convergence); - where undefined."
     )
     return "\n".join(lines) + "\n"
+
+
+def _is_point_estimate(posterior) -> bool:
+    """One draw in all: a fit's point estimate, for which intervals and chain diagnostics are undefined."""
+    return posterior.sizes.get("chain", 1) * posterior.sizes.get("draw", 1) == 1
+
+
+def _reported_warnings(results) -> list[str]:
+    """The warnings the run itself recorded (``report.warnings``: e.g. chains that did not move in warmup)."""
+    from gpdsl.results.method_output import results_json
+
+    return [str(warning) for warning in results_json(results, "report").get("warnings", [])]
 
 
 def _group(results: Any, name: str):

@@ -409,12 +409,25 @@ def _mvn_logpdf_columns(Y, L):
             - 0.5 * n * columns * jnp.log(2 * jnp.pi))
 
 
+def _ieee(operation, fallback):
+    """``operation``, or on plain Python numbers that it cannot take (``0 / 0``, ``10.0 ^ 400``), ``fallback``:
+    infinities and NaN as in float64 arrays, never an exception."""
+    def apply(*arguments):
+        try:
+            return operation(*arguments)
+        except (ZeroDivisionError, OverflowError):
+            return fallback(*(jnp.asarray(a, jnp.float64) for a in arguments))
+
+    return apply
+
+
 _BINARY = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-    "/": lambda a, b: a / b, "^": lambda a, b: a ** b,
+    "/": _ieee(lambda a, b: a / b, jnp.true_divide), "^": _ieee(lambda a, b: a ** b, jnp.power),
 }
 _FUNCTIONS = {
-    "sqrt": jnp.sqrt, "exp": jnp.exp, "log": jnp.log, "inv_sqrt": jax.lax.rsqrt, "inv": lambda x: 1.0 / x,
+    "sqrt": jnp.sqrt, "exp": jnp.exp, "log": jnp.log, "inv_sqrt": jax.lax.rsqrt,
+    "inv": _ieee(lambda x: 1.0 / x, lambda x: 1.0 / x),
     "square": jnp.square, "softplus": jax.nn.softplus, "inv_logit": jax.nn.sigmoid,
     "log1p_exp": jax.nn.softplus, "abs": jnp.abs, "Phi": jax.scipy.stats.norm.cdf,
 }

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpdsl.settings import ChainSettings, option, require_choice, require_number, require_positive_int
+from gpdsl.settings import SegmentedChainSettings, option, require_choice, require_number, require_positive_int
 
 THETA_UPDATES = ("sa", "aa", "surr", "surr_slice")
 
 
 @dataclass(frozen=True)
-class GibbsSettings(ChainSettings):
+class GibbsSettings(SegmentedChainSettings):
     """Settings of ``gibbs``.
 
     Attributes

@@ -21,7 +21,7 @@ from gpdsl.inference.mcmc.gplvm_estimate import (
     make_estimate,
     require_observed,
 )
-from gpdsl.inference.methods.latent_chains import theta_output
+from gpdsl.inference.methods.latent_chains import chain_report, theta_describer, theta_output
 from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
 from gpdsl.inference.methods.vem import VEMSettings
 from gpdsl.inference.variational.e_step import make_e_step
@@ -60,7 +60,8 @@ def block_indices(problem: GPLVMProblem, blocks: list) -> tuple[list[np.ndarray]
 def variational_settings(problem: GPLVMProblem, settings: PMGPLVMSettings, seed: int) -> VEMSettings:
     """The settings of the variational fit that gives the starting point and the E-step's start."""
     inducing = settings.num_inducing or min(problem.num_points, 50)
-    return VEMSettings(num_inducing=inducing, starts=settings.vem_starts, seed=seed)
+    return VEMSettings(num_inducing=inducing, starts=settings.vem_starts, seed=seed,
+                       initial_values=settings.initial_values)
 
 
 def make_pm_e_step(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit):
@@ -109,7 +110,8 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
     result = run_chains(step, states, key_run, settings.warmup, settings.draws,
                         extract=lambda s: {"theta": s.position, "log_marginal": s.mh.log_density[0],
                                            "log_prior": s.mh.log_density[1]},
-                        progress=context.progress, checkpoint_path=context.checkpoint)
+                        progress=context.progress, segment_size=settings.segment_size,
+                        describe=theta_describer(problem, lambda state: state.position), **context.chain_checkpoint())
     theta_draws = np.asarray(result.draws["theta"])
     output = theta_output(problem, theta_draws, None, _sample_stats(result))
     output.dims.update({name: ["block"] for name in (*PER_BLOCK_STATS.values(), *PROPOSAL_STATS.values())})
@@ -186,7 +188,7 @@ def _report(problem: GPLVMProblem, fit: VEMFit, block_names, result, settings: P
         "proposal_covariances": [np.asarray(c).tolist() for c in result.final_state.covariances],
         "variational_start": {"bound": float(fit.bound),
                               "hyperparameters": {k: np.asarray(v).tolist() for k, v in fit.hyperparameters().items()}},
-        "resumed_at": result.timings.get("resumed_at", 0),
+        **chain_report(result),
         "exact": not settings.warm_start,
         "correlation": settings.correlation,
     }

@@ -22,11 +22,17 @@ STAT_NAMES = ("acceptance_rate", "accepted", "cubic_ops", "num_shrinks", "approx
               "num_evaluations", "proposed_log_marginal")
 
 
-def prior_initial_thetas(problem: LatentGP, key, chains: int) -> jnp.ndarray:
-    """Unconstrained hyperparameters drawn from their priors, one row per chain (as in the paper)."""
+def prior_initial_thetas(problem: LatentGP, key, chains: int, initial_values=None) -> jnp.ndarray:
+    """Unconstrained hyperparameters drawn from their priors, one row per chain (as in the paper); those named in
+    ``initial_values`` (constrained, by name) are set to them in every chain."""
+    fixed = dict(initial_values or {})
+
     def draw(sub):
         truth, _ = simulate(problem.jax_model, sub)
-        return problem.unconstrain_theta({name: truth[name] for name in problem.theta_names})
+        values = {name: truth[name] for name in problem.theta_names}
+        for name, value in fixed.items():
+            values[name] = jnp.broadcast_to(jnp.asarray(value, jnp.float64), jnp.shape(values[name]))
+        return problem.unconstrain_theta(values)
 
     return jax.jit(jax.vmap(draw))(jax.random.split(key, chains))
 
@@ -58,10 +64,12 @@ def run_latent_chains(problem: LatentGP, engine, settings, context, *, keep_late
     init, step, extract = engine
     key = jax.random.PRNGKey(context.seed)
     key_init, key_estimate, key_run = jax.random.split(key, 3)
-    thetas = prior_initial_thetas(problem, key_init, settings.chains)
+    thetas = prior_initial_thetas(problem, key_init, settings.chains, settings.initial_values)
     states = jax.jit(jax.vmap(init))(jax.random.split(key_estimate, settings.chains), thetas)
     result = run_chains(step, states, key_run, settings.warmup, settings.draws, extract=extract,
-                        progress=context.progress, checkpoint_path=context.checkpoint)
+                        progress=context.progress, segment_size=settings.segment_size,
+                        describe=theta_describer(problem, lambda state: extract(state)["theta"]),
+                        **context.chain_checkpoint())
     theta_draws = np.asarray(result.draws["theta"])
     f_draws = np.asarray(result.draws["f"]) if keep_latent else None
     stats = {name: np.asarray(getattr(result.infos, name)) for name in STAT_NAMES if hasattr(result.infos, name)}
@@ -69,8 +77,27 @@ def run_latent_chains(problem: LatentGP, engine, settings, context, *, keep_late
         stats["log_marginal"] = np.asarray(result.draws["log_marginal"])
     output = theta_output(problem, theta_draws, f_draws, stats)
     output.timings = dict(result.timings)
-    output.report = {"resumed_at": result.timings.get("resumed_at", 0), **(report(result) if report else {})}
+    output.report = {**chain_report(result), **(report(result) if report else {})}
     return output
+
+
+def chain_report(result) -> dict:
+    """What every chain method reports from the driver: the iteration a resumed run started from, and the chains
+    (from 1) that did not move in warmup (``stuck_chains``) with a sentence naming them (``warnings``)."""
+    report = {"resumed_at": result.timings.get("resumed_at", 0)}
+    if result.stuck_chains:
+        report.update(stuck_chains=[chain + 1 for chain in result.stuck_chains], warnings=[result.stuck_message])
+    return report
+
+
+def theta_describer(problem, theta_of):
+    """``describe(state) -> {name: constrained value}`` of the hyperparameters ``theta_of(state)`` (unconstrained),
+    which the driver shows for a chain that cannot start or is stuck."""
+    def describe(state):
+        values, _ = problem.constrain(jnp.asarray(theta_of(state)))
+        return {name: values[name] for name in problem.theta_names}
+
+    return describe
 
 
 def theta_output(problem: LatentGP, theta_draws: np.ndarray, f_draws: np.ndarray | None,

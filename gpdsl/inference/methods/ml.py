@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpdsl.errors import MethodError
-from gpdsl.inference.methods.vem import initial_values_from_cli
-from gpdsl.settings import option, require_number, require_positive_int
+from gpdsl.settings import initial_values_from_cli, option, require_number, require_positive_int
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpdsl.settings import (
-    ChainSettings,
+    SegmentedChainSettings,
     SettingError,
     option,
     require_choice,
@@ -34,7 +34,7 @@ def blocks_from_cli(items) -> list:
 
 
 @dataclass(frozen=True)
-class PMGPLVMSettings(ChainSettings):
+class PMGPLVMSettings(SegmentedChainSettings):
     """Settings of ``pm-gplvm``.
 
     Attributes

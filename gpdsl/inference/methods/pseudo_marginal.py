@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpdsl.errors import MethodError
-from gpdsl.settings import (ChainSettings, option, require_choice, require_covariance, require_number,
+from gpdsl.settings import (SegmentedChainSettings, option, require_choice, require_covariance, require_number,
                             require_positive_int)
 
 APPROXIMATIONS = ("ep", "laplace")
@@ -28,7 +28,7 @@ def proposal_from_file(path: str) -> list:
 
 
 @dataclass(frozen=True)
-class MCMCEPSettings(ChainSettings):
+class MCMCEPSettings(SegmentedChainSettings):
     """Settings of ``mcmc-ep`` (and the shared part of ``pm``'s).
 
     Attributes

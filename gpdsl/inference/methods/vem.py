@@ -19,26 +19,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpdsl.errors import GpdslError, MethodError
-from gpdsl.settings import option, require_choice, require_number, require_positive_int
+from gpdsl.settings import initial_values_from_cli, option, require_choice, require_number, require_positive_int
 
 INDUCING_DIMS = ["M"]
 PSI_METHODS = ("analytic", "unscented", "gauss_hermite", "monte_carlo")
 INITIALISATIONS = ("pca", "random")
 SCALINGS = ("blocks", "scalar")
-
-
-def initial_values_from_cli(items) -> dict:
-    """``--init-value NAME=VALUE`` (repeatable; vectors as ``v1,v2,...``) as a dict of initial values."""
-    values = {}
-    for item in items or ():
-        name, sep, text = item.partition("=")
-        try:
-            values[name.strip()] = [float(v) for v in text.split(",")] if "," in text else float(text)
-        except ValueError:
-            sep = ""
-        if not sep:
-            raise MethodError(f"--init-value expects name=value or name=v1,v2,...; got '{item}'")
-    return values
 
 
 @dataclass(frozen=True)

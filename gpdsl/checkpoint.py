@@ -1,0 +1,131 @@
+"""What a checkpoint records about its run: the hashes of the model and data, the method, settings and seed
+(only the same run resumes from it) and the command that started it (``gpdsl resume`` runs it again).
+
+The driver (:func:`gpdsl.inference.driver.run_chains`) stores this identity in the checkpoint's ``meta`` record;
+:func:`verify_resumable` compares it with a new run's before anything runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpdsl.errors import GpdslError
+
+IDENTIFYING = ("method", "model_sha256", "data_sha256", "settings", "seed")
+"""The entries that must agree for a run to resume from a checkpoint."""
+FREE_SETTINGS = ("segment_size",)
+"""Settings the draws do not depend on, which a resumed run may change."""
+
+_DESCRIBED = {"method": "method", "model_sha256": "model (sha256 of its text)",
+              "data_sha256": "data (sha256 of the validated values)", "settings": "settings", "seed": "seed"}
+
+
+class CheckpointError(GpdslError, kind="checkpoint error"):
+    """A checkpoint that cannot be read, or that another run wrote."""
+
+
+def data_hash(data: dict) -> str:
+    """sha256 of validated data values: every name with its values' dtype, shape and bytes, in name order."""
+    digest = hashlib.sha256()
+    for name in sorted(data):
+        values = np.ascontiguousarray(np.asarray(data[name]))
+        digest.update(f"{name}\0{values.dtype.str}\0{values.shape}\0".encode())
+        digest.update(values.tobytes())
+    return digest.hexdigest()
+
+
+def run_identity(model, data: dict, method: str, settings, seed: int, command=None) -> dict:
+    """The identity of a run a checkpoint records (see the module docstring).
+
+    Parameters
+    ----------
+    model : Model
+        The checked model.
+    data : dict
+        The validated data.
+    method : str
+    settings : dataclass
+        The method's settings.
+    seed : int
+    command : list of str, optional
+        The command line's arguments (after ``gpdsl``), for ``gpdsl resume``; recorded with the working directory.
+
+    Returns
+    -------
+    dict
+        JSON-ready.
+    """
+    values = asdict(settings) if is_dataclass(settings) else dict(settings)
+    values = {name: value for name, value in values.items() if name not in FREE_SETTINGS}
+    identity = {"method": method, "model_sha256": model.source_hash, "data_sha256": data_hash(data),
+                "settings": json.loads(json.dumps(values, default=str)), "seed": int(seed)}
+    if command is not None:
+        identity.update(command=[str(argument) for argument in command], cwd=os.getcwd())
+    return identity
+
+
+def read_identity(path: str | os.PathLike) -> dict | None:
+    """The identity recorded in the checkpoint at ``path``; None if it has none (written by the driver alone).
+
+    Raises
+    ------
+    CheckpointError
+        The file is not a checkpoint gpdsl can read.
+    """
+    try:
+        with np.load(path) as stored:
+            meta = json.loads(str(stored["meta"]))
+    except FileNotFoundError:
+        raise CheckpointError(f"no checkpoint {path}") from None
+    except (OSError, ValueError, KeyError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path} is not a gpdsl checkpoint ({error})",
+                              hint="delete it to start the run afresh") from None
+    return meta.get("identity")
+
+
+def verify_resumable(path: str | os.PathLike, identity: dict) -> None:
+    """Refuse to resume, from the checkpoint at ``path`` (if there is one), a run that is not the one it holds.
+
+    Raises
+    ------
+    CheckpointError
+        The checkpoint was written by a run with a different method, model, data, settings or seed, or cannot be
+        read; the message names each difference.
+    """
+    if not Path(path).exists():
+        return
+    stored = read_identity(path)
+    if stored is None:
+        raise CheckpointError(f"checkpoint {path} records no run identity (it was written by an older gpdsl or "
+                              "by run_chains directly); it cannot be checked against this run",
+                              hint="delete it to start the run afresh")
+    differences = [_difference(name, stored.get(name), identity[name]) for name in IDENTIFYING
+                   if stored.get(name) != identity[name]]
+    if differences:
+        raise CheckpointError(f"checkpoint {path} was written by a different run: " + "; ".join(differences),
+                              hint=f"run the command that wrote it (gpdsl resume {path}), or delete it or give "
+                                   "another --checkpoint path to start afresh")
+
+
+def _difference(name: str, stored, current) -> str:
+    if name == "settings" and isinstance(stored, dict) and isinstance(current, dict):
+        changed = [f"{key} {stored.get(key)!r} there, {current.get(key)!r} here"
+                   for key in sorted({*stored, *current}) if stored.get(key) != current.get(key)]
+        return "settings differ (" + ", ".join(changed) + ")"
+    if name.endswith("sha256"):
+        return f"the {_DESCRIBED[name]} differs ({str(stored)[:12]} there, {str(current)[:12]} here)"
+    return f"the {_DESCRIBED[name]} differs ({stored!r} there, {current!r} here)"
+
+
+def resumed_seed(path: str | os.PathLike) -> int | None:
+    """The seed of the run whose checkpoint is at ``path``; None when there is no checkpoint (or it records none)."""
+    if not Path(path).exists():
+        return None
+    seed = (read_identity(path) or {}).get("seed")
+    return None if seed is None else int(seed)
