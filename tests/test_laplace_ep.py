@@ -283,3 +283,33 @@ def test_a_latent_gp_takes_its_offset_from_the_likelihood_location():
     mirrored = check_text(OFFSET_MODEL.replace("LOCATION", "log_exposure - f"))[0]
     with pytest.raises(MethodError, match="plus terms free of it"):
         laplace_for(latent_gp(mirrored, load_data(dict(data), mirrored)[0]), theta)
+
+
+def test_predictions_at_new_inputs_take_a_shared_offset_and_leave_out_a_per_observation_one():
+    from gpdsl.api import check_text
+    from gpdsl.data_io import load_data
+    from gpdsl.inference.predict.draws import latent_new_draws
+    from gpdsl.inference.predict.latent_gp import approximate_moments
+
+    source = """
+data { int N; vector[N] x; vector[N] z; array[N] int<lower=0, upper=1> y; }
+parameters { real<lower=0> s ~ lognormal(0, 1); real mu ~ normal(0, 1); }
+latent { vector[N] f; }
+model { f ~ gp(x, s * rbf(1.0)); y ~ bernoulli_probit(LOCATION); }
+"""
+    values = {"N": 4, "x": [0.0, 1.0, 2.0, 3.0], "z": [0.1, 0.2, -0.1, 0.0], "y": [1, 0, 1, 1]}
+    theta_draws = np.array([[[0.1, 0.8], [-0.2, -0.5]]])
+    X_new = np.array([[0.5], [2.5]])
+    shared = check_text(source.replace("LOCATION", "mu + f"))[0]
+    problem = latent_gp(shared, load_data(values, shared)[0])
+    draws = latent_new_draws(problem, theta_draws, None, X_new, jax.random.PRNGKey(0))
+    for d in range(2):
+        theta = jnp.asarray(theta_draws[0, d])
+        mean, var = approximate_moments(problem, theta, X_new)
+        mu = float(problem.theta_values(theta)[0]["mu"])
+        np.testing.assert_allclose(draws["y_prob"][0, d], stats.norm.cdf((np.asarray(mean) + mu) / np.sqrt(1 + var)),
+                                   rtol=1e-10)
+    own = check_text(source.replace("LOCATION", "z + f"))[0]
+    draws = latent_new_draws(latent_gp(own, load_data(values, own)[0]), theta_draws, None, X_new,
+                             jax.random.PRNGKey(0))
+    assert set(draws) == {"f_new"}

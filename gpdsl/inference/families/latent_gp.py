@@ -121,6 +121,16 @@ class LatentGP(HyperparameterBlocks):
         value = self.jax_model.evaluate(argument, self.environment(theta, jnp.zeros(self.n)))
         return jnp.broadcast_to(jnp.asarray(value, dtype=float), (self.n,))
 
+    def latent_argument_at_zero(self, theta):
+        """The likelihood's latent argument with ``f`` replaced by a scalar 0: the offset (``mu`` of ``mu + f``,
+        0 of ``f``), an array when it has one value per training observation (``log_exposure + f``), which it
+        has not at new inputs. Zero for an external likelihood."""
+        likelihood = LIKELIHOODS.get(self.likelihood)
+        if likelihood is None:
+            return jnp.zeros(())
+        argument = dict(self.node.likelihood.distribution.args)[likelihood.latent_param]
+        return self.jax_model.evaluate(argument, {**self.environment(theta), self.name: jnp.zeros(())})
+
     def log_likelihood(self, f, theta) -> jax.Array:
         """``log p(y | f, theta)``."""
         return self.jax_model.log_terms(self.environment(theta, f), ("likelihood",))

@@ -74,8 +74,9 @@ def latent_replicates(problem: LatentGP, theta_draws, f_draws, key) -> np.ndarra
 def latent_new_draws(problem: LatentGP, theta_draws, f_draws, X_new, key, approximation: str = "ep",
                      tol=None) -> dict[str, np.ndarray]:
     """Draws at new inputs: ``<f>_new`` and ``<y>_new``, and ``<y>_prob`` where the likelihood has class
-    probabilities, each ``(chain, draw, m)``. ``<y>_new`` is left out when another argument of the
-    likelihood has one value per training observation (binomial ``trials``): it has none at new inputs.
+    probabilities, each ``(chain, draw, m)``. ``<y>_new`` and ``<y>_prob`` are left out when another argument
+    of the likelihood, or an offset in its latent argument (``log_exposure + f``), has one value per training
+    observation (binomial ``trials``): it has none at new inputs.
 
     ``f*`` comes from the GP conditional given each ``(theta, f)`` draw, or, with ``f_draws`` None, from the
     Gaussian approximation (``approximation``: ``"ep"`` or ``"laplace"``) at each ``theta`` draw.
@@ -88,15 +89,18 @@ def latent_new_draws(problem: LatentGP, theta_draws, f_draws, X_new, key, approx
     def from_moments(theta, mean, var, draw_key):
         latent_key, observation_key = jax.random.split(draw_key)
         f_star = mean + jnp.sqrt(var) * jax.random.normal(latent_key, mean.shape)
+        values = {f"{problem.name}_new": f_star}
+        offset = problem.latent_argument_at_zero(theta)
+        if jnp.ndim(offset):
+            return values
         env = {**problem.environment(theta), problem.name: f_star}
         args = likelihood_arguments(problem, env)
-        values = {f"{problem.name}_new": f_star}
         per_observation = [name for name, value in zip(likelihood.params, args) if jnp.ndim(value)
                            and name not in (likelihood.latent_param, *likelihood.own_shape)]
         if not per_observation:  # e.g. binomial trials given per training observation: none at new inputs
             values[f"{target}_new"] = likelihood.sample(observation_key, mean.shape, *args)
-        if probability is not None:
-            values[f"{target}_prob"] = probability(mean, var)
+        if probability is not None and problem.node.shifted:
+            values[f"{target}_prob"] = probability(mean + offset, var)
         return values
 
     keys = draw_keys(key, theta_draws)
