@@ -168,9 +168,9 @@ class _Checker:
         spec = decl.type
         dims = tuple(self._dim(d) for d in spec.dims)
         array_dims = tuple(self._dim(d) for d in spec.array_dims)
-        lower = self._constant(spec.lower) if spec.lower is not None else None
-        upper = self._constant(spec.upper) if spec.upper is not None else None
-        if lower is not None and upper is not None and not lower < upper:
+        lower = self._bound(spec.lower, role) if spec.lower is not None else None
+        upper = self._bound(spec.upper, role) if spec.upper is not None else None
+        if isinstance(lower, float) and isinstance(upper, float) and not lower < upper:
             _fail(f"empty constraint: lower={lower:g} is not below upper={upper:g}", spec.span)
         if spec.base == "int" and role != "data":
             _fail(f"{role} '{decl.name}' cannot be an int", spec.span,
@@ -215,10 +215,19 @@ class _Checker:
               f"move 'int {decl.name};' above its first use" if is_size
               else "a size must be an int declared in the data block, above its first use")
 
+    def _bound(self, expr: ast.Expr, role: str) -> float | str:
+        if isinstance(expr, ast.Name) and expr.name not in catalog.CONSTANTS:
+            if role != "data":
+                _fail(f"a bound of a {role} must be a constant number", expr.span,
+                      "only data bounds may name a size, e.g. array[N] int<lower=1, upper=G> group")
+            return self._dim(expr)
+        return self._constant(expr)
+
     def _constant(self, expr: ast.Expr) -> float:
         value = self._fold(expr)
         if value is None:
-            _fail("a bound must be a constant number", expr.span, "write e.g. <lower=0> or <lower=0, upper=1>")
+            _fail("a bound must be a constant number or a size", expr.span,
+                  "write e.g. <lower=0>, <lower=0, upper=1> or (on data) <lower=1, upper=G> with 'int G;'")
         return value
 
     def _fold(self, expr: ast.Expr) -> float | None:

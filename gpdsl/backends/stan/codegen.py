@@ -238,7 +238,9 @@ def stan_type(t: VarType, lower: str | None = None, upper: str | None = None) ->
     return inner
 
 
-def _bound(value: float | None) -> str | None:
+def _bound(value: float | str | None) -> str | None:
+    if isinstance(value, str):
+        return stan_name(value)
     return None if value is None else format_number(value, float(value).is_integer())
 
 
