@@ -62,3 +62,62 @@ def test_a_bound_must_name_a_declared_size(declaration, message):
 def test_a_parameter_bound_cannot_name_a_size():
     with pytest.raises(GpdslError, match="a bound of a parameter must be a constant number"):
         check_text(GROUPED.replace("real<lower=0> tau", "real<lower=0, upper=G> tau"))
+
+
+GROUP_EFFECT = GROUPED.replace("real<lower=0> tau ~ gamma(2, 1);",
+                               "real<lower=0> tau ~ gamma(2, 1); vector[G] u ~ normal(0, tau);") \
+    .replace("vector[N] y;", "vector[N] y; vector[N] x; matrix[G, 2] Z;") \
+    .replace("y ~ normal(0, noise);", "f ~ gp(x, rbf());\n  y ~ normal(f + u[group], noise);")
+
+
+def _index_type(expression: str) -> str:
+    model, _ = check_text(GROUP_EFFECT.replace("y ~ normal(f + u[group], noise);",
+                                               f"y ~ normal(f + u[group], noise);\n  y ~ normal({expression}, 1);"))
+    likelihood = [s for s in model.statements if type(s).__name__ == "LikelihoodStatement"][-1]
+    return likelihood.distribution.arg("mu").type.describe()
+
+
+@pytest.mark.parametrize("expression, described", [
+    ("u[group]", "vector[N]"),
+    ("u[group[2]]", "real"),
+    ("Z[group, 1]", "vector[N]"),
+])
+def test_an_int_array_index_keeps_its_dimension_at_the_array_length(expression, described):
+    assert _index_type(expression) == described
+
+
+def test_an_int_array_selects_matrix_rows():
+    with pytest.raises(GpdslError, match=r"argument 'mu' of normal has shape \[N, 2\]"):
+        _index_type("Z[group]")
+
+
+@pytest.mark.parametrize("expression, message", [
+    ("u[x]", r"an index must be an integer or a one-dimensional int array, got vector\[N\]"),
+    ("Z[group, group]", "at most one index may be an int array"),
+])
+def test_bad_multi_indices_are_refused(expression, message):
+    with pytest.raises(GpdslError, match=message):
+        _index_type(expression)
+
+
+def test_multi_indexing_is_emitted_to_stan():
+    model, _ = check_text(GROUP_EFFECT)
+    code = generate_stan(model).code
+    assert "normal_lpdf(y | f + u[group], noise)" in code
+    check_program(code)
+
+
+def test_a_sampler_that_needs_the_latent_alone_refuses_at_the_statement():
+    from gpdsl.api import sample
+    from gpdsl.errors import MethodError
+    rng = np.random.default_rng(3)
+    data = {"N": 6, "G": 2, "y": rng.normal(size=6), "x": rng.normal(size=6), "Z": np.zeros((2, 2)),
+            "group": np.array([1, 2, 1, 2, 1, 2])}
+    looped = GROUP_EFFECT.replace("y ~ normal(f + u[group], noise);",
+                                  "for (i in 1:N) y[i] ~ normal(f[i] + u[group[i]], noise);")
+    for text, detail, column in ((GROUP_EFFECT, "does not act on its elements one by one", 3),
+                                 (looped, "sits in a loop", 18)):
+        with pytest.raises(MethodError, match=detail) as caught:
+            sample(text, data, "gibbs", seed=1)
+        assert (caught.value.span.line, caught.value.span.column) == (text.splitlines().index(
+            next(line for line in text.splitlines() if "y" in line and "~ normal(f" in line)) + 1, column)

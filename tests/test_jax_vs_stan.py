@@ -59,6 +59,23 @@ model {
 }
 """
 
+GROUP_EFFECT = """
+data {
+  int N; int G; vector[N] x; vector[N] y; vector[N] z;
+  array[N] int<lower=1, upper=G> group;
+}
+parameters {
+  real<lower=0> tau ~ gamma(2, 1);
+  vector[G] u ~ normal(0, tau);
+  real<lower=0> noise ~ gamma(2, 1);
+}
+model {
+  f ~ gp(x, rbf(lengthscale = 0.5));
+  y ~ normal(f + u[group], noise);
+  for (i in 1:N) z[i] ~ normal(2 * u[group[i]], noise);
+}
+"""
+
 
 def stan_vector(jax_model, z):
     """Our unconstrained vector reordered to Stan's (column-major within each block)."""
@@ -90,11 +107,18 @@ def likelihoods_data(rng):
             "y_g": rng.gamma(2.0, 1.0, N)}
 
 
+def group_data(rng):
+    N, G = 11, 3
+    return {"N": N, "G": G, "x": rng.normal(size=N), "y": rng.normal(size=N), "z": rng.normal(size=N),
+            "group": np.r_[1, 2, 3, rng.integers(1, G + 1, N - 3)]}
+
+
 @pytest.mark.parametrize("model_file, make_data, scale", [
     ("models/gp_classification.gpm", classification_data, 1.0),
     ("models/bayesian_gplvm_priors.gpm", gplvm_data, 0.7),
     (ALL_KERNELS, regression_data, 0.5),
     (LIKELIHOODS, likelihoods_data, 0.7),
+    (GROUP_EFFECT, group_data, 0.7),
 ])
 def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, scale):
     rng = np.random.default_rng(11)

@@ -866,25 +866,31 @@ class _Checker:
                     _fail("slice bounds must be integers", bound.span)
             return ir.Slice(start, stop)
         value = self._expr(item)
-        if value.type != ir.INT:
-            _fail(f"an index must be an integer, got {value.type.describe()}", item.span)
+        if value.type != ir.INT and not is_label_array(value.type):
+            _fail(f"an index must be an integer or a one-dimensional int array, got {value.type.describe()}",
+                  item.span, "index by integer data, e.g. u[group] with array[N] int<lower=1, upper=G> group")
         return value
 
     def _index_type(self, t: VarType, indices, span: Span) -> VarType:
         shape = list(t.shape)
         if len(indices) > len(shape):
             _fail(f"too many indices: {t.describe()} has {len(shape)} dimension(s)", span)
+        if sum(map(_is_multi_index, indices)) > 1:
+            _fail("at most one index may be an int array", span, "index one dimension at a time")
         new_dims = []
         for index, dim in zip(indices, shape):
             if isinstance(index, ir.Slice):
                 new_dims.append(self._slice_length(index))
+            elif _is_multi_index(index):
+                new_dims.append(index.type.array_dims[0])
             else:
                 if isinstance(index, ir.Constant) and isinstance(dim, int) and not 1 <= index.value <= dim:
                     _fail(f"index {int(index.value)} is out of range 1..{dim}", index.span)
                 if isinstance(index, ir.Constant) and index.value < 1:
                     _fail("indices start at 1", index.span)
         n_array = len(t.array_dims)
-        kept = [(p, d) for p, d in enumerate(shape[: len(indices)]) if isinstance(indices[p], ir.Slice)]
+        kept = [(p, d) for p, d in enumerate(shape[: len(indices)])
+                if isinstance(indices[p], ir.Slice) or _is_multi_index(indices[p])]
         array_dims = [new_dims[i] for i, (p, _) in enumerate(kept) if p < n_array] + \
             [d for p, d in enumerate(shape) if p >= len(indices) and p < n_array]
         container_dims = [new_dims[i] for i, (p, _) in enumerate(kept) if p >= n_array] + \
@@ -978,6 +984,11 @@ class _Checker:
             model_block = next(b for b in self.program.blocks if b.kind == "model")
             _fail("the model has no likelihood: no data appear on the left of '~'", model_block.span,
                   "add e.g. 'y ~ normal(f, sigma);'")
+
+
+def _is_multi_index(index) -> bool:
+    """Whether an index is an int array (``u[group]``): it keeps its dimension, at the array's length."""
+    return not isinstance(index, ir.Slice) and is_label_array(index.type)
 
 
 def _describe_index(index: ir.Expr) -> str:
