@@ -121,3 +121,51 @@ def test_a_sampler_that_needs_the_latent_alone_refuses_at_the_statement():
             sample(text, data, "gibbs", seed=1)
         assert (caught.value.span.line, caught.value.span.column) == (text.splitlines().index(
             next(line for line in text.splitlines() if "y" in line and "~ normal(f" in line)) + 1, column)
+
+
+COLUMNS = """
+data { int N; matrix[N, 2] X; vector[N] y; vector[N] t; }
+parameters { real<lower=0> noise ~ half_normal(1); }
+model {
+  f ~ gp(X, KERNEL);
+  y ~ normal(f, noise);
+}
+"""
+
+
+def _columns(kernel: str):
+    model, _ = check_text(COLUMNS.replace("KERNEL", kernel))
+    return [(leaf.name, leaf.component, leaf.columns, leaf.input_dim) for leaf in model.statements[-2].kernel.leaves()]
+
+
+def test_a_full_slice_and_ranges_parse_as_indices():
+    model, _ = check_text(COLUMNS.replace("KERNEL", "rbf()").replace("y ~ normal(f, noise);",
+                                                                      "y ~ normal(f + X[:, 1] - X[1:N, 2], noise);"))
+    likelihood = model.statements[-1]
+    assert likelihood.distribution.arg("mu").type.describe() == "vector[N]"
+
+
+def test_kernels_bind_to_columns():
+    assert _columns("matern52(X[:, 1]) + periodic(X[:, 2], period = 2)") == [
+        ("matern52", 0, (0, 1), 1), ("periodic", 0, (1, 2), 1)]
+    assert _columns("rbf(X[:, 1:2], lengthscale = [1, 2])") == [("rbf", 0, (0, 2), 2)]
+    assert _columns("rbf(X)") == [("rbf", 0, None, 2)]
+
+
+@pytest.mark.parametrize("kernel, message", [
+    ("matern52(X[1:N, 1], lengthscale = 1)", r"a kernel binds to whole columns of a matrix input: write X\[:, j\]"),
+    ("matern52(X[:, 3])", r"column 3 is out of range 1\.\.2"),
+    ("matern52(X[:, 2:3])", r"column range 2:3 is out of range 1\.\.2"),
+    ("rbf(X[:, 1], lengthscale = [1, 2])", "has length 2 but the kernel acts on 1 input dimension"),
+    ("matern52(t)", "'t' is not one of this GP's inputs"),
+])
+def test_bad_column_bindings_say_what_is_wrong(kernel, message):
+    with pytest.raises(GpdslError, match=message):
+        check_text(COLUMNS.replace("KERNEL", kernel))
+
+
+def test_column_kernels_are_emitted_to_stan():
+    model, _ = check_text(COLUMNS.replace("KERNEL", "matern52(X[:, 1]) + periodic(X[:, 2], period = 2)"))
+    code = generate_stan(model).code
+    assert "rows_as_points(X[:, 1:1])" in code and "rows_as_points(X[:, 2:2])" in code
+    check_program(code)

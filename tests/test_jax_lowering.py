@@ -296,3 +296,70 @@ def test_an_index_outside_its_vector_is_a_data_error():
     jm = lower(check_text(text)[0], data | {"group": np.r_[1, 2, 3, 1, 1, 1, 1, 1, 1]}, marginalise=False)
     with pytest.raises(DataError, match=r"index group\[3\] = 3 is outside 1\.\.2"):
         jm.log_density(jnp.zeros(jm.dim))
+
+
+def matern52(x1, x2, variance, lengthscale):
+    r = np.abs(x1[:, None] - x2[None, :]) / lengthscale
+    return variance * (1 + np.sqrt(5) * r + 5 * r ** 2 / 3) * np.exp(-np.sqrt(5) * r)
+
+
+def periodic(x1, x2, variance, lengthscale, period):
+    return variance * np.exp(-0.5 * np.sin(np.pi * (x1[:, None] - x2[None, :]) / period) ** 2 / lengthscale ** 2)
+
+
+COLUMN_KERNELS = """
+data { int N; matrix[N, 3] X; vector[N] y; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 1);
+  real<lower=0> p ~ lognormal(0, 0.5);
+  vector<lower=0>[2] ell ~ gamma(2, 2);
+  real<lower=0> noise ~ half_normal(1);
+}
+model {
+  f ~ gp(X, matern52(X[:, 1], variance = s, lengthscale = 0.7) + periodic(X[:, 2], lengthscale = 0.8, period = p)
+            + rbf(X[:, 2:3], lengthscale = ell));
+  y ~ normal(f, noise);
+}
+"""
+
+
+def test_kernels_on_columns_add_the_one_column_kernels():
+    model, _ = check_text(COLUMN_KERNELS)
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(6, 3))
+    jm = lower(model, {"N": 6, "X": X, "y": rng.normal(size=6)})
+    env = jm.environment(jm.constrain_free(jnp.asarray(rng.normal(size=jm.dim)))[0])
+    s, p, ell = (np.asarray(env[k]) for k in ("s", "p", "ell"))
+    expected = (matern52(X[:, 0], X[:, 0], s, 0.7) + periodic(X[:, 1], X[:, 1], 1.0, 0.8, p)
+                + rbf(X[:, 1:3], X[:, 1:3], 1.0, ell) + GP_JITTER * np.eye(6))
+    np.testing.assert_allclose(jm.gp_covariance(model.statements[-2], env), expected, rtol=1e-12)
+
+
+def test_kernels_on_columns_of_latent_inputs():
+    text = """
+data { int N; int D; matrix[N, D] Y; }
+parameters { real<lower=0> p ~ lognormal(0, 0.5); real<lower=0> noise ~ half_normal(1); }
+latent { matrix[N, 2] X; }
+model {
+  X ~ normal(0, 1);
+  F ~ gp(X, matern52(X[:, 1]) + periodic(X[:, 2], period = p));
+  Y ~ normal(F, noise);
+}
+"""
+    model, _ = check_text(text)
+    rng = np.random.default_rng(12)
+    jm = lower(model, {"N": 5, "D": 2, "Y": rng.normal(size=(5, 2))})
+    env = jm.environment(jm.constrain_free(jnp.asarray(rng.normal(size=jm.dim)))[0])
+    X, p = np.asarray(env["X"]), float(env["p"])
+    expected = matern52(X[:, 0], X[:, 0], 1.0, 1.0) + periodic(X[:, 1], X[:, 1], 1.0, 1.0, p) + GP_JITTER * np.eye(5)
+    gp = next(s for s in model.statements if type(s).__name__ == "GPStatement")
+    np.testing.assert_allclose(jm.gp_covariance(gp, env), expected, rtol=1e-12)
+
+
+def test_a_column_beyond_a_symbolic_width_is_a_data_error():
+    text = COLUMN_KERNELS.replace("matrix[N, 3] X; vector[N] y;", "int D; matrix[N, D] X; vector[N] y;")
+    model, _ = check_text(text)
+    rng = np.random.default_rng(13)
+    jm = lower(model, {"N": 4, "D": 2, "X": rng.normal(size=(4, 2)), "y": rng.normal(size=4)})
+    with pytest.raises(DataError, match=r"rbf selects columns 2:3 of an input with 2 column\(s\)"):
+        jm.log_density(jnp.zeros(jm.dim))

@@ -743,15 +743,13 @@ class _Checker:
     def _kernel_leaf(self, call: ast.Call, inputs: ir.Inputs) -> ir.KernelLeaf:
         spec = catalog.KERNELS[call.function]
         args = list(call.args)
-        component = None
-        if args and isinstance(args[0], ast.Name) and args[0].name in inputs.names:
-            component = inputs.names.index(args[0].name)
+        component, columns = None, None
+        if args and self._names_input_part(args[0]):
+            component, columns = self._input_part(args[0], inputs)
             args = args[1:]
-        elif args and isinstance(args[0], ast.Name) and self.variables.get(args[0].name, None) is not None \
-                and self.variables[args[0].name].role == "data" and self.variables[args[0].name].type.shape:
-            _fail(f"'{args[0].name}' is not one of this GP's inputs", args[0].span,
-                  "bind a kernel to an input by naming one of the inputs of gp((t, X), ...)")
         input_dim = inputs.dims[component] if component is not None else inputs.dim
+        if columns is not None:
+            input_dim = columns[1] - columns[0]
         values: dict[str, ir.Expr] = {}
         if len(args) > len(spec.params):
             _fail(f"{spec.name} takes at most {len(spec.params)} positional hyperparameters", call.span)
@@ -797,7 +795,37 @@ class _Checker:
                     _fail(f"{spec.name} parameter '{name}' must be in {support.describe()}, got {x:g}", span)
             self._note_parameter_argument(f"{spec.name} parameter '{name}'", support, value)
         ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
-        return ir.KernelLeaf(call.span, spec.name, ordered, component, input_dim)
+        return ir.KernelLeaf(call.span, spec.name, ordered, component, input_dim, columns)
+
+    def _names_input_part(self, arg: ast.Expr) -> bool:
+        """Whether a kernel's first argument names inputs (``t``, ``X[:, 1]``) rather than a hyperparameter."""
+        base = arg.base if isinstance(arg, ast.Index) else arg
+        var = self.variables.get(base.name) if isinstance(base, ast.Name) else None
+        return var is not None and var.role in ("data", "latent") and bool(var.type.shape)
+
+    def _input_part(self, arg: ast.Expr, inputs: ir.Inputs) -> tuple[int, tuple[int, int] | None]:
+        """The input component a kernel is bound to, and the column range it selects (None for all)."""
+        name = arg.base.name if isinstance(arg, ast.Index) else arg.name
+        if name not in inputs.names:
+            _fail(f"'{name}' is not one of this GP's inputs", arg.span,
+                  "bind a kernel to an input by naming one of the inputs of gp((t, X), ...), or to columns "
+                  "of a matrix input with X[:, j] or X[:, a:b]")
+        component = inputs.names.index(name)
+        if isinstance(arg, ast.Name):
+            return component, None
+        value = self._expr(arg)
+        t = inputs.components[component].type
+        rows, cols = (value.indices + (None, None))[:2]
+        whole_rows = isinstance(arg.indices[0], ast.Slice) and arg.indices[0].start is None
+        if t.container != "matrix" or t.array_dims or len(arg.indices) != 2 or not whole_rows:
+            _fail(f"a kernel binds to whole columns of a matrix input: write {name}[:, j] or {name}[:, a:b]",
+                  arg.span, f"'{name}' is {t.describe()}; '{name}[...]' here selects "
+                  f"{_shape_text(value.type.shape)} values, not columns")
+        if isinstance(cols, ir.Slice) and isinstance(cols.start, ir.Constant) and isinstance(cols.stop, ir.Constant):
+            return component, (int(cols.start.value) - 1, int(cols.stop.value))
+        if isinstance(cols, ir.Constant):
+            return component, (int(cols.value) - 1, int(cols.value))
+        _fail("the columns a kernel binds to must be constants: X[:, 2] or X[:, 2:3]", arg.indices[1].span)
 
     def _dims_agree(self, a: Dim, b) -> bool:
         return a == b or (isinstance(b, str) and "+" in b)
@@ -855,10 +883,18 @@ class _Checker:
 
     def _expr_Index(self, expr: ast.Index) -> ir.Expr:
         base = self._expr(expr.base)
-        indices = tuple(self._index_item(i) for i in expr.indices)
+        shape = base.type.shape + (None,) * len(expr.indices)
+        indices = tuple(self._index_item(i, dim) for i, dim in zip(expr.indices, shape))
         return ir.Index(self._index_type(base.type, indices, expr.span), expr.span, base, indices)
 
-    def _index_item(self, item: ast.Expr):
+    def _index_item(self, item: ast.Expr, dim: Dim | None):
+        """An index; a full slice ``:`` becomes ``1:dim`` (``dim`` None past the last dimension)."""
+        if isinstance(item, ast.Slice) and item.start is None:
+            if dim is None:
+                _fail("too many indices", item.span)
+            stop = (ir.Constant(ir.INT, item.span, dim) if isinstance(dim, int)
+                    else ir.Ref(ir.INT, item.span, dim, "data"))
+            return ir.Slice(ir.Constant(ir.INT, item.span, 1), stop)
         if isinstance(item, ast.Slice):
             start, stop = self._expr(item.start), self._expr(item.stop)
             for bound in (start, stop):
@@ -878,14 +914,21 @@ class _Checker:
         if sum(map(_is_multi_index, indices)) > 1:
             _fail("at most one index may be an int array", span, "index one dimension at a time")
         new_dims = []
-        for index, dim in zip(indices, shape):
+        column = len(t.array_dims) + 1 if t.container == "matrix" else None
+        for position, (index, dim) in enumerate(zip(indices, shape)):
+            what = "column" if position == column else "index"
             if isinstance(index, ir.Slice):
                 new_dims.append(self._slice_length(index))
+                ends = (index.start, index.stop)
+                if isinstance(dim, int) and all(isinstance(e, ir.Constant) for e in ends) \
+                        and not 1 <= index.start.value <= index.stop.value <= dim:
+                    _fail(f"{what} range {int(index.start.value)}:{int(index.stop.value)} is out of range 1..{dim}",
+                          index.start.span)
             elif _is_multi_index(index):
                 new_dims.append(index.type.array_dims[0])
             else:
                 if isinstance(index, ir.Constant) and isinstance(dim, int) and not 1 <= index.value <= dim:
-                    _fail(f"index {int(index.value)} is out of range 1..{dim}", index.span)
+                    _fail(f"{what} {int(index.value)} is out of range 1..{dim}", index.span)
                 if isinstance(index, ir.Constant) and index.value < 1:
                     _fail("indices start at 1", index.span)
         n_array = len(t.array_dims)

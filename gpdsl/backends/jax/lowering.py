@@ -278,10 +278,12 @@ class JaxModel:
         if isinstance(kernel, ir.KernelScale):
             return self.evaluate(kernel.scale, env) * self._kernel(kernel.kernel, env, offsets)
         params = {name: jnp.asarray(self.evaluate(value, env), dtype=float) for name, value in kernel.params}
-        active = None
-        if kernel.component is not None:
-            active = tuple(range(int(offsets[kernel.component]), int(offsets[kernel.component + 1])))
-        return build_kernel(kernel.name, active_dims=active, **params)
+        active = kernel.active_columns(offsets)
+        if kernel.columns is not None and len(active) < kernel.columns[1] - kernel.columns[0]:
+            width = int(offsets[kernel.component + 1] - offsets[kernel.component])
+            raise DataError(f"{kernel.name} selects columns {kernel.columns[0] + 1}:{kernel.columns[1]} of an "
+                            f"input with {width} column(s)", kernel.span)
+        return build_kernel(kernel.name, active_dims=None if active is None else tuple(active), **params)
 
     def _whitened_to_latent(self, node: GPNode, raw, env, out):
         """The latent values of ``node`` from whitened ones; an indexed target (``W[q] ~ gp(...)``, in a loop
