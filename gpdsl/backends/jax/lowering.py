@@ -409,7 +409,7 @@ def _zero_based(index, length: int, expr: ir.Expr):
     """A concrete 1-based index (an int or an int array) as a 0-based one, checked against ``length``."""
     try:
         values = np.asarray(index, dtype=float)
-    except jax.errors.ConcretizationTypeError:
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
         raise MethodError("an index must be known before the run (data, a loop variable or a constant)",
                           expr.span) from None
     outside = (values < 1) | (values > length)
