@@ -186,7 +186,7 @@ def _check_variable(variable: Variable, array: np.ndarray, sizes: dict[str, int]
         array = _as_integers(variable, array)
     else:
         array = array.astype(np.float64)
-    _check_bounds(variable, array)
+    _check_bounds(variable, array, sizes)
     if array.ndim == 0:
         return int(array) if vtype.base == "int" else float(array)
     return np.array(array, copy=True)
@@ -242,10 +242,10 @@ def _as_integers(variable: Variable, array: np.ndarray) -> np.ndarray:
     return array.astype(np.int64)
 
 
-def _check_bounds(variable: Variable, array: np.ndarray) -> None:
-    vtype = variable.type
-    if vtype.base == "int" and _label_range(vtype) is not None:
+def _check_bounds(variable: Variable, array: np.ndarray, sizes: Mapping[str, int] | None = None) -> None:
+    if variable.type.base == "int" and _label_range(variable.type) is not None:
         _check_labels(variable, array)
+    vtype = variable.type.concrete_bounds(sizes or {})
     for side, bound, outside in (("lower", vtype.lower, np.less), ("upper", vtype.upper, np.greater)):
         if bound is None:
             continue
@@ -254,7 +254,7 @@ def _check_bounds(variable: Variable, array: np.ndarray) -> None:
             index = _first(violations)
             raise DataError(
                 f"data '{variable.name}' violates its {side} bound {_number(bound)} (declared "
-                f"{vtype.describe()}): {_element(variable.name, index)} = {array[index].item()!r}")
+                f"{variable.type.describe()}): {_element(variable.name, index)} = {array[index].item()!r}")
 
 
 def _check_labels(variable: Variable, array: np.ndarray) -> None:
@@ -271,7 +271,7 @@ def _check_labels(variable: Variable, array: np.ndarray) -> None:
 
 
 def _label_range(vtype: VarType) -> tuple[int, int] | None:
-    if vtype.base != "int" or vtype.lower is None or vtype.upper is None:
+    if vtype.base != "int" or not all(isinstance(b, (int, float)) for b in (vtype.lower, vtype.upper)):
         return None
     if not 0 < vtype.upper - vtype.lower <= LABEL_RANGE_LIMIT:
         return None

@@ -1,5 +1,6 @@
 """The JAX lowering against direct computations: marginal likelihoods, parameterisations, bijectors."""
 
+import re
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,7 +9,7 @@ from scipy import stats
 
 from gpdsl.api import check_file, check_text
 from gpdsl.backends.jax.lowering import lower
-from gpdsl.errors import MethodError
+from gpdsl.errors import DataError, MethodError
 from gpdsl.numerics import GP_JITTER
 
 MODELS = "models"
@@ -171,3 +172,194 @@ def test_logit_and_poisson_likelihoods():
                 + stats.poisson.logpmf(data["k"], np.exp(f)).sum()
                 + (data["b"] * g - np.log1p(np.exp(g))).sum())
     assert float(jm.log_joint(free)) == pytest.approx(expected, rel=1e-10)
+
+
+GROUPED_HEAD = """
+data {
+  int N; int G; int D;
+  vector[N] x; vector[N] y; vector[N] z; matrix[N, D] Y;
+  array[N] int<lower=1, upper=G> group;
+}
+parameters {
+  real<lower=0> tau ~ gamma(2, 1);
+  vector[G] u;
+  real<lower=0> noise ~ gamma(2, 1);
+}
+latent { vector[N] a; matrix[N, D] F; }
+model {
+  f ~ gp(x, rbf(lengthscale = 0.5));
+  F ~ gp(x, rbf());
+"""
+
+# (loop form, vectorised form): every loop form docs/language.md shows, with what it stands for
+LOOP_FORMS = {
+    "likelihood with a gathered offset": (
+        "for (i in 1:N) y[i] ~ normal(f[i] + u[group[i]], noise);", "y ~ normal(f + u[group], noise);"),
+    "prior element by element": (
+        "for (g in 1:G) u[g] ~ normal(0, tau);", "u ~ normal(0, tau);"),
+    "block body": (
+        "for (i in 1:N) { y[i] ~ normal(f[i], noise); z[i] ~ normal(u[group[i]], noise); }",
+        "y ~ normal(f, noise); z ~ normal(u[group], noise);"),
+    "nested loops over a matrix": (
+        "for (i in 1:N) { for (d in 1:D) { Y[i, d] ~ normal(F[i, d], noise); } }", "Y ~ normal(F, noise);"),
+    "loop bounds from an expression": (
+        "for (i in 2:N - 1) y[i] ~ normal(f[i], noise); y[1] ~ normal(f[1], noise); y[N] ~ normal(f[N], noise);",
+        "y ~ normal(f, noise);"),
+}
+FILLERS = {"u": "u ~ normal(0, tau);", "y": "y ~ normal(f, noise);", "z": "z ~ normal(u[group], noise);",
+           "Y": "Y ~ normal(F, noise);"}
+
+
+def _grouped(statements: str):
+    """The grouped model with ``statements``, and a plain statement for each variable they leave out."""
+    rest = " ".join(v for k, v in FILLERS.items() if not re.search(rf"\b{k}(\[[^\]]*\])?\s*~", statements))
+    model, _ = check_text(GROUPED_HEAD + statements + " a ~ normal(0, 1); " + rest + "\n}\n")
+    return model
+
+
+def grouped_data(rng):
+    N, G, D = 9, 3, 2
+    return {"N": N, "G": G, "D": D, "x": rng.normal(size=N), "y": rng.normal(size=N), "z": rng.normal(size=N),
+            "Y": rng.normal(size=(N, D)), "group": np.r_[1, 2, 3, rng.integers(1, G + 1, N - 3)]}
+
+
+@pytest.mark.parametrize("form", LOOP_FORMS)
+def test_a_loop_lowers_like_its_vectorised_form(form):
+    loop, vectorised = LOOP_FORMS[form]
+    rng = np.random.default_rng(5)
+    data = grouped_data(rng)
+    looped, whole = (lower(_grouped(s), data, marginalise=False) for s in (loop, vectorised))
+    assert [(b.name, b.shape) for b in looped.blocks] == [(b.name, b.shape) for b in whole.blocks]
+    density = jax.jit(looped.log_density)
+    for z in rng.normal(size=(4, looped.dim)):
+        assert float(density(jnp.asarray(z))) == pytest.approx(float(whole.log_density(jnp.asarray(z))), rel=1e-12)
+
+
+def test_a_gathered_offset_by_hand():
+    rng = np.random.default_rng(6)
+    data = grouped_data(rng)
+    jm = lower(_grouped("y ~ normal(f + u[group], noise);"), data, marginalise=False)
+    z = rng.normal(size=jm.dim)
+    env = jm.environment(jm.constrain_free(jnp.asarray(z))[0])
+    u, f, noise = (np.asarray(env[k]) for k in ("u", "f", "noise"))
+    expected = stats.norm.logpdf(data["y"], f + u[data["group"] - 1], noise).sum()
+    assert float(jm.log_terms(env, ("likelihood",), targets={"y"})) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_loop_over_an_indexed_target_uses_earlier_elements():
+    text = """
+data { int N; vector[N] y; }
+latent { vector[N] x; }
+model {
+  x[1] ~ normal(0, 1);
+  for (i in 2:N) x[i] ~ normal(x[i - 1], 1);
+  y ~ normal(x, 0.5);
+}
+"""
+    model, _ = check_text(text)
+    rng = np.random.default_rng(7)
+    jm = lower(model, {"N": 6, "y": rng.normal(size=6)})
+    z = rng.normal(size=jm.dim)
+    x = np.asarray(jm.constrained(jnp.asarray(z))["x"])
+    expected = (stats.norm.logpdf(x[0]) + stats.norm.logpdf(x[1:], x[:-1], 1).sum()
+                + stats.norm.logpdf(jm.data["y"], x, 0.5).sum())
+    assert float(jax.jit(jm.log_density)(jnp.asarray(z))) == pytest.approx(expected, rel=1e-12)
+
+
+def test_gps_in_a_loop_lower_like_the_unrolled_statements():
+    head = """
+data { int N; int D; matrix[N, D] X; vector[N] y; }
+parameters { vector<lower=0>[2] s2 ~ lognormal(0, 1); }
+latent { array[2] matrix[N, D] W; }
+model {
+"""
+    tail = "  f ~ gp(project(W, X), rbf());\n  y ~ normal(f, 0.3);\n}\n"
+    loop = "  for (q in 1:2) W[q] ~ gp(X, s2[q] * rbf());\n"
+    unrolled = "  W[1] ~ gp(X, s2[1] * rbf());\n  W[2] ~ gp(X, s2[2] * rbf());\n"
+    rng = np.random.default_rng(8)
+    data = {"N": 5, "D": 2, "X": rng.normal(size=(5, 2)), "y": rng.normal(size=5)}
+    looped, whole = (lower(check_text(head + body + tail)[0], data) for body in (loop, unrolled))
+    for z in rng.normal(size=(3, looped.dim)):
+        assert float(jax.jit(looped.log_density)(jnp.asarray(z))) == pytest.approx(
+            float(whole.log_density(jnp.asarray(z))), rel=1e-12)
+
+
+def test_an_index_outside_its_vector_is_a_data_error():
+    rng = np.random.default_rng(9)
+    data = grouped_data(rng)
+    model = _grouped("y ~ normal(f + u[group], noise);")
+    bad = dict(data, G=2, group=np.r_[1, 2, 1, 2, 1, 2, 1, 2, 2])
+    lower(model, bad)
+    text = GROUPED_HEAD.replace("vector[G] u;", "vector[2] u;") + \
+        " y ~ normal(f + u[group], noise); a ~ normal(0, 1); u ~ normal(0, tau); z ~ normal(0, noise); " \
+        "Y ~ normal(F, noise);\n}\n"
+    jm = lower(check_text(text)[0], data | {"group": np.r_[1, 2, 3, 1, 1, 1, 1, 1, 1]}, marginalise=False)
+    with pytest.raises(DataError, match=r"index group\[3\] = 3 is outside 1\.\.2"):
+        jm.log_density(jnp.zeros(jm.dim))
+
+
+def matern52(x1, x2, variance, lengthscale):
+    r = np.abs(x1[:, None] - x2[None, :]) / lengthscale
+    return variance * (1 + np.sqrt(5) * r + 5 * r ** 2 / 3) * np.exp(-np.sqrt(5) * r)
+
+
+def periodic(x1, x2, variance, lengthscale, period):
+    return variance * np.exp(-0.5 * np.sin(np.pi * (x1[:, None] - x2[None, :]) / period) ** 2 / lengthscale ** 2)
+
+
+COLUMN_KERNELS = """
+data { int N; matrix[N, 3] X; vector[N] y; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 1);
+  real<lower=0> p ~ lognormal(0, 0.5);
+  vector<lower=0>[2] ell ~ gamma(2, 2);
+  real<lower=0> noise ~ half_normal(1);
+}
+model {
+  f ~ gp(X, matern52(X[:, 1], variance = s, lengthscale = 0.7) + periodic(X[:, 2], lengthscale = 0.8, period = p)
+            + rbf(X[:, 2:3], lengthscale = ell));
+  y ~ normal(f, noise);
+}
+"""
+
+
+def test_kernels_on_columns_add_the_one_column_kernels():
+    model, _ = check_text(COLUMN_KERNELS)
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(6, 3))
+    jm = lower(model, {"N": 6, "X": X, "y": rng.normal(size=6)})
+    env = jm.environment(jm.constrain_free(jnp.asarray(rng.normal(size=jm.dim)))[0])
+    s, p, ell = (np.asarray(env[k]) for k in ("s", "p", "ell"))
+    expected = (matern52(X[:, 0], X[:, 0], s, 0.7) + periodic(X[:, 1], X[:, 1], 1.0, 0.8, p)
+                + rbf(X[:, 1:3], X[:, 1:3], 1.0, ell) + GP_JITTER * np.eye(6))
+    np.testing.assert_allclose(jm.gp_covariance(model.statements[-2], env), expected, rtol=1e-12)
+
+
+def test_kernels_on_columns_of_latent_inputs():
+    text = """
+data { int N; int D; matrix[N, D] Y; }
+parameters { real<lower=0> p ~ lognormal(0, 0.5); real<lower=0> noise ~ half_normal(1); }
+latent { matrix[N, 2] X; }
+model {
+  X ~ normal(0, 1);
+  F ~ gp(X, matern52(X[:, 1]) + periodic(X[:, 2], period = p));
+  Y ~ normal(F, noise);
+}
+"""
+    model, _ = check_text(text)
+    rng = np.random.default_rng(12)
+    jm = lower(model, {"N": 5, "D": 2, "Y": rng.normal(size=(5, 2))})
+    env = jm.environment(jm.constrain_free(jnp.asarray(rng.normal(size=jm.dim)))[0])
+    X, p = np.asarray(env["X"]), float(env["p"])
+    expected = matern52(X[:, 0], X[:, 0], 1.0, 1.0) + periodic(X[:, 1], X[:, 1], 1.0, 1.0, p) + GP_JITTER * np.eye(5)
+    gp = next(s for s in model.statements if type(s).__name__ == "GPStatement")
+    np.testing.assert_allclose(jm.gp_covariance(gp, env), expected, rtol=1e-12)
+
+
+def test_a_column_beyond_a_symbolic_width_is_a_data_error():
+    text = COLUMN_KERNELS.replace("matrix[N, 3] X; vector[N] y;", "int D; matrix[N, D] X; vector[N] y;")
+    model, _ = check_text(text)
+    rng = np.random.default_rng(13)
+    jm = lower(model, {"N": 4, "D": 2, "X": rng.normal(size=(4, 2)), "y": rng.normal(size=4)})
+    with pytest.raises(DataError, match=r"rbf selects columns 2:3 of an input with 2 column\(s\)"):
+        jm.log_density(jnp.zeros(jm.dim))

@@ -59,6 +59,29 @@ model {
 }
 """
 
+INDEXING = """
+data {
+  int N; int G; matrix[N, 3] X; vector[N] y; vector[N] z; vector[N] w;
+  array[N] int<lower=1, upper=G> group;
+}
+parameters {
+  real<lower=0> tau ~ gamma(2, 1);
+  vector[G] u ~ normal(0, tau);
+  real<lower=0> noise ~ gamma(2, 1);
+  real<lower=0> s ~ lognormal(0, 1);
+  real<lower=0> p ~ lognormal(0, 0.5);
+  vector<lower=0>[2] ell ~ gamma(2, 2);
+}
+model {
+  f ~ gp(X[:, 1], rbf(lengthscale = 0.5));
+  y ~ normal(f + u[group], noise);
+  for (i in 1:N) z[i] ~ normal(2 * u[group[i]], noise);
+  g ~ gp(X, matern52(X[:, 1], variance = s, lengthscale = 0.7) + periodic(X[:, 2], lengthscale = 0.8, period = p)
+            + rbf(X[:, 2:3], lengthscale = ell));
+  w ~ normal(g, noise);
+}
+"""
+
 
 def stan_vector(jax_model, z):
     """Our unconstrained vector reordered to Stan's (column-major within each block)."""
@@ -90,11 +113,18 @@ def likelihoods_data(rng):
             "y_g": rng.gamma(2.0, 1.0, N)}
 
 
+def indexing_data(rng):
+    N, G = 11, 3
+    return {"N": N, "G": G, "X": rng.normal(size=(N, 3)), "y": rng.normal(size=N), "z": rng.normal(size=N),
+            "w": rng.normal(size=N), "group": np.r_[1, 2, 3, rng.integers(1, G + 1, N - 3)]}
+
+
 @pytest.mark.parametrize("model_file, make_data, scale", [
     ("models/gp_classification.gpm", classification_data, 1.0),
     ("models/bayesian_gplvm_priors.gpm", gplvm_data, 0.7),
     (ALL_KERNELS, regression_data, 0.5),
     (LIKELIHOODS, likelihoods_data, 0.7),
+    (INDEXING, indexing_data, 0.7),
 ])
 def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, scale):
     rng = np.random.default_rng(11)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.structure import GPNode, gp_nodes, statement_refs
+from gpdsl.source import Span
 
 LATENT_GP = "latent_gp"
 GP_REGRESSION = "gp_regression"
@@ -118,6 +119,7 @@ class Refusal:
 
     needs: str
     detail: str
+    span: Span | None = None
 
     def message(self, method: str) -> str:
         """The refusal as a sentence for ``method``."""
@@ -160,7 +162,8 @@ class Classification:
         for family in accepted:
             if family in self.facts:
                 return family, self.facts[family]
-        raise MethodError(self.refusals[accepted[0]].message(method))
+        refusal = self.refusals[accepted[0]]
+        raise MethodError(refusal.message(method), refusal.span)
 
 
 def classify(model: ir.Model) -> Classification:
@@ -211,7 +214,11 @@ def _latent_gp(model: ir.Model, nodes: list[GPNode], marginalise: bool) -> Laten
     if node.loops or var.type.container != "vector" or var.type.array_dims:
         return refuse(f"'{node.name}' is {var.type.describe()}")
     if node.likelihood is None or not node.elementwise:
-        return refuse(f"the likelihood of '{node.name}' does not act on its elements one by one")
+        return Refusal(LATENT_GP_NEEDS, f"the likelihood of '{node.name}' does not act on its elements one by one",
+                       node.likelihood.span if node.likelihood is not None else node.statement.span)
+    if any(s is node.likelihood and loops for s, loops in model.walk()):
+        return Refusal(LATENT_GP_NEEDS, f"the likelihood of '{node.name}' sits in a loop; write it as one "
+                       f"vectorised statement", node.likelihood.span)
     likelihood = node.likelihood
     name = likelihood.distribution.name if isinstance(likelihood, ir.LikelihoodStatement) else "external"
     return LatentGPFacts(node, name, likelihood.target.name, marginalise)

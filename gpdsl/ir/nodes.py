@@ -135,16 +135,32 @@ class KernelLeaf(Kernel):
     """A named kernel with its hyperparameter expressions (defaults filled in).
 
     ``component`` is the index of the input component it is bound to, or None for all inputs;
-    ``input_dim`` the dimension it acts on.
+    ``columns`` a 0-based ``(start, stop)`` range of that component's columns (``X[:, 2:3]`` is
+    ``(1, 3)``), or None for all of them; ``input_dim`` the dimension it acts on.
     """
 
     name: str = ""
     params: tuple[tuple[str, Expr], ...] = ()
     component: int | None = None
     input_dim: int | str = 1
+    columns: tuple[int, int] | None = None
 
     def param(self, name: str) -> Expr | None:
         return dict(self.params).get(name)
+
+    def active_columns(self, offsets) -> list[int] | None:
+        """The columns of the concatenated GP inputs this kernel acts on, None for all of them.
+
+        Parameters
+        ----------
+        offsets : sequence of int
+            Where each input component's columns start, and (last) the total width.
+        """
+        if self.component is None:
+            return None
+        first, end = int(offsets[self.component]), int(offsets[self.component + 1])
+        start, stop = self.columns or (0, end - first)
+        return list(range(first + start, first + min(stop, end - first)))
 
     def leaves(self):
         yield self

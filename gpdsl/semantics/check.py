@@ -168,9 +168,9 @@ class _Checker:
         spec = decl.type
         dims = tuple(self._dim(d) for d in spec.dims)
         array_dims = tuple(self._dim(d) for d in spec.array_dims)
-        lower = self._constant(spec.lower) if spec.lower is not None else None
-        upper = self._constant(spec.upper) if spec.upper is not None else None
-        if lower is not None and upper is not None and not lower < upper:
+        lower = self._bound(spec.lower, role) if spec.lower is not None else None
+        upper = self._bound(spec.upper, role) if spec.upper is not None else None
+        if isinstance(lower, float) and isinstance(upper, float) and not lower < upper:
             _fail(f"empty constraint: lower={lower:g} is not below upper={upper:g}", spec.span)
         if spec.base == "int" and role != "data":
             _fail(f"{role} '{decl.name}' cannot be an int", spec.span,
@@ -215,10 +215,19 @@ class _Checker:
               f"move 'int {decl.name};' above its first use" if is_size
               else "a size must be an int declared in the data block, above its first use")
 
+    def _bound(self, expr: ast.Expr, role: str) -> float | str:
+        if isinstance(expr, ast.Name) and expr.name not in catalog.CONSTANTS:
+            if role != "data":
+                _fail(f"a bound of a {role} must be a constant number", expr.span,
+                      "only data bounds may name a size, e.g. array[N] int<lower=1, upper=G> group")
+            return self._dim(expr)
+        return self._constant(expr)
+
     def _constant(self, expr: ast.Expr) -> float:
         value = self._fold(expr)
         if value is None:
-            _fail("a bound must be a constant number", expr.span, "write e.g. <lower=0> or <lower=0, upper=1>")
+            _fail("a bound must be a constant number or a size", expr.span,
+                  "write e.g. <lower=0>, <lower=0, upper=1> or (on data) <lower=1, upper=G> with 'int G;'")
         return value
 
     def _fold(self, expr: ast.Expr) -> float | None:
@@ -734,15 +743,13 @@ class _Checker:
     def _kernel_leaf(self, call: ast.Call, inputs: ir.Inputs) -> ir.KernelLeaf:
         spec = catalog.KERNELS[call.function]
         args = list(call.args)
-        component = None
-        if args and isinstance(args[0], ast.Name) and args[0].name in inputs.names:
-            component = inputs.names.index(args[0].name)
+        component, columns = None, None
+        if args and self._names_input_part(args[0]):
+            component, columns = self._input_part(args[0], inputs)
             args = args[1:]
-        elif args and isinstance(args[0], ast.Name) and self.variables.get(args[0].name, None) is not None \
-                and self.variables[args[0].name].role == "data" and self.variables[args[0].name].type.shape:
-            _fail(f"'{args[0].name}' is not one of this GP's inputs", args[0].span,
-                  "bind a kernel to an input by naming one of the inputs of gp((t, X), ...)")
         input_dim = inputs.dims[component] if component is not None else inputs.dim
+        if columns is not None:
+            input_dim = columns[1] - columns[0]
         values: dict[str, ir.Expr] = {}
         if len(args) > len(spec.params):
             _fail(f"{spec.name} takes at most {len(spec.params)} positional hyperparameters", call.span)
@@ -788,7 +795,37 @@ class _Checker:
                     _fail(f"{spec.name} parameter '{name}' must be in {support.describe()}, got {x:g}", span)
             self._note_parameter_argument(f"{spec.name} parameter '{name}'", support, value)
         ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
-        return ir.KernelLeaf(call.span, spec.name, ordered, component, input_dim)
+        return ir.KernelLeaf(call.span, spec.name, ordered, component, input_dim, columns)
+
+    def _names_input_part(self, arg: ast.Expr) -> bool:
+        """Whether a kernel's first argument names inputs (``t``, ``X[:, 1]``) rather than a hyperparameter."""
+        base = arg.base if isinstance(arg, ast.Index) else arg
+        var = self.variables.get(base.name) if isinstance(base, ast.Name) else None
+        return var is not None and var.role in ("data", "latent") and bool(var.type.shape)
+
+    def _input_part(self, arg: ast.Expr, inputs: ir.Inputs) -> tuple[int, tuple[int, int] | None]:
+        """The input component a kernel is bound to, and the column range it selects (None for all)."""
+        name = arg.base.name if isinstance(arg, ast.Index) else arg.name
+        if name not in inputs.names:
+            _fail(f"'{name}' is not one of this GP's inputs", arg.span,
+                  "bind a kernel to an input by naming one of the inputs of gp((t, X), ...), or to columns "
+                  "of a matrix input with X[:, j] or X[:, a:b]")
+        component = inputs.names.index(name)
+        if isinstance(arg, ast.Name):
+            return component, None
+        value = self._expr(arg)
+        t = inputs.components[component].type
+        rows, cols = (value.indices + (None, None))[:2]
+        whole_rows = isinstance(arg.indices[0], ast.Slice) and arg.indices[0].start is None
+        if t.container != "matrix" or t.array_dims or len(arg.indices) != 2 or not whole_rows:
+            _fail(f"a kernel binds to whole columns of a matrix input: write {name}[:, j] or {name}[:, a:b]",
+                  arg.span, f"'{name}' is {t.describe()}; '{name}[...]' here selects "
+                  f"{_shape_text(value.type.shape)} values, not columns")
+        if isinstance(cols, ir.Slice) and isinstance(cols.start, ir.Constant) and isinstance(cols.stop, ir.Constant):
+            return component, (int(cols.start.value) - 1, int(cols.stop.value))
+        if isinstance(cols, ir.Constant):
+            return component, (int(cols.value) - 1, int(cols.value))
+        _fail("the columns a kernel binds to must be constants: X[:, 2] or X[:, 2:3]", arg.indices[1].span)
 
     def _dims_agree(self, a: Dim, b) -> bool:
         return a == b or (isinstance(b, str) and "+" in b)
@@ -846,10 +883,18 @@ class _Checker:
 
     def _expr_Index(self, expr: ast.Index) -> ir.Expr:
         base = self._expr(expr.base)
-        indices = tuple(self._index_item(i) for i in expr.indices)
+        shape = base.type.shape + (None,) * len(expr.indices)
+        indices = tuple(self._index_item(i, dim) for i, dim in zip(expr.indices, shape))
         return ir.Index(self._index_type(base.type, indices, expr.span), expr.span, base, indices)
 
-    def _index_item(self, item: ast.Expr):
+    def _index_item(self, item: ast.Expr, dim: Dim | None):
+        """An index; a full slice ``:`` becomes ``1:dim`` (``dim`` None past the last dimension)."""
+        if isinstance(item, ast.Slice) and item.start is None:
+            if dim is None:
+                _fail("too many indices", item.span)
+            stop = (ir.Constant(ir.INT, item.span, dim) if isinstance(dim, int)
+                    else ir.Ref(ir.INT, item.span, dim, "data"))
+            return ir.Slice(ir.Constant(ir.INT, item.span, 1), stop)
         if isinstance(item, ast.Slice):
             start, stop = self._expr(item.start), self._expr(item.stop)
             for bound in (start, stop):
@@ -857,25 +902,38 @@ class _Checker:
                     _fail("slice bounds must be integers", bound.span)
             return ir.Slice(start, stop)
         value = self._expr(item)
-        if value.type != ir.INT:
-            _fail(f"an index must be an integer, got {value.type.describe()}", item.span)
+        if value.type != ir.INT and not is_label_array(value.type):
+            _fail(f"an index must be an integer or a one-dimensional int array, got {value.type.describe()}",
+                  item.span, "index by integer data, e.g. u[group] with array[N] int<lower=1, upper=G> group")
         return value
 
     def _index_type(self, t: VarType, indices, span: Span) -> VarType:
         shape = list(t.shape)
         if len(indices) > len(shape):
             _fail(f"too many indices: {t.describe()} has {len(shape)} dimension(s)", span)
+        if sum(map(_is_multi_index, indices)) > 1:
+            _fail("at most one index may be an int array", span, "index one dimension at a time")
         new_dims = []
-        for index, dim in zip(indices, shape):
+        column = len(t.array_dims) + 1 if t.container == "matrix" else None
+        for position, (index, dim) in enumerate(zip(indices, shape)):
+            what = "column" if position == column else "index"
             if isinstance(index, ir.Slice):
                 new_dims.append(self._slice_length(index))
+                ends = (index.start, index.stop)
+                if isinstance(dim, int) and all(isinstance(e, ir.Constant) for e in ends) \
+                        and not 1 <= index.start.value <= index.stop.value <= dim:
+                    _fail(f"{what} range {int(index.start.value)}:{int(index.stop.value)} is out of range 1..{dim}",
+                          index.start.span)
+            elif _is_multi_index(index):
+                new_dims.append(index.type.array_dims[0])
             else:
                 if isinstance(index, ir.Constant) and isinstance(dim, int) and not 1 <= index.value <= dim:
-                    _fail(f"index {int(index.value)} is out of range 1..{dim}", index.span)
+                    _fail(f"{what} {int(index.value)} is out of range 1..{dim}", index.span)
                 if isinstance(index, ir.Constant) and index.value < 1:
                     _fail("indices start at 1", index.span)
         n_array = len(t.array_dims)
-        kept = [(p, d) for p, d in enumerate(shape[: len(indices)]) if isinstance(indices[p], ir.Slice)]
+        kept = [(p, d) for p, d in enumerate(shape[: len(indices)])
+                if isinstance(indices[p], ir.Slice) or _is_multi_index(indices[p])]
         array_dims = [new_dims[i] for i, (p, _) in enumerate(kept) if p < n_array] + \
             [d for p, d in enumerate(shape) if p >= len(indices) and p < n_array]
         container_dims = [new_dims[i] for i, (p, _) in enumerate(kept) if p >= n_array] + \
@@ -969,6 +1027,11 @@ class _Checker:
             model_block = next(b for b in self.program.blocks if b.kind == "model")
             _fail("the model has no likelihood: no data appear on the left of '~'", model_block.span,
                   "add e.g. 'y ~ normal(f, sigma);'")
+
+
+def _is_multi_index(index) -> bool:
+    """Whether an index is an int array (``u[group]``): it keeps its dimension, at the array's length."""
+    return not isinstance(index, ir.Slice) and is_label_array(index.type)
 
 
 def _describe_index(index: ir.Expr) -> str:

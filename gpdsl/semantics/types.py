@@ -23,16 +23,16 @@ class VarType:
         Container dimensions: ``()`` for a scalar, ``(n,)`` for a vector, ``(r, c)`` for a matrix.
     array_dims : tuple of Dim
         Outer ``array[...]`` dimensions, ``()`` when not an array.
-    lower, upper : float, optional
-        Bounds from ``<lower=..., upper=...>`` (constant-folded).
+    lower, upper : float or str, optional
+        Bounds from ``<lower=..., upper=...>``: constant-folded numbers, or (on data) a size symbol.
     """
 
     base: Literal["int", "real"]
     container: Literal["scalar", "vector", "matrix"] = "scalar"
     dims: tuple[Dim, ...] = ()
     array_dims: tuple[Dim, ...] = ()
-    lower: float | None = None
-    upper: float | None = None
+    lower: float | str | None = None
+    upper: float | str | None = None
 
     @property
     def shape(self) -> tuple[Dim, ...]:
@@ -47,6 +47,11 @@ class VarType:
     def concrete_shape(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
         """The shape with size symbols replaced by their values."""
         return tuple(d if isinstance(d, int) else int(sizes[d]) for d in self.shape)
+
+    def concrete_bounds(self, sizes: Mapping[str, int]) -> "VarType":
+        """The type with size-symbol bounds replaced by their values."""
+        lower, upper = (int(sizes[b]) if isinstance(b, str) else b for b in (self.lower, self.upper))
+        return VarType(self.base, self.container, self.dims, self.array_dims, lower, upper)
 
     def dim_names(self, var: str) -> tuple[str, ...]:
         """Dimension names for results: the size symbol, or ``<var>_dim_<i>`` for literal sizes."""
@@ -70,7 +75,9 @@ class VarType:
         return inner
 
 
-def number_text(x: float) -> str:
+def number_text(x: float | str) -> str:
+    if isinstance(x, str):
+        return x
     return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 

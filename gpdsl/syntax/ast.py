@@ -51,8 +51,10 @@ class Negate(Expr):
 
 @dataclass(frozen=True)
 class Slice(Expr):
-    start: Expr
-    stop: Expr
+    """``start:stop``, or ``:`` (the whole dimension) with both None."""
+
+    start: Expr | None
+    stop: Expr | None
 
 
 @dataclass(frozen=True)

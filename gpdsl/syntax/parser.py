@@ -602,6 +602,9 @@ class _ToAst(Transformer):
     def slice(self, meta, start, stop):
         return ast.Slice(self._s(meta), start, stop)
 
+    def full_slice(self, meta):
+        return ast.Slice(self._s(meta), None, None)
+
     def tuple(self, meta, first, rest):
         return ast.Tuple(self._s(meta), (first, *rest))
 

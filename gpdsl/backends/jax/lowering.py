@@ -26,7 +26,7 @@ import numpy as np
 from gpdsl import compilation_cache
 from gpdsl.backends.jax import densities
 from gpdsl.backends.jax.bijectors import constrain, unconstrain
-from gpdsl.errors import MethodError
+from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds
 from gpdsl.kernels import Kernel, build_kernel
@@ -143,7 +143,7 @@ class JaxModel:
                 if node.marginalised:
                     continue
                 raw = free[node.name + "_raw"]
-                env[node.name] = self._whitened_to_latent(node, raw, env)
+                env[node.name] = self._whitened_to_latent(node, raw, env, env.get(node.name, jnp.zeros(raw.shape)))
         return env
 
     def constrained(self, z) -> dict:
@@ -165,9 +165,9 @@ class JaxModel:
         total = jnp.zeros(())
         for statement, loops in self.model.walk():
             total = total + self._over_loops(statement, loops, env)
-        for node in self.gp_nodes:
-            if self.parameterisation == "whitened" and not node.marginalised:
-                total = total + jnp.sum(jax.scipy.stats.norm.logpdf(free[node.name + "_raw"]))
+        if self.parameterisation == "whitened":
+            for name in dict.fromkeys(n.name for n in self.gp_nodes if not n.marginalised):
+                total = total + jnp.sum(jax.scipy.stats.norm.logpdf(free[name + "_raw"]))
         return total
 
     def log_terms(self, env: dict, kinds: tuple[str, ...], targets=None) -> jax.Array:
@@ -278,17 +278,19 @@ class JaxModel:
         if isinstance(kernel, ir.KernelScale):
             return self.evaluate(kernel.scale, env) * self._kernel(kernel.kernel, env, offsets)
         params = {name: jnp.asarray(self.evaluate(value, env), dtype=float) for name, value in kernel.params}
-        active = None
-        if kernel.component is not None:
-            active = tuple(range(int(offsets[kernel.component]), int(offsets[kernel.component + 1])))
-        return build_kernel(kernel.name, active_dims=active, **params)
+        active = kernel.active_columns(offsets)
+        if kernel.columns is not None and len(active) < kernel.columns[1] - kernel.columns[0]:
+            width = int(offsets[kernel.component + 1] - offsets[kernel.component])
+            raise DataError(f"{kernel.name} selects columns {kernel.columns[0] + 1}:{kernel.columns[1]} of an "
+                            f"input with {width} column(s)", kernel.span)
+        return build_kernel(kernel.name, active_dims=None if active is None else tuple(active), **params)
 
-    def _whitened_to_latent(self, node: GPNode, raw, env):
+    def _whitened_to_latent(self, node: GPNode, raw, env, out):
+        """The latent values of ``node`` from whitened ones; an indexed target (``W[q] ~ gp(...)``, in a loop
+        or not) fills its elements of ``out``, one GP per index."""
         statement = node.statement
-        if not node.loops:
+        if not statement.target.indices:
             return self._whiten_one(statement, raw, env)
-        # indexed targets (W[q] ~ gp(...)): one GP per loop index, stacked along the array dims
-        out = jnp.zeros(raw.shape)
 
         def fill(loops, bound, out):
             if not loops:
@@ -315,15 +317,13 @@ class JaxModel:
         return _mvn_logpdf_columns(flat, L)
 
     def _marginal_loglik(self, node: GPNode, likelihood: ir.LikelihoodStatement, env):
-        y = jnp.asarray(self._target_value(likelihood.target, env), dtype=float)
+        y = np.asarray(self._target_value(likelihood.target, env), dtype=float)
         sigma = self.evaluate(likelihood.distribution.arg("sigma"), env)
         K = self.gp_covariance(node.statement, env)
         n = K.shape[0]
         L = cholesky(K + sigma ** 2 * jnp.eye(n))
-        flat = jnp.reshape(y, (n, -1))
-        observed = ~jnp.isnan(flat)
-        if bool(np.all(np.asarray(observed))):
-            return _mvn_logpdf_columns(flat, L)
+        if not np.isnan(y).any():
+            return _mvn_logpdf_columns(jnp.reshape(y, (n, -1)), L)
         raise MethodError(f"'{likelihood.target.name}' has missing values; the exact marginal likelihood "
                           "with missing entries is computed by the variational engine, not here")
 
@@ -352,14 +352,18 @@ class JaxModel:
         raise TypeError(expr)  # an IR expression type this lowering does not know is a bug
 
     def _apply_indices(self, value, indices, env):
+        """``value[indices]`` (1-based); integer indices come from data, loops and constants, so they are
+        concrete and data stay numpy arrays: a loop body ``u[group[i]]`` needs no traced value."""
         key = []
-        for index in indices:
+        for axis, index in enumerate(indices):
             if isinstance(index, ir.Slice):
                 start = int(self.evaluate(index.start, env))
                 stop = int(self.evaluate(index.stop, env))
                 key.append(slice(start - 1, stop))
             else:
-                key.append(int(self.evaluate(index, env)) - 1)
+                key.append(_zero_based(self.evaluate(index, env), np.shape(value)[axis], index))
+        if isinstance(value, np.ndarray):
+            return value[tuple(key)]
         return jnp.asarray(value)[tuple(key)]
 
     def _dim(self, d) -> int:
@@ -399,6 +403,31 @@ def unconstrain_blocks(values: dict, blocks: list[Block]) -> jax.Array:
         return jnp.zeros((0,))
     return jnp.concatenate([jnp.ravel(unconstrain(jnp.asarray(values[b.name], dtype=float), b.lower, b.upper))
                             for b in blocks])
+
+
+def _zero_based(index, length: int, expr: ir.Expr):
+    """A concrete 1-based index (an int or an int array) as a 0-based one, checked against ``length``."""
+    try:
+        values = np.asarray(index, dtype=float)
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        raise MethodError("an index must be known before the run (data, a loop variable or a constant)",
+                          expr.span) from None
+    outside = (values < 1) | (values > length)
+    if outside.any():
+        where = np.argwhere(outside)[0]
+        entry = f"[{', '.join(str(i + 1) for i in where)}]" if values.ndim else ""
+        raise DataError(f"index {_describe(expr)}{entry} = {int(values[tuple(where)])} is outside 1..{length}",
+                        expr.span)
+    zero = values.astype(np.int64) - 1
+    return int(zero) if zero.ndim == 0 else zero
+
+
+def _describe(expr: ir.Expr) -> str:
+    if isinstance(expr, ir.Ref):
+        return expr.name
+    if isinstance(expr, ir.Index) and isinstance(expr.base, ir.Ref):
+        return expr.base.name + "[...]"
+    return "value"
 
 
 def _mvn_logpdf_columns(Y, L):

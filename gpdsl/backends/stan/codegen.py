@@ -238,7 +238,9 @@ def stan_type(t: VarType, lower: str | None = None, upper: str | None = None) ->
     return inner
 
 
-def _bound(value: float | None) -> str | None:
+def _bound(value: float | str | None) -> str | None:
+    if isinstance(value, str):
+        return stan_name(value)
     return None if value is None else format_number(value, float(value).is_integer())
 
 
@@ -686,18 +688,18 @@ class _Generator:
 
     def _kernel_matrix(self, gp: ir.GPStatement, local: list[str]) -> str:
         """K(X, X) of a GP statement; point sets it needs that are not data are declared in ``local``."""
-        cache: dict[int | None, str] = {}
+        cache: dict[tuple, str] = {}
 
-        def points(component: int | None) -> str:
+        def points(component: int | None, columns: tuple[int, int] | None = None) -> str:
             if len(gp.inputs.components) == 1:
                 component = 0
-            if component not in cache:
-                cache[component] = self._points(gp, component, local)
-            return cache[component]
+            if (component, columns) not in cache:
+                cache[component, columns] = self._points(gp, component, local, columns)
+            return cache[component, columns]
 
         return self._kernel(gp.kernel, points)[0]
 
-    def _kernel(self, kernel: ir.Kernel, points: Callable[[int | None], str]) -> tuple[str, int]:
+    def _kernel(self, kernel: ir.Kernel, points: Callable[..., str]) -> tuple[str, int]:
         if isinstance(kernel, ir.KernelLeaf):
             return self._kernel_leaf(kernel, points), ATOM
         if isinstance(kernel, ir.KernelScale):
@@ -712,9 +714,9 @@ class _Generator:
         right = right if right_level > PRODUCT else f"({right})"
         return f"{left} .* {right}", PRODUCT
 
-    def _kernel_leaf(self, leaf: ir.KernelLeaf, points: Callable[[int | None], str]) -> str:
+    def _kernel_leaf(self, leaf: ir.KernelLeaf, points: Callable[..., str]) -> str:
         """K(X, X) of a kernel leaf: the call its :attr:`~gpdsl.kernel_table.KernelSpec.stan` entry spells."""
-        x = points(leaf.component)
+        x = points(leaf.component, leaf.columns)
         params = dict(leaf.params)
 
         def scalar(name: str) -> str:
@@ -734,19 +736,24 @@ class _Generator:
             return f"{call.function}({', '.join(args)})"
         raise MethodError(f"the Stan backend has no translation of the kernel '{leaf.name}'", leaf.span)
 
-    def _points(self, gp: ir.GPStatement, component: int | None, local: list[str]) -> str:
-        """The name of the point set a kernel leaf acts on (all components when ``component`` is None)."""
+    def _points(self, gp: ir.GPStatement, component: int | None, local: list[str],
+                columns: tuple[int, int] | None = None) -> str:
+        """The name of the point set a kernel leaf acts on (all components when ``component`` is None;
+        only the ``columns`` range of the component when given)."""
         inputs = gp.inputs
         members = range(len(inputs.components)) if component is None else [component]
         definition = None
         for c in members:
-            one = self._component_points(inputs, c)
+            one = self._component_points(inputs, c, columns)
             definition = one if definition is None else f"concatenated_points({definition}, {one})"
         if component is not None and inputs.names[component]:
             base = f"{stan_name(inputs.names[component])}_points"
         else:
             base = f"{stan_name(gp.target.name)}_points"
         dim = inputs.dims[component] if component is not None else inputs.dim
+        if columns is not None:
+            base = base.replace("_points", f"_columns_{columns[0] + 1}_{columns[1]}_points")
+            dim = columns[1] - columns[0]
         type_text = f"array[{_product(inputs.index_shape)}] vector[{_stan_dim(dim)}]"
         used = set().union(*(_refs(inputs.components[c]) for c in members))
         if all(name in self.model.data for name in used):
@@ -755,10 +762,12 @@ class _Generator:
         local.append(f"{type_text} {name} = {definition};")
         return name
 
-    def _component_points(self, inputs: ir.Inputs, c: int) -> str:
+    def _component_points(self, inputs: ir.Inputs, c: int, columns: tuple[int, int] | None = None) -> str:
         expr = inputs.components[c]
         t = expr.type
         text = self.translate(expr)
+        if columns is not None:
+            text = f"{self.translate.operand(expr, ATOM)}[:, {columns[0] + 1}:{columns[1]}]"
         own_levels = len(t.array_dims) + 1
         if is_label_array(t):
             return f"labels_as_points({text})"

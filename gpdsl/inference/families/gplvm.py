@@ -210,7 +210,7 @@ def _markov_time_prior(kernel: ir.Kernel, offsets) -> tuple[int, int, list[int]]
     if len(markov) != 1:
         return None
     matern, groups = markov[0]
-    time = columns(matern.component) if matern.component is not None else list(range(int(offsets[-1])))
+    time = matern.active_columns(offsets) or list(range(int(offsets[-1])))
     if len(time) != 1 or matern.component in groups:
         return None
     return MATERN_ORDERS[matern.name], time[0], sorted({c for g in groups for c in columns(g)})

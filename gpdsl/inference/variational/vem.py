@@ -315,7 +315,8 @@ def _prior_guesses(problem: GPLVMProblem) -> dict:
     inputs = problem.latent_prior_inputs()
     guesses = {}
     for leaf in problem.latent_prior.statement.kernel.leaves():
-        columns = inputs if leaf.component is None else inputs[:, _component_columns(problem, leaf.component)]
+        active = leaf.active_columns(_component_offsets(problem))
+        columns = inputs if active is None else inputs[:, active]
         span = np.ptp(columns, axis=0)
         span = np.where(span > 0, span, 1.0) / 10.0
         for arg, expr in leaf.params:
@@ -327,11 +328,8 @@ def _prior_guesses(problem: GPLVMProblem) -> dict:
     return guesses
 
 
-def _component_columns(problem: GPLVMProblem, component: int) -> slice:
-    sizes = problem.jax_model.sizes
-    dims = [d if isinstance(d, int) else sizes[d] for d in problem.latent_prior.statement.inputs.dims]
-    start = int(np.sum(dims[:component]))
-    return slice(start, start + dims[component])
+def _component_offsets(problem: GPLVMProblem) -> np.ndarray:
+    return problem.jax_model.gp_input_offsets(problem.latent_prior.statement)
 
 
 def _noise_guess(problem: GPLVMProblem, noise_variance: float) -> dict:
