@@ -2,8 +2,8 @@
 
 A log-Gaussian Cox process with an exposure offset, ``y ~ poisson_log(log_exposure + mu + f)``, by ``pm`` with the
 Laplace proposal (which shifts ``f`` by the offset), and GP regression with a linear mean,
-``y ~ normal(mu + beta * x + f, noise)``, by ``gibbs``: for every hyperparameter the posterior means differ by
-less than 4 combined Monte Carlo standard errors.
+``y ~ normal(mu + beta * x + f, noise)``, and a GP plus group effects, ``y ~ normal(f + u[group], noise)``, by
+``gibbs``: for every hyperparameter the posterior means differ by less than 4 combined Monte Carlo standard errors.
 """
 
 import numpy as np
@@ -77,3 +77,31 @@ def test_gp_regression_with_a_linear_mean_by_gibbs_agrees_with_nuts():
     gibbs = run(model, data, "gibbs", GibbsSettings(chains=4, warmup=1000, draws=4000), seed=5)
     nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000, adapt_delta=0.95), seed=6)
     agree(gibbs, nuts, ["s", "ell", "mu", "beta", "noise"])
+
+
+GROUP_EFFECTS = """
+data { int N; int G; vector[N] x; array[N] int<lower=1, upper=G> group; vector[N] y; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 0.5); real<lower=0> ell ~ lognormal(0, 0.5);
+  real<lower=0> tau ~ lognormal(-1, 0.5); vector[G] u ~ normal(0, tau); real<lower=0> noise ~ lognormal(-1, 0.5);
+}
+latent { vector[N] f; }
+model {
+  f ~ gp(x, s * rbf(ell));
+  y ~ normal(f + u[group], noise);
+}
+"""
+
+
+@pytest.mark.slow
+def test_gp_with_group_effects_by_gibbs_agrees_with_nuts():
+    rng = np.random.default_rng(13)
+    N, G = 24, 3
+    x = np.sort(rng.uniform(0, 4, N))
+    group = rng.integers(1, G + 1, N)
+    y = np.sin(2 * x) + np.array([-0.5, 0.1, 0.6])[group - 1] + rng.normal(0, 0.3, N)
+    data = {"N": N, "G": G, "x": x, "group": group, "y": y}
+    model, _ = check_text(GROUP_EFFECTS)
+    gibbs = run(model, data, "gibbs", GibbsSettings(chains=4, warmup=1000, draws=4000), seed=7)
+    nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000, adapt_delta=0.95), seed=8)
+    agree(gibbs, nuts, ["s", "ell", "tau", "u", "noise"])

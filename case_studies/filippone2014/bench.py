@@ -80,7 +80,7 @@ ENGINES = {
     "PM (LA, N_imp=1)": ("pm", lambda n, length: PseudoMarginalSettings(**length, approximation="laplace",
                                                                         num_importance=1)),
     "PM (EP, N_imp=64)": ("pm", lambda n, length: PseudoMarginalSettings(**length, approximation="ep",
-                                                                         num_importance=64)),
+                                                                         num_importance=64, ep_start="frozen")),
     f"PM (EP, N_imp=64, tol n/{LOOSE_EP_TOLERANCE})": (
         "pm", lambda n, length: PseudoMarginalSettings(**length, approximation="ep", num_importance=64,
                                                        tol=n / LOOSE_EP_TOLERANCE)),
