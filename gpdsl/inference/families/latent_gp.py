@@ -111,15 +111,12 @@ class LatentGP(HyperparameterBlocks):
             The latent argument is not ``f`` plus terms free of it (e.g. ``mu - f`` or ``exp(f)``).
         """
         likelihood = LIKELIHOODS.get(self.likelihood)
-        if likelihood is None:
-            return jnp.zeros(self.n)
-        argument = dict(self.node.likelihood.distribution.args)[likelihood.latent_param]
-        if not self.node.shifted:
+        if likelihood is not None and not self.node.shifted:
+            argument = dict(self.node.likelihood.distribution.args)[likelihood.latent_param]
             raise MethodError(f"the Laplace and EP approximations need the latent argument of {self.likelihood} to "
                               f"be '{self.name}' plus terms free of it (an offset)", argument.span,
                               "write the location as offset + f, or use --method gibbs")
-        value = self.jax_model.evaluate(argument, self.environment(theta, jnp.zeros(self.n)))
-        return jnp.broadcast_to(jnp.asarray(value, dtype=float), (self.n,))
+        return jnp.broadcast_to(jnp.asarray(self.latent_argument_at_zero(theta), dtype=float), (self.n,))
 
     def latent_argument_at_zero(self, theta):
         """The likelihood's latent argument with ``f`` replaced by a scalar 0: the offset (``mu`` of ``mu + f``,
