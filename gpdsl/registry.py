@@ -31,7 +31,8 @@ from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMargi
                                                     pm_engine, run_mcmc_ep, run_pm)
 from gpdsl.inference.methods.vem import VEMSettings, run_vem
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DESCRIPTIONS, GP_PRIOR_GPLVM, GP_REGRESSION, LATENT_GP,
-                                Classification, classify)
+                                LATENT_GPS, Classification, classify)
+from gpdsl.ir.structure import mean_prediction_refusal
 
 ENTRY_POINT_GROUP = "gpdsl.methods"
 
@@ -108,7 +109,8 @@ class Method:
             families = " or ".join(DESCRIPTIONS[family] for family in self.predicts_for)
             return (f"{self.name} predicts at new inputs for {families}; this model is "
                     f"{classification.describe()}")
-        return None
+        facts = classification.facts.get(LATENT_GP)
+        return None if facts is None else mean_prediction_refusal(model, facts.node)
 
 
 _METHODS: dict[str, Method] = {}
@@ -187,7 +189,8 @@ register(Method(
     run_pm_gplvm, predicts=True, checkpoints=True))
 register(Method(
     "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters",
-    (LATENT_GP, GP_REGRESSION), GibbsSettings, run_gibbs, predicts=True, checkpoints=True,
+    (LATENT_GP, GP_REGRESSION, LATENT_GPS), GibbsSettings, run_gibbs, predicts=True,
+    predicts_for=PREDICTING_FAMILIES, checkpoints=True,
     chain_engine=gibbs_engine))
 register(Method(
     "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",

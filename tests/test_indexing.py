@@ -103,7 +103,7 @@ def test_bad_multi_indices_are_refused(expression, message):
 def test_multi_indexing_is_emitted_to_stan():
     model, _ = check_text(GROUP_EFFECT)
     code = generate_stan(model).code
-    assert "normal_lpdf(y | f + u[group], noise)" in code
+    assert "multi_normal_cholesky_lpdf(y | rep_vector(0, N) + (u[group])," in code  # f integrated out around u[group]
     check_program(code)
 
 

@@ -61,8 +61,8 @@ model {
 
 INDEXING = """
 data {
-  int N; int G; matrix[N, 3] X; vector[N] y; vector[N] z; vector[N] w;
-  array[N] int<lower=1, upper=G> group;
+  int N; int G; matrix[N, 3] X; vector[N] y; vector[N] z; vector[N] w; vector[N] v; vector[N] log_e;
+  array[N] int<lower=0> c; array[N] int<lower=1, upper=G> group;
 }
 parameters {
   real<lower=0> tau ~ gamma(2, 1);
@@ -71,8 +71,14 @@ parameters {
   real<lower=0> s ~ lognormal(0, 1);
   real<lower=0> p ~ lognormal(0, 0.5);
   vector<lower=0>[2] ell ~ gamma(2, 2);
+  real mu ~ normal(0, 1);
+  real beta ~ normal(0, 1);
 }
 model {
+  h ~ gp(X[:, 3], s * rbf(lengthscale = 0.6), mean = beta * X[:, 3]);
+  v ~ normal(mu + beta * X[:, 2] + h, noise);
+  e ~ gp(X[:, 2], rbf(lengthscale = 0.9), mean = mu);
+  c ~ poisson_log(log_e + e);
   f ~ gp(X[:, 1], rbf(lengthscale = 0.5));
   y ~ normal(f + u[group], noise);
   for (i in 1:N) z[i] ~ normal(2 * u[group[i]], noise);
@@ -84,9 +90,28 @@ model {
 
 
 def stan_vector(jax_model, z):
-    """Our unconstrained vector reordered to Stan's (column-major within each block)."""
+    """Our unconstrained vector reordered to Stan's: arrays row-major, each vector or matrix column-major; the
+    raw values of a GP over two-level inputs (``f ~ gp((t, X), k)``, one Stan vector) row-major."""
     parts = jax_model.unflatten(jnp.asarray(z))
-    return np.concatenate([np.ravel(np.asarray(parts[b.name]), order="F") for b in jax_model.blocks])
+    model = jax_model.model
+    flattened = {node.name for node in jax_model.gp_nodes if len(node.statement.inputs.index_shape) == 2}
+    pieces = []
+    for block in jax_model.blocks:
+        value = np.asarray(parts[block.name])
+        name = block.name.removesuffix("_raw") if block.role == "latent_raw" else block.name
+        if block.role == "latent_raw" and name in flattened:
+            pieces.append(np.ravel(value))
+            continue
+        variable = model.parameters.get(name) or model.latents[name]
+        leading = value.shape[:len(variable.type.array_dims)]
+        pieces.extend(np.ravel(value[index], order="F") for index in np.ndindex(leading))
+    return np.concatenate(pieces)
+
+
+def stan_values(program, jax_model, free):
+    """Constrained values by Stan name (the raw values of a GP over two-level inputs as one vector)."""
+    flattened = {node.name + "_raw" for node in jax_model.gp_nodes if len(node.statement.inputs.index_shape) == 2}
+    return {k: (np.ravel(np.asarray(v)) if k in flattened else np.asarray(v)).tolist() for k, v in free.items()}
 
 
 def classification_data(rng):
@@ -116,7 +141,8 @@ def likelihoods_data(rng):
 def indexing_data(rng):
     N, G = 11, 3
     return {"N": N, "G": G, "X": rng.normal(size=(N, 3)), "y": rng.normal(size=N), "z": rng.normal(size=N),
-            "w": rng.normal(size=N), "group": np.r_[1, 2, 3, rng.integers(1, G + 1, N - 3)]}
+            "w": rng.normal(size=N), "v": rng.normal(size=N), "log_e": rng.normal(size=N), "c": rng.poisson(2.0, N),
+            "group": np.r_[1, 2, 3, rng.integers(1, G + 1, N - 3)]}
 
 
 @pytest.mark.parametrize("model_file, make_data, scale", [
@@ -129,19 +155,71 @@ def indexing_data(rng):
 def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, scale):
     rng = np.random.default_rng(11)
     model, _ = check_text(model_file) if "\n" in model_file else check_file(model_file)
-    data = make_data(rng)
+    assert_agrees_with_stan(model, make_data(rng), np.full((N_POINTS, 1), scale), rng)
+
+
+def assert_agrees_with_stan(model, data, scales, rng):
+    """Stan's unconstrained layout is ours reordered, and the log densities differ by one constant at random points
+    (standard normal times ``scales``, one per point)."""
     jax_model = lower(model, data)
     program = generate_stan(model)
     stan_data = program.stan_data(model, data)
-    points = rng.normal(size=(N_POINTS, jax_model.dim)) * scale
+    points = rng.normal(size=(len(scales), jax_model.dim)) * scales
 
     free, _ = jax_model.constrain_free(jnp.asarray(points[0]))
-    from_stan = unconstrain_pystan(program.code, stan_data, {k: np.asarray(v).tolist() for k, v in free.items()})
+    from_stan = unconstrain_pystan(program.code, stan_data, stan_values(program, jax_model, free))
     np.testing.assert_allclose(from_stan, stan_vector(jax_model, points[0]), rtol=1e-10, atol=1e-10)
 
     ours = np.array([float(jax_model.log_density(jnp.asarray(z))) for z in points])
     theirs = log_prob_pystan(program.code, stan_data, np.array([stan_vector(jax_model, z) for z in points]),
                              jacobian=True)
     difference = ours - theirs
-    assert np.all(np.isfinite(difference))
+    assert np.all(np.isfinite(difference)), difference
     assert np.ptp(difference) < 1e-8, difference
+
+
+SWEEP_SIZES = {"N": 7, "D": 2, "Q": 2, "L": 2, "T": 3}
+SWEEP_EXCLUDED = {"models/local_volatility.gpm": "its likelihood is an external Python function, which Stan "
+                                                   "cannot call"}
+
+
+def random_data(model, rng):
+    """Data of the declared types: sizes from SWEEP_SIZES, integers within their bounds, reals standard normal."""
+    data = {}
+    for name, variable in model.data.items():
+        if name in model.sizes:
+            data[name] = SWEEP_SIZES[name]
+    for name, variable in model.data.items():
+        if name in model.sizes:
+            continue
+        vtype = variable.type.concrete_bounds(data)
+        shape = vtype.concrete_shape(data)
+        if vtype.base == "int":
+            low = 0 if vtype.lower is None else int(vtype.lower)
+            high = low + 5 if vtype.upper is None else int(vtype.upper)
+            data[name] = rng.integers(low, high + 1, shape) if shape else int(rng.integers(low, high + 1))
+        else:
+            value = rng.normal(size=shape)
+            if vtype.lower is not None:
+                value = vtype.lower + np.abs(value)
+            data[name] = value if shape else float(value)
+    return data
+
+
+def sweep_files():
+    from pathlib import Path
+
+    return sorted(str(p) for p in Path("models").glob("*.gpm"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_file", sweep_files())
+def test_every_model_file_agrees_with_stan(model_file):
+    if model_file in SWEEP_EXCLUDED:
+        model, _ = check_file(model_file)
+        with pytest.raises(Exception, match="external"):
+            generate_stan(model)
+        return
+    rng = np.random.default_rng(5)
+    model, _ = check_file(model_file)
+    assert_agrees_with_stan(model, random_data(model, rng), np.full((8, 1), 0.5), rng)

@@ -8,7 +8,12 @@ Families
 --------
 ``latent_gp``
     One sampled latent GP vector ``f ~ gp(X, k)`` and a likelihood acting on its elements one by one
-    (GP classification, a Poisson process, ...): ESS, Laplace, EP, pseudo-marginal MCMC.
+    (GP classification, a Poisson process, ...): ESS, Laplace, EP, pseudo-marginal MCMC. Several latent GP
+    vectors of one length under one likelihood (heteroscedastic noise, ``y ~ normal(f, exp(g))``) are one
+    latent GP with a block-diagonal covariance to ESS (``latent_gps``); the Laplace and EP approximations
+    need one.
+``latent_gps``
+    Several latent GP vectors of one length under one likelihood acting on each element by element.
 ``gp_regression``
     One GP integrated out exactly under a ``normal`` likelihood with scalar noise; samplers of the
     latent values (Gibbs) may keep it as a latent-GP model with a Gaussian likelihood.
@@ -31,10 +36,11 @@ from dataclasses import dataclass, field
 
 from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.structure import GPNode, gp_nodes, statement_refs
+from gpdsl.ir.structure import GPNode, acts_elementwise, gp_nodes, statement_refs
 from gpdsl.source import Span
 
 LATENT_GP = "latent_gp"
+LATENT_GPS = "latent_gps"
 GP_REGRESSION = "gp_regression"
 BAYESIAN_GPLVM = "bayesian_gplvm"
 GP_PRIOR_GPLVM = "gp_prior_gplvm"
@@ -44,6 +50,7 @@ ANY = "any"
 
 DESCRIPTIONS = {
     LATENT_GP: "a latent GP with a factorised likelihood",
+    LATENT_GPS: "several latent GPs under one factorised likelihood",
     GP_REGRESSION: "GP regression with a Gaussian likelihood integrated out",
     BAYESIAN_GPLVM: "a Bayesian GPLVM",
     GP_PRIOR_GPLVM: "a GPLVM whose latent inputs have a GP prior (dynamical or supervised)",
@@ -54,6 +61,8 @@ DESCRIPTIONS = {
 
 LATENT_GP_NEEDS = ("{method} needs a model with one latent GP vector f ~ gp(X, k) and a likelihood on its "
                    "elements (e.g. y ~ bernoulli_probit(f))")
+LATENT_GPS_NEEDS = ("{method} needs several latent GP vectors of one length under one likelihood acting on their "
+                    "elements (e.g. y ~ normal(f, exp(g)))")
 GPLVM_NEEDS = ("{method} needs a Bayesian GPLVM: latent inputs X ~ normal(0, 1) (matrix[N, Q]), one GP over "
                "them F ~ gp(X, k), and a Gaussian likelihood Y ~ normal(F, s) with scalar s")
 GP_PRIOR_GPLVM_NEEDS = ("{method} needs a GPLVM with GP-prior latents: X ~ gp(t, k_x) over observed inputs, "
@@ -78,12 +87,21 @@ class LatentGPFacts:
     marginalise : bool
         Whether the view integrates out other Gaussian GPs (False for GP regression seen as a
         latent-GP model: its f is then sampled).
+    others : tuple of GPNode
+        Further latent GP vectors under the same likelihood (``g`` of ``y ~ normal(f, exp(g))``), sampled
+        with ``node`` as one block-diagonal latent GP; empty for one latent GP.
     """
 
     node: GPNode
     likelihood: str
     target: str
     marginalise: bool = True
+    others: tuple[GPNode, ...] = ()
+
+    @property
+    def nodes(self) -> tuple[GPNode, ...]:
+        """Every sampled latent GP vector, ``node`` first."""
+        return (self.node, *self.others)
 
     @property
     def name(self) -> str:
@@ -179,7 +197,8 @@ def classify(model: ir.Model) -> Classification:
     """
     nodes = gp_nodes(model)
     found, refusals = {}, {}
-    for family, check in ((LATENT_GP, lambda: _latent_gp(model, nodes, marginalise=True)),
+    for family, check in ((LATENT_GP, lambda: _latent_gp(model, nodes, marginalise=True, several=False)),
+                          (LATENT_GPS, lambda: _latent_gps(model, nodes)),
                           (GP_REGRESSION, lambda: _gp_regression(model, nodes)),
                           (BAYESIAN_GPLVM, lambda: _gplvm(model, nodes, gp_prior=False)),
                           (GP_PRIOR_GPLVM, lambda: _gplvm(model, nodes, gp_prior=True)),
@@ -194,25 +213,30 @@ def classify(model: ir.Model) -> Classification:
     return Classification(found, refusals)
 
 
-def _latent_gp(model: ir.Model, nodes: list[GPNode], marginalise: bool) -> LatentGPFacts | Refusal:
+def _latent_gp(model: ir.Model, nodes: list[GPNode], marginalise: bool,
+               several: bool = True) -> LatentGPFacts | Refusal:
     def refuse(detail):
         return Refusal(LATENT_GP_NEEDS, detail)
 
-    sampled = [n for n in nodes if not (marginalise and n.marginalised)]
-    if len(sampled) != 1:
-        found = ", ".join(n.name for n in sampled) or "none (Gaussian likelihoods are integrated out)"
-        return refuse(f"this model's sampled latent GP values: {found}")
-    node = sampled[0]
-    var = model.latents[node.name]
-    integrated = {n.name for n in nodes if marginalise and n.marginalised}
+    sampled = [n for n in nodes if not (marginalise and n.plainly_marginalised)]
+    if not sampled:
+        return refuse("this model's sampled latent GP values: none (Gaussian likelihoods are integrated out)")
+    integrated = {n.name for n in nodes if marginalise and n.plainly_marginalised}
     priors = model.priors()
     by_name = {n.name for n in nodes}
-    others = [name for name in model.latents if name != node.name and name not in integrated
-              and (name in by_name or name in priors)]
+    others = [name for name in model.latents if name not in integrated and name not in by_name and name in priors]
     if others:
         return refuse(f"this model also has latent {', '.join(others)}")
-    if node.loops or var.type.container != "vector" or var.type.array_dims:
-        return refuse(f"'{node.name}' is {var.type.describe()}")
+    for node in sampled:
+        var = model.latents[node.name]
+        if node.loops or var.type.container != "vector" or var.type.array_dims:
+            return refuse(f"'{node.name}' is {var.type.describe()}")
+    if len(sampled) > 1 and not several:
+        return refuse(f"this model samples {len(sampled)} latent GPs ({', '.join(n.name for n in sampled)}); "
+                      "--method gibbs samples each in turn")
+    if len(sampled) > 1:
+        return _several_latent_gps(model, sampled, marginalise)
+    node = sampled[0]
     if node.likelihood is None or not node.elementwise:
         return Refusal(LATENT_GP_NEEDS, f"the likelihood of '{node.name}' does not act on its elements one by one",
                        node.likelihood.span if node.likelihood is not None else node.statement.span)
@@ -224,10 +248,37 @@ def _latent_gp(model: ir.Model, nodes: list[GPNode], marginalise: bool) -> Laten
     return LatentGPFacts(node, name, likelihood.target.name, marginalise)
 
 
+def _latent_gps(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
+    facts = _latent_gp(model, nodes, marginalise=True)
+    if isinstance(facts, LatentGPFacts) and not facts.others:
+        return Refusal(LATENT_GPS_NEEDS, f"this model samples one latent GP, '{facts.name}'")
+    return facts if isinstance(facts, LatentGPFacts) else Refusal(LATENT_GPS_NEEDS, facts.detail, facts.span)
+
+
+def _several_latent_gps(model: ir.Model, sampled: list[GPNode], marginalise: bool) -> LatentGPFacts | Refusal:
+    """Several latent GP vectors under one built-in likelihood that acts on each element by element."""
+    names = ", ".join(n.name for n in sampled)
+    likelihood = sampled[0].likelihood
+    if likelihood is None or any(n.likelihood is not likelihood for n in sampled):
+        return Refusal(LATENT_GP_NEEDS, f"this model's sampled latent GP values {names} are not all used by one "
+                       "likelihood statement")
+    if not isinstance(likelihood, ir.LikelihoodStatement):
+        return Refusal(LATENT_GP_NEEDS, f"several latent GPs ({names}) need a built-in likelihood", likelihood.span)
+    lengths = {model.latents[n.name].type.dims for n in sampled}
+    if len(lengths) != 1 or any(not acts_elementwise(likelihood, n.name) for n in sampled):
+        return Refusal(LATENT_GP_NEEDS, f"the likelihood of {names} does not act on their elements one by one",
+                       likelihood.span)
+    if any(s is likelihood and loops for s, loops in model.walk()):
+        return Refusal(LATENT_GP_NEEDS, f"the likelihood of {names} sits in a loop; write it as one vectorised "
+                       "statement", likelihood.span)
+    return LatentGPFacts(sampled[0], likelihood.distribution.name, likelihood.target.name, marginalise,
+                         tuple(sampled[1:]))
+
+
 def _gp_regression(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
     needs = ("{method} needs GP regression: one GP f ~ gp(X, k) over observed inputs and y ~ normal(f, s) "
              "with scalar s")
-    if len(nodes) != 1 or not nodes[0].marginalised:
+    if len(nodes) != 1 or not nodes[0].plainly_marginalised:
         return Refusal(needs, "this model has no single GP integrated out under a normal likelihood")
     if _reads_latents(nodes[0].statement, model):
         return Refusal(needs, f"the inputs or kernel of '{nodes[0].name}' depend on latent values")
@@ -243,7 +294,7 @@ def _gplvm(model: ir.Model, nodes: list[GPNode], gp_prior: bool) -> GPLVMFacts |
     def refuse(detail):
         return Refusal(needs, detail)
 
-    outputs = [n for n in nodes if n.marginalised]
+    outputs = [n for n in nodes if n.plainly_marginalised]
     if not gp_prior and len(nodes) != 1:
         return refuse(f"this model has {len(nodes)} GP statements")
     if gp_prior and (len(nodes) != 2 or len(outputs) != 1):

@@ -216,11 +216,13 @@ class Statement:
 
 @dataclass(frozen=True)
 class GPStatement(Statement):
-    """``target ~ gp(inputs, kernel)``: target holds latent GP values, columns iid for matrices."""
+    """``target ~ gp(inputs, kernel, mean = m)``: target holds latent GP values, columns iid for matrices; ``mean``
+    is None for a zero mean, else a scalar or a vector of the target's shape."""
 
     target: Target = None
     inputs: Inputs = None
     kernel: Kernel = None
+    mean: Expr | None = None
 
 
 @dataclass(frozen=True)

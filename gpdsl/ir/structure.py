@@ -26,8 +26,9 @@ class GPNode:
     loops : tuple of ForLoop
         Enclosing loops.
     marginalised : bool
-        True when its only use is as the mean of a ``normal`` likelihood with a scalar standard
-        deviation on data of the same shape: backends integrate it out exactly.
+        True when its only use is in the location of a ``normal`` likelihood with a scalar standard
+        deviation on data of the same shape, the location being the latent plus terms free of it
+        (``offset``): backends integrate it out exactly.
     likelihood : Statement or None
         The likelihood statement (built-in or external) that consumes it, if any.
     elementwise : bool
@@ -38,6 +39,9 @@ class GPNode:
     shifted : bool
         True when that latent argument is the latent plus terms free of it (an offset, zero when there are
         none), as the Laplace and EP approximations require.
+    offset : Expr or None
+        Those terms (``mu + beta * x`` of ``normal(mu + beta * x + f, s)``), None when the latent argument
+        is the latent itself.
     """
 
     name: str
@@ -47,6 +51,13 @@ class GPNode:
     likelihood: ir.Statement | None
     elementwise: bool
     shifted: bool = False
+    offset: ir.Expr | None = None
+
+    @property
+    def plainly_marginalised(self) -> bool:
+        """Integrated out under ``normal(f, s)`` with a zero mean and nothing added to ``f``: GP regression and GPLVM
+        outputs as their engines take them."""
+        return self.marginalised and self.offset is None and self.statement.mean is None
 
 
 def _refs(expr) -> set[str]:
@@ -71,6 +82,11 @@ def _refs(expr) -> set[str]:
     return set()
 
 
+def expression_refs(expr: ir.Expr) -> set[str]:
+    """Names an expression reads."""
+    return _refs(expr)
+
+
 def kernel_refs(kernel: ir.Kernel) -> set[str]:
     """Names referenced by a kernel's hyperparameters."""
     if isinstance(kernel, ir.KernelLeaf):
@@ -84,7 +100,7 @@ def statement_refs(statement: ir.Statement) -> set[str]:
     """Names a statement reads (not its target)."""
     if isinstance(statement, ir.GPStatement):
         names = set().union(*(_refs(c) for c in statement.inputs.components))
-        return names | kernel_refs(statement.kernel)
+        return names | kernel_refs(statement.kernel) | (set() if statement.mean is None else _refs(statement.mean))
     if isinstance(statement, (ir.PriorStatement, ir.LikelihoodStatement)):
         return set().union(set(), *(_refs(v) for _, v in statement.distribution.args))
     if isinstance(statement, ir.ExternalLikelihood):
@@ -119,6 +135,34 @@ def _is_offset_of(expr: ir.Expr, name: str, inner, either_sign: bool) -> bool:
     return False
 
 
+def acts_elementwise(likelihood: ir.LikelihoodStatement, name: str) -> bool:
+    """Every argument of ``likelihood`` is free of the latent ``name`` or depends on it element by element
+    (``exp(g)`` as the scale of ``normal(f, exp(g))``)."""
+    return all(name not in _refs(v) or _is_elementwise_of(v, name) for _, v in likelihood.distribution.args)
+
+
+def latent_offset(expr: ir.Expr, name: str) -> ir.Expr | None:
+    """The terms of a shift of the latent (``_is_shift_of``) other than the latent: ``mu + beta * x`` of
+    ``mu + beta * x + f``, ``-c`` of ``f - c``; None for the latent alone."""
+    if isinstance(expr, (ir.Ref, ir.Index)):
+        return None
+    left_has = name in _refs(expr.left)
+    inner, other = (expr.left, expr.right) if left_has else (expr.right, expr.left)
+    if expr.op == "-" and left_has:
+        other = ir.Negate(other.type, other.span, other)
+    rest = latent_offset(inner, name)
+    return other if rest is None else ir.Binary(expr.type, expr.span, "+", rest, other)
+
+
+def _indexed_latent(expr: ir.Expr, name: str) -> bool:
+    """The latent appears indexed (``f[i]``) in ``expr``."""
+    if isinstance(expr, ir.Index):
+        return isinstance(expr.base, ir.Ref) and expr.base.name == name
+    if isinstance(expr, ir.Binary):
+        return _indexed_latent(expr.left, name) or _indexed_latent(expr.right, name)
+    return False
+
+
 def _latent_argument(distribution: ir.Distribution) -> str:
     """The argument of a likelihood that carries the latent value (``mu`` of ``student_t``, ...)."""
     likelihood = LIKELIHOODS.get(distribution.name)
@@ -138,21 +182,24 @@ def gp_nodes(model: ir.Model) -> list[GPNode]:
         likelihood = likelihoods[0] if len(likelihoods) == 1 else None
         marginalised = False
         elementwise = shifted = False
+        offset = None
         if isinstance(likelihood, ir.LikelihoodStatement):
             latent = _latent_argument(likelihood.distribution)
             first = dict(likelihood.distribution.args)[latent]
             others = [v for n, v in likelihood.distribution.args if n != latent]
             elementwise = _is_elementwise_of(first, name) and not any(name in _refs(v) for v in others)
             shifted = elementwise and _is_shift_of(first, name)
+            offset = latent_offset(first, name) if shifted else None
             marginalised = (
                 len(users) == 1 and not loops and not statement.target.indices
                 and likelihood.distribution.name == "normal"
-                and isinstance(first, ir.Ref) and first.name == name
+                and ((isinstance(first, ir.Ref) and first.name == name)
+                     or (shifted and not _indexed_latent(first, name) and statement.target.type.container == "vector"))
                 and not likelihood.target.indices
                 and likelihood.target.type.shape == statement.target.type.shape
                 and all(not v.type.shape for v in others)
             )
-        found.append(GPNode(name, statement, loops, marginalised, likelihood, elementwise, shifted))
+        found.append(GPNode(name, statement, loops, marginalised, likelihood, elementwise, shifted, offset))
     return found
 
 
@@ -178,3 +225,20 @@ def parameter_bounds(model: ir.Model, name: str) -> tuple[list[float] | None, li
         lower = _constant_values(prior.distribution.arg("lower")) or lower
         upper = _constant_values(prior.distribution.arg("upper")) or upper
     return lower, upper
+
+
+def mean_prediction_refusal(model: ir.Model, node: GPNode) -> str | None:
+    """Why the mean of ``node`` has no value at new inputs, or None when it has one (no mean, or a mean of
+    parameters and of the GP's own input variable)."""
+    mean = node.statement.mean
+    if mean is None:
+        return None
+    components = node.statement.inputs.components
+    inputs = {components[0].name} if len(components) == 1 and isinstance(components[0], ir.Ref) else set()
+    others = sorted(name for name in _refs(mean) if name in model.data and name not in inputs
+                    and name not in model.sizes)
+    if others:
+        return (f"the mean of '{node.name}' uses {', '.join(others)}, which has no values at new inputs; a mean "
+                f"of parameters and of the GP's input variable can be predicted")
+    return None
+

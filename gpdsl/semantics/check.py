@@ -69,6 +69,15 @@ def _shape_text(shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]" if shape else "scalar"
 
 
+def _check_gp_arguments(call: ast.Call) -> None:
+    """``gp(inputs, kernel)`` or ``gp(inputs, kernel, mean = EXPR)``."""
+    if len(call.args) != 2 or len(call.kwargs) > 1 or (call.kwargs and call.kwargs[0].name != "mean"):
+        span = call.kwargs[-1].span if call.kwargs and len(call.args) == 2 else call.span
+        hint = did_you_mean(call.kwargs[-1].name, ["mean"]) if call.kwargs else None
+        _fail("gp takes two arguments and an optional mean: gp(inputs, kernel) or gp(inputs, kernel, mean = m)", span,
+              hint)
+
+
 def _value_type(t: VarType) -> VarType:
     return VarType(t.base, t.container, t.dims, t.array_dims)
 
@@ -295,8 +304,7 @@ class _Checker:
             if s.target.indices:
                 _fail(f"cannot infer the shape of latent '{name}' from an indexed statement", s.target.span,
                       f"declare it in a latent block, e.g. 'latent {{ array[Q] matrix[N, D] {name}; }}'")
-            if len(s.distribution.args) != 2 or s.distribution.kwargs:
-                _fail("gp takes two arguments: gp(inputs, kernel)", s.distribution.span)
+            _check_gp_arguments(s.distribution)
             if any(ref.name in loop_variables for ref in ast.references(s.distribution.args[0])):
                 _fail(f"cannot infer the shape of latent '{name}' inside a loop", s.target.span,
                       f"declare it in a latent block, e.g. 'latent {{ array[T] vector[N] {name}; }}'")
@@ -393,8 +401,7 @@ class _Checker:
 
     def _gp(self, statement: ast.Tilde, target: ir.Target) -> ir.GPStatement:
         call = statement.distribution
-        if len(call.args) != 2 or call.kwargs:
-            _fail("gp takes two arguments: gp(inputs, kernel)", call.span)
+        _check_gp_arguments(call)
         inputs = self._inputs(call.args[0])
         self._verify_kernel_names(call.args[1])
         kernel = self._kernel(call.args[1], inputs)
@@ -409,7 +416,21 @@ class _Checker:
             _fail(f"'{target.name}' has shape {_shape_text(t.shape)} but its gp inputs have "
                   f"{_shape_text(points)} points", statement.target.span,
                   "a GP over N points gives vector[N] (or matrix[N, C] for C independent columns)")
-        return ir.GPStatement(statement.span, target, inputs, kernel)
+        mean = self._gp_mean(call, target) if call.kwargs else None
+        return ir.GPStatement(statement.span, target, inputs, kernel, mean)
+
+    def _gp_mean(self, call: ast.Call, target: ir.Target) -> ir.Expr:
+        """The ``mean = EXPR`` of ``gp(inputs, kernel, mean = EXPR)``: a real scalar or a vector of the GP's shape,
+        free of the GP's own values."""
+        argument = call.kwargs[0]
+        mean = self._expr(argument.value)
+        t = target.type
+        if mean.type.array_dims or (
+                mean.type.shape and (t.container != "vector" or t.array_dims or len(mean.type.shape) != 1
+                                     or not _same_dim(mean.type.shape[0], t.dims[0]))):
+            _fail(f"the mean of '{target.name}' is {mean.type.describe()}; it must be a real number or a vector "
+                  f"of the GP's length ({_shape_text(t.shape)})", argument.value.span)
+        return mean
 
     def _likelihood(self, statement: ast.Tilde, target: ir.Target) -> ir.Statement:
         call = statement.distribution

@@ -6,8 +6,8 @@ log density, and per-GP-node kernel and input builders that engines use directly
 
 Latent GP values are handled in one of three ways:
 
-* marginalised (a ``normal`` likelihood with scalar noise directly on the latent): integrated out, each
-  column contributing ``MVN(y; 0, K + sigma^2 I)``;
+* marginalised (a ``normal`` likelihood with scalar noise on the latent plus terms free of it): integrated out, each
+  column contributing ``MVN(y; offset, K + sigma^2 I)``;
 * ``"whitened"`` (non-centred, the default): the free variable is ``<name>_raw ~ N(0, I)`` and
   ``<name> = L <name>_raw`` with ``L L^T = K``, as in the generated Stan program;
 * ``"centred"``: the latent itself is the free variable, with density ``N(0, K)``.
@@ -308,10 +308,14 @@ class JaxModel:
         L = cholesky(self.gp_covariance(statement, env))
         n = L.shape[0]
         flat = jnp.reshape(raw, (n, -1))
-        return jnp.reshape(L @ flat, raw.shape)
+        return jnp.reshape(L @ flat, raw.shape) + self.gp_mean(statement, env)
+
+    def gp_mean(self, statement: ir.GPStatement, env):
+        """The GP's mean in ``env``: 0 without ``mean =``, else a scalar or a vector of its points."""
+        return jnp.zeros(()) if statement.mean is None else jnp.asarray(self.evaluate(statement.mean, env), dtype=float)
 
     def _centred_gp_logpdf(self, statement: ir.GPStatement, env):
-        value = self._target_value(statement.target, env)
+        value = self._target_value(statement.target, env) - self.gp_mean(statement, env)
         L = cholesky(self.gp_covariance(statement, env))
         flat = jnp.reshape(value, (L.shape[0], -1))
         return _mvn_logpdf_columns(flat, L)
@@ -323,7 +327,10 @@ class JaxModel:
         n = K.shape[0]
         L = cholesky(K + sigma ** 2 * jnp.eye(n))
         if not np.isnan(y).any():
-            return _mvn_logpdf_columns(jnp.reshape(y, (n, -1)), L)
+            residual = y - self.gp_mean(node.statement, env)
+            if node.offset is not None:
+                residual = residual - self.evaluate(node.offset, env)
+            return _mvn_logpdf_columns(jnp.reshape(residual, (n, -1)), L)
         raise MethodError(f"'{likelihood.target.name}' has missing values; the exact marginal likelihood "
                           "with missing entries is computed by the variational engine, not here")
 
@@ -463,7 +470,7 @@ _FUNCTIONS = {
 
 
 def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
-          allow_external: bool = False, marginalise: bool = True) -> JaxModel:
+          allow_external: bool = False, marginalise: bool = True, sampled=()) -> JaxModel:
     """Lower a checked model with validated data to JAX functions.
 
     Parameters
@@ -479,6 +486,9 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
     marginalise : bool
         Integrate out latent GP values under a Gaussian likelihood (the default); False keeps them
         as sampled variables, for engines that sample them (ESS).
+    sampled : collection of str
+        Latent GPs kept as sampled variables even where they could be integrated out (the latent GP an
+        ESS engine samples under ``normal(mu + f, s)``).
 
     Returns
     -------
@@ -488,8 +498,8 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
         raise MethodError(f"unknown parameterisation '{parameterisation}'; use one of {PARAMETERISATIONS}")
     sizes = {name: int(data[name]) for name in model.sizes}
     nodes = gp_nodes(model)
-    if not marginalise:
-        nodes = [replace(node, marginalised=False) for node in nodes]
+    nodes = [replace(node, marginalised=False) if not marginalise or node.name in sampled else node
+             for node in nodes]
     priors = model.priors()
     blocks: list[Block] = []
     start = 0

@@ -98,7 +98,7 @@ def simulate(jax_model: JaxModel, key, fixed: dict | None = None) -> tuple[dict,
             if isinstance(statement, ir.GPStatement):
                 L = cholesky(jax_model.gp_covariance(statement, scope))
                 value = jnp.reshape(L @ jax.random.normal(sub, (L.shape[0], int(np.prod(shape)) // L.shape[0])),
-                                    shape)
+                                    shape) + jax_model.gp_mean(statement, scope)
             elif isinstance(statement, ir.ExternalLikelihood):
                 raise MethodError(f"cannot simulate '{target.name}' from an external likelihood", statement.span)
             else:

@@ -53,6 +53,7 @@ from gpdsl.backends.stan.expressions import (
 from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.structure import gp_nodes
 from gpdsl.likelihoods import LIKELIHOODS, capability
 from gpdsl.numerics import GP_JITTER
 from gpdsl.semantics import catalog
@@ -281,6 +282,7 @@ def _statement_exprs(statement: ir.Statement) -> list[ir.Expr]:
     exprs = list(statement.target.indices)
     if isinstance(statement, ir.GPStatement):
         exprs += list(statement.inputs.components) + _kernel_exprs(statement.kernel)
+        exprs += [] if statement.mean is None else [statement.mean]
     elif isinstance(statement, (ir.PriorStatement, ir.LikelihoodStatement)):
         exprs += [e for _, e in statement.distribution.args]
     elif isinstance(statement, ir.ExternalLikelihood):
@@ -417,10 +419,10 @@ class _Generator:
         if (not isinstance(statement, ir.LikelihoodStatement) or statement_loops or statement.target.indices
                 or statement.distribution.name != "normal"):
             return None
-        mu, sigma = statement.distribution.arg("mu"), statement.distribution.arg("sigma")
+        node = next(n for n in gp_nodes(self.model) if n.statement is gp)
         latent = self.model.latents[name].type
         data = statement.target.type
-        if not (isinstance(mu, ir.Ref) and mu.name == name) or sigma.type.shape or name in _refs(sigma):
+        if not node.marginalised:
             return None
         if (data.container, data.shape) != (latent.container, latent.shape) or data.array_dims:
             return None
@@ -511,14 +513,15 @@ class _Generator:
         local = self._covariance(statement)
         covariance = f"add_diag({self.covariance_name}, {self.jitter})"
         raw = self.translate.index(mapping.raw_name, statement.target.indices)
+        mean = "" if statement.mean is None else f" + {self.translate(statement.mean)}"
         if not mapping.flattened:
             target = self.translate.index(mapping.stan_name, statement.target.indices)
-            return ["{", *_indented(local + [f"{target} = cholesky_decompose({covariance}) * {raw};"]), "}"]
+            return ["{", *_indented(local + [f"{target} = cholesky_decompose({covariance}) * {raw}{mean};"]), "}"]
         outer, inner = statement.inputs.index_shape
         flat, i = self.fresh(f"{mapping.stan_name}_flat"), self.fresh("i")
         n = _stan_dim(inner)
         body = local + [
-            f"vector[{_product((outer, inner))}] {flat} = cholesky_decompose({covariance}) * {raw};",
+            f"vector[{_product((outer, inner))}] {flat} = cholesky_decompose({covariance}) * {raw}{mean};",
             f"for ({i} in 1:{_stan_dim(outer)}) {{",
             f"{INDENT}{mapping.stan_name}[{i}] = segment({flat}, ({i} - 1) * {n} + 1, {n});",
             "}",
@@ -547,8 +550,20 @@ class _Generator:
             columns_type = f"array[{_stan_dim(likelihood.target.type.dims[1])}] vector[{n}]"
             observed = self._transformed_data(f"{observed}_columns", columns_type, f"matrix_columns({observed})")
         cholesky = f"cholesky_decompose(add_diag({self.covariance_name}, square({sigma}) + {self.jitter}))"
-        line = f"target += multi_normal_cholesky_lpdf({observed} | rep_vector(0, {n}), {cholesky});"
+        line = f"target += multi_normal_cholesky_lpdf({observed} | {self._marginal_location(gp, n)}, {cholesky});"
         return ["{", *_indented(local + [line]), "}"]
+
+    def _marginal_location(self, gp: ir.GPStatement, n: str) -> str:
+        """The location of an integrated-out GP's observations: zero plus the terms added to the latent."""
+        offset = self._marginal_offset(gp)
+        return f"rep_vector(0, {n})" if offset is None else f"rep_vector(0, {n}) + {offset}"
+
+    def _marginal_offset(self, gp: ir.GPStatement) -> str | None:
+        """The GP's mean plus the terms added to an integrated-out latent in its likelihood's location
+        (``mu + beta * x``), or None when both are zero."""
+        offset = next(node.offset for node in gp_nodes(self.model) if node.statement is gp)
+        terms = [self.translate(e) for e in (gp.mean, offset) if e is not None]
+        return f"({' + '.join(terms)})" if terms else None
 
     # ---- generated quantities ----------------------------------------------------------------
     def _generated_quantities_block(self):
@@ -597,9 +612,14 @@ class _Generator:
         local.append(f"matrix[{n}, {n}] {factor} = "
                      f"cholesky_decompose(add_diag({self.covariance_name}, square({sigma}) + {self.jitter}));")
         if likelihood.target.type.container != "matrix":
+            offset = self._marginal_offset(gp)
+            residual = observed if offset is None else f"({observed} - {offset})"
+            replicate_value = f"normal_gp_replicate_rng({residual}, {factor}, square({sigma}))"
+            if offset is not None:
+                replicate_value = f"{offset} + {replicate_value}"
             return ["{", *_indented(local + [
-                f"{log_lik} = normal_loo_log_densities({observed}, {factor});",
-                f"{replicate} = normal_gp_replicate_rng({observed}, {factor}, square({sigma}));"]), "}"]
+                f"{log_lik} = normal_loo_log_densities({residual}, {factor});",
+                f"{replicate} = {replicate_value};"]), "}"]
         columns = self._transformed_data(
             f"{observed}_columns", f"array[{_stan_dim(likelihood.target.type.dims[1])}] vector[{n}]",
             f"matrix_columns({observed})")

@@ -31,7 +31,9 @@ class HyperparameterBlocks:
         return unconstrain_blocks(values, self.theta_blocks)
 
 
-def lowered_with_blocks(model, data, marginalise: bool, allow_external: bool = False):
-    """The centred lowering of a model and its hyperparameter blocks, in ``theta`` order."""
-    jax_model = lower(model, data, "centred", allow_external=allow_external, marginalise=marginalise)
+def lowered_with_blocks(model, data, marginalise: bool, allow_external: bool = False, sampled=()):
+    """The centred lowering of a model and its hyperparameter blocks, in ``theta`` order; the latent GPs named in
+    ``sampled`` stay sampled variables."""
+    jax_model = lower(model, data, "centred", allow_external=allow_external, marginalise=marginalise,
+                      sampled=sampled)
     return jax_model, [b for b in jax_model.blocks if b.role == "parameter"]

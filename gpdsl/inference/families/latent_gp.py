@@ -1,5 +1,9 @@
 """The view of a model that latent-GP engines work on: f ~ N(0, K(theta)), y | f, theta factorised.
 
+A GP with a mean, ``f ~ gp(X, k, mean = m)``, is seen centred: the engines' ``f`` is the latent minus ``m(theta)``,
+a zero-mean GP, and the view adds the mean back wherever the model reads the latent (:meth:`LatentGP.environment`,
+:meth:`LatentGP.with_mean` for the draws it reports).
+
 ESS, SA/AA/SURR, the Laplace and EP approximations and pseudo-marginal MCMC all need the same few
 functions of the hyperparameters ``theta`` (on the unconstrained scale, one flat vector): the GP
 covariance, the log prior with its Jacobian, and the log likelihood of the latent values. A
@@ -52,6 +56,9 @@ class LatentGP(HyperparameterBlocks):
         The built-in likelihood on ``f`` (``"bernoulli_probit"``, ...), or ``"external"``.
     y : numpy.ndarray
         The observations of that likelihood.
+    others : tuple of GPNode
+        Further latent GP vectors under the same likelihood (``g`` of ``normal(f, exp(g))``): ``f`` is then the
+        concatenation of every latent vector, ``node``'s first, and ``K`` block-diagonal.
     """
 
     jax_model: JaxModel
@@ -61,6 +68,39 @@ class LatentGP(HyperparameterBlocks):
     n: int
     likelihood: str
     y: np.ndarray
+    others: tuple[GPNode, ...] = ()
+
+    @property
+    def nodes(self) -> tuple[GPNode, ...]:
+        """Every latent GP vector in ``f``, ``node`` first."""
+        return (self.node, *self.others)
+
+    @property
+    def blocks(self) -> list[slice]:
+        """Where each latent GP vector of :attr:`nodes` sits in ``f``."""
+        size = self.n // len(self.nodes)
+        return [slice(i * size, (i + 1) * size) for i in range(len(self.nodes))]
+
+    def split(self, f) -> dict:
+        """The latent GP vectors of ``f`` (last axis) by name."""
+        return {node.name: f[..., block] for node, block in zip(self.nodes, self.blocks)}
+
+    def stack(self, values: dict):
+        """``f`` from the latent GP vectors by name (the inverse of :meth:`split`)."""
+        return np.concatenate([np.asarray(values[node.name]) for node in self.nodes], axis=-1)
+
+    def require_one_latent(self, method: str) -> None:
+        """Refuse a model with several latent GP vectors for ``method`` (the Laplace and EP approximations,
+        predictions at new inputs).
+
+        Raises
+        ------
+        MethodError
+        """
+        if self.others:
+            names = ", ".join(node.name for node in self.nodes)
+            raise MethodError(f"{method} needs one latent GP vector; this model samples {names}",
+                              self.node.likelihood.span, "use --method gibbs, which samples each in turn")
 
     @property
     def name(self) -> str:
@@ -72,16 +112,54 @@ class LatentGP(HyperparameterBlocks):
         return self.constrain(theta)
 
     def environment(self, theta, f=None) -> dict:
-        """Data, constrained hyperparameters and (if given) the latent values by name."""
+        """Data, constrained hyperparameters and (if given) the latent values by name, ``f`` (centred) plus the
+        GP's mean."""
         values, _ = self.theta_values(theta)
         env = {**self.jax_model.data, **values}
         if f is not None:
-            env[self.name] = jnp.reshape(f, self.jax_model.block(self.name).shape)
+            for name, value in self.split(f + self.mean(theta, env)).items():
+                env[name] = jnp.reshape(value, self.jax_model.block(name).shape)
         return env
 
+    @property
+    def has_mean(self) -> bool:
+        """Some latent GP has a ``mean =``."""
+        return any(node.statement.mean is not None for node in self.nodes)
+
+    def mean(self, theta, env=None) -> jax.Array:
+        """The GP means at ``theta``, shape ``(n,)`` (zeros without ``mean =``)."""
+        env = self.environment(theta) if env is None else env
+        size = self.n // len(self.nodes)
+        return jnp.concatenate([jnp.broadcast_to(self.jax_model.gp_mean(node.statement, env), (size,))
+                                for node in self.nodes])
+
+    def with_mean(self, theta_draws, f_draws) -> np.ndarray:
+        """Reported latent values from the engines' centred draws, ``(chain, draw, n)``."""
+        from gpdsl.inference.predict.latent_gp import over_draws
+
+        if not self.has_mean:
+            return f_draws
+        return np.asarray(f_draws) + over_draws(self.mean, theta_draws)
+
+    def without_mean(self, theta_draws, f_draws) -> np.ndarray:
+        """The engines' centred latent values from reported draws, ``(chain, draw, n)``."""
+        from gpdsl.inference.predict.latent_gp import over_draws
+
+        if not self.has_mean:
+            return f_draws
+        return np.asarray(f_draws) - over_draws(self.mean, theta_draws)
+
     def covariance(self, theta) -> jax.Array:
-        """``K(theta) + jitter I``, shape ``(n, n)``."""
-        return self.jax_model.gp_covariance(self.node.statement, self.environment(theta))
+        """``K(theta) + jitter I``, shape ``(n, n)``; block-diagonal over several latent GP vectors."""
+        env = self.environment(theta)
+        covariances = [self.jax_model.gp_covariance(node.statement, env) for node in self.nodes]
+        if len(covariances) == 1:
+            return covariances[0]
+        size = covariances[0].shape[0]
+        K = jnp.zeros((self.n, self.n))
+        for i, block in enumerate(covariances):
+            K = K.at[i * size:(i + 1) * size, i * size:(i + 1) * size].set(block)
+        return K
 
     def log_prior(self, theta) -> jax.Array:
         """Log prior density of ``theta`` on the unconstrained scale (Jacobian included)."""
@@ -110,13 +188,15 @@ class LatentGP(HyperparameterBlocks):
         MethodError
             The latent argument is not ``f`` plus terms free of it (e.g. ``mu - f`` or ``exp(f)``).
         """
+        self.require_one_latent("the Laplace and EP approximations")
         likelihood = LIKELIHOODS.get(self.likelihood)
         if likelihood is not None and not self.node.shifted:
             argument = dict(self.node.likelihood.distribution.args)[likelihood.latent_param]
             raise MethodError(f"the Laplace and EP approximations need the latent argument of {self.likelihood} to "
                               f"be '{self.name}' plus terms free of it (an offset)", argument.span,
                               "write the location as offset + f, or use --method gibbs")
-        return jnp.broadcast_to(jnp.asarray(self.latent_argument_at_zero(theta), dtype=float), (self.n,))
+        return jnp.broadcast_to(jnp.asarray(self.latent_argument_at_zero(theta), dtype=float), (self.n,)) \
+            + self.mean(theta)
 
     def latent_argument_at_zero(self, theta):
         """The likelihood's latent argument with ``f`` replaced by a scalar 0: the offset (``mu`` of ``mu + f``,
@@ -165,8 +245,10 @@ def latent_gp(model: ir.Model, data: dict, method: str = "this method", allow_ex
 
 def latent_gp_view(model: ir.Model, data: dict, facts: LatentGPFacts, allow_external: bool = False) -> LatentGP:
     """The :class:`LatentGP` of a model already classified as a latent-GP model (``facts``)."""
-    jax_model, theta_blocks = lowered_with_blocks(model, data, facts.marginalise, allow_external)
-    node = next(n for n in jax_model.gp_nodes if n.name == facts.name)
+    jax_model, theta_blocks = lowered_with_blocks(model, data, facts.marginalise, allow_external,
+                                                  sampled={node.name for node in facts.nodes})
+    node, *others = (next(n for n in jax_model.gp_nodes if n.name == fact.name) for fact in facts.nodes)
     y = np.asarray(jax_model.data[facts.target])
-    n = int(np.prod(jax_model.block(node.name).shape))
-    return LatentGP(jax_model, node, theta_blocks, sum(b.size for b in theta_blocks), n, facts.likelihood, y)
+    n = sum(int(np.prod(jax_model.block(n.name).shape)) for n in facts.nodes)
+    return LatentGP(jax_model, node, theta_blocks, sum(b.size for b in theta_blocks), n, facts.likelihood, y,
+                    tuple(others))

@@ -2,7 +2,9 @@
 
 One step does ``repeat_f`` elliptical slice updates of ``f`` (sharing the cached Cholesky factor of
 ``K(theta)``) and then ``repeat_theta`` hyperparameter updates; Table 3 of Filippone & Girolami
-(2014) repeats each 20 times. During warmup the random-walk scale is adapted by Robbins-Monro on its
+(2014) repeats each 20 times. With several latent GP vectors (``f`` stacks them, ``K`` is block-diagonal) an
+update of ``f`` is one ESS step of all of them together, which moves those the posterior trades against each
+other, then one of each in turn given the others. During warmup the random-walk scale is adapted by Robbins-Monro on its
 logarithm towards ``target_acceptance`` (:mod:`gpdsl.inference.mcmc.adaptation`); afterwards it is frozen.
 """
 
@@ -129,12 +131,26 @@ def make_gibbs(problem: LatentGP, theta_update: str = "surr", repeat_f: int = 1,
         f = jnp.zeros(problem.n) if f is None else f
         return GibbsState(latent_position(problem, theta, f), scale_init(initial_scale, theta.shape))
 
+    blocks = problem.blocks
+
     def update_f(latent: LatentPosition, keys):
 
         def one(carry, key):
             f, loglik = carry
-            f, loglik, info = ess_step(key, f, loglik, latent.chol_K, lambda v: problem.log_likelihood(v, latent.theta))
-            return (f, loglik), info.num_shrinks
+            joint_key, *block_keys = jax.random.split(key, len(blocks) + 1) if len(blocks) > 1 else (key,)
+            f, loglik, info = ess_step(joint_key, f, loglik, latent.chol_K,
+                                       lambda v: problem.log_likelihood(v, latent.theta))
+            shrinks = info.num_shrinks
+            for block_key, block in zip(block_keys, blocks):
+
+                def block_loglik(v, rest=f, block=block):
+                    return problem.log_likelihood(rest.at[block].set(v), latent.theta)
+
+                value, loglik, info = ess_step(block_key, f[block], loglik, latent.chol_K[block, block],
+                                               block_loglik)
+                f = f.at[block].set(value)
+                shrinks = shrinks + info.num_shrinks
+            return (f, loglik), shrinks
 
         (f, loglik), shrinks = lax.scan(one, (latent.f, latent.loglik), keys)
         return latent._replace(f=f, loglik=loglik), jnp.sum(shrinks)

@@ -19,7 +19,7 @@ NUTS writes its pointwise groups from Stan's generated quantities (the same quan
 
 from __future__ import annotations
 
-from gpdsl.ir.families import GP_REGRESSION, LATENT_GP, classify
+from gpdsl.ir.families import GP_REGRESSION, LATENT_GP, LATENT_GPS, classify
 from gpdsl.likelihoods import LIKELIHOODS
 
 PREDICTING_FAMILIES = (LATENT_GP, GP_REGRESSION)
@@ -63,6 +63,8 @@ def add_draw_groups(output, model, data, context, *, pointwise: bool = True, app
     import jax
 
     family, facts = predicting_family(model, context.family, context.facts)
+    if context.family == LATENT_GPS:  # several latent GPs: pointwise groups, no predictions (refused up front)
+        family, facts = LATENT_GPS, context.facts
     if family is None:
         return
     key = jax.random.PRNGKey(context.seed)
@@ -97,7 +99,8 @@ def _latent_gp_groups(output, model, data, facts, key, pointwise, new_inputs, ap
 
     problem = latent_gp_view(model, data, facts)
     theta = draws.unconstrained_draws(problem, output.posterior)
-    f = output.posterior.get(problem.name)
+    f = problem.stack(output.posterior) if all(n.name in output.posterior for n in problem.nodes) else None
+    f = None if f is None else problem.without_mean(theta, f)
     target = problem.node.likelihood.target.name
     if pointwise and f is not None and problem.likelihood in LIKELIHOODS:
         output.log_likelihood = {target: draws.latent_log_likelihood(problem, theta, f)}

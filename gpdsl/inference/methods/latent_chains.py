@@ -109,6 +109,6 @@ def theta_output(problem: LatentGP, theta_draws: np.ndarray, f_draws: np.ndarray
     posterior = {name: np.reshape(np.asarray(values[name]), (chains, num_draws) + np.shape(values[name])[1:])
                  for name in problem.theta_names}
     if f_draws is not None:
-        posterior[problem.name] = f_draws
+        posterior.update(problem.split(problem.with_mean(theta_draws, f_draws)))
     return MethodOutput(posterior, sample_stats, versions={"jax": jax.__version__})
 

@@ -32,6 +32,9 @@ from gpdsl.likelihoods import LIKELIHOODS, capability
 def unconstrained_draws(view, posterior: dict) -> np.ndarray:
     """The flat unconstrained ``theta`` of a view, ``(chain, draw, p)``, from named constrained draws."""
     names = view.theta_names
+    if not names:  # a model without parameters
+        chains, num = np.shape(next(iter(posterior.values())))[:2]
+        return np.zeros((chains, num, 0))
     return over_draws(lambda *values: view.unconstrain_theta(dict(zip(names, values))),
                       *[np.asarray(posterior[name]) for name in names])
 

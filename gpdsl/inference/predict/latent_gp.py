@@ -18,6 +18,7 @@ from gpdsl.inference.approximations.ep import ep
 from gpdsl.inference.approximations.gaussian import class_probability, predict_latent
 from gpdsl.inference.approximations.laplace import laplace
 from gpdsl.inference.families.latent_gp import LatentGP
+from gpdsl.ir.structure import mean_prediction_refusal
 from gpdsl.linalg import cholesky, solve_triangular
 
 
@@ -48,12 +49,33 @@ def check_new_inputs(problem: LatentGP, X_new) -> np.ndarray:
     return X_new
 
 
+def mean_at_new_inputs(problem: LatentGP, theta, X_new):
+    """The GP's mean (``gp(X, k, mean = m)``) at ``X_new``, its input variable set to them; 0 without a mean.
+
+    Raises
+    ------
+    MethodError
+        The mean reads data other than the GP's input variable (:func:`gpdsl.ir.structure.mean_prediction_refusal`).
+    """
+    statement = problem.node.statement
+    if statement.mean is None:
+        return jnp.zeros(())
+    refusal = mean_prediction_refusal(problem.jax_model.model, problem.node)
+    if refusal:
+        raise MethodError(refusal, statement.mean.span)
+    env = problem.environment(theta)
+    name = statement.inputs.components[0].name
+    env[name] = jnp.reshape(X_new, (-1,)) if jnp.ndim(env[name]) == 1 else X_new
+    return jnp.asarray(problem.jax_model.evaluate(statement.mean, env), dtype=float)
+
+
 def conditional_moments(problem: LatentGP, theta, f, X_new):
-    """Mean and variance of ``f*`` at ``X_new`` given one draw ``(theta, f)``: the GP conditional (traceable)."""
+    """Mean and variance of ``f*`` at ``X_new`` given one draw ``(theta, f)`` (``f`` centred, the engines'):
+    the GP conditional plus the GP's mean (traceable)."""
     L = cholesky(problem.covariance(theta))
     K_star, k_diag = new_input_covariances(problem, theta, X_new)
     A = solve_triangular(L, K_star, lower=True)
-    mean = A.T @ solve_triangular(L, f, lower=True)
+    mean = A.T @ solve_triangular(L, f, lower=True) + mean_at_new_inputs(problem, theta, X_new)
     return mean, jnp.maximum(k_diag - jnp.sum(A ** 2, axis=0), 0.0)
 
 
@@ -68,7 +90,7 @@ def approximate_moments(problem: LatentGP, theta, X_new, approximation: str = "e
         approx = laplace(K, y, problem.likelihood, tol=tol, args=problem.likelihood_arguments(theta), offset=offset)
     K_star, k_diag = new_input_covariances(problem, theta, X_new)
     mean, var = predict_latent(approx, K_star, k_diag)
-    return mean, jnp.maximum(var, 0.0)
+    return mean + mean_at_new_inputs(problem, theta, X_new), jnp.maximum(var, 0.0)
 
 
 def predict_from_latent_draws(problem: LatentGP, theta_draws, f_draws, X_new) -> np.ndarray:

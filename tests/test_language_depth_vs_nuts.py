@@ -1,19 +1,22 @@
-"""Offsets and means written in a likelihood's location: gpdsl's engines and Stan's NUTS agree (issue 15's acceptance).
+"""The language-depth models of issue 15's acceptance: gpdsl's engines and Stan's NUTS agree.
 
 A log-Gaussian Cox process with an exposure offset, ``y ~ poisson_log(log_exposure + mu + f)``, by ``pm`` with the
 Laplace proposal (which shifts ``f`` by the offset), and GP regression with a linear mean,
 ``y ~ normal(mu + beta * x + f, noise)``, and a GP plus group effects, ``y ~ normal(f + u[group], noise)``, by
-``gibbs``: for every hyperparameter the posterior means differ by less than 4 combined Monte Carlo standard errors.
+``gibbs``; a Student-t GP regression and a heteroscedastic GP with two latent GPs, ``y ~ normal(f, exp(mu_g + g))``,
+by ``gibbs``; a negative-binomial GP by ``pm`` (Laplace): for every hyperparameter the posterior means differ by less
+than 4 combined Monte Carlo standard errors.
 """
 
 import numpy as np
 import pytest
 
-from gpdsl.api import check_text, run
+from gpdsl.api import check_file, check_text, run
 from gpdsl.backends.stan.nuts import NUTSSettings
 from gpdsl.inference.methods.gibbs import GibbsSettings
 from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings
 from test_pm_vs_nuts import means_and_mcse
+from test_several_latent_gps import HETEROSCEDASTIC
 
 COX = """
 data { int N; vector[N] x; vector[N] log_exposure; array[N] int<lower=0> y; }
@@ -105,3 +108,62 @@ def test_gp_with_group_effects_by_gibbs_agrees_with_nuts():
     gibbs = run(model, data, "gibbs", GibbsSettings(chains=4, warmup=1000, draws=4000), seed=7)
     nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000, adapt_delta=0.95), seed=8)
     agree(gibbs, nuts, ["s", "ell", "tau", "u", "noise"])
+
+
+STUDENT_T = """
+data { int N; vector[N] x; vector[N] y; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 0.5); real<lower=0> ell ~ lognormal(0, 0.5);
+  real<lower=0> sigma ~ lognormal(-1, 0.5);
+}
+latent { vector[N] f; }
+model {
+  f ~ gp(x, s * rbf(ell));
+  y ~ student_t(4, f, sigma);
+}
+"""
+
+
+@pytest.mark.slow
+def test_student_t_gp_regression_by_gibbs_agrees_with_nuts():
+    rng = np.random.default_rng(14)
+    N = 25
+    x = np.sort(rng.uniform(0, 4, N))
+    y = np.sin(2 * x) + 0.3 * rng.standard_t(4, N)
+    y[[3, 15]] += 3.0  # two outliers the heavy tails absorb
+    data = {"N": N, "x": x, "y": y}
+    model, _ = check_text(STUDENT_T)
+    gibbs = run(model, data, "gibbs", GibbsSettings(chains=4, warmup=1000, draws=4000), seed=9)
+    nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000, adapt_delta=0.95), seed=10)
+    agree(gibbs, nuts, ["s", "ell", "sigma"])
+
+
+@pytest.mark.slow
+def test_negative_binomial_gp_by_pm_agrees_with_nuts():
+    rng = np.random.default_rng(15)
+    N = 30
+    X = np.sort(rng.uniform(0, 5, N))[:, None]
+    mean = np.exp(1.0 + np.sin(1.2 * X[:, 0]))
+    y = rng.negative_binomial(3.0, 3.0 / (3.0 + mean))
+    data = {"N": N, "D": 1, "X": X, "y": y}
+    model, _ = check_file("models/gp_negbin.gpm")
+    pm = run(model, data, "pm", PseudoMarginalSettings(chains=4, warmup=500, draws=2500, approximation="laplace",
+                                                       num_importance=16), seed=11)
+    nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000, adapt_delta=0.95), seed=12)
+    agree(pm, nuts, [name for name in model.parameters])
+
+
+
+
+
+@pytest.mark.slow
+def test_heteroscedastic_gp_with_two_latent_gps_by_gibbs_agrees_with_nuts():
+    rng = np.random.default_rng(16)
+    N = 30
+    x = np.sort(rng.uniform(0, 4, N))
+    y = np.sin(2 * x) + np.exp(-2.0 + 0.5 * x) * rng.normal(size=N)
+    data = {"N": N, "x": x, "y": y}
+    model, _ = check_text(HETEROSCEDASTIC)
+    gibbs = run(model, data, "gibbs", GibbsSettings(chains=4, warmup=1000, draws=5000), seed=13)
+    nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000, adapt_delta=0.95), seed=14)
+    agree(gibbs, nuts, ["s", "ell", "s_g", "ell_g", "mu_g"])
