@@ -420,16 +420,17 @@ class _Checker:
         return ir.GPStatement(statement.span, target, inputs, kernel, mean)
 
     def _gp_mean(self, call: ast.Call, target: ir.Target) -> ir.Expr:
-        """The ``mean = EXPR`` of ``gp(inputs, kernel, mean = EXPR)``: a real scalar or a vector of the GP's shape,
-        free of the GP's own values."""
+        """The ``mean = EXPR`` of ``gp(inputs, kernel, mean = EXPR)``: a real scalar, or of the GP's shape (a vector
+        over its points, or a matrix of its columns, e.g. ``mean = X`` for a hidden layer of a deep GP)."""
         argument = call.kwargs[0]
         mean = self._expr(argument.value)
         t = target.type
-        if mean.type.array_dims or (
-                mean.type.shape and (t.container != "vector" or t.array_dims or len(mean.type.shape) != 1
-                                     or not _same_dim(mean.type.shape[0], t.dims[0]))):
-            _fail(f"the mean of '{target.name}' is {mean.type.describe()}; it must be a real number or a vector "
-                  f"of the GP's length ({_shape_text(t.shape)})", argument.value.span)
+        value_shape = t.dims if t.array_dims and target.indices else t.shape
+        if mean.type.array_dims or (mean.type.shape and (
+                len(mean.type.shape) != len(value_shape)
+                or not all(_same_dim(a, b) for a, b in zip(mean.type.shape, value_shape)))):
+            _fail(f"the mean of '{target.name}' is {mean.type.describe()}; it must be a real number or of the GP's "
+                  f"shape ({_shape_text(value_shape)})", argument.value.span)
         return mean
 
     def _likelihood(self, statement: ast.Tilde, target: ir.Target) -> ir.Statement:
