@@ -204,4 +204,4 @@ register(Method(
 register(Method(
     "sgpr", "sparse GP regression: Titsias's collapsed bound over inducing inputs, kernel and noise (a point "
     "estimate, stored as one draw, with the inducing inputs)", (GP_REGRESSION,), SGPRSettings, run_sgpr,
-    command="fit", requires_priors=False, predicts=True))
+    command="fit", requires_priors=False, predicts=True, checkpoints=True))

@@ -20,7 +20,7 @@ from gpdsl.errors import MethodError
 from gpdsl.settings import (initial_values_from_cli, option, require_choice, require_number,
                             require_positive_int)
 
-OPTIMIZERS = ("lbfgs",)
+OPTIMIZERS = ("lbfgs", "adam")
 INDUCING_INITS = ("kmeans", "random")
 
 
@@ -52,9 +52,11 @@ class SGPRSettings:
     learning_rate : float
         Adam's step size.
     noise_fixed_steps, steps : int
-        Adam's two phases.
+        Adam's two phases (moments reset between them). The noise is the parameter behind the likelihood's
+        ``sigma`` (``sigma = s``, ``sqrt(s)``, ``inv_sqrt(s)`` or ``exp(s)``); nothing is held when it is another
+        expression.
     chunk : int
-        Adam steps per compiled chunk: progress and the checkpoint are written after each.
+        Adam steps per compiled chunk: progress and the checkpoint (``--checkpoint``) are written after each.
     jitter : float
         Added to the diagonal of ``K(Z)``.
     seed : int
@@ -104,7 +106,7 @@ def run_sgpr(model, data, settings: SGPRSettings, context):
 
     problem = gp_regression_view(model, data, context.facts)
     fit = fit_sgpr(problem, replace(settings, seed=context.seed), progress=context.progress,
-                   checkpoint=context.checkpoint)
+                   checkpoint=context.checkpoint, identity=context.checkpoint_identity)
     output = sgpr_output(fit)
     if context.new_inputs is not None:
         output.predictions, dims = sgpr_predictions(fit, context.new_inputs)

@@ -48,7 +48,8 @@ class SGPRFit(FittedHyperparameters):
     objective : float
         ``bound`` plus the log prior of the hyperparameters that have one.
     trace : numpy.ndarray
-        The objective after each iteration (the first entry at the start).
+        L-BFGS: the objective at the start and after each iteration; Adam: the mean objective of each chunk of
+        steps.
     report : dict
         The optimiser's report: ``iterations``, ``evaluations``, ``converged``, ``stop``, ``message``,
         ``bound``, ``objective``, ``gradient_norm``, ``seconds``, and the optimiser's own entries.
@@ -124,7 +125,7 @@ def sgpr_objective(problem: GPRegression, jitter: float):
 
 
 def fit_sgpr(problem: GPRegression, settings: SGPRSettings, *, progress: bool = False,
-             checkpoint=None) -> SGPRFit:
+             checkpoint=None, identity: dict | None = None) -> SGPRFit:
     """Maximise the bound (plus log prior) over the inducing inputs and hyperparameters.
 
     Parameters
@@ -137,6 +138,8 @@ def fit_sgpr(problem: GPRegression, settings: SGPRSettings, *, progress: bool = 
         Print the bound every 50 iterations (L-BFGS) or every chunk (Adam).
     checkpoint : path, optional
         Adam only: write the optimiser's state after every chunk, and resume from it when it exists.
+    identity : dict, optional
+        The run's identity to record in the checkpoint (:func:`gpdsl.checkpoint.run_identity`).
 
     Returns
     -------
@@ -145,11 +148,14 @@ def fit_sgpr(problem: GPRegression, settings: SGPRSettings, *, progress: bool = 
     Raises
     ------
     MethodError
-        ``num_inducing`` larger than the number of points, or initial values that do not fit.
+        ``num_inducing`` larger than the number of points, initial values that do not fit, or a checkpoint
+        asked of L-BFGS.
     NumericalError
         The bound is not finite at the starting point.
     """
     started = time.perf_counter()
+    if checkpoint is not None and settings.optimizer != "adam":
+        raise MethodError("sgpr writes checkpoints with --optimizer adam only (L-BFGS fits are not resumed)")
     theta0 = initial_theta(problem, settings.initial_values)
     X = np.asarray(problem.inputs(jnp.asarray(theta0)))
     if settings.num_inducing > X.shape[0]:
@@ -164,7 +170,7 @@ def fit_sgpr(problem: GPRegression, settings: SGPRSettings, *, progress: bool = 
     x0 = space.pack(theta0, Z0)
     held = space.mask(inducing=settings.fix_inducing)
     if settings.optimizer == "adam":
-        x, run_report, trace = _adam(negative, x0, held, space, problem, settings, progress, checkpoint)
+        x, run_report, trace = _adam(negative, x0, held, space, problem, settings, progress, checkpoint, identity)
     else:
         x, run_report, trace = _lbfgs(negative, x0, held, settings, progress)
     theta, Z = (np.asarray(part) for part in space.unpack(jnp.asarray(x), jnp))
@@ -214,15 +220,17 @@ def _lbfgs(negative, x0, held, settings, progress):
     return result.x, report, trace
 
 
-def _adam(negative, x0, held, space, problem, settings, progress, checkpoint):
+def _adam(negative, x0, held, space, problem, settings, progress, checkpoint, identity):
     from gpdsl.inference.optimise import adam
     from gpdsl.inference.variational.vem import noise_guess
 
     noise = space.mask(names=set(noise_guess(problem, 1.0)))
     phases = [adam.Phase(settings.noise_fixed_steps, held | noise), adam.Phase(settings.steps, held)]
     result = adam.maximise(lambda x, key, batch: -negative(x), x0, phases, learning_rate=settings.learning_rate,
-                           chunk=settings.chunk, progress=progress, checkpoint=checkpoint)
+                           chunk=settings.chunk, progress=progress, checkpoint=checkpoint, identity=identity)
     report = {"optimizer": "adam", "iterations": result.steps, "evaluations": result.steps, "converged": True,
-              "stop": "steps", "message": f"ran the schedule's {result.steps} Adam steps",
-              "gradient_norm": float(np.linalg.norm(result.gradient)), "learning_rate": settings.learning_rate}
+              "stop": "steps", "message": f"ran the schedule's {result.steps} Adam steps (noise held for the first "
+                                          f"{settings.noise_fixed_steps})",
+              "gradient_norm": float(np.linalg.norm(result.gradient)), "learning_rate": settings.learning_rate,
+              "trace_every": settings.chunk}
     return result.x, report, result.trace
