@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -11,9 +12,13 @@ import pytest
 from gpdsl.errors import MethodError
 from gpdsl.inference.methods.sgpr import SGPRSettings
 from gpdsl.inference.variational.inducing_inputs import initial_inducing_inputs
-from gpdsl.inference.variational.sgpr import sgpr_bound, sgpr_moments, sgpr_posterior
+from gpdsl.inference.variational import sgpr
 from gpdsl.kernels import RBF, Linear, Matern32, Matern52, Periodic
 from gpdsl.settings import SettingError
+
+sgpr_bound = jax.jit(sgpr.sgpr_bound, static_argnames="jitter")
+sgpr_posterior = jax.jit(sgpr.sgpr_posterior, static_argnames="jitter")
+sgpr_moments = jax.jit(sgpr.sgpr_moments, static_argnames="include_noise")
 
 KERNELS = {
     "rbf_ard": lambda: 1.3 * RBF(lengthscale=jnp.array([0.7, 1.2])),

@@ -50,6 +50,8 @@ class SGPRFit(FittedHyperparameters):
     trace : numpy.ndarray
         L-BFGS: the objective at the start and after each iteration; Adam: the mean objective of each chunk of
         steps.
+    times : numpy.ndarray
+        Seconds from the start of the fit to each entry of ``trace``.
     report : dict
         The optimiser's report: ``iterations``, ``evaluations``, ``converged``, ``stop``, ``message``,
         ``bound``, ``objective``, ``gradient_norm``, ``seconds``, and the optimiser's own entries.
@@ -63,6 +65,7 @@ class SGPRFit(FittedHyperparameters):
     bound: float
     objective: float
     trace: np.ndarray
+    times: np.ndarray
     report: dict
     jitter: float
 
@@ -105,6 +108,12 @@ class SGPRSpace:
     def unpack(self, x, xp=jnp):
         """``(theta, Z)`` of ``x`` (traceable with ``xp = jax.numpy``)."""
         return self.to_theta(x[:self.size], xp), xp.reshape(x[self.size:], self.shape)
+
+    def scale_blocks(self) -> np.ndarray:
+        """L-BFGS's scaling blocks (:func:`~gpdsl.inference.optimise.lbfgs.minimize`): one per hyperparameter
+        coordinate and one per input column of the inducing inputs."""
+        M, d = self.shape
+        return np.concatenate([np.arange(self.size), self.size + np.tile(np.arange(d), M)])
 
     def mask(self, names=(), inducing: bool = False) -> np.ndarray:
         """True on the coordinates of the hyperparameters ``names`` and, with ``inducing``, of ``Z``."""
@@ -170,15 +179,17 @@ def fit_sgpr(problem: GPRegression, settings: SGPRSettings, *, progress: bool = 
     x0 = space.pack(theta0, Z0)
     held = space.mask(inducing=settings.fix_inducing)
     if settings.optimizer == "adam":
-        x, run_report, trace = _adam(negative, x0, held, space, problem, settings, progress, checkpoint, identity)
+        x, run_report, trace, times = _adam(negative, x0, held, space, problem, settings, progress, checkpoint,
+                                            identity, started)
     else:
-        x, run_report, trace = _lbfgs(negative, x0, held, settings, progress)
+        labels = space.scale_blocks() if settings.scaling == "blocks" else None
+        x, run_report, trace, times = _lbfgs(negative, x0, held, settings, progress, started, labels)
     theta, Z = (np.asarray(part) for part in space.unpack(jnp.asarray(x), jnp))
     value = float(objective(jnp.asarray(theta), jnp.asarray(Z)))
     bound = value - float(problem.log_hyperprior(jnp.asarray(theta)))
     report = {**run_report, "bound": bound, "objective": value, "num_inducing": settings.num_inducing,
               "seconds": time.perf_counter() - started}
-    return SGPRFit(problem, theta, Z, bound, value, np.asarray(trace), report, settings.jitter)
+    return SGPRFit(problem, theta, Z, bound, value, np.asarray(trace), np.asarray(times), report, settings.jitter)
 
 
 def _value_and_gradient(negative, held):
@@ -191,7 +202,7 @@ def _value_and_gradient(negative, held):
     return jax.jit(both)
 
 
-def _lbfgs(negative, x0, held, settings, progress):
+def _lbfgs(negative, x0, held, settings, progress, started, labels):
     both = _value_and_gradient(negative, held)
 
     def fun(x):
@@ -203,34 +214,38 @@ def _lbfgs(negative, x0, held, settings, progress):
         raise NumericalError("the SGPR bound is not finite at the starting point",
                              hint="standardise the data, give other initial values (--init-value name=value) or "
                                   "use fewer inducing inputs")
-    trace = [-value0]
+    trace, times = [-value0], [time.perf_counter() - started]
 
     def callback(x, value):
         trace.append(-value)
+        times.append(time.perf_counter() - started)
         if progress and len(trace) % 50 == 1:
             print(f"  iteration {len(trace) - 1}: objective {trace[-1]:.6g}", flush=True)
 
     run = lbfgs.minimize_restarting(fun, x0, restarts=settings.restarts, max_iterations=settings.max_iterations,
                                     max_evaluations=settings.max_evaluations, ftol=settings.ftol,
-                                    gtol=settings.gtol, value0=value0, callback=callback)
+                                    gtol=settings.gtol, value0=value0, callback=callback, scale_blocks=labels)
     result = run.result
     report = {"optimizer": "lbfgs", "iterations": run.iterations, "evaluations": run.evaluations,
               "restarts": run.restarts, "converged": result.converged, "stop": result.stop,
               "message": result.message, "gradient_norm": float(np.linalg.norm(result.gradient))}
-    return result.x, report, trace
+    return result.x, report, trace, times
 
 
-def _adam(negative, x0, held, space, problem, settings, progress, checkpoint, identity):
+def _adam(negative, x0, held, space, problem, settings, progress, checkpoint, identity, started):
     from gpdsl.inference.optimise import adam
     from gpdsl.inference.variational.vem import noise_guess
 
     noise = space.mask(names=set(noise_guess(problem, 1.0)))
     phases = [adam.Phase(settings.noise_fixed_steps, held | noise), adam.Phase(settings.steps, held)]
+    times = []
     result = adam.maximise(lambda x, key, batch: -negative(x), x0, phases, learning_rate=settings.learning_rate,
-                           chunk=settings.chunk, progress=progress, checkpoint=checkpoint, identity=identity)
+                           chunk=settings.chunk, progress=progress, checkpoint=checkpoint, identity=identity,
+                           report=lambda steps, value: times.append(time.perf_counter() - started))
     report = {"optimizer": "adam", "iterations": result.steps, "evaluations": result.steps, "converged": True,
               "stop": "steps", "message": f"ran the schedule's {result.steps} Adam steps (noise held for the first "
                                           f"{settings.noise_fixed_steps})",
               "gradient_norm": float(np.linalg.norm(result.gradient)), "learning_rate": settings.learning_rate,
               "trace_every": settings.chunk}
-    return result.x, report, result.trace
+    times = np.concatenate([np.full(len(result.trace) - len(times), np.nan), times])  # chunks before a resume
+    return result.x, report, result.trace, times
