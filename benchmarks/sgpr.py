@@ -85,21 +85,22 @@ def main(argv=None) -> None:
 
     X, y = regression_data(args.n, args.seed)
     Z = initial_inducing_inputs(X, args.m, "random", args.seed)
-    fit, started = run_gpdsl(X, y, args.m, args.seed)
+    fit, _ = run_gpdsl(X, y, args.m, args.seed)
     np.testing.assert_array_equal(initial_inducing_inputs(X, args.m, "random", args.seed), Z)
     gpy_bound, gpy_seconds = run_gpy(X, y, Z)
-    reached = np.flatnonzero(fit.trace >= gpy_bound - args.tolerance)
     print(f"SGPR, N = {args.n}, M = {args.m}, ARD RBF on 3 inputs, same start and inducing inputs")
     print(f"GPy {__import__('GPy').__version__}: final bound {gpy_bound:.4f} in {gpy_seconds:.1f} s")
     print(f"gpdsl: final bound {fit.bound:.4f} in {fit.report['seconds']:.1f} s "
           f"({fit.report['iterations']} iterations, {fit.report['evaluations']} evaluations: {fit.report['message']})")
-    if reached.size:
-        seconds = fit.times[reached[0]]
-        print(f"gpdsl reached GPy's final bound (within {args.tolerance} nats) after {seconds:.1f} s, iteration "
-              f"{reached[0]} (compilation included)")
-        print(f"ratio gpdsl / GPy time: {seconds / gpy_seconds:.3f} (target <= 0.2)")
-    else:
-        print(f"gpdsl did not reach GPy's final bound (best {fit.trace.max():.4f})")
+    for tolerance in sorted({0.0, args.tolerance}):
+        reached = np.flatnonzero(fit.trace >= gpy_bound - tolerance)
+        if reached.size:
+            seconds = fit.times[reached[0]]
+            print(f"gpdsl reached GPy's final bound (within {tolerance} nats) after {seconds:.1f} s, iteration "
+                  f"{reached[0]} (compilation included): ratio gpdsl / GPy time {seconds / gpy_seconds:.3f} "
+                  "(target <= 0.2)")
+        else:
+            print(f"gpdsl did not reach GPy's final bound within {tolerance} nats (best {fit.trace.max():.4f})")
 
 
 if __name__ == "__main__":
