@@ -160,7 +160,7 @@ def fit_sgpr(problem: GPRegression, settings: SGPRSettings, *, progress: bool = 
         ``num_inducing`` larger than the number of points, initial values that do not fit, or a checkpoint
         asked of L-BFGS.
     NumericalError
-        The bound is not finite at the starting point.
+        The bound is not finite at the starting point (L-BFGS) or at the end.
     """
     started = time.perf_counter()
     if checkpoint is not None and settings.optimizer != "adam":
@@ -186,6 +186,9 @@ def fit_sgpr(problem: GPRegression, settings: SGPRSettings, *, progress: bool = 
         x, run_report, trace, times = _lbfgs(negative, x0, held, settings, progress, started, labels)
     theta, Z = (np.asarray(part) for part in space.unpack(jnp.asarray(x), jnp))
     value = float(objective(jnp.asarray(theta), jnp.asarray(Z)))
+    if not np.isfinite(value):
+        raise NumericalError(f"the SGPR bound is not finite at the end of the {settings.optimizer} fit",
+                             hint="lower --learning-rate, standardise the data or use fewer inducing inputs")
     bound = value - float(problem.log_hyperprior(jnp.asarray(theta)))
     report = {**run_report, "bound": bound, "objective": value, "num_inducing": settings.num_inducing,
               "seconds": time.perf_counter() - started}
