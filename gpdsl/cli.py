@@ -187,6 +187,10 @@ def _print_fit_report(results, verbose: bool) -> int:
     if method == "vem":
         heading = f"variational EM ({settings.get('psi')} Psi statistics, M = {settings.get('num_inducing')})"
         final = f"final bound {report.get('bound', float('nan')):.6g}"
+    elif method == "svi-gplvm":
+        heading = (f"minibatch variational GPLVM (Adam, {settings.get('batch_size')} rows a step, "
+                   f"M = {settings.get('num_inducing')})")
+        final = f"final bound {report.get('bound', float('nan')):.6g}"
     elif method == "sgpr":
         heading = f"sparse GP regression (Titsias bound, M = {settings.get('num_inducing')}, {settings.get('optimizer')})"
         final = (f"bound {report.get('bound', float('nan')):.6g}, objective "

@@ -57,3 +57,46 @@ def test_minibatches_climb_from_the_start(problem):
     fit = fit_minibatch_gplvm(problem, SETTINGS, batch_size=50, noise_fixed_steps=500, steps=3000,
                               learning_rate=0.02, chunk=500, seed=1)
     assert fit.trace[0] < 0 < 400 < fit.bound
+
+
+def test_svi_gplvm_from_the_command_line_infers_q_x_star_for_new_rows(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from gpdsl.results import arviz_compat
+    from gpdsl.results.io import read_netcdf
+
+    rng = np.random.default_rng(0)
+    t = rng.uniform(-2, 2, N)
+    Y = np.tanh(np.column_stack([np.sin(t), np.cos(t)]) @ rng.normal(size=(2, D))) + 0.05 * rng.normal(size=(N, D))
+    Y = Y - Y.mean(0)
+    new_rows = Y[:3].tolist()
+    new_rows[0][0] = "NaN"
+    data, new, out = tmp_path / "d.json", tmp_path / "new.json", tmp_path / "fit.nc"
+    data.write_text(json.dumps({"N": N, "D": D, "Q": 2, "Y": Y.tolist()}))
+    new.write_text(json.dumps({"Y": new_rows}))
+    result = subprocess.run([sys.executable, "-m", "gpdsl.cli", "fit", "models/bayesian_gplvm.gpm", "--data", str(data),
+                             "--method", "svi-gplvm", "--num-inducing", "10", "--batch-size", "50",
+                             "--noise-fixed-steps", "200", "--steps", "800", "--chunk", "500", "--learning-rate",
+                             "0.02", "--predict", str(new), "--seed", "0", "--out", str(out)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "minibatch variational GPLVM (Adam, 50 rows a step, M = 10)" in result.stdout
+    results = read_netcdf(out)
+    parts = arviz_compat.groups(results)
+    assert arviz_compat.root_attrs(results)["method"] == "svi-gplvm"
+    assert parts["posterior"]["X"].shape == (1, 1, N, 2)
+    predicted = np.asarray(parts["predictions"]["Y_new"])[0, 0]
+    latent_new = np.asarray(parts["predictions"]["X_new"])[0, 0]
+    assert predicted.shape == (3, D) and np.isfinite(predicted).all()
+    # rows of the training data are placed near their own q(x_n)
+    np.testing.assert_allclose(latent_new, np.asarray(parts["posterior"]["X"])[0, 0, :3], atol=0.5)
+
+
+def test_settings_are_refused_naming_the_setting():
+    from gpdsl.inference.methods.svi_gplvm import SVIGPLVMSettings
+    from gpdsl.settings import SettingError
+
+    with pytest.raises(SettingError, match="batch_size must be an integer >= 1"):
+        SVIGPLVMSettings(batch_size=0)

@@ -24,8 +24,8 @@ from gpdsl.errors import MethodError
 from gpdsl.inference.optimise import adam
 from gpdsl.inference.variational.latent_q import FactorisedGaussian, kl_standard_normal
 from gpdsl.inference.variational.uncollapsed_bound import InducingQ, optimal_inducing_q, uncollapsed_bound
-from gpdsl.inference.variational.vem import (VariationalParams, initial_params, noise_guess, optimiser_space,
-                                             warmup_start)
+from gpdsl.inference.variational.vem import (VariationalParams, VEMFit, initial_params, noise_guess,
+                                             optimiser_space, warmup_start)
 from gpdsl.kernels.psi import psi_statistics
 from gpdsl.numerics import GP_JITTER
 
@@ -44,6 +44,9 @@ class MinibatchFit(NamedTuple):
     trace : numpy.ndarray
         The mean minibatch estimate of each chunk of steps.
     seconds : float
+    steps : int
+    gradient_norm : float
+        Of the last step's minibatch gradient.
     """
 
     params: VariationalParams
@@ -51,6 +54,8 @@ class MinibatchFit(NamedTuple):
     bound: float
     trace: np.ndarray
     seconds: float
+    steps: int
+    gradient_norm: float
 
 
 def minibatch_objective(problem, to_params, unravel, batch_size: int | None):
@@ -80,7 +85,7 @@ def minibatch_objective(problem, to_params, unravel, batch_size: int | None):
 
 def fit_minibatch_gplvm(problem, vem_settings, *, batch_size: int, noise_fixed_steps: int = 2000,
                         steps: int = 5000, learning_rate: float = 0.01, chunk: int = 100, seed: int = 0,
-                        progress: bool = False, checkpoint=None) -> MinibatchFit:
+                        progress: bool = False, checkpoint=None, identity: dict | None = None) -> MinibatchFit:
     """Fit a Bayesian GPLVM (``X ~ normal(0, 1)``, fully observed outputs) by Adam on minibatches.
 
     Parameters
@@ -91,7 +96,7 @@ def fit_minibatch_gplvm(problem, vem_settings, *, batch_size: int, noise_fixed_s
         For the starting point (``num_inducing``, ``init``, ``init_variance``, ``initial_values``, ``seed``).
     batch_size : int
         Rows per step (``N`` or more: the whole data).
-    noise_fixed_steps, steps, learning_rate, chunk, progress, checkpoint
+    noise_fixed_steps, steps, learning_rate, chunk, progress, checkpoint, identity
         As :func:`gpdsl.inference.optimise.adam.maximise`'s schedule and options.
     seed : int
         Seed of the minibatches.
@@ -129,8 +134,20 @@ def fit_minibatch_gplvm(problem, vem_settings, *, batch_size: int, noise_fixed_s
     minibatch = {} if batch_size >= N else {"data_size": N, "batch_size": batch_size}
     result = adam.maximise(objective, flat0, [adam.Phase(noise_fixed_steps, noise_held), adam.Phase(steps)],
                            learning_rate=learning_rate, key=jax.random.PRNGKey(seed), chunk=chunk,
-                           progress=progress, checkpoint=checkpoint, **minibatch)
+                           progress=progress, checkpoint=checkpoint, identity=identity, **minibatch)
     point = unravel(jnp.asarray(result.x))
     bound = float(jax.jit(objective)(jnp.asarray(result.x), None, None))
     return MinibatchFit(to_params(point["raw"]), InducingQ(point["q_mean"], jnp.tril(point["q_chol"])), bound,
-                        result.trace, time.perf_counter() - started)
+                        result.trace, time.perf_counter() - started, result.steps,
+                        float(np.linalg.norm(result.gradient)))
+
+
+def as_vem_fit(problem, vem_settings, fit: MinibatchFit, learning_rate: float, batch_size: int) -> VEMFit:
+    """The fit as a :class:`~gpdsl.inference.variational.vem.VEMFit`, for variational EM's results and predictions
+    (which take ``q(u)`` optimal given the fitted ``q(X)``)."""
+    report = {"optimizer": "adam", "iterations": fit.steps, "evaluations": fit.steps, "bound": fit.bound,
+              "gradient_norm": fit.gradient_norm, "converged": True, "stop": "steps",
+              "message": f"ran {fit.steps} Adam steps at learning rate {learning_rate}, {batch_size} rows each",
+              "seconds": fit.seconds}
+    return VEMFit(problem, vem_settings, fit.params, fit.bound, np.asarray(fit.trace), report,
+                  latent_q=FactorisedGaussian())
