@@ -8,10 +8,11 @@ with everything free). The steps run as a jitted ``lax.scan`` over ``chunk`` ste
 each chunk the mean objective of its steps is reported and the state may be written to a checkpoint,
 from which a run resumes bit for bit (the PRNG key is stored with it).
 
-The objective is ``objective(x, key, batch)``: ``batch`` holds ``batch_size`` distinct indices of the
-``data_size`` data points drawn afresh at each step (``None`` for full-batch runs), and ``key`` a fresh PRNG
-key for reparameterised samples; an unbiased minibatch estimate is the objective's to form (scale the
-batch's sum by ``data_size / batch_size``).
+The objective is ``objective(x, key, batch)``: ``batch`` holds ``batch_size`` indices of the ``data_size``
+data points drawn afresh at each step, uniformly with replacement (``None`` for full-batch runs), and ``key``
+a fresh PRNG key for reparameterised samples; an unbiased minibatch estimate is the objective's to form
+(scale the batch's sum by ``data_size / batch_size``). Drawing with replacement costs ``O(batch_size)``;
+``jax.random.choice`` without replacement permutes all ``data_size`` indices, 70 ms a step at 100,000 points.
 """
 
 from __future__ import annotations
@@ -135,8 +136,8 @@ def maximise(objective: Callable, x0, phases, *, learning_rate: float = 0.01, ke
     key : jax.Array, optional
         PRNG key of the minibatches and of ``objective``'s samples (default ``PRNGKey(0)``).
     data_size, batch_size : int, optional
-        Minibatches of ``batch_size`` distinct indices out of ``data_size`` (both or neither; a batch as large as
-        the data is the full batch, ``batch=None``).
+        Minibatches of ``batch_size`` indices out of ``data_size``, drawn with replacement (both or neither; a
+        batch as large as the data is the full batch, ``batch=None``).
     chunk : int
         Steps per compiled chunk.
     progress : bool
@@ -199,8 +200,7 @@ def _chunk_program(objective, learning_rate, minibatch):
     def one_step(carry, step_key):
         x, state, free, _ = carry
         sample_key, batch_key = jax.random.split(step_key)
-        batch = None if minibatch is None else \
-            jax.random.choice(batch_key, minibatch[0], (minibatch[1],), replace=False)
+        batch = None if minibatch is None else jax.random.randint(batch_key, (minibatch[1],), 0, minibatch[0])
         value, gradient = value_and_grad(x, sample_key, batch)
         gradient = jnp.where(free, gradient, 0.0)
         increment, state = update(gradient, state, learning_rate)

@@ -66,10 +66,12 @@ def minibatch_objective(problem, to_params, unravel, batch_size: int | None):
 
     def objective(flat, key, batch):
         point = unravel(flat)
-        params = to_params(point["raw"])
-        moments = latent_q.moments(params.latent, params.theta)
         rows = jnp.arange(N) if batch is None else batch
-        mean, variance = moments.mean[rows], moments.variance[rows]
+        raw = point["raw"]
+        # only the batch's rows of q(X) are transformed: a step's cost stays that of its batch
+        params = to_params(raw._replace(latent=jax.tree_util.tree_map(lambda leaf: leaf[rows], raw.latent)))
+        moments = latent_q.moments(params.latent, params.theta)
+        mean, variance = moments.mean, moments.variance
         kernel = problem.kernel(params.theta)
         Z = params.inducing
         stats = psi_statistics(kernel, Z, mean, variance)
@@ -85,7 +87,8 @@ def minibatch_objective(problem, to_params, unravel, batch_size: int | None):
 
 def fit_minibatch_gplvm(problem, vem_settings, *, batch_size: int, noise_fixed_steps: int = 2000,
                         steps: int = 5000, learning_rate: float = 0.01, chunk: int = 100, seed: int = 0,
-                        progress: bool = False, checkpoint=None, identity: dict | None = None) -> MinibatchFit:
+                        progress: bool = False, checkpoint=None, identity: dict | None = None,
+                        report=None) -> MinibatchFit:
     """Fit a Bayesian GPLVM (``X ~ normal(0, 1)``, fully observed outputs) by Adam on minibatches.
 
     Parameters
@@ -96,7 +99,7 @@ def fit_minibatch_gplvm(problem, vem_settings, *, batch_size: int, noise_fixed_s
         For the starting point (``num_inducing``, ``init``, ``init_variance``, ``initial_values``, ``seed``).
     batch_size : int
         Rows per step (``N`` or more: the whole data).
-    noise_fixed_steps, steps, learning_rate, chunk, progress, checkpoint, identity
+    noise_fixed_steps, steps, learning_rate, chunk, progress, checkpoint, identity, report
         As :func:`gpdsl.inference.optimise.adam.maximise`'s schedule and options.
     seed : int
         Seed of the minibatches.
@@ -134,7 +137,8 @@ def fit_minibatch_gplvm(problem, vem_settings, *, batch_size: int, noise_fixed_s
     minibatch = {} if batch_size >= N else {"data_size": N, "batch_size": batch_size}
     result = adam.maximise(objective, flat0, [adam.Phase(noise_fixed_steps, noise_held), adam.Phase(steps)],
                            learning_rate=learning_rate, key=jax.random.PRNGKey(seed), chunk=chunk,
-                           progress=progress, checkpoint=checkpoint, identity=identity, **minibatch)
+                           progress=progress, checkpoint=checkpoint, identity=identity, report=report,
+                           **minibatch)
     point = unravel(jnp.asarray(result.x))
     bound = float(jax.jit(objective)(jnp.asarray(result.x), None, None))
     return MinibatchFit(to_params(point["raw"]), InducingQ(point["q_mean"], jnp.tril(point["q_chol"])), bound,
