@@ -183,9 +183,18 @@ def _print_fit_report(results, verbose: bool) -> int:
 
     report = results_json(results, "report").get("optimizer", {})
     settings = results_json(results, "settings")
-    if root_attrs(results).get("method") == "vem":
+    method = root_attrs(results).get("method")
+    if method == "vem":
         heading = f"variational EM ({settings.get('psi')} Psi statistics, M = {settings.get('num_inducing')})"
         final = f"final bound {report.get('bound', float('nan')):.6g}"
+    elif method == "svi-gplvm":
+        heading = (f"minibatch variational GPLVM (Adam, {settings.get('batch_size')} rows a step, "
+                   f"M = {settings.get('num_inducing')})")
+        final = f"final bound {report.get('bound', float('nan')):.6g}"
+    elif method == "sgpr":
+        heading = f"sparse GP regression (Titsias bound, M = {settings.get('num_inducing')}, {settings.get('optimizer')})"
+        final = (f"bound {report.get('bound', float('nan')):.6g}, objective "
+                 f"{report.get('objective', float('nan')):.6g}")
     else:
         heading = "type-II maximum likelihood (MAP where there are priors)"
         final = (f"log marginal likelihood {report.get('log_marginal', float('nan')):.6g}, objective "

@@ -29,6 +29,8 @@ from gpdsl.inference.methods.ml import MLSettings, run_ml
 from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings, run_pm_gplvm
 from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMarginalSettings, mcmc_ep_engine,
                                                     pm_engine, run_mcmc_ep, run_pm)
+from gpdsl.inference.methods.sgpr import SGPRSettings, run_sgpr
+from gpdsl.inference.methods.svi_gplvm import SVIGPLVMSettings, run_svi_gplvm
 from gpdsl.inference.methods.vem import VEMSettings, run_vem
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DESCRIPTIONS, GP_PRIOR_GPLVM, GP_REGRESSION, LATENT_GP,
                                 LATENT_GPS, Classification, classify)
@@ -203,3 +205,11 @@ register(Method(
     "ml", "type-II maximum likelihood (MAP where there are priors) of GP regression, f integrated out exactly "
     "(a point estimate, stored as one draw)", (GP_REGRESSION,), MLSettings, run_ml, command="fit",
     requires_priors=False, predicts=True))
+register(Method(
+    "sgpr", "sparse GP regression: Titsias's collapsed bound over inducing inputs, kernel and noise (a point "
+    "estimate, stored as one draw, with the inducing inputs)", (GP_REGRESSION,), SGPRSettings, run_sgpr,
+    command="fit", requires_priors=False, predicts=True, checkpoints=True))
+register(Method(
+    "svi-gplvm", "Bayesian GPLVM by Adam on minibatches of the uncollapsed bound (explicit q(u); q(X), inducing "
+    "inputs, point estimates)", (BAYESIAN_GPLVM,), SVIGPLVMSettings, run_svi_gplvm, command="fit",
+    requires_priors=False, predicts=True, checkpoints=True))

@@ -81,9 +81,10 @@ def refused(argv, capsys, culprit, out=None):
 MODEL_FOR = {"nuts": ("gp_classification", "cls"), "pm": ("gp_classification", "cls"),
              "mcmc-ep": ("gp_classification", "cls"), "gibbs": ("gp_classification", "cls"),
              "ep-ml": ("gp_classification", "cls"), "pm-gplvm": ("supervised_gplvm", "sup"),
-             "vem": ("bayesian_gplvm", "lvm"), "ml": ("gp_regression", "reg")}
+             "vem": ("bayesian_gplvm", "lvm"), "ml": ("gp_regression", "reg"), "sgpr": ("gp_regression", "reg"),
+             "svi-gplvm": ("bayesian_gplvm", "lvm")}
 ZERO_ALLOWED = {"warmup", "refresh_steps", "latent_sweeps", "warmup_iterations", "restarts", "adapt_epsilon",
-                "start_noise", "defensive", "correlation"}
+                "start_noise", "defensive", "correlation", "noise_fixed_steps"}
 
 
 def _numeric_options():

@@ -101,9 +101,13 @@ def ml_predictions(fit, new_inputs) -> tuple[dict, dict]:
     """The predictions group of a fit at new inputs, and its dims."""
     from gpdsl.inference.predict.gp_regression import predict
 
-    y = predict(fit, new_inputs)
-    f = predict(fit, new_inputs, include_noise=False)
-    target, latent = fit.problem.target, fit.problem.name
-    points = f"{fit.problem.node.statement.inputs.index_shape[0]}_new"
+    return regression_predictions(fit.problem, predict(fit, new_inputs), predict(fit, new_inputs, include_noise=False))
+
+
+def regression_predictions(problem, y, f) -> tuple[dict, dict]:
+    """The predictions group of a GP regression view from the predictive of ``y*`` and of ``f*``, and its dims:
+    ``<y>_mean``, ``<y>_variance`` and ``<f>_variance``, dim ``<N>_new``."""
+    target, latent = problem.target, problem.name
+    points = f"{problem.node.statement.inputs.index_shape[0]}_new"
     values = {f"{target}_mean": y.mean, f"{target}_variance": y.variance, f"{latent}_variance": f.variance}
     return ({name: value[None, None] for name, value in values.items()}, {name: [points] for name in values})

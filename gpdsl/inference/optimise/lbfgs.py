@@ -243,3 +243,63 @@ def _evaluate(fun, x):
     if not np.isfinite(value):
         return np.inf, np.zeros_like(x)
     return value, np.asarray(gradient, dtype=float)
+
+
+class RestartedResult(NamedTuple):
+    """Where :func:`minimize_restarting` stopped: the last run's result and the totals over all runs.
+
+    Attributes
+    ----------
+    result : LBFGSResult
+        The last run (its ``iterations`` and ``evaluations`` are that run's own).
+    iterations, evaluations : int
+        Over all runs.
+    restarts : int
+        Runs after the first.
+    """
+
+    result: LBFGSResult
+    iterations: int
+    evaluations: int
+    restarts: int
+
+
+def minimize_restarting(fun, x0, *, restarts: int = 5, max_iterations: int = 1000, max_evaluations: int = 15000,
+                        ftol: float = 1e-10, gtol: float = 1e-6, value0: float | None = None,
+                        **options) -> RestartedResult:
+    """:func:`minimize`, restarted from its end point with a fresh memory after a stop short of ``gtol``.
+
+    A run that ends on a failed line search or a stalled reduction is followed by another, at most
+    ``restarts`` times, while the last run lowered the objective by more than ``ftol * max(|f|, 1)`` and the
+    iteration and evaluation limits (shared by all runs) are not reached.
+
+    Parameters
+    ----------
+    fun, x0, max_iterations, max_evaluations, ftol, gtol
+        As :func:`minimize`; the limits count over all runs.
+    restarts : int
+        The most runs after the first.
+    value0 : float, optional
+        ``fun(x0)``'s value when the caller has it; otherwise the first run counts as an improvement when it
+        took a step.
+    **options
+        Passed on to :func:`minimize` (``callback``, ``scale_blocks``, ``memory``).
+
+    Returns
+    -------
+    RestartedResult
+    """
+    x, iterations, evaluations, restart = np.asarray(x0, dtype=float), 0, 0, 0
+    previous = value0
+    while True:
+        result = minimize(fun, x, max_iterations=max_iterations - iterations,
+                          max_evaluations=max_evaluations - evaluations, ftol=ftol, gtol=gtol, **options)
+        iterations, evaluations, x = iterations + result.iterations, evaluations + result.evaluations, result.x
+        if previous is None:
+            previous = np.inf if result.iterations else result.value
+        improved = previous - result.value > ftol * max(abs(result.value), 1.0)
+        previous = result.value
+        if result.stop not in ("line_search", "reduction") or restart >= restarts or not improved \
+                or iterations >= max_iterations or evaluations >= max_evaluations:
+            return RestartedResult(result, iterations, evaluations, restart)
+        restart += 1

@@ -24,8 +24,31 @@ from gpdsl.inference.optimise import lbfgs
 from gpdsl.inference.variational.softplus import inverse_softplus, log_softplus
 
 
+class FittedHyperparameters:
+    """What a fit of a GP regression view (``problem``) at hyperparameters ``theta`` (unconstrained) offers."""
+
+    problem: GPRegression
+    theta: np.ndarray
+
+    def hyperparameters(self) -> dict:
+        """Constrained hyperparameters by name."""
+        return {k: np.asarray(v) for k, v in self.problem.constrain(jnp.asarray(self.theta))[0].items()}
+
+    def kernel(self):
+        """The kernel at the optimum."""
+        return self.problem.kernel(jnp.asarray(self.theta))
+
+    def noise_variance(self) -> float:
+        """The noise variance at the optimum."""
+        return float(self.problem.noise_variance(jnp.asarray(self.theta)))
+
+    def inputs(self) -> np.ndarray:
+        """The training inputs, shape ``(n, d)``."""
+        return np.asarray(self.problem.inputs(jnp.asarray(self.theta)))
+
+
 @dataclass
-class GPRegressionFit:
+class GPRegressionFit(FittedHyperparameters):
     """A fitted GP regression.
 
     Attributes
@@ -49,21 +72,6 @@ class GPRegressionFit:
     log_posterior: float
     report: dict
 
-    def hyperparameters(self) -> dict:
-        """Constrained hyperparameters by name."""
-        return {k: np.asarray(v) for k, v in self.problem.constrain(jnp.asarray(self.theta))[0].items()}
-
-    def kernel(self):
-        """The kernel at the optimum."""
-        return self.problem.kernel(jnp.asarray(self.theta))
-
-    def noise_variance(self) -> float:
-        """The noise variance at the optimum."""
-        return float(self.problem.noise_variance(jnp.asarray(self.theta)))
-
-    def inputs(self) -> np.ndarray:
-        """The training inputs, shape ``(n, d)``."""
-        return np.asarray(self.problem.inputs(jnp.asarray(self.theta)))
 
 
 def initial_theta(problem: GPRegression, initial_values: dict) -> np.ndarray:
@@ -129,11 +137,7 @@ def fit_marginal_likelihood(problem: GPRegression, initial_values: dict | None =
     """
     started = time.perf_counter()
     theta0 = initial_theta(problem, initial_values or {})
-    positive = np.concatenate([np.full(b.size, _is_positive(b)) for b in problem.theta_blocks]) \
-        if problem.theta_blocks else np.zeros(0, dtype=bool)
-
-    def to_theta(u, xp=jnp):
-        return xp.where(positive, log_softplus(u, xp), u)
+    to_theta, from_theta = softplus_coordinates(problem)
 
     def negative(u):
         theta = to_theta(u)
@@ -145,31 +149,46 @@ def fit_marginal_likelihood(problem: GPRegression, initial_values: dict | None =
         value, grad = value_and_grad(jnp.asarray(u))
         return float(value), np.asarray(grad)
 
-    u = np.where(positive, inverse_softplus(np.exp(theta0)), theta0)
+    u = from_theta(theta0)
     value0, _ = fun(u)
     if not np.isfinite(value0):
         raise NumericalError(f"the marginal likelihood is not finite at the starting point "
                              f"{_rounded(problem, theta0)}",
                              hint="give other initial values (--init-value name=value) or standardise the data")
-    iterations = evaluations = restart = 0
-    previous = value0
-    while True:
-        result = lbfgs.minimize(fun, u, max_iterations=max_iterations - iterations,
-                                max_evaluations=max_evaluations - evaluations, ftol=ftol, gtol=gtol)
-        iterations, evaluations, u = iterations + result.iterations, evaluations + result.evaluations, result.x
-        improved = previous - result.value > ftol * max(abs(result.value), 1.0)
-        previous = result.value
-        if result.stop not in ("line_search", "reduction") or restart >= restarts or not improved \
-                or iterations >= max_iterations or evaluations >= max_evaluations:
-            break
-        restart += 1
+    run = lbfgs.minimize_restarting(fun, u, restarts=restarts, max_iterations=max_iterations,
+                                    max_evaluations=max_evaluations, ftol=ftol, gtol=gtol, value0=value0)
+    result, u = run.result, run.result.x
     theta = np.asarray(to_theta(u, np))
     log_marginal = float(problem.log_marginal(jnp.asarray(theta)))
-    report = {"iterations": iterations, "evaluations": evaluations, "restarts": restart,
+    report = {"iterations": run.iterations, "evaluations": run.evaluations, "restarts": run.restarts,
               "converged": result.converged, "stop": result.stop, "message": result.message,
               "log_marginal": log_marginal, "log_posterior": -result.value,
               "gradient_norm": float(np.linalg.norm(result.gradient)), "seconds": time.perf_counter() - started}
     return GPRegressionFit(problem, theta, log_marginal, -result.value, report)
+
+
+def softplus_coordinates(problem):
+    """The optimiser's coordinates ``u`` of a view's ``theta``: ``x = a + softplus(u)`` for hyperparameters
+    bounded only below (``theta = log(x - a)``), ``theta`` itself for the others.
+
+    Returns
+    -------
+    to_theta : callable
+        ``to_theta(u, xp=jax.numpy) -> theta`` (traceable).
+    from_theta : callable
+        ``from_theta(theta) -> u`` (NumPy).
+    """
+    positive = np.concatenate([np.full(b.size, _is_positive(b)) for b in problem.theta_blocks]) \
+        if problem.theta_blocks else np.zeros(0, dtype=bool)
+
+    def to_theta(u, xp=jnp):
+        return xp.where(positive, log_softplus(u, xp), u)
+
+    def from_theta(theta):
+        theta = np.asarray(theta, dtype=float)
+        return np.where(positive, inverse_softplus(np.exp(theta)), theta)
+
+    return to_theta, from_theta
 
 
 def _is_positive(block) -> bool:

@@ -285,7 +285,7 @@ def initial_hyperparameters(problem: GPLVMProblem, mean: np.ndarray, settings: V
                     guesses.setdefault(expr.name, np.asarray(y_var))
     if settings.ard_heuristic and problem.latent_prior is not None:
         guesses = {**_prior_guesses(problem), **guesses}
-    guesses.update(_noise_guess(problem, 0.01 * y_var))
+    guesses.update(noise_guess(problem, 0.01 * y_var))
     values = {}
     for block in problem.theta_blocks:
         shape = block.shape
@@ -332,7 +332,10 @@ def _component_offsets(problem: GPLVMProblem) -> np.ndarray:
     return problem.jax_model.gp_input_offsets(problem.latent_prior.statement)
 
 
-def _noise_guess(problem: GPLVMProblem, noise_variance: float) -> dict:
+def noise_guess(problem, noise_variance: float) -> dict:
+    """The value of the parameter behind the likelihood's ``sigma`` (by name) that gives ``noise_variance``: for
+    ``sigma = s``, ``sqrt(s)``, ``inv_sqrt(s)`` or ``exp(s)`` with ``s`` a parameter; empty otherwise. ``problem`` is
+    any view with ``node`` (the GP) and ``jax_model``."""
     sigma = problem.node.likelihood.distribution.arg("sigma")
     params = problem.jax_model.model.parameters
     if isinstance(sigma, ir.Ref) and sigma.name in params:
@@ -541,7 +544,7 @@ def warmup_held(problem: GPLVMProblem, raw: VariationalParams) -> VariationalPar
 
     These are the hyperparameters the Sec. 5 heuristics start at the outputs' variance (kernel
     ``variance`` arguments that are parameters) and 1% of it (the parameter of the likelihood's ``sigma``,
-    as in :func:`_noise_guess`), as vargplvm holds ``beta`` and ``sigma_f`` for its ``initVardistIters``.
+    as in :func:`noise_guess`), as vargplvm holds ``beta`` and ``sigma_f`` for its ``initVardistIters``.
 
     Returns
     -------
@@ -551,7 +554,7 @@ def warmup_held(problem: GPLVMProblem, raw: VariationalParams) -> VariationalPar
     parameters = problem.jax_model.model.parameters
     names = {expr.name for leaf in problem.node.statement.kernel.leaves() for arg, expr in leaf.params
              if arg == "variance" and isinstance(expr, ir.Ref) and expr.name in parameters}
-    names |= set(_noise_guess(problem, 1.0))
+    names |= set(noise_guess(problem, 1.0))
     theta = _theta_mask(problem, lambda block: block.name in names)
     return VariationalParams(jax.tree_util.tree_map(lambda leaf: np.zeros(np.shape(leaf), dtype=bool), raw.latent),
                              np.zeros(np.shape(raw.inducing), dtype=bool), theta)
@@ -566,7 +569,7 @@ def warmup_start(problem: GPLVMProblem, params: VariationalParams) -> Variationa
     warm-up, every latent dimension switches off and the fit ends at the trivial optimum.
     """
     ceiling = 0.01 * float(np.nanmean(np.nanvar(problem.Y, axis=0)))
-    guess = _noise_guess(problem, ceiling)
+    guess = noise_guess(problem, ceiling)
     theta = jax.device_put(params.theta)  # jnp.asarray of a NumPy array would compile a program of its own
     if not guess:
         return params

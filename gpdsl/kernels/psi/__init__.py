@@ -9,6 +9,8 @@ registered closed form is refused by ``"analytic"`` with a message naming it; ``
 ``"gauss_hermite"`` and ``"monte_carlo"`` (:mod:`~gpdsl.kernels.psi.quadrature`) work for any
 kernel. A new kernel's closed form is one module that decorates its term class with
 :func:`register_term` and its expectations with :func:`register_cross`, imported below.
+:mod:`~gpdsl.kernels.psi.projection` gives the statistics of the deep Mahalanobis GP's output kernel, the
+standard RBF of a random per-point projection, through the RBF entry.
 """
 
 from gpdsl.kernels.psi import composite, linear, rbf, static  # noqa: F401  (register the closed forms)
@@ -22,6 +24,7 @@ from gpdsl.kernels.psi.closed_form import (
     register_term,
 )
 from gpdsl.kernels.psi.statistics import PSI_KINDS, PsiMethod, PsiStatistics, psi_statistics, quadrature_points
+from gpdsl.kernels.psi.projection import projected_inputs, projected_srbf_statistics
 
 __all__ = [
     "PSI_KINDS",
@@ -36,4 +39,6 @@ __all__ = [
     "register_cross",
     "full_dims",
     "Inputs",
+    "projected_inputs",
+    "projected_srbf_statistics",
 ]

@@ -1,0 +1,106 @@
+"""The uncollapsed variational bound of a (Bayesian GPLVM or sparse) GP with explicit ``q(u)``, and its minibatch estimate.
+
+Hensman, Fusi & Lawrence (2013) keep ``q(u_d) = N(m_d, S)`` instead of integrating it out (the collapsed
+bound of :mod:`gpdsl.inference.variational.collapsed_bound`), so the bound is a sum over data points and a
+minibatch of ``B`` of the ``N`` points, scaled by ``N / B``, estimates it without bias. For outputs ``Y``
+(N x D), ``A = Kmm^-1``, the inducing means ``U = [m_1 ... m_D]`` (M x D) and one covariance ``S`` shared by
+the columns (which loses nothing for fully observed outputs: the optimal ``S`` does not depend on ``d``)::
+
+    F = -N D/2 log(2 pi s^2) - 1/(2 s^2) [ ||Y||^2 - 2 tr(Y^T Psi1 A U) + tr(A (U U^T + D S) A Psi2)
+                                          + D sum(psi0) - D tr(A Psi2) ]
+        - sum_d KL(N(m_d, S) || N(0, Kmm))
+
+At the optimal ``S = Kmm (Kmm + Psi2 / s^2)^-1 Kmm`` and ``m_d = Kmm (s^2 Kmm + Psi2)^-1 Psi1^T y_d``
+(:func:`optimal_inducing_q`) ``F`` equals the collapsed bound. The KL term of ``q(X)`` is the caller's, as for
+the collapsed bound.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from gpdsl.linalg import cho_solve, cholesky, cholesky_with_jitter, solve_triangular
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+class InducingQ(NamedTuple):
+    """``q(u_d) = N(mean[:, d], chol chol^T)``.
+
+    Attributes
+    ----------
+    mean : jax.Array, shape (M, D)
+    chol : jax.Array, shape (M, M)
+        Lower-triangular factor of the covariance shared by the output columns (its upper triangle is ignored).
+    """
+
+    mean: jax.Array
+    chol: jax.Array
+
+
+def expected_log_likelihood(Y, psi0, psi1, psi2, Kmm, noise_variance, q: InducingQ) -> jax.Array:
+    """``sum_{n, d} E[log N(y_nd | f_nd, s^2)]`` over the points whose statistics are given (traceable).
+
+    Parameters
+    ----------
+    Y : array_like, shape (B, D)
+        Outputs of the points.
+    psi0 : array_like, shape (B,)
+    psi1 : array_like, shape (B, M)
+    psi2 : array_like, shape (M, M)
+        Summed over the ``B`` points.
+    Kmm : array_like, shape (M, M)
+        Covariance of the inducing inputs, jitter added.
+    noise_variance : float
+    q : InducingQ
+
+    Returns
+    -------
+    jax.Array
+    """
+    Y = jnp.asarray(Y)
+    B, D = Y.shape
+    L = cholesky_with_jitter(0.5 * (Kmm + Kmm.T))[0]
+    AU = cho_solve((L, True), q.mean)
+    A_psi2 = cho_solve((L, True), psi2)
+    A_psi2_A = cho_solve((L, True), A_psi2.T)
+    chol = jnp.tril(q.chol)
+    S = chol @ chol.T
+    quadratic = jnp.sum(A_psi2_A * (q.mean @ q.mean.T)) + D * jnp.sum(A_psi2_A * S)
+    squares = (jnp.sum(Y * Y) - 2.0 * jnp.sum(Y * (psi1 @ AU)) + quadratic
+               + D * (jnp.sum(psi0) - jnp.trace(A_psi2)))
+    return -0.5 * B * D * (_LOG_2PI + jnp.log(noise_variance)) - 0.5 * squares / noise_variance
+
+
+def inducing_kl(Kmm, q: InducingQ) -> jax.Array:
+    """``sum_d KL(N(m_d, S) || N(0, Kmm))`` (traceable)."""
+    M, D = q.mean.shape
+    L = cholesky_with_jitter(0.5 * (Kmm + Kmm.T))[0]
+    chol = jnp.tril(q.chol)
+    whitened_chol = solve_triangular(L, chol, lower=True)
+    whitened_mean = solve_triangular(L, q.mean, lower=True)
+    log_det_ratio = 2.0 * (jnp.sum(jnp.log(jnp.diag(L))) - jnp.sum(jnp.log(jnp.abs(jnp.diag(chol)))))
+    return 0.5 * (D * jnp.sum(whitened_chol ** 2) + jnp.sum(whitened_mean ** 2) - M * D + D * log_det_ratio)
+
+
+def uncollapsed_bound(Y, psi0, psi1, psi2, Kmm, noise_variance, q: InducingQ, *, scale=1.0) -> jax.Array:
+    """``scale * E[log p(Y_batch | f)] - KL(q(u) || p(u))``: the bound for the whole data (``scale = 1``), or its
+    unbiased estimate from a minibatch of ``B`` of ``N`` points with ``scale = N / B`` (traceable).
+
+    Parameters are those of :func:`expected_log_likelihood` (statistics of the batch's points) and ``scale``.
+    """
+    return scale * expected_log_likelihood(Y, psi0, psi1, psi2, Kmm, noise_variance, q) - inducing_kl(Kmm, q)
+
+
+def optimal_inducing_q(Y, psi1, psi2, Kmm, noise_variance) -> InducingQ:
+    """The ``q(u)`` that maximises :func:`uncollapsed_bound` over the whole data (where it equals the collapsed
+    bound): ``S = Kmm Sigma^-1 Kmm`` and ``U = Kmm Sigma^-1 Psi1^T Y / s^2`` with ``Sigma = Kmm + Psi2 / s^2``."""
+    Sigma = Kmm + psi2 / noise_variance
+    L_sigma = cholesky(0.5 * (Sigma + Sigma.T))
+    mean = Kmm @ cho_solve((L_sigma, True), psi1.T @ jnp.asarray(Y)) / noise_variance
+    S = Kmm @ cho_solve((L_sigma, True), Kmm)
+    return InducingQ(mean, cholesky(0.5 * (S + S.T)))
