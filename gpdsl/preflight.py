@@ -118,8 +118,8 @@ def verify_inducing(model: Model, data: dict, num_inducing: int | None) -> None:
     """Refuse more inducing inputs (``--num-inducing``) than the points they summarise."""
     from gpdsl.ir.structure import gp_nodes
 
-    points = [v.type.concrete_shape(data)[0] for v in (model.latents[node.name] for node in gp_nodes(model))
-              if v.type.shape]
+    points = [int(d) if isinstance(d, int) else int(data[d])
+              for d in (node.statement.inputs.index_shape[-1] for node in gp_nodes(model))]
     if isinstance(num_inducing, int) and points and num_inducing > min(points):
         raise MethodError(f"--num-inducing {num_inducing} exceeds the {min(points)} points of the data: inducing "
                           f"inputs must be from 1 to {min(points)}")

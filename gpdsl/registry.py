@@ -23,6 +23,8 @@ from typing import Any, Callable
 from gpdsl.backends.stan.nuts import NUTSSettings, run_nuts
 from gpdsl.errors import MethodError
 from gpdsl.inference.methods.draw_groups import PREDICTING_FAMILIES
+from gpdsl.inference.methods.dmgp import DMGPSettings, run_dmgp
+from gpdsl.inference.methods.dsdgp import DSDGPSettings, run_dsdgp
 from gpdsl.inference.methods.ep_ml import EPMLSettings, run_ep_ml
 from gpdsl.inference.methods.gibbs import GibbsSettings, gibbs_engine, run_gibbs
 from gpdsl.inference.methods.ml import MLSettings, run_ml
@@ -32,7 +34,7 @@ from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMargi
 from gpdsl.inference.methods.sgpr import SGPRSettings, run_sgpr
 from gpdsl.inference.methods.svi_gplvm import SVIGPLVMSettings, run_svi_gplvm
 from gpdsl.inference.methods.vem import VEMSettings, run_vem
-from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DESCRIPTIONS, GP_PRIOR_GPLVM, GP_REGRESSION, LATENT_GP,
+from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP, DESCRIPTIONS, GP_PRIOR_GPLVM, GP_REGRESSION, LATENT_GP,
                                 LATENT_GPS, Classification, classify)
 from gpdsl.ir.structure import mean_prediction_refusal
 
@@ -213,3 +215,10 @@ register(Method(
     "svi-gplvm", "Bayesian GPLVM by Adam on minibatches of the uncollapsed bound (explicit q(u); q(X), inducing "
     "inputs, point estimates)", (BAYESIAN_GPLVM,), SVIGPLVMSettings, run_svi_gplvm, command="fit",
     requires_priors=False, predicts=True, checkpoints=True))
+register(Method(
+    "dmgp", "the deep Mahalanobis GP by its collapsed variational bound and Adam (de Souza 2020)", (DEEP_GP,),
+    DMGPSettings, run_dmgp, command="fit", requires_priors=False, predicts=True, checkpoints=True))
+register(Method(
+    "dsdgp", "a deep GP (a chain of GPs) by doubly-stochastic variational inference and Adam (Salimbeni & "
+    "Deisenroth 2017)", (DEEP_GP,), DSDGPSettings, run_dsdgp, command="fit", requires_priors=False, predicts=True,
+    checkpoints=True))

@@ -32,7 +32,8 @@ QUICK = 5.0
 def work(tmp_path_factory):
     """Model copies and valid data for a regression, a classification, a GPLVM and a supervised GPLVM."""
     root = tmp_path_factory.mktemp("reliability")
-    for name in ("gp_regression", "gp_classification", "bayesian_gplvm", "supervised_gplvm", "gp_narx"):
+    for name in ("gp_regression", "gp_classification", "bayesian_gplvm", "supervised_gplvm", "gp_narx",
+                 "deep_mahalanobis_gp", "deep_gp"):
         shutil.copy(REPO / "models" / f"{name}.gpm", root / f"{name}.gpm")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(12, 2))
@@ -40,6 +41,7 @@ def work(tmp_path_factory):
     _json(root / "cls.json", {"N": 12, "D": 2, "X": X, "y": [0, 1] * 6})
     _json(root / "lvm.json", {"N": 30, "D": 3, "Q": 2, "Y": rng.normal(size=(30, 3))})
     _json(root / "sup.json", {"N": 12, "Q": 1, "D": 2, "X": X[:, :1], "Y": rng.normal(size=(12, 2))})
+    _json(root / "deep.json", {"N": 12, "D": 2, "Q": 2, "X": X, "y": rng.normal(size=12)})
     return root
 
 
@@ -82,9 +84,10 @@ MODEL_FOR = {"nuts": ("gp_classification", "cls"), "pm": ("gp_classification", "
              "mcmc-ep": ("gp_classification", "cls"), "gibbs": ("gp_classification", "cls"),
              "ep-ml": ("gp_classification", "cls"), "pm-gplvm": ("supervised_gplvm", "sup"),
              "vem": ("bayesian_gplvm", "lvm"), "ml": ("gp_regression", "reg"), "sgpr": ("gp_regression", "reg"),
-             "svi-gplvm": ("bayesian_gplvm", "lvm")}
+             "svi-gplvm": ("bayesian_gplvm", "lvm"), "dmgp": ("deep_mahalanobis_gp", "deep"),
+             "dsdgp": ("deep_gp", "deep")}
 ZERO_ALLOWED = {"warmup", "refresh_steps", "latent_sweeps", "warmup_iterations", "restarts", "adapt_epsilon",
-                "start_noise", "defensive", "correlation", "noise_fixed_steps"}
+                "start_noise", "defensive", "correlation", "noise_fixed_steps", "batch_size"}
 
 
 def _numeric_options():

@@ -11,7 +11,8 @@ Under ``q(W)`` each ``w_qd,i`` is Gaussian with mean ``mu_w[i, q, d]`` and a var
 ``z_qi ~ N(a_qi, b_qi)`` with ``a_qi = x_i . mu_w[i, q]`` and ``b_qi = var_w[i, q] ||x_i||^2``. The bound is then the
 collapsed bound of a GP on Gaussian inputs (:mod:`gpdsl.inference.variational.collapsed_bound`) with the Psi
 statistics of the output kernel ``sigma_f^2 SRBF`` under those inputs, from the Psi registry
-(:func:`gpdsl.kernels.psi.psi_statistics`: the RBF's closed forms, or quadrature for another output kernel), minus
+(:func:`gpdsl.kernels.psi.psi_statistics`: the RBF's closed forms, which :mod:`gpdsl.kernels.psi.projection` spells
+out for this kernel, or quadrature for another output kernel), minus
 ``KL(q(V) || p(V))`` (eq. A.1). Putting the inducing values on ``f`` rather than on ``s`` (the thesis's choice)
 rescales them by ``sigma_f``, which leaves the collapsed bound unchanged.
 
@@ -28,7 +29,7 @@ import jax.numpy as jnp
 
 from gpdsl.inference.variational.collapsed_bound import collapsed_bound
 from gpdsl.kernels import Kernel
-from gpdsl.kernels.psi import PsiMethod, psi_statistics
+from gpdsl.kernels.psi import PsiMethod, projection, psi_statistics
 from gpdsl.linalg import cho_solve, cholesky, solve_triangular
 
 JITTER = 1e-6
@@ -89,10 +90,9 @@ def projection_moments(params: DMGPVariational, kernels: DMGPKernels, X) -> tupl
 
 
 def projected_inputs(params: DMGPVariational, kernels: DMGPKernels, X) -> tuple[jax.Array, jax.Array]:
-    """Means and variances ``(N, Q)`` of the projected points ``z_i = W_i x_i`` under ``q(W)``."""
-    X = jnp.asarray(X, dtype=jnp.float64)
-    mean_w, variance_w = projection_moments(params, kernels, X)
-    return jnp.einsum("nqd,nd->nq", mean_w, X), variance_w * jnp.sum(X ** 2, axis=1)[:, None]
+    """Means and variances ``(N, Q)`` of the projected points ``z_i = W_i x_i`` under ``q(W)``
+    (:func:`gpdsl.kernels.psi.projection.projected_inputs` of the marginals of ``q(W)``)."""
+    return projection.projected_inputs(X, *projection_moments(params, kernels, X))
 
 
 def kl_projection(params: DMGPVariational, kernels: DMGPKernels) -> jax.Array:

@@ -1,0 +1,125 @@
+"""The view of a model that the deep Mahalanobis GP's variational fit works on (de Souza 2020, Ch. 4).
+
+``W[q] ~ gp(X, k_q)`` for ``q`` in ``1:Q`` (the projection fields, ``array[Q] matrix[N, D] W``),
+``f ~ gp(project(W, X), k_f)`` and ``y ~ normal(f, s)`` with scalar ``s``: the view gives the kernels and the noise
+variance at the hyperparameters ``theta`` (one flat unconstrained vector), their log prior where they have one, and
+which hyperparameters the likelihood's scale reads (held in the first phase of the training schedule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+
+from gpdsl.backends.jax.lowering import Block, JaxModel
+from gpdsl.errors import MethodError
+from gpdsl.inference.families.hyperparameters import HyperparameterBlocks, lowered_with_blocks
+from gpdsl.inference.variational.deep_mahalanobis import DMGPKernels
+from gpdsl.ir import nodes as ir
+from gpdsl.ir.families import DEEP_GP, classify
+from gpdsl.ir.structure import GPNode, expression_refs
+
+DMGP_NEEDS = ("{method} needs a deep Mahalanobis GP: projection fields W[q] ~ gp(X, k) for q in 1:Q "
+              "(array[Q] matrix[N, D] W), f ~ gp(project(W, X), k_f) and y ~ normal(f, s) with scalar s")
+
+
+@dataclass
+class DeepMahalanobisGP(HyperparameterBlocks):
+    """A deep Mahalanobis GP read from a checked model.
+
+    Attributes
+    ----------
+    jax_model : JaxModel
+        The centred lowering (``f`` integrated out).
+    fields : GPNode
+        The projection fields ``W[q] ~ gp(X, k_q)``.
+    output : GPNode
+        ``f ~ gp(project(W, X), k_f)``.
+    theta_blocks : list of Block
+        The hyperparameters, in the order of ``theta``.
+    X : numpy.ndarray, shape (N, D)
+        Inputs.
+    y : numpy.ndarray, shape (N,)
+        Outputs.
+    """
+
+    jax_model: JaxModel
+    fields: GPNode
+    output: GPNode
+    theta_blocks: list[Block]
+    X: np.ndarray
+    y: np.ndarray
+
+    @property
+    def num_fields(self) -> int:
+        """``Q``, the number of projection rows."""
+        return int(self.jax_model.block(self.fields.name).shape[0])
+
+    def environment(self, theta) -> dict:
+        """Data and constrained hyperparameters by name."""
+        return {**self.jax_model.data, **self.constrain(theta)[0]}
+
+    def kernels(self, theta) -> DMGPKernels:
+        """The field kernels, the output kernel and the noise variance at ``theta``."""
+        env = self.environment(theta)
+        loop = self.fields.loops[0].variable
+        fields = tuple(self.jax_model.gp_kernel(self.fields.statement, {**env, loop: q + 1})
+                       for q in range(self.num_fields))
+        sigma = self.jax_model.evaluate(self.output.likelihood.distribution.arg("sigma"), env)
+        return DMGPKernels(fields, self.jax_model.gp_kernel(self.output.statement, env), jnp.square(sigma))
+
+    def log_hyperprior(self, theta) -> jnp.ndarray:
+        """Log prior density of the hyperparameters that have one, on their constrained scale (no Jacobian)."""
+        return self.jax_model.log_terms(self.environment(theta), ("prior",), targets=set(self.theta_names))
+
+    @property
+    def noise_names(self) -> set[str]:
+        """The hyperparameters the likelihood's scale reads (``noise`` of ``normal(f, sqrt(noise))``)."""
+        return expression_refs(self.output.likelihood.distribution.arg("sigma")) & set(self.theta_names)
+
+
+def deep_mahalanobis_view(model: ir.Model, data: dict, method: str = "dmgp") -> DeepMahalanobisGP:
+    """The :class:`DeepMahalanobisGP` of ``model``, or a refusal naming the statement that does not fit.
+
+    Raises
+    ------
+    MethodError
+    """
+    _, output = classify(model).require((DEEP_GP,), method)
+    needs = DMGP_NEEDS.format(method=method)
+
+    def refuse(detail, span):
+        raise MethodError(f"{needs}; {detail}", span)
+
+    components = output.statement.inputs.components
+    if len(components) != 1 or not isinstance(components[0], ir.Project):
+        refuse(f"the inputs of '{output.name}' are not project(W, X)", output.statement.span)
+    project = components[0]
+    if not (isinstance(project.weights, ir.Ref) and isinstance(project.inputs, ir.Ref)
+            and project.inputs.name in model.data):
+        refuse("project(W, X) needs a latent W and a data matrix X", project.span)
+    if not output.plainly_marginalised:
+        refuse(f"'{output.name}' is not observed through normal({output.name}, s) with scalar s",
+               (output.likelihood or output.statement).span)
+    jax_model, blocks = lowered_with_blocks(model, data, marginalise=True)
+    fields = [n for n in jax_model.gp_nodes if n.name == project.weights.name]
+    if len(fields) != 1:
+        refuse(f"'{project.weights.name}' needs exactly one gp statement", project.span)
+    field = fields[0]
+    inputs = field.statement.inputs.components
+    if (len(field.loops) != 1 or len(field.statement.target.indices) != 1
+            or not isinstance(field.statement.target.indices[0], ir.Ref)
+            or field.statement.target.indices[0].name != field.loops[0].variable
+            or len(inputs) != 1 or not isinstance(inputs[0], ir.Ref) or inputs[0].name != project.inputs.name):
+        refuse(f"write the fields as 'for (q in 1:Q) {{ {field.name}[q] ~ gp({project.inputs.name}, k); }}'",
+               field.statement.span)
+    other_latents = sorted(set(model.latents) - {field.name, output.name})
+    if other_latents:
+        refuse(f"this model also has latent {', '.join(other_latents)}", output.statement.span)
+    X = np.asarray(jax_model.data[project.inputs.name], dtype=float)
+    y = np.asarray(jax_model.data[output.likelihood.target.name], dtype=float).reshape(-1)
+    if np.isnan(y).any():
+        refuse(f"'{output.likelihood.target.name}' has missing values", output.likelihood.span)
+    return DeepMahalanobisGP(jax_model, field, output, [b for b in blocks if b.role == "parameter"], X, y)

@@ -1,0 +1,199 @@
+"""The ``dmgp`` method: the two-layer deep Mahalanobis GP fitted by its collapsed variational bound (de Souza 2020,
+Sec. 4.3.1 and App. A; :mod:`gpdsl.inference.variational.deep_mahalanobis`).
+
+The bound is maximised by Adam over the thesis's schedule (``--steps-fixed-noise`` steps with the likelihood's scale
+held, then ``--steps`` with everything free, fresh moments in each phase; :mod:`gpdsl.inference.optimise.adam`),
+plus the log prior of the hyperparameters that have one. The start follows the author's code: the means of ``q(V)``
+are the inputs' principal axes (``Q`` of them) at every pseudo-input, their standard deviations ``1.001 / D``, the
+pseudo-inputs ``Xi`` the k-means centres of the inputs and the inducing inputs ``Z`` those of the inputs projected on
+the principal axes; hyperparameters start at 1 (or at ``--init-value``). The hyperparameters are stored like a
+one-draw posterior (as ``ml`` does), the variational parameters under ``report.variational``; with ``--predict`` the
+``predictions`` group holds the moment-matched predictive ``<y>_mean``, ``<y>_variance`` (noise included) and
+``<f>_variance``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpdsl.errors import MethodError
+from gpdsl.settings import initial_values_from_cli, option, require_number, require_positive_int
+
+
+@dataclass(frozen=True)
+class DMGPSettings:
+    """Settings of ``dmgp``.
+
+    Attributes
+    ----------
+    num_inducing : int
+        Inducing inputs of the output layer, ``m_u``.
+    num_inducing_fields : int
+        Pseudo-inputs of the projection fields, ``m_v``.
+    noise_fixed_steps, steps : int
+        Adam steps with the likelihood's scale held, then with everything free (fresh moments).
+    learning_rate : float
+        Adam's step size.
+    initial_values : dict
+        Constrained starting values of hyperparameters by name.
+    chunk : int
+        Adam steps per compiled chunk: progress and the checkpoint (``--checkpoint``) are written after each.
+    seed : int
+        Seed of the k-means starts (the run's seed replaces it).
+    """
+
+    num_inducing: int = option(50, "inducing inputs of the output layer (m_u)")
+    num_inducing_fields: int = option(25, "pseudo-inputs of the projection fields W (m_v)")
+    noise_fixed_steps: int = option(2000, "Adam steps with the likelihood's scale held at its initial value (0: none)")
+    steps: int = option(5000, "Adam steps with every parameter free, after --noise-fixed-steps (fresh moments)")
+    learning_rate: float = option(0.01, "Adam's step size")
+    initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
+                                  flag="--init-value", metavar="NAME=VALUE", repeat=True,
+                                  parse=initial_values_from_cli)
+    chunk: int = option(100, "Adam steps per compiled chunk: progress and the checkpoint are written after each")
+    seed: int = option(0, "seed (replaced by the run's)", cli=False)
+
+    def __post_init__(self):
+        if not isinstance(self.initial_values, dict):
+            raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
+        require_positive_int("num_inducing", self.num_inducing)
+        require_positive_int("num_inducing_fields", self.num_inducing_fields)
+        require_positive_int("noise_fixed_steps", self.noise_fixed_steps, allow_zero=True)
+        require_positive_int("steps", self.steps)
+        require_positive_int("chunk", self.chunk)
+        require_number("learning_rate", self.learning_rate, 0, open_low=True)
+        require_positive_int("seed", self.seed, allow_zero=True)
+
+
+def initial_variational(problem, settings: DMGPSettings):
+    """The author's start of ``q(V)`` and the inducing inputs (see the module docstring)."""
+    import jax.numpy as jnp
+
+    from gpdsl.inference.variational.deep_mahalanobis import DMGPVariational
+    from gpdsl.inference.variational.inducing_inputs import initial_inducing_inputs
+
+    X = problem.X
+    N, D = X.shape
+    Q = problem.num_fields
+    for name, value in (("num_inducing", settings.num_inducing), ("num_inducing_fields",
+                                                                  settings.num_inducing_fields)):
+        if value > N:
+            raise MethodError(f"{name} = {value} is more than the {N} data points")
+    _, _, axes = np.linalg.svd(X - X.mean(0), full_matrices=False)
+    components = np.zeros((Q, D))
+    components[:min(Q, axes.shape[0])] = axes[:Q]
+    Xi = initial_inducing_inputs(X, settings.num_inducing_fields, "kmeans", settings.seed)
+    Z = initial_inducing_inputs(X @ components.T, settings.num_inducing, "kmeans", settings.seed)
+    mean_v = np.repeat(components[:, :, None], settings.num_inducing_fields, axis=2)
+    log_std_v = np.full((Q, settings.num_inducing_fields), np.log(1.001 / D))
+    return DMGPVariational(jnp.asarray(Z), jnp.asarray(Xi), jnp.asarray(mean_v), jnp.asarray(log_std_v))
+
+
+@dataclass
+class DMGPFit:
+    """A fitted deep Mahalanobis GP: the view, the hyperparameters ``theta``, the variational parameters, the bound."""
+
+    problem: object
+    theta: np.ndarray
+    variational: object
+    bound: float
+    report: dict
+
+    def hyperparameters(self) -> dict:
+        """Constrained hyperparameters by name."""
+        values, _ = self.problem.constrain(self.theta)
+        return {name: np.asarray(values[name]) for name in self.problem.theta_names}
+
+    def predict(self, X_new):
+        """Moment-matched predictive mean and variance of ``f*`` at ``X_new`` (noise excluded)."""
+        from gpdsl.inference.variational.deep_mahalanobis import dmgp_predict
+
+        X_new = np.asarray(X_new, dtype=float).reshape(-1, self.problem.X.shape[1])
+        mean, variance = dmgp_predict(self.variational, self.problem.kernels(self.theta), self.problem.X,
+                                      self.problem.y, X_new)
+        return np.asarray(mean), np.asarray(variance)
+
+    def noise_variance(self) -> float:
+        return float(self.problem.kernels(self.theta).noise_variance)
+
+
+def fit_dmgp(problem, settings: DMGPSettings, progress: bool = False, checkpoint=None, identity=None) -> DMGPFit:
+    """Maximise the DVMGP bound (plus the hyperparameters' log prior) by Adam over the schedule."""
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    from gpdsl.inference.methods.dsdgp import schedule
+    from gpdsl.inference.optimise.adam import maximise
+    from gpdsl.inference.optimise.marginal_likelihood import initial_theta
+    from gpdsl.inference.variational.deep_mahalanobis import dmgp_bound
+
+    theta0 = initial_theta(problem, settings.initial_values)
+    flat_variational, unravel = ravel_pytree(initial_variational(problem, settings))
+    p = theta0.size
+    X, y = jnp.asarray(problem.X), jnp.asarray(problem.y)
+
+    def objective(x, key=None, batch=None):
+        theta, variational = x[:p], unravel(x[p:])
+        return dmgp_bound(variational, problem.kernels(theta), X, y) + problem.log_hyperprior(theta)
+
+    x0 = np.concatenate([theta0, np.asarray(flat_variational)])
+    start = float(jax.jit(objective)(jnp.asarray(x0)))
+    if not np.isfinite(start):
+        raise MethodError(f"the DMGP bound is not finite at the start ({start}) with hyperparameters "
+                          f"{problem.constrain(jnp.asarray(theta0))[0]}",
+                          hint="give other initial values (--init-value name=value) or standardise the data")
+    result = maximise(objective, x0, schedule(problem, settings, x0.size), learning_rate=settings.learning_rate,
+                      chunk=settings.chunk, progress=progress, checkpoint=checkpoint, identity=identity)
+    x = jnp.asarray(result.x)
+    bound = float(jax.jit(objective)(x))
+    if not np.isfinite(bound):
+        raise MethodError(f"the DMGP bound became {bound} during the fit",
+                          hint="lower --learning-rate or give other initial values")
+    report = {"seconds": result.seconds, "steps": result.steps, "start_bound": start, "bound": bound,
+              "trace": [float(v) for v in result.trace]}
+    return DMGPFit(problem, np.asarray(x[:p]), unravel(x[p:]), bound, report)
+
+
+def run_dmgp(model, data, settings: DMGPSettings, context):
+    """Run ``dmgp``; returns a one-draw :class:`~gpdsl.results.method_output.MethodOutput`."""
+    from gpdsl.inference.families.deep_mahalanobis import deep_mahalanobis_view
+
+    problem = deep_mahalanobis_view(model, data)
+    fit = fit_dmgp(problem, replace(settings, seed=context.seed), progress=context.progress,
+                   checkpoint=context.checkpoint, identity=context.checkpoint_identity)
+    predictive = latent_variance = None
+    if context.new_inputs is not None:
+        mean, latent_variance = fit.predict(context.new_inputs)
+        predictive = (mean, latent_variance + fit.noise_variance())
+    variational = {name: np.asarray(value).tolist() for name, value in fit.variational._asdict().items()}
+    output = point_estimate_output(fit, variational, "collapsed DVMGP bound", problem.output, predictive,
+                                   latent_variance)
+    output.state = fit
+    return output
+
+
+def point_estimate_output(fit, variational, bound_name: str, output_node, predictive, latent_variance):
+    """The :class:`~gpdsl.results.method_output.MethodOutput` of a variational fit of a deep GP: the hyperparameters
+    as one draw, ``sample_stats.lp`` the bound, the optimiser's report and the variational parameters under
+    ``report``, and the predictions ``<y>_mean``, ``<y>_variance`` (and ``<f>_variance``) at new inputs."""
+    import jax
+
+    from gpdsl.results.method_output import MethodOutput
+
+    posterior = {name: value[None, None] for name, value in fit.hyperparameters().items()}
+    output = MethodOutput(posterior, {"lp": np.asarray([[fit.bound]])}, timings={"sampling": fit.report["seconds"]},
+                          report={"optimizer": fit.report, "variational": variational},
+                          attrs={"inference": f"variational ({bound_name}; one draw: the point estimate)"},
+                          versions={"jax": jax.__version__})
+    if predictive is not None:
+        target = output_node.likelihood.target.name
+        points = f"{output_node.statement.inputs.index_shape[0]}_new"
+        values = {f"{target}_mean": predictive[0], f"{target}_variance": predictive[1]}
+        if latent_variance is not None:
+            values[f"{output_node.name}_variance"] = latent_variance
+        output.predictions = {name: np.asarray(value)[None, None] for name, value in values.items()}
+        output.dims.update({name: [points] for name in values})
+    return output

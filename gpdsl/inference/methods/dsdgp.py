@@ -1,0 +1,194 @@
+"""The ``dsdgp`` method: a deep GP fitted by doubly-stochastic variational inference (Salimbeni & Deisenroth 2017;
+:mod:`gpdsl.inference.variational.deep_gp`), on a model written as a chain of GPs
+(:mod:`gpdsl.inference.families.deep_gp`).
+
+The bound is maximised by Adam (:mod:`gpdsl.inference.optimise.adam`) over the schedule of de Souza (2020):
+``--noise-fixed-steps`` with the likelihood's scale held, then ``--steps``, fresh moments, on minibatches of
+``--batch-size`` points (all by default), one reparameterised sample per step. The start is Salimbeni's: inducing
+inputs at the k-means centres of the inputs in every layer (the identity mean carries them through), ``q(u)`` means
+zero and standard deviations ``1e-5`` in the hidden layers, 1 in the last; hyperparameters at 1 (or
+``--init-value``). The result holds the hyperparameters as one draw, the variational parameters under
+``report.variational``, and with ``--predict`` the predictive moment-matched over ``--predict-samples`` draws
+through the layers (``y_mean``, ``y_variance`` with the noise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpdsl.errors import MethodError
+from gpdsl.settings import initial_values_from_cli, option, require_number, require_positive_int
+
+
+@dataclass(frozen=True)
+class DSDGPSettings:
+    """Settings of ``dsdgp``.
+
+    Attributes
+    ----------
+    num_inducing : int
+        Inducing inputs per layer.
+    noise_fixed_steps, steps : int
+        Adam steps with the likelihood's scale held, then with everything free (fresh moments).
+    learning_rate : float
+        Adam's step size.
+    batch_size : int
+        Points per minibatch (0: the whole data set).
+    predict_samples : int
+        Draws through the layers whose mixture the predictive moment-matches.
+    initial_values : dict
+        Constrained starting values of hyperparameters by name.
+    chunk : int
+        Adam steps per compiled chunk.
+    seed : int
+        Seed of the k-means start and the samples (the run's seed replaces it).
+    """
+
+    num_inducing: int = option(50, "inducing inputs per layer")
+    noise_fixed_steps: int = option(2000, "Adam steps with the likelihood's scale held at its initial value (0: none)")
+    steps: int = option(5000, "Adam steps with every parameter free, after --noise-fixed-steps (fresh moments)")
+    learning_rate: float = option(0.01, "Adam's step size")
+    batch_size: int = option(0, "points per minibatch (0: all)")
+    predict_samples: int = option(200, "draws through the layers for the moment-matched predictive")
+    initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
+                                  flag="--init-value", metavar="NAME=VALUE", repeat=True,
+                                  parse=initial_values_from_cli)
+    chunk: int = option(100, "Adam steps per compiled chunk: progress and the checkpoint are written after each")
+    seed: int = option(0, "seed (replaced by the run's)", cli=False)
+
+    def __post_init__(self):
+        if not isinstance(self.initial_values, dict):
+            raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
+        require_positive_int("num_inducing", self.num_inducing)
+        require_positive_int("noise_fixed_steps", self.noise_fixed_steps, allow_zero=True)
+        require_positive_int("steps", self.steps)
+        require_positive_int("batch_size", self.batch_size, allow_zero=True)
+        require_positive_int("predict_samples", self.predict_samples)
+        require_positive_int("chunk", self.chunk)
+        require_number("learning_rate", self.learning_rate, 0, open_low=True)
+
+
+def initial_layers(problem, settings: DSDGPSettings):
+    """Salimbeni's start of every layer (see the module docstring)."""
+    import jax.numpy as jnp
+
+    from gpdsl.inference.variational.deep_gp import Layer
+    from gpdsl.inference.variational.inducing_inputs import initial_inducing_inputs
+
+    N = problem.X.shape[0]
+    if settings.num_inducing > N:
+        raise MethodError(f"num_inducing = {settings.num_inducing} is more than the {N} data points")
+    Z = initial_inducing_inputs(problem.X, settings.num_inducing, "kmeans", settings.seed)
+    M = settings.num_inducing
+    layers = []
+    for index, width in enumerate(problem.widths):
+        scale = 1.0 if index == len(problem.widths) - 1 else 1e-5
+        layers.append(Layer(jnp.asarray(Z), jnp.zeros((M, width)), jnp.asarray(np.tile(np.eye(M) * scale,
+                                                                                        (width, 1, 1)))))
+        Z = Z if width == Z.shape[1] else np.zeros((M, width))
+    return layers
+
+
+@dataclass
+class DSDGPFit:
+    """A fitted deep GP: the view, the hyperparameters ``theta``, the layers' variational parameters, the bound."""
+
+    problem: object
+    theta: np.ndarray
+    layers: list
+    bound: float
+    report: dict
+
+    def hyperparameters(self) -> dict:
+        """Constrained hyperparameters by name."""
+        values, _ = self.problem.constrain(self.theta)
+        return {name: np.asarray(values[name]) for name in self.problem.theta_names}
+
+    def predict(self, X_new, num_samples: int = 200, seed: int = 0):
+        """Moment-matched predictive mean and variance of ``y*`` at ``X_new`` (noise included)."""
+        import jax
+
+        from gpdsl.inference.variational.deep_gp import predict
+
+        X_new = np.asarray(X_new, dtype=float).reshape(-1, self.problem.X.shape[1])
+        mean, variance = predict(self.layers, self.problem.priors(self.theta), self.noise_variance(), X_new,
+                                 jax.random.PRNGKey(seed), num_samples)
+        return np.asarray(mean), np.asarray(variance)
+
+    def noise_variance(self) -> float:
+        return float(self.problem.noise_variance(self.theta))
+
+
+def fit_dsdgp(problem, settings: DSDGPSettings, progress: bool = False, checkpoint=None, identity=None) -> DSDGPFit:
+    """Maximise the doubly-stochastic bound (plus the hyperparameters' log prior) by Adam over the schedule."""
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    from gpdsl.inference.optimise.adam import maximise
+    from gpdsl.inference.optimise.marginal_likelihood import initial_theta
+    from gpdsl.inference.variational.deep_gp import elbo_estimate
+
+    theta0 = initial_theta(problem, settings.initial_values)
+    flat_layers, unravel = ravel_pytree(initial_layers(problem, settings))
+    p = theta0.size
+    X, y = jnp.asarray(problem.X), jnp.asarray(problem.y)
+    N = X.shape[0]
+
+    def objective(x, key, batch=None):
+        theta = x[:p]
+        return (elbo_estimate(unravel(x[p:]), problem.priors(theta), problem.noise_variance(theta), X, y, key,
+                              batch, N) + problem.log_hyperprior(theta))
+
+    x0 = np.concatenate([theta0, np.asarray(flat_layers)])
+    key = jax.random.PRNGKey(settings.seed)
+    start = float(jax.jit(objective)(jnp.asarray(x0), key))
+    if not np.isfinite(start):
+        raise MethodError(f"the deep-GP bound is not finite at the start ({start}) with hyperparameters "
+                          f"{problem.constrain(jnp.asarray(theta0))[0]}",
+                          hint="give other initial values (--init-value name=value) or standardise the data")
+    batch = settings.batch_size if 0 < settings.batch_size < N else None
+    result = maximise(objective, x0, schedule(problem, settings, x0.size), learning_rate=settings.learning_rate,
+                      key=key, data_size=N if batch else None, batch_size=batch, chunk=settings.chunk,
+                      progress=progress, checkpoint=checkpoint, identity=identity)
+    x = jnp.asarray(result.x)
+    report = {"seconds": result.seconds, "steps": result.steps, "start_bound": start,
+              "trace": [float(v) for v in result.trace]}
+    bound = float(np.mean(result.trace[-3:])) if len(result.trace) else start
+    return DSDGPFit(problem, np.asarray(x[:p]), unravel(x[p:]), bound, report)
+
+
+def schedule(problem, settings, size: int):
+    """The two Adam phases: the likelihood's scale held, then every coordinate free."""
+    from gpdsl.inference.optimise.adam import Phase
+
+    held = np.zeros(size, dtype=bool)
+    offset = 0
+    for block in problem.theta_blocks:
+        if block.name in problem.noise_names:
+            held[offset:offset + block.size] = True
+        offset += block.size
+    phases = [Phase(settings.noise_fixed_steps, held), Phase(settings.steps)]
+    return [phase for phase in phases if phase.steps]
+
+
+def run_dsdgp(model, data, settings: DSDGPSettings, context):
+    """Run ``dsdgp``; returns a one-draw :class:`~gpdsl.results.method_output.MethodOutput`."""
+    from gpdsl.inference.families.deep_gp import deep_gp_view
+    from gpdsl.inference.methods.dmgp import point_estimate_output
+
+    problem = deep_gp_view(model, data)
+    settings = replace(settings, seed=context.seed)
+    fit = fit_dsdgp(problem, settings, progress=context.progress, checkpoint=context.checkpoint,
+                    identity=context.checkpoint_identity)
+    predictive = None
+    if context.new_inputs is not None:
+        predictive = fit.predict(context.new_inputs, settings.predict_samples, settings.seed)
+    variational = [{name: np.asarray(value).tolist() for name, value in layer._asdict().items()}
+                   for layer in fit.layers]
+    output = point_estimate_output(fit, variational, "doubly-stochastic variational deep GP",
+                                   problem.layers[-1], predictive, None)
+    output.state = fit
+    return output
