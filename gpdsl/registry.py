@@ -31,7 +31,7 @@ from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMargi
                                                     pm_engine, run_mcmc_ep, run_pm)
 from gpdsl.inference.methods.vem import VEMSettings, run_vem
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DESCRIPTIONS, GP_PRIOR_GPLVM, GP_REGRESSION, LATENT_GP,
-                                Classification, classify)
+                                LATENT_GP_EXTERNAL, Classification, classify)
 
 ENTRY_POINT_GROUP = "gpdsl.methods"
 
@@ -187,7 +187,7 @@ register(Method(
     run_pm_gplvm, predicts=True, checkpoints=True))
 register(Method(
     "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters",
-    (LATENT_GP, GP_REGRESSION), GibbsSettings, run_gibbs, predicts=True, checkpoints=True,
+    (LATENT_GP, GP_REGRESSION, LATENT_GP_EXTERNAL), GibbsSettings, run_gibbs, predicts=True, checkpoints=True,
     chain_engine=gibbs_engine))
 register(Method(
     "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",
