@@ -29,9 +29,10 @@ from gpdsl.inference.methods.ml import MLSettings, run_ml
 from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings, run_pm_gplvm
 from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMarginalSettings, mcmc_ep_engine,
                                                     pm_engine, run_mcmc_ep, run_pm)
+from gpdsl.inference.methods.sequential import SequentialSettings, run_sequential
 from gpdsl.inference.methods.vem import VEMSettings, run_vem
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DESCRIPTIONS, GP_PRIOR_GPLVM, GP_REGRESSION, LATENT_GP,
-                                LATENT_GP_EXTERNAL, Classification, classify)
+                                LATENT_GP_EXTERNAL, SEQUENTIAL_LATENT_GP, Classification, classify)
 
 ENTRY_POINT_GROUP = "gpdsl.methods"
 
@@ -200,3 +201,7 @@ register(Method(
     "ml", "type-II maximum likelihood (MAP where there are priors) of GP regression, f integrated out exactly "
     "(a point estimate, stored as one draw)", (GP_REGRESSION,), MLSettings, run_ml, command="fit",
     requires_priors=False, predicts=True))
+register(Method(
+    "sequential", "sequential sampling of a latent GP over time: a long chain at step 1, then one pass over M states "
+    "per step with moment-matched hyperpriors (Tegner et al. 2018; --scheme full: Gibbs on f_1:t at every step)",
+    (SEQUENTIAL_LATENT_GP,), SequentialSettings, run_sequential, checkpoints=True))

@@ -192,6 +192,10 @@ class JaxModel:
                 total = total + self._over_loops(statement, loops, env)
         return total
 
+    def statement_log_density(self, statement, env: dict, bound: dict) -> jax.Array:
+        """The log density of one statement with its loop variables bound (``{"i": 3}``): one term of a loop."""
+        return self._statement_logpdf(statement, {**env, **bound})
+
     def _over_loops(self, statement, loops, env, bound=None):
         bound = dict(bound or {})
         if not loops:

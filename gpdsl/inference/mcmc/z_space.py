@@ -82,7 +82,7 @@ def z_prior(problem, method: str) -> ZPrior:
                               statement.span) from None
         means.append(np.broadcast_to(np.asarray(mu, float), block.shape).ravel())
         sds.append(np.broadcast_to(np.asarray(sigma, float), block.shape).ravel())
-    mean, sd = np.concatenate(means), np.concatenate(sds)
+    mean, sd = (np.concatenate(means), np.concatenate(sds)) if means else (np.zeros(0), np.zeros(0))
     return ZPrior(jnp.asarray(mean), jnp.asarray(np.diag(sd ** 2)))
 
 
@@ -231,6 +231,8 @@ def hyper_update(rng_key, position: LatentPosition, problem, scale=None, *, kapp
                                            problem.log_likelihood, prior, blocks.alpha)
         position = position._replace(theta=theta, loglik=loglik)
         infos.append(info)
+    if not infos:
+        return position, HyperInfo(jnp.ones((), bool), jnp.ones(()), jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32))
     return position, HyperInfo(accepted=jnp.all(jnp.stack([i.accepted for i in infos])),
                                acceptance_rate=jnp.ones(()),
                                num_evaluations=sum(i.num_evaluations for i in infos),
