@@ -250,7 +250,7 @@ def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
 
     started = time.perf_counter()
     if prepared.context.chain_groups is None:
-        output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
+        output = _run_reporting_external_failures(prepared)
     else:
         from gpdsl.inference.chain_groups import chains_run_by
         from gpdsl.scale_out import RunTask, chain_executor
@@ -265,6 +265,19 @@ def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
     if prepared.out is not None:
         write_netcdf(results, prepared.out)
     return (results, output.state) if keep_state else results
+
+
+def _run_reporting_external_failures(prepared: PreparedRun):
+    """The method's run; an error an external likelihood raised inside compiled code is re-raised as itself."""
+    from gpdsl.externals import pending_failure
+
+    try:
+        return prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
+    except Exception as error:
+        failure = pending_failure()
+        if failure is None or failure is error:
+            raise
+        raise failure from error
 
 
 def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None, *,

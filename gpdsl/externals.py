@@ -41,6 +41,16 @@ class ExternalError(MethodError):
     """An external likelihood failed: the message names the function (and the step, where there is one)."""
 
 
+_failures: list[ExternalError] = []
+
+
+def pending_failure() -> ExternalError | None:
+    """The error an external likelihood raised inside a compiled run (JAX reports it wrapped in its own), once."""
+    failure = _failures[-1] if _failures else None
+    _failures.clear()
+    return failure
+
+
 @dataclass(frozen=True)
 class External:
     """A loaded external likelihood.
@@ -87,10 +97,12 @@ class External:
             try:
                 value = np.asarray(self.function(*(np.asarray(v) for v in values)), dtype=np.float64)
             except Exception as error:  # noqa: BLE001 - the user's code: any error, named
-                raise ExternalError(self.failure(error, where)) from error
+                _failures.append(ExternalError(self.failure(error, where)))
+                raise _failures[-1] from error
             if value.shape != ():
-                raise ExternalError(f"external likelihood {self.name} returned shape {value.shape}{where}; it must "
-                                    "return one number, the log likelihood")
+                _failures.append(ExternalError(f"external likelihood {self.name} returned shape {value.shape}{where}; "
+                                               "it must return one number, the log likelihood"))
+                raise _failures[-1]
             return value
 
         result = jax.ShapeDtypeStruct((), jnp.float64)

@@ -62,7 +62,7 @@ def test_same_draws_as_the_likelihood_in_the_language(data, in_language, functio
 
 
 def test_a_failing_function_is_named(data):
-    with pytest.raises(Exception, match="external likelihood gpdsl.testing.external_likelihoods:failing failed: "
+    with pytest.raises(MethodError, match="external likelihood gpdsl.testing.external_likelihoods:failing failed: "
                                         "ValueError: the pricer did not converge"):
         api.sample(external("failing"), data, "gibbs", seed=3, allow_external=True, **SETTINGS)
 

@@ -57,3 +57,74 @@ def test_f2_matches_the_exact_conditional_at_fixed_hyperparameters(fixed_data):
         values, squared = f2[..., j], (f2[..., j] - mean[j]) ** 2
         assert abs(values.mean() - mean[j]) < 4 * float(az.mcse(values)), (j, values.mean(), mean[j])
         assert abs(squared.mean() - cov[j, j]) < 4 * float(az.mcse(squared)), (j, squared.mean(), cov[j, j])
+
+
+NOISY = FIXED.replace("data { int T; int N; vector[T] t; array[T] matrix[N, 1] X; array[T] vector[N] y; }",
+                      "data { int T; int N; vector[T] t; array[T] matrix[N, 1] X; array[T] vector[N] y; }\n"
+                      "parameters { real s ~ scaled_sigmoid_normal(0.1, 1); real ell ~ scaled_sigmoid_normal(0.1, 2); }")
+NOISY = NOISY.replace("normal(f[i], 0.4)", "normal(f[i], s)").replace("rbf(X, lengthscale = 0.5)",
+                                                                       "rbf(X, lengthscale = ell)")
+SMALL = {"states": 20, "burn_in": 10, "thin": 1, "repeat_f": 2, "surrogate_variance": 0.16}
+
+
+@pytest.fixture(scope="module")
+def three_steps():
+    rng = np.random.default_rng(6)
+    return {"T": 3, "N": 3, "t": np.array([0.0, 0.5, 1.0]), "X": rng.uniform(0, 1, size=(3, 3, 1)),
+            "y": rng.normal(size=(3, 3))}
+
+
+def settings(**changes):
+    from gpdsl.inference.methods.sequential import SequentialSettings
+
+    return SequentialSettings(**{**SMALL, **changes})
+
+
+def test_results_have_the_time_dim_and_resume_from_a_step_checkpoint(tmp_path, three_steps):
+    checkpoint = tmp_path / "run.npz"
+    whole = api.run(NOISY, three_steps, "sequential", settings(), seed=2, checkpoint=checkpoint)
+    assert whole.posterior["s"].dims == ("chain", "draw", "T") and whole.posterior["f"].shape == (1, 20, 3, 3)
+    stored = dict(np.load(checkpoint))
+    import json
+
+    meta = json.loads(str(stored["meta"]))
+    assert meta["steps_done"] == 3
+    meta.update(steps_done=2, seconds=meta["seconds"][:2])
+    np.savez(checkpoint, meta=np.asarray(json.dumps(meta)), thetas=stored["thetas"][:2], fs=stored["fs"][:2])
+    resumed = api.run(NOISY, three_steps, "sequential", settings(), seed=2, checkpoint=checkpoint)
+    for name in ("s", "ell", "f"):
+        np.testing.assert_array_equal(resumed.posterior[name].values, whole.posterior[name].values)
+
+
+def test_the_full_scheme_shares_step_one_and_a_window_of_two_runs(three_steps):
+    sequential = api.run(NOISY, three_steps, "sequential", settings(window=2), seed=3)
+    full = api.run(NOISY, three_steps, "sequential", settings(scheme="full"), seed=3)
+    np.testing.assert_array_equal(full.posterior["s"].values[:, :, 0], sequential.posterior["s"].values[:, :, 0])
+    assert np.isfinite(full.posterior["f"].values).all() and np.isfinite(sequential.posterior["f"].values).all()
+    assert not np.array_equal(full.posterior["s"].values[:, :, 2], sequential.posterior["s"].values[:, :, 2])
+
+
+def test_a_failing_external_likelihood_is_named_with_its_step(tmp_path, three_steps):
+    text = NOISY.replace("y[i] ~ normal(f[i], s);",
+                         'y[i] ~ external("gpdsl.testing.external_likelihoods:normal_numpy_checked", f[i], s);')
+    data = {**three_steps, "y": three_steps["y"].copy()}
+    data["y"][1, 0] = 1000.0
+    checkpoint = tmp_path / "run.npz"
+    with pytest.raises(MethodError, match=r"step 2 of 3 failed .*external likelihood "
+                                          r"gpdsl.testing.external_likelihoods:normal_numpy_checked failed.*"
+                                          r"observation out of range") as error:
+        api.run(text, data, "sequential", settings(), seed=2, checkpoint=checkpoint, allow_external=True)
+    assert "steps 1..1 are in the checkpoint" in str(error.value)
+    assert np.load(checkpoint)["thetas"].shape == (1, 20, 2)
+
+
+def test_methods_say_which_statement_they_cannot_run(three_steps):
+    with pytest.raises(MethodError, match=r"gibbs needs .*'f' is array\[T\] vector\[N\]"):
+        api.sample(NOISY, three_steps, "gibbs", seed=1)
+    not_looped = NOISY.replace("for (i in 1:T) {\n    y[i] ~ normal(f[i], s);\n  }", "y[1] ~ normal(f[1], s);")
+    with pytest.raises(MethodError, match="sequential needs"):
+        api.sample(not_looped, three_steps, "sequential", seed=1, **SMALL)
+    half_normal = NOISY.replace("real s ~ scaled_sigmoid_normal(0.1, 1);", "real<lower=0> s ~ half_normal(1);")
+    with pytest.raises(MethodError, match="'s' has half_normal") as error:
+        api.sample(half_normal, three_steps, "sequential", seed=1, **SMALL)
+    assert error.value.span is not None

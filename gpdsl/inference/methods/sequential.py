@@ -25,8 +25,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.errors import GpdslError, MethodError
@@ -84,9 +82,16 @@ class SequentialSettings:
         require_number("surrogate_variance", self.surrogate_variance, 0, open_low=True)
         require_choice("scheme", self.scheme, SCHEMES)
 
+    @property
+    def chains(self) -> int:
+        """One chain, threaded through the states of every step."""
+        return 1
+
 
 def run_sequential(model, data, settings: SequentialSettings, context):
     """Run ``sequential``; returns a :class:`~gpdsl.results.method_output.MethodOutput` (module docstring)."""
+    import jax
+
     from gpdsl.inference.families.sequential import sequential_view
     from gpdsl.inference.mcmc.z_space import split, z_prior
 
@@ -115,7 +120,11 @@ def run_sequential(model, data, settings: SequentialSettings, context):
         except GpdslError as error:
             raise type(error)(f"step {t}: {error.message}", error.span, error.hint) from error
         except Exception as error:  # noqa: BLE001 - a failure inside the step (e.g. external code), named
-            raise MethodError(f"step {t} of {view.steps} failed ({type(error).__name__}: {error}); steps "
+            from gpdsl.externals import pending_failure
+
+            failure = pending_failure()
+            cause = failure.message if failure is not None else f"{type(error).__name__}: {error}"
+            raise MethodError(f"step {t} of {view.steps} failed ({cause}); steps "
                               f"1..{t - 1} are {'in the checkpoint' if context.checkpoint else 'lost'}",
                               hint=None if context.checkpoint else "run with --checkpoint to keep finished steps") \
                 from error
@@ -130,6 +139,8 @@ def run_sequential(model, data, settings: SequentialSettings, context):
 
 def _chain(view, steps, settings, key, prior, progress):
     """The chain of step 1 on ``f_1:steps`` (SDSS for kappa): thinned hyperparameters and ``f_steps``."""
+    import jax
+
     from gpdsl.inference.driver import run_chains
     from gpdsl.inference.mcmc.gibbs import make_gibbs
 
@@ -151,6 +162,8 @@ def _chain(view, steps, settings, key, prior, progress):
 
 def _pass(run, view, t, window, record, key):
     """Step ``t`` (from 1) by one pass of Alg. 1 over the states of step ``t - 1``."""
+    import jax.numpy as jnp
+
     from gpdsl.inference.mcmc.sequential import moment_match
 
     previous = np.concatenate([record.fs[s] for s in range(t - 1 - window, t - 1)], axis=1)
@@ -203,6 +216,9 @@ class _Record:
 
 
 def _output(view, record, settings):
+    import jax
+    import jax.numpy as jnp
+
     from gpdsl.results.method_output import MethodOutput
 
     thetas = np.stack(record.thetas, axis=1)  # (M, T, d)
