@@ -128,3 +128,69 @@ def test_methods_say_which_statement_they_cannot_run(three_steps):
     with pytest.raises(MethodError, match="'s' has half_normal") as error:
         api.sample(half_normal, three_steps, "sequential", seed=1, **SMALL)
     assert error.value.span is not None
+
+
+def _write_problem(directory, data):
+    import json
+
+    (directory / "model.gpm").write_text(NOISY)
+    (directory / "data.json").write_text(json.dumps({k: np.asarray(v).tolist() for k, v in data.items()}))
+
+
+COMMAND = ["sample", "model.gpm", "--data", "data.json", "--method", "sequential", "--window", "1", "--states", "20",
+           "--burn-in", "10", "--thin", "1", "--repeat-f", "2", "--surrogate-variance", "0.16", "--seed", "5",
+           "--quiet"]
+
+
+def test_the_command_line_runs_it(tmp_path, three_steps, monkeypatch):
+    import xarray as xr
+
+    from gpdsl.cli import main
+
+    _write_problem(tmp_path, three_steps)
+    monkeypatch.chdir(tmp_path)
+    assert main([*COMMAND, "--out", "fit.nc"]) == 0
+    posterior = xr.open_dataset("fit.nc", group="posterior")
+    assert posterior["s"].sizes["T"] == 3 and posterior["f"].shape == (1, 20, 3, 3)
+
+
+@pytest.mark.slow
+def test_a_killed_run_resumes_at_the_next_step(tmp_path, three_steps, monkeypatch):
+    import os
+    import select
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import xarray as xr
+
+    from gpdsl.atomic import PAUSE_VARIABLE
+    from gpdsl.cli import main
+
+    _write_problem(tmp_path, three_steps)
+    monkeypatch.chdir(tmp_path)
+    assert main([*COMMAND, "--out", "whole.nc"]) == 0
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "gpdsl.cli", *COMMAND, "--out", "resumed.nc", "--checkpoint", "run.npz"]
+    environment = {**os.environ, "PYTHONPATH": str(root), PAUSE_VARIABLE: "2:after"}
+    process = subprocess.Popen(command, cwd=tmp_path, env=environment, stderr=subprocess.PIPE, text=True)
+    said, deadline = "", time.monotonic() + 240
+    while "gpdsl test: paused" not in said:
+        assert process.poll() is None and time.monotonic() < deadline, said
+        if select.select([process.stderr], [], [], 5)[0]:
+            said += process.stderr.readline()
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    import json
+
+    assert json.loads(str(np.load(tmp_path / "run.npz")["meta"]))["steps_done"] == 2
+    resumed = subprocess.run(command[:-2] + ["--checkpoint", "run.npz"], cwd=tmp_path, capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": str(root)})
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming from checkpoint" in resumed.stderr
+    whole = xr.open_dataset(tmp_path / "whole.nc", group="posterior")
+    again = xr.open_dataset(tmp_path / "resumed.nc", group="posterior")
+    for name in ("s", "ell", "f"):
+        np.testing.assert_array_equal(again[name].values, whole[name].values)
