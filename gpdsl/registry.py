@@ -204,4 +204,4 @@ register(Method(
 register(Method(
     "sequential", "sequential sampling of a latent GP over time: a long chain at step 1, then one pass over M states "
     "per step with moment-matched hyperpriors (Tegner et al. 2018; --scheme full: Gibbs on f_1:t at every step)",
-    (SEQUENTIAL_LATENT_GP,), SequentialSettings, run_sequential, checkpoints=True))
+    (SEQUENTIAL_LATENT_GP,), SequentialSettings, run_sequential, checkpoints=True, predicts=True))

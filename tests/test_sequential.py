@@ -194,3 +194,33 @@ def test_a_killed_run_resumes_at_the_next_step(tmp_path, three_steps, monkeypatc
     again = xr.open_dataset(tmp_path / "resumed.nc", group="posterior")
     for name in ("s", "ell", "f"):
         np.testing.assert_array_equal(again[name].values, whole[name].values)
+
+
+def test_predictions_at_new_inputs_match_the_exact_law_at_fixed_hyperparameters(fixed_data):
+    X_new = np.array([[[0.2], [0.9]], [[0.35], [0.8]]])
+    fit = api.sample(FIXED, fixed_data, "sequential", seed=8, states=3000, burn_in=200, thin=2, initial_repeat_f=2,
+                     repeat_f=10, surrogate_variance=NOISE ** 2, new_inputs=X_new)
+    draws = fit.predictions["f_new"].values
+    assert draws.shape == (1, 3000, 2, 2) and fit.predictions["f_new"].dims == ("chain", "draw", "T", "N_new")
+    t, X, y = fixed_data["t"], fixed_data["X"][..., 0], fixed_data["y"]
+    # the scheme's joint law of (f_1, f_2), then f* at step 2 given both under the same GP
+    points_t = np.concatenate([np.repeat(t, 3), np.full(2, t[1])])
+    points_x = np.concatenate([X.reshape(-1), X_new[1, :, 0]])
+    K = rbf(points_t, points_t, 0.8) * rbf(points_x, points_x, 0.5) + 1e-6 * np.eye(8)
+    K11 = K[:3, :3]
+    gain1 = K11 @ np.linalg.inv(K11 + NOISE ** 2 * np.eye(3))
+    mean1, cov1 = gain1 @ y[0], K11 - gain1 @ K11
+    G = K[3:6, :3] @ np.linalg.inv(K11)
+    Q = K[3:6, 3:6] - G @ K[:3, 3:6]
+    C = np.linalg.inv(np.linalg.inv(Q) + np.eye(3) / NOISE ** 2)
+    B = C @ np.linalg.inv(Q) @ G
+    joint_mean = np.concatenate([mean1, B @ mean1 + C @ y[1] / NOISE ** 2])
+    joint_cov = np.block([[cov1, cov1 @ B.T], [B @ cov1, C + B @ cov1 @ B.T]])
+    A = K[6:, :6] @ np.linalg.inv(K[:6, :6])
+    mean = A @ joint_mean
+    cov = A @ joint_cov @ A.T + K[6:, 6:] - A @ K[:6, 6:]
+    for j in range(2):
+        values = draws[:, :, 1, j]
+        squared = (values - mean[j]) ** 2
+        assert abs(values.mean() - mean[j]) < 4 * float(az.mcse(values)), (j, values.mean(), mean[j])
+        assert abs(squared.mean() - cov[j, j]) < 4 * float(az.mcse(squared)), (j, squared.mean(), cov[j, j])

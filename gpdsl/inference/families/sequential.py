@@ -146,6 +146,20 @@ class StepFunctions:
         b = solve_triangular(chol_previous, f_previous, lower=True)
         return a.T @ b, cholesky(K[split:, split:] - a.T @ a)
 
+    def new_conditional(self, theta, data: dict, f_window, X_new) -> tuple[jax.Array, jax.Array]:
+        """Mean and covariance of ``f_t`` at new inputs ``X_new`` (``(m, D)``, of the current step) given ``f`` of the
+        window's ``window + 1`` steps (``f_window``, shape ``((window + 1) * n,)``) under the same GP."""
+        env = self.environment(theta, data)
+        statement = self.view.node.statement
+        kernel = self.jax_model.gp_kernel(statement, env)
+        points = self.jax_model.gp_inputs(statement, env)
+        time = jnp.asarray(self.jax_model.evaluate(statement.inputs.components[0], env), dtype=float)[-1]
+        new = jnp.concatenate([jnp.full((X_new.shape[0], 1), time), jnp.asarray(X_new, dtype=float)], axis=1)
+        chol = cholesky(self.jax_model.gp_covariance(statement, env))
+        a = solve_triangular(chol, kernel(points, new), lower=True)
+        mean = a.T @ solve_triangular(chol, f_window, lower=True)
+        return mean, kernel(new) - a.T @ a
+
     def log_likelihood(self, f_t, theta, data: dict, f_previous) -> jax.Array:
         """``log p(y_t | f_t, theta)``: the likelihood statement at the window's last step alone."""
         f = jnp.concatenate([f_previous, f_t])

@@ -98,6 +98,10 @@ def run_sequential(model, data, settings: SequentialSettings, context):
     if context.chain_groups is not None:
         raise MethodError("sequential runs one chain threaded through its states; it has no chain groups")
     view = sequential_view(model, data, context.facts, "sequential", context.allow_external)
+    if context.new_inputs is not None:
+        from gpdsl.inference.predict.sequential import check_step_inputs
+
+        new_inputs = check_step_inputs(view, context.new_inputs)
     prior = z_prior(view, "sequential")
     blocks = split(view)
     key = jax.random.PRNGKey(context.seed)
@@ -134,7 +138,14 @@ def run_sequential(model, data, settings: SequentialSettings, context):
             import sys
 
             print(f"sequential: step {t}/{view.steps} in {record.seconds[-1]:.1f} s", file=sys.stderr)
-    return _output(view, record, settings)
+    output = _output(view, record, settings)
+    if context.new_inputs is not None:
+        from gpdsl.inference.predict.sequential import predict_steps
+
+        draws = predict_steps(view, settings.window, record.thetas, record.fs, new_inputs, jax.random.fold_in(key, 0))
+        output.predictions = {f"{view.name}_new": draws[None]}
+        output.dims[f"{view.name}_new"] = [view.time_size, f"{view.node.statement.inputs.index_shape[1]}_new"]
+    return output
 
 
 def _chain(view, steps, settings, key, prior, progress):
