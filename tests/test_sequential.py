@@ -119,8 +119,9 @@ def test_a_failing_external_likelihood_is_named_with_its_step(tmp_path, three_st
 
 
 def test_methods_say_which_statement_they_cannot_run(three_steps):
-    with pytest.raises(MethodError, match=r"gibbs needs .*'f' is array\[T\] vector\[N\]"):
+    with pytest.raises(MethodError, match=r"gibbs needs .*'f' is array\[T\] vector\[N\]") as error:
         api.sample(NOISY, three_steps, "gibbs", seed=1)
+    assert "f ~ gp((t, X)" in error.value.render()
     not_looped = NOISY.replace("for (i in 1:T) {\n    y[i] ~ normal(f[i], s);\n  }", "y[1] ~ normal(f[1], s);")
     with pytest.raises(MethodError, match="sequential needs"):
         api.sample(not_looped, three_steps, "sequential", seed=1, **SMALL)

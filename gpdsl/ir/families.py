@@ -226,7 +226,7 @@ def _latent_gp(model: ir.Model, nodes: list[GPNode], marginalise: bool,
     if others:
         return refuse(f"this model also has latent {', '.join(others)}")
     if node.loops or var.type.container != "vector" or var.type.array_dims:
-        return refuse(f"'{node.name}' is {var.type.describe()}")
+        return Refusal(LATENT_GP_NEEDS, f"'{node.name}' is {var.type.describe()}", node.statement.span)
     external = any_likelihood and isinstance(node.likelihood, ir.ExternalLikelihood)
     if node.likelihood is None or not (node.elementwise or external):
         return Refusal(LATENT_GP_NEEDS, f"the likelihood of '{node.name}' does not act on its elements one by one",
