@@ -30,33 +30,52 @@ def fixed_data():
     return {"T": 2, "N": 3, "t": np.array([0.0, 0.5]), "X": X, "y": rng.normal(size=(2, 3))}
 
 
-def scheme_marginal(data):
-    """The exact law of f_2 under the scheme at fixed hyperparameters: f_1 ~ p(f_1 | y_1), then
-    f_2 ~ p(f_2 | f_1, y_2), with f_1 integrated out (Gaussian)."""
+def scheme_law(data, window):
+    """The exact law of (f_1, ..., f_T) under the scheme at fixed hyperparameters: f_1 ~ p(f_1 | y_1), then
+    f_t ~ p(f_t | f_{t-window:t-1}, y_t) given the same state's earlier values (linear-Gaussian recursion)."""
     t, X, y = data["t"], data["X"][..., 0], data["y"]
-    points_t = np.repeat(t, 3)
-    points_x = X.reshape(-1)
-    K = rbf(points_t, points_t, 0.8) * rbf(points_x, points_x, 0.5) + 1e-6 * np.eye(6)
-    K11, K12, K22 = K[:3, :3], K[:3, 3:], K[3:, 3:]
-    noise = NOISE ** 2 * np.eye(3)
-    gain1 = K11 @ np.linalg.inv(K11 + noise)
-    mean1, cov1 = gain1 @ y[0], K11 - gain1 @ K11
-    G = K12.T @ np.linalg.inv(K11)
-    Q = K22 - G @ K12
-    C = np.linalg.inv(np.linalg.inv(Q) + np.eye(3) / NOISE ** 2)
-    B = C @ np.linalg.inv(Q) @ G
-    return B @ mean1 + C @ y[1] / NOISE ** 2, C + B @ cov1 @ B.T
+    steps, n = y.shape
+    points_t, points_x = np.repeat(t, n), X.reshape(-1)
+    K = rbf(points_t, points_t, 0.8) * rbf(points_x, points_x, 0.5) + 1e-6 * np.eye(steps * n)
+    noise = NOISE ** 2 * np.eye(n)
+    gain = K[:n, :n] @ np.linalg.inv(K[:n, :n] + noise)
+    mean, cov = gain @ y[0], K[:n, :n] - gain @ K[:n, :n]
+    for step in range(1, steps):
+        given = np.arange(max(0, step - window) * n, step * n)
+        current = np.arange(step * n, (step + 1) * n)
+        G = np.zeros((n, step * n))
+        G[:, given] = K[np.ix_(current, given)] @ np.linalg.inv(K[np.ix_(given, given)])
+        Q = K[np.ix_(current, current)] - G[:, given] @ K[np.ix_(given, current)]
+        C = np.linalg.inv(np.linalg.inv(Q) + np.linalg.inv(noise))
+        B = C @ np.linalg.inv(Q) @ G
+        mean = np.concatenate([mean, B @ mean + C @ np.linalg.inv(noise) @ y[step]])
+        cov = np.block([[cov, cov @ B.T], [B @ cov, C + B @ cov @ B.T]])
+    return mean, cov
+
+
+def assert_matches(draws, mean, cov):
+    for j in range(draws.shape[-1]):
+        values, squared = draws[..., j], (draws[..., j] - mean[j]) ** 2
+        assert abs(values.mean() - mean[j]) < 4 * float(az.mcse(values)), (j, values.mean(), mean[j])
+        assert abs(squared.mean() - cov[j, j]) < 4 * float(az.mcse(squared)), (j, squared.mean(), cov[j, j])
 
 
 def test_f2_matches_the_exact_conditional_at_fixed_hyperparameters(fixed_data):
     fit = api.sample(FIXED, fixed_data, "sequential", seed=4, states=3000, burn_in=200, thin=2, initial_repeat_f=2,
-                     repeat_f=10, surrogate_variance=NOISE ** 2)
-    f2 = fit.posterior["f"].values[:, :, 1, :]
-    mean, cov = scheme_marginal(fixed_data)
-    for j in range(3):
-        values, squared = f2[..., j], (f2[..., j] - mean[j]) ** 2
-        assert abs(values.mean() - mean[j]) < 4 * float(az.mcse(values)), (j, values.mean(), mean[j])
-        assert abs(squared.mean() - cov[j, j]) < 4 * float(az.mcse(squared)), (j, squared.mean(), cov[j, j])
+                     repeat_f=40, surrogate_variance=NOISE ** 2)
+    mean, cov = scheme_law(fixed_data, window=1)
+    assert_matches(fit.posterior["f"].values[:, :, 1, :], mean[3:], cov[3:, 3:])
+
+
+@pytest.mark.parametrize("window", [1, 2])
+def test_f3_follows_each_state_s_own_trajectory_through_the_window(window):
+    rng = np.random.default_rng(9)
+    data = {"T": 3, "N": 2, "t": np.array([0.0, 0.3, 0.6]), "X": rng.uniform(0, 1, size=(3, 2, 1)),
+            "y": rng.normal(size=(3, 2))}
+    fit = api.sample(FIXED, data, "sequential", seed=window, states=3000, burn_in=200, thin=2, initial_repeat_f=2,
+                     repeat_f=40, window=window, surrogate_variance=NOISE ** 2)
+    mean, cov = scheme_law(data, window)
+    assert_matches(fit.posterior["f"].values[:, :, 2, :], mean[4:], cov[4:, 4:])
 
 
 NOISY = FIXED.replace("data { int T; int N; vector[T] t; array[T] matrix[N, 1] X; array[T] vector[N] y; }",
@@ -200,7 +219,7 @@ def test_a_killed_run_resumes_at_the_next_step(tmp_path, three_steps, monkeypatc
 def test_predictions_at_new_inputs_match_the_exact_law_at_fixed_hyperparameters(fixed_data):
     X_new = np.array([[[0.2], [0.9]], [[0.35], [0.8]]])
     fit = api.sample(FIXED, fixed_data, "sequential", seed=8, states=3000, burn_in=200, thin=2, initial_repeat_f=2,
-                     repeat_f=10, surrogate_variance=NOISE ** 2, new_inputs=X_new)
+                     repeat_f=40, surrogate_variance=NOISE ** 2, new_inputs=X_new)
     draws = fit.predictions["f_new"].values
     assert draws.shape == (1, 3000, 2, 2) and fit.predictions["f_new"].dims == ("chain", "draw", "T", "N_new")
     t, X, y = fixed_data["t"], fixed_data["X"][..., 0], fixed_data["y"]
