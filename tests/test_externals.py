@@ -77,3 +77,19 @@ def test_unknown_functions_are_refused_clearly():
         load("gpdsl.testing.external_likelihoods:nope")
     with pytest.raises(GpdslError, match="no installed package declares the external likelihood 'nope'"):
         load("nope")
+
+
+def test_an_entry_point_name_resolves_through_the_group(monkeypatch):
+    from importlib import metadata
+
+    from gpdsl import externals
+
+    declared = metadata.EntryPoint("normal_model", "gpdsl.testing.external_likelihoods:normal_jax",
+                                   externals.ENTRY_POINT_GROUP)
+    monkeypatch.setattr(externals.metadata, "entry_points",
+                        lambda group: [declared] if group == externals.ENTRY_POINT_GROUP else [])
+    loaded = load("normal_model")
+    assert loaded.name == "normal_model" and float(loaded(np.zeros(2), np.zeros(2), 1.0)) == pytest.approx(
+        2 * -0.9189385332046727)
+    model, _ = api.check(TEXT.format(likelihood='external("normal_model", f, s)'))
+    assert model.likelihoods()[0].function == "normal_model"
