@@ -3,6 +3,7 @@
 Usage::
 
     python case_studies/tegner2018_sequential/run.py coverage [--quick]   # Sec. 4.1, Fig. 1
+    python case_studies/tegner2018_sequential/run.py prediction [--quick] # Fig. 2: held-out predictive density
     python case_studies/tegner2018_sequential/run.py full [--quick]       # Fig. 3: full against sequential
     python case_studies/tegner2018_sequential/run.py pricing [--quick]    # Sec. 4.2, Figs. 4-5
 
@@ -76,6 +77,31 @@ def coverage(quick: bool, seed: int) -> dict:
                       "seconds_step_1": "< 240 (2.8 GHz quad-core i7)", "seconds_steps_2_T": 35 * 60}}
 
 
+def prediction(quick: bool, seed: int) -> dict:
+    """Fig. 2: running mean of the predictive log likelihood of held-out data at t = T, sequential against the
+    no-history scheme (``prediction.py``)."""
+    from case_studies.tegner2018_sequential.prediction import prediction_experiment
+
+    steps, n = (5, 100) if quick else (20, 200)
+    data, _ = simulate(steps, n, seed)
+    result = prediction_experiment(MODEL, data, paper_settings(quick), seed)
+    from matplotlib.figure import Figure
+
+    from gpdsl.results.plots import save_png
+
+    figure = Figure(figsize=(5, 3.5))
+    axis = figure.add_subplot(1, 1, 1)
+    axis.plot(result["sequential_running_mean"], label="sequential (S_{T-1} carried over)")
+    axis.plot(result["baseline_running_mean"], label="no history (step T alone)")
+    axis.set_xlabel("state i")
+    axis.set_ylabel("running mean of ll*")
+    axis.legend(fontsize=7)
+    RESULTS.mkdir(exist_ok=True)
+    save_png(figure, RESULTS / f"prediction{'_quick' if quick else ''}.png")
+    summary = {key: value for key, value in result.items() if not key.endswith("running_mean")}
+    return {"T": steps, "N": n, "seed": seed, **summary, "paper": "sequential higher (figure only, no numbers)"}
+
+
 def full_against_sequential(quick: bool, seed: int) -> dict:
     """Fig. 3: per step, the wall time and the variance of the hyperparameter samples, full baseline against
     sequential, at N = 100, T = 10 (the same number of states)."""
@@ -95,11 +121,11 @@ def pricing(quick: bool, seed: int) -> dict:
     """Sec. 4.2: the posterior of the local volatility at the last date against the truth, and the price fit."""
     from case_studies.tegner2018_sequential.option_data import simulate_options
 
-    steps = 3 if quick else 12
+    steps = 2 if quick else 12
     data, truth = simulate_options(steps, seed)
-    settings = SequentialSettings(states=100 if quick else 1000, burn_in=100 if quick else 2000,
-                                  thin=1 if quick else 18, initial_repeat_f=3, repeat_f=5, window=1,
-                                  surrogate_variance=0.05 ** 2)
+    settings = SequentialSettings(states=20 if quick else 1000, burn_in=20 if quick else 2000,
+                                  thin=1 if quick else 18, initial_repeat_f=1 if quick else 3,
+                                  repeat_f=1 if quick else 5, window=1, surrogate_variance=0.05 ** 2)
     started = time.perf_counter()
     fit = api.run(PRICING_MODEL, data, "sequential", settings, seed=seed, allow_external=True)
     seconds = json.loads(fit.attrs["report"])["seconds_per_step"]
@@ -137,7 +163,7 @@ def _figure_coverage(shifted, truth, steps, name):
     save_png(figure, RESULTS / name)
 
 
-EXPERIMENTS = {"coverage": coverage, "full": full_against_sequential, "pricing": pricing}
+EXPERIMENTS = {"coverage": coverage, "prediction": prediction, "full": full_against_sequential, "pricing": pricing}
 
 
 def main(argv=None) -> int:
