@@ -139,12 +139,11 @@ class StepFunctions:
         of ``f_t`` when ``window`` is 0. ``f_previous`` has shape ``(window * n,)``."""
         K = self.jax_model.gp_covariance(self.view.node.statement, self.environment(theta, data))
         split = self.window * self.view.n
+        chol = cholesky(K)
         if split == 0:
-            return jnp.zeros(self.view.n), cholesky(K)
-        chol_previous = cholesky(K[:split, :split])
-        a = solve_triangular(chol_previous, K[:split, split:], lower=True)
-        b = solve_triangular(chol_previous, f_previous, lower=True)
-        return a.T @ b, cholesky(K[split:, split:] - a.T @ a)
+            return jnp.zeros(self.view.n), chol
+        # K = L L^T in blocks: f_t | f_prev has mean L21 L11^{-1} f_prev and Cholesky factor L22
+        return chol[split:, :split] @ solve_triangular(chol[:split, :split], f_previous, lower=True), chol[split:, split:]
 
     def new_conditional(self, theta, data: dict, f_window, X_new) -> tuple[jax.Array, jax.Array]:
         """Mean and covariance of ``f_t`` at new inputs ``X_new`` (``(m, D)``, of the current step) given ``f`` of the
