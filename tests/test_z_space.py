@@ -114,3 +114,31 @@ def test_leaves_the_exact_posterior_invariant(model, name, bounds, log_posterior
     for values, exact in ((z, mean), ((z - mean) ** 2, variance)):
         mcse = float(az.mcse(az.convert_to_dataset(values[..., None].swapaxes(-1, -1)[..., 0]))["x"])
         assert abs(values.mean() - exact) < 4 * mcse, (update, values.mean(), exact, mcse)
+
+
+JOINT_MODEL = """
+data { int N; vector[N] x; vector[N] y; }
+parameters { real ell ~ scaled_sigmoid_normal(0.05, 2, 0.2, 1.2); real s ~ scaled_sigmoid_normal(0, 1); }
+model { f ~ gp(x, rbf(lengthscale = ell)); y ~ normal(f, s); }
+"""
+
+
+def test_kappa_and_alpha_together_against_two_dimensional_quadrature():
+    grid = np.linspace(-6, 6, 241)
+    ell = 0.05 + 1.95 / (1 + np.exp(-grid))
+    s = 1 / (1 + np.exp(-grid))
+    K = np.exp(-0.5 * (X[:, None] - X[None]) ** 2 / ell[:, None, None, None] ** 2) \
+        + s[None, :, None, None] ** 2 * np.eye(5)
+    _, log_det = np.linalg.slogdet(K)
+    quadratic = np.einsum("i,abi->ab", Y, np.linalg.solve(K, np.broadcast_to(Y, K.shape[:-1])[..., None])[..., 0])
+    log_p = (stats.norm.logpdf(grid, 0.2, 1.2)[:, None] + stats.norm.logpdf(grid, 0, 1.5)[None]
+             - 0.5 * (log_det + quadratic))
+    weights = np.exp(log_p - log_p.max())
+    weights /= weights.sum()
+    exact = {"ell": (0.05, 2.0, np.sum(weights.sum(1) * grid)), "s": (0.0, 1.0, np.sum(weights.sum(0) * grid))}
+    fit = api.sample(JOINT_MODEL, DATA, "gibbs", theta_update="sdss", surrogate_variance=0.09, chains=4, warmup=200,
+                     draws=2000, seed=12)
+    for name, (lower, upper, mean) in exact.items():
+        p = (fit.posterior[name].values - lower) / (upper - lower)
+        z = np.log(p / (1 - p))
+        assert abs(z.mean() - mean) < 4 * float(az.mcse(z)), (name, z.mean(), mean)
