@@ -187,7 +187,8 @@ register(Method(
     "the variational E-step at each proposal (exact)", (GP_PRIOR_GPLVM, BAYESIAN_GPLVM), PMGPLVMSettings,
     run_pm_gplvm, predicts=True, checkpoints=True))
 register(Method(
-    "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters",
+    "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters, or ESS "
+    "in z-space (SDSS, fixed-nu)",
     (LATENT_GP, GP_REGRESSION, LATENT_GP_EXTERNAL), GibbsSettings, run_gibbs, predicts=True, checkpoints=True,
     chain_engine=gibbs_engine))
 register(Method(
