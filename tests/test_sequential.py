@@ -244,3 +244,67 @@ def test_predictions_at_new_inputs_match_the_exact_law_at_fixed_hyperparameters(
         squared = (values - mean[j]) ** 2
         assert abs(values.mean() - mean[j]) < 4 * float(az.mcse(values)), (j, values.mean(), mean[j])
         assert abs(squared.mean() - cov[j, j]) < 4 * float(az.mcse(squared)), (j, squared.mean(), cov[j, j])
+
+
+@pytest.mark.parametrize("kappa_update", ["fixed_nu", "sdss"])
+def test_the_step_kappa_updates_leave_the_step_target_invariant(fixed_data, kappa_update):
+    """Updates 1 and 2 at step 2 given one f_1: p(f_2, z | f_1, y_2) ~ p(y_2 | f_2) N(f_2; m_z, K_z) q(z), whose
+    z-marginal is known by quadrature (f_2 integrated out)."""
+    import jax
+    import jax.numpy as jnp
+
+    from gpdsl.inference.families.sequential import sequential_view
+    from gpdsl.inference.mcmc.ess import ess_step
+    from gpdsl.inference.mcmc.z_space import ZPrior, fixed_nu_update, sdss_mean_update, split
+    from gpdsl.ir.families import SEQUENTIAL_LATENT_GP, classify
+
+    text = FIXED.replace("data {", "data {").replace("model {", "parameters { real ell ~ scaled_sigmoid_normal("
+                                                                  "0.1, 2, 0.2, 1.2); }\nmodel {")
+    text = text.replace("rbf(X, lengthscale = 0.5)", "rbf(X, lengthscale = ell)")
+    model, _ = api.check(text)
+    view = sequential_view(model, fixed_data, classify(model).facts[SEQUENTIAL_LATENT_GP])
+    functions, kappa = view.functions(1), split(view).kappa
+    data = {name: jnp.asarray(value) for name, value in view.window(0, 2).items()}
+    previous = jnp.array([0.3, -0.2, 0.5])
+    q = ZPrior(jnp.array([0.2]), jnp.array([[1.44]]))
+    smooth, _ = functions.prior(jnp.array([0.0]), data, previous)  # y_2 near the conditional mean at ell = 1.05
+    data["y"] = data["y"].at[1].set(smooth + jnp.array([0.1, -0.15, 0.05]))
+
+    def prior_of(theta):
+        return functions.prior(theta, data, previous)
+
+    def log_likelihood(f, theta):
+        return functions.log_likelihood(f, theta, data, previous)
+
+    update = fixed_nu_update if kappa_update == "fixed_nu" else \
+        lambda *a: sdss_mean_update(*a, surrogate_variance=NOISE ** 2)
+
+    def step(carry, key):
+        theta, f = carry
+        keys = jax.random.split(key, 3)
+        mean, chol = prior_of(theta)
+        loglik = log_likelihood(f, theta)
+        for k in keys[:2]:
+            f, loglik, _ = ess_step(k, f, loglik, chol, lambda v: log_likelihood(v, theta), mean=mean)
+        theta, f, *_ = update(keys[2], theta, f, mean, chol, loglik, prior_of, log_likelihood, q, kappa)
+        return (theta, f), theta[0]
+
+    def chain(key):
+        return jax.lax.scan(step, (jnp.zeros(1), jnp.zeros(3)), jax.random.split(key, 3000))[1][500:]
+
+    z = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(jax.random.PRNGKey(3), 4)))
+    grid = jnp.linspace(-7, 7, 1401)
+
+    def marginal(value):
+        mean, chol = prior_of(jnp.array([value]))
+        cov = chol @ chol.T + NOISE ** 2 * jnp.eye(3)
+        return jax.scipy.stats.multivariate_normal.logpdf(data["y"][1], mean, cov)
+
+    log_p = np.asarray(jax.vmap(marginal)(grid)) + stats_norm_logpdf(np.asarray(grid), 0.2, 1.2)
+    weights = np.exp(log_p - log_p.max())
+    exact = float(np.sum(weights * np.asarray(grid)) / weights.sum())
+    assert abs(z.mean() - exact) < 4 * float(az.mcse(z)), (z.mean(), exact, float(az.mcse(z)))
+
+
+def stats_norm_logpdf(x, mu, sigma):
+    return -0.5 * ((x - mu) / sigma) ** 2 - np.log(sigma * np.sqrt(2 * np.pi))

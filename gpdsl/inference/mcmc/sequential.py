@@ -19,7 +19,9 @@ import numpy as np
 from jax import lax
 
 from gpdsl.inference.mcmc.ess import ess_step
-from gpdsl.inference.mcmc.z_space import Split, ZPrior, alpha_update, fixed_nu_update
+from functools import partial
+
+from gpdsl.inference.mcmc.z_space import Split, ZPrior, alpha_update, fixed_nu_update, sdss_mean_update
 
 
 class StepInfo(NamedTuple):
@@ -38,7 +40,8 @@ def moment_match(thetas: np.ndarray, jitter: float = 1e-10) -> ZPrior:
     return ZPrior(jnp.asarray(thetas.mean(axis=0)), jnp.asarray(cov))
 
 
-def make_step_pass(functions, blocks: Split, repeat_f: int, final_f: int = 0):
+def make_step_pass(functions, blocks: Split, repeat_f: int, final_f: int = 0, kappa_update: str = "fixed_nu",
+                   surrogate_variance=1.0):
     """The compiled pass of Alg. 1 over the M states of one step.
 
     Parameters
@@ -51,6 +54,9 @@ def make_step_pass(functions, blocks: Split, repeat_f: int, final_f: int = 0):
         ESS updates of ``f_t`` before Update 2 and again before Update 3.
     final_f : int
         ESS updates after Update 3.
+    kappa_update : {"fixed_nu", "sdss"}
+        Update 2 by fixed-nu ESS (Alg. 1) or by SDSS (the paper's "in doubt, SDSS at every step"), both in
+        z-space; ``surrogate_variance`` is SDSS's S.
 
     Returns
     -------
@@ -59,6 +65,9 @@ def make_step_pass(functions, blocks: Split, repeat_f: int, final_f: int = 0):
         hyperparameters, ``f_previous`` of shape ``(M, window * n)``, ``data`` the window's stepped data,
         ``q`` the :class:`ZPrior`; ``thetas`` ``(M, d)``, ``fs`` ``(M, n)``.
     """
+    kappa_step = fixed_nu_update if kappa_update == "fixed_nu" else \
+        partial(sdss_mean_update, surrogate_variance=surrogate_variance)
+
     def run(rng_key, theta, f_previous, data, q: ZPrior):
         def one_state(theta, inputs):
             key, previous = inputs
@@ -86,8 +95,8 @@ def make_step_pass(functions, blocks: Split, repeat_f: int, final_f: int = 0):
             f, loglik, shrinks = update_f(f, loglik, keys[3:3 + repeat_f])
             evaluations = jnp.zeros((), jnp.int32)
             if blocks.kappa.size:
-                theta, f, mean, chol, loglik, info = fixed_nu_update(keys[1], theta, f, mean, chol, loglik, prior_of,
-                                                                     log_likelihood, q, blocks.kappa)
+                theta, f, mean, chol, loglik, info = kappa_step(keys[1], theta, f, mean, chol, loglik, prior_of,
+                                                                log_likelihood, q, blocks.kappa)
                 evaluations = evaluations + info.num_evaluations
             f, loglik, more = update_f(f, loglik, keys[3 + repeat_f:3 + 2 * repeat_f])
             shrinks = shrinks + more

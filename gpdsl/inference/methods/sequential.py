@@ -31,6 +31,7 @@ from gpdsl.errors import GpdslError, MethodError
 from gpdsl.settings import option, require_choice, require_number, require_positive_int
 
 SCHEMES = ("sequential", "full")
+KAPPA_UPDATES = ("fixed_nu", "sdss")
 CHECKPOINT_VERSION = 1
 
 
@@ -57,6 +58,8 @@ class SequentialSettings:
         S of SDSS in the chain of step 1 (the noise variance for a Gaussian likelihood).
     scheme : {"sequential", "full"}
         Alg. 1, or the full-sampling baseline.
+    step_kappa_update : {"fixed_nu", "sdss"}
+        Update 2 at steps t >= 2: fixed-nu ESS (Alg. 1) or SDSS (S = ``surrogate_variance``), in z-space.
     """
 
     states: int = option(1000, "M: the states kept at each step")
@@ -68,6 +71,8 @@ class SequentialSettings:
     final_repeat_f: int = option(0, "ESS updates of f_t after the alpha update")
     surrogate_variance: float = option(1.0, "SURR: the surrogate data's noise variance S")
     scheme: str = option("sequential", "sequential (Alg. 1) or full (Gibbs on f_1:t at every t)", choices=SCHEMES)
+    step_kappa_update: str = option("fixed_nu", "the kappa update at steps t >= 2: fixed-nu ESS or SDSS",
+                                    choices=KAPPA_UPDATES)
 
     def __post_init__(self):
         require_positive_int("states", self.states)
@@ -81,6 +86,7 @@ class SequentialSettings:
         require_positive_int("final_repeat_f", self.final_repeat_f, allow_zero=True)
         require_number("surrogate_variance", self.surrogate_variance, 0, open_low=True)
         require_choice("scheme", self.scheme, SCHEMES)
+        require_choice("step kappa update", self.step_kappa_update, KAPPA_UPDATES)
 
     @property
     def chains(self) -> int:
@@ -119,7 +125,8 @@ def run_sequential(model, data, settings: SequentialSettings, context):
                     from gpdsl.inference.mcmc.sequential import make_step_pass
 
                     passes[window] = make_step_pass(view.functions(window), blocks, settings.repeat_f,
-                                                    settings.final_repeat_f)
+                                                    settings.final_repeat_f, settings.step_kappa_update,
+                                                    settings.surrogate_variance)
                 thetas, fs = _pass(passes[window], view, t, window, record, step_key)
         except GpdslError as error:
             raise type(error)(f"step {t}: {error.message}", error.span, error.hint) from error
