@@ -93,3 +93,19 @@ def test_an_entry_point_name_resolves_through_the_group(monkeypatch):
         2 * -0.9189385332046727)
     model, _ = api.check(TEXT.format(likelihood='external("normal_model", f, s)'))
     assert model.likelihoods()[0].function == "normal_model"
+
+
+def test_a_run_file_allows_external_code_only_when_it_says_so(tmp_path, data):
+    from gpdsl.run_file import plan
+
+    (tmp_path / "m.gpm").write_text(external("normal_jax"))
+    (tmp_path / "d.json").write_text(json.dumps({k: np.asarray(v).tolist() for k, v in data.items()}))
+    run = 'model = "m.gpm"\ndata = "d.json"\nmethod = "gibbs"\nout = "fit.nc"\nseed = 1\n'
+    (tmp_path / "run.toml").write_text(run)
+    with pytest.raises(MethodError, match="runs arbitrary Python code"):
+        plan(tmp_path / "run.toml")
+    (tmp_path / "run.toml").write_text(run + "allow_external = true\n")
+    assert plan(tmp_path / "run.toml").runs[0][0].allow_external
+    (tmp_path / "run.toml").write_text(run + 'allow_external = "yes"\n')
+    with pytest.raises(GpdslError, match="allow_external must be true or false"):
+        plan(tmp_path / "run.toml")
