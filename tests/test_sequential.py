@@ -308,3 +308,12 @@ def test_the_step_kappa_updates_leave_the_step_target_invariant(fixed_data, kapp
 
 def stats_norm_logpdf(x, mu, sigma):
     return -0.5 * ((x - mu) / sigma) ** 2 - np.log(sigma * np.sqrt(2 * np.pi))
+
+
+def test_predictions_are_refused_for_the_full_scheme_and_for_inputs_of_the_wrong_shape(three_steps):
+    with pytest.raises(MethodError, match="--scheme full keeps only f_t"):
+        api.run(NOISY, three_steps, "sequential", settings(scheme="full"), seed=1, new_inputs=np.zeros((3, 2, 1)))
+    from gpdsl.errors import DataError
+
+    with pytest.raises(DataError, match=r"of shape \(3, m, 1\)"):
+        api.run(NOISY, three_steps, "sequential", settings(), seed=1, new_inputs=np.zeros((2, 2, 1)))

@@ -107,6 +107,10 @@ def run_sequential(model, data, settings: SequentialSettings, context):
     if context.new_inputs is not None:
         from gpdsl.inference.predict.sequential import check_step_inputs
 
+        if settings.scheme == "full":
+            raise MethodError("sequential --scheme full keeps only f_t of each step's chain, and predictions need the "
+                              "f of the window's earlier steps from the same state", hint="predict with --scheme "
+                              "sequential")
         new_inputs = check_step_inputs(view, context.new_inputs)
     prior = z_prior(view, "sequential")
     blocks = split(view)
