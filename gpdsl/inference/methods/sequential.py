@@ -133,7 +133,8 @@ def run_sequential(model, data, settings: SequentialSettings, context):
                                                     settings.surrogate_variance)
                 thetas, fs = _pass(passes[window], view, t, window, record, step_key)
         except GpdslError as error:
-            raise type(error)(f"step {t}: {error.message}", error.span, error.hint) from error
+            error.message = f"step {t} of {view.steps}: {error.message}"
+            raise
         except Exception as error:  # noqa: BLE001 - a failure inside the step (e.g. external code), named
             from gpdsl.externals import pending_failure
 
