@@ -122,6 +122,8 @@ class RunContext:
     chain_groups : int, optional
         Chain methods: advance the chains in this many groups, one vmap each (:mod:`gpdsl.inference.chain_groups`);
         None runs them in one vmap.
+    allow_external : bool
+        The run may import and run the model's external likelihoods (:mod:`gpdsl.externals`).
     """
 
     family: str
@@ -132,6 +134,7 @@ class RunContext:
     new_inputs: Any = None
     chain_groups: int | None = None
     checkpoint_identity: dict | None = None
+    allow_external: bool = False
 
     def chain_checkpoint(self) -> dict:
         """The checkpoint arguments of :func:`gpdsl.inference.driver.run_chains`: write ``checkpoint`` after each
@@ -170,7 +173,8 @@ class PreparedRun:
 def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None,
             *, seed: int | None = None, out: str | Path | None = None, progress: bool = False,
             checkpoint: str | Path | None = None, new_inputs=None, inputs=(), on_warning=None, scheduler=None,
-            chain_groups: int | None = None, overwrite: bool = False, command=None) -> PreparedRun:
+            chain_groups: int | None = None, overwrite: bool = False, command=None,
+            allow_external: bool = False) -> PreparedRun:
     """Check everything a run needs, run nothing (see :func:`run` for the parameters; ``command``, the command
     line's arguments, is recorded in the checkpoint for ``gpdsl resume``).
 
@@ -198,6 +202,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
         inputs = (*inputs, *([] if _is_text(model) else [model]))
         model = load_model(model)
     entry = get_method(method)
+    verify_external_allowed(model, allow_external)
     family, facts = classify(model).require(entry.families, entry.name)
     if entry.requires_priors:
         require_priors(model, entry.name)
@@ -228,7 +233,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     if checkpoint is not None:
         identity = run_identity(model, data, entry.name, settings, seed, command)
         verify_resumable(checkpoint, identity)
-    context = RunContext(family, facts, seed, progress, checkpoint, new_inputs, chain_groups, identity)
+    context = RunContext(family, facts, seed, progress, checkpoint, new_inputs, chain_groups, identity, allow_external)
     return PreparedRun(model, data, entry, settings, context, out)
 
 
@@ -245,7 +250,7 @@ def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
 
     started = time.perf_counter()
     if prepared.context.chain_groups is None:
-        output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
+        output = _run_reporting_external_failures(prepared)
     else:
         from gpdsl.inference.chain_groups import chains_run_by
         from gpdsl.scale_out import RunTask, chain_executor
@@ -262,10 +267,24 @@ def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
     return (results, output.state) if keep_state else results
 
 
+def _run_reporting_external_failures(prepared: PreparedRun):
+    """The method's run; an error an external likelihood raised inside compiled code is re-raised as itself."""
+    from gpdsl.externals import pending_failure
+
+    try:
+        return prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
+    except Exception as error:
+        failure = pending_failure()
+        if failure is None or failure is error:
+            raise
+        raise failure from error
+
+
 def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None, *,
         seed: int | None = None, out: str | Path | None = None, progress: bool = False,
         checkpoint: str | Path | None = None, new_inputs=None, keep_state: bool = False, inputs=(),
-        on_warning=None, scheduler=None, chain_groups: int | None = None, overwrite: bool = False):
+        on_warning=None, scheduler=None, chain_groups: int | None = None, overwrite: bool = False,
+        allow_external: bool = False):
     """Run an inference method on a model: the one entry point of the CLI and the Python API.
 
     Everything is checked before anything compiles or runs (:func:`prepare`): the method exists and fits
@@ -313,6 +332,9 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
         one vmap each (see :mod:`gpdsl.inference.chain_groups`); default one vmap over all chains.
     overwrite : bool
         Replace an existing ``out`` file.
+    allow_external : bool
+        Allow the model's ``external(...)`` likelihoods, which import and run arbitrary Python code
+        (:mod:`gpdsl.externals`); a model with one is refused without it.
 
     Returns
     -------
@@ -323,7 +345,7 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     """
     prepared = prepare(model, data, method, settings, seed=seed, out=out, progress=progress, checkpoint=checkpoint,
                        new_inputs=new_inputs, inputs=inputs, on_warning=on_warning, scheduler=scheduler,
-                       chain_groups=chain_groups, overwrite=overwrite)
+                       chain_groups=chain_groups, overwrite=overwrite, allow_external=allow_external)
     return execute_here_or_on(prepared, scheduler, keep_state=keep_state)
 
 
@@ -339,7 +361,8 @@ def execute_here_or_on(prepared: PreparedRun, scheduler=None, keep_state: bool =
 
 def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", *,
            seed: int | None = None, out: str | Path | None = None, progress: bool = False, new_inputs=None,
-           scheduler=None, chain_groups: int | None = None, overwrite: bool = False, **settings):
+           scheduler=None, chain_groups: int | None = None, overwrite: bool = False, allow_external: bool = False,
+           **settings):
     """Draw from the posterior with a sampler, its settings as keywords (``gpdsl sample``).
 
     Parameters
@@ -364,6 +387,8 @@ def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, meth
         Advance the chains in this many groups (see :func:`run`).
     overwrite : bool
         Replace an existing ``out`` file.
+    allow_external : bool
+        Allow ``external(...)`` likelihoods (arbitrary Python code; see :func:`run`).
     **settings
         The method's settings by name (``chains=4``, ``approximation="ep"``), validated as the
         command-line flags are; a misspelt name gets a suggestion.
@@ -379,7 +404,7 @@ def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, meth
     ...                    approximation="ep", chains=4, seed=1)  # doctest: +SKIP
     """
     return _run_command("sample", model, data, method, seed, out, progress, new_inputs, settings, scheduler,
-                        chain_groups, overwrite)
+                        chain_groups, overwrite, allow_external)
 
 
 def fit(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "vem", *,
@@ -404,7 +429,7 @@ def fit(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
 
 
 def _run_command(command, model, data, method, seed, out, progress, new_inputs, settings, scheduler=None,
-                 chain_groups=None, overwrite=False):
+                 chain_groups=None, overwrite=False, allow_external=False):
     from gpdsl.cli_options import settings_from_mapping
     from gpdsl.errors import MethodError
     from gpdsl.registry import get_method
@@ -414,7 +439,24 @@ def _run_command(command, model, data, method, seed, out, progress, new_inputs, 
         raise MethodError(f"{entry.name} is a method of gpdsl.{entry.command}, not of gpdsl.{command}")
     chosen = settings_from_mapping(entry, settings, "settings")
     return run(model, data, entry.name, chosen, seed=seed, out=out, progress=progress, new_inputs=new_inputs,
-               scheduler=scheduler, chain_groups=chain_groups, overwrite=overwrite)
+               scheduler=scheduler, chain_groups=chain_groups, overwrite=overwrite, allow_external=allow_external)
+
+
+def verify_external_allowed(model: Model, allow_external: bool) -> None:
+    """Refuse a model with an ``external(...)`` likelihood unless the run allows arbitrary code.
+
+    Raises
+    ------
+    MethodError
+        At the first external likelihood, saying why.
+    """
+    from gpdsl import externals
+    from gpdsl.errors import MethodError
+    from gpdsl.ir.nodes import ExternalLikelihood
+
+    for statement in model.likelihoods():
+        if isinstance(statement, ExternalLikelihood) and not allow_external:
+            raise MethodError(externals.refusal(statement.function), statement.span, hint=externals.ALLOW_HINT)
 
 
 def new_inputs_from_file(path, model: Model, method: str):

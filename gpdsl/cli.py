@@ -109,7 +109,8 @@ def _cmd_run(args) -> int:
     prepared = prepare(model, args.data, entry.name, settings, seed=args.seed, out=args.out, progress=not args.quiet,
                        checkpoint=checkpoint, new_inputs=new_inputs, inputs=inputs, command=args.argv,
                        on_warning=lambda text: print(f"warning: {text}", file=sys.stderr), scheduler=args.scheduler,
-                       chain_groups=getattr(args, "chain_groups", None), overwrite=args.overwrite)
+                       chain_groups=getattr(args, "chain_groups", None), overwrite=args.overwrite,
+                       allow_external=args.allow_external)
     if resuming:
         print(f"resuming from checkpoint {checkpoint} (seed {prepared.context.seed})", file=sys.stderr)
     elif args.seed is None:

@@ -30,6 +30,8 @@ def add_method_command(sub, command: str, text: str, handler) -> argparse.Argume
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: drawn and recorded)")
     parser.add_argument("--out", required=True, metavar="FIT.nc", help="results file (NetCDF), written atomically")
     parser.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    parser.add_argument("--allow-external", action="store_true",
+                        help="run the model's external(...) likelihoods: they import and run arbitrary Python code")
     add_overwrite_flag(parser)
     if any(m.predicts for m in offered):
         parser.add_argument("--predict", default=None, metavar="NEW.json",

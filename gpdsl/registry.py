@@ -31,11 +31,12 @@ from gpdsl.inference.methods.ml import MLSettings, run_ml
 from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings, run_pm_gplvm
 from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMarginalSettings, mcmc_ep_engine,
                                                     pm_engine, run_mcmc_ep, run_pm)
+from gpdsl.inference.methods.sequential import SequentialSettings, run_sequential
 from gpdsl.inference.methods.sgpr import SGPRSettings, run_sgpr
 from gpdsl.inference.methods.svi_gplvm import SVIGPLVMSettings, run_svi_gplvm
 from gpdsl.inference.methods.vem import VEMSettings, run_vem
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP, DESCRIPTIONS, GP_PRIOR_GPLVM, GP_REGRESSION, LATENT_GP,
-                                LATENT_GPS, Classification, classify)
+                                LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP, Classification, classify)
 from gpdsl.ir.structure import mean_prediction_refusal
 
 ENTRY_POINT_GROUP = "gpdsl.methods"
@@ -192,8 +193,9 @@ register(Method(
     "the variational E-step at each proposal (exact)", (GP_PRIOR_GPLVM, BAYESIAN_GPLVM), PMGPLVMSettings,
     run_pm_gplvm, predicts=True, checkpoints=True))
 register(Method(
-    "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters",
-    (LATENT_GP, GP_REGRESSION, LATENT_GPS), GibbsSettings, run_gibbs, predicts=True,
+    "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters, or ESS "
+    "in z-space (SDSS, fixed-nu)",
+    (LATENT_GP, GP_REGRESSION, LATENT_GPS, LATENT_GP_EXTERNAL), GibbsSettings, run_gibbs, predicts=True,
     predicts_for=PREDICTING_FAMILIES, checkpoints=True,
     chain_engine=gibbs_engine))
 register(Method(
@@ -222,3 +224,7 @@ register(Method(
     "dsdgp", "a deep GP (a chain of GPs) by doubly-stochastic variational inference and Adam (Salimbeni & "
     "Deisenroth 2017)", (DEEP_GP,), DSDGPSettings, run_dsdgp, command="fit", requires_priors=False, predicts=True,
     checkpoints=True))
+register(Method(
+    "sequential", "sequential sampling of a latent GP over time: a long chain at step 1, then one pass over M states "
+    "per step with moment-matched hyperpriors (Tegner et al. 2018; --scheme full: Gibbs on f_1:t at every step)",
+    (SEQUENTIAL_LATENT_GP,), SequentialSettings, run_sequential, checkpoints=True, predicts=True))

@@ -26,7 +26,8 @@ combination of its values; an optional ``[compare]`` table compares the runs' re
 
 A top-level ``scheduler = "tcp://host:8786"`` (or ``"local"``; ``gpdsl run --scheduler`` overrides it) runs
 each run as one Dask task (:mod:`gpdsl.scale_out`); the files equal those of a run without it. A run's
-``chain_groups = K`` advances its chains in K groups (:mod:`gpdsl.inference.chain_groups`).
+``chain_groups = K`` advances its chains in K groups (:mod:`gpdsl.inference.chain_groups`). A run whose model
+has an ``external(...)`` likelihood needs ``allow_external = true`` (``--allow-external``: it runs user code).
 
 Every run is checked (model, data, method, settings through the method's settings class, exactly as the
 command-line flags are, and that its output can be written) before the first one starts.
@@ -44,7 +45,7 @@ from typing import Any, Callable
 from gpdsl.errors import GpdslError
 
 RUN_KEYS = ("name", "model", "data", "method", "seed", "settings", "grid", "out", "predict", "checkpoint",
-            "chain_groups")
+            "chain_groups", "allow_external")
 TOP_KEYS = (*RUN_KEYS, "run", "compare", "scheduler")
 COMPARE_KEYS = ("reference", "table", "plot", "vars")
 PATH_KEYS = ("model", "out", "predict", "checkpoint")
@@ -67,6 +68,8 @@ class RunSpec:
     seed : int, optional
     predict, checkpoint : pathlib.Path, optional
     chain_groups : int, optional
+    allow_external : bool
+        The run may run the model's external likelihoods.
     """
 
     name: str
@@ -79,6 +82,7 @@ class RunSpec:
     predict: Path | None = None
     checkpoint: Path | None = None
     chain_groups: int | None = None
+    allow_external: bool = False
 
 
 @dataclass
@@ -186,7 +190,7 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
             prepared = prepare(model, spec.data, entry.name, settings, seed=spec.seed, out=spec.out,
                                progress=progress, checkpoint=spec.checkpoint, new_inputs=new_inputs,
                                inputs=inputs, on_warning=on_warning, chain_groups=spec.chain_groups,
-                               overwrite=overwrite)
+                               overwrite=overwrite, allow_external=spec.allow_external)
         except GpdslError as error:
             error.message = f"{spec.name}: {error.message}"
             raise
@@ -266,6 +270,10 @@ def _expanded(table: dict, base: Path, name: str, where: str) -> list[RunSpec]:
         paths = {key: (base / str(run[key]) if run.get(key) is not None else None) for key in PATH_KEYS}
         paths["out"] = base / out
         data = run["data"] if isinstance(run["data"], dict) else base / str(run["data"])
+        allow_external = run.get("allow_external", False)
+        if not isinstance(allow_external, bool):
+            raise GpdslError(f"{label}: allow_external must be true or false, not {allow_external!r}")
         specs.append(RunSpec(label, paths["model"], data, str(run["method"]), run["settings"], paths["out"],
-                             run.get("seed"), paths["predict"], paths["checkpoint"], run.get("chain_groups")))
+                             run.get("seed"), paths["predict"], paths["checkpoint"], run.get("chain_groups"),
+                             allow_external))
     return specs

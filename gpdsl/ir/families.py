@@ -26,6 +26,9 @@ Families
     A GP whose inputs are built from the values of other GPs (the deep Mahalanobis GP).
 ``sequential_latent_gp``
     A latent GP over ``(t, x)`` with a likelihood per time step (Tegner et al. 2018).
+``latent_gp_external``
+    One latent GP vector under an ``external(...)`` likelihood, which need not factorise: engines that
+    need only the log likelihood of the whole vector (ESS) run it.
 ``any``
     Every model: NUTS samples the flat log density.
 """
@@ -46,6 +49,7 @@ BAYESIAN_GPLVM = "bayesian_gplvm"
 GP_PRIOR_GPLVM = "gp_prior_gplvm"
 DEEP_GP = "deep_gp"
 SEQUENTIAL_LATENT_GP = "sequential_latent_gp"
+LATENT_GP_EXTERNAL = "latent_gp_external"
 ANY = "any"
 
 DESCRIPTIONS = {
@@ -56,6 +60,7 @@ DESCRIPTIONS = {
     GP_PRIOR_GPLVM: "a GPLVM whose latent inputs have a GP prior (dynamical or supervised)",
     DEEP_GP: "a deep GP (GP inputs built from other GPs)",
     SEQUENTIAL_LATENT_GP: "a latent GP over (t, x) with a likelihood per time step",
+    LATENT_GP_EXTERNAL: "a latent GP vector under an external likelihood",
     ANY: "any model",
 }
 
@@ -203,7 +208,8 @@ def classify(model: ir.Model) -> Classification:
                           (BAYESIAN_GPLVM, lambda: _gplvm(model, nodes, gp_prior=False)),
                           (GP_PRIOR_GPLVM, lambda: _gplvm(model, nodes, gp_prior=True)),
                           (DEEP_GP, lambda: _deep_gp(model, nodes)),
-                          (SEQUENTIAL_LATENT_GP, lambda: _sequential(model, nodes))):
+                          (SEQUENTIAL_LATENT_GP, lambda: _sequential(model, nodes)),
+                          (LATENT_GP_EXTERNAL, lambda: _latent_gp_external(model, nodes))):
         result = check()
         if isinstance(result, Refusal):
             refusals[family] = result
@@ -213,8 +219,15 @@ def classify(model: ir.Model) -> Classification:
     return Classification(found, refusals)
 
 
-def _latent_gp(model: ir.Model, nodes: list[GPNode], marginalise: bool,
-               several: bool = True) -> LatentGPFacts | Refusal:
+def _latent_gp_external(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
+    external = [n for n in nodes if isinstance(n.likelihood, ir.ExternalLikelihood)]
+    if not external:
+        return Refusal(LATENT_GP_NEEDS, "no latent GP of this model has an external likelihood")
+    return _latent_gp(model, nodes, marginalise=True, several=False, any_likelihood=True)
+
+
+def _latent_gp(model: ir.Model, nodes: list[GPNode], marginalise: bool, several: bool = True,
+               any_likelihood: bool = False) -> LatentGPFacts | Refusal:
     def refuse(detail):
         return Refusal(LATENT_GP_NEEDS, detail)
 
@@ -230,14 +243,15 @@ def _latent_gp(model: ir.Model, nodes: list[GPNode], marginalise: bool,
     for node in sampled:
         var = model.latents[node.name]
         if node.loops or var.type.container != "vector" or var.type.array_dims:
-            return refuse(f"'{node.name}' is {var.type.describe()}")
+            return Refusal(LATENT_GP_NEEDS, f"'{node.name}' is {var.type.describe()}", node.statement.span)
     if len(sampled) > 1 and not several:
         return refuse(f"this model samples {len(sampled)} latent GPs ({', '.join(n.name for n in sampled)}); "
                       "--method gibbs samples each in turn")
     if len(sampled) > 1:
         return _several_latent_gps(model, sampled, marginalise)
     node = sampled[0]
-    if node.likelihood is None or not node.elementwise:
+    external = any_likelihood and isinstance(node.likelihood, ir.ExternalLikelihood)
+    if node.likelihood is None or not (node.elementwise or external):
         return Refusal(LATENT_GP_NEEDS, f"the likelihood of '{node.name}' does not act on its elements one by one",
                        node.likelihood.span if node.likelihood is not None else node.statement.span)
     if any(s is node.likelihood and loops for s, loops in model.walk()):

@@ -465,8 +465,10 @@ class _Checker:
             _fail('external needs the function as a string first: external("module:function", ...)', call.span)
         function = call.args[0].value
         module, _, name = function.partition(":")
-        if not module or not name or not all(p.isidentifier() for p in module.split(".") + [name]):
-            _fail(f"'{function}' is not of the form 'package.module:function'", call.args[0].span,
+        entry_point = not name and function.isidentifier()
+        if not entry_point and not (module and name and all(p.isidentifier() for p in module.split(".") + [name])):
+            _fail(f"'{function}' is not of the form 'package.module:function' (or an entry point's name)",
+                  call.args[0].span,
                   "separate the module and the function with ':', e.g. \"mypkg.pricing:call_prices\"")
         if call.kwargs:
             _fail("external takes positional arguments only", call.kwargs[0].span)

@@ -15,7 +15,6 @@ Latent GP values are handled in one of three ways:
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -192,6 +191,10 @@ class JaxModel:
             if isinstance(statement, wanted) and (targets is None or statement.target.name in targets):
                 total = total + self._over_loops(statement, loops, env)
         return total
+
+    def statement_log_density(self, statement, env: dict, bound: dict) -> jax.Array:
+        """The log density of one statement with its loop variables bound (``{"i": 3}``): one term of a loop."""
+        return self._statement_logpdf(statement, {**env, **bound})
 
     def _over_loops(self, statement, loops, env, bound=None):
         bound = dict(bound or {})
@@ -377,18 +380,15 @@ class JaxModel:
         return d if isinstance(d, int) else int(self.sizes[d])
 
     def _external(self, statement: ir.ExternalLikelihood) -> Callable:
+        from gpdsl import externals
+
         if not self.allow_external:
-            raise MethodError(f"'{statement.target.name}' has an external likelihood "
-                              f"({statement.function}) that runs user Python code",
-                              statement.span, hint="allow it explicitly (--allow-external) if you trust it")
+            raise MethodError(externals.refusal(statement.function), statement.span, hint=externals.ALLOW_HINT)
         if statement.function not in self._externals:
-            module_name, _, attribute = statement.function.partition(":")
             try:
-                function = getattr(importlib.import_module(module_name), attribute)
-            except (ImportError, AttributeError) as error:
-                raise MethodError(f"cannot load external likelihood {statement.function}: {error}",
-                                  statement.span) from None
-            self._externals[statement.function] = function
+                self._externals[statement.function] = externals.load(statement.function)
+            except MethodError as error:
+                raise MethodError(error.message, statement.span, hint=error.hint) from None
         return self._externals[statement.function]
 
 

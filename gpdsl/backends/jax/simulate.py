@@ -54,7 +54,7 @@ def _draw_prior(name: str, key, args, shape):
     raise MethodError(f"cannot simulate from '{name}'")
 
 
-def simulate(jax_model: JaxModel, key, fixed: dict | None = None) -> tuple[dict, dict]:
+def simulate(jax_model: JaxModel, key, fixed: dict | None = None, observe: bool = True) -> tuple[dict, dict]:
     """Draw every unobserved variable from its prior, then the observed data from the likelihood.
 
     Parameters
@@ -66,6 +66,9 @@ def simulate(jax_model: JaxModel, key, fixed: dict | None = None) -> tuple[dict,
         Random key.
     fixed : dict, optional
         Values to use instead of drawing (e.g. a hyperparameter held at its true value).
+    observe : bool
+        Also draw the observed data; False draws only the unobserved variables (no external likelihood is
+        then needed), and ``observed`` is empty.
 
     Returns
     -------
@@ -83,6 +86,8 @@ def simulate(jax_model: JaxModel, key, fixed: dict | None = None) -> tuple[dict,
     for statement, loops in model.walk():
         target = statement.target
         store = observed if isinstance(statement, (ir.LikelihoodStatement, ir.ExternalLikelihood)) else truth
+        if store is observed and not observe:
+            continue
         if target.name in fixed:
             truth[target.name] = env[target.name]
             continue

@@ -42,8 +42,8 @@ class ESSState(NamedTuple):
     loglik: jax.Array
 
 
-def ess_step(rng_key, f, loglik_f, chol_K, loglik: LogLikelihood, max_shrinks: int = 100):
-    """One elliptical slice sampling update of ``f`` with prior ``N(0, L L^T)``.
+def ess_step(rng_key, f, loglik_f, chol_K, loglik: LogLikelihood, max_shrinks: int = 100, mean=None):
+    """One elliptical slice sampling update of ``f`` with prior ``N(mean, L L^T)``.
 
     Parameters
     ----------
@@ -61,6 +61,9 @@ def ess_step(rng_key, f, loglik_f, chol_K, loglik: LogLikelihood, max_shrinks: i
         Cap on bracket shrinks; reaching it keeps ``f`` (reported in ``info.gave_up``). The bracket
         halves on average per shrink, so the default 100 is never reached in practice. All uniforms
         of a step come from one draw, which keeps compilation fast.
+    mean : jax.Array, shape (n,), optional
+        The prior mean ``m`` (zero when omitted): the ellipse is ``m + (f - m) cos(a) + nu sin(a)``
+        (a conditional GP prior, as in the sequential sampler's update of ``f_t``).
 
     Returns
     -------
@@ -76,7 +79,10 @@ def ess_step(rng_key, f, loglik_f, chol_K, loglik: LogLikelihood, max_shrinks: i
     shrink_uniforms = uniforms[n + 2:]
 
     def on_ellipse(a):
-        proposal = f * jnp.cos(a) + nu * jnp.sin(a)
+        if mean is None:
+            proposal = f * jnp.cos(a) + nu * jnp.sin(a)
+        else:
+            proposal = mean + (f - mean) * jnp.cos(a) + nu * jnp.sin(a)
         value = loglik(proposal)
         return proposal, jnp.where(jnp.isnan(value), -jnp.inf, value)
 

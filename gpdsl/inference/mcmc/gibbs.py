@@ -29,6 +29,7 @@ from gpdsl.inference.mcmc.hyper_updates import (
     surr_slice_step,
     surr_step,
 )
+from gpdsl.inference.mcmc.z_space import Z_SPACE_UPDATES, z_space_updates
 from gpdsl.inference.methods.gibbs import THETA_UPDATES
 
 
@@ -86,8 +87,9 @@ def make_gibbs(problem: LatentGP, theta_update: str = "surr", repeat_f: int = 1,
     ----------
     problem : LatentGP
         The model view.
-    theta_update : {"sa", "aa", "surr", "surr_slice"}
-        The hyperparameter update (see :mod:`gpdsl.inference.mcmc.hyper_updates`).
+    theta_update : {"sa", "aa", "surr", "surr_slice", "sdss", "fixed_nu"}
+        The hyperparameter update (see :mod:`gpdsl.inference.mcmc.hyper_updates`; ``sdss`` and ``fixed_nu``
+        are those of Tegner et al. 2018 in z-space, :mod:`gpdsl.inference.mcmc.z_space`).
     repeat_f, repeat_theta : int
         Number of ESS updates of ``f`` and of hyperparameter updates per step.
     target_acceptance : float
@@ -114,10 +116,11 @@ def make_gibbs(problem: LatentGP, theta_update: str = "surr", repeat_f: int = 1,
         raise ValueError(f"theta_update must be one of {', '.join(THETA_UPDATES)}, not {theta_update!r}")
     if repeat_f < 0 or repeat_theta < 0:
         raise ValueError("repeat_f and repeat_theta must be non-negative")
-    is_slice = theta_update == "surr_slice"
+    is_slice = theta_update in ("surr_slice", *Z_SPACE_UPDATES)
     if initial_scale is None:
         initial_scale = 1.0 if is_slice else 0.3
     update = {
+        **z_space_updates(problem, theta_update, surrogate_variance),
         "sa": partial(sa_step, problem=problem),
         "aa": partial(aa_step, problem=problem),
         "surr": partial(surr_step, problem=problem, surrogate_variance=surrogate_variance),

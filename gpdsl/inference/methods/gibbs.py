@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from gpdsl.settings import SegmentedChainSettings, option, require_choice, require_number, require_positive_int
 
-THETA_UPDATES = ("sa", "aa", "surr", "surr_slice")
+THETA_UPDATES = ("sa", "aa", "surr", "surr_slice", "sdss", "fixed_nu")
 
 
 @dataclass(frozen=True)
@@ -16,8 +16,11 @@ class GibbsSettings(SegmentedChainSettings):
 
     Attributes
     ----------
-    theta_update : {"sa", "aa", "surr", "surr_slice"}
-        The hyperparameter update given f.
+    theta_update : {"sa", "aa", "surr", "surr_slice", "sdss", "fixed_nu"}
+        The hyperparameter update given f; ``sdss`` (surrogate data) and ``fixed_nu`` (whitened f fixed)
+        move the kernel's hyperparameters by ESS in z-space, then the likelihood's by ESS with f fixed
+        (Tegner et al. 2018; they need Gaussian priors on the unconstrained scale, e.g.
+        ``scaled_sigmoid_normal``).
     repeat_f, repeat_theta : int
         Updates of f and of theta per iteration (Table 3 of the paper uses 20 each).
     target_acceptance : float

@@ -28,7 +28,7 @@ def prior_initial_thetas(problem: LatentGP, key, chains: int, initial_values=Non
     fixed = dict(initial_values or {})
 
     def draw(sub):
-        truth, _ = simulate(problem.jax_model, sub)
+        truth, _ = simulate(problem.jax_model, sub, observe=False)
         values = {name: truth[name] for name in problem.theta_names}
         for name, value in fixed.items():
             values[name] = jnp.broadcast_to(jnp.asarray(value, jnp.float64), jnp.shape(values[name]))
@@ -39,7 +39,7 @@ def prior_initial_thetas(problem: LatentGP, key, chains: int, initial_values=Non
 
 def view(model, data, context) -> LatentGP:
     """The latent-GP view of the model the registry classified (``context.facts``)."""
-    return latent_gp_view(model, data, context.facts)
+    return latent_gp_view(model, data, context.facts, allow_external=context.allow_external)
 
 
 def run_latent_chains(problem: LatentGP, engine, settings, context, *, keep_latent: bool,

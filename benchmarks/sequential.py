@@ -1,0 +1,130 @@
+"""P4: the sequential sampler's wall time, and its speed-up over the full-sampling baseline (Tegner et al. 2018).
+
+1. The whole sequential run on the 3-D GP regression data (``--steps`` T, ``--n`` N, ``--states`` M; the paper's
+   settings by default: T = 20, N = 200, M = 1000, step-1 chain of 1000 + 5 * 1000 iterations, 5 + 5 ESS updates
+   of f_t per state). Target: at most 5 minutes on the 2-core machine.
+2. At ``--full-steps`` T, ``--full-n`` N: the sequential run, and the full baseline (the step-1 chain on f_1:t, the
+   same number of iterations, at every t) for as many steps t = 1, 2, ... as fit in ``--full-budget`` seconds.
+   The full baseline's later steps are extrapolated from the measured ones by a least-squares fit of
+   ``seconds(t) = a + b t^3`` (its cost per evaluation is cubic in t N; the fit is printed, and the measured
+   growth exponent beside it). Target: sequential at least 50x faster over the T steps.
+
+Run: ``python benchmarks/sequential.py`` (long: about 20 minutes at the default settings), or ``--quick`` for
+a small check of the script. Prints one table; exit status 1 if a target is missed at the paper's settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from case_studies.tegner2018_sequential.simulate_data import SIGMA_Y, simulate  # noqa: E402
+
+MODEL = REPO / "models" / "sequential_latent_gp.gpm"
+
+
+def settings(args, **changes):
+    from gpdsl.inference.methods.sequential import SequentialSettings
+
+    return SequentialSettings(states=args.states, burn_in=args.burn_in, thin=args.thin, window=1,
+                              initial_repeat_f=3, repeat_f=5, surrogate_variance=SIGMA_Y ** 2, **changes)
+
+
+def sequential_run(args, steps, n):
+    import json
+
+    from gpdsl import api
+
+    data, _ = simulate(steps, n, seed=args.seed)
+    started = time.perf_counter()
+    fit = api.run(str(MODEL), data, "sequential", settings(args), seed=args.seed)
+    total = time.perf_counter() - started
+    return total, json.loads(fit.attrs["report"])["seconds_per_step"]
+
+
+def full_steps(args, steps, n, budget):
+    """Seconds of the full baseline's step t = 1, 2, ... until the budget is spent."""
+    import jax
+
+    from gpdsl.api import check_file
+    from gpdsl.inference.families.sequential import sequential_view
+    from gpdsl.inference.mcmc.z_space import z_prior
+    from gpdsl.inference.methods.sequential import _chain
+    from gpdsl.ir.families import SEQUENTIAL_LATENT_GP, classify
+
+    data, _ = simulate(steps, n, seed=args.seed)
+    model, _ = check_file(MODEL)
+    view = sequential_view(model, data, classify(model).facts[SEQUENTIAL_LATENT_GP])
+    prior = z_prior(view, "benchmark")
+    seconds, spent = [], 0.0
+    for t in range(1, steps + 1):
+        started = time.perf_counter()
+        _chain(view, t, settings(args, scheme="full"), jax.random.PRNGKey(t), prior, progress=False)
+        seconds.append(time.perf_counter() - started)
+        spent += seconds[-1]
+        print(f"  full baseline step {t}: {seconds[-1]:.1f} s", flush=True)
+        if spent + seconds[-1] * ((t + 1) / t) ** 3 > budget:
+            break
+    return seconds
+
+
+def extrapolate(seconds, steps):
+    """``a + b t^3`` fitted to the measured steps, evaluated at every step; and the log-log growth exponent."""
+    t = np.arange(1, len(seconds) + 1, dtype=float)
+    if len(seconds) < 2:
+        return np.full(steps, seconds[0]) * np.arange(1, steps + 1) ** 3, float("nan"), (0.0, seconds[0])
+    design = np.stack([np.ones_like(t), t ** 3], axis=1)
+    (a, b), *_ = np.linalg.lstsq(design, np.asarray(seconds), rcond=None)
+    exponent = np.polyfit(np.log(t[1:]), np.log(np.asarray(seconds[1:])), 1)[0] if len(seconds) > 2 else float("nan")
+    every = np.arange(1, steps + 1, dtype=float)
+    fitted = np.maximum(a + b * every ** 3, 0)
+    fitted[:len(seconds)] = seconds
+    return fitted, exponent, (a, b)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--states", type=int, default=1000)
+    parser.add_argument("--burn-in", type=int, default=1000)
+    parser.add_argument("--thin", type=int, default=5)
+    parser.add_argument("--full-steps", type=int, default=10)
+    parser.add_argument("--full-n", type=int, default=100)
+    parser.add_argument("--full-budget", type=float, default=1200.0, help="seconds for the full baseline")
+    parser.add_argument("--seed", type=int, default=2018)
+    parser.add_argument("--quick", action="store_true", help="T = 4, N = 50, M = 100, full budget 60 s")
+    parser.add_argument("--skip-p4", action="store_true", help="only the full-against-sequential comparison")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps, args.n, args.states, args.burn_in, args.thin = 4, 50, 100, 100, 1
+        args.full_steps, args.full_n, args.full_budget = 4, 50, 60.0
+    missed = False
+    print(f"sequential sampler, M = {args.states}, step-1 chain {args.burn_in} + {args.thin} x {args.states}")
+    if not args.skip_p4:
+        total, per_step = sequential_run(args, args.steps, args.n)
+        later = per_step[1:]
+        print(f"P4 run T = {args.steps}, N = {args.n}: total {total:.1f} s (step 1 {per_step[0]:.1f} s, steps 2..T "
+              f"{sum(later):.1f} s, {np.mean(later):.2f} s per step); target 300 s")
+        missed |= total > 300 and not args.quick
+    total, per_step = sequential_run(args, args.full_steps, args.full_n)
+    full = full_steps(args, args.full_steps, args.full_n, args.full_budget)
+    fitted, exponent, (a, b) = extrapolate(full, args.full_steps)
+    ratio = fitted.sum() / total
+    print(f"T = {args.full_steps}, N = {args.full_n}: sequential {total:.1f} s; full baseline measured for "
+          f"t = 1..{len(full)} ({sum(full):.1f} s), fitted seconds(t) = {a:.2f} + {b:.3f} t^3 "
+          f"(measured growth exponent {exponent:.2f}), all {args.full_steps} steps {fitted.sum():.0f} s "
+          f"(extrapolated); full / sequential = {ratio:.1f}x; target 50x")
+    missed |= ratio < 50 and not args.quick
+    return int(missed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
