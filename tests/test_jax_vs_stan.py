@@ -147,8 +147,8 @@ def indexing_data(rng):
 
 @pytest.mark.parametrize("model_file, make_data, scale", [
     ("models/gp_classification.gpm", classification_data, 1.0),
-    ("models/bayesian_gplvm_priors.gpm", gplvm_data, 0.7),
-    (ALL_KERNELS, regression_data, 0.5),
+    pytest.param("models/bayesian_gplvm_priors.gpm", gplvm_data, 0.7, marks=pytest.mark.slow),  # also in the sweep
+    pytest.param(ALL_KERNELS, regression_data, 0.5, marks=pytest.mark.slow),
     (LIKELIHOODS, likelihoods_data, 0.7),
     (INDEXING, indexing_data, 0.7),
 ])

@@ -91,6 +91,7 @@ KILLS = [
 ]
 
 
+@pytest.mark.slow
 def test_a_run_killed_in_warmup_in_sampling_and_inside_a_write_resumes_to_the_uninterrupted_draws(reference):
     work, expected = reference
     checkpoint, out = work / "killed.npz", work / "killed.nc"

@@ -33,7 +33,7 @@ def work(tmp_path_factory):
     """Model copies and valid data for a regression, a classification, a GPLVM and a supervised GPLVM."""
     root = tmp_path_factory.mktemp("reliability")
     for name in ("gp_regression", "gp_classification", "bayesian_gplvm", "supervised_gplvm", "gp_narx",
-                 "deep_mahalanobis_gp", "deep_gp"):
+                 "deep_mahalanobis_gp", "deep_gp", "sequential_latent_gp"):
         shutil.copy(REPO / "models" / f"{name}.gpm", root / f"{name}.gpm")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(12, 2))
@@ -42,6 +42,8 @@ def work(tmp_path_factory):
     _json(root / "lvm.json", {"N": 30, "D": 3, "Q": 2, "Y": rng.normal(size=(30, 3))})
     _json(root / "sup.json", {"N": 12, "Q": 1, "D": 2, "X": X[:, :1], "Y": rng.normal(size=(12, 2))})
     _json(root / "deep.json", {"N": 12, "D": 2, "Q": 2, "X": X, "y": rng.normal(size=12)})
+    _json(root / "seq.json", {"T": 3, "N": 4, "t": [0.0, 1.0, 2.0], "X": rng.normal(size=(3, 4, 2)),
+                              "y": rng.normal(size=(3, 4))})
     return root
 
 
@@ -85,9 +87,10 @@ MODEL_FOR = {"nuts": ("gp_classification", "cls"), "pm": ("gp_classification", "
              "ep-ml": ("gp_classification", "cls"), "pm-gplvm": ("supervised_gplvm", "sup"),
              "vem": ("bayesian_gplvm", "lvm"), "ml": ("gp_regression", "reg"), "sgpr": ("gp_regression", "reg"),
              "svi-gplvm": ("bayesian_gplvm", "lvm"), "dmgp": ("deep_mahalanobis_gp", "deep"),
-             "dsdgp": ("deep_gp", "deep")}
+             "dsdgp": ("deep_gp", "deep"), "sequential": ("sequential_latent_gp", "seq")}
 ZERO_ALLOWED = {"warmup", "refresh_steps", "latent_sweeps", "warmup_iterations", "restarts", "adapt_epsilon",
-                "start_noise", "defensive", "correlation", "noise_fixed_steps", "batch_size"}
+                "start_noise", "defensive", "correlation", "noise_fixed_steps", "batch_size", "burn_in",
+                "final_repeat_f"}
 
 
 def _numeric_options():

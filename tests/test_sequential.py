@@ -115,6 +115,7 @@ def test_results_have_the_time_dim_and_resume_from_a_step_checkpoint(tmp_path, t
         np.testing.assert_array_equal(resumed.posterior[name].values, whole.posterior[name].values)
 
 
+@pytest.mark.slow
 def test_the_full_scheme_shares_step_one_and_a_window_of_two_runs(three_steps):
     sequential = api.run(NOISY, three_steps, "sequential", settings(window=2), seed=3)
     full = api.run(NOISY, three_steps, "sequential", settings(scheme="full"), seed=3)

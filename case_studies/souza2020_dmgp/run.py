@@ -63,14 +63,6 @@ PAPER_TABLE5 = {
     "wine_quality_red": {"DS-DGP(2)": ((0.957, 0.063), (0.090, 0.008)), "DVMGP": ((0.963, 0.065), (0.090, 0.008)),
                          "SGPR": ((0.959, 0.061), (0.090, 0.008))},
 }
-SGPR_MODEL = """
-data { int N; int D; matrix[N, D] X; vector[N] y; }
-parameters { real<lower=0> sf2; vector<lower=0>[D] ell; real<lower=0> noise; }
-model {
-  f ~ gp(X, sf2 * rbf(lengthscale = ell));
-  y ~ normal(f, sqrt(noise));
-}
-"""
 
 
 def metrics(y, mean, variance) -> dict:
@@ -98,14 +90,14 @@ def fit_and_predict(name, X, y, X_test, quick):
     else:
         from gpdsl.inference.methods.sgpr import SGPRSettings
 
-        model = load_model(SGPR_MODEL, name="sgpr")
+        model = load_model(HERE / "sgpr.gpm")
         data = {"N": N, "D": D, "X": X, "y": y}
         settings = SGPRSettings(num_inducing=min(50, N), optimizer="adam", initial_values={"noise": 0.01}, **steps)
     method = {"DVMGP": "dmgp", "DS-DGP(2)": "dsdgp", "SGPR": "sgpr"}[name]
-    fit = run(model, data, method, settings, seed=19960111, new_inputs=X_test)
+    fit, state = run(model, data, method, settings, seed=19960111, new_inputs=X_test, keep_state=True)
     seconds = time.perf_counter() - started
     return (np.asarray(fit.predictions["y_mean"]).ravel(), np.asarray(fit.predictions["y_variance"]).ravel(),
-            fit, seconds)
+            (fit, state), seconds)
 
 
 def synthetic(quick: bool) -> dict:
@@ -115,7 +107,8 @@ def synthetic(quick: bool) -> dict:
     rows, fits = {}, {}
     for name in ("SGPR", "DS-DGP(2)", "DVMGP"):
         mean, variance, fit, seconds = fit_and_predict(name, X, y, X_test, quick)
-        rows[name] = {**metrics(y_test, mean, variance), "seconds": seconds}
+        rows[name] = {**metrics(y_test, mean, variance), "seconds": seconds,
+                      "noise_variance": float(np.asarray(fit[0].posterior["noise"]).ravel()[0])}
         fits[name] = fit
         print(f"synthetic {name}: {rows[name]}", flush=True)
     figure_path = RESULTS / f"synthetic_fig6_fig8{'_quick' if quick else ''}.png"
@@ -130,14 +123,14 @@ def plot_synthetic(fits, X, path: Path) -> None:
     figure = Figure(figsize=(16, 4))
     for k, name in enumerate(("SGPR", "DS-DGP(2)", "DVMGP")):
         ax = figure.add_subplot(1, 4, k + 1)
-        state = fits[name].state
+        state = fits[name][1]
         mean = np.asarray(state.predict(G)[0] if name != "SGPR" else state.predict(G).mean)
         image = ax.contourf(grid, grid, np.reshape(mean, (60, 60)), levels=20)
         ax.scatter(X[:, 0], X[:, 1], s=4, c="k")
         ax.set_title(f"{name}: predictive mean")
         figure.colorbar(image, ax=ax)
     ax = figure.add_subplot(1, 4, 4)
-    relevance = np.asarray(fits["DVMGP"].posterior["s2"]).ravel()
+    relevance = np.asarray(fits["DVMGP"][0].posterior["s2"]).ravel()
     ax.bar(np.arange(1, relevance.size + 1), relevance / relevance.max())
     ax.set_xlabel("latent dimension q")
     ax.set_title("DVMGP relevance (field variance / largest)")
