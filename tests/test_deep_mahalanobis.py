@@ -83,21 +83,26 @@ def test_psi_statistics_under_the_projection_match_monte_carlo():
     np.testing.assert_allclose(psi.psi0, np.full(N, 1.3 ** 2), rtol=1e-12)
 
 
-def titsias_bound(points, Z, y, sigma_f2, noise):
+def titsias_bound(points, Z, y, sigma_f2, noise, jitter=0.0):
+    """Titsias's bound, dense; ``jitter`` is added to ``sigma^2 K_u + K_uf K_fu`` inside ``Q_ff``'s inverse."""
     kernel = RBF(sigma_f2, np.ones(Q))
     Kuu = np.asarray(kernel(Z)) + JITTER * sigma_f2 * np.eye(M_U)
     Kfu = np.asarray(kernel(points, Z))
-    Qff = Kfu @ np.linalg.solve(Kuu, Kfu.T)
+    jittered = Kuu + jitter / noise * np.eye(M_U)
+    Qff = Kfu @ np.linalg.solve(jittered, Kfu.T)
     from scipy.stats import multivariate_normal
     return (multivariate_normal(np.zeros(N), Qff + noise * np.eye(N)).logpdf(y)
-            - (N * sigma_f2 - np.trace(Qff)) / (2 * noise))
+            - (N * sigma_f2 - np.trace(Kfu @ np.linalg.solve(Kuu, Kfu.T))) / (2 * noise)
+            + 0.5 * (np.linalg.slogdet(Kuu)[1] - np.linalg.slogdet(jittered)[1]))
 
 
 def test_bound_at_zero_hidden_variance_is_the_sgpr_bound_on_the_projected_points():
     params, (X, y) = parameters(), inputs()
     a, _ = projected_inputs(params, kernels(), X)
     ours = float(output_layer_bound(params, kernels(), a, jnp.zeros_like(a), y))
-    expected = titsias_bound(np.asarray(a), np.asarray(params.Z), y, 1.3 ** 2, 0.05)
+    assert ours == pytest.approx(titsias_bound(np.asarray(a), np.asarray(params.Z), y, 1.3 ** 2, 0.05), rel=1e-5)
+    # exactly the bound with the reference code's jitter on s^2 K_u + Psi2 (set on SRBF, so scaled by sigma_f^2)
+    expected = titsias_bound(np.asarray(a), np.asarray(params.Z), y, 1.3 ** 2, 0.05, jitter=JITTER * 1.3 ** 2)
     assert ours == pytest.approx(expected, rel=1e-8)
 
 
@@ -126,7 +131,7 @@ def test_predictive_at_zero_hidden_variance_is_sgpr_and_the_bound_has_finite_gra
     kernel = RBF(1.3 ** 2, np.ones(Q))
     Kuu = np.asarray(kernel(params.Z)) + JITTER * 1.3 ** 2 * np.eye(M_U)
     Kfu, Ksu = np.asarray(kernel(a, params.Z)), np.asarray(kernel(new, params.Z))
-    Sigma = np.linalg.inv(Kuu + (Kfu.T @ Kfu + JITTER * np.eye(M_U)) / 0.05)  # the code's jitter on s^2 K_u + Psi2
+    Sigma = np.linalg.inv(Kuu + (Kfu.T @ Kfu + JITTER * 1.3 ** 2 * np.eye(M_U)) / 0.05)  # the jitter on s^2 K_u + Psi2
     np.testing.assert_allclose(mu, Ksu @ Sigma @ Kfu.T @ y / 0.05, rtol=1e-6)
     expected_var = 1.3 ** 2 - np.sum(Ksu * np.linalg.solve(Kuu, Ksu.T).T, 1) + np.sum(Ksu * (Ksu @ Sigma), 1)
     np.testing.assert_allclose(var, expected_var, rtol=1e-5, atol=1e-8)

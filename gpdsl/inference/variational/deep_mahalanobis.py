@@ -14,7 +14,9 @@ statistics of the output kernel ``sigma_f^2 SRBF`` under those inputs, from the 
 (:func:`gpdsl.kernels.psi.psi_statistics`: the RBF's closed forms, which :mod:`gpdsl.kernels.psi.projection` spells
 out for this kernel, or quadrature for another output kernel), minus
 ``KL(q(V) || p(V))`` (eq. A.1). Putting the inducing values on ``f`` rather than on ``s`` (the thesis's choice)
-rescales them by ``sigma_f``, which leaves the collapsed bound unchanged.
+rescales them by ``sigma_f``, which leaves the collapsed bound unchanged; the reference code's jitters (on ``K_u``
+and on ``sigma^2 K_u + Psi2``, which keeps the noise variance from collapsing on noiseless data) are kept, scaled by
+the output kernel's variance to match.
 
 With ``var_w = 0`` the bound is Titsias's SGPR bound on the points ``z_i = W_i x_i``.
 """
@@ -27,7 +29,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from gpdsl.inference.variational.collapsed_bound import collapsed_bound
 from gpdsl.kernels import Kernel
 from gpdsl.kernels.psi import PsiMethod, projection, psi_statistics
 from gpdsl.linalg import cho_solve, cholesky, solve_triangular
@@ -133,20 +134,38 @@ def dmgp_bound(params: DMGPVariational, kernels: DMGPKernels, X, y, psi_method: 
     return output_layer_bound(params, kernels, mean, variance, y, psi_method) - kl_projection(params, kernels)
 
 
+def _scale(params: DMGPVariational, kernels: DMGPKernels) -> jax.Array:
+    """The output kernel's mean prior variance at the inducing inputs (``sigma_f^2`` for ``sigma_f^2 SRBF``): the
+    reference code's jitters, set on ``SRBF``, scale with it here, where the inducing values sit on ``f``."""
+    return jnp.mean(kernels.output.diag(params.Z))
+
+
 def _inducing_covariance(params: DMGPVariational, kernels: DMGPKernels) -> jax.Array:
-    """``K_u`` of the output kernel, with the jitter scaled by its mean diagonal (``JITTER`` on ``SRBF``)."""
-    K = kernels.output(params.Z)
-    return K + JITTER * jnp.mean(jnp.diag(K)) * jnp.eye(params.Z.shape[0])
+    """``K_u`` of the output kernel, with ``JITTER`` times the kernel's scale on its diagonal."""
+    return kernels.output(params.Z) + JITTER * _scale(params, kernels) * jnp.eye(params.Z.shape[0])
 
 
 def output_layer_bound(params: DMGPVariational, kernels: DMGPKernels, mean, variance, y,
                        psi_method: PsiMethod = PsiMethod()) -> jax.Array:
-    """The data term: the collapsed bound of the output layer on Gaussian projected points ``N(mean, variance)``
-    (``(N, Q)`` each); Titsias's SGPR bound on the points ``mean`` when ``variance`` is zero."""
+    """The data term of the collapsed bound (spec sheet C, Sec. 1.3) on Gaussian projected points
+    ``N(mean, variance)`` (``(N, Q)`` each)::
+
+        -n/2 log 2 pi - (n - m)/2 log sigma^2 + 1/2 log|K_u| - 1/2 log|sigma^2 K_u + Psi2 + j I| - y'y / (2 sigma^2)
+        - psi0 / (2 sigma^2) + tr(K_u^-1 Psi2) / (2 sigma^2) + y' Psi1 (sigma^2 K_u + Psi2 + j I)^-1 Psi1' y / (2 sigma^2)
+
+    with the reference code's jitter ``j`` on ``sigma^2 K_u + Psi2`` (Titsias's SGPR bound on the points ``mean``
+    when ``variance`` is zero and ``j`` is 0)."""
     psi = psi_statistics(kernels.output, params.Z, mean, variance, psi_method)
-    Y = jnp.reshape(jnp.asarray(y, dtype=jnp.float64), (-1, 1))
-    return collapsed_bound(Y, psi.psi0, psi.psi1, psi.psi2, _inducing_covariance(params, kernels),
-                           kernels.noise_variance)
+    y = jnp.reshape(jnp.asarray(y, dtype=jnp.float64), (-1,))
+    n, m = y.shape[0], params.Z.shape[0]
+    noise = kernels.noise_variance
+    L_u = cholesky(_inducing_covariance(params, kernels))
+    L_C = cholesky(noise * (L_u @ L_u.T) + psi.psi2 + JITTER * _scale(params, kernels) * jnp.eye(m))
+    projected = solve_triangular(L_C, psi.psi1.T @ y, lower=True)
+    L_u_inverse_psi2 = solve_triangular(L_u, solve_triangular(L_u, psi.psi2, lower=True).T, lower=True)
+    return (-0.5 * n * math.log(2 * math.pi) - 0.5 * (n - m) * jnp.log(noise)
+            + jnp.sum(jnp.log(jnp.diag(L_u))) - jnp.sum(jnp.log(jnp.diag(L_C)))
+            - 0.5 * (y @ y + jnp.sum(psi.psi0) - jnp.trace(L_u_inverse_psi2) - projected @ projected) / noise)
 
 
 def dmgp_predict(params: DMGPVariational, kernels: DMGPKernels, X, y, X_new) -> tuple[jax.Array, jax.Array]:
@@ -165,7 +184,7 @@ def output_layer_predict(params: DMGPVariational, kernels: DMGPKernels, mean, va
     psi = psi_statistics(kernel, params.Z, mean, variance)
     m = params.Z.shape[0]
     Kuu = _inducing_covariance(params, kernels)
-    L_C = cholesky(noise * Kuu + psi.psi2 + JITTER * jnp.eye(m))
+    L_C = cholesky(noise * Kuu + psi.psi2 + JITTER * _scale(params, kernels) * jnp.eye(m))
     y = jnp.reshape(jnp.asarray(y, dtype=jnp.float64), (-1,))
     alpha = cho_solve((L_C, True), psi.psi1.T @ y)
     C = cho_solve((L_C, True), jnp.eye(m))
