@@ -341,12 +341,13 @@ def _cmd_methods(args) -> int:
     def report(path, model, warnings):
         classification = classify(model)
         print(f"{path}: {classification.describe()}")
+        width = max(len(name) for name in methods())
         for method in methods().values():
             reason = method.refusal(model, classification)
             if reason is None:
-                print(f"  yes  {method.name:<8} gpdsl {method.command} --method {method.name}: {method.summary}")
+                print(f"  yes  {method.name:<{width}} gpdsl {method.command} --method {method.name}: {method.summary}")
             else:
-                print(f"  no   {method.name:<8} {reason}")
+                print(f"  no   {method.name:<{width}} {reason}")
 
     return _for_each_checked_file(args.files, report)
 

@@ -163,9 +163,12 @@ def test_methods_listing_covers_every_model(capsys):
     assert cli.main(["methods", *sorted(glob.glob("models/*.gpm"))]) == 0
     listing = capsys.readouterr().out
     assert "models/gp_regression.gpm: GP regression" in listing
-    assert "no   pm       needs a latent GP with a factorised likelihood: this model's sampled latent GP values: none" \
-        in listing
-    assert "no   nuts     needs a prior on every parameter: s2, w, noise have none" in listing
+    width = max(len(name) for name in methods())
+    assert (f"no   {'pm':<{width}} needs a latent GP with a factorised likelihood: this model's sampled latent GP "
+            "values: none") in listing
+    assert f"no   {'nuts':<{width}} needs a prior on every parameter: s2, w, noise have none" in listing
+    names = [line[7:7 + width].strip() for line in listing.splitlines() if line.startswith(("  yes", "  no "))]
+    assert set(names) == set(methods())  # every name, the longest included, fits its column
 
 
 def test_the_command_line_builds_its_flags_without_jax_or_arviz():
