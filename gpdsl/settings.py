@@ -216,3 +216,55 @@ class SegmentedChainSettings(ChainSettings):
         require_positive_int("segment_size", self.segment_size)
         if not isinstance(self.initial_values, dict):
             raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
+
+
+@dataclass(frozen=True)
+class AdamScheduleSettings:
+    """Settings every method fitted by Adam over de Souza's (2020) schedule shares
+    (:mod:`gpdsl.inference.optimise.adam`): ``noise_fixed_steps`` with the likelihood's scale held, then ``steps``
+    with everything free, fresh moments in each phase.
+
+    Attributes
+    ----------
+    noise_fixed_steps, steps : int
+        The two phases' steps.
+    learning_rate : float
+        Adam's step size.
+    chunk : int
+        Adam steps per compiled chunk: progress and the checkpoint (``--checkpoint``) are written after each.
+    initial_values : dict
+        Constrained starting values of hyperparameters by name.
+    seed : int
+        Seed of the start and of any minibatches and samples (the run's seed replaces it).
+    """
+
+    noise_fixed_steps: int = option(2000, "Adam steps with the likelihood's scale held at its initial value (0: none)")
+    steps: int = option(5000, "Adam steps with every parameter free, after --noise-fixed-steps (fresh moments)")
+    learning_rate: float = option(0.01, "Adam's step size")
+    chunk: int = option(100, "Adam steps per compiled chunk: progress and the checkpoint are written after each")
+    initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
+                                  flag="--init-value", metavar="NAME=VALUE", repeat=True,
+                                  parse=initial_values_from_cli)
+    seed: int = option(0, "seed (replaced by the run's)", cli=False)
+
+    def __post_init__(self):
+        if not isinstance(self.initial_values, dict):
+            raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
+        require_positive_int("noise_fixed_steps", self.noise_fixed_steps, allow_zero=True)
+        require_positive_int("steps", self.steps)
+        require_positive_int("chunk", self.chunk)
+        require_number("learning_rate", self.learning_rate, 0, open_low=True)
+        require_positive_int("seed", self.seed, allow_zero=True)
+
+    def phases(self, noise_held, held=None) -> list:
+        """The schedule as :class:`~gpdsl.inference.optimise.adam.Phase` s over a flat vector: the coordinates of
+        ``noise_held`` and ``held`` (boolean masks) still in the first, those of ``held`` in the second; empty
+        phases dropped."""
+        import numpy as np
+
+        from gpdsl.inference.optimise.adam import Phase
+
+        noise_held = np.asarray(noise_held, dtype=bool)
+        first = noise_held if held is None else noise_held | held
+        phases = [Phase(self.noise_fixed_steps, first), Phase(self.steps, held)]
+        return [phase for phase in phases if phase.steps]

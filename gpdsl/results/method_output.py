@@ -76,6 +76,44 @@ class MethodOutput:
     state: Any = None
 
 
+def point_estimate(values: dict, stats: dict, seconds: float, report: dict, inference: str,
+                   dims: dict | None = None) -> MethodOutput:
+    """The :class:`MethodOutput` of an optimiser's fit, stored like a one-draw posterior.
+
+    Parameters
+    ----------
+    values : dict of str to array_like
+        The estimates by name (hyperparameters, and e.g. the inducing inputs).
+    stats : dict of str to float or array_like
+        Statistics of the one draw (``lp``: the objective the fit maximised).
+    seconds : float
+        The fit's wall time (``timings.sampling``).
+    report : dict
+        The optimiser's report and any variational parameters (the ``report`` attribute).
+    inference : str
+        What the estimate is (the ``inference`` attribute; "(one draw: the point estimate)" is appended).
+    dims : dict of str to list of str, optional
+        Dims of variables not declared in the model.
+    """
+    import jax
+
+    return MethodOutput({name: np.asarray(value)[None, None] for name, value in values.items()},
+                        {name: np.asarray(value)[None, None] for name, value in stats.items()},
+                        timings={"sampling": seconds}, report=report, dims=dict(dims or {}),
+                        attrs={"inference": f"{inference} (one draw: the point estimate)"},
+                        versions={"jax": jax.__version__})
+
+
+def predictive_moments(target: str, latent: str, points: str, y_mean, y_variance, f_variance=None) -> tuple[dict, dict]:
+    """The predictions group of a point estimate's Gaussian predictive at new inputs, and its dims: ``<y>_mean``,
+    ``<y>_variance`` (noise included) and, when given, ``<f>_variance`` (noise excluded), dim ``points``."""
+    values = {f"{target}_mean": y_mean, f"{target}_variance": y_variance}
+    if f_variance is not None:
+        values[f"{latent}_variance"] = f_variance
+    return ({name: np.asarray(value)[None, None] for name, value in values.items()},
+            {name: [points] for name in values})
+
+
 def data_groups(model: Model, data: dict) -> tuple[dict, dict, dict]:
     """Observed data (likelihood targets), constant data (the rest but sizes) and their dims.
 

@@ -19,18 +19,24 @@ import numpy as np
 
 from gpdsl.backends.jax.lowering import Block, JaxModel
 from gpdsl.errors import MethodError
-from gpdsl.inference.families.hyperparameters import HyperparameterBlocks, lowered_with_blocks
+from gpdsl.inference.families.hyperparameters import (
+    HyperparameterBlocks,
+    NormalObservations,
+    complete_outputs,
+    lowered_with_blocks,
+    require_normal_observations,
+)
 from gpdsl.inference.variational.deep_gp import LayerPrior
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.families import DEEP_GP, classify
-from gpdsl.ir.structure import GPNode, expression_refs
+from gpdsl.ir.structure import GPNode
 
 DEEP_GP_CHAIN_NEEDS = ("{method} needs a deep GP written as a chain: H ~ gp(X, k_1, mean = X); f ~ gp(H, k_2); "
                        "y ~ normal(f, s) with scalar s (hidden layers matrix[N, D_l], each mean the identity or none)")
 
 
 @dataclass
-class DeepGPChain(HyperparameterBlocks):
+class DeepGPChain(HyperparameterBlocks, NormalObservations):
     """A deep GP read from a checked model.
 
     Attributes
@@ -56,9 +62,10 @@ class DeepGPChain(HyperparameterBlocks):
     y: np.ndarray
     widths: list[int]
 
-    def environment(self, theta) -> dict:
-        """Data and constrained hyperparameters by name."""
-        return {**self.jax_model.data, **self.constrain(theta)[0]}
+    @property
+    def observed_gp(self) -> GPNode:
+        """The output layer."""
+        return self.layers[-1]
 
     def priors(self, theta) -> list[LayerPrior]:
         """Each layer's kernel and mean map at ``theta``."""
@@ -68,20 +75,6 @@ class DeepGPChain(HyperparameterBlocks):
             mean_map = None if node.statement.mean is None else jnp.eye(width)
             priors.append(LayerPrior(self.jax_model.gp_kernel(node.statement, env), mean_map))
         return priors
-
-    def noise_variance(self, theta):
-        """``s^2`` at ``theta``."""
-        sigma = self.jax_model.evaluate(self.layers[-1].likelihood.distribution.arg("sigma"), self.environment(theta))
-        return jnp.square(sigma)
-
-    def log_hyperprior(self, theta):
-        """Log prior density of the hyperparameters that have one (no Jacobian)."""
-        return self.jax_model.log_terms(self.environment(theta), ("prior",), targets=set(self.theta_names))
-
-    @property
-    def noise_names(self) -> set[str]:
-        """The hyperparameters the likelihood's scale reads."""
-        return expression_refs(self.layers[-1].likelihood.distribution.arg("sigma")) & set(self.theta_names)
 
 
 def deep_gp_view(model: ir.Model, data: dict, method: str = "dsdgp") -> DeepGPChain:
@@ -97,9 +90,7 @@ def deep_gp_view(model: ir.Model, data: dict, method: str = "dsdgp") -> DeepGPCh
     def refuse(detail, span):
         raise MethodError(f"{needs}; {detail}", span)
 
-    if not output.plainly_marginalised:
-        refuse(f"'{output.name}' is not observed through normal({output.name}, s) with scalar s",
-               (output.likelihood or output.statement).span)
+    require_normal_observations(output, needs)
     jax_model, blocks = lowered_with_blocks(model, data, marginalise=True)
     by_name = {node.name: node for node in jax_model.gp_nodes}
     chain = [by_name[output.name]]
@@ -132,7 +123,5 @@ def deep_gp_view(model: ir.Model, data: dict, method: str = "dsdgp") -> DeepGPCh
         if node.statement.mean is not None and width != previous:
             refuse(f"the identity mean of '{node.name}' needs as many columns ({width}) as its inputs ({previous})",
                    node.statement.mean.span)
-    y = np.asarray(jax_model.data[output.likelihood.target.name], dtype=float).reshape(-1)
-    if np.isnan(y).any():
-        refuse(f"'{output.likelihood.target.name}' has missing values", output.likelihood.span)
+    y = complete_outputs(jax_model, output, needs)
     return DeepGPChain(jax_model, chain, [b for b in blocks if b.role == "parameter"], X, y, widths)

@@ -10,23 +10,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.backends.jax.lowering import Block, JaxModel
 from gpdsl.errors import MethodError
-from gpdsl.inference.families.hyperparameters import HyperparameterBlocks, lowered_with_blocks
+from gpdsl.inference.families.hyperparameters import (
+    HyperparameterBlocks,
+    NormalObservations,
+    complete_outputs,
+    lowered_with_blocks,
+    require_normal_observations,
+)
 from gpdsl.inference.variational.deep_mahalanobis import DMGPKernels
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.families import DEEP_GP, classify
-from gpdsl.ir.structure import GPNode, expression_refs
+from gpdsl.ir.structure import GPNode
 
 DMGP_NEEDS = ("{method} needs a deep Mahalanobis GP: projection fields W[q] ~ gp(X, k) for q in 1:Q "
               "(array[Q] matrix[N, D] W), f ~ gp(project(W, X), k_f) and y ~ normal(f, s) with scalar s")
 
 
 @dataclass
-class DeepMahalanobisGP(HyperparameterBlocks):
+class DeepMahalanobisGP(HyperparameterBlocks, NormalObservations):
     """A deep Mahalanobis GP read from a checked model.
 
     Attributes
@@ -57,9 +62,10 @@ class DeepMahalanobisGP(HyperparameterBlocks):
         """``Q``, the number of projection rows."""
         return int(self.jax_model.block(self.fields.name).shape[0])
 
-    def environment(self, theta) -> dict:
-        """Data and constrained hyperparameters by name."""
-        return {**self.jax_model.data, **self.constrain(theta)[0]}
+    @property
+    def observed_gp(self) -> GPNode:
+        """The output GP ``f``."""
+        return self.output
 
     def kernels(self, theta) -> DMGPKernels:
         """The field kernels, the output kernel and the noise variance at ``theta``."""
@@ -67,17 +73,7 @@ class DeepMahalanobisGP(HyperparameterBlocks):
         loop = self.fields.loops[0].variable
         fields = tuple(self.jax_model.gp_kernel(self.fields.statement, {**env, loop: q + 1})
                        for q in range(self.num_fields))
-        sigma = self.jax_model.evaluate(self.output.likelihood.distribution.arg("sigma"), env)
-        return DMGPKernels(fields, self.jax_model.gp_kernel(self.output.statement, env), jnp.square(sigma))
-
-    def log_hyperprior(self, theta) -> jnp.ndarray:
-        """Log prior density of the hyperparameters that have one, on their constrained scale (no Jacobian)."""
-        return self.jax_model.log_terms(self.environment(theta), ("prior",), targets=set(self.theta_names))
-
-    @property
-    def noise_names(self) -> set[str]:
-        """The hyperparameters the likelihood's scale reads (``noise`` of ``normal(f, sqrt(noise))``)."""
-        return expression_refs(self.output.likelihood.distribution.arg("sigma")) & set(self.theta_names)
+        return DMGPKernels(fields, self.jax_model.gp_kernel(self.output.statement, env), self.noise_variance(theta))
 
 
 def deep_mahalanobis_view(model: ir.Model, data: dict, method: str = "dmgp") -> DeepMahalanobisGP:
@@ -100,9 +96,7 @@ def deep_mahalanobis_view(model: ir.Model, data: dict, method: str = "dmgp") -> 
     if not (isinstance(project.weights, ir.Ref) and isinstance(project.inputs, ir.Ref)
             and project.inputs.name in model.data):
         refuse("project(W, X) needs a latent W and a data matrix X", project.span)
-    if not output.plainly_marginalised:
-        refuse(f"'{output.name}' is not observed through normal({output.name}, s) with scalar s",
-               (output.likelihood or output.statement).span)
+    require_normal_observations(output, needs)
     jax_model, blocks = lowered_with_blocks(model, data, marginalise=True)
     fields = [n for n in jax_model.gp_nodes if n.name == project.weights.name]
     if len(fields) != 1:
@@ -119,7 +113,5 @@ def deep_mahalanobis_view(model: ir.Model, data: dict, method: str = "dmgp") -> 
     if other_latents:
         refuse(f"this model also has latent {', '.join(other_latents)}", output.statement.span)
     X = np.asarray(jax_model.data[project.inputs.name], dtype=float)
-    y = np.asarray(jax_model.data[output.likelihood.target.name], dtype=float).reshape(-1)
-    if np.isnan(y).any():
-        refuse(f"'{output.likelihood.target.name}' has missing values", output.likelihood.span)
+    y = complete_outputs(jax_model, output, needs)
     return DeepMahalanobisGP(jax_model, field, output, [b for b in blocks if b.role == "parameter"], X, y)

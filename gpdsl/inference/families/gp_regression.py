@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.backends.jax.lowering import Block, JaxModel
-from gpdsl.inference.families.hyperparameters import HyperparameterBlocks, lowered_with_blocks
+from gpdsl.inference.families.hyperparameters import HyperparameterBlocks, NormalObservations, lowered_with_blocks
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.families import GP_REGRESSION, LatentGPFacts, classify
 from gpdsl.ir.structure import GPNode
@@ -23,7 +23,7 @@ from gpdsl.linalg import cholesky, solve_triangular
 
 
 @dataclass
-class GPRegression(HyperparameterBlocks):
+class GPRegression(HyperparameterBlocks, NormalObservations):
     """GP regression read from a checked model.
 
     Attributes
@@ -53,9 +53,10 @@ class GPRegression(HyperparameterBlocks):
         """Training outputs, shape ``(n,)``."""
         return np.asarray(self.jax_model.data[self.target], dtype=float).reshape(-1)
 
-    def environment(self, theta) -> dict:
-        """Data and constrained hyperparameters by name."""
-        return {**self.jax_model.data, **self.constrain(theta)[0]}
+    @property
+    def observed_gp(self) -> GPNode:
+        """The GP (observed through ``normal(f, s)``)."""
+        return self.node
 
     def inputs(self, theta) -> jax.Array:
         """Training inputs, shape ``(n, d)``."""
@@ -65,11 +66,6 @@ class GPRegression(HyperparameterBlocks):
         """The GP's kernel at ``theta``."""
         return self.jax_model.gp_kernel(self.node.statement, self.environment(theta))
 
-    def noise_variance(self, theta) -> jax.Array:
-        """The noise variance ``s^2`` at ``theta``."""
-        sigma = self.jax_model.evaluate(self.node.likelihood.distribution.arg("sigma"), self.environment(theta))
-        return jnp.square(sigma)
-
     def log_marginal(self, theta) -> jax.Array:
         """``log N(y; 0, K + s^2 I)``, ``K`` with the lowering's jitter (traceable)."""
         env = self.environment(theta)
@@ -77,10 +73,6 @@ class GPRegression(HyperparameterBlocks):
         L = cholesky(K + self.noise_variance(theta) * jnp.eye(K.shape[0]))
         alpha = solve_triangular(L, jnp.asarray(self.y), lower=True)
         return -0.5 * alpha @ alpha - jnp.sum(jnp.log(jnp.diag(L))) - 0.5 * K.shape[0] * jnp.log(2 * jnp.pi)
-
-    def log_hyperprior(self, theta) -> jax.Array:
-        """Log prior density of the hyperparameters that have one, on their constrained scale (no Jacobian)."""
-        return self.jax_model.log_terms(self.environment(theta), ("prior",), targets=set(self.theta_names))
 
 
 def gp_regression_view(model: ir.Model, data: dict, facts: LatentGPFacts) -> GPRegression:

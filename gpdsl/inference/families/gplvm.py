@@ -21,6 +21,7 @@ import numpy as np
 from gpdsl.backends.jax.lowering import Block, JaxModel
 from gpdsl.inference.families.hyperparameters import (
     HyperparameterBlocks,
+    NormalObservations,
     lowered_with_blocks,
 )
 from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian
@@ -34,7 +35,7 @@ from gpdsl.numerics import GP_JITTER
 
 
 @dataclass
-class GPLVMProblem(HyperparameterBlocks):
+class GPLVMProblem(HyperparameterBlocks, NormalObservations):
     """A GPLVM read from a checked model.
 
     Attributes
@@ -93,8 +94,10 @@ class GPLVMProblem(HyperparameterBlocks):
         """Constrained hyperparameters by name."""
         return self.constrain(theta)[0]
 
-    def environment(self, theta) -> dict:
-        return {**self.jax_model.data, **self.theta_values(theta)}
+    @property
+    def observed_gp(self) -> GPNode:
+        """The GP over the latent inputs (observed through ``normal(F, s)``)."""
+        return self.node
 
     def kernel(self, theta) -> Kernel:
         """The GP's kernel at ``theta``."""
@@ -147,19 +150,6 @@ class GPLVMProblem(HyperparameterBlocks):
         _, group = np.unique(labels, axis=0, return_inverse=True)
         group = np.ravel(group)
         return [np.flatnonzero(group == g) for g in range(group.max() + 1)]
-
-    def noise_variance(self, theta) -> jax.Array:
-        """The likelihood's noise variance ``s^2`` at ``theta``."""
-        sigma = self.jax_model.evaluate(self.node.likelihood.distribution.arg("sigma"), self.environment(theta))
-        return jnp.square(sigma)
-
-    def log_hyperprior(self, theta) -> jax.Array:
-        """Log prior density of the hyperparameters that have one, on their constrained scale.
-
-        Maximising the bound plus this term gives MAP estimates of those hyperparameters (no
-        Jacobian: the estimate does not depend on the optimiser's parameterisation).
-        """
-        return self.jax_model.log_terms(self.environment(theta), ("prior",), targets=set(self.theta_names))
 
 
 def _grouping_component(kernel: ir.Kernel) -> int | None:

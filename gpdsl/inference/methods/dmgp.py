@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpdsl.errors import MethodError
-from gpdsl.settings import initial_values_from_cli, option, require_number, require_positive_int
+from gpdsl.settings import AdamScheduleSettings, option, require_positive_int
 
 
 @dataclass(frozen=True)
-class DMGPSettings:
+class DMGPSettings(AdamScheduleSettings):
     """Settings of ``dmgp``.
 
     Attributes
@@ -32,39 +32,17 @@ class DMGPSettings:
         Inducing inputs of the output layer, ``m_u``.
     num_inducing_fields : int
         Pseudo-inputs of the projection fields, ``m_v``.
-    noise_fixed_steps, steps : int
-        Adam steps with the likelihood's scale held, then with everything free (fresh moments).
-    learning_rate : float
-        Adam's step size.
-    initial_values : dict
-        Constrained starting values of hyperparameters by name.
-    chunk : int
-        Adam steps per compiled chunk: progress and the checkpoint (``--checkpoint``) are written after each.
-    seed : int
-        Seed of the k-means starts (the run's seed replaces it).
+    noise_fixed_steps, steps, learning_rate, chunk, initial_values, seed
+        As :class:`~gpdsl.settings.AdamScheduleSettings` (the seed is that of the k-means starts).
     """
 
     num_inducing: int = option(50, "inducing inputs of the output layer (m_u)")
     num_inducing_fields: int = option(25, "pseudo-inputs of the projection fields W (m_v)")
-    noise_fixed_steps: int = option(2000, "Adam steps with the likelihood's scale held at its initial value (0: none)")
-    steps: int = option(5000, "Adam steps with every parameter free, after --noise-fixed-steps (fresh moments)")
-    learning_rate: float = option(0.01, "Adam's step size")
-    initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
-                                  flag="--init-value", metavar="NAME=VALUE", repeat=True,
-                                  parse=initial_values_from_cli)
-    chunk: int = option(100, "Adam steps per compiled chunk: progress and the checkpoint are written after each")
-    seed: int = option(0, "seed (replaced by the run's)", cli=False)
 
     def __post_init__(self):
-        if not isinstance(self.initial_values, dict):
-            raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
+        super().__post_init__()
         require_positive_int("num_inducing", self.num_inducing)
         require_positive_int("num_inducing_fields", self.num_inducing_fields)
-        require_positive_int("noise_fixed_steps", self.noise_fixed_steps, allow_zero=True)
-        require_positive_int("steps", self.steps)
-        require_positive_int("chunk", self.chunk)
-        require_number("learning_rate", self.learning_rate, 0, open_low=True)
-        require_positive_int("seed", self.seed, allow_zero=True)
 
 
 def initial_variational(problem, settings: DMGPSettings):
@@ -125,7 +103,6 @@ def fit_dmgp(problem, settings: DMGPSettings, progress: bool = False, checkpoint
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
-    from gpdsl.inference.methods.dsdgp import schedule
     from gpdsl.inference.optimise.adam import maximise
     from gpdsl.inference.optimise.marginal_likelihood import initial_theta
     from gpdsl.inference.variational.deep_mahalanobis import dmgp_bound
@@ -145,7 +122,7 @@ def fit_dmgp(problem, settings: DMGPSettings, progress: bool = False, checkpoint
         raise MethodError(f"the DMGP bound is not finite at the start ({start}) with hyperparameters "
                           f"{problem.constrain(jnp.asarray(theta0))[0]}",
                           hint="give other initial values (--init-value name=value) or standardise the data")
-    result = maximise(objective, x0, schedule(problem, settings, x0.size), learning_rate=settings.learning_rate,
+    result = maximise(objective, x0, settings.phases(problem.noise_mask(x0.size)), learning_rate=settings.learning_rate,
                       chunk=settings.chunk, progress=progress, checkpoint=checkpoint, identity=identity)
     x = jnp.asarray(result.x)
     bound = float(jax.jit(objective)(x))
@@ -179,21 +156,13 @@ def point_estimate_output(fit, variational, bound_name: str, output_node, predic
     """The :class:`~gpdsl.results.method_output.MethodOutput` of a variational fit of a deep GP: the hyperparameters
     as one draw, ``sample_stats.lp`` the bound, the optimiser's report and the variational parameters under
     ``report``, and the predictions ``<y>_mean``, ``<y>_variance`` (and ``<f>_variance``) at new inputs."""
-    import jax
+    from gpdsl.results.method_output import point_estimate, predictive_moments
 
-    from gpdsl.results.method_output import MethodOutput
-
-    posterior = {name: value[None, None] for name, value in fit.hyperparameters().items()}
-    output = MethodOutput(posterior, {"lp": np.asarray([[fit.bound]])}, timings={"sampling": fit.report["seconds"]},
-                          report={"optimizer": fit.report, "variational": variational},
-                          attrs={"inference": f"variational ({bound_name}; one draw: the point estimate)"},
-                          versions={"jax": jax.__version__})
+    output = point_estimate(fit.hyperparameters(), {"lp": fit.bound}, fit.report["seconds"],
+                            {"optimizer": fit.report, "variational": variational}, f"variational ({bound_name})")
     if predictive is not None:
-        target = output_node.likelihood.target.name
         points = f"{output_node.statement.inputs.index_shape[0]}_new"
-        values = {f"{target}_mean": predictive[0], f"{target}_variance": predictive[1]}
-        if latent_variance is not None:
-            values[f"{output_node.name}_variance"] = latent_variance
-        output.predictions = {name: np.asarray(value)[None, None] for name, value in values.items()}
-        output.dims.update({name: [points] for name in values})
+        output.predictions, dims = predictive_moments(output_node.likelihood.target.name, output_node.name, points,
+                                                      predictive[0], predictive[1], latent_variance)
+        output.dims.update(dims)
     return output

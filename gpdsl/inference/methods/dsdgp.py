@@ -19,55 +19,34 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpdsl.errors import MethodError
-from gpdsl.settings import initial_values_from_cli, option, require_number, require_positive_int
+from gpdsl.settings import AdamScheduleSettings, option, require_positive_int
 
 
 @dataclass(frozen=True)
-class DSDGPSettings:
+class DSDGPSettings(AdamScheduleSettings):
     """Settings of ``dsdgp``.
 
     Attributes
     ----------
     num_inducing : int
         Inducing inputs per layer.
-    noise_fixed_steps, steps : int
-        Adam steps with the likelihood's scale held, then with everything free (fresh moments).
-    learning_rate : float
-        Adam's step size.
+    noise_fixed_steps, steps, learning_rate, chunk, initial_values, seed
+        As :class:`~gpdsl.settings.AdamScheduleSettings` (the seed is that of the k-means start and the samples).
     batch_size : int
         Points per minibatch (0: the whole data set).
     predict_samples : int
         Draws through the layers whose mixture the predictive moment-matches.
-    initial_values : dict
-        Constrained starting values of hyperparameters by name.
-    chunk : int
-        Adam steps per compiled chunk.
-    seed : int
-        Seed of the k-means start and the samples (the run's seed replaces it).
     """
 
     num_inducing: int = option(50, "inducing inputs per layer")
-    noise_fixed_steps: int = option(2000, "Adam steps with the likelihood's scale held at its initial value (0: none)")
-    steps: int = option(5000, "Adam steps with every parameter free, after --noise-fixed-steps (fresh moments)")
-    learning_rate: float = option(0.01, "Adam's step size")
     batch_size: int = option(0, "points per minibatch (0: all)")
     predict_samples: int = option(200, "draws through the layers for the moment-matched predictive")
-    initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
-                                  flag="--init-value", metavar="NAME=VALUE", repeat=True,
-                                  parse=initial_values_from_cli)
-    chunk: int = option(100, "Adam steps per compiled chunk: progress and the checkpoint are written after each")
-    seed: int = option(0, "seed (replaced by the run's)", cli=False)
 
     def __post_init__(self):
-        if not isinstance(self.initial_values, dict):
-            raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
+        super().__post_init__()
         require_positive_int("num_inducing", self.num_inducing)
-        require_positive_int("noise_fixed_steps", self.noise_fixed_steps, allow_zero=True)
-        require_positive_int("steps", self.steps)
         require_positive_int("batch_size", self.batch_size, allow_zero=True)
         require_positive_int("predict_samples", self.predict_samples)
-        require_positive_int("chunk", self.chunk)
-        require_number("learning_rate", self.learning_rate, 0, open_low=True)
 
 
 def initial_layers(problem, settings: DSDGPSettings):
@@ -150,7 +129,7 @@ def fit_dsdgp(problem, settings: DSDGPSettings, progress: bool = False, checkpoi
                           f"{problem.constrain(jnp.asarray(theta0))[0]}",
                           hint="give other initial values (--init-value name=value) or standardise the data")
     batch = settings.batch_size if 0 < settings.batch_size < N else None
-    result = maximise(objective, x0, schedule(problem, settings, x0.size), learning_rate=settings.learning_rate,
+    result = maximise(objective, x0, settings.phases(problem.noise_mask(x0.size)), learning_rate=settings.learning_rate,
                       key=key, data_size=N if batch else None, batch_size=batch, chunk=settings.chunk,
                       progress=progress, checkpoint=checkpoint, identity=identity)
     x = jnp.asarray(result.x)
@@ -158,20 +137,6 @@ def fit_dsdgp(problem, settings: DSDGPSettings, progress: bool = False, checkpoi
               "trace": [float(v) for v in result.trace]}
     bound = float(np.mean(result.trace[-3:])) if len(result.trace) else start
     return DSDGPFit(problem, np.asarray(x[:p]), unravel(x[p:]), bound, report)
-
-
-def schedule(problem, settings, size: int):
-    """The two Adam phases: the likelihood's scale held, then every coordinate free."""
-    from gpdsl.inference.optimise.adam import Phase
-
-    held = np.zeros(size, dtype=bool)
-    offset = 0
-    for block in problem.theta_blocks:
-        if block.name in problem.noise_names:
-            held[offset:offset + block.size] = True
-        offset += block.size
-    phases = [Phase(settings.noise_fixed_steps, held), Phase(settings.steps)]
-    return [phase for phase in phases if phase.steps]
 
 
 def run_dsdgp(model, data, settings: DSDGPSettings, context):

@@ -85,16 +85,10 @@ def run_ml(model, data, settings: MLSettings, context):
 
 def ml_output(fit):
     """The :class:`~gpdsl.results.method_output.MethodOutput` of a GP regression fit (see the module docstring)."""
-    import jax
+    from gpdsl.results.method_output import point_estimate
 
-    from gpdsl.results.method_output import MethodOutput
-
-    posterior = {name: np.asarray(value)[None, None] for name, value in fit.hyperparameters().items()}
-    stats = {"lp": np.asarray([[fit.log_posterior]]), "log_marginal": np.asarray([[fit.log_marginal]])}
-    return MethodOutput(posterior, stats, timings={"sampling": fit.report["seconds"]},
-                        report={"optimizer": fit.report},
-                        attrs={"inference": "type-II maximum likelihood / MAP (one draw: the point estimate)"},
-                        versions={"jax": jax.__version__})
+    return point_estimate(fit.hyperparameters(), {"lp": fit.log_posterior, "log_marginal": fit.log_marginal},
+                          fit.report["seconds"], {"optimizer": fit.report}, "type-II maximum likelihood / MAP")
 
 
 def ml_predictions(fit, new_inputs) -> tuple[dict, dict]:
@@ -107,7 +101,7 @@ def ml_predictions(fit, new_inputs) -> tuple[dict, dict]:
 def regression_predictions(problem, y, f) -> tuple[dict, dict]:
     """The predictions group of a GP regression view from the predictive of ``y*`` and of ``f*``, and its dims:
     ``<y>_mean``, ``<y>_variance`` and ``<f>_variance``, dim ``<N>_new``."""
-    target, latent = problem.target, problem.name
+    from gpdsl.results.method_output import predictive_moments
+
     points = f"{problem.node.statement.inputs.index_shape[0]}_new"
-    values = {f"{target}_mean": y.mean, f"{target}_variance": y.variance, f"{latent}_variance": f.variance}
-    return ({name: value[None, None] for name, value in values.items()}, {name: [points] for name in values})
+    return predictive_moments(problem.target, problem.name, points, y.mean, y.variance, f.variance)

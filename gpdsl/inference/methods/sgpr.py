@@ -16,9 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpdsl.errors import MethodError
-from gpdsl.settings import (initial_values_from_cli, option, require_choice, require_number,
-                            require_positive_int)
+from gpdsl.settings import AdamScheduleSettings, option, require_choice, require_number, require_positive_int
 
 OPTIMIZERS = ("lbfgs", "adam")
 SCALINGS = ("blocks", "scalar")
@@ -26,7 +24,7 @@ INDUCING_INITS = ("kmeans", "random")
 
 
 @dataclass(frozen=True)
-class SGPRSettings:
+class SGPRSettings(AdamScheduleSettings):
     """Settings of ``sgpr``.
 
     Attributes
@@ -38,9 +36,6 @@ class SGPRSettings:
         random subset of them (:mod:`gpdsl.inference.variational.inducing_inputs`).
     fix_inducing : bool
         Hold the inducing inputs at their initial values.
-    initial_values : dict
-        Constrained starting values of hyperparameters by name (the others start at 1, or inside their
-        bounds).
     optimizer : {"lbfgs", "adam"}
         L-BFGS on the whole bound, or Adam with the two-phase schedule (``noise_fixed_steps`` with the
         noise held, then ``steps`` with everything free, fresh moments).
@@ -54,27 +49,18 @@ class SGPRSettings:
         L-BFGS's relative-reduction and largest-gradient-component tolerances.
     restarts : int
         L-BFGS restarts after a stop short of ``gtol`` (while the bound improves).
-    learning_rate : float
-        Adam's step size.
-    noise_fixed_steps, steps : int
-        Adam's two phases (moments reset between them). The noise is the parameter behind the likelihood's
-        ``sigma`` (``sigma = s``, ``sqrt(s)``, ``inv_sqrt(s)`` or ``exp(s)``); nothing is held when it is another
-        expression.
-    chunk : int
-        Adam steps per compiled chunk: progress and the checkpoint (``--checkpoint``) are written after each.
+    noise_fixed_steps, steps, learning_rate, chunk, initial_values, seed
+        As :class:`~gpdsl.settings.AdamScheduleSettings`: Adam's two phases (the parameters the likelihood's
+        ``sigma`` reads held in the first), its step size; constrained starting values of hyperparameters by name
+        (the others start at 1, or inside their bounds); the seed of the inducing-input initialisation.
     jitter : float
         Added to the diagonal of ``K(Z)``.
-    seed : int
-        Seed of the inducing-input initialisation (the run's seed replaces it).
     """
 
     num_inducing: int = option(100, "inducing inputs", metavar="M")
     inducing_init: str = option("kmeans", "initial inducing inputs: k-means centres or a random subset of the "
                                           "training inputs (seeded)", choices=INDUCING_INITS)
     fix_inducing: bool = option(False, "hold the inducing inputs at their initial values")
-    initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
-                                  flag="--init-value", metavar="NAME=VALUE", repeat=True,
-                                  parse=initial_values_from_cli)
     optimizer: str = option("lbfgs", "lbfgs on the whole bound, or adam with the schedule --noise-fixed-steps then "
                                      "--steps", choices=OPTIMIZERS)
     scaling: str = option("blocks", "L-BFGS's initial inverse Hessian: one scale per hyperparameter coordinate and "
@@ -85,26 +71,18 @@ class SGPRSettings:
     ftol: float = option(2.220446049250313e-09, "L-BFGS relative-reduction tolerance")
     gtol: float = option(1e-5, "L-BFGS largest-gradient-component tolerance")
     restarts: int = option(5, "L-BFGS restarts after a stop short of gtol (while the bound improves)")
-    learning_rate: float = option(0.01, "Adam's learning rate")
-    noise_fixed_steps: int = option(2000, "Adam steps with the noise held at its initial value (0: none)")
-    steps: int = option(5000, "Adam steps with every parameter free, after --noise-fixed-steps (fresh moments)")
-    chunk: int = option(100, "Adam steps per compiled chunk: progress and the checkpoint are written after each")
     jitter: float = option(1e-8, "jitter added to the diagonal of K(Z)")
-    seed: int = option(0, "seed (replaced by the run's)", cli=False)
 
     def __post_init__(self):
+        super().__post_init__()
         require_choice("optimizer", self.optimizer, OPTIMIZERS)
         require_choice("inducing-input initialisation", self.inducing_init, INDUCING_INITS)
         require_choice("L-BFGS scaling", self.scaling, SCALINGS)
-        if not isinstance(self.initial_values, dict):
-            raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
-        for name in ("num_inducing", "max_iterations", "max_evaluations", "steps", "chunk"):
+        for name in ("num_inducing", "max_iterations", "max_evaluations"):
             require_positive_int(name, getattr(self, name))
         require_positive_int("restarts", self.restarts, allow_zero=True)
-        require_positive_int("noise_fixed_steps", self.noise_fixed_steps, allow_zero=True)
         require_number("ftol", self.ftol, 0)
         require_number("gtol", self.gtol, 0)
-        require_number("learning_rate", self.learning_rate, 0, open_low=True)
         require_number("jitter", self.jitter, 0)
 
 
@@ -132,20 +110,13 @@ def inducing_dims(problem) -> list[str]:
 
 def sgpr_output(fit):
     """The :class:`~gpdsl.results.method_output.MethodOutput` of an SGPR fit (see the module docstring)."""
-    import jax
+    from gpdsl.results.method_output import point_estimate
 
-    from gpdsl.results.method_output import MethodOutput
-
-    posterior = {name: np.asarray(value)[None, None] for name, value in fit.hyperparameters().items()}
-    posterior["inducing_inputs"] = np.asarray(fit.inducing)[None, None]
-    stats = {"lp": np.asarray([[fit.objective]]), "bound": np.asarray([[fit.bound]]),
-             "bound_trace": np.asarray(fit.trace)[None, None]}
-    dims = {"inducing_inputs": inducing_dims(fit.problem), "bound_trace": ["iteration"]}
-    return MethodOutput(posterior, stats, timings={"sampling": fit.report["seconds"]},
-                        report={"optimizer": fit.report}, dims=dims,
-                        attrs={"inference": "sparse variational GP regression, Titsias's collapsed bound (one "
-                                            "draw: the point estimate; inducing_inputs: the fitted Z)"},
-                        versions={"jax": jax.__version__})
+    return point_estimate({**fit.hyperparameters(), "inducing_inputs": fit.inducing},
+                          {"lp": fit.objective, "bound": fit.bound, "bound_trace": fit.trace}, fit.report["seconds"],
+                          {"optimizer": fit.report},
+                          "sparse variational GP regression, Titsias's collapsed bound, inducing_inputs the fitted Z",
+                          {"inducing_inputs": inducing_dims(fit.problem), "bound_trace": ["iteration"]})
 
 
 def sgpr_predictions(fit, new_inputs) -> tuple[dict, dict]:

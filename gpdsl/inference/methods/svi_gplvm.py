@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpdsl.errors import MethodError
-from gpdsl.settings import initial_values_from_cli, option, require_choice, require_number, require_positive_int
+from gpdsl.settings import AdamScheduleSettings, option, require_choice, require_number, require_positive_int
 
 INITIALISATIONS = ("pca", "random")
 
 
 @dataclass(frozen=True)
-class SVIGPLVMSettings:
+class SVIGPLVMSettings(AdamScheduleSettings):
     """Settings of ``svi-gplvm``.
 
     Attributes
@@ -26,45 +25,26 @@ class SVIGPLVMSettings:
         Inducing inputs ``M``.
     batch_size : int
         Rows per Adam step (the whole data when at least ``N``).
-    learning_rate : float
-        Adam's step size.
-    noise_fixed_steps, steps : int
-        Adam's two phases: the noise held, then everything free (moments reset between them).
-    chunk : int
-        Adam steps per compiled chunk: progress and the checkpoint (``--checkpoint``) are written after each.
     init : {"pca", "random"}
         Initial latent means (as ``vem``).
     init_variance : float, optional
         Initial latent variances (as ``vem``; default 0.5).
-    initial_values : dict
-        Initial values of hyperparameters by name.
-    seed : int
-        Seed of the start and the minibatches (the run's seed replaces it).
+    noise_fixed_steps, steps, learning_rate, chunk, initial_values, seed
+        As :class:`~gpdsl.settings.AdamScheduleSettings` (the seed is that of the start and the minibatches).
     """
 
     num_inducing: int = option(20, "inducing inputs", metavar="M")
     batch_size: int = option(100, "rows per Adam step (the whole data when at least N)")
-    learning_rate: float = option(0.01, "Adam's learning rate")
-    noise_fixed_steps: int = option(2000, "Adam steps with the noise held at its initial value (0: none)")
-    steps: int = option(5000, "Adam steps with every parameter free, after --noise-fixed-steps (fresh moments)")
-    chunk: int = option(100, "Adam steps per compiled chunk: progress and the checkpoint are written after each")
     init: str = option("pca", "initial latent means", choices=INITIALISATIONS)
     init_variance: float | None = option(None, "initial latent variances (default 0.5)")
-    initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
-                                  flag="--init-value", metavar="NAME=VALUE", repeat=True,
-                                  parse=initial_values_from_cli)
-    seed: int = option(0, "seed (replaced by the run's)", cli=False)
 
     def __post_init__(self):
+        super().__post_init__()
         require_choice("initialisation", self.init, INITIALISATIONS)
-        for name in ("num_inducing", "batch_size", "steps", "chunk"):
+        for name in ("num_inducing", "batch_size"):
             require_positive_int(name, getattr(self, name))
-        require_positive_int("noise_fixed_steps", self.noise_fixed_steps, allow_zero=True)
-        require_number("learning_rate", self.learning_rate, 0, open_low=True)
         if self.init_variance is not None:
             require_number("init_variance", self.init_variance, 0, open_low=True)
-        if not isinstance(self.initial_values, dict):
-            raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
 
     def vem_settings(self, seed: int):
         """The variational EM settings of the starting point."""

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from gpdsl.kernels import Kernel
+from gpdsl.inference.variational.uncollapsed_bound import InducingQ, inducing_kl
 from gpdsl.linalg import cholesky, solve_triangular
 
 JITTER = 1e-6
@@ -87,14 +88,8 @@ def layer_marginals(layer: Layer, prior: LayerPrior, H) -> tuple[jax.Array, jax.
 
 def kl_layer(layer: Layer, prior: LayerPrior) -> jax.Array:
     """``KL(q(u) || p(u))`` summed over the layer's output dimensions."""
-    M, D = layer.q_mean.shape
-    L = cholesky(prior.kernel(layer.Z) + JITTER * jnp.eye(M))
-    whitened_mean = solve_triangular(L, layer.q_mean, lower=True)
-    S_tril = _tril(layer.q_sqrt)
-    whitened_sqrt = jax.vmap(lambda s: solve_triangular(L, s, lower=True))(S_tril)
-    log_det_prior = 2.0 * jnp.sum(jnp.log(jnp.diag(L)))
-    log_det_q = jnp.sum(jnp.log(jnp.square(jnp.diagonal(S_tril, axis1=1, axis2=2))))
-    return 0.5 * (jnp.sum(whitened_sqrt ** 2) + jnp.sum(whitened_mean ** 2) - M * D + D * log_det_prior - log_det_q)
+    Kmm = prior.kernel(layer.Z) + JITTER * jnp.eye(layer.Z.shape[0])
+    return inducing_kl(Kmm, InducingQ(layer.q_mean, layer.q_sqrt))
 
 
 def propagate(layers, priors, X, key) -> tuple[jax.Array, jax.Array]:

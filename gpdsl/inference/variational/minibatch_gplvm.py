@@ -24,7 +24,7 @@ from gpdsl.errors import MethodError
 from gpdsl.inference.optimise import adam
 from gpdsl.inference.variational.latent_q import FactorisedGaussian, kl_standard_normal
 from gpdsl.inference.variational.uncollapsed_bound import InducingQ, optimal_inducing_q, uncollapsed_bound
-from gpdsl.inference.variational.vem import (VariationalParams, VEMFit, initial_params, noise_guess,
+from gpdsl.inference.variational.vem import (VariationalParams, VEMFit, initial_params,
                                              optimiser_space, warmup_start)
 from gpdsl.kernels.psi import psi_statistics
 from gpdsl.numerics import GP_JITTER
@@ -129,9 +129,7 @@ def fit_minibatch_gplvm(problem, vem_settings, *, batch_size: int, noise_fixed_s
     objective = minibatch_objective(problem, to_params, unravel, batch_size)
     held_tree = jax.tree_util.tree_map(lambda leaf: np.zeros(np.shape(leaf), dtype=bool),
                                        {"raw": from_params(initial), "q_mean": q0.mean, "q_chol": q0.chol})
-    noise_names = set(noise_guess(problem, 1.0))
-    held_tree["raw"] = held_tree["raw"]._replace(theta=np.concatenate(
-        [np.full(b.size, b.name in noise_names) for b in problem.theta_blocks]))
+    held_tree["raw"] = held_tree["raw"]._replace(theta=problem.theta_mask(problem.noise_names))
     noise_held = np.asarray(ravel_pytree(held_tree)[0], dtype=bool)
     N = problem.num_points
     minibatch = {} if batch_size >= N else {"data_size": N, "batch_size": batch_size}

@@ -117,9 +117,7 @@ class SGPRSpace:
 
     def mask(self, names=(), inducing: bool = False) -> np.ndarray:
         """True on the coordinates of the hyperparameters ``names`` and, with ``inducing``, of ``Z``."""
-        theta = np.concatenate([np.full(b.size, b.name in names) for b in self.problem.theta_blocks]) \
-            if self.problem.theta_blocks else np.zeros(0, dtype=bool)
-        return np.concatenate([theta, np.full(int(np.prod(self.shape)), inducing)])
+        return np.concatenate([self.problem.theta_mask(names), np.full(int(np.prod(self.shape)), inducing)])
 
 
 def sgpr_objective(problem: GPRegression, jitter: float):
@@ -237,10 +235,8 @@ def _lbfgs(negative, x0, held, settings, progress, started, labels):
 
 def _adam(negative, x0, held, space, problem, settings, progress, checkpoint, identity, started):
     from gpdsl.inference.optimise import adam
-    from gpdsl.inference.variational.vem import noise_guess
 
-    noise = space.mask(names=set(noise_guess(problem, 1.0)))
-    phases = [adam.Phase(settings.noise_fixed_steps, held | noise), adam.Phase(settings.steps, held)]
+    phases = settings.phases(space.mask(names=problem.noise_names), held)
     times = []
     result = adam.maximise(lambda x, key, batch: -negative(x), x0, phases, learning_rate=settings.learning_rate,
                            chunk=settings.chunk, progress=progress, checkpoint=checkpoint, identity=identity,

@@ -34,8 +34,9 @@ class InducingQ(NamedTuple):
     Attributes
     ----------
     mean : jax.Array, shape (M, D)
-    chol : jax.Array, shape (M, M)
-        Lower-triangular factor of the covariance shared by the output columns (its upper triangle is ignored).
+    chol : jax.Array, shape (M, M) or (D, M, M)
+        Lower-triangular factor of the covariance shared by the output columns, or one per column (the upper
+        triangle is ignored).
     """
 
     mean: jax.Array
@@ -77,14 +78,17 @@ def expected_log_likelihood(Y, psi0, psi1, psi2, Kmm, noise_variance, q: Inducin
 
 
 def inducing_kl(Kmm, q: InducingQ) -> jax.Array:
-    """``sum_d KL(N(m_d, S) || N(0, Kmm))`` (traceable)."""
+    """``sum_d KL(N(m_d, S_d) || N(0, Kmm))`` (traceable); ``q.chol`` is one ``(M, M)`` factor shared by the columns
+    (``S_d = S``) or one per column, ``(D, M, M)``."""
     M, D = q.mean.shape
     L = cholesky_with_jitter(0.5 * (Kmm + Kmm.T))[0]
     chol = jnp.tril(q.chol)
-    whitened_chol = solve_triangular(L, chol, lower=True)
+    copies = D if chol.ndim == 2 else 1
+    whitened_chol = jax.vmap(lambda c: solve_triangular(L, c, lower=True))(chol.reshape((-1, M, M)))
     whitened_mean = solve_triangular(L, q.mean, lower=True)
-    log_det_ratio = 2.0 * (jnp.sum(jnp.log(jnp.diag(L))) - jnp.sum(jnp.log(jnp.abs(jnp.diag(chol)))))
-    return 0.5 * (D * jnp.sum(whitened_chol ** 2) + jnp.sum(whitened_mean ** 2) - M * D + D * log_det_ratio)
+    log_det_q = jnp.sum(jnp.log(jnp.abs(jnp.diagonal(chol, axis1=-2, axis2=-1))))
+    log_det_ratio = 2.0 * (D * jnp.sum(jnp.log(jnp.diag(L))) - copies * log_det_q)
+    return 0.5 * (copies * jnp.sum(whitened_chol ** 2) + jnp.sum(whitened_mean ** 2) - M * D + log_det_ratio)
 
 
 def uncollapsed_bound(Y, psi0, psi1, psi2, Kmm, noise_variance, q: InducingQ, *, scale=1.0) -> jax.Array:

@@ -335,8 +335,8 @@ def _component_offsets(problem: GPLVMProblem) -> np.ndarray:
 def noise_guess(problem, noise_variance: float) -> dict:
     """The value of the parameter behind the likelihood's ``sigma`` (by name) that gives ``noise_variance``: for
     ``sigma = s``, ``sqrt(s)``, ``inv_sqrt(s)`` or ``exp(s)`` with ``s`` a parameter; empty otherwise. ``problem`` is
-    any view with ``node`` (the GP) and ``jax_model``."""
-    sigma = problem.node.likelihood.distribution.arg("sigma")
+    any view with ``observed_gp`` (:class:`~gpdsl.inference.families.hyperparameters.NormalObservations`)."""
+    sigma = problem.observed_gp.likelihood.distribution.arg("sigma")
     params = problem.jax_model.model.parameters
     if isinstance(sigma, ir.Ref) and sigma.name in params:
         return {sigma.name: np.sqrt(noise_variance)}
@@ -513,8 +513,8 @@ def optimiser_space(problem: GPLVMProblem, latent_q: LatentQ | None = None):
     """
     latent_q = latent_q or problem.latent_q()
     weights = length_scale_weights(problem)
-    positive = _theta_mask(problem, _is_positive)
-    inverse_square = _theta_mask(problem, lambda block: _is_positive(block) and block.name in weights)
+    positive = problem.theta_mask(_is_positive)
+    inverse_square = problem.theta_mask(lambda block: _is_positive(block) and block.name in weights)
 
     def to_params(raw: VariationalParams, xp=jnp) -> VariationalParams:
         log_positive = log_softplus(raw.theta, xp)
@@ -555,7 +555,7 @@ def warmup_held(problem: GPLVMProblem, raw: VariationalParams) -> VariationalPar
     names = {expr.name for leaf in problem.node.statement.kernel.leaves() for arg, expr in leaf.params
              if arg == "variance" and isinstance(expr, ir.Ref) and expr.name in parameters}
     names |= set(noise_guess(problem, 1.0))
-    theta = _theta_mask(problem, lambda block: block.name in names)
+    theta = problem.theta_mask(names)
     return VariationalParams(jax.tree_util.tree_map(lambda leaf: np.zeros(np.shape(leaf), dtype=bool), raw.latent),
                              np.zeros(np.shape(raw.inducing), dtype=bool), theta)
 
@@ -622,13 +622,6 @@ def _flat_layout(raw: VariationalParams):
         return jax.tree_util.tree_unflatten(tree, fields)
 
     return pack, unpack
-
-
-def _theta_mask(problem: GPLVMProblem, test) -> np.ndarray:
-    """``test(block)`` for each coordinate of ``theta``, as booleans."""
-    if not problem.theta_blocks:
-        return np.zeros(0, dtype=bool)
-    return np.concatenate([np.full(block.size, bool(test(block))) for block in problem.theta_blocks])
 
 
 def _is_positive(block) -> bool:
