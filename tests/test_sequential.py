@@ -60,9 +60,10 @@ def assert_matches(draws, mean, cov):
         assert abs(squared.mean() - cov[j, j]) < 4 * float(az.mcse(squared)), (j, squared.mean(), cov[j, j])
 
 
-def test_f2_matches_the_exact_conditional_at_fixed_hyperparameters(fixed_data):
+@pytest.mark.parametrize("pass_chains", [1, 2])
+def test_f2_matches_the_exact_conditional_at_fixed_hyperparameters(fixed_data, pass_chains):
     fit = api.sample(FIXED, fixed_data, "sequential", seed=4, states=3000, burn_in=200, thin=2, initial_repeat_f=2,
-                     repeat_f=40, surrogate_variance=NOISE ** 2)
+                     repeat_f=40, surrogate_variance=NOISE ** 2, pass_chains=pass_chains)
     mean, cov = scheme_law(fixed_data, window=1)
     assert_matches(fit.posterior["f"].values[:, :, 1, :], mean[3:], cov[3:, 3:])
 
@@ -309,6 +310,16 @@ def test_the_step_kappa_updates_leave_the_step_target_invariant(fixed_data, kapp
 
 def stats_norm_logpdf(x, mu, sigma):
     return -0.5 * ((x - mu) / sigma) ** 2 - np.log(sigma * np.sqrt(2 * np.pi))
+
+
+def test_pass_chains_split_the_states_and_must_divide_them(three_steps):
+    one = api.sample(NOISY, three_steps, "sequential", seed=3, **SMALL)
+    two = api.sample(NOISY, three_steps, "sequential", seed=3, **SMALL, pass_chains=2)
+    assert two.posterior["s"].shape == one.posterior["s"].shape
+    np.testing.assert_array_equal(two.posterior["s"].values[:, :, 0], one.posterior["s"].values[:, :, 0])
+    assert not np.array_equal(two.posterior["s"].values[:, :, 1:], one.posterior["s"].values[:, :, 1:])
+    with pytest.raises(MethodError, match="pass_chains = 3 does not divide states = 20"):
+        settings(pass_chains=3)
 
 
 def test_predictions_are_refused_for_the_full_scheme_and_for_inputs_of_the_wrong_shape(three_steps):

@@ -89,7 +89,7 @@ def prediction_experiment(model, data, settings, seed):
     step = HeldOutStep(view, data["t"][last - 1], data["X"][last - 1], data["t"][last], data["X"][last][train],
                        data["y"][last][train], data["X"][last][~train], data["y"][last][~train])
     run = make_step_pass(step, split(view), settings.repeat_f, settings.final_repeat_f)
-    new_thetas, new_fs, _ = run(jax.random.PRNGKey(seed), jnp.asarray(thetas[-1]), jnp.asarray(fs), {},
+    new_thetas, new_fs, _ = run(jax.random.PRNGKey(seed), jnp.asarray(thetas[-1:]), jnp.asarray(fs), {},
                                 moment_match(thetas))
     sequential = jax.jit(jax.vmap(lambda th, fp, f: step.predictive(th, jnp.concatenate([fp, f]), True)))(
         new_thetas, jnp.asarray(fs), new_fs)

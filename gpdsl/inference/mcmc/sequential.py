@@ -7,6 +7,10 @@ chain of hyperparameters through them. For each ``i``: draw ``f_t`` from the con
 (Update 1), fixed-nu ESS of ``kappa`` in z-space (Update 2), ``repeat_f`` more ESS updates, ESS of
 ``alpha`` with ``f_t`` fixed (Update 3), then ``final_f`` ESS updates (0 by default; the paper's
 "repeat update 1" after Update 3). The state ``(f_t, kappa, alpha)`` after these is the i-th of ``S_t``.
+
+With ``chains = G > 1`` the states are cut into G consecutive runs of ``M / G``, and G chains, one through each
+run, go in parallel over the host devices (:func:`~gpdsl.inference.driver.split_over_devices`). Each is a pass of
+Alg. 1 over its states; the paper threads one chain through all M (``chains = 1``, the default).
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from gpdsl.inference.mcmc.ess import ess_step
 from functools import partial
 
+from gpdsl.inference.driver import split_over_devices
+from gpdsl.inference.mcmc.ess import ess_step
 from gpdsl.inference.mcmc.z_space import Split, ZPrior, alpha_update, fixed_nu_update, sdss_mean_update
 
 
@@ -41,7 +46,7 @@ def moment_match(thetas: np.ndarray, jitter: float = 1e-10) -> ZPrior:
 
 
 def make_step_pass(functions, blocks: Split, repeat_f: int, final_f: int = 0, kappa_update: str = "fixed_nu",
-                   surrogate_variance=1.0):
+                   surrogate_variance=1.0, chains: int = 1):
     """The compiled pass of Alg. 1 over the M states of one step.
 
     Parameters
@@ -57,13 +62,15 @@ def make_step_pass(functions, blocks: Split, repeat_f: int, final_f: int = 0, ka
     kappa_update : {"fixed_nu", "sdss"}
         Update 2 by fixed-nu ESS (Alg. 1) or by SDSS (the paper's "in doubt, SDSS at every step"), both in
         z-space; ``surrogate_variance`` is SDSS's S.
+    chains : int
+        Chains threaded through consecutive runs of ``M / chains`` states, in parallel (module docstring).
 
     Returns
     -------
     callable
-        ``run(rng_key, theta, f_previous, data, q) -> (thetas, fs, infos)``: ``theta`` the chain's starting
-        hyperparameters, ``f_previous`` of shape ``(M, window * n)``, ``data`` the window's stepped data,
-        ``q`` the :class:`ZPrior`; ``thetas`` ``(M, d)``, ``fs`` ``(M, n)``.
+        ``run(rng_key, theta, f_previous, data, q) -> (thetas, fs, infos)``: ``theta`` the chains' starting
+        hyperparameters ``(chains, d)``, ``f_previous`` of shape ``(M, window * n)``, ``data`` the window's
+        stepped data, ``q`` the :class:`ZPrior`; ``thetas`` ``(M, d)``, ``fs`` ``(M, n)``.
     """
     kappa_step = fixed_nu_update if kappa_update == "fixed_nu" else \
         partial(sdss_mean_update, surrogate_variance=surrogate_variance)
@@ -108,8 +115,15 @@ def make_step_pass(functions, blocks: Split, repeat_f: int, final_f: int = 0, ka
                 shrinks = shrinks + more
             return theta, (theta, f, StepInfo(shrinks, evaluations))
 
-        keys = jax.random.split(rng_key, f_previous.shape[0])
-        _, (thetas, fs, infos) = lax.scan(one_state, theta, (keys, f_previous))
-        return thetas, fs, infos
+        def one_chain(theta, keys, f_previous):
+            _, out = lax.scan(one_state, theta, (keys, f_previous))
+            return out
+
+        M = f_previous.shape[0]
+        keys = jax.random.split(rng_key, M)
+        keys = keys.reshape((chains, M // chains) + keys.shape[1:])
+        runs = f_previous.reshape((chains, M // chains) + f_previous.shape[1:])
+        out = split_over_devices(jax.vmap(one_chain), chains, (True, True, True))(theta, keys, runs)
+        return jax.tree_util.tree_map(lambda leaf: leaf.reshape((M,) + leaf.shape[2:]), out)
 
     return jax.jit(run)

@@ -60,6 +60,10 @@ class SequentialSettings:
         Alg. 1, or the full-sampling baseline.
     step_kappa_update : {"fixed_nu", "sdss"}
         Update 2 at steps t >= 2: fixed-nu ESS (Alg. 1) or SDSS (S = ``surrogate_variance``), in z-space.
+    pass_chains : int
+        Chains threaded through the states of a step t >= 2, each through ``states / pass_chains`` consecutive
+        ones, run in parallel over the host devices; chain g starts at the hyperparameters of state
+        ``(g + 1) states / pass_chains`` of the step before. 1 (the default) is the paper's single chain.
     """
 
     states: int = option(1000, "M: the states kept at each step")
@@ -73,6 +77,8 @@ class SequentialSettings:
     scheme: str = option("sequential", "sequential (Alg. 1) or full (Gibbs on f_1:t at every t)", choices=SCHEMES)
     step_kappa_update: str = option("fixed_nu", "the kappa update at steps t >= 2: fixed-nu ESS or SDSS",
                                     choices=KAPPA_UPDATES)
+    pass_chains: int = option(1, "chains threaded in parallel through the states of each step t >= 2, each "
+                                 "through states / pass-chains of them (1: the paper's single chain)")
 
     def __post_init__(self):
         require_positive_int("states", self.states)
@@ -87,6 +93,10 @@ class SequentialSettings:
         require_number("surrogate_variance", self.surrogate_variance, 0, open_low=True)
         require_choice("scheme", self.scheme, SCHEMES)
         require_choice("step kappa update", self.step_kappa_update, KAPPA_UPDATES)
+        require_positive_int("pass_chains", self.pass_chains)
+        if self.states % self.pass_chains:
+            raise MethodError(f"pass_chains = {self.pass_chains} does not divide states = {self.states}",
+                              hint="choose a number of pass chains that divides the states")
 
     @property
     def chains(self) -> int:
@@ -130,8 +140,8 @@ def run_sequential(model, data, settings: SequentialSettings, context):
 
                     passes[window] = make_step_pass(view.functions(window), blocks, settings.repeat_f,
                                                     settings.final_repeat_f, settings.step_kappa_update,
-                                                    settings.surrogate_variance)
-                thetas, fs = _pass(passes[window], view, t, window, record, step_key)
+                                                    settings.surrogate_variance, settings.pass_chains)
+                thetas, fs = _pass(passes[window], view, t, window, record, step_key, settings.pass_chains)
         except GpdslError as error:
             error.message = f"step {t} of {view.steps}: {error.message}"
             raise
@@ -183,8 +193,8 @@ def _chain(view, steps, settings, key, prior, progress):
     return np.asarray(result.draws["theta"][0, keep]), np.asarray(result.draws["f"][0, keep])
 
 
-def _pass(run, view, t, window, record, key):
-    """Step ``t`` (from 1) by one pass of Alg. 1 over the states of step ``t - 1``."""
+def _pass(run, view, t, window, record, key, chains):
+    """Step ``t`` (from 1) by ``chains`` passes of Alg. 1 over the states of step ``t - 1``."""
     import jax.numpy as jnp
 
     from gpdsl.inference.mcmc.sequential import moment_match
@@ -192,7 +202,8 @@ def _pass(run, view, t, window, record, key):
     previous = np.concatenate([record.fs[s] for s in range(t - 1 - window, t - 1)], axis=1)
     q = moment_match(record.thetas[-1])
     data = {name: jnp.asarray(value) for name, value in view.window(t - 1 - window, t).items()}
-    thetas, fs, _ = run(key, jnp.asarray(record.thetas[-1][-1]), jnp.asarray(previous), data, q)
+    starts = record.thetas[-1][len(record.thetas[-1]) // chains - 1::len(record.thetas[-1]) // chains]
+    thetas, fs, _ = run(key, jnp.asarray(starts), jnp.asarray(previous), data, q)
     thetas, fs = np.asarray(thetas), np.asarray(fs)
     if not (np.isfinite(thetas).all() and np.isfinite(fs).all()):
         raise MethodError("the states are not finite (a likelihood or kernel matrix gave NaN)")
