@@ -167,28 +167,34 @@ def nuts_column(quick: bool) -> dict:
     return {"points": NUTS_POINTS, "rows": rows}
 
 
-def uci(quick: bool, datasets=tuple(PAPER_TABLE5), store=None) -> dict:
-    """Table 5's folds; ``store(table)`` is called after each dataset, so a long run keeps what it finished."""
+def uci(quick: bool, datasets=tuple(PAPER_TABLE5), store=None, done=None) -> dict:
+    """Table 5's folds. ``done`` holds the folds of an earlier run (``{dataset: {model: [fold, ...]}}``, in fold
+    order), which are kept and not fitted again; ``store(table)`` is called after each fold, so a long run that
+    stops resumes where it stopped."""
     from gpdsl.datasets import uci_regression
 
-    table = {}
+    table = {dataset: {name: list(folds) for name, folds in per_model.items()}
+             for dataset, per_model in (done or {}).items()}
     for dataset in datasets:
         loaded = uci_regression(dataset)
         X_all, y_all = np.asarray(loaded.X, dtype=float), np.asarray(loaded.y, dtype=float).ravel()
         folds = five_folds(len(y_all))[: 1 if quick else 5]
-        per_model = {"SGPR": [], "DS-DGP(2)": [], "DVMGP": []}
-        for fold in folds:
+        per_model = table.setdefault(dataset, {})
+        for name in ("SGPR", "DS-DGP(2)", "DVMGP"):
+            per_model.setdefault(name, [])
+        for index, fold in enumerate(folds):
             train = np.setdiff1d(np.arange(len(y_all)), fold)
             X, X_test, _, _ = standardise(X_all[train], X_all[fold])
             y, _, y_mean, y_scale = standardise(y_all[train], y_all[fold])
-            for name in per_model:
+            for name, finished in per_model.items():
+                if len(finished) > index:
+                    continue
                 mean, variance, _, seconds = fit_and_predict(name, X, y, X_test, quick)
                 scores = metrics(y_all[fold], mean * y_scale + y_mean, variance * y_scale ** 2)
-                per_model[name].append({**scores, "seconds": seconds})
-                print(f"{dataset} fold {len(per_model[name])} {name}: {scores}", flush=True)
-        table[dataset] = per_model
-        if store is not None:
-            store(table)
+                finished.append({**scores, "seconds": seconds})
+                print(f"{dataset} fold {index + 1} {name}: {scores}, {seconds:.0f} s", flush=True)
+                if store is not None:
+                    store(table)
     return table
 
 
@@ -213,16 +219,19 @@ def report(results: dict, quick: bool) -> str:
         lines.append("")
     if "uci" in results:
         lines += ["## Table 5: UCI, five folds, original units (mean ± sd over folds)", "",
-                  "| dataset | model | NLPD (ours) | NLPD (thesis) | MRAE (ours) | MRAE (thesis) | RMSE (ours) |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| dataset | model | NLPD (ours) | NLPD (thesis) | MRAE (ours) | MRAE (thesis) | RMSE (ours) | folds "
+                  "| fit seconds per fold |", "|---|---|---|---|---|---|---|---|---|"]
         for dataset, per_model in results["uci"].items():
             for name, folds in per_model.items():
+                if not folds:
+                    continue
                 values = {k: np.array([f[k] for f in folds]) for k in ("NLPD", "MRAE", "RMSE")}
                 (nlpd, nlpd_sd), (mrae, mrae_sd) = PAPER_TABLE5[dataset][name]
                 lines.append(f"| {dataset} | {name} | {values['NLPD'].mean():.3f} ± {values['NLPD'].std(ddof=1) if len(folds) > 1 else 0:.3f}"
                              f" | {nlpd:.3f} ± {nlpd_sd:.3f} | {values['MRAE'].mean():.3f} ± "
                              f"{values['MRAE'].std(ddof=1) if len(folds) > 1 else 0:.3f} | {mrae:.3f} ± {mrae_sd:.3f} | "
-                             f"{values['RMSE'].mean():.3f} |")
+                             f"{values['RMSE'].mean():.3f} | {len(folds)} | "
+                             f"{np.mean([f['seconds'] for f in folds]):.0f} |")
         lines.append("")
     if quick:
         lines.insert(1, "(quick run: 200 + 300 steps, one fold; not the thesis's settings)")
@@ -234,6 +243,7 @@ def main(argv=None) -> int:
     parser.add_argument("--part", choices=("synthetic", "nuts", "uci", "all"), default="all")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--datasets", nargs="+", choices=tuple(PAPER_TABLE5), default=tuple(PAPER_TABLE5))
+    parser.add_argument("--fresh", action="store_true", help="refit the UCI folds already in results/")
     args = parser.parse_args(argv)
     suffix = "_quick" if args.quick else ""
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -249,7 +259,9 @@ def main(argv=None) -> int:
     if args.part in ("nuts", "all"):
         store("nuts", nuts_column(args.quick))
     if args.part in ("uci", "all"):
-        uci(args.quick, args.datasets, store=lambda table: store("uci", dict(table)))
+        earlier = RESULTS / f"results_{args.part}{suffix}.json"
+        done = json.loads(earlier.read_text()).get("uci") if earlier.exists() and not args.fresh else None
+        uci(args.quick, args.datasets, store=lambda table: store("uci", dict(table)), done=done)
     print(report(results, args.quick))
     return 0
 
