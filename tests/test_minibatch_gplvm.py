@@ -36,9 +36,12 @@ SETTINGS = VEMSettings(num_inducing=10, max_iterations=500)
 
 def test_full_batch_adam_approaches_the_collapsed_optimum(problem):
     collapsed_optimum = fit_vem(problem, SETTINGS).bound
-    fit = fit_minibatch_gplvm(problem, SETTINGS, batch_size=N, noise_fixed_steps=500, steps=6000,
-                              learning_rate=0.05, chunk=500)
-    # 979.6 against 1052.4 (Adam at a fixed learning rate does not settle as L-BFGS does)
+    fit = fit_minibatch_gplvm(problem, SETTINGS, batch_size=N, noise_fixed_steps=500, steps=7500,
+                              learning_rate=0.01, chunk=500)
+    # 998.4 against 1052.4 (Adam at a fixed learning rate does not settle as L-BFGS does); the bound rests near
+    # 730 for a while before it climbs, and at learning rate 0.05 when it climbs depends on the rounding of the
+    # first steps (6500 steps ended at 990 or at 671-738 as the order of the rows in a sum changed); at 0.01 the
+    # runs agree (998.4, 998.2)
     assert 0.9 * collapsed_optimum < fit.bound
     # at the fit's parameters its q(u) is below the optimal one, where the bound is the collapsed bound
     params = fit.params
@@ -51,6 +54,39 @@ def test_full_batch_adam_approaches_the_collapsed_optimum(problem):
     ours = float(uncollapsed_bound(problem.Y, stats.psi0, stats.psi1, stats.psi2, Kmm, noise, fit.inducing_q) - kl)
     best = float(collapsed_bound(problem.Y, stats.psi0, stats.psi1, stats.psi2, Kmm, noise) - kl)
     assert ours <= best + 1e-8 and abs(ours - (fit.bound - float(problem.log_hyperprior(params.theta)))) < 1e-6
+
+
+def test_the_whole_data_bound_is_the_sum_over_chunks_of_rows(problem):
+    from jax.flatten_util import ravel_pytree
+
+    from gpdsl.inference.optimise.adam import ravel_rows
+    from gpdsl.inference.variational.latent_q import FactorisedGaussian
+    from gpdsl.inference.variational.minibatch_gplvm import minibatch_objective, whole_data_bound
+    from gpdsl.inference.variational.uncollapsed_bound import optimal_inducing_q
+    from gpdsl.inference.variational.vem import initial_params, optimiser_space
+
+    latent_q = FactorisedGaussian()
+    start = initial_params(problem, SETTINGS, latent_q)
+    to_params, from_params = optimiser_space(problem, latent_q)
+    kernel = problem.kernel(start.theta)
+    Kmm = kernel(start.inducing) + GP_JITTER * jnp.eye(10)
+    stats = psi_statistics(kernel, start.inducing, start.mean, jnp.exp(start.log_variance))
+    q = optimal_inducing_q(problem.Y, stats.psi1, stats.psi2, Kmm, problem.noise_variance(start.theta))
+    raw = from_params(start)
+    local, unravel_rows = ravel_rows(raw.latent)
+    flat, unravel = ravel_pytree({"raw": raw._replace(latent=None), "q_mean": q.mean, "q_chol": q.chol})
+    objective, parts = minibatch_objective(problem, to_params, unravel, unravel_rows)
+    expected = float(uncollapsed_bound(problem.Y, stats.psi0, stats.psi1, stats.psi2, Kmm,
+                                       problem.noise_variance(start.theta), q)
+                     - kl_standard_normal(start.mean, jnp.exp(start.log_variance))
+                     + problem.log_hyperprior(start.theta))
+    assert abs(whole_data_bound(parts, flat, local, rows_per_chunk=N) - expected) < 1e-7 * abs(expected)
+    assert abs(whole_data_bound(parts, flat, local, rows_per_chunk=37) - expected) < 1e-7 * abs(expected)
+    # (to rounding: the data term's squares over the start's noise variance, 1% of the outputs', cancel)
+    # the minibatch estimate is unbiased: its mean over the batches of a partition is the bound
+    batches = np.random.default_rng(0).permutation(N).reshape(4, 50)
+    estimates = [float(objective(flat, local[batch], None, jnp.asarray(batch))) for batch in batches]
+    assert abs(np.mean(estimates) - expected) < 1e-7 * abs(expected) and np.std(estimates) > 1.0
 
 
 def test_minibatches_climb_from_the_start(problem):
