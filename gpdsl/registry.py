@@ -216,7 +216,7 @@ register(Method(
 register(Method(
     "svi-gplvm", "Bayesian GPLVM by Adam on minibatches of the uncollapsed bound (explicit q(u); q(X), inducing "
     "inputs, point estimates)", (BAYESIAN_GPLVM,), SVIGPLVMSettings, run_svi_gplvm, command="fit",
-    requires_priors=False, predicts=True, checkpoints=True))
+    requires_priors=False, missing_outputs=True, predicts=True, checkpoints=True))
 register(Method(
     "dmgp", "the deep Mahalanobis GP by its collapsed variational bound and Adam (de Souza 2020)", (DEEP_GP,),
     DMGPSettings, run_dmgp, command="fit", requires_priors=False, predicts=True, checkpoints=True))

@@ -130,6 +130,76 @@ def test_svi_gplvm_from_the_command_line_infers_q_x_star_for_new_rows(tmp_path):
     np.testing.assert_allclose(latent_new, np.asarray(parts["posterior"]["X"])[0, 0, :3], atol=0.5)
 
 
+def test_the_masked_expected_log_likelihood_is_the_sum_over_columns_of_their_observed_rows():
+    from gpdsl.inference.variational.uncollapsed_bound import InducingQ, expected_log_likelihood
+    from gpdsl.kernels import RBF
+
+    rng = np.random.default_rng(3)
+    n, d, m = 30, 3, 6
+    mean, variance = rng.normal(size=(n, 2)), rng.uniform(0.05, 0.3, size=(n, 2))
+    Y, observed = rng.normal(size=(n, d)), rng.uniform(size=(n, d)) > 0.3
+    Y[~observed] = np.nan
+    kernel, Z = RBF(1.3, lengthscale=0.8), rng.normal(size=(m, 2))
+    Kmm = kernel(Z) + GP_JITTER * jnp.eye(m)
+    q = InducingQ(rng.normal(size=(m, d)), np.tril(rng.normal(size=(m, m))) + 2 * np.eye(m))
+    stats = psi_statistics(kernel, Z, mean, variance, row_weights=observed)
+    masked = expected_log_likelihood(Y, stats.psi0, stats.psi1, stats.psi2, Kmm, 0.2, q, observed)
+    by_column = 0.0
+    for j in range(d):
+        rows = observed[:, j]
+        own = psi_statistics(kernel, Z, mean[rows], variance[rows])
+        by_column += expected_log_likelihood(Y[rows, j:j + 1], own.psi0, own.psi1, own.psi2, Kmm, 0.2,
+                                             InducingQ(q.mean[:, j:j + 1], q.chol))
+    assert abs(float(masked) - float(by_column)) < 1e-9 * abs(float(by_column))
+
+
+def test_with_missing_outputs_the_bound_at_the_optimal_q_u_is_the_collapsed_missing_data_bound(problem):
+    from gpdsl.inference.variational.collapsed_bound import collapsed_bound_missing, missingness_groups
+    from gpdsl.inference.variational.uncollapsed_bound import optimal_inducing_q
+
+    rng = np.random.default_rng(4)
+    mean, variance = rng.normal(size=(N, 2)), rng.uniform(0.05, 0.3, size=(N, 2))
+    kernel, Z = problem.kernel(jnp.zeros(problem.theta_dim)), rng.normal(size=(10, 2))
+    Kmm = kernel(Z) + GP_JITTER * jnp.eye(10)
+    for shared in (True, False):
+        observed = np.ones((N, D), dtype=bool)
+        observed[rng.choice(N, 40, replace=False)] = False           # the same rows missing in every column
+        if not shared:
+            observed &= rng.uniform(size=(N, D)) > 0.2
+        Y = np.where(observed, np.asarray(problem.Y), np.nan)
+        stats = psi_statistics(kernel, Z, mean, variance, row_weights=observed)
+        q = optimal_inducing_q(Y, stats.psi1, stats.psi2, Kmm, 0.1, observed)
+        ours = float(uncollapsed_bound(Y, stats.psi0, stats.psi1, stats.psi2, Kmm, 0.1, q, observed=observed))
+        patterns, group_of_column = missingness_groups(observed)
+        grouped = psi_statistics(kernel, Z, mean, variance, row_weights=patterns).psi2
+        exact = float(collapsed_bound_missing(Y, stats.psi0, stats.psi1, grouped, group_of_column, Kmm, 0.1,
+                                              observed))
+        if shared:   # one covariance serves every column: the optimum of the uncollapsed bound is the collapsed one
+            assert abs(ours - exact) < 1e-6 * abs(exact), (ours, exact)
+        else:        # the shared covariance is a restriction: below it
+            assert ours < exact
+
+
+def test_svi_gplvm_fits_outputs_with_missing_entries_towards_variational_em_s_optimum(problem):
+    from gpdsl import api
+
+    rng = np.random.default_rng(5)
+    Y = np.asarray(problem.Y).copy()
+    Y[rng.uniform(size=Y.shape) < 0.2] = np.nan
+    model, _ = check_file("models/bayesian_gplvm.gpm")
+    data, _ = load_data({"N": N, "D": D, "Q": 2, "Y": Y}, model, allow_missing=["Y"])
+    missing = gplvm_problem(model, data)
+    optimum = fit_vem(missing, SETTINGS).bound
+    fit = fit_minibatch_gplvm(missing, SETTINGS, batch_size=50, noise_fixed_steps=300, steps=6000,
+                              learning_rate=0.02, chunk=500, seed=1)
+    # 643.3 against variational EM's 708.4 (on the complete data: 706.7 against 1052.4 after as many steps)
+    assert fit.trace[0] < 0 < 0.8 * optimum < fit.bound < optimum
+    stored = api.fit(model, {"N": N, "D": D, "Q": 2, "Y": Y}, "svi-gplvm", seed=1, num_inducing=10,
+                     batch_size=50, noise_fixed_steps=100, steps=200, chunk=100)
+    assert np.isnan(np.asarray(stored.observed_data["Y"])).sum() == np.isnan(Y).sum()
+    assert np.isfinite(np.asarray(stored.sample_stats["lp"])).all()
+
+
 def test_settings_are_refused_naming_the_setting():
     from gpdsl.inference.methods.svi_gplvm import SVIGPLVMSettings
     from gpdsl.settings import SettingError

@@ -85,7 +85,9 @@ def minibatch_objective(problem, to_params, unravel, unravel_rows):
         ``parts(flat, rows, batch) -> (rows_term, global_term)``: the batch's unscaled sum and the rest, whose
         sum over a partition of the rows is the whole-data bound (:func:`whole_data_bound`).
     """
-    Y = jax.device_put(np.asarray(problem.Y, dtype=float))
+    Y = jax.device_put(np.nan_to_num(np.asarray(problem.Y, dtype=float)))
+    complete = bool(problem.observed.all())
+    observed = None if complete else jax.device_put(problem.observed)
     N = Y.shape[0]
     latent_q = FactorisedGaussian()
 
@@ -95,11 +97,12 @@ def minibatch_objective(problem, to_params, unravel, unravel_rows):
         moments = latent_q.moments(params.latent, params.theta)
         kernel = problem.kernel(params.theta)
         Z = params.inducing
-        stats = psi_statistics(kernel, Z, moments.mean, moments.variance)
+        seen = None if complete else observed[batch]
+        stats = psi_statistics(kernel, Z, moments.mean, moments.variance, row_weights=seen)
         Kmm = kernel(Z) + GP_JITTER * jnp.eye(Z.shape[0])
         q = InducingQ(point["q_mean"], point["q_chol"])
         rows_term = (expected_log_likelihood(Y[batch], stats.psi0, stats.psi1, stats.psi2, Kmm,
-                                             problem.noise_variance(params.theta), q)
+                                             problem.noise_variance(params.theta), q, seen)
                      - kl_standard_normal(moments.mean, moments.variance))
         return rows_term, problem.log_hyperprior(params.theta) - inducing_kl(Kmm, q)
 
@@ -142,7 +145,8 @@ def fit_minibatch_gplvm(problem, vem_settings, *, batch_size: int, noise_fixed_s
                         steps: int = 5000, learning_rate: float = 0.01, chunk: int = 100, seed: int = 0,
                         progress: bool = False, checkpoint=None, identity: dict | None = None,
                         report=None) -> MinibatchFit:
-    """Fit a Bayesian GPLVM (``X ~ normal(0, 1)``, fully observed outputs) by Adam on minibatches.
+    """Fit a Bayesian GPLVM (``X ~ normal(0, 1)``) by Adam on minibatches; missing outputs (NaN) are left out of
+    the expected log-likelihood (each output column's ``Psi2`` sums over its observed rows of the batch).
 
     ``q(X)`` is an ``(N, 2 Q)`` array of per-row parameters updated lazily (only the batch's rows, see
     :func:`gpdsl.inference.optimise.adam.maximise`), the batches drawn by epoch-wise shuffling; ``theta``, the
@@ -168,11 +172,10 @@ def fit_minibatch_gplvm(problem, vem_settings, *, batch_size: int, noise_fixed_s
     Raises
     ------
     MethodError
-        A GP prior on the latent inputs, or missing outputs.
+        A GP prior on the latent inputs.
     """
-    if problem.latent_prior is not None or not problem.observed.all():
-        raise MethodError("the minibatch GPLVM fits the Bayesian GPLVM (X ~ normal(0, 1)) with fully observed "
-                          "outputs")
+    if problem.latent_prior is not None:
+        raise MethodError("the minibatch GPLVM fits the Bayesian GPLVM (X ~ normal(0, 1))")
     started = time.perf_counter()
     latent_q = FactorisedGaussian()
     initial = warmup_start(problem, initial_params(problem, vem_settings, latent_q))
@@ -202,9 +205,11 @@ def _optimal_start(problem, initial: VariationalParams, latent_q) -> InducingQ:
     """The ``q(u)`` optimal for the whole data at the starting point."""
     moments = latent_q.moments(initial.latent, initial.theta)
     kernel = problem.kernel(initial.theta)
-    stats = psi_statistics(kernel, initial.inducing, moments.mean, moments.variance)
+    observed = None if problem.observed.all() else problem.observed
+    stats = psi_statistics(kernel, initial.inducing, moments.mean, moments.variance, row_weights=observed)
     Kmm = kernel(initial.inducing) + GP_JITTER * jnp.eye(initial.inducing.shape[0])
-    return optimal_inducing_q(problem.Y, stats.psi1, stats.psi2, Kmm, problem.noise_variance(initial.theta))
+    return optimal_inducing_q(np.nan_to_num(problem.Y), stats.psi1, stats.psi2, Kmm,
+                              problem.noise_variance(initial.theta), observed)
 
 
 def as_vem_fit(problem, vem_settings, fit: MinibatchFit, learning_rate: float, batch_size: int) -> VEMFit:

@@ -43,21 +43,24 @@ class InducingQ(NamedTuple):
     chol: jax.Array
 
 
-def expected_log_likelihood(Y, psi0, psi1, psi2, Kmm, noise_variance, q: InducingQ) -> jax.Array:
-    """``sum_{n, d} E[log N(y_nd | f_nd, s^2)]`` over the points whose statistics are given (traceable).
+def expected_log_likelihood(Y, psi0, psi1, psi2, Kmm, noise_variance, q: InducingQ, observed=None) -> jax.Array:
+    """``sum_{n, d} E[log N(y_nd | f_nd, s^2)]`` over the observed entries of the points whose statistics are given
+    (traceable).
 
     Parameters
     ----------
     Y : array_like, shape (B, D)
-        Outputs of the points.
+        Outputs of the points (missing entries may hold anything when ``observed`` is given).
     psi0 : array_like, shape (B,)
     psi1 : array_like, shape (B, M)
-    psi2 : array_like, shape (M, M)
-        Summed over the ``B`` points.
+    psi2 : array_like, shape (M, M) or (D, M, M)
+        Summed over the ``B`` points; with ``observed``, one per output column, summed over its observed points.
     Kmm : array_like, shape (M, M)
         Covariance of the inducing inputs, jitter added.
     noise_variance : float
     q : InducingQ
+    observed : array_like of bool, shape (B, D), optional
+        The observed entries (all by default).
 
     Returns
     -------
@@ -67,14 +70,27 @@ def expected_log_likelihood(Y, psi0, psi1, psi2, Kmm, noise_variance, q: Inducin
     B, D = Y.shape
     L = cholesky_with_jitter(0.5 * (Kmm + Kmm.T))[0]
     AU = cho_solve((L, True), q.mean)
-    A_psi2 = cho_solve((L, True), psi2)
-    A_psi2_A = cho_solve((L, True), A_psi2.T)
     chol = jnp.tril(q.chol)
     S = chol @ chol.T
-    quadratic = jnp.sum(A_psi2_A * (q.mean @ q.mean.T)) + D * jnp.sum(A_psi2_A * S)
+    if observed is None:
+        weights, count = jnp.ones_like(Y), B * D
+        psi2 = jnp.broadcast_to(psi2, (1,) + psi2.shape[-2:]) if psi2.ndim == 2 else psi2
+    else:
+        if psi2.ndim != 3:
+            raise ValueError("with observed, psi2 must be one matrix per output column, shape (D, M, M)")
+        weights = jnp.asarray(observed, dtype=Y.dtype)
+        Y, count = jnp.where(weights > 0, Y, 0.0), jnp.sum(weights)
+    A_psi2 = jax.vmap(lambda P: cho_solve((L, True), P))(psi2)                 # (G, M, M), G = 1 or D
+    A_psi2_A = jax.vmap(lambda P: cho_solve((L, True), P.T))(A_psi2)
+    if A_psi2_A.shape[0] == 1:
+        quadratic = jnp.sum(A_psi2_A[0] * (q.mean @ q.mean.T)) + D * jnp.sum(A_psi2_A[0] * S)
+        trace = D * jnp.trace(A_psi2[0])
+    else:
+        quadratic = jnp.einsum("md,dmk,kd->", q.mean, A_psi2_A, q.mean) + jnp.sum(A_psi2_A * S[None])
+        trace = jnp.sum(jnp.trace(A_psi2, axis1=-2, axis2=-1))
     squares = (jnp.sum(Y * Y) - 2.0 * jnp.sum(Y * (psi1 @ AU)) + quadratic
-               + D * (jnp.sum(psi0) - jnp.trace(A_psi2)))
-    return -0.5 * B * D * (_LOG_2PI + jnp.log(noise_variance)) - 0.5 * squares / noise_variance
+               + jnp.sum(weights * psi0[:, None]) - trace)
+    return -0.5 * count * (_LOG_2PI + jnp.log(noise_variance)) - 0.5 * squares / noise_variance
 
 
 def inducing_kl(Kmm, q: InducingQ) -> jax.Array:
@@ -91,18 +107,28 @@ def inducing_kl(Kmm, q: InducingQ) -> jax.Array:
     return 0.5 * (copies * jnp.sum(whitened_chol ** 2) + jnp.sum(whitened_mean ** 2) - M * D + log_det_ratio)
 
 
-def uncollapsed_bound(Y, psi0, psi1, psi2, Kmm, noise_variance, q: InducingQ, *, scale=1.0) -> jax.Array:
+def uncollapsed_bound(Y, psi0, psi1, psi2, Kmm, noise_variance, q: InducingQ, *, scale=1.0, observed=None) -> jax.Array:
     """``scale * E[log p(Y_batch | f)] - KL(q(u) || p(u))``: the bound for the whole data (``scale = 1``), or its
     unbiased estimate from a minibatch of ``B`` of ``N`` points with ``scale = N / B`` (traceable).
 
     Parameters are those of :func:`expected_log_likelihood` (statistics of the batch's points) and ``scale``.
     """
-    return scale * expected_log_likelihood(Y, psi0, psi1, psi2, Kmm, noise_variance, q) - inducing_kl(Kmm, q)
+    return (scale * expected_log_likelihood(Y, psi0, psi1, psi2, Kmm, noise_variance, q, observed)
+            - inducing_kl(Kmm, q))
 
 
-def optimal_inducing_q(Y, psi1, psi2, Kmm, noise_variance) -> InducingQ:
+def optimal_inducing_q(Y, psi1, psi2, Kmm, noise_variance, observed=None) -> InducingQ:
     """The ``q(u)`` that maximises :func:`uncollapsed_bound` over the whole data (where it equals the collapsed
-    bound): ``S = Kmm Sigma^-1 Kmm`` and ``U = Kmm Sigma^-1 Psi1^T Y / s^2`` with ``Sigma = Kmm + Psi2 / s^2``."""
+    bound): ``S = Kmm Sigma^-1 Kmm`` and ``U = Kmm Sigma^-1 Psi1^T Y / s^2`` with ``Sigma = Kmm + Psi2 / s^2``.
+
+    With ``observed`` (``psi2`` then one per column, ``(D, M, M)``) each column's mean is its own optimum, and the
+    covariance shared by the columns is that of the columns' mean ``Psi2`` (a start, not the optimum).
+    """
+    if observed is not None:
+        Y = jnp.where(jnp.asarray(observed), jnp.asarray(Y), 0.0)
+        means = jax.vmap(lambda P, y: optimal_inducing_q(y[:, None], psi1, P, Kmm, noise_variance).mean[:, 0],
+                         in_axes=(0, 1), out_axes=1)(psi2, Y)
+        return InducingQ(means, optimal_inducing_q(Y, psi1, jnp.mean(psi2, axis=0), Kmm, noise_variance).chol)
     Sigma = Kmm + psi2 / noise_variance
     L_sigma = cholesky(0.5 * (Sigma + Sigma.T))
     mean = Kmm @ cho_solve((L_sigma, True), psi1.T @ jnp.asarray(Y)) / noise_variance
