@@ -55,6 +55,8 @@ def main(argv=None) -> None:
     parser.add_argument("--skip-nuts", action="store_true")
     parser.add_argument("--chain-groups", type=int, default=None)
     parser.add_argument("--scheduler", default=None)
+    parser.add_argument("--delayed-acceptance", action="store_true",
+                        help="screen the proposals by the E-step's bound before estimating (exact)")
     args = parser.parse_args(argv)
 
     from gpdsl.backends.stan.nuts import NUTSSettings
@@ -64,7 +66,8 @@ def main(argv=None) -> None:
     model = load_model(REPO / "models" / "supervised_gplvm.gpm")
     data = {"N": 30, "Q": 2, "D": 6, "X": x[:, None], "Y": Y - Y.mean(0)}
     settings = PMGPLVMSettings(chains=4, warmup=args.burn_in, draws=args.iterations - args.burn_in,
-                               num_importance=args.num_importance, blocks=[["s1", "theta"], ["theta_S", "noise"]])
+                               num_importance=args.num_importance, blocks=[["s1", "theta"], ["theta_S", "noise"]],
+                               delayed_acceptance=args.delayed_acceptance)
     started = time.perf_counter()
     pm_results = run(model, data, "pm-gplvm", settings, seed=1, scheduler=args.scheduler,
                      chain_groups=args.chain_groups)
@@ -72,7 +75,9 @@ def main(argv=None) -> None:
     iterations = np.asarray(pm_results.sample_stats["e_step_iterations"])
     pm["e_step_iterations"] = {"mean": float(iterations.mean()), "p90": float(np.percentile(iterations, 90)),
                                "max": int(iterations.max())}
-    pm["latent_seconds"] = results_json(pm_results, "report").get("latent_seconds")
+    report = results_json(pm_results, "report")
+    pm["latent_seconds"] = report.get("latent_seconds")
+    pm["block_acceptance"], pm["block_screen_pass"] = report.get("block_acceptance"), report.get("block_screen_pass")
     rows = {"pm-gplvm": pm}
     if not args.skip_nuts:
         nuts_settings = NUTSSettings(chains=4, warmup=args.nuts_warmup, draws=args.nuts_draws, adapt_delta=0.9)
@@ -83,7 +88,8 @@ def main(argv=None) -> None:
     where = (f"{args.chain_groups} chain groups" + (f" on scheduler {args.scheduler}" if args.scheduler else "")
              if args.chain_groups else "one process")
     print(f"sinusoid case 1, N = 30, Q_z = 2; pm-gplvm: 4 chains x {args.iterations} iterations (burn-in "
-          f"{args.burn_in}), {args.num_importance} importance draws, E-step at every block proposal, {where}; "
+          f"{args.burn_in}), {args.num_importance} importance draws, E-step at every block proposal, {where}"
+          f"{', delayed acceptance' if args.delayed_acceptance else ''}; "
           f"NUTS: 4 chains x ({args.nuts_warmup} + {args.nuts_draws})")
     print(f"{'method':<10} {'seconds':>9} {'max R-hat':>10} {'min ESS':>9} {'ESS/s':>8}")
     for name, row in rows.items():

@@ -123,7 +123,8 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
                extract: Callable = _default_extract, segment_size: int = 100, progress: bool = True,
                checkpoint_path: str | Path | None = None, resume: bool = False, keep_warmup: bool = False,
                on_segment: Callable | None = None, chain_block: tuple[int, int] | None = None,
-               checkpoint_identity: dict | None = None, describe: Callable | None = None) -> ChainResult:
+               checkpoint_identity: dict | None = None, describe: Callable | None = None,
+               vectorised: bool = True) -> ChainResult:
     """Run chains of a transition in compiled segments.
 
     Parameters
@@ -164,6 +165,10 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     describe : callable, optional
         ``describe(state_of_one_chain) -> {name: value}``: the parameter values that name a chain that cannot start
         or is stuck.
+    vectorised : bool
+        Advance a device's chains together (``vmap``), or one after the other (``lax.map``): a transition whose
+        work differs between chains (a loop to convergence, a branch that skips an expensive step) then does only
+        each chain's own work, where a ``vmap`` runs every chain through the longest loop and both branches.
 
     Returns
     -------
@@ -181,7 +186,8 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     executor = CHAIN_EXECUTOR.get()
     if executor is not None and chain_block is None:
         run_block = partial(run_chains, step_fn, initial_states, rng_key, num_warmup, num_draws, extract=extract,
-                            segment_size=segment_size, progress=False, keep_warmup=keep_warmup, describe=describe)
+                            segment_size=segment_size, progress=False, keep_warmup=keep_warmup, describe=describe,
+                            vectorised=vectorised)
         return executor(run_block, int(jax.tree.leaves(initial_states)[0].shape[0]))
     started = time.perf_counter()
     compilation_cache.enable()
@@ -195,7 +201,7 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     states = jax.tree.map(lambda leaf: leaf[block[0]:block[1]], states) if chain_block is not None else states
     num_chains = block[1] - block[0]
     record = _Record(num_warmup, num_draws, num_chains, keep_warmup, checkpoint_identity)
-    runner = _SegmentRunner(step_fn, extract, rng_key, total_chains, block[0])
+    runner = _SegmentRunner(step_fn, extract, rng_key, total_chains, block[0], vectorised)
     if resume and checkpoint_path is not None and Path(checkpoint_path).exists():
         states = record.load(checkpoint_path, states, rng_key, runner.output_shapes(states))
     if record.iteration == 0:
@@ -293,8 +299,9 @@ class _SegmentRunner:
     those rows of the split over all of them.
     """
 
-    def __init__(self, step_fn, extract, rng_key, total_chains, first_chain=0):
+    def __init__(self, step_fn, extract, rng_key, total_chains, first_chain=0, vectorised=True):
         self.step_fn = step_fn
+        self.vectorised = vectorised
         self.extract = extract
         self.rng_key = rng_key
         self.total_chains = total_chains
@@ -302,8 +309,13 @@ class _SegmentRunner:
         self.compiled = {}
 
     def _step_all(self, num_chains):
-        """The transition of all chains: a vmap, split over the devices when there are several."""
-        step_local = jax.vmap(lambda key, state, adapting: self.step_fn(key, state, adapting), in_axes=(0, 0, None))
+        """The transition of all chains: a vmap (or a ``lax.map``), split over the devices when there are several."""
+        if self.vectorised:
+            step_local = jax.vmap(lambda key, state, adapting: self.step_fn(key, state, adapting),
+                                  in_axes=(0, 0, None))
+        else:
+            def step_local(keys, states, adapting):
+                return jax.lax.map(lambda pair: self.step_fn(pair[0], pair[1], adapting), (keys, states))
         return split_over_devices(step_local, num_chains, (True, True, False))
 
     def _segment(self, rng_key, states, start, adapting, length):

@@ -6,6 +6,14 @@ covariance ``Sigma_r``, the target evaluated at the proposal, accept or reject o
 (:mod:`gpdsl.inference.mcmc.mh`). The target is given as terms, e.g. a pseudo-marginal estimate and the
 log prior: the state keeps them, so a rejected proposal is never re-estimated (the chain stays exact).
 
+With a ``screen`` (delayed acceptance; Christen & Fox 2005, for pseudo-marginal chains Golightly, Henderson &
+Sherlock 2015) a proposal first meets a cheap deterministic surrogate of the target: it goes on only with
+probability ``min(1, pi_s(proposal) / pi_s(current))``, and only then is the target evaluated and the proposal
+accepted with probability ``min(1, [pi(proposal) / pi(current)] / [pi_s(proposal) / pi_s(current)])``. The
+chain keeps ``pi`` invariant (each stage is a Metropolis-Hastings step whose ratio corrects the one before); a
+pseudo-marginal target is estimated only for the proposals that pass, and a correlated estimate's auxiliary
+variates may be proposed at the second stage, since the first does not read them.
+
 ``Sigma_r`` is adaptive Metropolis (Haario, Saksman & Tamminen 2001; :mod:`gpdsl.inference.mcmc.adaptation`):
 ``Sigma_r^(0)`` until ``g0`` states are in, then ``s_d (C_r + epsilon I)`` with ``s_d = 2.38^2 / d_r`` and
 ``C_r`` the covariance of all the block's states so far (warmup included). As in the paper it keeps
@@ -26,8 +34,25 @@ from gpdsl.inference.mcmc.adaptation import (
     moments_init,
     moments_update,
 )
-from gpdsl.inference.mcmc.mh import MHState, accept_reject, random_walk
+from gpdsl.inference.mcmc.mh import MHState, accept_reject, log_ratio, random_walk
 from gpdsl.linalg import cholesky
+
+
+class Screen(NamedTuple):
+    """The first stage of delayed acceptance.
+
+    Attributes
+    ----------
+    evaluate : callable
+        ``evaluate(theta) -> (terms, screened)``: the surrogate's log-density terms at ``theta`` (deterministic in
+        ``theta``) and what the target may reuse of its work (passed to ``log_terms`` as ``screened``).
+    skipped : callable
+        ``skipped(screened, current_extras) -> extras``: what to report for a proposal the first stage stopped,
+        shaped like the target's extras.
+    """
+
+    evaluate: Callable
+    skipped: Callable
 
 
 class BlockedState(NamedTuple):
@@ -43,12 +68,15 @@ class BlockedState(NamedTuple):
         Running moments of each block's states.
     covariances : tuple of jax.Array
         The current proposal covariance of each block, ``(d_r, d_r)``.
+    screen_terms : tuple of jax.Array
+        The surrogate's terms at the current point (empty without a screen).
     """
 
     mh: MHState
     extras: Any
     moments: tuple
     covariances: tuple
+    screen_terms: tuple = ()
 
     @property
     def position(self) -> jax.Array:
@@ -62,14 +90,18 @@ class BlockedInfo(NamedTuple):
     ----------
     accepted : jax.Array, shape (R,)
     acceptance_rate : jax.Array, shape (R,)
-        ``min(1, exp(log ratio))`` of each block's proposal.
+        ``min(1, exp(log ratio))`` of each block's proposal; with a screen, the second stage's for a proposal that
+        passed the first and 0 for one that did not (its mean is the chance of acceptance all the same).
     proposed : pytree
         What the target reported at each block's proposal (leaves with a leading axis ``R``).
+    screened : jax.Array, shape (R,)
+        Whether the proposal passed the first stage (always, without a screen).
     """
 
     accepted: jax.Array
     acceptance_rate: jax.Array
     proposed: Any
+    screened: jax.Array
 
 
 def check_blocks(blocks, dimension: int) -> list[np.ndarray]:
@@ -91,7 +123,8 @@ def check_blocks(blocks, dimension: int) -> list[np.ndarray]:
 
 
 def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance: float = 0.01, g0: int = 200,
-                            epsilon: float = 1e-6, adapt_after_warmup: bool = True, report: Callable | None = None):
+                            epsilon: float = 1e-6, adapt_after_warmup: bool = True, report: Callable | None = None,
+                            screen: Screen | None = None):
     """``(init, step)`` of adaptive Metropolis-within-Gibbs.
 
     Parameters
@@ -115,6 +148,9 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance: 
     report : callable, optional
         ``report(extras)``: what of a proposal's extras goes into :attr:`BlockedInfo.proposed` (all of it by
         default).
+    screen : Screen, optional
+        Delayed acceptance (module docstring): ``log_terms`` is then called as
+        ``log_terms(rng_key, theta, current, screened)``, only for the proposals that pass the first stage.
 
     Returns
     -------
@@ -128,33 +164,61 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance: 
 
     def init(rng_key, theta) -> BlockedState:
         theta = jnp.asarray(theta, dtype=float)
-        terms, extras = log_terms(rng_key, theta, None)
         covariances = tuple(initial_covariance * jnp.eye(block.size) for block in blocks)
-        return BlockedState(MHState(theta, terms), extras, tuple(moments_init(block.size) for block in blocks),
-                            covariances)
+        moments = tuple(moments_init(block.size) for block in blocks)
+        if screen is None:
+            terms, extras = log_terms(rng_key, theta, None)
+            return BlockedState(MHState(theta, terms), extras, moments, covariances)
+        screen_terms, screened = screen.evaluate(theta)
+        terms, extras = log_terms(rng_key, theta, None, screened)
+        return BlockedState(MHState(theta, terms), extras, moments, covariances, tuple(screen_terms))
+
+    def propose(key, mh, extras, screen_terms, position):
+        """The proposal's terms and extras, whether it passed the first stage, and its surrogate's terms."""
+        key_target, key_screen = jax.random.split(key)
+        if screen is None:
+            terms, new_extras = log_terms(key_target, position, extras)
+            return MHState(position, terms), new_extras, jnp.asarray(True), (), jnp.zeros(())
+        new_screen, screened = screen.evaluate(position)
+        first = log_ratio(MHState(mh.position, screen_terms), MHState(position, tuple(new_screen)))
+        passed = jnp.log(jax.random.uniform(key_screen)) < first
+
+        def evaluate(_):
+            return log_terms(key_target, position, extras, screened)
+
+        def stop(_):
+            return (jax.tree.map(lambda term: jnp.full_like(term, -jnp.inf), mh.log_density),
+                    screen.skipped(screened, extras))
+
+        terms, new_extras = jax.lax.cond(passed, evaluate, stop, None)
+        return MHState(position, terms), new_extras, passed, tuple(new_screen), first
 
     def step(rng_key, state: BlockedState, adapting=False):
-        mh, extras = state.mh, state.extras
-        accepted, rates, proposed = [], [], []
+        mh, extras, screen_terms = state.mh, state.extras, state.screen_terms
+        accepted, rates, proposed, screened = [], [], [], []
         for r, block in enumerate(blocks):
             key_walk, key_target, key_accept = jax.random.split(jax.random.fold_in(rng_key, r), 3)
             walk = random_walk(mh.position[block], jax.random.normal(key_walk, (block.size,)), 1.0,
                                cholesky(state.covariances[r]))
             position = mh.position.at[block].set(walk)
-            terms, new_extras = log_terms(key_target, position, extras)
-            mh_new, info = accept_reject(jnp.log(jax.random.uniform(key_accept)), mh, MHState(position, terms))
+            proposal, new_extras, passed, new_screen, first = propose(key_target, mh, extras, screen_terms, position)
+            # the second stage divides the target's ratio by the first stage's (by 1 without a screen)
+            mh_new, info = accept_reject(jnp.log(jax.random.uniform(key_accept)) + first, mh, proposal)
+            rate = jnp.minimum(1.0, jnp.exp(log_ratio(mh, proposal) - first))
             extras = jax.tree.map(lambda new, old: jnp.where(info.accepted, new, old), new_extras, extras)
+            screen_terms = jax.tree.map(lambda new, old: jnp.where(info.accepted, new, old), new_screen, screen_terms)
             mh = mh_new
-            accepted.append(info.accepted)
-            rates.append(info.acceptance_rate)
+            accepted.append(info.accepted & passed)
+            rates.append(jnp.where(passed, rate, 0.0))
             proposed.append(report(new_extras))
+            screened.append(passed)
         collect = jnp.logical_or(adapting, adapt_after_warmup)
         moments = tuple(moments_update(m, mh.position[block], collect) for m, block in zip(state.moments, blocks))
         covariances = tuple(
             jnp.where(collect, haario_covariance(m, initial_covariance * jnp.eye(block.size), g0, epsilon), old)
             for m, block, old in zip(moments, blocks, state.covariances))
         info = BlockedInfo(jnp.stack(accepted), jnp.stack(rates), jax.tree.map(lambda *leaves: jnp.stack(leaves),
-                                                                               *proposed))
-        return BlockedState(mh, extras, moments, covariances), info
+                                                                               *proposed), jnp.stack(screened))
+        return BlockedState(mh, extras, moments, covariances, screen_terms), info
 
     return init, step

@@ -180,8 +180,9 @@ def importance_log_weights(problem: GPLVMProblem, theta, mean, covariance, noise
 
 def make_estimate(problem: GPLVMProblem, e_step, num_importance: int, *, symmetrise: bool = True,
                   defensive: float = 0.0, keep_q: bool = False):
-    """``(rng_key, theta, start=None, noise=None) -> Estimate``: the E-step at ``theta``, then eq. (4) with
-    ``num_importance`` draws (made from ``noise`` when given, else from ``rng_key``).
+    """``(rng_key, theta, start=None, noise=None, fitted=None) -> Estimate``: the E-step at ``theta`` (or its result
+    ``fitted``, when the caller ran it), then eq. (4) with ``num_importance`` draws (made from ``noise`` when
+    given, else from ``rng_key``).
 
     Parameters
     ----------
@@ -220,8 +221,9 @@ def make_estimate(problem: GPLVMProblem, e_step, num_importance: int, *, symmetr
         raise MethodError(f"num_importance must be a positive integer; got {num_importance}")
     latent_q = problem.latent_q()
 
-    def estimate(rng_key, theta, start=None, noise=None) -> Estimate:
-        fitted = e_step(theta) if start is None else e_step(theta, start)
+    def estimate(rng_key, theta, start=None, noise=None, fitted=None) -> Estimate:
+        if fitted is None:
+            fitted = e_step(theta) if start is None else e_step(theta, start)
         kept = noise
         if noise is None:
             noise = draw_noise(rng_key, num_importance, problem.latent_dim, problem.num_points)

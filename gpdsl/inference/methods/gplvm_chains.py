@@ -12,6 +12,7 @@ from gpdsl.errors import MethodError
 from gpdsl.inference.driver import run_chains
 from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.inference.mcmc.blocked_metropolis import (
+    Screen,
     check_blocks,
     make_blocked_metropolis,
 )
@@ -28,7 +29,8 @@ from gpdsl.inference.variational.e_step import make_e_step
 from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian
 from gpdsl.inference.variational.vem import VEMFit, fit_vem_starts
 
-PER_BLOCK_STATS = {"accepted": "block_accepted", "acceptance_rate": "block_acceptance_rate"}
+PER_BLOCK_STATS = {"accepted": "block_accepted", "acceptance_rate": "block_acceptance_rate",
+                   "screened": "block_screened"}
 PROPOSAL_STATS = {"log_marginal": "proposed_log_marginal", "bound": "e_step_bound",
                   "e_step_iterations": "e_step_iterations", "effective_draws": "effective_draws"}
 
@@ -75,22 +77,39 @@ def make_pm_e_step(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit
 
 
 def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit):
-    """``(rng_key, theta) -> ((log p_hat(Y | theta), log p(theta) + log Jacobian), Estimate)``."""
-    estimate = make_estimate(problem, make_pm_e_step(problem, settings, fit), settings.num_importance,
-                             symmetrise=settings.symmetrise, defensive=settings.defensive,
-                             keep_q=settings.warm_start)
+    """``(rng_key, theta, current=None, screened=None) -> ((log p_hat(Y | theta), log p(theta) + log Jacobian),
+    Estimate)``, and with ``settings.delayed_acceptance`` the :class:`Screen` whose E-step result is ``screened``
+    (else None)."""
+    e_step = make_pm_e_step(problem, settings, fit)
+    estimate = make_estimate(problem, e_step, settings.num_importance, symmetrise=settings.symmetrise,
+                             defensive=settings.defensive, keep_q=settings.warm_start)
 
-    def log_terms(rng_key, theta, current=None):
+    def log_prior(theta):
+        _, log_jacobian = problem.constrain(theta)
+        return problem.log_hyperprior(theta) + log_jacobian
+
+    def log_terms(rng_key, theta, current=None, screened=None):
         start = current.q if settings.warm_start and current is not None else None
         noise = None
         if settings.correlation > 0.0:
             noise = (draw_noise(rng_key, settings.num_importance, problem.latent_dim, problem.num_points)
                      if current is None else correlated_noise(current.noise, rng_key, settings.correlation))
-        result = estimate(rng_key, theta, start, noise)
-        _, log_jacobian = problem.constrain(theta)
-        return (result.log_marginal, problem.log_hyperprior(theta) + log_jacobian), result
+        result = estimate(rng_key, theta, start, noise, fitted=screened)
+        return (result.log_marginal, log_prior(theta)), result
 
-    return log_terms
+    if not settings.delayed_acceptance:
+        return log_terms, None
+
+    def evaluate(theta):
+        fitted = e_step(theta)
+        return (fitted.bound, log_prior(theta)), fitted
+
+    def skipped(fitted, current):
+        return current._replace(log_marginal=jnp.full_like(current.log_marginal, -jnp.inf), bound=fitted.bound,
+                                e_step_iterations=fitted.iterations,
+                                effective_draws=jnp.full_like(current.effective_draws, jnp.nan))
+
+    return log_terms, Screen(evaluate, skipped)
 
 
 def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, context):
@@ -98,11 +117,11 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
     blocks, block_names = block_indices(problem, settings.blocks)
     require_observed(problem, "pm-gplvm")
     fit = fit_vem_starts(problem, variational_settings(problem, settings, context.seed), progress=context.progress)
-    log_terms = make_log_terms(problem, settings, fit)
+    log_terms, screen = make_log_terms(problem, settings, fit)
     init, step = make_blocked_metropolis(
         log_terms, blocks, initial_covariance=settings.initial_covariance, g0=settings.g0,
         epsilon=settings.adapt_epsilon, adapt_after_warmup=settings.adapt_after_warmup,
-        report=lambda estimate: estimate._replace(q=None, noise=None))
+        report=lambda estimate: estimate._replace(q=None, noise=None), screen=screen)
     key_start, key_init, key_run, key_latent = jax.random.split(jax.random.PRNGKey(context.seed), 4)
     theta_ml = jnp.asarray(fit.params.theta)
     starts = theta_ml + settings.start_noise * jax.random.normal(key_start, (settings.chains, theta_ml.size))
@@ -111,7 +130,8 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
                         extract=lambda s: {"theta": s.position, "log_marginal": s.mh.log_density[0],
                                            "log_prior": s.mh.log_density[1]},
                         progress=context.progress, segment_size=settings.segment_size,
-                        describe=theta_describer(problem, lambda state: state.position), **context.chain_checkpoint())
+                        describe=theta_describer(problem, lambda state: state.position),
+                        vectorised=not settings.delayed_acceptance, **context.chain_checkpoint())
     theta_draws = np.asarray(result.draws["theta"])
     output = theta_output(problem, theta_draws, None, _sample_stats(result))
     output.dims.update({name: ["block"] for name in (*PER_BLOCK_STATS.values(), *PROPOSAL_STATS.values())})
@@ -191,6 +211,8 @@ def _report(problem: GPLVMProblem, fit: VEMFit, block_names, result, settings: P
         **chain_report(result),
         "exact": not settings.warm_start,
         "correlation": settings.correlation,
+        "delayed_acceptance": settings.delayed_acceptance,
+        "block_screen_pass": np.asarray(result.infos.screened, dtype=float).mean(axis=(0, 1)).tolist(),
     }
 
 
