@@ -10,6 +10,7 @@ Parts:
   points, beside ``dmgp`` on the same points (``nuts_column.py``).
 * ``uci`` (Sec. 4.4.2, Table 5): boston, concrete, energy and wine-quality-red, five folds (``data.five_folds``),
   NLPD and MRAE in original units, mean and sd over folds.
+* ``relevances`` (Fig. 10): DVMGP's and DS-DGP(2)'s latent relevances on fold 1's training part of each data set.
 
 All models use the thesis's schedule (Adam, learning rate 0.01, 2000 steps with the noise held at 0.01, then 5000
 with everything free), 50 inducing inputs, and for the DMGP 25 pseudo-inputs of the projection fields and Q = D.
@@ -19,7 +20,7 @@ samples moment-matched at prediction.
 
 Usage::
 
-    python case_studies/souza2020_dmgp/run.py --part synthetic|nuts|uci|all [--quick] [--datasets NAME ...]
+    python case_studies/souza2020_dmgp/run.py --part synthetic|nuts|uci|relevances|all [--quick] [--datasets NAME ...]
 
 Outputs go to ``case_studies/souza2020_dmgp/results/`` (``*_quick.*`` from ``--quick``, which runs 200 + 300 steps
 and one UCI fold), written atomically.
@@ -198,6 +199,46 @@ def uci(quick: bool, datasets=tuple(PAPER_TABLE5), store=None, done=None) -> dic
     return table
 
 
+def relevances(quick: bool, datasets=tuple(PAPER_TABLE5)) -> dict:
+    """Fig. 10: the latent relevances of DVMGP (the field variances ``s2``) and DS-DGP(2) (the output layer's
+    inverse squared length-scales ``1 / ell2^2`` over the hidden dimensions), each relative to its largest, from
+    the fits on the training part of fold 1 of each data set."""
+    from gpdsl.datasets import uci_regression
+
+    rows = {}
+    for dataset in datasets:
+        loaded = uci_regression(dataset)
+        X_all, y_all = np.asarray(loaded.X, dtype=float), np.asarray(loaded.y, dtype=float).ravel()
+        fold = five_folds(len(y_all))[0]
+        train = np.setdiff1d(np.arange(len(y_all)), fold)
+        X, X_test, _, _ = standardise(X_all[train], X_all[fold])
+        y, _, _, _ = standardise(y_all[train], y_all[fold])
+        rows[dataset] = {}
+        for name, read in (("DVMGP", lambda post: np.asarray(post["s2"]).ravel()),
+                           ("DS-DGP(2)", lambda post: 1.0 / np.asarray(post["ell2"]).ravel() ** 2)):
+            _, _, (fit, _), seconds = fit_and_predict(name, X, y, X_test, quick)
+            values = read(fit.posterior)
+            rows[dataset][name] = {"relevance": (values / values.max()).tolist(), "seconds": seconds}
+            print(f"{dataset} {name} relevance: {np.round(values / values.max(), 3).tolist()}", flush=True)
+    return rows
+
+
+def plot_relevances(rows: dict, path: Path) -> None:
+    """Fig. 10: one panel per data set, the two models' relevances side by side, sorted by DVMGP's."""
+    figure = Figure(figsize=(4 * len(rows), 3.2))
+    for k, (dataset, models) in enumerate(rows.items()):
+        ax = figure.add_subplot(1, len(rows), k + 1)
+        for offset, (name, row) in zip((-0.2, 0.2), models.items()):
+            values = np.sort(np.asarray(row["relevance"]))[::-1]
+            ax.bar(np.arange(1, values.size + 1) + offset, values, width=0.4, label=name)
+        ax.set_title(dataset)
+        ax.set_xlabel("latent dimension (sorted)")
+        ax.legend(fontsize=7)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+
+
 def report(results: dict, quick: bool) -> str:
     lines = ["# de Souza (2020), Sec. 4.4: gpdsl beside the thesis", ""]
     if "synthetic" in results:
@@ -240,7 +281,7 @@ def report(results: dict, quick: bool) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("synthetic", "nuts", "uci", "all"), default="all")
+    parser.add_argument("--part", choices=("synthetic", "nuts", "uci", "relevances", "all"), default="all")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--datasets", nargs="+", choices=tuple(PAPER_TABLE5), default=tuple(PAPER_TABLE5))
     parser.add_argument("--fresh", action="store_true", help="refit the UCI folds already in results/")
@@ -262,6 +303,10 @@ def main(argv=None) -> int:
         earlier = RESULTS / f"results_{args.part}{suffix}.json"
         done = json.loads(earlier.read_text()).get("uci") if earlier.exists() and not args.fresh else None
         uci(args.quick, args.datasets, store=lambda table: store("uci", dict(table)), done=done)
+    if args.part in ("relevances", "all"):
+        rows = relevances(args.quick, args.datasets)
+        plot_relevances(rows, RESULTS / f"uci_fig10_relevances{suffix}.png")
+        store("relevances", rows)
     print(report(results, args.quick))
     return 0
 
