@@ -73,7 +73,7 @@ def log_ratio(current: MHState, proposal: MHState) -> jax.Array:
     return jnp.where(jnp.isnan(ratio), -jnp.inf, ratio)
 
 
-def accept_reject(log_uniform, current: MHState, proposal: MHState) -> tuple[MHState, MHInfo]:
+def accept_reject(log_uniform, current: MHState, proposal: MHState, log_screen_ratio=0.0) -> tuple[MHState, MHInfo]:
     """Accept ``proposal`` when ``log_uniform`` is below the log acceptance ratio.
 
     Parameters
@@ -82,6 +82,9 @@ def accept_reject(log_uniform, current: MHState, proposal: MHState) -> tuple[MHS
         The log of a uniform(0, 1) draw.
     current, proposal : MHState
         The current point and the proposed one, each with its log target.
+    log_screen_ratio : jax.Array, optional
+        The log ratio of a first, screening stage that the proposal passed (delayed acceptance): the second
+        stage's ratio is the target's divided by it. 0 for a plain Metropolis step.
 
     Returns
     -------
@@ -89,7 +92,8 @@ def accept_reject(log_uniform, current: MHState, proposal: MHState) -> tuple[MHS
         ``proposal`` if accepted, else ``current`` (with its log target unchanged).
     info : MHInfo
     """
-    ratio = log_ratio(current, proposal)
+    ratio = log_ratio(current, proposal) - log_screen_ratio
+    ratio = jnp.where(jnp.isnan(ratio), -jnp.inf, ratio)
     accepted = log_uniform < ratio
     state = jax.tree.map(lambda new, old: jnp.where(accepted, new, old), proposal, current)
     return state, MHInfo(accepted=accepted, acceptance_rate=jnp.minimum(1.0, jnp.exp(ratio)))
