@@ -248,10 +248,11 @@ def test_predictions_at_new_inputs_match_the_exact_law_at_fixed_hyperparameters(
         assert abs(squared.mean() - cov[j, j]) < 4 * float(az.mcse(squared)), (j, squared.mean(), cov[j, j])
 
 
-@pytest.mark.parametrize("kappa_update", ["fixed_nu", "sdss"])
+@pytest.mark.parametrize("kappa_update", ["fixed_nu", "sdss", "sdss_diagonal"])
 def test_the_step_kappa_updates_leave_the_step_target_invariant(fixed_data, kappa_update):
     """Updates 1 and 2 at step 2 given one f_1: p(f_2, z | f_1, y_2) ~ p(y_2 | f_2) N(f_2; m_z, K_z) q(z), whose
-    z-marginal is known by quadrature (f_2 integrated out)."""
+    z-marginal is known by quadrature (f_2 integrated out). ``sdss_diagonal``: SDSS with a surrogate S that
+    differs from element to element (as the curvature surrogate gives)."""
     import jax
     import jax.numpy as jnp
 
@@ -278,8 +279,9 @@ def test_the_step_kappa_updates_leave_the_step_target_invariant(fixed_data, kapp
     def log_likelihood(f, theta):
         return functions.log_likelihood(f, theta, data, previous)
 
+    surrogate = NOISE ** 2 if kappa_update == "sdss" else jnp.array([0.05, 0.3, 1.0])
     update = fixed_nu_update if kappa_update == "fixed_nu" else \
-        lambda *a: sdss_mean_update(*a, surrogate_variance=NOISE ** 2)
+        lambda *a: sdss_mean_update(*a, surrogate_variance=surrogate)
 
     def step(carry, key):
         theta, f = carry

@@ -125,7 +125,7 @@ def pricing(quick: bool, seed: int) -> dict:
     data, truth = simulate_options(steps, seed)
     settings = SequentialSettings(states=20 if quick else 1000, burn_in=20 if quick else 2000,
                                   thin=1 if quick else 18, initial_repeat_f=1 if quick else 3,
-                                  repeat_f=1 if quick else 5, window=1, surrogate_variance=0.05 ** 2)
+                                  repeat_f=1 if quick else 5, window=1, surrogate="curvature")
     started = time.perf_counter()
     fit = api.run(PRICING_MODEL, data, "sequential", settings, seed=seed, allow_external=True)
     seconds = json.loads(fit.attrs["report"])["seconds_per_step"]

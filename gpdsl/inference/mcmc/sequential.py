@@ -61,21 +61,23 @@ def make_step_pass(functions, blocks: Split, repeat_f: int, final_f: int = 0, ka
         ESS updates after Update 3.
     kappa_update : {"fixed_nu", "sdss"}
         Update 2 by fixed-nu ESS (Alg. 1) or by SDSS (the paper's "in doubt, SDSS at every step"), both in
-        z-space; ``surrogate_variance`` is SDSS's S.
+        z-space; ``surrogate_variance`` is SDSS's S (a scalar, or a length-``n`` diagonal given to ``run`` when it
+        changes from step to step).
     chains : int
         Chains threaded through consecutive runs of ``M / chains`` states, in parallel (module docstring).
 
     Returns
     -------
     callable
-        ``run(rng_key, theta, f_previous, data, q) -> (thetas, fs, infos)``: ``theta`` the chains' starting
-        hyperparameters ``(chains, d)``, ``f_previous`` of shape ``(M, window * n)``, ``data`` the window's
-        stepped data, ``q`` the :class:`ZPrior`; ``thetas`` ``(M, d)``, ``fs`` ``(M, n)``.
+        ``run(rng_key, theta, f_previous, data, q, surrogate=None) -> (thetas, fs, infos)``: ``theta`` the
+        chains' starting hyperparameters ``(chains, d)``, ``f_previous`` of shape ``(M, window * n)``, ``data``
+        the window's stepped data, ``q`` the :class:`ZPrior`, ``surrogate`` SDSS's diagonal S for this step
+        (``surrogate_variance`` when None); ``thetas`` ``(M, d)``, ``fs`` ``(M, n)``.
     """
-    kappa_step = fixed_nu_update if kappa_update == "fixed_nu" else \
-        partial(sdss_mean_update, surrogate_variance=surrogate_variance)
+    def run(rng_key, theta, f_previous, data, q: ZPrior, surrogate=None):
+        kappa_step = fixed_nu_update if kappa_update == "fixed_nu" else partial(
+            sdss_mean_update, surrogate_variance=surrogate_variance if surrogate is None else surrogate)
 
-    def run(rng_key, theta, f_previous, data, q: ZPrior):
         def one_state(theta, inputs):
             key, previous = inputs
             keys = jax.random.split(key, 2 * repeat_f + final_f + 3)

@@ -32,6 +32,7 @@ from gpdsl.settings import option, require_choice, require_number, require_posit
 
 SCHEMES = ("sequential", "full")
 KAPPA_UPDATES = ("fixed_nu", "sdss")
+SURROGATES = ("fixed", "curvature")
 CHECKPOINT_VERSION = 1
 
 
@@ -56,10 +57,17 @@ class SequentialSettings:
         ESS updates of ``f_t`` after Update 3.
     surrogate_variance : float
         S of SDSS in the chain of step 1 (the noise variance for a Gaussian likelihood).
+    surrogate : {"fixed", "curvature"}
+        ``fixed``: S is ``surrogate_variance`` everywhere. ``curvature`` (spec decision 14, for a non-Gaussian
+        likelihood): S's diagonal is the inverse curvature of ``-log p(y | f)``
+        (:mod:`gpdsl.inference.mcmc.surrogate_curvature`), fixed for a whole chain or pass: for the chain of
+        step 1 (and of every step of the full scheme) at ``f`` = its prior mean and the hyperparameters' prior
+        mean; for a step t >= 2 with ``step_kappa_update = "sdss"`` at the mean of step ``t - 1``'s states and
+        of their moment-matched hyperparameters.
     scheme : {"sequential", "full"}
         Alg. 1, or the full-sampling baseline.
     step_kappa_update : {"fixed_nu", "sdss"}
-        Update 2 at steps t >= 2: fixed-nu ESS (Alg. 1) or SDSS (S = ``surrogate_variance``), in z-space.
+        Update 2 at steps t >= 2: fixed-nu ESS (Alg. 1) or SDSS (S as ``surrogate`` says), in z-space.
     pass_chains : int
         Chains threaded through the states of a step t >= 2, each through ``states / pass_chains`` consecutive
         ones, run in parallel over the host devices; chain g starts at the hyperparameters of state
@@ -74,6 +82,8 @@ class SequentialSettings:
     repeat_f: int = option(5, "ESS updates of f_t before the kappa update and again before the alpha update")
     final_repeat_f: int = option(0, "ESS updates of f_t after the alpha update")
     surrogate_variance: float = option(1.0, "SURR: the surrogate data's noise variance S")
+    surrogate: str = option("fixed", "S of SDSS: fixed (the surrogate variance) or curvature (the inverse "
+                                     "curvature of -log p(y | f), per element)", choices=SURROGATES)
     scheme: str = option("sequential", "sequential (Alg. 1) or full (Gibbs on f_1:t at every t)", choices=SCHEMES)
     step_kappa_update: str = option("fixed_nu", "the kappa update at steps t >= 2: fixed-nu ESS or SDSS",
                                     choices=KAPPA_UPDATES)
@@ -91,6 +101,7 @@ class SequentialSettings:
         require_positive_int("repeat_f", self.repeat_f)
         require_positive_int("final_repeat_f", self.final_repeat_f, allow_zero=True)
         require_number("surrogate_variance", self.surrogate_variance, 0, open_low=True)
+        require_choice("surrogate", self.surrogate, SURROGATES)
         require_choice("scheme", self.scheme, SCHEMES)
         require_choice("step kappa update", self.step_kappa_update, KAPPA_UPDATES)
         require_positive_int("pass_chains", self.pass_chains)
@@ -141,7 +152,7 @@ def run_sequential(model, data, settings: SequentialSettings, context):
                     passes[window] = make_step_pass(view.functions(window), blocks, settings.repeat_f,
                                                     settings.final_repeat_f, settings.step_kappa_update,
                                                     settings.surrogate_variance, settings.pass_chains)
-                thetas, fs = _pass(passes[window], view, t, window, record, step_key, settings.pass_chains)
+                thetas, fs = _pass(passes[window], view, t, window, record, step_key, settings)
         except GpdslError as error:
             error.message = f"step {t} of {view.steps}: {error.message}"
             raise
@@ -178,8 +189,13 @@ def _chain(view, steps, settings, key, prior, progress):
     from gpdsl.inference.mcmc.gibbs import make_gibbs
 
     problem = view.latent_gp(steps)
+    surrogate = settings.surrogate_variance
+    if settings.surrogate == "curvature":
+        from gpdsl.inference.mcmc.surrogate_curvature import curvature_surrogate_variance
+
+        surrogate = curvature_surrogate_variance(lambda f: problem.log_likelihood(f, prior.mean), np.zeros(problem.n))
     init, step = make_gibbs(problem, "sdss", repeat_f=settings.initial_repeat_f, repeat_theta=1,
-                            surrogate_variance=settings.surrogate_variance)
+                            surrogate_variance=surrogate)
     key_init, key_run = jax.random.split(key)
     states = jax.vmap(init)(key_init[None], prior.mean[None])
     n = view.n
@@ -193,17 +209,25 @@ def _chain(view, steps, settings, key, prior, progress):
     return np.asarray(result.draws["theta"][0, keep]), np.asarray(result.draws["f"][0, keep])
 
 
-def _pass(run, view, t, window, record, key, chains):
-    """Step ``t`` (from 1) by ``chains`` passes of Alg. 1 over the states of step ``t - 1``."""
+def _pass(run, view, t, window, record, key, settings):
+    """Step ``t`` (from 1) by ``settings.pass_chains`` passes of Alg. 1 over the states of step ``t - 1``."""
     import jax.numpy as jnp
 
     from gpdsl.inference.mcmc.sequential import moment_match
 
+    chains = settings.pass_chains
     previous = np.concatenate([record.fs[s] for s in range(t - 1 - window, t - 1)], axis=1)
     q = moment_match(record.thetas[-1])
     data = {name: jnp.asarray(value) for name, value in view.window(t - 1 - window, t).items()}
+    surrogate = None
+    if settings.surrogate == "curvature" and settings.step_kappa_update == "sdss":
+        from gpdsl.inference.mcmc.surrogate_curvature import curvature_surrogate_variance
+
+        likelihood = view.functions(window).log_likelihood
+        surrogate = jnp.asarray(curvature_surrogate_variance(
+            lambda f: likelihood(f, q.mean, data, jnp.asarray(previous.mean(axis=0))), record.fs[-1].mean(axis=0)))
     starts = record.thetas[-1][len(record.thetas[-1]) // chains - 1::len(record.thetas[-1]) // chains]
-    thetas, fs, _ = run(key, jnp.asarray(starts), jnp.asarray(previous), data, q)
+    thetas, fs, _ = run(key, jnp.asarray(starts), jnp.asarray(previous), data, q, surrogate)
     thetas, fs = np.asarray(thetas), np.asarray(fs)
     if not (np.isfinite(thetas).all() and np.isfinite(fs).all()):
         raise MethodError("the states are not finite (a likelihood or kernel matrix gave NaN)")
