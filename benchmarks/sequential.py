@@ -9,6 +9,10 @@
    The full baseline's later steps are extrapolated from the measured ones by a least-squares fit of
    ``seconds(t) = a + b t^3`` (its cost per evaluation is cubic in t N; the fit is printed, and the measured
    growth exponent beside it). Target: sequential at least 50x faster over the T steps.
+   With ``--full-sampled K`` every step t = 1..T of the full baseline is measured instead, each by a chain of K
+   iterations (K >= 200) in compiled segments of 100: the segments after the first give the seconds per iteration
+   at that t, the first the fixed cost (compilation), and the step's time is the fixed cost plus the chain's
+   iterations at that rate. No extrapolation in t; only the chain's length is scaled.
 
 Run: ``python benchmarks/sequential.py`` (long: about 20 minutes at the default settings), or ``--quick`` for
 a small check of the script. Prints one table; exit status 1 if a target is missed at the paper's settings.
@@ -34,8 +38,9 @@ MODEL = REPO / "models" / "sequential_latent_gp.gpm"
 def settings(args, **changes):
     from gpdsl.inference.methods.sequential import SequentialSettings
 
-    return SequentialSettings(states=args.states, burn_in=args.burn_in, thin=args.thin, window=1,
-                              initial_repeat_f=3, repeat_f=5, surrogate_variance=SIGMA_Y ** 2, **changes)
+    values = {"states": args.states, "burn_in": args.burn_in, "thin": args.thin, "window": 1, "initial_repeat_f": 3,
+              "repeat_f": 5, "surrogate_variance": SIGMA_Y ** 2}
+    return SequentialSettings(**{**values, **changes})
 
 
 def sequential_run(args, steps, n, pass_chains=1):
@@ -76,6 +81,40 @@ def full_steps(args, steps, n, budget):
     return seconds
 
 
+def full_steps_sampled(args, steps, n, iterations):
+    """Every step's seconds of the full baseline from a chain of ``iterations`` iterations at each t, in compiled
+    segments of 100: the rate of the segments after the first (compiled by then) and the fixed cost (compilation,
+    setup) of the first. Returns ``(estimated seconds per step, seconds per iteration, fixed seconds)``."""
+    import jax
+
+    from gpdsl.api import check_file
+    from gpdsl.inference.families.sequential import sequential_view
+    from gpdsl.inference.mcmc.z_space import z_prior
+    from gpdsl.inference.methods.sequential import _chain
+    from gpdsl.ir.families import SEQUENTIAL_LATENT_GP, classify
+
+    data, _ = simulate(steps, n, seed=args.seed)
+    model, _ = check_file(MODEL)
+    view = sequential_view(model, data, classify(model).facts[SEQUENTIAL_LATENT_GP])
+    prior = z_prior(view, "benchmark")
+    chain_length = args.burn_in + args.thin * args.states
+    estimates, rates, fixed = [], [], []
+    for t in range(1, steps + 1):
+        stamps = []
+        started = time.perf_counter()
+        _chain(view, t, settings(args, scheme="full", burn_in=0, thin=1, states=iterations), jax.random.PRNGKey(t),
+               prior, progress=False, on_segment=lambda iteration, phase: stamps.append((iteration,
+                                                                                         time.perf_counter())))
+        (first_iteration, first), (last_iteration, last) = stamps[0], stamps[-1]
+        rates.append((last - first) / (last_iteration - first_iteration))
+        fixed.append(max(first - started - first_iteration * rates[-1], 0.0))
+        estimates.append(fixed[-1] + chain_length * rates[-1])
+        print(f"  full baseline step {t}: {1e3 * rates[-1]:.1f} ms per iteration over iterations "
+              f"{first_iteration}..{last_iteration}, {fixed[-1]:.1f} s fixed; {chain_length} iterations "
+              f"{estimates[-1]:.0f} s", flush=True)
+    return estimates, rates, fixed
+
+
 def extrapolate(seconds, steps):
     """``a + b t^3`` fitted to the measured steps, evaluated at every step; and the log-log growth exponent."""
     t = np.arange(1, len(seconds) + 1, dtype=float)
@@ -100,6 +139,8 @@ def main(argv=None) -> int:
     parser.add_argument("--full-steps", type=int, default=10)
     parser.add_argument("--full-n", type=int, default=100)
     parser.add_argument("--full-budget", type=float, default=1200.0, help="seconds for the full baseline")
+    parser.add_argument("--full-sampled", type=int, default=0, metavar="K",
+                        help="measure every step of the full baseline by a chain of K >= 200 iterations")
     parser.add_argument("--seed", type=int, default=2018)
     parser.add_argument("--quick", action="store_true", help="T = 4, N = 50, M = 100, full budget 60 s")
     parser.add_argument("--skip-p4", action="store_true", help="only the full-against-sequential comparison")
@@ -107,6 +148,8 @@ def main(argv=None) -> int:
                         help="the P4 run with each of these numbers of chains per step")
     parser.add_argument("--skip-full", action="store_true", help="only P4")
     args = parser.parse_args(argv)
+    if args.full_sampled and args.full_sampled < 200:
+        parser.error("--full-sampled needs at least 200 iterations (two compiled segments of 100)")
     if args.quick:
         args.steps, args.n, args.states, args.burn_in, args.thin = 4, 50, 100, 100, 1
         args.full_steps, args.full_n, args.full_budget = 4, 50, 60.0
@@ -122,6 +165,16 @@ def main(argv=None) -> int:
     if args.skip_full:
         return int(missed)
     total, per_step = sequential_run(args, args.full_steps, args.full_n)
+    print(f"sequential, T = {args.full_steps}, N = {args.full_n}: {total:.1f} s (per step "
+          f"{', '.join(f'{s:.1f}' for s in per_step)})", flush=True)
+    if args.full_sampled:
+        estimates, _, _ = full_steps_sampled(args, args.full_steps, args.full_n, args.full_sampled)
+        ratio = sum(estimates) / total
+        print(f"T = {args.full_steps}, N = {args.full_n}: sequential {total:.1f} s; full baseline, every step "
+              f"measured by a chain of {args.full_sampled} iterations and scaled to "
+              f"{args.burn_in + args.thin * args.states}: {sum(estimates):.0f} s; full / sequential = {ratio:.1f}x; "
+              f"target 50x")
+        return int(missed or (ratio < 50 and not args.quick))
     full = full_steps(args, args.full_steps, args.full_n, args.full_budget)
     fitted, exponent, (a, b) = extrapolate(full, args.full_steps)
     ratio = fitted.sum() / total

@@ -181,8 +181,9 @@ def run_sequential(model, data, settings: SequentialSettings, context):
     return output
 
 
-def _chain(view, steps, settings, key, prior, progress):
-    """The chain of step 1 on ``f_1:steps`` (SDSS for kappa): thinned hyperparameters and ``f_steps``."""
+def _chain(view, steps, settings, key, prior, progress, on_segment=None):
+    """The chain of step 1 on ``f_1:steps`` (SDSS for kappa): thinned hyperparameters and ``f_steps``.
+    ``on_segment(iteration, phase)`` is called after each compiled segment of the chain."""
     import jax
 
     from gpdsl.inference.driver import run_chains
@@ -204,7 +205,8 @@ def _chain(view, steps, settings, key, prior, progress):
         return {"theta": state.latent.theta, "f": state.latent.f[-n:]}
 
     result = run_chains(step, states, key_run, settings.burn_in, settings.thin * settings.states, extract=extract,
-                        progress=progress, segment_size=max(100, settings.thin * settings.states // 10))
+                        progress=progress, segment_size=max(100, settings.thin * settings.states // 10),
+                        on_segment=on_segment)
     keep = slice(settings.thin - 1, None, settings.thin)
     return np.asarray(result.draws["theta"][0, keep]), np.asarray(result.draws["f"][0, keep])
 
