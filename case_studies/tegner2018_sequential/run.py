@@ -5,7 +5,7 @@ Usage::
     python case_studies/tegner2018_sequential/run.py coverage [--quick]   # Sec. 4.1, Fig. 1
     python case_studies/tegner2018_sequential/run.py prediction [--quick] # Fig. 2: held-out predictive density
     python case_studies/tegner2018_sequential/run.py full [--quick]       # Fig. 3: full against sequential
-    python case_studies/tegner2018_sequential/run.py pricing [--quick]    # Sec. 4.2, Figs. 4-5
+    python case_studies/tegner2018_sequential/run.py pricing [--quick | --pricing-size reduced]  # Sec. 4.2, Figs. 4-5
 
 Each prints its figures and writes ``results/<experiment>[_quick].json`` and a ``.png`` beside it (generated
 outputs, not kept in git). The paper's settings are the defaults; ``--quick`` shrinks T, N and M to check the
@@ -117,15 +117,26 @@ def full_against_sequential(quick: bool, seed: int) -> dict:
     return out
 
 
-def pricing(quick: bool, seed: int) -> dict:
-    """Sec. 4.2: the posterior of the local volatility at the last date against the truth, and the price fit."""
+PRICING_SIZES = {
+    "quick": {"steps": 2, "states": 20, "burn_in": 20, "thin": 1, "initial_repeat_f": 1, "repeat_f": 1},
+    "reduced": {"steps": 12, "states": 100, "burn_in": 300, "thin": 3, "initial_repeat_f": 2, "repeat_f": 2},
+    "paper": {"steps": 12, "states": 1000, "burn_in": 2000, "thin": 18, "initial_repeat_f": 3, "repeat_f": 5},
+}
+"""Sec. 4.2's settings (``paper``: a 20000-iteration step-1 chain, 10 % burn-in, M = 1000, 5 + 5 ESS updates)
+and two smaller ones: ``quick`` checks the pipeline, ``reduced`` is the whole T = 12 with M = 100."""
+
+
+def pricing(quick: bool, seed: int, size: str | None = None) -> dict:
+    """Sec. 4.2: the posterior of the local volatility at the last date against the truth (Fig. 4), and the
+    prices of the posterior-mean volatility against the observed ones (Fig. 5). SDSS's S is the inverse
+    curvature of the pricing likelihood (spec decision 14)."""
     from case_studies.tegner2018_sequential.option_data import simulate_options
 
-    steps = 2 if quick else 12
+    size = size or ("quick" if quick else "paper")
+    config = dict(PRICING_SIZES[size])
+    steps = config.pop("steps")
     data, truth = simulate_options(steps, seed)
-    settings = SequentialSettings(states=20 if quick else 1000, burn_in=20 if quick else 2000,
-                                  thin=1 if quick else 18, initial_repeat_f=1 if quick else 3,
-                                  repeat_f=1 if quick else 5, window=1, surrogate="curvature")
+    settings = SequentialSettings(window=1, surrogate="curvature", **config)
     started = time.perf_counter()
     fit = api.run(PRICING_MODEL, data, "sequential", settings, seed=seed, allow_external=True)
     seconds = json.loads(fit.attrs["report"])["seconds_per_step"]
@@ -134,10 +145,58 @@ def pricing(quick: bool, seed: int) -> dict:
     volatility = np.log1p(np.exp(f + mu[:, None]))
     true_vol = truth["volatility"][-1]
     low, high = np.quantile(volatility, [0.025, 0.975], axis=0)
-    return {"T": steps, "seed": seed, "seconds_per_step": seconds, "seconds_total": time.perf_counter() - started,
+    fitted_prices = _prices(volatility.mean(axis=0), data, steps - 1)
+    suffix = "" if size == "paper" else f"_{size}"
+    _figure_pricing(volatility, true_vol, data["c"][-1], fitted_prices, f"pricing{suffix}.png")
+    observed = data["c"][-1]
+    return {"T": steps, "seed": seed, "size": size, "settings": {"steps": steps, **config},
+            "seconds_per_step": seconds, "seconds_total": time.perf_counter() - started,
             "volatility_covered_95": float(np.mean((true_vol >= low) & (true_vol <= high))),
             "volatility_abs_error_of_mean": float(np.mean(np.abs(volatility.mean(0) - true_vol))),
+            "price_rmse_of_mean_volatility": float(np.sqrt(np.mean((fitted_prices - observed) ** 2))),
             "paper": {"seconds_step_1": 18 * 60, "seconds_steps_2_T": 24 * 60}}
+
+
+def _prices(volatility, data, step) -> np.ndarray:
+    """Call prices of one date's volatility at its options (the likelihood's pricer)."""
+    from case_studies.tegner2018_sequential.pricing import dupire_call_prices, surface
+
+    strikes, maturities = data["strike"][step], data["maturity"][step]
+    grid_strikes, grid_maturities = np.unique(strikes), np.unique(maturities)
+    rows, columns = np.searchsorted(grid_maturities, maturities), np.searchsorted(grid_strikes, strikes)
+    values = np.empty((grid_maturities.size, grid_strikes.size))
+    values[rows, columns] = volatility
+    spot = float(data["spot"][step])
+    model = dupire_call_prices(surface(grid_maturities, grid_strikes, values), spot, grid_strikes, grid_maturities,
+                               concentration=spot / 20)
+    return model[rows, columns]
+
+
+def _figure_pricing(volatility, true_vol, observed, fitted, name):
+    """Fig. 4 (the volatility at the last date: posterior mean and 95 % band against the truth, by input index,
+    groups of five with a common strike, strikes descending) and Fig. 5 (prices, log scale)."""
+    from matplotlib.figure import Figure
+
+    from gpdsl.results.plots import save_png
+
+    figure = Figure(figsize=(10, 3.8), layout="constrained")
+    index = np.arange(1, true_vol.size + 1)
+    axis = figure.add_subplot(1, 2, 1)
+    low, high = np.quantile(volatility, [0.025, 0.975], axis=0)
+    axis.fill_between(index, low, high, alpha=0.3, label="95 % band")
+    axis.plot(index, volatility.mean(axis=0), lw=1, label="posterior mean")
+    axis.plot(index, true_vol, ".", ms=4, color="k", label="true")
+    axis.set_xlabel("input (maturity fastest, strikes descending)")
+    axis.set_title("Fig. 4: local volatility at the last date")
+    axis.legend(fontsize=7)
+    axis = figure.add_subplot(1, 2, 2)
+    axis.semilogy(index, np.maximum(observed, 1e-3), ".", ms=4, color="k", label="observed")
+    axis.semilogy(index, np.maximum(fitted, 1e-3), lw=1, label="priced at the posterior mean")
+    axis.set_xlabel("input")
+    axis.set_title("Fig. 5: call prices")
+    axis.legend(fontsize=7)
+    RESULTS.mkdir(exist_ok=True)
+    save_png(figure, RESULTS / name)
 
 
 def _figure_coverage(shifted, truth, steps, name):
@@ -171,10 +230,19 @@ def main(argv=None) -> int:
     parser.add_argument("experiment", choices=sorted(EXPERIMENTS))
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seed", type=int, default=2018)
+    parser.add_argument("--pricing-size", choices=sorted(PRICING_SIZES), default=None,
+                        help="pricing only: the settings of PRICING_SIZES (default: paper, or quick with --quick)")
     args = parser.parse_args(argv)
-    result = EXPERIMENTS[args.experiment](args.quick, args.seed)
+    if args.pricing_size is not None and args.experiment != "pricing":
+        parser.error("--pricing-size is for the pricing experiment")
+    if args.pricing_size is not None:
+        result = pricing(args.quick, args.seed, args.pricing_size)
+        suffix = "" if args.pricing_size == "paper" else f"_{args.pricing_size}"
+    else:
+        result = EXPERIMENTS[args.experiment](args.quick, args.seed)
+        suffix = "_quick" if args.quick else ""
     RESULTS.mkdir(exist_ok=True)
-    atomic_write_text(RESULTS / f"{args.experiment}{'_quick' if args.quick else ''}.json", json.dumps(result, indent=1))
+    atomic_write_text(RESULTS / f"{args.experiment}{suffix}.json", json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
     return 0
 
