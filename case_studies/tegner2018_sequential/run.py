@@ -4,7 +4,7 @@ Usage::
 
     python case_studies/tegner2018_sequential/run.py coverage [--quick]   # Sec. 4.1, Fig. 1
     python case_studies/tegner2018_sequential/run.py prediction [--quick] # Fig. 2: held-out predictive density
-    python case_studies/tegner2018_sequential/run.py full [--quick]       # Fig. 3: full against sequential
+    python case_studies/tegner2018_sequential/run.py full [--quick | --reduced]  # Fig. 3: full against sequential
     python case_studies/tegner2018_sequential/run.py pricing [--quick | --pricing-size reduced]  # Sec. 4.2, Figs. 4-5
 
 Each prints its figures and writes ``results/<experiment>[_quick].json`` and a ``.png`` beside it (generated
@@ -102,19 +102,59 @@ def prediction(quick: bool, seed: int) -> dict:
     return {"T": steps, "N": n, "seed": seed, **summary, "paper": "sequential higher (figure only, no numbers)"}
 
 
-def full_against_sequential(quick: bool, seed: int) -> dict:
+FULL_REDUCED = {"states": 200, "burn_in": 200, "thin": 1}
+"""``run.py full --reduced``: chains of 200 + 200 iterations (M = 200) at every step of both schemes, so that the
+full baseline (cubic in t) fits in well under an hour; the paper's chains are 1000 + 5 x 1000."""
+
+
+def full_against_sequential(quick: bool, seed: int, reduced: bool = False) -> dict:
     """Fig. 3: per step, the wall time and the variance of the hyperparameter samples, full baseline against
     sequential, at N = 100, T = 10 (the same number of states)."""
     steps, n = (4, 40) if quick else (10, 100)
     data, _ = simulate(steps, n, seed)
-    out = {"T": steps, "N": n, "seed": seed}
+    out = {"T": steps, "N": n, "seed": seed, "reduced": reduced}
     for scheme in ("sequential", "full"):
-        fit = api.run(MODEL, data, "sequential", paper_settings(quick, scheme=scheme), seed=seed)
+        settings = paper_settings(quick, scheme=scheme, **(FULL_REDUCED if reduced else {}))
+        out["settings"] = {"states": settings.states, "burn_in": settings.burn_in, "thin": settings.thin}
+        fit = api.run(MODEL, data, "sequential", settings, seed=seed)
         seconds = json.loads(fit.attrs["report"])["seconds_per_step"]
         variances = {name: fit.posterior[name].values[0].var(axis=0).tolist() for name in ("kappa", "alpha")}
         out[scheme] = {"seconds_per_step": seconds, "variance_per_step": variances}
     out["paper"] = {"full": "1 min at t = 1 to 11 h at t = 10", "sequential": "3 min in all"}
+    _figure_full(out, f"full{'_quick' if quick else '_reduced' if reduced else ''}.png")
     return out
+
+
+def _figure_full(out: dict, name: str) -> None:
+    """Fig. 3: seconds per step (log scale) and the variance of each hyperparameter's draws per step, full
+    baseline (dashed) against sequential (solid)."""
+    from matplotlib.figure import Figure
+
+    from gpdsl.results.plots import save_png
+
+    figure = Figure(figsize=(10, 3.8), layout="constrained")
+    steps = np.arange(1, out["T"] + 1)
+    axis = figure.add_subplot(1, 2, 1)
+    for scheme, style in (("sequential", "-o"), ("full", "--s")):
+        axis.semilogy(steps, out[scheme]["seconds_per_step"], style, ms=3, label=scheme)
+    axis.set_xlabel("step t")
+    axis.set_ylabel("seconds")
+    axis.set_title("wall time per step")
+    axis.legend(fontsize=7)
+    axis = figure.add_subplot(1, 2, 2)
+    for block in ("kappa", "alpha"):
+        columns = np.asarray(out["sequential"]["variance_per_step"][block]).reshape(out["T"], -1).shape[1]
+        for j in range(columns):
+            label = f"{block}[{j + 1}]"
+            line, = axis.semilogy(steps, np.asarray(out["sequential"]["variance_per_step"][block]).reshape(
+                out["T"], -1)[:, j], "-", lw=1, label=label)
+            axis.semilogy(steps, np.asarray(out["full"]["variance_per_step"][block]).reshape(out["T"], -1)[:, j],
+                          "--", lw=1, color=line.get_color())
+    axis.set_xlabel("step t")
+    axis.set_title("variance of the draws (solid: sequential, dashed: full)")
+    axis.legend(fontsize=6, ncol=2)
+    RESULTS.mkdir(exist_ok=True)
+    save_png(figure, RESULTS / name)
 
 
 PRICING_SIZES = {
@@ -232,12 +272,18 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=2018)
     parser.add_argument("--pricing-size", choices=sorted(PRICING_SIZES), default=None,
                         help="pricing only: the settings of PRICING_SIZES (default: paper, or quick with --quick)")
+    parser.add_argument("--reduced", action="store_true", help="full only: the chains of FULL_REDUCED")
     args = parser.parse_args(argv)
     if args.pricing_size is not None and args.experiment != "pricing":
         parser.error("--pricing-size is for the pricing experiment")
+    if args.reduced and args.experiment != "full":
+        parser.error("--reduced is for the full experiment")
     if args.pricing_size is not None:
         result = pricing(args.quick, args.seed, args.pricing_size)
         suffix = "" if args.pricing_size == "paper" else f"_{args.pricing_size}"
+    elif args.reduced:
+        result = full_against_sequential(args.quick, args.seed, reduced=True)
+        suffix = "_reduced"
     else:
         result = EXPERIMENTS[args.experiment](args.quick, args.seed)
         suffix = "_quick" if args.quick else ""
