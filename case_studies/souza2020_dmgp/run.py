@@ -274,6 +274,15 @@ def report(results: dict, quick: bool) -> str:
                              f"{values['RMSE'].mean():.3f} | {len(folds)} | "
                              f"{np.mean([f['seconds'] for f in folds]):.0f} |")
         lines.append("")
+    if "relevances" in results:
+        lines += ["## Fig. 10: latent relevances relative to the largest (fold 1's training part), sorted", "",
+                  "| dataset | model | relevances | dimensions above 0.05 | fit seconds |", "|---|---|---|---|---|"]
+        for dataset, per_model in results["relevances"].items():
+            for name, row in per_model.items():
+                values = np.sort(np.asarray(row["relevance"]))[::-1]
+                lines.append(f"| {dataset} | {name} | {', '.join(f'{v:.3f}' for v in values)} | "
+                             f"{int(np.sum(values > 0.05))} | {row['seconds']:.0f} |")
+        lines.append("")
     if quick:
         lines.insert(1, "(quick run: 200 + 300 steps, one fold; not the thesis's settings)")
     return "\n".join(lines) + "\n"
