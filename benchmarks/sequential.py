@@ -55,20 +55,26 @@ def sequential_run(args, steps, n, pass_chains=1):
     return total, json.loads(fit.attrs["report"])["seconds_per_step"]
 
 
-def full_steps(args, steps, n, budget):
-    """Seconds of the full baseline's step t = 1, 2, ... until the budget is spent."""
-    import jax
-
+def full_view(args, steps, n):
+    """The sequential view of the simulated data and the hyperparameters' z-space prior."""
     from gpdsl.api import check_file
     from gpdsl.inference.families.sequential import sequential_view
     from gpdsl.inference.mcmc.z_space import z_prior
-    from gpdsl.inference.methods.sequential import _chain
     from gpdsl.ir.families import SEQUENTIAL_LATENT_GP, classify
 
     data, _ = simulate(steps, n, seed=args.seed)
     model, _ = check_file(MODEL)
     view = sequential_view(model, data, classify(model).facts[SEQUENTIAL_LATENT_GP])
-    prior = z_prior(view, "benchmark")
+    return view, z_prior(view, "benchmark")
+
+
+def full_steps(args, steps, n, budget):
+    """Seconds of the full baseline's step t = 1, 2, ... until the budget is spent."""
+    import jax
+
+    from gpdsl.inference.methods.sequential import _chain
+
+    view, prior = full_view(args, steps, n)
     seconds, spent = [], 0.0
     for t in range(1, steps + 1):
         started = time.perf_counter()
@@ -87,16 +93,9 @@ def full_steps_sampled(args, steps, n, iterations):
     setup) of the first. Returns ``(estimated seconds per step, seconds per iteration, fixed seconds)``."""
     import jax
 
-    from gpdsl.api import check_file
-    from gpdsl.inference.families.sequential import sequential_view
-    from gpdsl.inference.mcmc.z_space import z_prior
     from gpdsl.inference.methods.sequential import _chain
-    from gpdsl.ir.families import SEQUENTIAL_LATENT_GP, classify
 
-    data, _ = simulate(steps, n, seed=args.seed)
-    model, _ = check_file(MODEL)
-    view = sequential_view(model, data, classify(model).facts[SEQUENTIAL_LATENT_GP])
-    prior = z_prior(view, "benchmark")
+    view, prior = full_view(args, steps, n)
     chain_length = args.burn_in + args.thin * args.states
     estimates, rates, fixed = [], [], []
     for t in range(1, steps + 1):
