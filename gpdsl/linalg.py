@@ -125,6 +125,23 @@ def _triangular_solver(trans: int, lower: bool):
     return solver
 
 
+def eigh(a):
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix: ``jnp.linalg.eigh``, but safe under ``vmap``
+    (see the note above). Not differentiable."""
+    return _eigh_one_at_a_time(a)
+
+
+@jax.custom_batching.custom_vmap
+def _eigh_one_at_a_time(a):
+    values, vectors = jnp.linalg.eigh(a)
+    return values, vectors
+
+
+@_eigh_one_at_a_time.def_vmap
+def _eigh_batch_rule(axis_size, in_batched, a):
+    return lax.map(_eigh_one_at_a_time, a), (True, True)
+
+
 def jitter_ladder(jitter: float = 1e-6, max_tries: int = 5) -> tuple[float, ...]:
     """Relative jitters tried in turn: 0, then geometrically from 1e-8 up to ``jitter``.
 

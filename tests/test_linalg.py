@@ -201,3 +201,15 @@ def test_gpdsl_code_uses_the_vmap_safe_linear_algebra():
     offenders = [f"{path.relative_to(root)}:{number}" for path in sorted(root.rglob("*.py")) if path.name != "linalg.py"
                  for number, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
     assert offenders == []
+
+
+def test_eigh_under_vmap_equals_one_matrix_at_a_time(rng):
+    from gpdsl.linalg import eigh
+
+    batch = np.stack([spd(rng) for _ in range(3)])
+    values, vectors = jax.vmap(eigh)(jnp.asarray(batch))
+    for k in range(3):
+        expected = np.linalg.eigvalsh(batch[k])
+        np.testing.assert_allclose(np.asarray(values[k]), expected, rtol=1e-10)
+        rebuilt = np.asarray(vectors[k]) @ np.diag(expected) @ np.asarray(vectors[k]).T
+        np.testing.assert_allclose(rebuilt, batch[k], atol=1e-9)

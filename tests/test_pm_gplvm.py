@@ -11,12 +11,14 @@ import pytest
 from gpdsl.api import load_model, run
 from gpdsl.data_io import load_data
 from gpdsl.errors import MethodError
+from gpdsl.settings import SettingError
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.inference.mcmc.blocked_metropolis import (
     check_blocks,
     make_blocked_metropolis,
 )
-from gpdsl.inference.mcmc.gplvm_estimate import collapsed_log_likelihood, make_estimate
+from gpdsl.inference.mcmc.gplvm_estimate import collapsed_log_likelihood, make_estimate, variational_proposal
+from gpdsl.inference.mcmc.gplvm_laplace import laplace_proposal, make_laplace
 from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
 from gpdsl.inference.methods.vem import VEMSettings
 from gpdsl.inference.variational.e_step import make_e_step
@@ -102,17 +104,26 @@ def e_step_from_a_fit(problem):
                             updates="sites", tol=1e-7)
 
 
-def test_the_estimate_is_unbiased_for_the_marginal_likelihood_itself(tiny):
+def proposal_of(problem, kind: str, **options):
+    """The variational proposal of a fit's E-step, or the Laplace proposal searched from the fit's means."""
+    fit, e_step = e_step_from_a_fit(problem)
+    if kind == "laplace":
+        return laplace_proposal(problem, make_laplace(problem, fit.mean), **options)
+    return variational_proposal(problem, e_step, **options)
+
+
+@pytest.mark.parametrize("kind", ["variational", "laplace"])
+def test_the_estimate_is_unbiased_for_the_marginal_likelihood_itself(tiny, kind):
     """The mean of many estimates of p(Y | X, s1), not of its log, equals the reference within 4 standard errors
     (the reference's own relative error is below 0.2%); with few importance draws the mean of the log estimates
     falls clearly below it (Jensen)."""
     _, _, problem, x, Y = tiny
-    _, e_step = e_step_from_a_fit(problem)
+    proposal = proposal_of(problem, kind, defensive=0.1)
     theta = problem.unconstrain_theta({"s1": 0.5})
     (exact,), (reference_error,) = marginal_by_prior_sampling(x, Y, 0.5, 4_000_000)
     assert reference_error < 0.002
     for draws, replicates in ((4, 20000), (50, 10000)):
-        estimate = jax.jit(jax.vmap(make_estimate(problem, e_step, draws, defensive=0.1), in_axes=(0, None)))
+        estimate = jax.jit(jax.vmap(make_estimate(problem, proposal, draws), in_axes=(0, None)))
         logs = np.asarray(estimate(jax.random.split(jax.random.PRNGKey(draws), replicates), theta).log_marginal)
         ratios = np.exp(logs - exact)
         standard_error = ratios.std() / np.sqrt(ratios.size)
@@ -125,19 +136,20 @@ def test_without_the_mirror_image_and_the_prior_the_estimate_misses_mass_in_prac
     """p(Z | Y) has two mirror-image modes; ``q`` covers one, and without the prior in the mixture its weights
     have a heavy tail: the mean of 10000 estimates is far below p(Y | X, s1) (what the defaults repair)."""
     _, _, problem, x, Y = tiny
-    _, e_step = e_step_from_a_fit(problem)
+    proposal = proposal_of(problem, "variational", symmetrise=False)
     theta = problem.unconstrain_theta({"s1": 0.5})
     (exact,), _ = marginal_by_prior_sampling(x, Y, 0.5, 1_000_000)
-    estimate = jax.jit(jax.vmap(make_estimate(problem, e_step, 50, symmetrise=False), in_axes=(0, None)))
+    estimate = jax.jit(jax.vmap(make_estimate(problem, proposal, 50), in_axes=(0, None)))
     logs = np.asarray(estimate(jax.random.split(jax.random.PRNGKey(2), 10000), theta).log_marginal)
     assert np.exp(logs - exact).mean() < 0.6
 
 
-def test_the_log_estimate_has_small_variance_with_a_thousand_draws(tiny):
+@pytest.mark.parametrize("kind", ["variational", "laplace"])
+def test_the_log_estimate_has_small_variance_with_a_thousand_draws(tiny, kind):
     _, _, problem, _, _ = tiny
-    _, e_step = e_step_from_a_fit(problem)
+    proposal = proposal_of(problem, kind, defensive=0.1)
     theta = problem.unconstrain_theta({"s1": 0.5})
-    estimate = jax.jit(jax.vmap(make_estimate(problem, e_step, 1000, defensive=0.1), in_axes=(0, None)))
+    estimate = jax.jit(jax.vmap(make_estimate(problem, proposal, 1000), in_axes=(0, None)))
     logs = np.asarray(estimate(jax.random.split(jax.random.PRNGKey(1), 200), theta).log_marginal)
     # about 0.05 here (a sample variance of 200 replicates: +-10% or more); Doucet et al. ask for below 1-2
     assert logs.var() < 0.1
@@ -230,9 +242,10 @@ def test_blocks_must_split_the_coordinates():
         check_blocks([[0, 1], []], 2)
 
 
-@pytest.mark.parametrize("correlation, delayed", [pytest.param(0.0, False, marks=pytest.mark.slow), (0.95, False),
-                                                  (0.95, True)])
-def test_pm_gplvm_chain_recovers_the_grid_posterior_of_one_hyperparameter(tiny, correlation, delayed):
+@pytest.mark.parametrize("correlation, delayed, proposal", [
+    pytest.param(0.0, False, "variational", marks=pytest.mark.slow), (0.95, False, "variational"),
+    pytest.param(0.95, True, "variational", marks=pytest.mark.slow), (0.95, True, "laplace")])
+def test_pm_gplvm_chain_recovers_the_grid_posterior_of_one_hyperparameter(tiny, correlation, delayed, proposal):
     """Posterior mean and sd of s1 from 4 chains within 4 MCSE of the posterior on a grid (the marginal likelihood
     at each grid point by :func:`marginal_by_prior_sampling`)."""
     import arviz as az
@@ -240,7 +253,7 @@ def test_pm_gplvm_chain_recovers_the_grid_posterior_of_one_hyperparameter(tiny, 
     model, data, _, x, Y = tiny
     settings = PMGPLVMSettings(chains=4, warmup=300, draws=1500, num_importance=200, g0=100, num_inducing=6,
                                e_step_iterations=200, e_step_tol=1e-6, correlation=correlation,
-                               delayed_acceptance=delayed)
+                               delayed_acceptance=delayed, proposal=proposal)
     results = run(model, data, "pm-gplvm", settings, seed=5)
     draws = np.asarray(results.posterior["s1"])
     grid = np.linspace(0.01, 2.5, 80)
@@ -301,10 +314,10 @@ def test_estimate_spread_summarises_replicates_against_the_number_of_draws(tiny)
     from gpdsl.inference.mcmc.estimate_variance import estimate_spread
 
     _, _, problem, _, _ = tiny
-    _, e_step = e_step_from_a_fit(problem)
+    proposal = proposal_of(problem, "variational", defensive=0.1)
     theta = problem.unconstrain_theta({"s1": 0.5})
-    spread = estimate_spread(problem, e_step, theta, 200, 400, jax.random.PRNGKey(3), defensive=0.1)
-    direct = jax.jit(jax.vmap(make_estimate(problem, e_step, 200, defensive=0.1), in_axes=(0, None)))
+    spread = estimate_spread(problem, proposal, theta, 200, 400, jax.random.PRNGKey(3))
+    direct = jax.jit(jax.vmap(make_estimate(problem, proposal, 200), in_axes=(0, None)))
     logs = np.asarray(direct(jax.random.split(jax.random.PRNGKey(4), 400), theta).log_marginal)
     assert spread.draws[-1] == 200 and spread.variance.shape == (200,)
     assert abs(spread.mean[-1] - logs.mean()) < 4 * np.sqrt(spread.variance[-1] / 400 + logs.var() / 400)
@@ -334,13 +347,15 @@ def test_warm_start_is_offered_only_as_an_approximate_option(tiny):
 
     model, data, _, _, _ = tiny
     common = dict(chains=2, warmup=20, draws=20, num_importance=20, num_inducing=6, latent_sweeps=0,
-                  e_step_tol=1e-8, e_step_iterations=300, correlation=0.0)
+                  e_step_tol=1e-8, e_step_iterations=300, correlation=0.0, proposal="variational")
     exact = run(model, data, "pm-gplvm", PMGPLVMSettings(**common), seed=2)
     warm = run(model, data, "pm-gplvm", PMGPLVMSettings(warm_start=True, **common), seed=2)
     assert results_json(exact, "report")["exact"] is True
     assert results_json(warm, "report")["exact"] is False
-    iterations = lambda r: float(np.asarray(r.sample_stats["e_step_iterations"]).mean())  # noqa: E731
+    iterations = lambda r: float(np.asarray(r.sample_stats["proposal_iterations"]).mean())  # noqa: E731
     assert iterations(warm) < iterations(exact)
+    with pytest.raises(SettingError, match="warm_start.*proposal = 'variational'"):
+        PMGPLVMSettings(warm_start=True, proposal="laplace")
 
 
 def test_correlated_noise_keeps_the_standard_normal_and_its_correlation():

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.inference.families.gplvm import GPLVMProblem
-from gpdsl.inference.mcmc.gplvm_estimate import draw_noise, importance_log_weights
+from gpdsl.inference.mcmc.gplvm_estimate import ImportanceProposal, draw_noise
 
 
 class EstimateSpread(NamedTuple):
@@ -39,15 +39,15 @@ class EstimateSpread(NamedTuple):
     p90: np.ndarray
 
 
-def estimate_spread(problem: GPLVMProblem, e_step, theta, num_importance: int, replicates: int, rng_key, *,
-                    symmetrise: bool = True, defensive: float = 0.0, chunk: int = 50) -> EstimateSpread:
+def estimate_spread(problem: GPLVMProblem, proposal: ImportanceProposal, theta, num_importance: int, replicates: int,
+                    rng_key, *, chunk: int = 50) -> EstimateSpread:
     """Replicate estimates of ``log p(Y | X, theta)`` and their running summaries over the number of draws.
 
     Parameters
     ----------
     problem : GPLVMProblem
-    e_step : callable
-        ``theta -> EStepResult``, as the chains use it.
+    proposal : ImportanceProposal
+        As the chains use it (:func:`~gpdsl.inference.mcmc.gplvm_estimate.make_estimate`).
     theta : array_like, shape (P,)
         Unconstrained hyperparameters.
     num_importance : int
@@ -55,8 +55,6 @@ def estimate_spread(problem: GPLVMProblem, e_step, theta, num_importance: int, r
     replicates : int
         Independent estimates.
     rng_key : jax.Array
-    symmetrise, defensive
-        The proposal, as in :func:`~gpdsl.inference.mcmc.gplvm_estimate.make_estimate`.
     chunk : int
         Replicates computed together.
 
@@ -65,17 +63,13 @@ def estimate_spread(problem: GPLVMProblem, e_step, theta, num_importance: int, r
     EstimateSpread
     """
     theta = jnp.asarray(theta, dtype=float)
-    latent_q = problem.latent_q()
-    fitted = e_step(theta)
-    mean = latent_q.moments(fitted.latent, theta).mean
-    covariance = latent_q.covariance(fitted.latent, theta)
+    fitted = proposal.fit(theta)
 
     @jax.jit
     def running(keys):
         def one(key):
             noise = draw_noise(key, num_importance, problem.latent_dim, problem.num_points)
-            log_weights = importance_log_weights(problem, theta, mean, covariance, noise, symmetrise=symmetrise,
-                                                 defensive=defensive)
+            log_weights = proposal.log_weights(theta, fitted, noise)
             log_weights = jnp.where(jnp.isnan(log_weights), -jnp.inf, log_weights)
             return jax.lax.cumlogsumexp(log_weights) - jnp.log(jnp.arange(1, num_importance + 1))
         return jax.lax.map(one, keys)

@@ -17,7 +17,7 @@ sets only the estimate's variance (Doucet et al. 2015 recommend ``Var[log p_hat]
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -39,10 +39,11 @@ class Estimate(NamedTuple):
     ----------
     log_marginal : jax.Array
         ``log p_hat(Y | X, xi)``.
-    bound : jax.Array
-        The variational lower bound the E-step reached (no hyperprior).
-    e_step_iterations : jax.Array
-        Iterations the E-step used.
+    surrogate : jax.Array
+        The deterministic approximation of ``log p(Y | X, xi)`` the proposal came with: the E-step's lower bound
+        (no hyperprior), or the Laplace approximation (:mod:`gpdsl.inference.mcmc.gplvm_laplace`).
+    iterations : jax.Array
+        Iterations the E-step, or the Laplace mode search, used.
     effective_draws : jax.Array
         Kish's effective sample size of the importance weights, ``(sum w)^2 / sum w^2``.
     q : tuple, optional
@@ -52,8 +53,8 @@ class Estimate(NamedTuple):
     """
 
     log_marginal: jax.Array
-    bound: jax.Array
-    e_step_iterations: jax.Array
+    surrogate: jax.Array
+    iterations: jax.Array
     effective_draws: jax.Array
     q: Any = None
     noise: Any = None
@@ -171,28 +172,65 @@ def importance_log_weights(problem: GPLVMProblem, theta, mean, covariance, noise
         log_q = jnp.logaddexp(log_q, per_dimension(L_q, -Z - mean.T[None])) - math.log(2.0)
     log_q = jnp.sum(log_q, axis=1)
     log_prior = jnp.sum(jax.vmap(gaussian, in_axes=(None, 1), out_axes=1)(L_p, Z), axis=1)
-    if defensive > 0.0:
-        log_q = jnp.logaddexp(math.log1p(-defensive) + log_q, math.log(defensive) + log_prior)
-    log_likelihood = jax.lax.map(lambda z: collapsed_log_likelihood(problem, theta, z.T), Z,
-                                 batch_size=min(Z.shape[0], LIKELIHOOD_BATCH))
-    return log_likelihood + log_prior - log_q
+    log_q = mixture_with_prior(log_q, log_prior, defensive)
+    return collapsed_log_likelihoods(problem, theta, Z) + log_prior - log_q
 
 
-def make_estimate(problem: GPLVMProblem, e_step, num_importance: int, *, symmetrise: bool = True,
-                  defensive: float = 0.0, keep_q: bool = False):
-    """``(rng_key, theta, start=None, noise=None, fitted=None) -> Estimate``: the E-step at ``theta`` (or its result
-    ``fitted``, when the caller ran it), then eq. (4) with ``num_importance`` draws (made from ``noise`` when
-    given, else from ``rng_key``).
+def mixture_with_prior(log_proposal, log_prior, defensive: float):
+    """``log((1 - a) r + a p)`` of the defensive mixture (``log_proposal`` itself when ``a = 0``)."""
+    if defensive <= 0.0:
+        return log_proposal
+    return jnp.logaddexp(math.log1p(-defensive) + log_proposal, math.log(defensive) + log_prior)
+
+
+def collapsed_log_likelihoods(problem: GPLVMProblem, theta, Z) -> jax.Array:
+    """:func:`collapsed_log_likelihood` of ``S`` draws ``Z`` of shape (S, Q, N), a batch of factorisations at a time."""
+    return jax.lax.map(lambda z: collapsed_log_likelihood(problem, theta, z.T), Z,
+                       batch_size=min(Z.shape[0], LIKELIHOOD_BATCH))
+
+
+def log_mean_weight(log_weights, num_draws: int) -> tuple[jax.Array, jax.Array]:
+    """``log(1/S sum w)`` and Kish's effective sample size ``(sum w)^2 / sum w^2``; NaN weights count as 0."""
+    log_weights = jnp.where(jnp.isnan(log_weights), -jnp.inf, log_weights)
+    log_marginal = logsumexp(log_weights) - math.log(num_draws)
+    return log_marginal, jnp.exp(2.0 * logsumexp(log_weights) - logsumexp(2.0 * log_weights))
+
+
+class ImportanceProposal(NamedTuple):
+    """Where the importance draws at ``xi`` come from, and how they are weighted.
+
+    Attributes
+    ----------
+    fit : callable
+        ``(theta, start=None) -> fitted``: the proposal at ``theta``, deterministic in ``theta`` (the estimate is
+        unbiased only if it does not depend on the chain's state; ``start`` is the approximate chain's warm start).
+    log_weights : callable
+        ``(theta, fitted, noise) -> (S,)``: the log importance weights of the draws made from ``noise``.
+    surrogate : callable
+        ``fitted -> jax.Array``: the deterministic approximation of ``log p(Y | X, xi)`` that came with it.
+    iterations : callable
+        ``fitted -> jax.Array``: the iterations it took.
+    keep : callable
+        ``fitted -> (latent, inducing)``: what a warm-started chain keeps (the variational proposal only).
+    """
+
+    fit: Callable
+    log_weights: Callable
+    surrogate: Callable
+    iterations: Callable
+    keep: Callable | None = None
+
+
+def variational_proposal(problem: GPLVMProblem, e_step, *, symmetrise: bool = True,
+                         defensive: float = 0.0) -> ImportanceProposal:
+    """The paper's proposal: ``q(Z)`` of the E-step at ``xi`` (:func:`importance_log_weights`).
 
     Parameters
     ----------
     problem : GPLVMProblem
-        The model view; its outputs must be fully observed.
     e_step : callable
         ``theta -> EStepResult`` (:func:`~gpdsl.inference.variational.e_step.make_e_step`), deterministic
-        in ``theta`` (the estimate is unbiased only if ``q`` does not depend on the chain's state).
-    num_importance : int
-        Importance draws ``S`` (the paper's ``Q = 1000``).
+        in ``theta``; ``e_step(theta, start)`` from a given start.
     symmetrise : bool
         Draw from ``q`` symmetrised through zero in each latent dimension (:func:`importance_log_weights`).
         The likelihood and a zero-mean GP prior are unchanged when a latent dimension changes sign (for
@@ -202,9 +240,40 @@ def make_estimate(problem: GPLVMProblem, e_step, num_importance: int, *, symmetr
     defensive : float
         Weight of the prior ``p(Z | X)`` mixed into the proposal: bounds the weights (a variational ``q`` is
         narrower than the posterior, which gives the plain weights a heavy upper tail).
+    """
+    latent_q = problem.latent_q()
+
+    def fit(theta, start=None):
+        return e_step(theta) if start is None else e_step(theta, start)
+
+    def log_weights(theta, fitted, noise):
+        mean = latent_q.moments(fitted.latent, theta).mean
+        covariance = latent_q.covariance(fitted.latent, theta)
+        return importance_log_weights(problem, theta, mean, covariance, noise, symmetrise=symmetrise,
+                                      defensive=defensive)
+
+    return ImportanceProposal(fit, log_weights, lambda fitted: fitted.bound, lambda fitted: fitted.iterations,
+                              lambda fitted: (fitted.latent, fitted.inducing))
+
+
+def make_estimate(problem: GPLVMProblem, proposal: ImportanceProposal, num_importance: int, *,
+                  keep_q: bool = False):
+    """``(rng_key, theta, start=None, noise=None, fitted=None) -> Estimate``: the proposal at ``theta`` (or
+    ``fitted``, when the caller made it), then eq. (4) with ``num_importance`` draws (made from ``noise`` when
+    given, else from ``rng_key``).
+
+    Parameters
+    ----------
+    problem : GPLVMProblem
+        The model view; its outputs must be fully observed.
+    proposal : ImportanceProposal
+        :func:`variational_proposal`, or the Laplace proposal
+        (:func:`~gpdsl.inference.mcmc.gplvm_laplace.laplace_proposal`).
+    num_importance : int
+        Importance draws ``S`` (the paper's ``Q = 1000``).
     keep_q : bool
-        Return the E-step's optimum in :attr:`Estimate.q`. A ``start`` given to the estimate is passed to the
-        E-step (``e_step(theta, start)``): the warm start of the approximate chain.
+        Return what the proposal keeps in :attr:`Estimate.q`. A ``start`` given to the estimate is passed to the
+        proposal's fit: the warm start of the approximate chain.
 
     Returns
     -------
@@ -214,27 +283,22 @@ def make_estimate(problem: GPLVMProblem, e_step, num_importance: int, *, symmetr
     Raises
     ------
     MethodError
-        Missing outputs, or a non-positive ``num_importance``.
+        Missing outputs, a non-positive ``num_importance``, or ``keep_q`` with a proposal that keeps nothing.
     """
     require_observed(problem, "the pseudo-marginal estimate")
     if int(num_importance) < 1:
         raise MethodError(f"num_importance must be a positive integer; got {num_importance}")
-    latent_q = problem.latent_q()
+    if keep_q and proposal.keep is None:
+        raise MethodError("a warm start needs the variational proposal")
 
     def estimate(rng_key, theta, start=None, noise=None, fitted=None) -> Estimate:
         if fitted is None:
-            fitted = e_step(theta) if start is None else e_step(theta, start)
+            fitted = proposal.fit(theta, start)
         kept = noise
         if noise is None:
             noise = draw_noise(rng_key, num_importance, problem.latent_dim, problem.num_points)
-        mean = latent_q.moments(fitted.latent, theta).mean
-        covariance = latent_q.covariance(fitted.latent, theta)
-        log_weights = importance_log_weights(problem, theta, mean, covariance, noise, symmetrise=symmetrise,
-                                             defensive=defensive)
-        log_weights = jnp.where(jnp.isnan(log_weights), -jnp.inf, log_weights)
-        log_marginal = logsumexp(log_weights) - math.log(num_importance)
-        effective = jnp.exp(2.0 * logsumexp(log_weights) - logsumexp(2.0 * log_weights))
-        return Estimate(log_marginal, fitted.bound, fitted.iterations, effective,
-                        (fitted.latent, fitted.inducing) if keep_q else None, kept)
+        log_marginal, effective = log_mean_weight(proposal.log_weights(theta, fitted, noise), num_importance)
+        return Estimate(log_marginal, proposal.surrogate(fitted), proposal.iterations(fitted), effective,
+                        proposal.keep(fitted) if keep_q else None, kept)
 
     return estimate

@@ -17,11 +17,14 @@ from gpdsl.inference.mcmc.blocked_metropolis import (
     make_blocked_metropolis,
 )
 from gpdsl.inference.mcmc.gplvm_estimate import (
+    ImportanceProposal,
     correlated_noise,
     draw_noise,
     make_estimate,
     require_observed,
+    variational_proposal,
 )
+from gpdsl.inference.mcmc.gplvm_laplace import laplace_proposal, make_laplace
 from gpdsl.inference.methods.latent_chains import chain_report, theta_describer, theta_output
 from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
 from gpdsl.inference.methods.vem import VEMSettings
@@ -31,8 +34,8 @@ from gpdsl.inference.variational.vem import VEMFit, fit_vem_starts
 
 PER_BLOCK_STATS = {"accepted": "block_accepted", "acceptance_rate": "block_acceptance_rate",
                    "screened": "block_screened"}
-PROPOSAL_STATS = {"log_marginal": "proposed_log_marginal", "bound": "e_step_bound",
-                  "e_step_iterations": "e_step_iterations", "effective_draws": "effective_draws"}
+PROPOSAL_STATS = {"log_marginal": "proposed_log_marginal", "surrogate": "proposal_surrogate",
+                  "iterations": "proposal_iterations", "effective_draws": "effective_draws"}
 
 
 def block_indices(problem: GPLVMProblem, blocks: list) -> tuple[list[np.ndarray], list[list[str]]]:
@@ -76,13 +79,23 @@ def make_pm_e_step(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit
                        accelerate=settings.e_step_accelerate)
 
 
+def make_pm_proposal(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit) -> ImportanceProposal:
+    """The importance proposal of the chains: the E-step's ``q`` (``"variational"``) or the Laplace approximation of
+    the exact posterior of the latent inputs, searched from the variational fit's means (``"laplace"``)."""
+    if settings.proposal == "laplace":
+        laplace = make_laplace(problem, fit.mean, starts=settings.laplace_starts, seed=fit.settings.seed,
+                               max_iterations=settings.laplace_iterations)
+        return laplace_proposal(problem, laplace, symmetrise=settings.symmetrise, defensive=settings.defensive)
+    return variational_proposal(problem, make_pm_e_step(problem, settings, fit), symmetrise=settings.symmetrise,
+                                defensive=settings.defensive)
+
+
 def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit):
     """``(rng_key, theta, current=None, screened=None) -> ((log p_hat(Y | theta), log p(theta) + log Jacobian),
-    Estimate)``, and with ``settings.delayed_acceptance`` the :class:`Screen` whose E-step result is ``screened``
-    (else None)."""
-    e_step = make_pm_e_step(problem, settings, fit)
-    estimate = make_estimate(problem, e_step, settings.num_importance, symmetrise=settings.symmetrise,
-                             defensive=settings.defensive, keep_q=settings.warm_start)
+    Estimate)``, and with ``settings.delayed_acceptance`` the :class:`Screen` whose proposal at ``theta`` is
+    ``screened`` (else None)."""
+    proposal = make_pm_proposal(problem, settings, fit)
+    estimate = make_estimate(problem, proposal, settings.num_importance, keep_q=settings.warm_start)
 
     def log_prior(theta):
         _, log_jacobian = problem.constrain(theta)
@@ -101,12 +114,12 @@ def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit
         return log_terms, None
 
     def evaluate(theta):
-        fitted = e_step(theta)
-        return (fitted.bound, log_prior(theta)), fitted
+        fitted = proposal.fit(theta)
+        return (proposal.surrogate(fitted), log_prior(theta)), fitted
 
     def skipped(fitted, current):
-        return current._replace(log_marginal=jnp.full_like(current.log_marginal, -jnp.inf), bound=fitted.bound,
-                                e_step_iterations=fitted.iterations,
+        return current._replace(log_marginal=jnp.full_like(current.log_marginal, -jnp.inf),
+                                surrogate=proposal.surrogate(fitted), iterations=proposal.iterations(fitted),
                                 effective_draws=jnp.full_like(current.effective_draws, jnp.nan))
 
     return log_terms, Screen(evaluate, skipped)
@@ -131,7 +144,10 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
                                            "log_prior": s.mh.log_density[1]},
                         progress=context.progress, segment_size=settings.segment_size,
                         describe=theta_describer(problem, lambda state: state.position),
-                        vectorised=not settings.delayed_acceptance, **context.chain_checkpoint())
+                        # the mode searches' gradients batched over chains would run batched LAPACK solves, which
+                        # can hang jaxlib's CPU thread pool (gpdsl.linalg's note)
+                        vectorised=not (settings.delayed_acceptance or settings.proposal == "laplace"),
+                        **context.chain_checkpoint())
     theta_draws = np.asarray(result.draws["theta"])
     output = theta_output(problem, theta_draws, None, _sample_stats(result))
     output.dims.update({name: ["block"] for name in (*PER_BLOCK_STATS.values(), *PROPOSAL_STATS.values())})
@@ -212,6 +228,7 @@ def _report(problem: GPLVMProblem, fit: VEMFit, block_names, result, settings: P
         "exact": not settings.warm_start,
         "correlation": settings.correlation,
         "delayed_acceptance": settings.delayed_acceptance,
+        "proposal": settings.proposal,
         "block_screen_pass": np.asarray(result.infos.screened, dtype=float).mean(axis=(0, 1)).tolist(),
     }
 
@@ -220,7 +237,7 @@ def estimate_spread_at(model, data, settings: PMGPLVMSettings, seed: int, hyperp
                        replicates: int, num_importance: int | None = None):
     """The spread of the chains' estimate at one ``xi`` (:func:`~gpdsl.inference.mcmc.estimate_variance.estimate_spread`).
 
-    The variational fit and the E-step are those of a ``pm-gplvm`` run with ``settings`` and ``seed`` (so the
+    The variational fit and the proposal are those of a ``pm-gplvm`` run with ``settings`` and ``seed`` (so the
     same as that run's). ``hyperparameters`` (constrained, by name) default to the variational estimate.
 
     Returns
@@ -245,8 +262,7 @@ def estimate_spread_at(model, data, settings: PMGPLVMSettings, seed: int, hyperp
         if unknown:
             raise MethodError(f"no value for the hyperparameters {', '.join(unknown)}")
         theta = problem.unconstrain_theta({name: jnp.asarray(hyperparameters[name]) for name in problem.theta_names})
-    spread = estimate_spread(problem, make_pm_e_step(problem, settings, fit), theta,
-                             num_importance or settings.num_importance, replicates, jax.random.PRNGKey(seed + 1),
-                             symmetrise=settings.symmetrise, defensive=settings.defensive)
+    spread = estimate_spread(problem, make_pm_proposal(problem, settings, fit), theta,
+                             num_importance or settings.num_importance, replicates, jax.random.PRNGKey(seed + 1))
     values = {name: np.asarray(value).tolist() for name, value in problem.theta_values(theta).items()}
     return spread, values
