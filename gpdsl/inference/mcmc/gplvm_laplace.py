@@ -189,11 +189,9 @@ def laplace_log_weights(problem: GPLVMProblem, theta, proposal: LaplaceProposal,
     if symmetrise:
         v = jnp.where(noise.flips >= 0.0, 1.0, -1.0)[:, :, None] * v
     v = jnp.where(from_prior[:, None, None], noise.normals, v)
-    log_r = laplace_log_density(proposal, v)
-    if symmetrise:
-        signs = jnp.asarray(list(itertools.product((1.0, -1.0), repeat=v.shape[1])))
-        log_r = logsumexp(jax.vmap(lambda s: laplace_log_density(proposal, s[:, None] * v))(signs), axis=0)
-        log_r = log_r - math.log(signs.shape[0])
+    signs = jnp.asarray(list(itertools.product((1.0, -1.0), repeat=v.shape[1])) if symmetrise else [[1.0] * v.shape[1]])
+    log_r = logsumexp(jax.vmap(lambda s: laplace_log_density(proposal, s[:, None] * v))(signs), axis=0)
+    log_r = log_r - math.log(signs.shape[0])
     log_prior = -0.5 * jnp.sum(v * v, axis=(1, 2)) - 0.5 * v[0].size * LOG_2PI
     Z = jnp.einsum("ij,sqj->sqi", prior_factor(problem, theta), v)
     return collapsed_log_likelihoods(problem, theta, Z) + log_prior - mixture_with_prior(log_r, log_prior, defensive)
