@@ -19,7 +19,9 @@ from gpdsl.numerics import GP_JITTER
 # Batched LAPACK calls on CPU (vmapped Cholesky factorisations and triangular solves) are fanned out by
 # jaxlib into XLA's thread pool from inside that pool, which can wedge it: every worker waits and the
 # program hangs at 0% CPU (seen with vmapped chains on n = 200 matrices). The functions below are
-# the jax ones, except that under vmap they work through the batch one matrix at a time (lax.map).
+# the jax ones, except that under vmap they work through the batch one matrix at a time (lax.map), and so do
+# their derivatives of every order (the derivative rules solve through lax.custom_linear_solve, which JAX
+# can transpose, with the one-at-a-time solves inside).
 # gpdsl code uses them instead of jnp.linalg.cholesky / jax.scipy.linalg (a test checks this).
 
 
@@ -63,8 +65,8 @@ def _cholesky_jvp(primals, tangents):
 
 def _cholesky_tangent(L, dK):
     dK = 0.5 * (dK + _transpose(dK))
-    half_solved = _scipy_linalg.solve_triangular(L, dK, lower=True)
-    inner = _transpose(_scipy_linalg.solve_triangular(L, _transpose(half_solved), lower=True))
+    half_solved = _linear_solve(L, dK, trans=0, lower=True)
+    inner = _transpose(_linear_solve(L, _transpose(half_solved), trans=0, lower=True))
     phi = jnp.tril(inner) / (1.0 + jnp.eye(L.shape[-1], dtype=L.dtype))
     return L @ phi
 
@@ -91,6 +93,23 @@ def cho_solve(c_and_lower, b):
 
 @functools.lru_cache(maxsize=None)
 def _triangular_solver(trans: int, lower: bool):
+    @jax.custom_jvp
+    def solver(a, b):
+        return _one_at_a_time_solver(trans, lower)(a, b)
+
+    @solver.defjvp
+    def _jvp(primals, tangents):
+        (a, b), (da, db) = primals, tangents
+        x = solver(a, b)
+        return x, _linear_solve(a, db - _matmul(_triangle(da, trans, lower), x), trans, lower)
+
+    return solver
+
+
+@functools.lru_cache(maxsize=None)
+def _one_at_a_time_solver(trans: int, lower: bool):
+    """The triangular solve, mapped over explicit batch dimensions and over ``vmap`` one matrix at a time."""
+
     def solve(a, b):
         if a.ndim > 2:
             batch = a.shape[:-2]
@@ -109,20 +128,28 @@ def _triangular_solver(trans: int, lower: bool):
         b = b if in_batched[1] else jnp.broadcast_to(b, (axis_size, *b.shape))
         return lax.map(lambda ab: one_at_a_time(*ab), (a, b)), True
 
-    @jax.custom_jvp
-    def solver(a, b):
-        return one_at_a_time(a, b)
+    return one_at_a_time
 
-    @solver.defjvp
-    def _jvp(primals, tangents):
-        (a, b), (da, db) = primals, tangents
-        x = solver(a, b)
-        da = jnp.tril(da) if lower else jnp.triu(da)
-        da = _transpose(da) if trans else da
-        product = da @ x if x.ndim == da.ndim else (da @ x[..., None])[..., 0]
-        return x, solve(a, db - product)
 
-    return solver
+def _linear_solve(a, b, trans: int, lower: bool):
+    """The triangular solve as a linear map of ``b`` that JAX can transpose (derivative rules need one), still
+    one matrix at a time under ``vmap``."""
+    operator = _triangle(a, trans, lower)
+    return lax.custom_linear_solve(
+        lambda x: _matmul(operator, x), b,
+        solve=lambda _, r: _one_at_a_time_solver(trans, lower)(a, r),
+        transpose_solve=lambda _, r: _one_at_a_time_solver(1 - trans, lower)(a, r))
+
+
+def _triangle(a, trans: int, lower: bool):
+    """The triangle of ``a`` a solve reads, transposed when ``trans``."""
+    a = jnp.tril(a) if lower else jnp.triu(a)
+    return _transpose(a) if trans else a
+
+
+def _matmul(a, x):
+    """``a @ x`` for ``x`` a matrix or a vector (with the batch dimensions of ``a``)."""
+    return a @ x if x.ndim == a.ndim else (a @ x[..., None])[..., 0]
 
 
 def eigh(a):
