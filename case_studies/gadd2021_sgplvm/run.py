@@ -235,13 +235,15 @@ def unconstrained(problem, draws: dict) -> np.ndarray:
     return np.asarray(theta).reshape(chains, count, -1)
 
 
-def pm_run(model_path: Path, data: dict, pm: dict, mode: str) -> dict:
+def pm_run(model_path: Path, data: dict, pm: dict, mode: str, checkpoint: Path | None = None) -> dict:
     """PM HOOK: the pseudo-marginal sampler (Alg. 1) through ``gpdsl.api.run(model, data, "pm-gplvm", ...)``.
 
     Returns ``{"status": "not run", "reason": ...}`` when ``mode`` is "skip" or the method is missing, else the
     wall time, R-hat and ESS of the hyperparameters, the acceptance rate per block (kept draws, overall and
     per chain), the hyperparameter draws, and the states thinned by ``pm["thin"]`` (spec decision 8) with their
     latent inputs Z (``latent_sweeps`` elliptical slice steps per kept draw, warm-started along each chain).
+    With ``checkpoint``, the chains are written there after every segment and an interrupted run resumes from it;
+    the file is removed once the run has finished.
     """
     reason = "skipped (--pm skip)" if mode == "skip" else pm_status()
     if reason is not None:
@@ -250,7 +252,12 @@ def pm_run(model_path: Path, data: dict, pm: dict, mode: str) -> dict:
 
     model = load_model(str(model_path))
     started = time.perf_counter()
-    result = run(model, model_data(model, **data), "pm-gplvm", pm_settings(pm), seed=pm["seed"])
+    if checkpoint is not None:
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    result = run(model, model_data(model, **data), "pm-gplvm", pm_settings(pm), seed=pm["seed"],
+                 checkpoint=checkpoint, progress=checkpoint is not None)
+    if checkpoint is not None:
+        checkpoint.unlink(missing_ok=True)
     out = {"status": "run", "wall_seconds": time.perf_counter() - started, "pm_settings": pm,
            **chain_diagnostics(result)}
     stats = groups(result)["sample_stats"]
@@ -375,11 +382,11 @@ def nuts_sinusoid(case: int, part: dict) -> dict:
     return {**out, **sampled_mae(x, Y, f, x_test(part), draws)}
 
 
-def pm_sinusoid(case: int, part: dict, pm_mode: str) -> dict:
+def pm_sinusoid(case: int, part: dict, pm_mode: str, checkpoint: Path | None = None) -> dict:
     """The PM row: the run, and eq. 12 from its thinned states (:func:`pm_predictive_mae`)."""
     x, Y, f = sinusoid_data(case, part["N"])
     data = {"N": part["N"], "Q": 2, "D": 6, "X": x[:, None], "Y": Y - Y.mean(0)}
-    out = pm_run(MODELS[case], data, part["pm"], pm_mode)
+    out = pm_run(MODELS[case], data, part["pm"], pm_mode, checkpoint)
     if "Z" in out:
         draws = {"Z": np.asarray(out.pop("Z")), **{n: np.asarray(v) for n, v in out.pop("draws_thinned").items()}}
         out.update(pm_predictive_mae(MODELS[case], data, Y.mean(0), f, x_test(part), draws))
@@ -448,7 +455,8 @@ def sinusoid_case(case: int, part: dict, mode: str, fresh: bool, pm_mode: str) -
     print(f"[sinusoid] case {case}: NUTS", flush=True)
     rows["NUTS"] = cached(f"sinusoid_{mode}_case{case}_nuts", lambda: nuts_sinusoid(case, part), fresh)
     print(f"[sinusoid] case {case}: PM", flush=True)
-    rows["PM"] = pm_cached(f"sinusoid_{mode}_case{case}_pm", lambda: pm_sinusoid(case, part, pm_mode),
+    rows["PM"] = pm_cached(f"sinusoid_{mode}_case{case}_pm",
+                           lambda: pm_sinusoid(case, part, pm_mode, CACHE / f"sinusoid_{mode}_case{case}_pm.npz"),
                            pm_mode, fresh)
     x, Y, _ = sinusoid_data(case, part["N"])
     data = {"N": part["N"], "Q": 2, "D": 6, "X": x[:, None], "Y": Y - Y.mean(0)}
@@ -828,8 +836,8 @@ def airquality_fit_data(part: dict) -> dict:
     return {"N": int(keep.sum()), "Q": part["Q"], "D": 2, "X": d["X"][keep], "Y": d["Y_all"][keep]}
 
 
-def pm_airquality(part: dict, pm_mode: str) -> dict:
-    out = pm_run(AIRQUALITY_MODEL, airquality_fit_data(part), part["pm"], pm_mode)
+def pm_airquality(part: dict, pm_mode: str, checkpoint: Path | None = None) -> dict:
+    out = pm_run(AIRQUALITY_MODEL, airquality_fit_data(part), part["pm"], pm_mode, checkpoint)
     if "Z" in out:
         draws = {"Z": np.asarray(out.pop("Z")), **{n: np.asarray(v) for n, v in out.pop("draws_thinned").items()}}
         out.update(sampled_airquality(draws, part))
@@ -855,7 +863,8 @@ def run_airquality(mode: str, fresh: bool, pm_mode: str) -> dict:
     print("[airquality] NUTS", flush=True)
     rows["NUTS"] = cached(f"airquality_{mode}_nuts", lambda: nuts_airquality(part), fresh)
     print("[airquality] PM", flush=True)
-    rows["PM"] = pm_cached(f"airquality_{mode}_pm", lambda: pm_airquality(part, pm_mode), pm_mode, fresh)
+    rows["PM"] = pm_cached(f"airquality_{mode}_pm",
+                           lambda: pm_airquality(part, pm_mode, CACHE / f"airquality_{mode}_pm.npz"), pm_mode, fresh)
     print("[airquality] PM: Fig. 4 spread", flush=True)
     spread = pm_spread_cached(f"airquality_{mode}_pm_spread", AIRQUALITY_MODEL, airquality_fit_data(part),
                               part["pm"], rows["PM"], fresh)
