@@ -44,7 +44,7 @@ import gpdsl  # noqa: F401  (sets BLAS thread variables before numpy/jax load)
 # isort: split
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import NullFormatter
+from matplotlib.ticker import LogFormatter
 
 from case_studies.damianou2016_dynamics.run import (
     nuts_supervised_predictions,
@@ -648,8 +648,9 @@ def plot_hyperparameters(cases: dict, path: Path, pairs=PAIRS, methods=("NUTS", 
                 ax.plot(component(start, a), component(start, b), "kx", label="PM's VEM start")
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.xaxis.set_minor_formatter(NullFormatter())
-            ax.yaxis.set_minor_formatter(NullFormatter())
+            for axis in (ax.xaxis, ax.yaxis):
+                axis.set_minor_formatter(LogFormatter(minor_thresholds=(1, 0.4)))
+            ax.tick_params(which="minor", labelsize=7)
             ax.set_xlabel(la)
             ax.set_ylabel(lb)
             ax.set_title(f"case {case}" if isinstance(case, int) else str(case), fontsize=9)
