@@ -255,7 +255,7 @@ def pm_run(model_path: Path, data: dict, pm: dict, mode: str, checkpoint: Path |
     if checkpoint is not None:
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
     result = run(model, model_data(model, **data), "pm-gplvm", pm_settings(pm), seed=pm["seed"],
-                 checkpoint=checkpoint, progress=checkpoint is not None)
+                 checkpoint=checkpoint, progress=True)
     if checkpoint is not None:
         checkpoint.unlink(missing_ok=True)
     out = {"status": "run", "wall_seconds": time.perf_counter() - started, "pm_settings": pm,
