@@ -124,6 +124,10 @@ def _one_at_a_time_solver(trans: int, lower: bool):
 
     @one_at_a_time.def_vmap
     def _batch_rule(axis_size, in_batched, a, b):
+        if not in_batched[0] and a.ndim == 2:  # one matrix: the batch joins the right-hand sides' columns
+            columns = jnp.moveaxis(b, 0, 1)
+            solved = one_at_a_time(a, jnp.reshape(columns, (columns.shape[0], -1)))
+            return jnp.moveaxis(jnp.reshape(solved, columns.shape), 1, 0), True
         a = a if in_batched[0] else jnp.broadcast_to(a, (axis_size, *a.shape))
         b = b if in_batched[1] else jnp.broadcast_to(b, (axis_size, *b.shape))
         return lax.map(lambda ab: one_at_a_time(*ab), (a, b)), True

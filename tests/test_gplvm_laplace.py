@@ -60,3 +60,37 @@ def test_uniform_edges_stay_inside_the_mixture(weights):
     proposal = proposal._replace(log_weights=jnp.log(jnp.asarray(weights)))
     draws = laplace_draws(proposal, jnp.zeros((3, 2, 3)), jnp.asarray([0.0, 0.5, 1.0]))
     assert np.all(np.isfinite(np.asarray(draws)))
+
+
+CLOSED_FORM_MODEL = """
+data { int N; int Q; int D; matrix[N, 1] X; matrix[N, D] Y; }
+parameters { real<lower=0> s1 ~ gamma(4, 8); real<lower=0> ell ~ gamma(2, 2); }
+latent { matrix[N, Q] Z; }
+model {
+  Z ~ gp(X, rbf(variance = 1, inv_ls2 = s1) + white(1e-6));
+  F ~ gp(Z, KERNEL);
+  Y ~ normal(F, 0.3);
+}
+"""
+
+
+@pytest.mark.parametrize("kernel", ["rbf(variance = 1.3, lengthscale = ell)", "matern32(lengthscale = ell)",
+                                    "linear(variance = 0.5) + rbf(lengthscale = ell)",
+                                    "matern52(lengthscale = ell) + white(0.1)"])
+def test_the_closed_form_hessian_equals_automatic_differentiation(kernel):
+    from gpdsl.api import load_model
+    from gpdsl.data_io import load_data
+    from gpdsl.inference.families.gplvm import gplvm_problem
+    from gpdsl.inference.mcmc.gplvm_laplace import prior_factor, whitened_log_posterior, whitened_negative_hessian
+
+    rng = np.random.default_rng(4)
+    N, Q, D = 7, 2, 3
+    model = load_model(CLOSED_FORM_MODEL.replace("KERNEL", kernel))
+    values, _ = load_data({"N": N, "Q": Q, "D": D, "X": np.linspace(0.0, 1.0, N)[:, None],
+                           "Y": rng.normal(size=(N, D))}, model)
+    problem = gplvm_problem(model, values)
+    theta = jnp.asarray([0.2, -0.3])
+    L_p = prior_factor(problem, theta)
+    v = jnp.asarray(rng.normal(size=(Q, N)))
+    expected = jax.hessian(lambda flat: -whitened_log_posterior(problem, theta, L_p, flat.reshape(Q, N)))(v.ravel())
+    np.testing.assert_allclose(whitened_negative_hessian(problem, theta, L_p, v), expected, rtol=1e-9, atol=1e-10)

@@ -215,22 +215,25 @@ def test_eigh_under_vmap_equals_one_matrix_at_a_time(rng):
         np.testing.assert_allclose(rebuilt, batch[k], atol=1e-9)
 
 
-def _batched_lapack_calls(jaxpr) -> list[str]:
-    """Triangular solves and Cholesky factorisations in ``jaxpr`` (sub-jaxprs included) whose matrix has a
-    batch dimension: those jaxlib fans out into the thread pool."""
+def _equations(jaxpr):
+    """Every equation of ``jaxpr``, those of its sub-jaxprs included."""
     from jax.extend import core as jax_core
 
-    found = []
     for equation in jaxpr.eqns:
-        if equation.primitive.name in ("triangular_solve", "cholesky") and equation.invars[0].aval.ndim > 2:
-            found.append(f"{equation.primitive.name}{equation.invars[0].aval.shape}")
+        yield equation
         for param in equation.params.values():
             for sub in param if isinstance(param, (tuple, list)) else (param,):
                 if isinstance(sub, jax_core.ClosedJaxpr):
-                    found += _batched_lapack_calls(sub.jaxpr)
+                    yield from _equations(sub.jaxpr)
                 elif isinstance(sub, jax_core.Jaxpr):
-                    found += _batched_lapack_calls(sub)
-    return found
+                    yield from _equations(sub)
+
+
+def _batched_lapack_calls(jaxpr) -> list[str]:
+    """Triangular solves and Cholesky factorisations in ``jaxpr`` whose matrix has a batch dimension: those
+    jaxlib fans out into the thread pool."""
+    return [f"{e.primitive.name}{e.invars[0].aval.shape}" for e in _equations(jaxpr)
+            if e.primitive.name in ("triangular_solve", "cholesky") and e.invars[0].aval.ndim > 2]
 
 
 def test_derivatives_under_vmap_work_one_matrix_at_a_time():
@@ -257,3 +260,25 @@ def test_derivatives_under_vmap_work_one_matrix_at_a_time():
         batched = jax.vmap(transform(ours))
         assert _batched_lapack_calls(jax.make_jaxpr(batched)(A).jaxpr) == [], transform.__name__
         np.testing.assert_allclose(batched(A), jax.vmap(transform(theirs))(A), rtol=1e-8, atol=1e-10)
+
+
+def _loops(jaxpr) -> int:
+    """``while`` and ``scan`` equations in ``jaxpr``, sub-jaxprs included."""
+    return sum(e.primitive.name in ("while", "scan") for e in _equations(jaxpr))
+
+
+@pytest.mark.parametrize("b_shape", [(4, 6), (4, 6, 2)])
+def test_one_matrix_with_vmapped_right_hand_sides_is_one_solve(b_shape):
+    """vmap over the right-hand sides alone (a Hessian's tangents, draws against one factor) solves once with
+    every column, not once per batch entry."""
+    from jax.scipy import linalg as scipy_linalg
+
+    from gpdsl.linalg import solve_triangular
+
+    L = jnp.linalg.cholesky(_spd_batch(1, 6)[0])
+    b = jnp.asarray(np.random.default_rng(3).normal(size=b_shape))
+    for trans in (0, 1):
+        ours = jax.vmap(lambda r: solve_triangular(L, r, trans=trans, lower=True))
+        assert _loops(jax.make_jaxpr(ours)(b).jaxpr) == 0
+        theirs = jax.vmap(lambda r: scipy_linalg.solve_triangular(L, r, trans=trans, lower=True))
+        np.testing.assert_allclose(ours(b), theirs(b), atol=1e-12)
