@@ -217,7 +217,8 @@ def test_opper_archambeau_optimum_equals_the_full_covariance_optimum():
     oa_value, oa_x = maximise(opper_archambeau, np.concatenate([np.zeros(N), np.zeros(N)]))
     assert abs(full_value - oa_value) < 1e-7 * abs(full_value)
     oa_moments = q.moments(GPPriorQParams(oa_x[:N, None], np.exp(oa_x[N:, None])), None)
-    np.testing.assert_allclose(oa_moments.mean[:, 0], full_x[:N], atol=1e-4)
+    sign = np.sign(oa_moments.mean[:, 0] @ full_x[:N])  # both start at the symmetric point x = 0: either mirror image
+    np.testing.assert_allclose(sign * oa_moments.mean[:, 0], full_x[:N], atol=1e-4)
     L = np.zeros((N, N))
     L[tril] = full_x[N:]
     L = L - np.diag(np.diag(L)) + np.diag(np.exp(np.diag(L)))
@@ -241,8 +242,9 @@ def test_gpdsl_fit_runs_gp_prior_gplvms_and_results_rebuild_the_fit(kind, tmp_pa
     assert isinstance(fit.latent_q, GPPriorGaussian)
     assert fit.trace[-1] > fit.trace[0] + 10
     rebuilt_model, rebuilt = fit_from_results(read_netcdf(out))
+    # a small bound made of large cancelling terms, evaluated by two compiled programs: rounding, not relative
     assert float(make_objective(rebuilt.problem, rebuilt.settings)(rebuilt.params)) == pytest.approx(fit.bound,
-                                                                                                  rel=1e-10)
+                                                                                                  abs=1e-7)
     np.testing.assert_allclose(rebuilt.mean, fit.mean, rtol=1e-12)
     latent = fit.problem.latent
     assert results.posterior[f"{latent}_lambda"].dims[-2:] == results.posterior[latent].dims[-2:]
