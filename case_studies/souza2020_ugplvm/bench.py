@@ -228,7 +228,9 @@ def p2(args) -> list[str]:
              ("own start, weights, without the warm-up (warmup_iterations = 0)", fit("weights", warmup_iterations=0)),
              ("own start, weights, one L-BFGS scale (scaling = scalar)", fit("weights", scaling="scalar")),
              ("own start, weights, neither (the optimiser before this change, in length-scale coordinates)",
-              fit("weights", warmup_iterations=0, scaling="scalar"))]
+              fit("weights", warmup_iterations=0, scaling="scalar")),
+             ("own start, weights, 10 L-BFGS pairs (L-BFGS-B's memory, gpdsl's default until memory = 50)",
+              fit("weights", memory=10))]
     runs += [(f"own start, weights, seed {seed}", fit("weights", seed=seed)) for seed in args.more_seeds]
     runs += [(f"own start, length-scales, seed {seed}", fit("length-scales", seed=seed)) for seed in args.more_seeds]
     tic = time.perf_counter()

@@ -419,7 +419,8 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
         if progress and len(trace) % 50 == 0:
             print(f"  iteration {len(trace) - 1}: bound {trace[-1]:.4f}", flush=True)
 
-    options = {"ftol": settings.ftol, "gtol": settings.gtol, "callback": callback, "scale_blocks": labels}
+    options = {"ftol": settings.ftol, "gtol": settings.gtol, "callback": callback, "scale_blocks": labels,
+               "memory": settings.memory}
     x, previous, iterations, evaluations, restarts, warmup = flat0, value0, 0, 0, 0, 0
     if warm:
         x = warm_x
