@@ -69,7 +69,9 @@ def test_sampled_gp_with_a_mean_has_the_normal_prior_around_it(parameterisation)
     env = jax_model.environment(jax_model.constrain_free(z)[0])
     likelihood = float(jax_model.log_terms(env, ("likelihood",)))
     if parameterisation == "centred":
-        assert float(jax_model.log_density(z)) == pytest.approx(prior + likelihood, rel=1e-10)
+        # K carries only the jitter on its diagonal: SciPy's eigendecomposition and our Cholesky factor round the
+        # quadratic form differently, by about 2e-9 on some CPUs
+        assert float(jax_model.log_density(z)) == pytest.approx(prior + likelihood, rel=1e-10, abs=1e-8)
     else:  # f = m + L z: the mean is added to the whitened draw
         L = np.linalg.cholesky(K)
         np.testing.assert_allclose(f, 1.5 - 0.7 * d["x"] + L @ np.asarray(z), rtol=1e-10)
