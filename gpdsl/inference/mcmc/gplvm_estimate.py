@@ -67,6 +67,11 @@ def require_observed(problem: GPLVMProblem, purpose: str) -> None:
                           f"{int((~problem.observed).sum())} are missing (NaN)")
 
 
+def output_covariance(problem: GPLVMProblem, theta, Z) -> jax.Array:
+    """``C = K_f(Z) + (s^2 + jitter) I``, the covariance of each output column once ``F`` is integrated out."""
+    return problem.kernel(theta).gram(Z) + (problem.noise_variance(theta) + GP_JITTER) * jnp.eye(Z.shape[0])
+
+
 def collapsed_log_likelihood(problem: GPLVMProblem, theta, Z) -> jax.Array:
     """``log p(Y | Z, xi) = sum_d log N(y_d | 0, K_f(Z) + s^2 I)``, the GP over ``Z`` integrated out exactly.
 
@@ -85,8 +90,7 @@ def collapsed_log_likelihood(problem: GPLVMProblem, theta, Z) -> jax.Array:
     """
     Y = jnp.asarray(problem.Y)
     N, D = Y.shape
-    C = problem.kernel(theta).gram(Z) + (problem.noise_variance(theta) + GP_JITTER) * jnp.eye(N)
-    L = cholesky(C)
+    L = cholesky(output_covariance(problem, theta, Z))
     alpha = solve_triangular(L, Y, lower=True)
     return -0.5 * jnp.sum(alpha * alpha) - 0.5 * D * logdet_chol(L) - 0.5 * N * D * LOG_2PI
 

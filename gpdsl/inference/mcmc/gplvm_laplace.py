@@ -39,6 +39,7 @@ from gpdsl.inference.mcmc.gplvm_estimate import (
     collapsed_log_likelihood,
     collapsed_log_likelihoods,
     mixture_with_prior,
+    output_covariance,
 )
 from gpdsl.linalg import cholesky, eigh, solve_triangular
 from gpdsl.numerics import GP_JITTER
@@ -118,7 +119,7 @@ def collapsed_hessian(problem: GPLVMProblem, theta, Z) -> jax.Array:
     Y = jnp.asarray(problem.Y)
     N, D = Y.shape
     kernel = problem.kernel(theta)
-    L = cholesky(kernel.gram(Z) + (problem.noise_variance(theta) + GP_JITTER) * jnp.eye(N))
+    L = cholesky(output_covariance(problem, theta, Z))
     L_inverse = solve_triangular(L, jnp.eye(N), lower=True)
     B = L_inverse.T @ L_inverse
     alpha = B @ Y
