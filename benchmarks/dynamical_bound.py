@@ -37,7 +37,7 @@ from jax.flatten_util import ravel_pytree  # noqa: E402
 from gpdsl.api import check_text, load_model  # noqa: E402
 from gpdsl.data_io import load_data  # noqa: E402
 from gpdsl.inference.families.gplvm import gplvm_problem  # noqa: E402
-from gpdsl.inference.methods.vem import VEMSettings  # noqa: E402
+from gpdsl.settings import VEMSettings  # noqa: E402
 from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian  # noqa: E402
 from gpdsl.inference.variational.markov_q import METHODS, MarkovGaussian  # noqa: E402
 from gpdsl.inference.variational.vem import initial_params, make_objective  # noqa: E402

@@ -42,7 +42,7 @@ def run(n: int, steps: int, batch_size: int, chunk: int, noise_fixed_steps: int)
     from gpdsl.api import check_file
     from gpdsl.data_io import load_data
     from gpdsl.inference.families.gplvm import gplvm_problem
-    from gpdsl.inference.methods.vem import VEMSettings
+    from gpdsl.settings import VEMSettings
     from gpdsl.inference.variational.minibatch_gplvm import fit_minibatch_gplvm
 
     model, _ = check_file(os.path.join(os.path.dirname(__file__), "..", "models", "bayesian_gplvm.gpm"))

@@ -61,8 +61,8 @@ def main(argv=None) -> None:
                         help="importance proposal (variational: the paper's E-step q)")
     args = parser.parse_args(argv)
 
-    from gpdsl.backends.stan.nuts import NUTSSettings
-    from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
+    from gpdsl.settings import NUTSSettings
+    from gpdsl.settings import PMGPLVMSettings
 
     x, Y, _ = sinusoids(30)
     model = load_model(REPO / "models" / "supervised_gplvm.gpm")

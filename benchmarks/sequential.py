@@ -36,7 +36,7 @@ MODEL = REPO / "models" / "sequential_latent_gp.gpm"
 
 
 def settings(args, **changes):
-    from gpdsl.inference.methods.sequential import SequentialSettings
+    from gpdsl.settings import SequentialSettings
 
     values = {"states": args.states, "burn_in": args.burn_in, "thin": args.thin, "window": 1, "initial_repeat_f": 3,
               "repeat_f": 5, "surrogate_variance": SIGMA_Y ** 2}

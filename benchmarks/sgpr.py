@@ -61,7 +61,7 @@ def run_gpdsl(X, y, m: int, seed: int):
     from gpdsl.api import check_text
     from gpdsl.data_io import load_data
     from gpdsl.inference.families.gp_regression import gp_regression
-    from gpdsl.inference.methods.sgpr import SGPRSettings
+    from gpdsl.settings import SGPRSettings
     from gpdsl.inference.variational.sgpr_fit import fit_sgpr
 
     model, _ = check_text(MODEL, "<benchmark>")

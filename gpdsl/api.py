@@ -18,26 +18,8 @@ import numpy as np
 from gpdsl.errors import CheckWarning
 from gpdsl.ir.nodes import Model
 from gpdsl.semantics.check import check_program
-from gpdsl.syntax.parser import parse, parse_file
-
-
-def check_text(text: str, name: str = "<string>") -> tuple[Model, list[CheckWarning]]:
-    """Parse and check model text.
-
-    Parameters
-    ----------
-    text : str
-        Model source.
-    name : str
-        File name for messages.
-
-    Returns
-    -------
-    model : Model
-        The typed IR.
-    warnings : list of CheckWarning
-    """
-    return check_program(parse(text, name))
+from gpdsl.semantics.model_text import check_text
+from gpdsl.syntax.parser import parse_file
 
 
 def check_file(path: str | Path) -> tuple[Model, list[CheckWarning]]:
@@ -430,14 +412,13 @@ def fit(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
 
 def _run_command(command, model, data, method, seed, out, progress, new_inputs, settings, scheduler=None,
                  chain_groups=None, overwrite=False, allow_external=False):
-    from gpdsl.cli_options import settings_from_mapping
     from gpdsl.errors import MethodError
     from gpdsl.registry import get_method
 
     entry = get_method(method)
     if entry.command != command:
         raise MethodError(f"{entry.name} is a method of gpdsl.{entry.command}, not of gpdsl.{command}")
-    chosen = settings_from_mapping(entry, settings, "settings")
+    chosen = entry.settings_from(settings, "settings")
     return run(model, data, entry.name, chosen, seed=seed, out=out, progress=progress, new_inputs=new_inputs,
                scheduler=scheduler, chain_groups=chain_groups, overwrite=overwrite, allow_external=allow_external)
 
@@ -467,12 +448,11 @@ def new_inputs_from_file(path, model: Model, method: str):
     """
     from gpdsl.data_io import read_data
     from gpdsl.errors import DataError
-    from gpdsl.ir.families import BAYESIAN_GPLVM, GP_PRIOR_GPLVM
     from gpdsl.ir.structure import gp_nodes
     from gpdsl.registry import get_method
 
     values = read_data(path)
-    if {BAYESIAN_GPLVM, GP_PRIOR_GPLVM} & set(get_method(method).families):
+    if get_method(method).prediction_file == "variables":
         return values
     names = {name for node in gp_nodes(model) for name in node.statement.inputs.names if name}
     found = [name for name in names if name in values]

@@ -117,24 +117,7 @@ def _cmd_run(args) -> int:
         _say_drawn(prepared.context.seed)
     results = execute_here_or_on(prepared, args.scheduler)
     print(f"wrote {args.out}", file=sys.stderr)
-    if entry.command == "fit":
-        return _print_fit_report(results, verbose=not args.quiet)
-    if not args.quiet:
-        from gpdsl.results.summary import format_summary, sampler_warnings, summarize
-
-        print(format_summary(summarize(results, var_names=list(model.parameters)), sampler_warnings(results)))
-    return _chains_status(results)
-
-
-def _chains_status(results) -> int:
-    """Say on standard error why a run did not converge (chains that did not move in warmup);
-    :data:`EXIT_NOT_CONVERGED` if it did not."""
-    from gpdsl.results.method_output import not_converged
-
-    reasons = not_converged(results)
-    for reason in reasons:
-        print(f"warning: {reason}", file=sys.stderr)
-    return EXIT_NOT_CONVERGED if reasons else EXIT_OK
+    return _print_report(entry.run_report(results, model, settings), verbose=not args.quiet)
 
 
 def _cmd_resume(args) -> int:
@@ -173,48 +156,15 @@ def _say_drawn(seed: int) -> None:
     print(f"seed {seed} (drawn; give --seed {seed} to repeat this run)", file=sys.stderr)
 
 
-def _print_fit_report(results, verbose: bool) -> int:
-    """Print a fit's optimiser report; returns the exit status, :data:`EXIT_NOT_CONVERGED` for an optimiser that
-    ran out of iterations or evaluations or whose line search failed
-    (:func:`~gpdsl.results.method_output.not_converged`)."""
-    import numpy as np
-
-    from gpdsl.results.arviz_compat import groups, root_attrs
-    from gpdsl.results.method_output import not_converged, results_json
-
-    report = results_json(results, "report").get("optimizer", {})
-    settings = results_json(results, "settings")
-    method = root_attrs(results).get("method")
-    if method == "vem":
-        heading = f"variational EM ({settings.get('psi')} Psi statistics, M = {settings.get('num_inducing')})"
-        final = f"final bound {report.get('bound', float('nan')):.6g}"
-    elif method == "svi-gplvm":
-        heading = (f"minibatch variational GPLVM (Adam, {settings.get('batch_size')} rows a step, "
-                   f"M = {settings.get('num_inducing')})")
-        final = f"final bound {report.get('bound', float('nan')):.6g}"
-    elif method == "sgpr":
-        heading = f"sparse GP regression (Titsias bound, M = {settings.get('num_inducing')}, {settings.get('optimizer')})"
-        final = (f"bound {report.get('bound', float('nan')):.6g}, objective "
-                 f"{report.get('objective', float('nan')):.6g}")
-    else:
-        heading = "type-II maximum likelihood (MAP where there are priors)"
-        final = (f"log marginal likelihood {report.get('log_marginal', float('nan')):.6g}, objective "
-                 f"{report.get('log_posterior', float('nan')):.6g}")
-    stopped_short = bool(not_converged(results))
-    print(f"{heading}: {'NOT converged' if stopped_short else 'converged'} after "
-          f"{report.get('iterations')} iterations ({report.get('evaluations')} evaluations, "
-          f"{report.get('seconds', 0):.1f} s): {report.get('message')}")
-    print(f"{final}, gradient norm {report.get('gradient_norm', float('nan')):.3g}")
-    if "hint" in report:
-        print(f"hint: {report['hint']}")
-    if verbose:
-        latent = root_attrs(results).get("latent")
-        skip = {latent, f"{latent}_variance", "inducing_inputs"}
-        posterior = groups(results)["posterior"]
-        for name in posterior.data_vars:
-            if name not in skip:
-                print(f"  {name} = {np.array2string(np.asarray(posterior[name])[0, 0], precision=4)}")
-    return EXIT_NOT_CONVERGED if stopped_short else EXIT_OK
+def _print_report(report, verbose: bool) -> int:
+    """Print a method's :class:`~gpdsl.results.report.RunReport`; returns the exit status,
+    :data:`EXIT_NOT_CONVERGED` for a run that did not converge."""
+    text = report.text(verbose)
+    if text:
+        print(text)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return EXIT_OK if report.converged else EXIT_NOT_CONVERGED
 
 
 def _cmd_forecast(args) -> int:
@@ -222,7 +172,7 @@ def _cmd_forecast(args) -> int:
     from gpdsl.api import check_file
     from gpdsl.atomic import check_writable
     from gpdsl.inference.forecast import ForecastSettings, forecast, narx_names
-    from gpdsl.inference.methods.ml import MLSettings
+    from gpdsl.inference.methods.ml import MLSettings, ml_report
     from gpdsl.results.io import write_netcdf
 
     settings = cli_options.settings_from_flags(ForecastSettings, args)
@@ -240,7 +190,7 @@ def _cmd_forecast(args) -> int:
     results, result, _ = forecast(model, series, settings, ml_settings, seed=seed)
     write_netcdf(results, args.out)
     print(f"wrote {args.out}", file=sys.stderr)
-    status = _print_fit_report(results, verbose=not args.quiet)
+    status = _print_report(ml_report(results), verbose=not args.quiet)
     rule = "mean feedback (GP-NARX)" if settings.feedback == "mean" else \
         f"Gaussian feedback, {settings.psi.replace('_', '-')} Psi statistics"
     scores = result.metrics

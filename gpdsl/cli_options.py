@@ -12,8 +12,8 @@ import dataclasses
 
 from gpdsl.errors import MethodError
 from gpdsl.registry import methods
-from gpdsl.scale_out import runs_chain_groups
-from gpdsl.settings import SettingError, cli_fields, flag_of, require_type
+from gpdsl.settings import SettingError, cli_fields, flag_of
+from gpdsl.settings.fields import command_line_value
 
 DEFAULT_METHOD = {"sample": "nuts", "fit": "vem"}
 
@@ -38,12 +38,12 @@ def add_method_command(sub, command: str, text: str, handler) -> argparse.Argume
                             help="new inputs (under the model's input name) for a predictions group "
                                  f"({', '.join(m.name for m in offered if m.predicts)})")
     add_scheduler_flag(parser, "the chains as tasks, one per chain group (other methods: the run as one task)"
-                       if any(runs_chain_groups(m) for m in offered) else "the run as one task")
-    if any(runs_chain_groups(m) for m in offered):
+                       if any(m.chain_groups for m in offered) else "the run as one task")
+    if any(m.chain_groups for m in offered):
         parser.add_argument("--chain-groups", type=int, default=None, metavar="K",
                             help="advance the chains in K groups, one vmap each, the same on a scheduler and "
                                  "here: the results of runs with the same seed and K are equal bit for bit "
-                                 f"({', '.join(m.name for m in offered if runs_chain_groups(m))}; default: one "
+                                 f"({', '.join(m.name for m in offered if m.chain_groups)}; default: one "
                                  "group, or one per chain with --scheduler)")
     if any(m.checkpoints for m in offered):
         parser.add_argument("--checkpoint", default=None, metavar="FILE.npz",
@@ -91,7 +91,7 @@ def settings_from_flags(settings_class, args):
     for settings_field in cli_fields(settings_class):
         dest = _dest(flag_of(settings_field))
         if hasattr(args, dest):
-            values[settings_field.name] = _value(settings_field, getattr(args, dest))
+            values[settings_field.name] = command_line_value(settings_field, getattr(args, dest))
     return _settings_named_by_flags(settings_class, values)
 
 
@@ -113,7 +113,7 @@ def settings_from_args(method, args):
             names = ", ".join(sorted({m.name for m, _ in users}))
             raise MethodError(f"{flag} is an option of {names}, not of {method.name}")
         settings_field = own[flag]
-        values[settings_field.name] = _value(settings_field, getattr(args, dest))
+        values[settings_field.name] = command_line_value(settings_field, getattr(args, dest))
     return _settings_named_by_flags(method.settings, values)
 
 
@@ -141,42 +141,8 @@ def file_arguments(args) -> list[str]:
 
 
 def settings_from_mapping(method, values, where: str = "settings"):
-    """The method's settings from a mapping (a run file's table, keyword arguments), validated as flags are.
-
-    Keys are field names (``num_importance``) or flag names without dashes (``num-importance``, ``no-...``);
-    strings are converted as on the command line (``--block s1,theta``, ``--approximation ep``).
-
-    Raises
-    ------
-    MethodError
-        A key is not a setting of ``method`` (with a suggestion), or a value is invalid.
-    """
-    from gpdsl.suggest import unknown_name_hint
-
-    fields = {f.name: f for f in dataclasses.fields(method.settings)}
-    flags = {flag_of(f).lstrip("-"): f for f in cli_fields(method.settings)}
-    chosen = {}
-    for key, value in dict(values).items():
-        settings_field = fields.get(str(key).replace("-", "_")) or flags.get(str(key))
-        if settings_field is None:
-            owners = [m.name for m in methods().values()
-                      if str(key).replace("-", "_") in {f.name for f in dataclasses.fields(m.settings)}]
-            owned = f" (a setting of {', '.join(owners)})" if owners else ""
-            raise MethodError(f"{where}: '{key}' is not a setting of {method.name}{owned}",
-                              hint=unknown_name_hint(key, fields, f"settings of {method.name}"))
-        meta = settings_field.metadata
-        negated = meta.get("negate") and str(key) == meta["negate"].lstrip("-")
-        if negated and isinstance(value, bool):
-            value = not value
-        elif meta.get("parse") and (isinstance(value, str) or
-                                    (meta.get("repeat") and isinstance(value, list) and
-                                     all(isinstance(v, str) for v in value))):
-            value = _value(settings_field, value)
-        elif meta.get("choices") and isinstance(value, str):
-            value = _value(settings_field, value)
-        require_type(settings_field, value)
-        chosen[settings_field.name] = value
-    return method.settings(**chosen)
+    """The method's settings from a mapping (:meth:`gpdsl.registry.Method.settings_from`)."""
+    return method.settings_from(values, where)
 
 
 def _flags(offered) -> dict[str, list]:
@@ -220,15 +186,6 @@ def _add_flag(group, flag: str, users) -> None:
         if not meta.get("choices"):
             kwargs["metavar"] = meta.get("metavar") or settings_field.name.upper()
     group.add_argument(flag, **kwargs)
-
-
-def _value(settings_field, value):
-    meta = settings_field.metadata
-    if meta.get("parse"):
-        return meta["parse"](value)
-    if meta.get("choices") and isinstance(value, str):
-        return value.replace("-", "_")
-    return value
 
 
 def _kind(settings_field) -> str:

@@ -20,26 +20,28 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Callable
 
-from gpdsl.backends.stan.nuts import NUTSSettings, run_nuts
+from gpdsl.inference.methods.nuts import NUTSSettings, run_nuts
 from gpdsl.errors import MethodError
 from gpdsl.inference.methods.draw_groups import PREDICTING_FAMILIES
-from gpdsl.inference.methods.dmgp import DMGPSettings, run_dmgp
-from gpdsl.inference.methods.dsdgp import DSDGPSettings, run_dsdgp
+from gpdsl.inference.methods.dmgp import DMGPSettings, run_dmgp, dmgp_report
+from gpdsl.inference.methods.dsdgp import DSDGPSettings, run_dsdgp, dsdgp_report
 from gpdsl.inference.methods.ep_ml import EPMLSettings, run_ep_ml
 from gpdsl.inference.methods.gibbs import GibbsSettings, gibbs_engine, run_gibbs
-from gpdsl.inference.methods.ml import MLSettings, run_ml
-from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings, run_pm_gplvm
+from gpdsl.inference.methods.ml import MLSettings, run_ml, ml_report
+from gpdsl.inference.methods.pm_gplvm import PM_GPLVM_FAMILIES, PMGPLVMSettings, run_pm_gplvm
 from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMarginalSettings, mcmc_ep_engine,
                                                     pm_engine, run_mcmc_ep, run_pm)
 from gpdsl.inference.methods.sequential import SequentialSettings, run_sequential
-from gpdsl.inference.methods.sgpr import SGPRSettings, run_sgpr
-from gpdsl.inference.methods.svi_gplvm import SVIGPLVMSettings, run_svi_gplvm
-from gpdsl.inference.methods.vem import VEMSettings, run_vem
-from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP, DESCRIPTIONS, GP_PRIOR_GPLVM, GP_REGRESSION, LATENT_GP,
+from gpdsl.inference.methods.sgpr import SGPRSettings, run_sgpr, sgpr_report
+from gpdsl.inference.methods.svi_gplvm import SVIGPLVMSettings, run_svi_gplvm, svi_gplvm_report
+from gpdsl.inference.methods.vem import VEMSettings, run_vem, vem_report
+from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANOBIS_GP, DESCRIPTIONS, GP_PRIOR_GPLVM, GP_REGRESSION, LATENT_GP,
                                 LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP, Classification, classify)
 from gpdsl.ir.structure import mean_prediction_refusal
+from gpdsl.settings import SegmentedChainSettings
 
 ENTRY_POINT_GROUP = "gpdsl.methods"
+PREDICTION_FILES = ("inputs", "variables")
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,16 @@ class Method:
         latent-GP models and GP regression); empty for all.
     checkpoints : bool
         It writes its draws so far to a checkpoint file and resumes from it (``--checkpoint``).
+    chain_groups : bool
+        Its chains run in gpdsl's driver, so they can be advanced in groups (``--chain-groups``) and as Dask
+        tasks; its settings are :class:`~gpdsl.settings.SegmentedChainSettings`.
+    report : callable, optional
+        ``report(results, model, settings) -> RunReport`` (:mod:`gpdsl.results.report`): what the command line
+        prints after a run. Every ``fit`` method has one; samplers default to the posterior summary.
+    prediction_file : {"inputs", "variables"}
+        What its ``--predict`` file holds: the new inputs under the model's input name, or (GPLVMs) every
+        variable by name, from which the method picks the new inputs of the latent inputs' prior and new
+        outputs.
     chain_engine : callable, optional
         ``chain_engine(latent_gp_view, settings) -> (init, step, extract)`` for Markov chain methods on
         latent-GP models, for tools that run many data sets in one compiled loop (SBC).
@@ -91,6 +103,34 @@ class Method:
     predicts_for: tuple[str, ...] = ()
     checkpoints: bool = False
     chain_engine: Callable[..., Any] | None = None
+    chain_groups: bool = False
+    report: Callable[..., Any] | None = None
+    prediction_file: str = "inputs"
+
+    def run_report(self, results, model, settings):
+        """The :class:`~gpdsl.results.report.RunReport` of a finished run (see ``report``)."""
+        if self.report is not None:
+            return self.report(results, model, settings)
+        from gpdsl.results.report import draws_report
+
+        return draws_report(results, model)
+
+    def settings_from(self, values, where: str = "settings"):
+        """This method's settings from a mapping (a run file's table, keyword arguments), validated as flags are.
+
+        Keys are field names (``num_importance``) or flag names without dashes (``num-importance``, ``no-...``);
+        strings are converted as on the command line (``--block s1,theta``, ``--approximation ep``).
+
+        Raises
+        ------
+        MethodError
+            A key is not a setting of this method (with a suggestion, and the methods it is a setting of), or a
+            value is invalid.
+        """
+        from gpdsl.settings.fields import settings_from_mapping
+
+        owners = {m.name: m.settings for m in methods().values()}
+        return settings_from_mapping(self.name, self.settings, values, where, owners)
 
     def refusal(self, model, classification: Classification | None = None) -> str | None:
         """Why this method does not fit ``model``, in one short line, or None when it does."""
@@ -140,6 +180,13 @@ def register(method: Method, replace: bool = False) -> Method:
         raise MethodError(f"a method named '{method.name}' is already registered")
     if method.command not in ("sample", "fit"):
         raise MethodError(f"method '{method.name}': command must be 'sample' or 'fit', not '{method.command}'")
+    if method.command == "fit" and method.report is None:
+        raise MethodError(f"method '{method.name}': a fit method needs a report (report=...)")
+    if method.chain_groups and not (method.engine == "gpdsl" and issubclass(method.settings, SegmentedChainSettings)):
+        raise MethodError(f"method '{method.name}': chain groups need chains run by gpdsl's driver "
+                          "(settings derived from SegmentedChainSettings)")
+    if method.prediction_file not in PREDICTION_FILES:
+        raise MethodError(f"method '{method.name}': prediction_file must be one of {', '.join(PREDICTION_FILES)}")
     _METHODS[method.name] = method
     return method
 
@@ -184,46 +231,47 @@ register(Method(
 register(Method(
     "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact)",
     (LATENT_GP,), PseudoMarginalSettings, run_pm, predicts=True, checkpoints=True,
-    chain_engine=pm_engine))
+    chain_engine=pm_engine, chain_groups=True))
 register(Method(
     "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)", (LATENT_GP,), MCMCEPSettings,
-    run_mcmc_ep, predicts=True, checkpoints=True, chain_engine=mcmc_ep_engine))
+    run_mcmc_ep, predicts=True, checkpoints=True, chain_engine=mcmc_ep_engine, chain_groups=True))
 register(Method(
     "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "
-    "the variational E-step at each proposal (exact)", (GP_PRIOR_GPLVM, BAYESIAN_GPLVM), PMGPLVMSettings,
-    run_pm_gplvm, predicts=True, checkpoints=True))
+    "the variational E-step at each proposal (exact)", PM_GPLVM_FAMILIES, PMGPLVMSettings,
+    run_pm_gplvm, predicts=True, checkpoints=True, chain_groups=True, prediction_file="variables"))
 register(Method(
     "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters, or ESS "
     "in z-space (SDSS, fixed-nu)",
     (LATENT_GP, GP_REGRESSION, LATENT_GPS, LATENT_GP_EXTERNAL), GibbsSettings, run_gibbs, predicts=True,
     predicts_for=PREDICTING_FAMILIES, checkpoints=True,
-    chain_engine=gibbs_engine))
+    chain_engine=gibbs_engine, chain_groups=True))
 register(Method(
     "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",
     (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True))
 register(Method(
     "vem", "variational EM with Psi statistics (analytic, unscented, Gauss-Hermite, Monte Carlo)",
     (BAYESIAN_GPLVM, GP_PRIOR_GPLVM), VEMSettings, run_vem, command="fit", requires_priors=False,
-    missing_outputs=True, predicts=True))
+    missing_outputs=True, predicts=True, report=vem_report, prediction_file="variables"))
 register(Method(
     "ml", "type-II maximum likelihood (MAP where there are priors) of GP regression, f integrated out exactly "
     "(a point estimate, stored as one draw)", (GP_REGRESSION,), MLSettings, run_ml, command="fit",
-    requires_priors=False, predicts=True))
+    requires_priors=False, predicts=True, report=ml_report))
 register(Method(
     "sgpr", "sparse GP regression: Titsias's collapsed bound over inducing inputs, kernel and noise (a point "
     "estimate, stored as one draw, with the inducing inputs)", (GP_REGRESSION,), SGPRSettings, run_sgpr,
-    command="fit", requires_priors=False, predicts=True, checkpoints=True))
+    command="fit", requires_priors=False, predicts=True, checkpoints=True, report=sgpr_report))
 register(Method(
     "svi-gplvm", "Bayesian GPLVM by Adam on minibatches of the uncollapsed bound (explicit q(u); q(X), inducing "
     "inputs, point estimates)", (BAYESIAN_GPLVM,), SVIGPLVMSettings, run_svi_gplvm, command="fit",
-    requires_priors=False, missing_outputs=True, predicts=True, checkpoints=True))
+    requires_priors=False, missing_outputs=True, predicts=True, checkpoints=True, report=svi_gplvm_report,
+    prediction_file="variables"))
 register(Method(
-    "dmgp", "the deep Mahalanobis GP by its collapsed variational bound and Adam (de Souza 2020)", (DEEP_GP,),
-    DMGPSettings, run_dmgp, command="fit", requires_priors=False, predicts=True, checkpoints=True))
+    "dmgp", "the deep Mahalanobis GP by its collapsed variational bound and Adam (de Souza 2020)", (DEEP_MAHALANOBIS_GP,),
+    DMGPSettings, run_dmgp, command="fit", requires_priors=False, predicts=True, checkpoints=True, report=dmgp_report))
 register(Method(
     "dsdgp", "a deep GP (a chain of GPs) by doubly-stochastic variational inference and Adam (Salimbeni & "
-    "Deisenroth 2017)", (DEEP_GP,), DSDGPSettings, run_dsdgp, command="fit", requires_priors=False, predicts=True,
-    checkpoints=True))
+    "Deisenroth 2017)", (DEEP_GP_CHAIN,), DSDGPSettings, run_dsdgp, command="fit", requires_priors=False, predicts=True,
+    checkpoints=True, report=dsdgp_report))
 register(Method(
     "sequential", "sequential sampling of a latent GP over time: a long chain at step 1, then one pass over M states "
     "per step with moment-matched hyperpriors (Tegner et al. 2018; --scheme full: Gibbs on f_1:t at every step)",

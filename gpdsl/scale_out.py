@@ -45,12 +45,6 @@ def distributed():
     return module
 
 
-def runs_chain_groups(method) -> bool:
-    """Whether ``method``'s chains run in gpdsl's driver (and so can be split into groups): the methods that
-    checkpoint, whose chains are the driver's."""
-    return method.engine == "gpdsl" and method.checkpoints
-
-
 def check_scheduler_run(method, settings, scheduler, chain_groups, checkpoint) -> int | None:
     """The chain groups of a run, checked before anything runs (see :func:`gpdsl.api.prepare`).
 
@@ -73,10 +67,13 @@ def check_scheduler_run(method, settings, scheduler, chain_groups, checkpoint) -
         if checkpoint is not None:
             raise MethodError("--checkpoint writes on this machine; it cannot be combined with --scheduler")
     if chain_groups is None:
-        return settings.chains if scheduler is not None and runs_chain_groups(method) else None
-    if not runs_chain_groups(method):
+        return settings.chains if scheduler is not None and method.chain_groups else None
+    if not method.chain_groups:
+        from gpdsl.registry import methods
+
+        grouped = [m.name for m in methods().values() if m.chain_groups]
         raise MethodError(f"{method.name} has no chains gpdsl can group; chain groups are for "
-                          "pm, mcmc-ep, gibbs and pm-gplvm")
+                          f"{', '.join(grouped[:-1])} and {grouped[-1]}")
     if isinstance(chain_groups, bool) or not isinstance(chain_groups, int) or not 1 <= chain_groups <= settings.chains:
         raise MethodError(f"chain_groups must be an integer from 1 to the {settings.chains} chains; "
                           f"got {chain_groups!r}")
@@ -149,7 +146,8 @@ class RunTask:
 
     def prepared(self):
         """Check the model text and the data again here, and prepare the run (no output file)."""
-        from gpdsl.api import check_text, prepare
+        from gpdsl.api import prepare
+        from gpdsl.semantics.model_text import check_text
 
         model, _ = check_text(self.source, self.source_name)
         return prepare(model, self.data, self.method, self.settings, seed=self.seed, chain_groups=self.chain_groups,

@@ -11,11 +11,11 @@ import pytest
 
 import gpdsl
 from gpdsl.api import check_file
-from gpdsl.backends.stan.nuts import NUTSSettings
+from gpdsl.settings import NUTSSettings
 from gpdsl.cli import main
 from gpdsl.errors import GpdslError
-from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings
-from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.settings import PseudoMarginalSettings
+from gpdsl.settings import VEMSettings
 from gpdsl.results import arviz_compat
 from gpdsl.results.compare import Z_FLAG
 from gpdsl.results.io import write_netcdf

@@ -6,7 +6,7 @@ import pytest
 
 from gpdsl.api import check_file, check_text, run
 from gpdsl.errors import MethodError
-from gpdsl.inference.methods.dmgp import DMGPSettings
+from gpdsl.settings import DMGPSettings
 
 QUICK = DMGPSettings(num_inducing=8, num_inducing_fields=6, noise_fixed_steps=60, steps=60, chunk=30,
                      initial_values={"noise": 0.01})

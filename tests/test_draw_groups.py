@@ -23,8 +23,8 @@ from gpdsl.backends.jax.simulate import simulate
 from gpdsl.errors import MethodError
 from gpdsl.inference.families.gp_regression import gp_regression
 from gpdsl.inference.families.latent_gp import latent_gp
-from gpdsl.inference.methods.gibbs import GibbsSettings
-from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings
+from gpdsl.settings import GibbsSettings
+from gpdsl.settings import PseudoMarginalSettings
 from gpdsl.inference.predict.draws import (gp_regression_log_likelihood, gp_regression_new_draws,
                                            latent_log_likelihood, latent_new_draws, unconstrained_draws)
 from gpdsl.inference.predict.gp_regression import exact_posterior, posterior_replicate
@@ -257,7 +257,7 @@ def test_pm_without_f_draws_writes_predictions_but_no_pointwise_groups():
 def test_nuts_files_pass_loo_compare_and_ppc(family, tmp_path):
     """NUTS's generated quantities: the log-likelihood of its f draws (latent GPs) or the exact LOO densities of
     its hyperparameter draws (GP regression, recomputed here by the engines' code), and replicates."""
-    from gpdsl.backends.stan.nuts import NUTSSettings
+    from gpdsl.settings import NUTSSettings
 
     model, data = simulated(family)
     results = run(model, data, "nuts", NUTSSettings(chains=2, warmup=200, draws=200), seed=1, new_inputs=X_NEW)
@@ -279,7 +279,7 @@ def test_elpd_of_pm_and_nuts_agree_and_gp_regression_predictions_agree_between_n
     """GP classification: elpd_loo of pm (EP, f recorded) and of NUTS within 2 se. GP regression: the posterior
     mean of the predictive mean at new inputs from NUTS and from gibbs within 4 combined MCSE, and each draw's
     predictive equal to the exact GP predictive at that draw's hyperparameters."""
-    from gpdsl.backends.stan.nuts import NUTSSettings
+    from gpdsl.settings import NUTSSettings
 
     model, data = simulated("classification", n=40, seed=3)
     pm = run(model, data, "pm", PseudoMarginalSettings(chains=4, warmup=500, draws=1500, sample_latent=True,

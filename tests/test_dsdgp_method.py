@@ -6,7 +6,7 @@ import pytest
 
 from gpdsl.api import check_file, check_text, run
 from gpdsl.errors import MethodError
-from gpdsl.inference.methods.dsdgp import DSDGPSettings
+from gpdsl.settings import DSDGPSettings
 
 QUICK = DSDGPSettings(num_inducing=8, noise_fixed_steps=100, steps=200, chunk=50, batch_size=20,
                       predict_samples=50, initial_values={"noise": 0.01})

@@ -15,7 +15,7 @@ from gpdsl.errors import MethodError
 from gpdsl.inference.approximations.ep import ep
 from gpdsl.inference.approximations.gaussian import predict
 from gpdsl.inference.families.latent_gp import latent_gp
-from gpdsl.inference.methods.gibbs import GibbsSettings
+from gpdsl.settings import GibbsSettings
 from gpdsl.inference.methods.pseudo_marginal import (
     PseudoMarginalSettings,
     adapted_proposal_covariance,

@@ -13,7 +13,7 @@ from gpdsl.api import check_file, run
 from gpdsl.cli import main
 from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.forecast import ForecastSettings, forecast, narx_data
-from gpdsl.inference.methods.ml import MLSettings
+from gpdsl.settings import MLSettings
 from gpdsl.inference.predict.free_simulation import lag_matrix, simulate
 from gpdsl.inference.predict.gp_regression import predict, predict_gaussian
 from gpdsl.inference.predict.uncertain_inputs import predict_gaussian_inputs

@@ -10,7 +10,7 @@ from gpdsl.api import check_text, run
 from gpdsl.backends.jax.lowering import lower
 from gpdsl.errors import MethodError
 from gpdsl.inference.families.latent_gp import latent_gp
-from gpdsl.inference.methods.gibbs import GibbsSettings
+from gpdsl.settings import GibbsSettings
 from gpdsl.numerics import GP_JITTER
 
 LINEAR_MEAN = """

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from gpdsl.api import check_file, check_text, run
-from gpdsl.backends.stan.nuts import NUTSSettings
-from gpdsl.inference.methods.gibbs import GibbsSettings
-from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings
+from gpdsl.settings import NUTSSettings
+from gpdsl.settings import GibbsSettings
+from gpdsl.settings import PseudoMarginalSettings
 from test_pm_vs_nuts import means_and_mcse
 from test_several_latent_gps import HETEROSCEDASTIC
 

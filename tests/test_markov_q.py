@@ -9,7 +9,7 @@ import pytest
 from gpdsl.api import check_text, run
 from gpdsl.data_io import load_data
 from gpdsl.inference.families.gplvm import gplvm_problem
-from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.settings import VEMSettings
 from gpdsl.inference.predict.gp_prior_latents import forecast
 from gpdsl.inference.variational.e_step import e_step
 from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian, GPPriorQParams

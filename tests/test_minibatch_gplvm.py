@@ -8,7 +8,7 @@ import pytest
 from gpdsl.api import check_file
 from gpdsl.data_io import load_data
 from gpdsl.inference.families.gplvm import gplvm_problem
-from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.settings import VEMSettings
 from gpdsl.inference.variational.collapsed_bound import collapsed_bound
 from gpdsl.inference.variational.latent_q import kl_standard_normal
 from gpdsl.inference.variational.minibatch_gplvm import fit_minibatch_gplvm
@@ -201,7 +201,7 @@ def test_svi_gplvm_fits_outputs_with_missing_entries_towards_variational_em_s_op
 
 
 def test_settings_are_refused_naming_the_setting():
-    from gpdsl.inference.methods.svi_gplvm import SVIGPLVMSettings
+    from gpdsl.settings import SVIGPLVMSettings
     from gpdsl.settings import SettingError
 
     with pytest.raises(SettingError, match="batch_size must be an integer >= 1"):

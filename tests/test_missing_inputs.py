@@ -11,7 +11,7 @@ from gpdsl.api import load_model
 from gpdsl.data_io import load_data
 from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.families.gplvm import gplvm_problem
-from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.settings import VEMSettings
 from gpdsl.inference.predict.gplvm import predict_latent_function
 from gpdsl.inference.variational.latent_q import kl_standard_normal
 from gpdsl.inference.variational.missing_inputs import PartlyKnownGaussian, fit_with_missing_inputs

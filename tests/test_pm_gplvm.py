@@ -19,8 +19,8 @@ from gpdsl.inference.mcmc.blocked_metropolis import (
 )
 from gpdsl.inference.mcmc.gplvm_estimate import collapsed_log_likelihood, make_estimate, variational_proposal
 from gpdsl.inference.mcmc.gplvm_laplace import laplace_proposal, make_laplace
-from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
-from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.settings import PMGPLVMSettings
+from gpdsl.settings import VEMSettings
 from gpdsl.inference.variational.e_step import make_e_step
 from gpdsl.inference.variational.vem import fit_vem
 

@@ -13,8 +13,8 @@ import pytest
 from gpdsl.api import check_file, check_text, run
 from gpdsl.backends.jax.lowering import lower
 from gpdsl.backends.jax.simulate import simulate
-from gpdsl.backends.stan.nuts import NUTSSettings
-from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings
+from gpdsl.settings import NUTSSettings
+from gpdsl.settings import PseudoMarginalSettings
 from gpdsl.results.arviz_compat import groups, mcse
 from gpdsl.results.method_output import results_json
 from gpdsl.testing.sbc import element_names
@@ -94,7 +94,7 @@ def test_pm_gplvm_agrees_with_nuts_on_a_small_supervised_gplvm():
     (s1 0.337 and 0.341).
     """
     from case_studies.damianou2016_dynamics.simulate import sinusoids
-    from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
+    from gpdsl.settings import PMGPLVMSettings
 
     text = open("models/supervised_gplvm.gpm").read().replace(*LINEAR_OUTPUT_GP)
     model, _ = check_text(text.replace("  vector<lower=0>[Q] theta ~ gamma(1.25, 5);\n", ""))

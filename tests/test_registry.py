@@ -145,9 +145,10 @@ def test_a_drawn_seed_is_recorded(toy, data_file):
     ("gp_classification", {"latent_gp", ANY}),
     ("gp_regression", {"gp_regression", ANY}),
     ("bayesian_gplvm", {"bayesian_gplvm", ANY}),
-    ("dynamical_gplvm", {"gp_prior_gplvm", "deep_gp", ANY}),
-    ("supervised_gplvm", {"gp_prior_gplvm", "deep_gp", ANY}),
-    ("deep_mahalanobis_gp", {"deep_gp", ANY}),
+    ("dynamical_gplvm", {"gp_prior_gplvm", ANY}),
+    ("supervised_gplvm", {"gp_prior_gplvm", ANY}),
+    ("deep_mahalanobis_gp", {"deep_mahalanobis_gp", ANY}),
+    ("deep_gp", {"deep_gp_chain", ANY}),
     ("sequential_latent_gp", {"sequential_latent_gp", ANY}),
 ])
 def test_model_families(name, families):

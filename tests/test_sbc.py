@@ -13,8 +13,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from gpdsl.api import check_text  # noqa: E402
-from gpdsl.inference.methods.gibbs import GibbsSettings  # noqa: E402
-from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings  # noqa: E402
+from gpdsl.settings import GibbsSettings  # noqa: E402
+from gpdsl.settings import PseudoMarginalSettings  # noqa: E402
 from gpdsl.testing.sbc import EngineFit, run_sbc, thin_draws  # noqa: E402
 
 CONJUGATE_NORMAL = """

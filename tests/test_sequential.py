@@ -95,7 +95,7 @@ def three_steps():
 
 
 def settings(**changes):
-    from gpdsl.inference.methods.sequential import SequentialSettings
+    from gpdsl.settings import SequentialSettings
 
     return SequentialSettings(**{**SMALL, **changes})
 

@@ -6,8 +6,8 @@ import pytest
 
 from gpdsl.api import check_text, run
 from gpdsl.errors import MethodError
-from gpdsl.inference.methods.gibbs import GibbsSettings
-from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings
+from gpdsl.settings import GibbsSettings
+from gpdsl.settings import PseudoMarginalSettings
 from gpdsl.ir.families import LATENT_GP, LATENT_GPS, classify
 from gpdsl.registry import get_method
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gpdsl.errors import MethodError
-from gpdsl.inference.methods.sgpr import SGPRSettings
+from gpdsl.settings import SGPRSettings
 from gpdsl.inference.variational.inducing_inputs import initial_inducing_inputs
 from gpdsl.inference.variational import sgpr
 from gpdsl.kernels import RBF, Linear, Matern32, Matern52, Periodic

@@ -13,7 +13,7 @@ from gpdsl.api import load_model
 from gpdsl.data_io import load_data
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.errors import MethodError
-from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.settings import VEMSettings
 from gpdsl.inference.variational.e_step import e_step
 from gpdsl.inference.variational.site_updates import make_site_updates
 from gpdsl.inference.variational.vem import VariationalParams, initial_params, make_objective

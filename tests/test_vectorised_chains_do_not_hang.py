@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent("""
     from case_studies.filippone2014.simulate_data import simulate_classification
     from gpdsl.api import load_model
     from gpdsl.api import run
-    from gpdsl.inference.methods.pseudo_marginal import PseudoMarginalSettings
+    from gpdsl.settings import PseudoMarginalSettings
     data, _ = simulate_classification(200, 2, seed=0)
     model = load_model("models/gp_classification.gpm")
     for approximation, num_importance in (("laplace", 1), ("ep", 4)):

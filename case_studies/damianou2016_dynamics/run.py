@@ -61,7 +61,7 @@ from gpdsl.api import load_model, run  # noqa: E402
 from gpdsl.atomic import atomic_write_text  # noqa: E402
 from gpdsl.data_io import load_data  # noqa: E402
 from gpdsl.inference.families.gplvm import gplvm_problem  # noqa: E402
-from gpdsl.inference.methods.vem import VEMSettings  # noqa: E402
+from gpdsl.settings import VEMSettings  # noqa: E402
 from gpdsl.inference.predict.augmented_forecast import augmented_forecast  # noqa: E402
 from gpdsl.inference.predict.free_simulation import lag_matrix  # noqa: E402
 from gpdsl.inference.predict.gp_prior_latents import predict_outputs  # noqa: E402
@@ -223,7 +223,7 @@ def nuts_gap_predictions(data: Sequences, draws: dict, thin: int) -> np.ndarray:
 
 def nuts_comparison(part: dict, fresh: bool, mode: str) -> dict:
     """NUTS and variational EM on the same small data and model file."""
-    from gpdsl.backends.stan.nuts import NUTSSettings
+    from gpdsl.settings import NUTSSettings
 
     data = simulate_sequences(**part["nuts_data"])
     vem = cached(f"sequences_{mode}_nuts_data_vem", lambda: dynamical_run(data, part), fresh)
@@ -580,7 +580,7 @@ def nuts_supervised_predictions(x, Y, x_test, draws: dict, rng: np.random.Genera
 
 
 def run_supervised(mode: str, fresh: bool) -> dict:
-    from gpdsl.backends.stan.nuts import NUTSSettings
+    from gpdsl.settings import NUTSSettings
     from gpdsl.results.summary import summarize
 
     part = CONFIG[mode]["supervised"]

@@ -42,10 +42,10 @@ from case_studies.filippone2014.simulate_data import simulate_classification  # 
 from gpdsl import datasets  # noqa: E402
 from gpdsl.api import load_model, run  # noqa: E402
 from gpdsl.atomic import atomic_write_text  # noqa: E402
-from gpdsl.backends.stan.nuts import NUTSSettings  # noqa: E402
+from gpdsl.settings import NUTSSettings  # noqa: E402
 from gpdsl.inference.families.latent_gp import latent_gp  # noqa: E402
-from gpdsl.inference.methods.ep_ml import EPMLSettings  # noqa: E402
-from gpdsl.inference.methods.gibbs import GibbsSettings  # noqa: E402
+from gpdsl.settings import EPMLSettings  # noqa: E402
+from gpdsl.settings import GibbsSettings  # noqa: E402
 from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMarginalSettings,  # noqa: E402
                                                      adapted_proposal_covariance)
 from gpdsl.inference.predict.latent_gp import predict_from_latent_draws, predict_from_theta_draws  # noqa: E402

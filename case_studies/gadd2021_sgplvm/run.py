@@ -56,7 +56,7 @@ from gpdsl.api import load_model, run
 from gpdsl.atomic import atomic_write_text
 from gpdsl.data_io import load_data
 from gpdsl.inference.families.gplvm import gplvm_problem
-from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.settings import VEMSettings
 from gpdsl.inference.predict.gp_prior_latents import predict_outputs
 from gpdsl.inference.variational.vem import fit_vem_starts
 from gpdsl.results.arviz_compat import groups
@@ -164,7 +164,7 @@ def fit_record(fit) -> dict:
 
 def nuts_fit(model_path: Path, data: dict, nuts: dict):
     """NUTS (PyStan or CmdStan, in a subprocess) on the same model file; returns the results and the wall time."""
-    from gpdsl.backends.stan.nuts import NUTSSettings
+    from gpdsl.settings import NUTSSettings
 
     model = load_model(str(model_path))
     settings = NUTSSettings(chains=nuts["chains"], warmup=nuts["warmup"], draws=nuts["draws"],
@@ -194,7 +194,7 @@ def chain_diagnostics(result) -> dict:
 def pm_status() -> str | None:
     """None when the ``pm-gplvm`` method can run, else why it cannot."""
     try:
-        from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings  # noqa: F401
+        from gpdsl.settings import PMGPLVMSettings  # noqa: F401
         from gpdsl.registry import methods
     except ImportError as error:
         return f"pm-gplvm is not available ({error})"
@@ -214,7 +214,7 @@ def pm_settings(pm: dict):
     ``proposal`` "laplace" draws the latent inputs from the Laplace approximation of their exact posterior at each
     ``xi`` instead of the E-step's ``q`` (the paper's "variational"): see the README on cases 2-3.
     """
-    from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
+    from gpdsl.settings import PMGPLVMSettings
 
     return PMGPLVMSettings(chains=pm["chains"], warmup=pm["warmup"], draws=pm["draws"],
                            num_importance=pm["num_importance"], blocks=BLOCKS, g0=pm["g0"],

@@ -48,8 +48,8 @@ from matplotlib.figure import Figure
 from case_studies.souza2020_dmgp.data import five_folds, standardise, two_clusters
 from gpdsl.api import load_model, run
 from gpdsl.atomic import atomic_write_text
-from gpdsl.inference.methods.dmgp import DMGPSettings
-from gpdsl.inference.methods.dsdgp import DSDGPSettings
+from gpdsl.settings import DMGPSettings
+from gpdsl.settings import DSDGPSettings
 
 RESULTS = HERE / "results"
 NUTS_POINTS = 50
@@ -89,7 +89,7 @@ def fit_and_predict(name, X, y, X_test, quick):
         data = {"N": N, "D": D, "X": X, "y": y}
         settings = DSDGPSettings(num_inducing=min(50, N), initial_values={"noise": 0.01}, **steps)
     else:
-        from gpdsl.inference.methods.sgpr import SGPRSettings
+        from gpdsl.settings import SGPRSettings
 
         model = load_model(HERE / "sgpr.gpm")
         data = {"N": N, "D": D, "X": X, "y": y}
@@ -142,7 +142,7 @@ def plot_synthetic(fits, X, path: Path) -> None:
 def nuts_column(quick: bool) -> dict:
     """NUTS and ``dmgp`` on the first ``NUTS_POINTS`` of the (shuffled) synthetic training set, the same test set."""
     from case_studies.souza2020_dmgp.nuts_column import nuts_predictive
-    from gpdsl.backends.stan.nuts import NUTSSettings
+    from gpdsl.settings import NUTSSettings
 
     X_raw, y_raw, X_test_raw, y_test_raw = two_clusters()
     X_all, X_test, _, _ = standardise(X_raw, X_test_raw)

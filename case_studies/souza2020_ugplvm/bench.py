@@ -64,7 +64,7 @@ import numpy as np  # noqa: E402
 from gpdsl.api import load_model  # noqa: E402
 from gpdsl.datasets import oil_flow  # noqa: E402
 from gpdsl.inference.families.gplvm import gplvm_problem  # noqa: E402
-from gpdsl.inference.methods.vem import VEMSettings  # noqa: E402
+from gpdsl.settings import VEMSettings  # noqa: E402
 from gpdsl.inference.variational.vem import VariationalParams, fit_vem, make_objective  # noqa: E402
 
 MODEL = ROOT / "models" / "bayesian_gplvm.gpm"
@@ -129,7 +129,7 @@ import gpdsl  # before numpy, as the command line does
 import numpy as np
 from gpdsl.api import load_model
 from gpdsl.inference.families.gplvm import gplvm_problem
-from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.settings import VEMSettings
 from gpdsl.inference.variational.vem import fit_vem
 Y = np.load(sys.argv[1])
 problem = gplvm_problem(load_model(sys.argv[2]), {"N": Y.shape[0], "D": Y.shape[1], "Q": 10, "Y": Y})

@@ -616,7 +616,7 @@ def run_nuts(cfg: dict, mode: str, fresh: bool) -> dict:
     chain's posterior-mean X and averaged over single draws, and Procrustes disparities between each
     chain's posterior-mean X, the other chains' and the VEM means.
     """
-    from gpdsl.backends.stan.nuts import NUTSSettings
+    from gpdsl.settings import NUTSSettings
 
     part = cfg["nuts"]
     suffix = "" if mode == "full" else f"_{mode}"

@@ -22,8 +22,11 @@ Families
 ``gp_prior_gplvm``
     Latent inputs that are themselves a GP of observed inputs or time (dynamical and supervised
     GPLVMs): ``X ~ gp(t, k_x); F ~ gp(X, k_f); Y ~ normal(F, s)``.
-``deep_gp``
-    A GP whose inputs are built from the values of other GPs (the deep Mahalanobis GP).
+``deep_mahalanobis_gp``
+    A GP over ``project(W, X)`` whose projection fields ``W[q]`` are GPs of the observed inputs (de Souza 2020).
+``deep_gp_chain``
+    A chain of GPs, each over the previous one's values, ending in one output vector (Salimbeni & Deisenroth
+    2017). A model whose GP inputs read another GP but that is neither (a dynamical GPLVM) is of no deep family.
 ``sequential_latent_gp``
     A latent GP over ``(t, x)`` with a likelihood per time step (Tegner et al. 2018).
 ``latent_gp_external``
@@ -47,7 +50,8 @@ LATENT_GPS = "latent_gps"
 GP_REGRESSION = "gp_regression"
 BAYESIAN_GPLVM = "bayesian_gplvm"
 GP_PRIOR_GPLVM = "gp_prior_gplvm"
-DEEP_GP = "deep_gp"
+DEEP_MAHALANOBIS_GP = "deep_mahalanobis_gp"
+DEEP_GP_CHAIN = "deep_gp_chain"
 SEQUENTIAL_LATENT_GP = "sequential_latent_gp"
 LATENT_GP_EXTERNAL = "latent_gp_external"
 ANY = "any"
@@ -58,7 +62,8 @@ DESCRIPTIONS = {
     GP_REGRESSION: "GP regression with a Gaussian likelihood integrated out",
     BAYESIAN_GPLVM: "a Bayesian GPLVM",
     GP_PRIOR_GPLVM: "a GPLVM whose latent inputs have a GP prior (dynamical or supervised)",
-    DEEP_GP: "a deep GP (GP inputs built from other GPs)",
+    DEEP_MAHALANOBIS_GP: "a deep Mahalanobis GP (a GP over projections by GP fields)",
+    DEEP_GP_CHAIN: "a deep GP written as a chain of GPs",
     SEQUENTIAL_LATENT_GP: "a latent GP over (t, x) with a likelihood per time step",
     LATENT_GP_EXTERNAL: "a latent GP vector under an external likelihood",
     ANY: "any model",
@@ -72,7 +77,10 @@ GPLVM_NEEDS = ("{method} needs a Bayesian GPLVM: latent inputs X ~ normal(0, 1) 
                "them F ~ gp(X, k), and a Gaussian likelihood Y ~ normal(F, s) with scalar s")
 GP_PRIOR_GPLVM_NEEDS = ("{method} needs a GPLVM with GP-prior latents: X ~ gp(t, k_x) over observed inputs, "
                         "F ~ gp(X, k_f) and Y ~ normal(F, s) with scalar s")
-DEEP_GP_NEEDS = "{method} needs a deep GP: a GP whose inputs are built from other GPs' values"
+DEEP_MAHALANOBIS_NEEDS = ("{method} needs a deep Mahalanobis GP: projection fields W[q] ~ gp(X, k) for q in 1:Q "
+                          "(array[Q] matrix[N, D] W), f ~ gp(project(W, X), k_f) and y ~ normal(f, s) with scalar s")
+DEEP_GP_CHAIN_NEEDS = ("{method} needs a deep GP written as a chain: H ~ gp(X, k_1, mean = X); f ~ gp(H, k_2); "
+                       "y ~ normal(f, s) with scalar s (hidden layers matrix[N, D_l], each mean the identity or none)")
 SEQUENTIAL_NEEDS = ("{method} needs a latent GP f ~ gp((t, X), k) over time and inputs with a likelihood "
                     "per time step (y[i] ~ ...(f[i] ...) in a loop over t)")
 
@@ -134,6 +142,23 @@ class GPLVMFacts:
     node: GPNode
     output: str
     latent_prior: GPNode | None = None
+
+
+@dataclass(frozen=True)
+class DeepGPFacts:
+    """What the deep-GP engines need.
+
+    Attributes
+    ----------
+    output : GPNode
+        The GP observed through ``y ~ normal(f, s)`` (integrated out).
+    hidden : tuple of GPNode
+        The deep Mahalanobis GP's projection field ``W``; or a chain's hidden layers, the first (over the
+        observed inputs) first.
+    """
+
+    output: GPNode
+    hidden: tuple[GPNode, ...]
 
 
 @dataclass(frozen=True)
@@ -207,7 +232,8 @@ def classify(model: ir.Model) -> Classification:
                           (GP_REGRESSION, lambda: _gp_regression(model, nodes)),
                           (BAYESIAN_GPLVM, lambda: _gplvm(model, nodes, gp_prior=False)),
                           (GP_PRIOR_GPLVM, lambda: _gplvm(model, nodes, gp_prior=True)),
-                          (DEEP_GP, lambda: _deep_gp(model, nodes)),
+                          (DEEP_MAHALANOBIS_GP, lambda: _deep_mahalanobis(model, nodes)),
+                          (DEEP_GP_CHAIN, lambda: _deep_gp_chain(model, nodes)),
                           (SEQUENTIAL_LATENT_GP, lambda: _sequential(model, nodes)),
                           (LATENT_GP_EXTERNAL, lambda: _latent_gp_external(model, nodes))):
         result = check()
@@ -330,6 +356,8 @@ def _gplvm(model: ir.Model, nodes: list[GPNode], gp_prior: bool) -> GPLVMFacts |
         if not priors or priors[0].loops or priors[0].statement.target.indices:
             return refuse(f"'{latent}' has no GP prior {latent} ~ gp(t, k)")
         latent_prior = priors[0]
+        if latent_prior.statement.mean is not None:
+            return refuse(f"the GP prior of '{latent}' has a mean function; the latent inputs' GP prior is zero-mean")
         if _reads_latents(latent_prior.statement, model):
             return refuse(f"the GP prior of '{latent}' depends on latent values")
     elif not _is_standard_normal(model.priors().get(latent)):
@@ -344,12 +372,87 @@ def _gplvm(model: ir.Model, nodes: list[GPNode], gp_prior: bool) -> GPLVMFacts |
     return GPLVMFacts(latent, node, node.likelihood.target.name, latent_prior)
 
 
-def _deep_gp(model: ir.Model, nodes: list[GPNode]) -> GPNode | Refusal:
+def _deep_output(model: ir.Model, nodes: list[GPNode], needs: str) -> GPNode | Refusal:
+    """The GP whose inputs read another GP, observed through ``normal(f, s)``."""
     gp_names = {n.name for n in nodes}
     for node in nodes:
         if statement_refs(node.statement) & gp_names - {node.name}:
+            if not node.plainly_marginalised:
+                return Refusal(needs, f"'{node.name}' is not observed through normal({node.name}, s) with scalar s",
+                               (node.likelihood or node.statement).span)
             return node
-    return Refusal(DEEP_GP_NEEDS, "no GP in this model takes inputs built from another GP")
+    return Refusal(needs, "no GP in this model takes inputs built from another GP")
+
+
+def _deep_mahalanobis(model: ir.Model, nodes: list[GPNode]) -> DeepGPFacts | Refusal:
+    output = _deep_output(model, nodes, DEEP_MAHALANOBIS_NEEDS)
+    if isinstance(output, Refusal):
+        return output
+
+    def refuse(detail, span):
+        return Refusal(DEEP_MAHALANOBIS_NEEDS, detail, span)
+
+    components = output.statement.inputs.components
+    if len(components) != 1 or not isinstance(components[0], ir.Project):
+        return refuse(f"the inputs of '{output.name}' are not project(W, X)", output.statement.span)
+    project = components[0]
+    if not (isinstance(project.weights, ir.Ref) and isinstance(project.inputs, ir.Ref)
+            and project.inputs.name in model.data):
+        return refuse("project(W, X) needs a latent W and a data matrix X", project.span)
+    fields = [n for n in nodes if n.name == project.weights.name]
+    if len(fields) != 1:
+        return refuse(f"'{project.weights.name}' needs exactly one gp statement", project.span)
+    field = fields[0]
+    inputs = field.statement.inputs.components
+    if (len(field.loops) != 1 or len(field.statement.target.indices) != 1
+            or not isinstance(field.statement.target.indices[0], ir.Ref)
+            or field.statement.target.indices[0].name != field.loops[0].variable
+            or len(inputs) != 1 or not isinstance(inputs[0], ir.Ref) or inputs[0].name != project.inputs.name):
+        return refuse(f"write the fields as 'for (q in 1:Q) {{ {field.name}[q] ~ gp({project.inputs.name}, k); }}'",
+                      field.statement.span)
+    other_latents = sorted(set(model.latents) - {field.name, output.name})
+    if other_latents:
+        return refuse(f"this model also has latent {', '.join(other_latents)}", output.statement.span)
+    return DeepGPFacts(output, (field,))
+
+
+def _deep_gp_chain(model: ir.Model, nodes: list[GPNode]) -> DeepGPFacts | Refusal:
+    output = _deep_output(model, nodes, DEEP_GP_CHAIN_NEEDS)
+    if isinstance(output, Refusal):
+        return output
+
+    def refuse(detail, span):
+        return Refusal(DEEP_GP_CHAIN_NEEDS, detail, span)
+
+    output_type = model.latents[output.name].type
+    if output.loops or output_type.container != "vector" or output_type.array_dims:
+        return refuse(f"the last layer '{output.name}' is {output_type.describe()}; it must be one output, a "
+                      "vector[N]", output.statement.span)
+    by_name = {node.name: node for node in nodes}
+    chain = [output]
+    while True:
+        components = chain[0].statement.inputs.components
+        if len(components) != 1 or not isinstance(components[0], ir.Ref):
+            return refuse(f"the inputs of '{chain[0].name}' are not one variable", chain[0].statement.span)
+        source = components[0].name
+        if source in model.data:
+            break
+        node = by_name.get(source)
+        if node is None or node.loops or node.statement.target.indices or node in chain:
+            return refuse(f"'{source}' is not a hidden layer 'H ~ gp(inputs, k)'", chain[0].statement.span)
+        layer_type = model.latents[source].type
+        if layer_type.container != "matrix" or layer_type.array_dims:
+            return refuse(f"hidden layer '{source}' must be a matrix[N, D_l]", node.statement.span)
+        mean = node.statement.mean
+        inputs = node.statement.inputs.components
+        if mean is not None and not (isinstance(mean, ir.Ref) and len(inputs) == 1 and isinstance(inputs[0], ir.Ref)
+                                     and mean.name == inputs[0].name):
+            return refuse(f"the mean of '{source}' must be its own inputs (the identity) or none", mean.span)
+        chain.insert(0, node)
+    unused = sorted(set(model.latents) - {node.name for node in chain})
+    if unused:
+        return refuse(f"this model also has latent {', '.join(unused)}", output.statement.span)
+    return DeepGPFacts(output, tuple(chain[:-1]))
 
 
 def _sequential(model: ir.Model, nodes: list[GPNode]) -> GPNode | Refusal:

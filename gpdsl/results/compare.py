@@ -299,7 +299,7 @@ def _model_parameters(fit: Fit) -> list[str]:
     source = arviz_compat.root_attrs(fit.results).get("model_source")
     if not isinstance(source, str):
         return []
-    from gpdsl.api import check_text
+    from gpdsl.semantics.model_text import check_text
 
     try:
         model, _ = check_text(source, str(arviz_compat.root_attrs(fit.results).get("model_name", "<model>")))

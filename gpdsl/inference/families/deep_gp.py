@@ -24,15 +24,11 @@ from gpdsl.inference.families.hyperparameters import (
     NormalObservations,
     complete_outputs,
     lowered_with_blocks,
-    require_normal_observations,
 )
 from gpdsl.inference.variational.deep_gp import LayerPrior
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.families import DEEP_GP, classify
+from gpdsl.ir.families import DEEP_GP_CHAIN, DEEP_GP_CHAIN_NEEDS, classify
 from gpdsl.ir.structure import GPNode
-
-DEEP_GP_CHAIN_NEEDS = ("{method} needs a deep GP written as a chain: H ~ gp(X, k_1, mean = X); f ~ gp(H, k_2); "
-                       "y ~ normal(f, s) with scalar s (hidden layers matrix[N, D_l], each mean the identity or none)")
 
 
 @dataclass
@@ -84,38 +80,16 @@ def deep_gp_view(model: ir.Model, data: dict, method: str = "dsdgp") -> DeepGPCh
     ------
     MethodError
     """
-    _, output = classify(model).require((DEEP_GP,), method)
+    _, facts = classify(model).require((DEEP_GP_CHAIN,), method)
     needs = DEEP_GP_CHAIN_NEEDS.format(method=method)
 
     def refuse(detail, span):
         raise MethodError(f"{needs}; {detail}", span)
 
-    require_normal_observations(output, needs)
     jax_model, blocks = lowered_with_blocks(model, data, marginalise=True)
     by_name = {node.name: node for node in jax_model.gp_nodes}
-    chain = [by_name[output.name]]
-    while True:
-        components = chain[0].statement.inputs.components
-        if len(components) != 1 or not isinstance(components[0], ir.Ref):
-            refuse(f"the inputs of '{chain[0].name}' are not one variable", chain[0].statement.span)
-        source = components[0].name
-        if source in model.data:
-            break
-        node = by_name.get(source)
-        if node is None or node.loops or node.statement.target.indices:
-            refuse(f"'{source}' is not a hidden layer 'H ~ gp(inputs, k)'", chain[0].statement.span)
-        layer_type = model.latents[source].type
-        if layer_type.container != "matrix" or layer_type.array_dims:
-            refuse(f"hidden layer '{source}' must be a matrix[N, D_l]", node.statement.span)
-        mean = node.statement.mean
-        inputs = node.statement.inputs.components
-        if mean is not None and not (isinstance(mean, ir.Ref) and len(inputs) == 1 and isinstance(inputs[0], ir.Ref)
-                                     and mean.name == inputs[0].name):
-            refuse(f"the mean of '{source}' must be its own inputs (the identity) or none", mean.span)
-        chain.insert(0, node)
-    unused = sorted(set(model.latents) - {node.name for node in chain})
-    if unused:
-        refuse(f"this model also has latent {', '.join(unused)}", output.statement.span)
+    chain = [by_name[node.name] for node in (*facts.hidden, facts.output)]
+    output = chain[-1]
     X = np.asarray(jax_model.data[chain[0].statement.inputs.components[0].name], dtype=float)
     X = X[:, None] if X.ndim == 1 else X
     widths = [int(jax_model.block(node.name).shape[1]) for node in chain[:-1]] + [1]

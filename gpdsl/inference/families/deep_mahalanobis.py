@@ -13,21 +13,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpdsl.backends.jax.lowering import Block, JaxModel
-from gpdsl.errors import MethodError
 from gpdsl.inference.families.hyperparameters import (
     HyperparameterBlocks,
     NormalObservations,
     complete_outputs,
     lowered_with_blocks,
-    require_normal_observations,
 )
 from gpdsl.inference.variational.deep_mahalanobis import DMGPKernels
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.families import DEEP_GP, classify
+from gpdsl.ir.families import DEEP_MAHALANOBIS_GP, DEEP_MAHALANOBIS_NEEDS, classify
 from gpdsl.ir.structure import GPNode
-
-DMGP_NEEDS = ("{method} needs a deep Mahalanobis GP: projection fields W[q] ~ gp(X, k) for q in 1:Q "
-              "(array[Q] matrix[N, D] W), f ~ gp(project(W, X), k_f) and y ~ normal(f, s) with scalar s")
 
 
 @dataclass
@@ -83,35 +78,11 @@ def deep_mahalanobis_view(model: ir.Model, data: dict, method: str = "dmgp") -> 
     ------
     MethodError
     """
-    _, output = classify(model).require((DEEP_GP,), method)
-    needs = DMGP_NEEDS.format(method=method)
-
-    def refuse(detail, span):
-        raise MethodError(f"{needs}; {detail}", span)
-
-    components = output.statement.inputs.components
-    if len(components) != 1 or not isinstance(components[0], ir.Project):
-        refuse(f"the inputs of '{output.name}' are not project(W, X)", output.statement.span)
-    project = components[0]
-    if not (isinstance(project.weights, ir.Ref) and isinstance(project.inputs, ir.Ref)
-            and project.inputs.name in model.data):
-        refuse("project(W, X) needs a latent W and a data matrix X", project.span)
-    require_normal_observations(output, needs)
+    _, facts = classify(model).require((DEEP_MAHALANOBIS_GP,), method)
+    needs = DEEP_MAHALANOBIS_NEEDS.format(method=method)
+    output, project = facts.output, facts.output.statement.inputs.components[0]
     jax_model, blocks = lowered_with_blocks(model, data, marginalise=True)
-    fields = [n for n in jax_model.gp_nodes if n.name == project.weights.name]
-    if len(fields) != 1:
-        refuse(f"'{project.weights.name}' needs exactly one gp statement", project.span)
-    field = fields[0]
-    inputs = field.statement.inputs.components
-    if (len(field.loops) != 1 or len(field.statement.target.indices) != 1
-            or not isinstance(field.statement.target.indices[0], ir.Ref)
-            or field.statement.target.indices[0].name != field.loops[0].variable
-            or len(inputs) != 1 or not isinstance(inputs[0], ir.Ref) or inputs[0].name != project.inputs.name):
-        refuse(f"write the fields as 'for (q in 1:Q) {{ {field.name}[q] ~ gp({project.inputs.name}, k); }}'",
-               field.statement.span)
-    other_latents = sorted(set(model.latents) - {field.name, output.name})
-    if other_latents:
-        refuse(f"this model also has latent {', '.join(other_latents)}", output.statement.span)
+    field = next(n for n in jax_model.gp_nodes if n.name == facts.hidden[0].name)
     X = np.asarray(jax_model.data[project.inputs.name], dtype=float)
     y = complete_outputs(jax_model, output, needs)
     return DeepMahalanobisGP(jax_model, field, output, [b for b in blocks if b.role == "parameter"], X, y)

@@ -85,18 +85,6 @@ class NormalObservations:
         return mask
 
 
-def require_normal_observations(node: GPNode, needs: str) -> None:
-    """Refuse (``needs``: what the method needs) a GP not observed through ``normal(f, s)`` with scalar ``s``.
-
-    Raises
-    ------
-    MethodError
-    """
-    if not node.plainly_marginalised:
-        raise MethodError(f"{needs}; '{node.name}' is not observed through normal({node.name}, s) with scalar s",
-                          (node.likelihood or node.statement).span)
-
-
 def complete_outputs(jax_model: JaxModel, node: GPNode, needs: str) -> np.ndarray:
     """The outputs observed through ``node``'s likelihood as a vector, refused (``needs``: what the method needs)
     when some are missing.

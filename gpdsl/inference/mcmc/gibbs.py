@@ -30,7 +30,7 @@ from gpdsl.inference.mcmc.hyper_updates import (
     surr_step,
 )
 from gpdsl.inference.mcmc.z_space import Z_SPACE_UPDATES, z_space_updates
-from gpdsl.inference.methods.gibbs import THETA_UPDATES
+from gpdsl.settings.sampling import THETA_UPDATES
 
 
 class GibbsState(NamedTuple):

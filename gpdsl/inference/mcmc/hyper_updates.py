@@ -165,7 +165,7 @@ def surr_step(rng_key, position: LatentPosition, problem: LatentGP, scale, surro
     """
     d = position.theta.shape[0]
     normals, log_uniform = _normals_and_log_uniform(rng_key, d + problem.n)
-    surrogate = _Surrogate(problem, surrogate_variance)
+    surrogate = SurrogateData(problem, surrogate_variance)
     g, eta, current = surrogate.fix(normals[d:], position)
     log_target_new, proposal = surrogate.evaluate(random_walk(position.theta, normals[:d], scale), g, eta)
     return _metropolis(log_uniform, MHState(position, current), MHState(proposal, log_target_new), cubic_ops=3)
@@ -203,7 +203,7 @@ def surr_slice_step(rng_key, position: LatentPosition, problem: LatentGP, scale,
     draws = jax.random.uniform(rng_key, (problem.n + 2 * d + d * (3 + max_shrinks),), dtype=jnp.float64)
     noise, direction_noise = _standard_normal(draws[:problem.n]), _standard_normal(draws[problem.n:problem.n + d])
     slice_uniforms = draws[problem.n + 2 * d:].reshape(d, 3 + max_shrinks)
-    surrogate = _Surrogate(problem, surrogate_variance)
+    surrogate = SurrogateData(problem, surrogate_variance)
     g, eta, current = surrogate.fix(noise, position)
     width = jnp.broadcast_to(jnp.asarray(scale, dtype=jnp.float64), position.theta.shape)
 
@@ -226,7 +226,7 @@ def surr_slice_step(rng_key, position: LatentPosition, problem: LatentGP, scale,
     return point, info
 
 
-class _Surrogate:
+class SurrogateData:
     """The SURR target at fixed surrogate data ``g`` and whitened values ``eta``."""
 
     def __init__(self, problem: LatentGP, surrogate_variance: SurrogateVariance):
@@ -272,7 +272,7 @@ class _Surrogate:
         return _finite_or_minus_inf(log_target), LatentPosition(theta, f, chol_K, loglik)
 
 
-def _slice_1d(uniforms, point: LatentPosition, log_target, step, surrogate: _Surrogate, g, eta, max_steps_out):
+def _slice_1d(uniforms, point: LatentPosition, log_target, step, surrogate: SurrogateData, g, eta, max_steps_out):
     """One stepping-out and shrinkage slice update along ``theta + t * step``, ``t`` in units of one width.
 
     ``uniforms`` holds the slice height, bracket offset and split of the stepping-out budget, then

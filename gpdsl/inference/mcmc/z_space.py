@@ -26,7 +26,7 @@ import numpy as np
 
 from gpdsl.errors import MethodError
 from gpdsl.inference.mcmc.ess import ess_step
-from gpdsl.inference.mcmc.hyper_updates import HyperInfo, LatentPosition, SurrogateVariance, _Surrogate
+from gpdsl.inference.mcmc.hyper_updates import HyperInfo, LatentPosition, SurrogateVariance, SurrogateData
 from gpdsl.ir.structure import statement_refs
 from gpdsl.linalg import cholesky, solve_triangular
 
@@ -139,7 +139,7 @@ def sdss_update(rng_key, position: LatentPosition, problem, prior: ZPrior, kappa
         ``cubic_ops`` counts ``n x n`` Cholesky factorisations (2 per target evaluation, 1 to start).
     """
     key_noise, key_ess = jax.random.split(rng_key)
-    surrogate = _Surrogate(problem, surrogate_variance)
+    surrogate = SurrogateData(problem, surrogate_variance)
     g, eta, current = surrogate.fix(jax.random.normal(key_noise, (problem.n,), jnp.float64), position)
 
     def value(theta):

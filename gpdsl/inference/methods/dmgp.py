@@ -19,30 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpdsl.errors import MethodError
-from gpdsl.settings import AdamScheduleSettings, option, require_positive_int
-
-
-@dataclass(frozen=True)
-class DMGPSettings(AdamScheduleSettings):
-    """Settings of ``dmgp``.
-
-    Attributes
-    ----------
-    num_inducing : int
-        Inducing inputs of the output layer, ``m_u``.
-    num_inducing_fields : int
-        Pseudo-inputs of the projection fields, ``m_v``.
-    noise_fixed_steps, steps, learning_rate, chunk, initial_values, seed
-        As :class:`~gpdsl.settings.AdamScheduleSettings` (the seed is that of the k-means starts).
-    """
-
-    num_inducing: int = option(50, "inducing inputs of the output layer (m_u)")
-    num_inducing_fields: int = option(25, "pseudo-inputs of the projection fields W (m_v)")
-
-    def __post_init__(self):
-        super().__post_init__()
-        require_positive_int("num_inducing", self.num_inducing)
-        require_positive_int("num_inducing_fields", self.num_inducing_fields)
+from gpdsl.settings.fitting import DMGPSettings
 
 
 def initial_variational(problem, settings: DMGPSettings):
@@ -103,7 +80,7 @@ def fit_dmgp(problem, settings: DMGPSettings, progress: bool = False, checkpoint
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
-    from gpdsl.inference.optimise.adam import maximise
+    from gpdsl.inference.optimise.adam import maximise, schedule_phases
     from gpdsl.inference.optimise.marginal_likelihood import initial_theta
     from gpdsl.inference.variational.deep_mahalanobis import dmgp_bound
 
@@ -122,7 +99,8 @@ def fit_dmgp(problem, settings: DMGPSettings, progress: bool = False, checkpoint
         raise MethodError(f"the DMGP bound is not finite at the start ({start}) with hyperparameters "
                           f"{problem.constrain(jnp.asarray(theta0))[0]}",
                           hint="give other initial values (--init-value name=value) or standardise the data")
-    result = maximise(objective, x0, settings.phases(problem.noise_mask(x0.size)), learning_rate=settings.learning_rate,
+    phases = schedule_phases(settings, problem.noise_mask(x0.size))
+    result = maximise(objective, x0, phases, learning_rate=settings.learning_rate,
                       chunk=settings.chunk, progress=progress, checkpoint=checkpoint, identity=identity)
     x = jnp.asarray(result.x)
     bound = float(jax.jit(objective)(x))
@@ -166,3 +144,10 @@ def point_estimate_output(fit, variational, bound_name: str, output_node, predic
                                                       predictive[0], predictive[1], latent_variance)
         output.dims.update(dims)
     return output
+
+
+def dmgp_report(results, model, settings: DMGPSettings):
+    """The fit's report (:class:`~gpdsl.results.report.RunReport`): Adam's steps and the bound."""
+    from gpdsl.results.report import adam_report
+
+    return adam_report(results, f"deep Mahalanobis GP (collapsed bound, M = {settings.num_inducing})")

@@ -19,34 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpdsl.errors import MethodError
-from gpdsl.settings import AdamScheduleSettings, option, require_positive_int
-
-
-@dataclass(frozen=True)
-class DSDGPSettings(AdamScheduleSettings):
-    """Settings of ``dsdgp``.
-
-    Attributes
-    ----------
-    num_inducing : int
-        Inducing inputs per layer.
-    noise_fixed_steps, steps, learning_rate, chunk, initial_values, seed
-        As :class:`~gpdsl.settings.AdamScheduleSettings` (the seed is that of the k-means start and the samples).
-    batch_size : int
-        Points per minibatch (0: the whole data set).
-    predict_samples : int
-        Draws through the layers whose mixture the predictive moment-matches.
-    """
-
-    num_inducing: int = option(50, "inducing inputs per layer")
-    batch_size: int = option(0, "points per minibatch (0: all)")
-    predict_samples: int = option(200, "draws through the layers for the moment-matched predictive")
-
-    def __post_init__(self):
-        super().__post_init__()
-        require_positive_int("num_inducing", self.num_inducing)
-        require_positive_int("batch_size", self.batch_size, allow_zero=True)
-        require_positive_int("predict_samples", self.predict_samples)
+from gpdsl.settings.fitting import DSDGPSettings
 
 
 def initial_layers(problem, settings: DSDGPSettings):
@@ -106,7 +79,7 @@ def fit_dsdgp(problem, settings: DSDGPSettings, progress: bool = False, checkpoi
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
-    from gpdsl.inference.optimise.adam import maximise
+    from gpdsl.inference.optimise.adam import maximise, schedule_phases
     from gpdsl.inference.optimise.marginal_likelihood import initial_theta
     from gpdsl.inference.variational.deep_gp import elbo_estimate
 
@@ -129,13 +102,14 @@ def fit_dsdgp(problem, settings: DSDGPSettings, progress: bool = False, checkpoi
                           f"{problem.constrain(jnp.asarray(theta0))[0]}",
                           hint="give other initial values (--init-value name=value) or standardise the data")
     batch = settings.batch_size if 0 < settings.batch_size < N else None
-    result = maximise(objective, x0, settings.phases(problem.noise_mask(x0.size)), learning_rate=settings.learning_rate,
+    phases = schedule_phases(settings, problem.noise_mask(x0.size))
+    result = maximise(objective, x0, phases, learning_rate=settings.learning_rate,
                       key=key, data_size=N if batch else None, batch_size=batch, chunk=settings.chunk,
                       progress=progress, checkpoint=checkpoint, identity=identity)
     x = jnp.asarray(result.x)
-    report = {"seconds": result.seconds, "steps": result.steps, "start_bound": start,
-              "trace": [float(v) for v in result.trace]}
     bound = float(np.mean(result.trace[-3:])) if len(result.trace) else start
+    report = {"seconds": result.seconds, "steps": result.steps, "start_bound": start, "bound": bound,
+              "trace": [float(v) for v in result.trace]}
     return DSDGPFit(problem, np.asarray(x[:p]), unravel(x[p:]), bound, report)
 
 
@@ -157,3 +131,10 @@ def run_dsdgp(model, data, settings: DSDGPSettings, context):
                                    problem.layers[-1], predictive, None)
     output.state = fit
     return output
+
+
+def dsdgp_report(results, model, settings: DSDGPSettings):
+    """The fit's report (:class:`~gpdsl.results.report.RunReport`): Adam's steps and the bound."""
+    from gpdsl.results.report import adam_report
+
+    return adam_report(results, f"deep GP (doubly-stochastic bound, M = {settings.num_inducing} per layer)")

@@ -6,31 +6,10 @@ priors and keeps the best optimum.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
-from gpdsl.settings import option, require_number, require_positive_int
-
-
-@dataclass(frozen=True)
-class EPMLSettings:
-    """Settings of ``ep-ml``.
-
-    Attributes
-    ----------
-    starts : int
-        Starting points drawn from the priors (the best optimum is kept).
-    tol : float or None
-        EP convergence tolerance (default ``n / 1e4``).
-    """
-
-    starts: int = option(4, "starting points drawn from the priors (the best optimum is kept)")
-    tol: float | None = option(None, "Laplace/EP convergence: change in squared norm of f (default n/1e4)")
-
-    def __post_init__(self):
-        require_positive_int("starts", self.starts)
-        require_number("tol", self.tol, 0, open_low=True, optional=True)
+from gpdsl.settings.fitting import EPMLSettings
 
 
 def run_ep_ml(model, data, settings: EPMLSettings, context):

@@ -26,11 +26,11 @@ from gpdsl.inference.mcmc.gplvm_estimate import (
 )
 from gpdsl.inference.mcmc.gplvm_laplace import laplace_proposal, make_laplace
 from gpdsl.inference.methods.latent_chains import chain_report, theta_describer, theta_output
-from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
-from gpdsl.inference.methods.vem import VEMSettings
 from gpdsl.inference.variational.e_step import make_e_step
 from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian
 from gpdsl.inference.variational.vem import VEMFit, fit_vem_starts
+from gpdsl.inference.methods.pm_gplvm import PM_GPLVM_FAMILIES
+from gpdsl.settings import PMGPLVMSettings, VEMSettings
 
 PER_BLOCK_STATS = {"accepted": "block_accepted", "acceptance_rate": "block_acceptance_rate",
                    "screened": "block_screened"}
@@ -249,11 +249,9 @@ def estimate_spread_at(model, data, settings: PMGPLVMSettings, seed: int, hyperp
     from gpdsl.inference.families.gplvm import gplvm_view
     from gpdsl.inference.mcmc.estimate_variance import estimate_spread
     from gpdsl.ir.families import classify
-    from gpdsl.registry import get_method
 
-    classification = classify(model)
-    family = next(f for f in get_method("pm-gplvm").families if f in classification.facts)
-    problem = gplvm_view(model, data, classification.facts[family])
+    _, facts = classify(model).require(PM_GPLVM_FAMILIES, "pm-gplvm")
+    problem = gplvm_view(model, data, facts)
     fit = fit_vem_starts(problem, variational_settings(problem, settings, seed))
     if hyperparameters is None:
         theta = jnp.asarray(fit.params.theta)

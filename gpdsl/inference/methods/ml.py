@@ -10,50 +10,9 @@ posterior (``chain = 1``, ``draw = 1``) with ``sample_stats.lp`` (the objective)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
-
-from gpdsl.errors import MethodError
-from gpdsl.settings import initial_values_from_cli, option, require_number, require_positive_int
 
 
-@dataclass(frozen=True)
-class MLSettings:
-    """Settings of ``ml``.
-
-    Attributes
-    ----------
-    initial_values : dict
-        Constrained starting values of hyperparameters by name (the others start at 1, or inside their
-        bounds).
-    max_iterations : int
-        L-BFGS iterations.
-    max_evaluations : int
-        Objective-and-gradient evaluations.
-    ftol, gtol : float
-        Relative-reduction and largest-gradient-component tolerances (SciPy's L-BFGS-B defaults).
-    restarts : int
-        Restarts from the end point after a stop short of ``gtol``, while the objective improves.
-    """
-
-    initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
-                                  flag="--init-value", metavar="NAME=VALUE", repeat=True,
-                                  parse=initial_values_from_cli)
-    max_iterations: int = option(1000, "L-BFGS iterations")
-    max_evaluations: int = option(15000, "bound-and-gradient evaluations")
-    ftol: float = option(2.220446049250313e-09, "L-BFGS relative-reduction tolerance")
-    gtol: float = option(1e-5, "L-BFGS largest-gradient-component tolerance")
-    restarts: int = option(5, "L-BFGS restarts after a stop short of gtol (while the bound improves)")
-
-    def __post_init__(self):
-        if not isinstance(self.initial_values, dict):
-            raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
-        for name in ("max_iterations", "max_evaluations"):
-            require_positive_int(name, getattr(self, name))
-        require_positive_int("restarts", self.restarts, allow_zero=True)
-        require_number("ftol", self.ftol, 0)
-        require_number("gtol", self.gtol, 0)
+from gpdsl.settings.fitting import MLSettings
 
 
 def fit_gp_regression(model, data, settings: MLSettings, facts=None):
@@ -105,3 +64,14 @@ def regression_predictions(problem, y, f) -> tuple[dict, dict]:
 
     points = f"{problem.node.statement.inputs.index_shape[0]}_new"
     return predictive_moments(problem.target, problem.name, points, y.mean, y.variance, f.variance)
+
+
+def ml_report(results, model=None, settings=None):
+    """The fit's report (:class:`~gpdsl.results.report.RunReport`): the optimiser's outcome, the log marginal
+    likelihood and the objective."""
+    from gpdsl.results.report import number, optimiser, optimiser_report
+
+    report = optimiser(results)
+    return optimiser_report(results, "type-II maximum likelihood (MAP where there are priors)",
+                            f"log marginal likelihood {number(report, 'log_marginal')}, objective "
+                            f"{number(report, 'log_posterior')}")

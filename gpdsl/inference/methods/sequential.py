@@ -22,97 +22,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from gpdsl.errors import GpdslError, MethodError
-from gpdsl.settings import option, require_choice, require_number, require_positive_int
+from gpdsl.settings.sampling import SequentialSettings
 
-SCHEMES = ("sequential", "full")
-KAPPA_UPDATES = ("fixed_nu", "sdss")
-SURROGATES = ("fixed", "curvature")
 CHECKPOINT_VERSION = 1
-
-
-@dataclass(frozen=True)
-class SequentialSettings:
-    """Settings of ``sequential``.
-
-    Attributes
-    ----------
-    states : int
-        M, the states kept at every step.
-    window : int
-        tau, the earlier steps ``f_t``'s conditional prior is given (eq. 6).
-    burn_in, thin : int
-        The chain of step 1 (and of every step of the full scheme): ``burn_in + thin * states`` iterations,
-        the first ``burn_in`` dropped, then every ``thin``-th kept.
-    initial_repeat_f : int
-        ESS updates of ``f`` per iteration of that chain.
-    repeat_f : int
-        ESS updates of ``f_t`` before Update 2 and again before Update 3 (steps t >= 2).
-    final_repeat_f : int
-        ESS updates of ``f_t`` after Update 3.
-    surrogate_variance : float
-        S of SDSS in the chain of step 1 (the noise variance for a Gaussian likelihood).
-    surrogate : {"fixed", "curvature"}
-        ``fixed``: S is ``surrogate_variance`` everywhere. ``curvature`` (spec decision 14, for a non-Gaussian
-        likelihood): S's diagonal is the inverse curvature of ``-log p(y | f)``
-        (:mod:`gpdsl.inference.mcmc.surrogate_curvature`), fixed for a whole chain or pass: for the chain of
-        step 1 (and of every step of the full scheme) at ``f`` = its prior mean and the hyperparameters' prior
-        mean; for a step t >= 2 with ``step_kappa_update = "sdss"`` at the mean of step ``t - 1``'s states and
-        of their moment-matched hyperparameters.
-    scheme : {"sequential", "full"}
-        Alg. 1, or the full-sampling baseline.
-    step_kappa_update : {"fixed_nu", "sdss"}
-        Update 2 at steps t >= 2: fixed-nu ESS (Alg. 1) or SDSS (S as ``surrogate`` says), in z-space.
-    pass_chains : int
-        Chains threaded through the states of a step t >= 2, each through ``states / pass_chains`` consecutive
-        ones, run in parallel over the host devices; chain g starts at the hyperparameters of state
-        ``(g + 1) states / pass_chains`` of the step before. 1 (the default) is the paper's single chain.
-    """
-
-    states: int = option(1000, "M: the states kept at each step")
-    window: int = option(1, "tau: the earlier steps f_t is conditioned on")
-    burn_in: int = option(1000, "iterations of the step-1 chain dropped before thinning")
-    thin: int = option(5, "keep every thin-th iteration of the step-1 chain")
-    initial_repeat_f: int = option(3, "ESS updates of f per iteration of the step-1 chain")
-    repeat_f: int = option(5, "ESS updates of f_t before the kappa update and again before the alpha update")
-    final_repeat_f: int = option(0, "ESS updates of f_t after the alpha update")
-    surrogate_variance: float = option(1.0, "SURR: the surrogate data's noise variance S")
-    surrogate: str = option("fixed", "S of SDSS: fixed (the surrogate variance) or curvature (the inverse "
-                                     "curvature of -log p(y | f), per element)", choices=SURROGATES)
-    scheme: str = option("sequential", "sequential (Alg. 1) or full (Gibbs on f_1:t at every t)", choices=SCHEMES)
-    step_kappa_update: str = option("fixed_nu", "the kappa update at steps t >= 2: fixed-nu ESS or SDSS",
-                                    choices=KAPPA_UPDATES)
-    pass_chains: int = option(1, "chains threaded in parallel through the states of each step t >= 2, each "
-                                 "through states / pass-chains of them (1: the paper's single chain)")
-
-    def __post_init__(self):
-        require_positive_int("states", self.states)
-        if self.states < 2:
-            raise MethodError("states must be at least 2 (step t moment-matches the states of step t - 1)")
-        require_positive_int("window", self.window)
-        require_positive_int("burn_in", self.burn_in, allow_zero=True)
-        require_positive_int("thin", self.thin)
-        require_positive_int("initial_repeat_f", self.initial_repeat_f)
-        require_positive_int("repeat_f", self.repeat_f)
-        require_positive_int("final_repeat_f", self.final_repeat_f, allow_zero=True)
-        require_number("surrogate_variance", self.surrogate_variance, 0, open_low=True)
-        require_choice("surrogate", self.surrogate, SURROGATES)
-        require_choice("scheme", self.scheme, SCHEMES)
-        require_choice("step kappa update", self.step_kappa_update, KAPPA_UPDATES)
-        require_positive_int("pass_chains", self.pass_chains)
-        if self.states % self.pass_chains:
-            raise MethodError(f"pass_chains = {self.pass_chains} does not divide states = {self.states}",
-                              hint="choose a number of pass chains that divides the states")
-
-    @property
-    def chains(self) -> int:
-        """One chain, threaded through the states of every step."""
-        return 1
 
 
 def run_sequential(model, data, settings: SequentialSettings, context):

@@ -12,78 +12,10 @@ predictive ``<y>_mean`` and ``<y>_variance`` (noise included) and ``<f>_variance
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
-import numpy as np
-
-from gpdsl.settings import AdamScheduleSettings, option, require_choice, require_number, require_positive_int
-
-OPTIMIZERS = ("lbfgs", "adam")
-SCALINGS = ("blocks", "scalar")
-INDUCING_INITS = ("kmeans", "random")
+from dataclasses import replace
 
 
-@dataclass(frozen=True)
-class SGPRSettings(AdamScheduleSettings):
-    """Settings of ``sgpr``.
-
-    Attributes
-    ----------
-    num_inducing : int
-        Inducing inputs ``M`` (at most the number of training points).
-    inducing_init : {"kmeans", "random"}
-        Initial inducing inputs: k-means centres of the training inputs (k-means++ start, seeded), or a
-        random subset of them (:mod:`gpdsl.inference.variational.inducing_inputs`).
-    fix_inducing : bool
-        Hold the inducing inputs at their initial values.
-    optimizer : {"lbfgs", "adam"}
-        L-BFGS on the whole bound, or Adam with the two-phase schedule (``noise_fixed_steps`` with the
-        noise held, then ``steps`` with everything free, fresh moments).
-    scaling : {"blocks", "scalar"}
-        L-BFGS's initial inverse Hessian: one scale per hyperparameter coordinate and per input column of the
-        inducing inputs, or one for all (as L-BFGS-B). On the 10,000-point benchmark ``blocks`` reaches GPy's
-        final bound in 48 iterations, ``scalar`` stops short of it after 370.
-    max_iterations, max_evaluations : int
-        L-BFGS iterations and bound-and-gradient evaluations.
-    ftol, gtol : float
-        L-BFGS's relative-reduction and largest-gradient-component tolerances.
-    restarts : int
-        L-BFGS restarts after a stop short of ``gtol`` (while the bound improves).
-    noise_fixed_steps, steps, learning_rate, chunk, initial_values, seed
-        As :class:`~gpdsl.settings.AdamScheduleSettings`: Adam's two phases (the parameters the likelihood's
-        ``sigma`` reads held in the first), its step size; constrained starting values of hyperparameters by name
-        (the others start at 1, or inside their bounds); the seed of the inducing-input initialisation.
-    jitter : float
-        Added to the diagonal of ``K(Z)``.
-    """
-
-    num_inducing: int = option(100, "inducing inputs", metavar="M")
-    inducing_init: str = option("kmeans", "initial inducing inputs: k-means centres or a random subset of the "
-                                          "training inputs (seeded)", choices=INDUCING_INITS)
-    fix_inducing: bool = option(False, "hold the inducing inputs at their initial values")
-    optimizer: str = option("lbfgs", "lbfgs on the whole bound, or adam with the schedule --noise-fixed-steps then "
-                                     "--steps", choices=OPTIMIZERS)
-    scaling: str = option("blocks", "L-BFGS's initial inverse Hessian: one scale per hyperparameter coordinate and "
-                                    "per input column of the inducing inputs, or one for all (scalar, as L-BFGS-B)",
-                          choices=SCALINGS)
-    max_iterations: int = option(1000, "L-BFGS iterations")
-    max_evaluations: int = option(15000, "bound-and-gradient evaluations")
-    ftol: float = option(2.220446049250313e-09, "L-BFGS relative-reduction tolerance")
-    gtol: float = option(1e-5, "L-BFGS largest-gradient-component tolerance")
-    restarts: int = option(5, "L-BFGS restarts after a stop short of gtol (while the bound improves)")
-    jitter: float = option(1e-8, "jitter added to the diagonal of K(Z)")
-
-    def __post_init__(self):
-        super().__post_init__()
-        require_choice("optimizer", self.optimizer, OPTIMIZERS)
-        require_choice("inducing-input initialisation", self.inducing_init, INDUCING_INITS)
-        require_choice("L-BFGS scaling", self.scaling, SCALINGS)
-        for name in ("num_inducing", "max_iterations", "max_evaluations"):
-            require_positive_int(name, getattr(self, name))
-        require_positive_int("restarts", self.restarts, allow_zero=True)
-        require_number("ftol", self.ftol, 0)
-        require_number("gtol", self.gtol, 0)
-        require_number("jitter", self.jitter, 0)
+from gpdsl.settings.fitting import SGPRSettings
 
 
 def run_sgpr(model, data, settings: SGPRSettings, context):
@@ -124,3 +56,13 @@ def sgpr_predictions(fit, new_inputs) -> tuple[dict, dict]:
     from gpdsl.inference.methods.ml import regression_predictions
 
     return regression_predictions(fit.problem, fit.predict(new_inputs), fit.predict(new_inputs, include_noise=False))
+
+
+def sgpr_report(results, model, settings: SGPRSettings):
+    """The fit's report (:class:`~gpdsl.results.report.RunReport`): the optimiser's outcome, bound and objective."""
+    from gpdsl.results.report import number, optimiser, optimiser_report
+
+    report = optimiser(results)
+    return optimiser_report(results, f"sparse GP regression (Titsias bound, M = {settings.num_inducing}, "
+                                     f"{settings.optimizer})",
+                            f"bound {number(report, 'bound')}, objective {number(report, 'objective')}")

@@ -8,50 +8,8 @@ steps), and predicts as it does (``--predict`` with new outputs fits ``q(X*)``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-from gpdsl.settings import AdamScheduleSettings, option, require_choice, require_number, require_positive_int
-
-INITIALISATIONS = ("pca", "random")
-
-
-@dataclass(frozen=True)
-class SVIGPLVMSettings(AdamScheduleSettings):
-    """Settings of ``svi-gplvm``.
-
-    Attributes
-    ----------
-    num_inducing : int
-        Inducing inputs ``M``.
-    batch_size : int
-        Rows per Adam step (the whole data when at least ``N``).
-    init : {"pca", "random"}
-        Initial latent means (as ``vem``).
-    init_variance : float, optional
-        Initial latent variances (as ``vem``; default 0.5).
-    noise_fixed_steps, steps, learning_rate, chunk, initial_values, seed
-        As :class:`~gpdsl.settings.AdamScheduleSettings` (the seed is that of the start and the minibatches).
-    """
-
-    num_inducing: int = option(20, "inducing inputs", metavar="M")
-    batch_size: int = option(100, "rows per Adam step (the whole data when at least N)")
-    init: str = option("pca", "initial latent means", choices=INITIALISATIONS)
-    init_variance: float | None = option(None, "initial latent variances (default 0.5)")
-
-    def __post_init__(self):
-        super().__post_init__()
-        require_choice("initialisation", self.init, INITIALISATIONS)
-        for name in ("num_inducing", "batch_size"):
-            require_positive_int(name, getattr(self, name))
-        if self.init_variance is not None:
-            require_number("init_variance", self.init_variance, 0, open_low=True)
-
-    def vem_settings(self, seed: int):
-        """The variational EM settings of the starting point."""
-        from gpdsl.inference.methods.vem import VEMSettings
-
-        return VEMSettings(num_inducing=self.num_inducing, init=self.init, init_variance=self.init_variance,
-                           initial_values=self.initial_values, seed=seed)
+from gpdsl.settings.fitting import SVIGPLVMSettings
 
 
 def run_svi_gplvm(model, data, settings: SVIGPLVMSettings, context):
@@ -74,3 +32,11 @@ def run_svi_gplvm(model, data, settings: SVIGPLVMSettings, context):
         output.dims.update(prediction_dims)
     output.state = vem_fit
     return output
+
+
+def svi_gplvm_report(results, model, settings: SVIGPLVMSettings):
+    """The fit's report (:class:`~gpdsl.results.report.RunReport`): Adam's outcome and the final bound."""
+    from gpdsl.results.report import number, optimiser, optimiser_report
+
+    return optimiser_report(results, f"minibatch variational GPLVM (Adam, {settings.batch_size} rows a step, "
+                                     f"M = {settings.num_inducing})", f"final bound {number(optimiser(results), 'bound')}")

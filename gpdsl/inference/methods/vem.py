@@ -14,123 +14,14 @@ predictions and plots.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
-from gpdsl.errors import GpdslError, MethodError
-from gpdsl.settings import initial_values_from_cli, option, require_choice, require_number, require_positive_int
+from gpdsl.errors import GpdslError
+from gpdsl.settings.fitting import VEMSettings
 
 INDUCING_DIMS = ["M"]
-PSI_METHODS = ("analytic", "unscented", "gauss_hermite", "monte_carlo")
-INITIALISATIONS = ("pca", "random")
-SCALINGS = ("blocks", "scalar")
-
-
-@dataclass(frozen=True)
-class VEMSettings:
-    """Settings of variational EM.
-
-    Attributes
-    ----------
-    psi : {"analytic", "unscented", "gauss_hermite", "monte_carlo"}
-        How the Psi statistics are computed.
-    gh_nodes : int
-        Gauss-Hermite nodes per latent dimension (``gh_nodes ** Q`` points).
-    mc_samples : int
-        Monte Carlo draws per point (drawn once per fit).
-    num_inducing : int
-        Inducing inputs ``M`` (at most ``N``).
-    init : {"pca", "random"}
-        Initial variational means: PCA of the outputs scaled to unit variance, or standard normal draws.
-    init_variance : float, optional
-        Initial variational variances: 0.5 by default (Damianou et al.; de Souza uses 0.1). With a GP
-        prior on the latent inputs, the median initial variance, 0.18 by default (vargplvm).
-    ard_heuristic : bool
-        Initialise ARD inverse squared length-scales to ``1 / (max - min)^2`` of the initial means per
-        dimension (length-scales to ``max - min``), as in Sec. 5 of Damianou et al.
-    initial_values : dict
-        Initial values of hyperparameters by name (override the heuristics).
-    warmup_iterations : int
-        The first iterations hold the likelihood's noise variance and the kernel's variances at their
-        initial values while ``q(X)``, the inducing inputs and the other hyperparameters move (vargplvm's
-        ``initVardistIters``): left free from the start, the noise variance rises tenfold in the first
-        iterations and the weakest latent dimensions collapse onto the prior for good. 0: none.
-        Counted in ``max_iterations``.
-    scaling : {"blocks", "scalar"}
-        L-BFGS's initial inverse Hessian: one scale per block of coordinates (the means, the variances
-        and the inducing inputs of each latent dimension, and each hyperparameter), or one scale for
-        all coordinates as L-BFGS-B (:func:`gpdsl.inference.optimise.lbfgs.minimize`).
-    memory : int
-        L-BFGS's correction pairs. 50 by default, where L-BFGS-B keeps 10: on oil flow (N = 1000, Q = 10, M =
-        30) the fit ends about 500 nats higher (8511 against 8004), reaching GPy's optimum as soon, although
-        each iteration's two-loop recursion then costs about as much as the bound's evaluation
-        (``case_studies/souza2020_ugplvm/bench_results.md``).
-    max_iterations : int
-        L-BFGS iterations.
-    max_evaluations : int
-        Bound-and-gradient evaluations.
-    ftol, gtol : float
-        L-BFGS's relative-reduction and largest-gradient-component tolerances (as in SciPy's L-BFGS-B).
-    restarts : int
-        When L-BFGS stops before ``max_iterations`` without meeting ``gtol`` (a failed line search or
-        a stalled reduction), restart it from its end point with a fresh memory, at most this many
-        times and only while the bound improves by more than ``ftol`` (relative).
-    starts : int
-        Independent fits from different initialisations, the one of highest bound kept: the first from
-        ``init``, the others from random means with seeds ``seed + 1``, ``seed + 2``, ... The bound is
-        multimodal (latent inputs with a GP prior especially), and different starts can end far apart.
-    seed : int
-        Seed of the inducing-input subset, random initialisation and Monte Carlo draws (the run's seed
-        replaces it).
-    """
-
-    psi: str = option("analytic", "Psi statistics: analytic (rbf, linear, sums), or the unscented transform, "
-                                  "Gauss-Hermite or Monte Carlo for any kernel", choices=PSI_METHODS)
-    gh_nodes: int = option(2, "Gauss-Hermite nodes per latent dimension")
-    mc_samples: int = option(10, "Monte Carlo draws per point (fixed per fit)")
-    num_inducing: int = option(20, "inducing inputs", metavar="M")
-    init: str = option("pca", "initial latent means", choices=INITIALISATIONS)
-    init_variance: float | None = option(None, "initial latent variances (default 0.5; with a GP prior on the "
-                                                "latents, their median, default 0.18)")
-    ard_heuristic: bool = option(True, "do not initialise ARD weights from the spread of the initial means",
-                                 negate="--no-ard-heuristic")
-    initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
-                                  flag="--init-value", metavar="NAME=VALUE", repeat=True,
-                                  parse=initial_values_from_cli)
-    warmup_iterations: int = option(50, "first iterations with the noise and kernel variances held at their "
-                                        "initial values (vargplvm's initVardistIters; 0: none)")
-    scaling: str = option("blocks", "L-BFGS's initial inverse Hessian: one scale per block of coordinates "
-                                    "(each latent dimension's means, variances, inducing inputs; each "
-                                    "hyperparameter) or one for all (scalar, as L-BFGS-B)", choices=SCALINGS)
-    memory: int = option(50, "L-BFGS correction pairs kept")
-    max_iterations: int = option(1000, "L-BFGS iterations")
-    max_evaluations: int = option(15000, "bound-and-gradient evaluations")
-    ftol: float = option(1e-10, "L-BFGS relative-reduction tolerance")
-    gtol: float = option(1e-6, "L-BFGS largest-gradient-component tolerance")
-    restarts: int = option(5, "L-BFGS restarts after a stop short of gtol (while the bound improves)")
-    starts: int = option(1, "independent fits (the first from --init, the others from random means), the one of "
-                            "highest bound kept")
-    seed: int = option(0, "seed (replaced by the run's)", cli=False)
-
-    def __post_init__(self):
-        require_choice("Psi-statistic method", self.psi, PSI_METHODS)
-        require_choice("initialisation", self.init, INITIALISATIONS)
-        require_choice("L-BFGS scaling", self.scaling, SCALINGS)
-        for name in ("gh_nodes", "mc_samples", "num_inducing", "memory", "max_iterations", "max_evaluations", "starts"):
-            require_positive_int(name, getattr(self, name))
-        require_positive_int("restarts", self.restarts, allow_zero=True)
-        require_positive_int("warmup_iterations", self.warmup_iterations, allow_zero=True)
-        if self.init_variance is not None:
-            require_number("init_variance", self.init_variance, 0, open_low=True)
-        require_number("ftol", self.ftol, 0)
-        require_number("gtol", self.gtol, 0)
-
-    def psi_method(self):
-        """The Psi-statistic rule these settings name."""
-        from gpdsl.kernels.psi import PsiMethod
-
-        return PsiMethod(self.psi, nodes=self.gh_nodes, samples=self.mc_samples)
 
 
 def run_vem(model, data, settings: VEMSettings, context):
@@ -227,7 +118,7 @@ def fit_from_results(results):
     """
     import jax.numpy as jnp
 
-    from gpdsl.api import check_text
+    from gpdsl.semantics.model_text import check_text
     from gpdsl.data_io import load_data
     from gpdsl.inference.families.gplvm import gplvm_problem
     from gpdsl.inference.variational.gp_prior_q import GPPriorQParams
@@ -266,3 +157,11 @@ def fit_from_results(results):
     fit = VEMFit(problem, settings, params, float(np.asarray(sample_stats["lp"])[0, 0]),
                  np.asarray(sample_stats["bound_trace"])[0, 0], json.loads(attrs["report"])["optimizer"])
     return model, fit
+
+
+def vem_report(results, model, settings: VEMSettings):
+    """The fit's report (:class:`~gpdsl.results.report.RunReport`): the optimiser's outcome and the final bound."""
+    from gpdsl.results.report import number, optimiser, optimiser_report
+
+    return optimiser_report(results, f"variational EM ({settings.psi} Psi statistics, M = {settings.num_inducing})",
+                            f"final bound {number(optimiser(results), 'bound')}")

@@ -217,6 +217,29 @@ def _permutation(seed: tuple, data_size: int, epoch: int) -> np.ndarray:
     return np.random.default_rng([*seed, epoch]).permutation(data_size).astype(np.int32)
 
 
+def schedule_phases(schedule, noise_held, held=None) -> list[Phase]:
+    """The two phases of ``schedule`` (:class:`~gpdsl.settings.AdamScheduleSettings`) over a flat vector.
+
+    Parameters
+    ----------
+    schedule : AdamScheduleSettings
+        ``noise_fixed_steps`` then ``steps``.
+    noise_held : array_like of bool
+        Coordinates held in the first phase (the likelihood's scale).
+    held : array_like of bool, optional
+        Coordinates held in both phases.
+
+    Returns
+    -------
+    list of Phase
+        The phases with at least one step.
+    """
+    noise_held = np.asarray(noise_held, dtype=bool)
+    first = noise_held if held is None else noise_held | held
+    phases = [Phase(schedule.noise_fixed_steps, first), Phase(schedule.steps, held)]
+    return [phase for phase in phases if phase.steps]
+
+
 def maximise(objective: Callable, x0, phases, *, learning_rate: float = 0.01, key=None, data_size: int | None = None,
              batch_size: int | None = None, local=None, local_learning_rate: float | None = None,
              sampling: str | None = None, chunk: int = 100,

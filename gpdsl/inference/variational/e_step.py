@@ -17,12 +17,12 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
 from gpdsl.inference.families.gplvm import GPLVMProblem
-from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.settings import VEMSettings
 from gpdsl.errors import MethodError
 from gpdsl.inference.optimise.traced_lbfgs import minimize
 from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian
 from gpdsl.inference.variational.site_updates import make_site_updates
-from gpdsl.inference.variational.vem import _bound, initial_points
+from gpdsl.inference.variational.vem import gplvm_bound, initial_points
 
 
 class EStepResult(NamedTuple):
@@ -105,7 +105,7 @@ def make_e_step(problem: GPLVMProblem, settings: VEMSettings, *, start=None, max
         raise MethodError(f"updates must be 'lbfgs' or 'sites'; got {updates!r}")
     if updates == "sites" and not isinstance(latent_q, GPPriorGaussian):
         raise MethodError(f"site updates need latent inputs with a GP prior; '{problem.latent}' has none")
-    bound = _bound(problem, settings, latent_q.unconstrained_moments, latent_q.unconstrained_kl, hyperprior=False)
+    bound = gplvm_bound(problem, settings, latent_q.unconstrained_moments, latent_q.unconstrained_kl, hyperprior=False)
     sites = make_site_updates(problem, settings, latent_q, max_iterations=max_iterations, tol=tol,
                               accelerate=accelerate) if updates == "sites" else None
     mean, inducing = initial_points(problem, settings)

@@ -28,7 +28,7 @@ from gpdsl.inference.variational.inducing_inputs import initial_inducing_inputs
 from gpdsl.inference.variational.sgpr import sgpr_bound, sgpr_moments, sgpr_posterior
 
 if TYPE_CHECKING:
-    from gpdsl.inference.methods.sgpr import SGPRSettings
+    from gpdsl.settings import SGPRSettings
 
 
 @dataclass
@@ -236,7 +236,7 @@ def _lbfgs(negative, x0, held, settings, progress, started, labels):
 def _adam(negative, x0, held, space, problem, settings, progress, checkpoint, identity, started):
     from gpdsl.inference.optimise import adam
 
-    phases = settings.phases(space.mask(names=problem.noise_names), held)
+    phases = adam.schedule_phases(settings, space.mask(names=problem.noise_names), held)
     times = []
     result = adam.maximise(lambda x, key, batch: -negative(x), x0, phases, learning_rate=settings.learning_rate,
                            chunk=settings.chunk, progress=progress, checkpoint=checkpoint, identity=identity,

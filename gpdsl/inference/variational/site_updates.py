@@ -72,10 +72,10 @@ def make_site_updates(problem, settings, latent_q: GPPriorGaussian | None = None
     callable
         Traceable and vmap-able in all three arguments.
     """
-    from gpdsl.inference.variational.vem import _bound
+    from gpdsl.inference.variational.vem import gplvm_bound
 
     latent_q = latent_q or problem.latent_q()
-    data_term = _bound(problem, settings, lambda moments, theta: moments, lambda *_: 0.0, hyperprior=False)
+    data_term = gplvm_bound(problem, settings, lambda moments, theta: moments, lambda *_: 0.0, hyperprior=False)
 
     def evaluate(params, Z, theta):
         """The bound at ``params``, the marginal means, and the data term's gradient with respect to the marginals."""

@@ -25,7 +25,7 @@ import numpy as np
 from gpdsl.compilation_cache import keeping_small_programs
 from gpdsl.errors import MethodError, NumericalError
 from gpdsl.inference.families.gplvm import GPLVMProblem
-from gpdsl.inference.methods.vem import VEMSettings
+from gpdsl.settings import VEMSettings
 from gpdsl.inference.optimise import lbfgs
 from gpdsl.inference.variational.collapsed_bound import (
     collapsed_bound,
@@ -165,7 +165,7 @@ def make_objective(problem: GPLVMProblem, settings: VEMSettings, latent_q: Laten
         ``VariationalParams -> scalar``.
     """
     latent_q = latent_q or problem.latent_q()
-    bound = _bound(problem, settings, latent_q.moments, latent_q.kl)
+    bound = gplvm_bound(problem, settings, latent_q.moments, latent_q.kl)
 
     def objective(params: VariationalParams):
         return bound(params.latent, params.inducing, params.theta)
@@ -173,7 +173,7 @@ def make_objective(problem: GPLVMProblem, settings: VEMSettings, latent_q: Laten
     return objective
 
 
-def _bound(problem: GPLVMProblem, settings: VEMSettings, moments, kl, hyperprior: bool = True):
+def gplvm_bound(problem: GPLVMProblem, settings: VEMSettings, moments, kl, hyperprior: bool = True):
     """The bound as a function of the parameters of ``q(X)``, the inducing inputs and ``theta``.
 
     ``moments(latent, theta)`` and ``kl(latent, theta, moments)`` are those of a :class:`LatentQ`, on its
@@ -460,7 +460,7 @@ def objective_program(problem: GPLVMProblem, settings: VEMSettings, latent_q: La
     traced and lowered at ``flat0`` (``jax.stages.Lowered``; :func:`fit_vem` compiles it with
     :data:`COMPILER_OPTIONS`). ``to_params`` and ``unpack`` are those of :func:`optimiser_space` and
     :func:`_flat_layout`."""
-    bound = _bound(problem, settings, latent_q.unconstrained_moments, latent_q.unconstrained_kl)
+    bound = gplvm_bound(problem, settings, latent_q.unconstrained_moments, latent_q.unconstrained_kl)
 
     def negative_bound(flat):
         point = unpack(flat)

@@ -1,16 +1,15 @@
-"""Method settings: dataclasses whose fields say how they appear on the command line, validated on creation.
+"""Settings fields: how a setting appears on the command line, and the checks every settings class uses.
 
-Each method's settings class (declared in its module, listed in :mod:`gpdsl.registry`) is a frozen
-dataclass whose fields are made with :func:`option`; the CLI's flags and ``--help`` are generated
-from them, and ``__post_init__`` validates every value before anything compiles or runs (as
-cmdstanpy's ``cmdstan_args`` does).
+A method's settings class (:mod:`gpdsl.settings`) is a frozen dataclass whose fields are made with
+:func:`option`; the CLI's flags and ``--help`` are generated from them, and ``__post_init__`` validates every
+value with the ``require_*`` checks before anything compiles or runs (as cmdstanpy's ``cmdstan_args`` does).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable
 
 from gpdsl.errors import MethodError
@@ -166,105 +165,62 @@ def initial_values_from_cli(items) -> dict:
     return values
 
 
-@dataclass(frozen=True)
-class ChainSettings:
-    """Settings every Markov chain method shares.
+def settings_from_mapping(method: str, settings_class, values, where: str = "settings", owners=None):
+    """``settings_class`` (of the method called ``method``) from a mapping, validated as flags are.
 
-    Attributes
+    Keys are field names (``num_importance``) or flag names without dashes (``num-importance``, ``no-...``);
+    strings are converted as on the command line (``--block s1,theta``, ``--approximation ep``).
+
+    Parameters
     ----------
-    chains : int
-        Independent chains.
-    warmup : int
-        Warmup (adaptation, burn-in) iterations per chain, not kept.
-    draws : int
-        Kept iterations per chain.
+    method : str
+        The method's name, for messages.
+    settings_class : type
+    values : mapping
+    where : str
+        What holds the mapping, for messages.
+    owners : dict of str to type, optional
+        Every method's settings class by name: a key that is another method's setting says whose.
+
+    Raises
+    ------
+    MethodError
+        A key is not a setting (with a suggestion), or a value is invalid.
     """
+    from gpdsl.suggest import unknown_name_hint
 
-    chains: int = option(4, "independent chains")
-    warmup: int = option(1000, "warmup iterations per chain (adaptation; not kept)")
-    draws: int = option(1000, "kept draws per chain")
-
-    def __post_init__(self):
-        require_positive_int("chains", self.chains)
-        require_positive_int("warmup", self.warmup, allow_zero=True)
-        require_positive_int("draws", self.draws)
-
-
-@dataclass(frozen=True)
-class SegmentedChainSettings(ChainSettings):
-    """Settings of the chain methods gpdsl's driver runs (:func:`gpdsl.inference.driver.run_chains`).
-
-    Attributes
-    ----------
-    segment_size : int
-        Iterations per compiled segment; progress and the checkpoint (``--checkpoint``) are written after each.
-        The draws do not depend on it.
-    initial_values : dict
-        Hyperparameters every chain starts at, by name (constrained values; one value for a whole vector, or one
-        per element); the others start where the method starts them (a draw from their priors, or the
-        variational fit's estimate).
-    """
-
-    segment_size: int = option(100, "iterations per compiled segment: progress and the checkpoint are written "
-                                    "after each (the draws do not depend on it)")
-    initial_values: dict = option({}, "start every chain at this value of a hyperparameter (repeatable; vectors as "
-                                      "v1,v2,...; default: where the method starts them)", flag="--init-value",
-                                  metavar="NAME=VALUE", repeat=True, parse=initial_values_from_cli)
-
-    def __post_init__(self):
-        super().__post_init__()
-        require_positive_int("segment_size", self.segment_size)
-        if not isinstance(self.initial_values, dict):
-            raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
+    fields = {f.name: f for f in dataclasses.fields(settings_class)}
+    flags = {flag_of(f).lstrip("-"): f for f in cli_fields(settings_class)}
+    chosen = {}
+    for key, value in dict(values).items():
+        settings_field = fields.get(str(key).replace("-", "_")) or flags.get(str(key))
+        if settings_field is None:
+            name = str(key).replace("-", "_")
+            found = [owner for owner, cls in (owners or {}).items()
+                     if name in {f.name for f in dataclasses.fields(cls)}]
+            owned = f" (a setting of {', '.join(found)})" if found else ""
+            raise MethodError(f"{where}: '{key}' is not a setting of {method}{owned}",
+                              hint=unknown_name_hint(key, fields, f"settings of {method}"))
+        meta = settings_field.metadata
+        negated = meta.get("negate") and str(key) == meta["negate"].lstrip("-")
+        if negated and isinstance(value, bool):
+            value = not value
+        elif meta.get("parse") and (isinstance(value, str) or
+                                    (meta.get("repeat") and isinstance(value, list) and
+                                     all(isinstance(v, str) for v in value))):
+            value = command_line_value(settings_field, value)
+        elif meta.get("choices") and isinstance(value, str):
+            value = command_line_value(settings_field, value)
+        require_type(settings_field, value)
+        chosen[settings_field.name] = value
+    return settings_class(**chosen)
 
 
-@dataclass(frozen=True)
-class AdamScheduleSettings:
-    """Settings every method fitted by Adam over de Souza's (2020) schedule shares
-    (:mod:`gpdsl.inference.optimise.adam`): ``noise_fixed_steps`` with the likelihood's scale held, then ``steps``
-    with everything free, fresh moments in each phase.
-
-    Attributes
-    ----------
-    noise_fixed_steps, steps : int
-        The two phases' steps.
-    learning_rate : float
-        Adam's step size.
-    chunk : int
-        Adam steps per compiled chunk: progress and the checkpoint (``--checkpoint``) are written after each.
-    initial_values : dict
-        Constrained starting values of hyperparameters by name.
-    seed : int
-        Seed of the start and of any minibatches and samples (the run's seed replaces it).
-    """
-
-    noise_fixed_steps: int = option(2000, "Adam steps with the likelihood's scale held at its initial value (0: none)")
-    steps: int = option(5000, "Adam steps with every parameter free, after --noise-fixed-steps (fresh moments)")
-    learning_rate: float = option(0.01, "Adam's step size")
-    chunk: int = option(100, "Adam steps per compiled chunk: progress and the checkpoint are written after each")
-    initial_values: dict = option({}, "initial value of a hyperparameter (repeatable; vectors as v1,v2,...)",
-                                  flag="--init-value", metavar="NAME=VALUE", repeat=True,
-                                  parse=initial_values_from_cli)
-    seed: int = option(0, "seed (replaced by the run's)", cli=False)
-
-    def __post_init__(self):
-        if not isinstance(self.initial_values, dict):
-            raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
-        require_positive_int("noise_fixed_steps", self.noise_fixed_steps, allow_zero=True)
-        require_positive_int("steps", self.steps)
-        require_positive_int("chunk", self.chunk)
-        require_number("learning_rate", self.learning_rate, 0, open_low=True)
-        require_positive_int("seed", self.seed, allow_zero=True)
-
-    def phases(self, noise_held, held=None) -> list:
-        """The schedule as :class:`~gpdsl.inference.optimise.adam.Phase` s over a flat vector: the coordinates of
-        ``noise_held`` and ``held`` (boolean masks) still in the first, those of ``held`` in the second; empty
-        phases dropped."""
-        import numpy as np
-
-        from gpdsl.inference.optimise.adam import Phase
-
-        noise_held = np.asarray(noise_held, dtype=bool)
-        first = noise_held if held is None else noise_held | held
-        phases = [Phase(self.noise_fixed_steps, first), Phase(self.steps, held)]
-        return [phase for phase in phases if phase.steps]
+def command_line_value(settings_field, value):
+    """A command-line value of ``settings_field`` converted: by its ``parse``, or ``-`` to ``_`` in a choice."""
+    meta = settings_field.metadata
+    if meta.get("parse"):
+        return meta["parse"](value)
+    if meta.get("choices") and isinstance(value, str):
+        return value.replace("-", "_")
+    return value

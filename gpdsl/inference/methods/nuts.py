@@ -12,41 +12,13 @@ GP-regression models are computed from NUTS's draws by the engines' code
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
 from gpdsl.backends.stan.codegen import generate_stan
 from gpdsl.backends.stan.runners import sample_stan
 from gpdsl.backends.stan.stanc import check_program
-from gpdsl.settings import ChainSettings, option, require_choice, require_number, require_positive_int
-
-BACKENDS = ("auto", "pystan", "cmdstanpy")
-
-
-@dataclass(frozen=True)
-class NUTSSettings(ChainSettings):
-    """Settings of ``nuts``, as in CmdStan.
-
-    Attributes
-    ----------
-    adapt_delta : float
-        Target acceptance rate of the step-size adaptation.
-    max_depth : int
-        Maximum tree depth.
-    backend : {"auto", "pystan", "cmdstanpy"}
-        Stan interface; ``"auto"`` prefers CmdStan when installed.
-    """
-
-    adapt_delta: float = option(0.8, "target acceptance rate of NUTS's step-size adaptation")
-    max_depth: int = option(10, "maximum tree depth of NUTS")
-    backend: str = option("auto", "Stan interface (auto: CmdStan when installed, else PyStan)", choices=BACKENDS)
-
-    def __post_init__(self):
-        super().__post_init__()
-        require_number("adapt_delta", self.adapt_delta, 0, 1, open_low=True, open_high=True)
-        require_positive_int("max_depth", self.max_depth)
-        require_choice("backend", self.backend, BACKENDS)
+from gpdsl.settings.sampling import NUTSSettings
 
 
 def run_nuts(model, data, settings: NUTSSettings, context):
