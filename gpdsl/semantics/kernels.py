@@ -1,0 +1,196 @@
+"""Kernels: the second argument of ``gp(inputs, kernel)``.
+
+A kernel expression is kernels of the catalog (``rbf(lengthscale = l)``) added, multiplied and scaled
+by scalars. Each kernel's hyperparameters are checked against its entry in the catalog: names,
+defaults, groups of which one is given, scalar or one per input column (ARD), and constant values
+against their support. A kernel may be bound to one input of the GP (``rbf(t, ...)``) or to columns of
+a matrix input (``rbf(X[:, 2:3], ...)``).
+"""
+
+from __future__ import annotations
+
+from gpdsl.ir import nodes as ir
+from gpdsl.semantics import catalog
+from gpdsl.semantics.constants import constant_items
+from gpdsl.semantics.context import CheckContext, fail, fail_unknown_callable
+from gpdsl.semantics.expressions import check_expr, is_kernel
+from gpdsl.semantics.shapes import shape_text
+from gpdsl.semantics.support import SUPPORTS
+from gpdsl.semantics.types import Dim
+from gpdsl.semantics.whole_program import note_parameter_argument
+from gpdsl.suggest import closest, did_you_mean, edit_distance
+from gpdsl.syntax import ast
+
+
+def check_kernel(ctx: CheckContext, expr: ast.Expr, inputs: ir.Inputs) -> ir.Kernel:
+    """Check a kernel expression over a GP's inputs.
+
+    Parameters
+    ----------
+    ctx : CheckContext
+    expr : gpdsl.syntax.ast.Expr
+        The second argument of ``gp``.
+    inputs : gpdsl.ir.nodes.Inputs
+        The GP's checked inputs, which set the input dimension of each kernel.
+
+    Returns
+    -------
+    gpdsl.ir.nodes.Kernel
+        A leaf, sum, product or scaled kernel.
+
+    Raises
+    ------
+    ModelCheckError
+        At the first part that is not a kernel, or a kernel with bad hyperparameters.
+    """
+    if isinstance(expr, ast.BinaryOp) and expr.op in "+*":
+        left_is_kernel, right_is_kernel = is_kernel(expr.left), is_kernel(expr.right)
+        if expr.op == "+":
+            if not (left_is_kernel and right_is_kernel):
+                bad = expr.right if left_is_kernel else expr.left
+                fail("a kernel can only be added to another kernel", bad.span,
+                     "to add a constant covariance write constant(c)")
+            return ir.KernelSum(expr.span, check_kernel(ctx, expr.left, inputs), check_kernel(ctx, expr.right, inputs))
+        if left_is_kernel and right_is_kernel:
+            return ir.KernelProduct(expr.span, check_kernel(ctx, expr.left, inputs),
+                                    check_kernel(ctx, expr.right, inputs))
+        if left_is_kernel or right_is_kernel:
+            scale_ast, kernel_ast = (expr.right, expr.left) if left_is_kernel else (expr.left, expr.right)
+            scale = check_expr(ctx, scale_ast)
+            if scale.type.shape:
+                fail("a kernel can only be scaled by a scalar", scale_ast.span)
+            return ir.KernelScale(expr.span, scale, check_kernel(ctx, kernel_ast, inputs))
+    if isinstance(expr, ast.Call):
+        if expr.function in catalog.KERNELS:
+            return _kernel_leaf(ctx, expr, inputs)
+        if expr.function in catalog.DISTRIBUTIONS:
+            fail(f"'{expr.function}' is a distribution, not a kernel", expr.name_span,
+                 "kernels are: " + ", ".join(catalog.KERNELS))
+        if expr.function not in catalog.FUNCTIONS:
+            fail_unknown_callable(expr, "kernel")
+    fail("expected a kernel expression (kernels combined with +, * and scaled by scalars)", expr.span,
+         "kernels are: " + ", ".join(catalog.KERNELS))
+
+
+def verify_kernel_names(ctx: CheckContext, expr: ast.Expr):
+    """Fail at a misspelt kernel among the terms and factors of a kernel expression.
+
+    Parameters
+    ----------
+    ctx : CheckContext
+    expr : gpdsl.syntax.ast.Expr
+        The second argument of ``gp``.
+
+    Raises
+    ------
+    ModelCheckError
+        At an unknown call, a kernel named without its call, or a name closer to a kernel than to a variable.
+    """
+    if isinstance(expr, ast.BinaryOp) and expr.op in "+*":
+        verify_kernel_names(ctx, expr.left)
+        verify_kernel_names(ctx, expr.right)
+    elif isinstance(expr, ast.Call) and expr.function not in catalog.known_callables():
+        fail_unknown_callable(expr, "kernel")
+    elif isinstance(expr, ast.Name) and expr.name in catalog.KERNELS:
+        fail(f"'{expr.name}' must be called: {expr.name}(...)", expr.span)
+    elif (isinstance(expr, ast.Name) and expr.name not in ctx.variables and expr.name not in ctx.loops
+          and expr.name not in catalog.CONSTANTS):
+        kernel = closest(expr.name, catalog.KERNELS, fallback=False)
+        variable = closest(expr.name, ctx.variables, fallback=False)
+        if kernel is not None and (variable is None or
+                                   edit_distance(expr.name, kernel) <= edit_distance(expr.name, variable)):
+            fail(f"unknown kernel '{expr.name}'", expr.span, f"did you mean '{kernel}(...)'?")
+
+
+def _kernel_leaf(ctx: CheckContext, call: ast.Call, inputs: ir.Inputs) -> ir.KernelLeaf:
+    spec = catalog.KERNELS[call.function]
+    args = list(call.args)
+    component, columns = None, None
+    if args and _names_input_part(ctx, args[0]):
+        component, columns = _input_part(ctx, args[0], inputs)
+        args = args[1:]
+    input_dim = inputs.dims[component] if component is not None else inputs.dim
+    if columns is not None:
+        input_dim = columns[1] - columns[0]
+    values: dict[str, ir.Expr] = {}
+    if len(args) > len(spec.params):
+        fail(f"{spec.name} takes at most {len(spec.params)} positional hyperparameters", call.span)
+    for param, arg in zip(spec.params, args):
+        values[param.name] = check_expr(ctx, arg)
+    for kw in call.kwargs:
+        param = spec.param(kw.name)
+        if param is None:
+            fail(f"kernel {spec.name} has no parameter '{kw.name}'", kw.name_span,
+                 did_you_mean(kw.name, [p.name for p in spec.params])
+                 or "its parameters are " + ", ".join(p.name for p in spec.params))
+        if kw.name in values:
+            fail(f"parameter '{kw.name}' of {spec.name} given twice", kw.name_span)
+        values[kw.name] = check_expr(ctx, kw.value)
+    for group in spec.exclusive:
+        given = [g for g in group if g in values]
+        if len(given) > 1:
+            fail(f"{spec.name} takes one of {' or '.join(group)}, not both", call.span)
+    for param in spec.params:
+        excluded = any(param.name in g and any(o in values for o in g if o != param.name)
+                       for g in spec.exclusive)
+        if param.name not in values and not excluded:
+            if param.default is None and not any(param.name in g for g in spec.exclusive):
+                fail(f"kernel {spec.name} needs '{param.name}'", call.span,
+                     f"e.g. {spec.name}(1e-6)" if spec.name == "white" else f"e.g. {spec.name}({param.name} = 1)")
+            if param.default is not None:
+                values[param.name] = ir.Constant(ir.REAL, call.span, float(param.default))
+    for name, value in values.items():
+        param = spec.param(name)
+        shape = value.type.shape
+        if value.type.container == "matrix" or value.type.array_dims or isinstance(value, ir.StringConstant):
+            fail(f"{spec.name} parameter '{name}' must be a scalar or a vector", value.span)
+        if shape:
+            if not param.ard_allowed:
+                fail(f"{spec.name} parameter '{name}' must be a scalar", value.span)
+            if not _dims_agree(shape[0], input_dim):
+                fail(f"{spec.name} parameter '{name}' has length {shape[0]} but the kernel acts on "
+                     f"{input_dim} input dimension(s)", value.span,
+                     "an ARD vector has one entry per input column")
+        support = SUPPORTS["positive" if param.positive else "real"]
+        for x, span in constant_items(value):
+            if not support.contains(x):
+                fail(f"{spec.name} parameter '{name}' must be in {support.describe()}, got {x:g}", span)
+        note_parameter_argument(ctx, f"{spec.name} parameter '{name}'", support, value)
+    ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
+    return ir.KernelLeaf(call.span, spec.name, ordered, component, input_dim, columns)
+
+
+def _names_input_part(ctx: CheckContext, arg: ast.Expr) -> bool:
+    """Whether a kernel's first argument names inputs (``t``, ``X[:, 1]``) rather than a hyperparameter."""
+    base = arg.base if isinstance(arg, ast.Index) else arg
+    var = ctx.variables.get(base.name) if isinstance(base, ast.Name) else None
+    return var is not None and var.role in ("data", "latent") and bool(var.type.shape)
+
+
+def _input_part(ctx: CheckContext, arg: ast.Expr, inputs: ir.Inputs) -> tuple[int, tuple[int, int] | None]:
+    """The input component a kernel is bound to, and the column range it selects (None for all)."""
+    name = arg.base.name if isinstance(arg, ast.Index) else arg.name
+    if name not in inputs.names:
+        fail(f"'{name}' is not one of this GP's inputs", arg.span,
+             "bind a kernel to an input by naming one of the inputs of gp((t, X), ...), or to columns "
+             "of a matrix input with X[:, j] or X[:, a:b]")
+    component = inputs.names.index(name)
+    if isinstance(arg, ast.Name):
+        return component, None
+    value = check_expr(ctx, arg)
+    t = inputs.components[component].type
+    rows, cols = (value.indices + (None, None))[:2]
+    whole_rows = isinstance(arg.indices[0], ast.Slice) and arg.indices[0].start is None
+    if t.container != "matrix" or t.array_dims or len(arg.indices) != 2 or not whole_rows:
+        fail(f"a kernel binds to whole columns of a matrix input: write {name}[:, j] or {name}[:, a:b]",
+             arg.span, f"'{name}' is {t.describe()}; '{name}[...]' here selects "
+             f"{shape_text(value.type.shape)} values, not columns")
+    if isinstance(cols, ir.Slice) and isinstance(cols.start, ir.Constant) and isinstance(cols.stop, ir.Constant):
+        return component, (int(cols.start.value) - 1, int(cols.stop.value))
+    if isinstance(cols, ir.Constant):
+        return component, (int(cols.value) - 1, int(cols.value))
+    fail("the columns a kernel binds to must be constants: X[:, 2] or X[:, 2:3]", arg.indices[1].span)
+
+
+def _dims_agree(a: Dim, b) -> bool:
+    return a == b or (isinstance(b, str) and "+" in b)
