@@ -3,7 +3,8 @@
 import pytest
 
 from gpdsl.api import check_file, check_text
-from gpdsl.ir.structure import gp_nodes, parameter_bounds
+from gpdsl.ir import nodes as ir
+from gpdsl.ir.structure import gp_nodes, parameter_bounds, statement_refs, sub_expressions
 
 EXPECTED = {
     "gp_classification": {"f": (False, True)},
@@ -78,3 +79,34 @@ model {{
 """)
     (node,) = gp_nodes(model)
     assert (node.elementwise, node.shifted) == (elementwise, shifted)
+
+
+@pytest.mark.parametrize("data, statements, whole", [
+    ("vector[N] y;", "f ~ gp(x, rbf(1.0)); y ~ normal(m + f, s);", True),
+    ("matrix[N, 3] y;", "f ~ gp(x, rbf(1.0)); y ~ normal(f, s);", True),
+    ("vector[N] y;", "f ~ gp(x, rbf(1.0)); for (i in 1:1) { y ~ normal(f, s); }", False),
+    ("array[N] real y;", "f ~ gp(x, rbf(1.0)); y ~ normal(f, s);", False),
+    ("vector[T] t; array[T] vector[N] y;", "f ~ gp((t, X), rbf(1.0)); y ~ normal(f, s);", False),
+])
+def test_marginalised_whole_is_one_multivariate_normal(data, statements, whole):
+    inputs = "array[T] matrix[N, 2] X;" if "(t, X)" in statements else "vector[N] x;"
+    model, _ = check_text(f"""
+data {{ int T; int N; {inputs} {data} }}
+parameters {{ real m ~ normal(0, 1); real<lower=0> s ~ lognormal(0, 1); }}
+model {{ {statements} }}
+""")
+    (node,) = gp_nodes(model)
+    assert node.marginalised and node.marginalised_whole == whole
+
+
+def test_one_walker_reads_every_reference():
+    model, _ = check_text("""
+data { int N; int K; vector[N] x; vector[N] y; vector[K] w; }
+parameters { real a ~ normal(0, 1); real<lower=0> s ~ lognormal(0, 1); }
+model { f ~ gp(x, rbf(lengthscale = exp(-a))); y ~ normal(f + w[K] * a, s); }
+""")
+    gp, likelihood = [s for s, _ in model.walk() if not isinstance(s, ir.PriorStatement)]
+    assert statement_refs(gp) == {"x", "a"}
+    assert statement_refs(likelihood) == {"f", "w", "K", "s", "a"}
+    assert [type(e).__name__ for e in sub_expressions(likelihood.distribution.arg("mu"))] == [
+        "Binary", "Ref", "Binary", "Index", "Ref", "Ref", "Ref"]

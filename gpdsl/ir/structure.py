@@ -8,9 +8,11 @@ kernel, and how the likelihood on top of them factorises.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 from gpdsl.ir import nodes as ir
 from gpdsl.likelihoods import LIKELIHOODS
+from gpdsl.priors import PRIORS
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ class GPNode:
     offset : Expr or None
         Those terms (``mu + beta * x`` of ``normal(mu + beta * x + f, s)``), None when the latent argument
         is the latent itself.
+    likelihood_loops : tuple of ForLoop
+        The loops enclosing that likelihood statement.
     """
 
     name: str
@@ -52,6 +56,7 @@ class GPNode:
     elementwise: bool
     shifted: bool = False
     offset: ir.Expr | None = None
+    likelihood_loops: tuple[ir.ForLoop, ...] = ()
 
     @property
     def plainly_marginalised(self) -> bool:
@@ -59,53 +64,80 @@ class GPNode:
         outputs as their engines take them."""
         return self.marginalised and self.offset is None and self.statement.mean is None
 
+    @property
+    def marginalised_whole(self) -> bool:
+        """Marginalised over inputs with one index level, the likelihood outside any loop and on data of the
+        latent's own container and shape (no array dimensions): one multivariate normal over all the latent's
+        points (one per matrix column), as the Stan backend integrates it out."""
+        if not self.marginalised or self.likelihood_loops or len(self.statement.inputs.index_shape) != 1:
+            return False
+        data, latent = self.likelihood.target.type, self.statement.target.type
+        return (data.container, data.shape) == (latent.container, latent.shape) and not data.array_dims
 
-def _refs(expr) -> set[str]:
-    """Names referenced by an expression."""
-    if isinstance(expr, ir.Ref):
-        return {expr.name}
+
+def sub_expressions(expr: ir.Expr) -> Iterator[ir.Expr]:
+    """``expr`` and every expression inside it, depth first (the bounds of index slices included)."""
+    yield expr
+    for child in _children(expr):
+        yield from sub_expressions(child)
+
+
+def _children(expr: ir.Expr) -> tuple[ir.Expr, ...]:
     if isinstance(expr, ir.Index):
-        names = _refs(expr.base)
-        for i in expr.indices:
-            names |= (_refs(i.start) | _refs(i.stop)) if isinstance(i, ir.Slice) else _refs(i)
-        return names
+        return (expr.base, *(bound for i in expr.indices
+                             for bound in ((i.start, i.stop) if isinstance(i, ir.Slice) else (i,))))
     if isinstance(expr, ir.Binary):
-        return _refs(expr.left) | _refs(expr.right)
-    if isinstance(expr, (ir.Negate,)):
-        return _refs(expr.operand)
+        return expr.left, expr.right
+    if isinstance(expr, ir.Negate):
+        return (expr.operand,)
     if isinstance(expr, ir.Apply):
-        return set().union(*(_refs(a) for a in expr.args))
+        return expr.args
     if isinstance(expr, ir.VectorLiteral):
-        return set().union(set(), *(_refs(a) for a in expr.items))
+        return expr.items
     if isinstance(expr, ir.Project):
-        return _refs(expr.weights) | _refs(expr.inputs)
-    return set()
+        return expr.weights, expr.inputs
+    return ()
 
 
 def expression_refs(expr: ir.Expr) -> set[str]:
     """Names an expression reads."""
-    return _refs(expr)
+    return {e.name for e in sub_expressions(expr) if isinstance(e, ir.Ref)}
+
+
+def kernel_exprs(kernel: ir.Kernel) -> list[ir.Expr]:
+    """A kernel's hyperparameter expressions, leaves and scales in order."""
+    if isinstance(kernel, ir.KernelLeaf):
+        return [e for _, e in kernel.params]
+    if isinstance(kernel, ir.KernelScale):
+        return [kernel.scale] + kernel_exprs(kernel.kernel)
+    return kernel_exprs(kernel.left) + kernel_exprs(kernel.right)
 
 
 def kernel_refs(kernel: ir.Kernel) -> set[str]:
     """Names referenced by a kernel's hyperparameters."""
-    if isinstance(kernel, ir.KernelLeaf):
-        return set().union(set(), *(_refs(v) for _, v in kernel.params))
-    if isinstance(kernel, ir.KernelScale):
-        return _refs(kernel.scale) | kernel_refs(kernel.kernel)
-    return kernel_refs(kernel.left) | kernel_refs(kernel.right)
+    return set().union(*(expression_refs(e) for e in kernel_exprs(kernel)))
 
 
-def statement_refs(statement: ir.Statement) -> set[str]:
-    """Names a statement reads (not its target)."""
+def statement_exprs(statement: ir.Statement) -> list[ir.Expr]:
+    """The expressions a statement reads, not counting its target's indices: GP inputs, kernel
+    hyperparameters and mean; distribution or external arguments."""
     if isinstance(statement, ir.GPStatement):
-        names = set().union(*(_refs(c) for c in statement.inputs.components))
-        return names | kernel_refs(statement.kernel) | (set() if statement.mean is None else _refs(statement.mean))
+        mean = [] if statement.mean is None else [statement.mean]
+        return [*statement.inputs.components, *kernel_exprs(statement.kernel), *mean]
     if isinstance(statement, (ir.PriorStatement, ir.LikelihoodStatement)):
-        return set().union(set(), *(_refs(v) for _, v in statement.distribution.args))
+        return [e for _, e in statement.distribution.args]
     if isinstance(statement, ir.ExternalLikelihood):
-        return set().union(set(), *(_refs(a) for a in statement.args))
-    return set()
+        return list(statement.args)
+    return []
+
+
+def statement_refs(statement: ir.Statement, indices: bool = False) -> set[str]:
+    """Names a statement reads (not its target; its target's indices too when ``indices``)."""
+    exprs = statement_exprs(statement)
+    target = getattr(statement, "target", None)
+    if indices and target is not None:
+        exprs = [*target.indices, *exprs]
+    return set().union(*(expression_refs(e) for e in exprs))
 
 
 def _is_elementwise_of(expr: ir.Expr, name: str) -> bool:
@@ -130,7 +162,7 @@ def _is_offset_of(expr: ir.Expr, name: str, inner, either_sign: bool) -> bool:
         left = inner(expr.left, name)
         right = (either_sign or expr.op == "+") and not left and inner(expr.right, name)
         latent_side, other = (expr.left, expr.right) if left else (expr.right, expr.left)
-        return (left or right) and name not in _refs(other) and (
+        return (left or right) and name not in expression_refs(other) and (
             not other.type.shape or other.type.shape == latent_side.type.shape)
     return False
 
@@ -138,7 +170,7 @@ def _is_offset_of(expr: ir.Expr, name: str, inner, either_sign: bool) -> bool:
 def acts_elementwise(likelihood: ir.LikelihoodStatement, name: str) -> bool:
     """Every argument of ``likelihood`` is free of the latent ``name`` or depends on it element by element
     (``exp(g)`` as the scale of ``normal(f, exp(g))``)."""
-    return all(name not in _refs(v) or _is_elementwise_of(v, name) for _, v in likelihood.distribution.args)
+    return all(name not in expression_refs(v) or _is_elementwise_of(v, name) for _, v in likelihood.distribution.args)
 
 
 def latent_offset(expr: ir.Expr, name: str) -> ir.Expr | None:
@@ -146,7 +178,7 @@ def latent_offset(expr: ir.Expr, name: str) -> ir.Expr | None:
     ``mu + beta * x + f``, ``-c`` of ``f - c``; None for the latent alone."""
     if isinstance(expr, (ir.Ref, ir.Index)):
         return None
-    left_has = name in _refs(expr.left)
+    left_has = name in expression_refs(expr.left)
     inner, other = (expr.left, expr.right) if left_has else (expr.right, expr.left)
     if expr.op == "-" and left_has:
         other = ir.Negate(other.type, other.span, other)
@@ -180,6 +212,7 @@ def gp_nodes(model: ir.Model) -> list[GPNode]:
         users = [s for s, _ in walked if s is not statement and name in statement_refs(s)]
         likelihoods = [s for s in users if isinstance(s, (ir.LikelihoodStatement, ir.ExternalLikelihood))]
         likelihood = likelihoods[0] if len(likelihoods) == 1 else None
+        likelihood_loops = next((enclosing for s, enclosing in walked if s is likelihood), ())
         marginalised = False
         elementwise = shifted = False
         offset = None
@@ -187,7 +220,7 @@ def gp_nodes(model: ir.Model) -> list[GPNode]:
             latent = _latent_argument(likelihood.distribution)
             first = dict(likelihood.distribution.args)[latent]
             others = [v for n, v in likelihood.distribution.args if n != latent]
-            elementwise = _is_elementwise_of(first, name) and not any(name in _refs(v) for v in others)
+            elementwise = _is_elementwise_of(first, name) and not any(name in expression_refs(v) for v in others)
             shifted = elementwise and _is_shift_of(first, name)
             offset = latent_offset(first, name) if shifted else None
             marginalised = (
@@ -199,7 +232,8 @@ def gp_nodes(model: ir.Model) -> list[GPNode]:
                 and likelihood.target.type.shape == statement.target.type.shape
                 and all(not v.type.shape for v in others)
             )
-        found.append(GPNode(name, statement, loops, marginalised, likelihood, elementwise, shifted, offset))
+        found.append(GPNode(name, statement, loops, marginalised, likelihood, elementwise, shifted, offset,
+                            likelihood_loops))
     return found
 
 
@@ -214,14 +248,14 @@ def _constant_values(expr: ir.Expr) -> list[float] | None:
 def parameter_bounds(model: ir.Model, name: str) -> tuple[list[float] | None, list[float] | None]:
     """Lower and upper bounds of a parameter, scalar (one-element list) or elementwise.
 
-    Declared bounds come from the type; bounded priors (``uniform``, ``scaled_sigmoid_normal``) imply
-    them, elementwise when given as vector literals.
+    Declared bounds come from the type; bounded priors (support ``"bounded"`` in :mod:`gpdsl.priors`:
+    ``uniform``, ``scaled_sigmoid_normal``) imply them, elementwise when given as vector literals.
     """
     var = model.parameters[name]
     lower = None if var.type.lower is None else [var.type.lower]
     upper = None if var.type.upper is None else [var.type.upper]
     prior = model.priors().get(name)
-    if prior is not None and prior.distribution.name in ("uniform", "scaled_sigmoid_normal"):
+    if prior is not None and PRIORS[prior.distribution.name].support == "bounded":
         lower = _constant_values(prior.distribution.arg("lower")) or lower
         upper = _constant_values(prior.distribution.arg("upper")) or upper
     return lower, upper
@@ -235,7 +269,7 @@ def mean_prediction_refusal(model: ir.Model, node: GPNode) -> str | None:
         return None
     components = node.statement.inputs.components
     inputs = {components[0].name} if len(components) == 1 and isinstance(components[0], ir.Ref) else set()
-    others = sorted(name for name in _refs(mean) if name in model.data and name not in inputs
+    others = sorted(name for name in expression_refs(mean) if name in model.data and name not in inputs
                     and name not in model.sizes)
     if others:
         return (f"the mean of '{node.name}' uses {', '.join(others)}, which has no values at new inputs; a mean "

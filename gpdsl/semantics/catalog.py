@@ -1,8 +1,8 @@
 """What the language knows by name: distributions, likelihoods, kernels and functions.
 
 Each entry states its parameterisation; ``docs/language.md`` is generated from the same facts. The
-likelihoods' entries are read from their objects in :mod:`gpdsl.likelihoods`, the kernels' from the
-table of :mod:`gpdsl.kernel_table`.
+priors' entries are read from their objects in :mod:`gpdsl.priors`, the likelihoods' from theirs in
+:mod:`gpdsl.likelihoods`, the kernels' from the table of :mod:`gpdsl.kernel_table`.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from gpdsl.kernel_table import KERNEL_SPECS, KernelSpec
 from gpdsl.likelihoods import LIKELIHOODS, Likelihood
+from gpdsl.priors import PRIORS, Prior
 
 
 @dataclass(frozen=True)
@@ -56,29 +57,10 @@ class DistributionSpec:
         return self.arg_support.get(name, "real")
 
 
-_PRIORS = [
-    DistributionSpec("normal", ("mu", "sigma"), arg_support={"sigma": "positive"},
-                     doc="mean mu, standard deviation sigma"),
-    DistributionSpec("lognormal", ("mu", "sigma"), support="positive", arg_support={"sigma": "positive"},
-                     doc="log(x) ~ normal(mu, sigma)"),
-    DistributionSpec("gamma", ("shape", "rate"), support="positive",
-                     arg_support={"shape": "positive", "rate": "positive"},
-                     doc="density rate^shape / Gamma(shape) x^(shape-1) exp(-rate x); mean shape/rate"),
-    DistributionSpec("inv_gamma", ("shape", "scale"), support="positive",
-                     arg_support={"shape": "positive", "scale": "positive"},
-                     doc="1/x ~ gamma(shape, rate=scale); mean scale/(shape-1)"),
-    DistributionSpec("half_normal", ("sigma",), support="positive", arg_support={"sigma": "positive"},
-                     doc="|z| with z ~ normal(0, sigma); needs <lower=0>"),
-    DistributionSpec("student_t", ("nu", "mu", "sigma"), arg_support={"nu": "positive", "sigma": "positive"},
-                     doc="degrees of freedom nu, location mu, scale sigma"),
-    DistributionSpec("uniform", ("lower", "upper"), support="bounded", ordered=("lower", "upper"),
-                     doc="uniform on (lower, upper); the bounds are implied if not declared"),
-    DistributionSpec("scaled_sigmoid_normal", ("lower", "upper", "mu", "sigma"),
-                     defaults={"mu": 0.0, "sigma": 1.5}, support="bounded", arg_support={"sigma": "positive"},
-                     ordered=("lower", "upper"),
-                     doc="x = lower + (upper - lower) * inv_logit(z), z ~ normal(mu, sigma) "
-                         "(Tegner et al. 2018, eq. 9); defaults mu = 0, sigma = 1.5"),
-]
+def _prior_spec(prior: Prior) -> DistributionSpec:
+    """The catalog entry of a prior, from its :mod:`gpdsl.priors` object."""
+    return DistributionSpec(prior.name, prior.params, defaults=dict(prior.defaults), support=prior.support,
+                            doc=prior.doc, arg_support=dict(prior.arg_support), ordered=prior.ordered)
 
 
 def _likelihood_spec(likelihood: Likelihood, prior: DistributionSpec | None) -> DistributionSpec:
@@ -89,7 +71,7 @@ def _likelihood_spec(likelihood: Likelihood, prior: DistributionSpec | None) -> 
                             prior=False, doc=likelihood.doc, arg_support=dict(likelihood.param_support))
 
 
-DISTRIBUTIONS: dict[str, DistributionSpec] = {d.name: d for d in _PRIORS}
+DISTRIBUTIONS: dict[str, DistributionSpec] = {name: _prior_spec(prior) for name, prior in PRIORS.items()}
 DISTRIBUTIONS.update({name: _likelihood_spec(likelihood, DISTRIBUTIONS.get(name))
                       for name, likelihood in LIKELIHOODS.items()})
 """Every distribution by name: the priors, then the likelihoods not already listed as priors."""

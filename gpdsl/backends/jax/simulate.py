@@ -12,46 +12,18 @@ import numpy as np
 from gpdsl.backends.jax.lowering import JaxModel
 from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
-from gpdsl.likelihoods import capability
+from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.linalg import cholesky
+from gpdsl.priors import PRIORS
 
 
-def _draw_observations(name: str, key, args, shape):
-    """One draw of a built-in likelihood, by its object's sampler."""
-    sample = capability(name, "sample")
+def _draw(table: dict, name: str, key, args, shape):
+    """One draw of the built-in prior or likelihood ``table[name]``, by its object's sampler."""
+    element = table.get(name)
+    sample = None if element is None else element.sample
     if sample is None:
         raise MethodError(f"cannot simulate from '{name}'")
     return sample(key, shape, *args)
-
-
-def _draw_prior(name: str, key, args, shape):
-    """One draw of a built-in prior, broadcast to ``shape``."""
-    z = jax.random.normal(key, shape)
-    if name == "normal":
-        mu, sigma = args
-        return mu + sigma * z
-    if name == "lognormal":
-        mu, sigma = args
-        return jnp.exp(mu + sigma * z)
-    if name == "half_normal":
-        (sigma,) = args
-        return jnp.abs(sigma * z)
-    if name == "student_t":
-        nu, mu, sigma = args
-        return mu + sigma * jax.random.t(key, nu, shape)
-    if name == "gamma":
-        shape_, rate = args
-        return jax.random.gamma(key, jnp.broadcast_to(shape_, shape)) / rate
-    if name == "inv_gamma":
-        shape_, scale = args
-        return scale / jax.random.gamma(key, jnp.broadcast_to(shape_, shape))
-    if name == "uniform":
-        lower, upper = args
-        return lower + (upper - lower) * jax.random.uniform(key, shape)
-    if name == "scaled_sigmoid_normal":
-        lower, upper, mu, sigma = args
-        return lower + (upper - lower) * jax.nn.sigmoid(mu + sigma * z)
-    raise MethodError(f"cannot simulate from '{name}'")
 
 
 def simulate(jax_model: JaxModel, key, fixed: dict | None = None, observe: bool = True) -> tuple[dict, dict]:
@@ -108,8 +80,8 @@ def simulate(jax_model: JaxModel, key, fixed: dict | None = None, observe: bool 
                 raise MethodError(f"cannot simulate '{target.name}' from an external likelihood", statement.span)
             else:
                 args = [jnp.asarray(jax_model.evaluate(v, scope)) for _, v in statement.distribution.args]
-                draw = _draw_observations if isinstance(statement, ir.LikelihoodStatement) else _draw_prior
-                value = draw(statement.distribution.name, sub, args, shape)
+                table = LIKELIHOODS if isinstance(statement, ir.LikelihoodStatement) else PRIORS
+                value = _draw(table, statement.distribution.name, sub, args, shape)
             env[target.name] = env[target.name].at[index].set(value) if index else value
         store[target.name] = env[target.name]
     return truth, observed

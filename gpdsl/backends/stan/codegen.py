@@ -14,7 +14,8 @@ How gpdsl variables become Stan variables (see :class:`StanVariable`):
 * latent GP values, marginalised: when the latent's only use is the mean of a ``normal`` likelihood
   on data of the same shape with a scalar scale, ``y ~ normal(f, s)`` with ``f ~ gp(X, k)`` becomes
   ``y ~ multi_normal_cholesky(0, cholesky_decompose(K + (s^2 + GP_JITTER) I))`` (each column of a
-  matrix ``Y`` independently); the latent has no Stan variable.
+  matrix ``Y`` independently); the latent has no Stan variable. The structural fact is
+  :attr:`gpdsl.ir.structure.GPNode.marginalised_whole`.
 * latent GP values, otherwise: non-centred. A parameter ``<name>_raw`` of the latent's shape with a
   ``std_normal`` prior, and ``<name> = cholesky_decompose(K + GP_JITTER I) * <name>_raw`` in
   ``transformed parameters`` (column-wise for matrices). Two-level inputs ``gp((t, X), k)`` with
@@ -33,6 +34,7 @@ column of a matrix ``Y`` on its own).
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 from collections import defaultdict
@@ -53,9 +55,10 @@ from gpdsl.backends.stan.expressions import (
 from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.structure import gp_nodes
+from gpdsl.ir.structure import GPNode, expression_refs, gp_nodes, statement_refs
 from gpdsl.likelihoods import LIKELIHOODS, capability
 from gpdsl.numerics import GP_JITTER
+from gpdsl.priors import PRIORS
 from gpdsl.semantics import catalog
 from gpdsl.semantics.types import Dim, VarType, is_label_array
 
@@ -249,51 +252,6 @@ def _indented(lines: list[str]) -> list[str]:
     return [INDENT + line for line in lines]
 
 
-def _refs(expr) -> set[str]:
-    """Names of the variables an expression (or slice) refers to."""
-    if isinstance(expr, ir.Ref):
-        return {expr.name}
-    if isinstance(expr, ir.Slice):
-        return _refs(expr.start) | _refs(expr.stop)
-    if isinstance(expr, ir.Index):
-        return _refs(expr.base).union(*(_refs(i) for i in expr.indices))
-    if isinstance(expr, ir.Binary):
-        return _refs(expr.left) | _refs(expr.right)
-    if isinstance(expr, ir.Negate):
-        return _refs(expr.operand)
-    if isinstance(expr, (ir.Apply,)):
-        return set().union(*(_refs(a) for a in expr.args))
-    if isinstance(expr, ir.VectorLiteral):
-        return set().union(*(_refs(i) for i in expr.items))
-    if isinstance(expr, ir.Project):
-        return _refs(expr.weights) | _refs(expr.inputs)
-    return set()
-
-
-def _kernel_exprs(kernel: ir.Kernel) -> list[ir.Expr]:
-    if isinstance(kernel, ir.KernelLeaf):
-        return [e for _, e in kernel.params]
-    if isinstance(kernel, ir.KernelScale):
-        return [kernel.scale] + _kernel_exprs(kernel.kernel)
-    return _kernel_exprs(kernel.left) + _kernel_exprs(kernel.right)
-
-
-def _statement_exprs(statement: ir.Statement) -> list[ir.Expr]:
-    exprs = list(statement.target.indices)
-    if isinstance(statement, ir.GPStatement):
-        exprs += list(statement.inputs.components) + _kernel_exprs(statement.kernel)
-        exprs += [] if statement.mean is None else [statement.mean]
-    elif isinstance(statement, (ir.PriorStatement, ir.LikelihoodStatement)):
-        exprs += [e for _, e in statement.distribution.args]
-    elif isinstance(statement, ir.ExternalLikelihood):
-        exprs += list(statement.args)
-    return exprs
-
-
-def _mentions(statement: ir.Statement, name: str) -> bool:
-    return any(name in _refs(e) for e in _statement_exprs(statement))
-
-
 def _in_definition_order(statements) -> list:
     """Top-level statements (a loop as one) reordered so that a latent is set before a statement that uses it:
     ``f ~ gp(Z, k); Z ~ gp(X, k)`` sets ``Z`` first. Otherwise source order; the checker refuses cycles."""
@@ -303,7 +261,7 @@ def _in_definition_order(statements) -> list:
             statement, ir.ForLoop) else [statement]
 
     defines = [{s.target.name for s in flattened(top) if isinstance(s, ir.GPStatement)} for top in statements]
-    uses = [set().union(*(_refs(e) for s in flattened(top) for e in _statement_exprs(s))) - defined
+    uses = [set().union(*(statement_refs(s, indices=True) for s in flattened(top))) - defined
             for top, defined in zip(statements, defines)]
     pending, ordered = list(range(len(statements))), []
     while pending:
@@ -395,9 +353,9 @@ class _Generator:
                                   "backend needs one kind per latent variable", var.span)
             if var.type.lower is not None or var.type.upper is not None:
                 raise MethodError(f"latent GP values '{name}' cannot have bounds", var.span)
-            likelihood = self._marginal_likelihood(*statements[0]) if len(statements) == 1 else None
-            if likelihood is not None:
-                self.marginal_of[id(likelihood)] = gps[0]
+            node = self._node(gps[0])
+            if len(statements) == 1 and node.marginalised_whole:
+                self.marginal_of[id(node.likelihood)] = gps[0]
                 self.variables[name] = StanVariable(name, "marginalised", None, None)
             else:
                 flattened = len(gps[0].inputs.index_shape) == 2
@@ -407,26 +365,14 @@ class _Generator:
                 self.variables[name] = StanVariable(name, "non_centred", sname, "transformed parameters",
                                                     self.fresh(f"{sname}_raw"), flattened)
 
-    def _marginal_likelihood(self, gp: ir.GPStatement, loops) -> ir.LikelihoodStatement | None:
-        """The likelihood ``y ~ normal(f, s)`` that ``f ~ gp(...)`` can be integrated against, if any."""
-        name = gp.target.name
-        if loops or gp.target.indices or len(gp.inputs.index_shape) != 1:
-            return None
-        uses = [(s, l) for s, l in self.model.walk() if s is not gp and _mentions(s, name)]
-        if len(uses) != 1:
-            return None
-        statement, statement_loops = uses[0]
-        if (not isinstance(statement, ir.LikelihoodStatement) or statement_loops or statement.target.indices
-                or statement.distribution.name != "normal"):
-            return None
-        node = next(n for n in gp_nodes(self.model) if n.statement is gp)
-        latent = self.model.latents[name].type
-        data = statement.target.type
-        if not node.marginalised:
-            return None
-        if (data.container, data.shape) != (latent.container, latent.shape) or data.array_dims:
-            return None
-        return statement
+    @functools.cached_property
+    def gp_nodes(self) -> list[GPNode]:
+        """The model's latent GP variables with their structural facts (:func:`gpdsl.ir.structure.gp_nodes`)."""
+        return gp_nodes(self.model)
+
+    def _node(self, gp: ir.GPStatement) -> GPNode:
+        """The structural facts of a GP statement."""
+        return next(node for node in self.gp_nodes if node.statement is gp)
 
     # ---- declarations ------------------------------------------------------------------------
     def _data_block(self):
@@ -441,7 +387,7 @@ class _Generator:
         for name, var in self.model.parameters.items():
             lower, upper = _bound(var.type.lower), _bound(var.type.upper)
             prior = priors.get(name)
-            if prior is not None and catalog.DISTRIBUTIONS[prior.distribution.name].support == "bounded":
+            if prior is not None and PRIORS[prior.distribution.name].support == "bounded":
                 if lower is None:
                     lower = self._bound_vector(name, "lower", var.type, prior.distribution.arg("lower"))
                 if upper is None:
@@ -561,7 +507,7 @@ class _Generator:
     def _marginal_offset(self, gp: ir.GPStatement) -> str | None:
         """The GP's mean plus the terms added to an integrated-out latent in its likelihood's location
         (``mu + beta * x``), or None when both are zero."""
-        offset = next(node.offset for node in gp_nodes(self.model) if node.statement is gp)
+        offset = self._node(gp).offset
         terms = [self.translate(e) for e in (gp.mean, offset) if e is not None]
         return f"({' + '.join(terms)})" if terms else None
 
@@ -673,28 +619,11 @@ class _Generator:
         return text, len(shape) > len(loop_vars)
 
     def _log_density(self, name: str, x: str, dims, args: dict[str, tuple[str, bool]]) -> str:
-        """A prior's log density (likelihoods spell their own: :func:`_likelihood_density`)."""
-        a = {k: v for k, (v, _) in args.items()}
-        if name in ("normal", "lognormal"):
-            return f"{name}_lpdf({x} | {a['mu']}, {a['sigma']})"
-        if name == "gamma":
-            return f"gamma_lpdf({x} | {a['shape']}, {a['rate']})"
-        if name == "inv_gamma":
-            return f"inv_gamma_lpdf({x} | {a['shape']}, {a['scale']})"
-        if name == "student_t":
-            return f"student_t_lpdf({x} | {a['nu']}, {a['mu']}, {a['sigma']})"
-        if name == "uniform":
-            return f"uniform_lpdf({x} | {a['lower']}, {a['upper']})"
-        if name == "half_normal":
-            count = "" if not dims else f"{_product(dims)} * "
-            return f"normal_lpdf({x} | 0, {a['sigma']}) + {count}log2()"
-        if name == "scaled_sigmoid_normal":
-            if dims:
-                n = _product(dims)
-                a = {k: v if shaped else f"rep_vector({v}, {n})" for k, (v, shaped) in args.items()}
-            return (f"scaled_sigmoid_normal_lpdf({x} | {a['lower']}, {a['upper']}, {a['mu']}, "
-                    f"{a['sigma']})")
-        raise MethodError(f"the Stan backend has no translation of the distribution '{name}'")
+        """A prior's log density, from its :mod:`gpdsl.priors` object (likelihoods: :func:`_likelihood_density`)."""
+        prior = PRIORS.get(name)
+        if prior is None:
+            raise MethodError(f"the Stan backend has no translation of the distribution '{name}'")
+        return prior.stan(x, args, _product(dims) if dims else None)
 
     # ---- kernels -----------------------------------------------------------------------------
     def _covariance(self, gp: ir.GPStatement) -> list[str]:
@@ -775,7 +704,7 @@ class _Generator:
             base = base.replace("_points", f"_columns_{columns[0] + 1}_{columns[1]}_points")
             dim = columns[1] - columns[0]
         type_text = f"array[{_product(inputs.index_shape)}] vector[{_stan_dim(dim)}]"
-        used = set().union(*(_refs(inputs.components[c]) for c in members))
+        used = set().union(*(expression_refs(inputs.components[c]) for c in members))
         if all(name in self.model.data for name in used):
             return self._transformed_data(base, type_text, definition)
         name = self.fresh(base)

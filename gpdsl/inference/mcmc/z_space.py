@@ -29,8 +29,18 @@ from gpdsl.inference.mcmc.ess import ess_step
 from gpdsl.inference.mcmc.hyper_updates import HyperInfo, LatentPosition, SurrogateVariance, SurrogateData
 from gpdsl.ir.structure import statement_refs
 from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.priors import PRIORS
 
-Z_PRIORS = ("scaled_sigmoid_normal", "normal", "lognormal")
+_BOUNDS_KINDS = ("bounds", "unbounded", "positive")
+"""The bounds a prior Gaussian in z-space can need (:attr:`gpdsl.priors.ZSpace.bounds`), in the order the
+advice lists them."""
+
+Z_PRIORS = tuple(sorted((name for name, prior in PRIORS.items() if prior.z_space is not None),
+                        key=lambda name: _BOUNDS_KINDS.index(PRIORS[name].z_space.bounds)))
+"""The priors Gaussian in z-space on a parameter with the right bounds (:attr:`gpdsl.priors.Prior.z_space`)."""
+
+_ADVICE = "give it one of: " + "; ".join(f"{PRIORS[name].signature} {PRIORS[name].z_space.requirement}".rstrip()
+                                         for name in Z_PRIORS)
 
 
 class ZPrior(NamedTuple):
@@ -50,7 +60,8 @@ class Split(NamedTuple):
 def z_prior(problem, method: str) -> ZPrior:
     """The model's hyperprior as a Gaussian in z-space (diagonal).
 
-    Each parameter needs a prior that is Gaussian on gpdsl's unconstrained scale: ``scaled_sigmoid_normal``
+    Each parameter needs a prior that is Gaussian on gpdsl's unconstrained scale (:data:`Z_PRIORS`, each on
+    a parameter with the bounds its :attr:`gpdsl.priors.Prior.z_space` names): ``scaled_sigmoid_normal``
     (bounds as declared), ``normal`` on an unbounded parameter, or ``lognormal`` on one declared
     ``<lower=0>``; its arguments must be known before the run.
 
@@ -64,19 +75,18 @@ def z_prior(problem, method: str) -> ZPrior:
     for block in problem.theta_blocks:
         statement = priors[block.name]
         distribution = statement.distribution
-        expected = {"scaled_sigmoid_normal": "bounds", "normal": "unbounded", "lognormal": "positive"}
+        prior = PRIORS.get(distribution.name)
+        z_space = None if prior is None else prior.z_space
         kind = _bounds_kind(block)
-        if expected.get(distribution.name) != kind:
+        if z_space is None or z_space.bounds != kind:
             raise MethodError(
                 f"{method} runs elliptical slice sampling in z-space and needs a prior that is Gaussian on the "
                 f"unconstrained scale; '{block.name}' has {distribution.name}"
-                + ("" if distribution.name not in expected else f" on a parameter with {kind} bounds"),
-                statement.span,
-                f"give it one of: scaled_sigmoid_normal(lower, upper, mu, sigma); normal(mu, sigma) without "
-                f"bounds; lognormal(mu, sigma) with <lower=0>")
+                + ("" if z_space is None else f" on a parameter with {kind} bounds"),
+                statement.span, _ADVICE)
         try:
             mu, sigma = (problem.jax_model.evaluate(distribution.arg(name), problem.jax_model.data)
-                         for name in ("mu", "sigma"))
+                         for name in (z_space.mean, z_space.sd))
         except KeyError:
             raise MethodError(f"{method}: the prior of '{block.name}' must not depend on other parameters",
                               statement.span) from None

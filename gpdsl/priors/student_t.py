@@ -1,0 +1,23 @@
+"""The Student-t prior, ``x ~ student_t(nu, mu, sigma)`` (Stan's parameterisation)."""
+
+from __future__ import annotations
+
+from gpdsl.priors.base import Prior, stan_lpdf
+
+
+def _log_density(x, nu, mu, sigma):
+    from jax.scipy import stats
+
+    return stats.t.logpdf(x, nu, mu, sigma)
+
+
+def _sample(key, shape, nu, mu, sigma):
+    import jax
+
+    return mu + sigma * jax.random.t(key, nu, shape)
+
+
+STUDENT_T = Prior("student_t", ("nu", "mu", "sigma"), "degrees of freedom nu, location mu, scale sigma",
+                  log_density=_log_density, sample=_sample, stan=stan_lpdf("student_t", ("nu", "mu", "sigma")),
+                  arg_support={"nu": "positive", "sigma": "positive"})
+"""Heavy-tailed real values around ``mu``."""
