@@ -22,7 +22,6 @@ from typing import Any, Callable
 
 from gpdsl.inference.methods.nuts import NUTSSettings, run_nuts
 from gpdsl.errors import MethodError
-from gpdsl.inference.methods.draw_groups import PREDICTING_FAMILIES
 from gpdsl.inference.methods.dmgp import DMGPSettings, run_dmgp, dmgp_report
 from gpdsl.inference.methods.dsdgp import DSDGPSettings, run_dsdgp, dsdgp_report
 from gpdsl.inference.methods.ep_ml import EPMLSettings, run_ep_ml
@@ -35,8 +34,9 @@ from gpdsl.inference.methods.sequential import SequentialSettings, run_sequentia
 from gpdsl.inference.methods.sgpr import SGPRSettings, run_sgpr, sgpr_report
 from gpdsl.inference.methods.svi_gplvm import SVIGPLVMSettings, run_svi_gplvm, svi_gplvm_report
 from gpdsl.inference.methods.vem import VEMSettings, run_vem, vem_report
-from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANOBIS_GP, DESCRIPTIONS, GP_PRIOR_GPLVM, GP_REGRESSION, LATENT_GP,
-                                LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP, Classification, classify)
+from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANOBIS_GP, FAMILIES, GP_PRIOR_GPLVM,
+                                GP_REGRESSION, LATENT_GP, LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP,
+                                Classification, classify, describe, predicting_families)
 from gpdsl.ir.structure import mean_prediction_refusal
 from gpdsl.settings import SegmentedChainSettings
 
@@ -137,7 +137,7 @@ class Method:
         classification = classification or classify(model)
         if not any(family in classification.facts for family in self.families):
             family = self.families[0]
-            return f"needs {DESCRIPTIONS[family]}: {classification.refusals[family].detail}"
+            return f"needs {describe(family)}: {classification.refusals[family].detail}"
         missing = model.unpriored_parameters() if self.requires_priors else []
         if missing:
             verb = "has" if len(missing) == 1 else "have"
@@ -151,7 +151,7 @@ class Method:
             return f"{self.name} does not predict at new inputs; methods that do: {others}"
         classification = classification or classify(model)
         if self.predicts_for and not any(family in classification.facts for family in self.predicts_for):
-            families = " or ".join(DESCRIPTIONS[family] for family in self.predicts_for)
+            families = " or ".join(describe(family) for family in self.predicts_for)
             return (f"{self.name} predicts at new inputs for {families}; this model is "
                     f"{classification.describe()}")
         facts = classification.facts.get(LATENT_GP)
@@ -180,6 +180,10 @@ def register(method: Method, replace: bool = False) -> Method:
         raise MethodError(f"a method named '{method.name}' is already registered")
     if method.command not in ("sample", "fit"):
         raise MethodError(f"method '{method.name}': command must be 'sample' or 'fit', not '{method.command}'")
+    unknown = [family for family in (*method.families, *method.predicts_for) if family != ANY and family not in FAMILIES]
+    if unknown:
+        raise MethodError(f"method '{method.name}': no model family named {', '.join(unknown)} "
+                          f"(the families: {', '.join(FAMILIES)})")
     if method.command == "fit" and method.report is None:
         raise MethodError(f"method '{method.name}': a fit method needs a report (report=...)")
     if method.chain_groups and not (method.engine == "gpdsl" and issubclass(method.settings, SegmentedChainSettings)):
@@ -227,7 +231,7 @@ def get_method(name: str) -> Method:
 
 register(Method(
     "nuts", "Stan's NUTS on the generated program (cmdstanpy or PyStan): the baseline", (ANY,), NUTSSettings,
-    run_nuts, engine="stan", predicts=True, predicts_for=PREDICTING_FAMILIES))
+    run_nuts, engine="stan", predicts=True, predicts_for=predicting_families()))
 register(Method(
     "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact)",
     (LATENT_GP,), PseudoMarginalSettings, run_pm, predicts=True, checkpoints=True,
@@ -243,7 +247,7 @@ register(Method(
     "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters, or ESS "
     "in z-space (SDSS, fixed-nu)",
     (LATENT_GP, GP_REGRESSION, LATENT_GPS, LATENT_GP_EXTERNAL), GibbsSettings, run_gibbs, predicts=True,
-    predicts_for=PREDICTING_FAMILIES, checkpoints=True,
+    predicts_for=predicting_families(), checkpoints=True,
     chain_engine=gibbs_engine, chain_groups=True))
 register(Method(
     "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",

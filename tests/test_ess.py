@@ -27,7 +27,7 @@ def regression():
 
 def exact_posterior(problem, theta, y):
     K = np.asarray(problem.covariance(theta))
-    noise = float(problem.theta_values(theta)[0]["noise"])
+    noise = float(problem.theta_values(theta)["noise"])
     gain = K @ np.linalg.inv(K + noise**2 * np.eye(len(y)))
     return gain @ y, K - gain @ K
 

@@ -277,7 +277,7 @@ def test_a_latent_gp_takes_its_offset_from_the_likelihood_location():
     data, _ = load_data({"N": 3, "x": [0.0, 1.0, 2.0], "log_exposure": [0.1, -0.2, 0.3], "y": [1, 0, 2]}, model)
     problem = latent_gp(model, data)
     theta = jnp.zeros(problem.theta_dim)
-    mu = float(problem.theta_values(theta)[0]["mu"])
+    mu = float(problem.theta_values(theta)["mu"])
     np.testing.assert_allclose(np.asarray(problem.location_offset(theta)), np.array([0.1, -0.2, 0.3]) + mu)
     assert laplace_for(problem, theta).converged
     mirrored = check_text(OFFSET_MODEL.replace("LOCATION", "log_exposure - f"))[0]
@@ -306,7 +306,7 @@ model { f ~ gp(x, s * rbf(1.0)); y ~ bernoulli_probit(LOCATION); }
     for d in range(2):
         theta = jnp.asarray(theta_draws[0, d])
         mean, var = approximate_moments(problem, theta, X_new)
-        mu = float(problem.theta_values(theta)[0]["mu"])
+        mu = float(problem.theta_values(theta)["mu"])
         np.testing.assert_allclose(draws["y_prob"][0, d], stats.norm.cdf((np.asarray(mean) + mu) / np.sqrt(1 + var)),
                                    rtol=1e-10)
     own = check_text(source.replace("LOCATION", "z + f"))[0]

@@ -26,7 +26,7 @@ def test_classification_view():
     f = rng.normal(size=9)
     assert float(problem.log_likelihood(jnp.asarray(f), theta)) == pytest.approx(
         stats.norm.logcdf((2 * y - 1) * f).sum(), rel=1e-12)
-    values, _ = problem.theta_values(theta)
+    values = problem.theta_values(theta)
     np.testing.assert_allclose(problem.unconstrain_theta(values), theta, rtol=1e-12)
 
 

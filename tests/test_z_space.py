@@ -55,7 +55,7 @@ def test_the_unconstrained_coordinate_is_z_with_its_gaussian_prior():
     np.testing.assert_allclose(prior.mean, [0.2])
     np.testing.assert_allclose(prior.cov, [[1.2 ** 2]])
     for z in (-2.0, 0.0, 1.3):
-        values, _ = problem.theta_values(jnp.array([z]))
+        values = problem.theta_values(jnp.array([z]))
         assert float(values["ell"]) == pytest.approx(0.05 + 1.95 / (1 + np.exp(-z)), rel=1e-12)
         assert float(problem.log_prior(jnp.array([z]))) == pytest.approx(stats.norm.logpdf(z, 0.2, 1.2), rel=1e-12)
     assert split(problem).kappa.tolist() == [0] and split(problem).alpha.tolist() == []

@@ -39,11 +39,25 @@ Families
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
+from importlib import import_module
+from typing import Any, Callable
 
 from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.structure import GPNode, acts_elementwise, gp_nodes, statement_refs
-from gpdsl.source import Span
+from gpdsl.ir.family_forms import (DEEP_GP_CHAIN_NEEDS, DEEP_MAHALANOBIS_NEEDS, GP_PRIOR_GPLVM_NEEDS, GPLVM_NEEDS,
+                                   LATENT_GP_NEEDS, LATENT_GPS_NEEDS, SEQUENTIAL_NEEDS, DeepGPFacts, GPLVMFacts,
+                                   LatentGPFacts, Refusal, deep_gp_chain_form, deep_mahalanobis_form, gp_regression_form,
+                                   gplvm_form, latent_gp_external_form, latent_gp_form, latent_gps_form, sequential_form)
+from gpdsl.ir.structure import gp_nodes
+
+__all__ = [
+    "ANY", "BAYESIAN_GPLVM", "DEEP_GP_CHAIN", "DEEP_GP_CHAIN_NEEDS", "DEEP_MAHALANOBIS_GP", "DEEP_MAHALANOBIS_NEEDS",
+    "FAMILIES", "GPLVM_NEEDS", "GP_PRIOR_GPLVM", "GP_PRIOR_GPLVM_NEEDS", "GP_REGRESSION", "LATENT_GP",
+    "LATENT_GPS", "LATENT_GPS_NEEDS", "LATENT_GP_EXTERNAL", "LATENT_GP_NEEDS", "SEQUENTIAL_LATENT_GP",
+    "SEQUENTIAL_NEEDS", "Classification", "DeepGPFacts", "Family", "GPLVMFacts", "LatentGPFacts", "Refusal",
+    "classify", "describe", "predicting_families", "register_family", "require_priors", "unregister_family",
+]
 
 LATENT_GP = "latent_gp"
 LATENT_GPS = "latent_gps"
@@ -56,122 +70,122 @@ SEQUENTIAL_LATENT_GP = "sequential_latent_gp"
 LATENT_GP_EXTERNAL = "latent_gp_external"
 ANY = "any"
 
-DESCRIPTIONS = {
-    LATENT_GP: "a latent GP with a factorised likelihood",
-    LATENT_GPS: "several latent GPs under one factorised likelihood",
-    GP_REGRESSION: "GP regression with a Gaussian likelihood integrated out",
-    BAYESIAN_GPLVM: "a Bayesian GPLVM",
-    GP_PRIOR_GPLVM: "a GPLVM whose latent inputs have a GP prior (dynamical or supervised)",
-    DEEP_MAHALANOBIS_GP: "a deep Mahalanobis GP (a GP over projections by GP fields)",
-    DEEP_GP_CHAIN: "a deep GP written as a chain of GPs",
-    SEQUENTIAL_LATENT_GP: "a latent GP over (t, x) with a likelihood per time step",
-    LATENT_GP_EXTERNAL: "a latent GP vector under an external likelihood",
-    ANY: "any model",
-}
-
-LATENT_GP_NEEDS = ("{method} needs a model with one latent GP vector f ~ gp(X, k) and a likelihood on its "
-                   "elements (e.g. y ~ bernoulli_probit(f))")
-LATENT_GPS_NEEDS = ("{method} needs several latent GP vectors of one length under one likelihood acting on their "
-                    "elements (e.g. y ~ normal(f, exp(g)))")
-GPLVM_NEEDS = ("{method} needs a Bayesian GPLVM: latent inputs X ~ normal(0, 1) (matrix[N, Q]), one GP over "
-               "them F ~ gp(X, k), and a Gaussian likelihood Y ~ normal(F, s) with scalar s")
-GP_PRIOR_GPLVM_NEEDS = ("{method} needs a GPLVM with GP-prior latents: X ~ gp(t, k_x) over observed inputs, "
-                        "F ~ gp(X, k_f) and Y ~ normal(F, s) with scalar s")
-DEEP_MAHALANOBIS_NEEDS = ("{method} needs a deep Mahalanobis GP: projection fields W[q] ~ gp(X, k) for q in 1:Q "
-                          "(array[Q] matrix[N, D] W), f ~ gp(project(W, X), k_f) and y ~ normal(f, s) with scalar s")
-DEEP_GP_CHAIN_NEEDS = ("{method} needs a deep GP written as a chain: H ~ gp(X, k_1, mean = X); f ~ gp(H, k_2); "
-                       "y ~ normal(f, s) with scalar s (hidden layers matrix[N, D_l], each mean the identity or none)")
-SEQUENTIAL_NEEDS = ("{method} needs a latent GP f ~ gp((t, X), k) over time and inputs with a likelihood "
-                    "per time step (y[i] ~ ...(f[i] ...) in a loop over t)")
-
 
 @dataclass(frozen=True)
-class LatentGPFacts:
-    """What latent-GP engines need.
+class Family:
+    """One model family: its form, the view its engines receive, and what any sampler's draws predict.
+
+    Every family has the same methods (as PyMC's ``gp`` classes do): :meth:`form` reads a model's facts from the
+    IR, :meth:`view` builds what its engines run, and :meth:`add_draw_groups` fills a sampler's pointwise groups
+    and predictions. The view and the draw groups live in the engines' layer: they are named here by their
+    import path (``"module:function"``) and imported when first used, so this table stays below the engines.
 
     Attributes
     ----------
-    node : GPNode
-        The latent GP vector.
-    likelihood : str
-        Its likelihood's name (``"bernoulli_probit"``, ..., ``"external"``).
-    target : str
-        The observed variable of that likelihood.
-    marginalise : bool
-        Whether the view integrates out other Gaussian GPs (False for GP regression seen as a
-        latent-GP model: its f is then sampled).
-    others : tuple of GPNode
-        Further latent GP vectors under the same likelihood (``g`` of ``y ~ normal(f, exp(g))``), sampled
-        with ``node`` as one block-diagonal latent GP; empty for one latent GP.
+    name : str
+        What methods name in their registry entry (``families=(...)``).
+    description : str
+        The family in words (``gpdsl methods``, refusals).
+    form : callable
+        ``form(model, gp_nodes) -> facts or Refusal``.
+    view_builder : str
+        ``"module:function"`` of ``view(model, data, facts, **options)``.
+    draw_groups : str, optional
+        ``"module:function"`` of ``draw_groups(output, model, data, facts, context, pointwise, **options)``: the
+        ``log_likelihood``, ``posterior_predictive`` and ``predictions`` groups of any sampler's draws.
+    predicts : bool
+        Its draw groups predict at new inputs for any sampler, NUTS included.
     """
 
-    node: GPNode
-    likelihood: str
-    target: str
-    marginalise: bool = True
-    others: tuple[GPNode, ...] = ()
+    name: str
+    description: str
+    form: Callable[[ir.Model, list], Any]
+    view_builder: str
+    draw_groups: str | None = None
+    predicts: bool = False
 
-    @property
-    def nodes(self) -> tuple[GPNode, ...]:
-        """Every sampled latent GP vector, ``node`` first."""
-        return (self.node, *self.others)
+    def facts(self, model: ir.Model):
+        """The model's facts for this family, or the :class:`Refusal` that says why it is not of it."""
+        return self.form(model, gp_nodes(model))
 
-    @property
-    def name(self) -> str:
-        """The latent GP's name."""
-        return self.node.name
+    def view(self, model: ir.Model, data: dict, facts, **options):
+        """What this family's engines receive for ``model`` and its validated ``data``."""
+        return _resolve(self.view_builder)(model, data, facts, **options)
+
+    def add_draw_groups(self, output, model: ir.Model, data: dict, facts, context, **options) -> None:
+        """Fill a sampler's ``log_likelihood``, ``posterior_predictive`` and ``predictions`` (see ``draw_groups``).
+
+        Raises
+        ------
+        MethodError
+            The family computes no groups from draws.
+        """
+        if self.draw_groups is None:
+            raise MethodError(f"{self.description}: no draw groups are computed for this family")
+        _resolve(self.draw_groups)(output, model, data, facts, context, **options)
 
 
-@dataclass(frozen=True)
-class GPLVMFacts:
-    """What variational EM on a GPLVM needs.
+def _resolve(path: str):
+    module, _, name = path.partition(":")
+    return getattr(import_module(module), name)
 
-    Attributes
-    ----------
-    latent : str
-        The latent inputs (``X``).
-    node : GPNode
-        The GP over them (integrated out).
-    output : str
-        The observed outputs (``Y``).
-    latent_prior : GPNode or None
-        The GP prior of the latent inputs (``X ~ gp(t, k_x)``), or None for ``X ~ normal(0, 1)``.
+
+FAMILIES: dict[str, Family] = {}
+"""Every family by name, in the order :func:`classify` tries them (most specific first)."""
+
+
+def register_family(family: Family, replace: bool = False) -> Family:
+    """Add a family to :data:`FAMILIES` (plugins and tests; methods then name it in their ``families``).
+
+    Raises
+    ------
+    MethodError
+        The name is taken (and ``replace`` is False) or is ``"any"``.
     """
-
-    latent: str
-    node: GPNode
-    output: str
-    latent_prior: GPNode | None = None
-
-
-@dataclass(frozen=True)
-class DeepGPFacts:
-    """What the deep-GP engines need.
-
-    Attributes
-    ----------
-    output : GPNode
-        The GP observed through ``y ~ normal(f, s)`` (integrated out).
-    hidden : tuple of GPNode
-        The deep Mahalanobis GP's projection field ``W``; or a chain's hidden layers, the first (over the
-        observed inputs) first.
-    """
-
-    output: GPNode
-    hidden: tuple[GPNode, ...]
+    if family.name == ANY or (family.name in FAMILIES and not replace):
+        raise MethodError(f"a model family named '{family.name}' is already registered")
+    FAMILIES[family.name] = family
+    return family
 
 
-@dataclass(frozen=True)
-class Refusal:
-    """Why a model is not of a family: what the family needs (with ``{method}``) and what is missing."""
+def unregister_family(name: str) -> None:
+    """Remove a family from :data:`FAMILIES` (plugins and tests)."""
+    FAMILIES.pop(name, None)
 
-    needs: str
-    detail: str
-    span: Span | None = None
 
-    def message(self, method: str) -> str:
-        """The refusal as a sentence for ``method``."""
-        return f"{self.needs.format(method=method)}; {self.detail}"
+def describe(name: str) -> str:
+    """The family ``name`` in words."""
+    return "any model" if name == ANY else FAMILIES[name].description
+
+
+def predicting_families() -> tuple[str, ...]:
+    """The families whose draw groups predict at new inputs for any sampler (NUTS's ``predicts_for``)."""
+    return tuple(name for name, family in FAMILIES.items() if family.predicts)
+
+
+_VIEWS = "gpdsl.inference.families"
+_DRAWS = "gpdsl.inference.predict.draw_groups"
+for _family in (
+        Family(LATENT_GP, "a latent GP with a factorised likelihood",
+               partial(latent_gp_form, marginalise=True, several=False), f"{_VIEWS}.latent_gp:latent_gp_view",
+               f"{_DRAWS}:latent_gp_groups", predicts=True),
+        Family(LATENT_GPS, "several latent GPs under one factorised likelihood", latent_gps_form,
+               f"{_VIEWS}.latent_gp:latent_gp_view", f"{_DRAWS}:latent_gp_groups"),
+        Family(GP_REGRESSION, "GP regression with a Gaussian likelihood integrated out", gp_regression_form,
+               f"{_VIEWS}.gp_regression:gp_regression_view", f"{_DRAWS}:gp_regression_groups", predicts=True),
+        Family(BAYESIAN_GPLVM, "a Bayesian GPLVM", partial(gplvm_form, gp_prior=False),
+               f"{_VIEWS}.gplvm:gplvm_view"),
+        Family(GP_PRIOR_GPLVM, "a GPLVM whose latent inputs have a GP prior (dynamical or supervised)",
+               partial(gplvm_form, gp_prior=True), f"{_VIEWS}.gplvm:gplvm_view"),
+        Family(DEEP_MAHALANOBIS_GP, "a deep Mahalanobis GP (a GP over projections by GP fields)",
+               deep_mahalanobis_form, f"{_VIEWS}.deep_mahalanobis:deep_mahalanobis_view"),
+        Family(DEEP_GP_CHAIN, "a deep GP written as a chain of GPs", deep_gp_chain_form,
+               f"{_VIEWS}.deep_gp:deep_gp_view"),
+        Family(SEQUENTIAL_LATENT_GP, "a latent GP over (t, x) with a likelihood per time step", sequential_form,
+               f"{_VIEWS}.sequential:sequential_view"),
+        Family(LATENT_GP_EXTERNAL, "a latent GP vector under an external likelihood", latent_gp_external_form,
+               f"{_VIEWS}.latent_gp:latent_gp_view")):
+    register_family(_family)
 
 
 @dataclass(frozen=True)
@@ -197,7 +211,7 @@ class Classification:
     def describe(self) -> str:
         """The most specific family, in words."""
         specific = [f for f in self.facts if f != ANY]
-        return DESCRIPTIONS[specific[0]] if specific else "a model of no family gpdsl's engines run"
+        return describe(specific[0]) if specific else "a model of no family gpdsl's engines run"
 
     def require(self, accepted, method: str):
         """The ``(family, facts)`` of the first accepted family the model belongs to.
@@ -227,254 +241,14 @@ def classify(model: ir.Model) -> Classification:
     """
     nodes = gp_nodes(model)
     found, refusals = {}, {}
-    for family, check in ((LATENT_GP, lambda: _latent_gp(model, nodes, marginalise=True, several=False)),
-                          (LATENT_GPS, lambda: _latent_gps(model, nodes)),
-                          (GP_REGRESSION, lambda: _gp_regression(model, nodes)),
-                          (BAYESIAN_GPLVM, lambda: _gplvm(model, nodes, gp_prior=False)),
-                          (GP_PRIOR_GPLVM, lambda: _gplvm(model, nodes, gp_prior=True)),
-                          (DEEP_MAHALANOBIS_GP, lambda: _deep_mahalanobis(model, nodes)),
-                          (DEEP_GP_CHAIN, lambda: _deep_gp_chain(model, nodes)),
-                          (SEQUENTIAL_LATENT_GP, lambda: _sequential(model, nodes)),
-                          (LATENT_GP_EXTERNAL, lambda: _latent_gp_external(model, nodes))):
-        result = check()
+    for name, family in FAMILIES.items():
+        result = family.form(model, nodes)
         if isinstance(result, Refusal):
-            refusals[family] = result
+            refusals[name] = result
         else:
-            found[family] = result
+            found[name] = result
     found[ANY] = None
     return Classification(found, refusals)
-
-
-def _latent_gp_external(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
-    external = [n for n in nodes if isinstance(n.likelihood, ir.ExternalLikelihood)]
-    if not external:
-        return Refusal(LATENT_GP_NEEDS, "no latent GP of this model has an external likelihood")
-    return _latent_gp(model, nodes, marginalise=True, several=False, any_likelihood=True)
-
-
-def _latent_gp(model: ir.Model, nodes: list[GPNode], marginalise: bool, several: bool = True,
-               any_likelihood: bool = False) -> LatentGPFacts | Refusal:
-    def refuse(detail):
-        return Refusal(LATENT_GP_NEEDS, detail)
-
-    sampled = [n for n in nodes if not (marginalise and n.plainly_marginalised)]
-    if not sampled:
-        return refuse("this model's sampled latent GP values: none (Gaussian likelihoods are integrated out)")
-    integrated = {n.name for n in nodes if marginalise and n.plainly_marginalised}
-    priors = model.priors()
-    by_name = {n.name for n in nodes}
-    others = [name for name in model.latents if name not in integrated and name not in by_name and name in priors]
-    if others:
-        return refuse(f"this model also has latent {', '.join(others)}")
-    for node in sampled:
-        var = model.latents[node.name]
-        if node.loops or var.type.container != "vector" or var.type.array_dims:
-            return Refusal(LATENT_GP_NEEDS, f"'{node.name}' is {var.type.describe()}", node.statement.span)
-    if len(sampled) > 1 and not several:
-        return refuse(f"this model samples {len(sampled)} latent GPs ({', '.join(n.name for n in sampled)}); "
-                      "--method gibbs samples each in turn")
-    if len(sampled) > 1:
-        return _several_latent_gps(model, sampled, marginalise)
-    node = sampled[0]
-    external = any_likelihood and isinstance(node.likelihood, ir.ExternalLikelihood)
-    if node.likelihood is None or not (node.elementwise or external):
-        return Refusal(LATENT_GP_NEEDS, f"the likelihood of '{node.name}' does not act on its elements one by one",
-                       node.likelihood.span if node.likelihood is not None else node.statement.span)
-    if any(s is node.likelihood and loops for s, loops in model.walk()):
-        return Refusal(LATENT_GP_NEEDS, f"the likelihood of '{node.name}' sits in a loop; write it as one "
-                       f"vectorised statement", node.likelihood.span)
-    likelihood = node.likelihood
-    name = likelihood.distribution.name if isinstance(likelihood, ir.LikelihoodStatement) else "external"
-    return LatentGPFacts(node, name, likelihood.target.name, marginalise)
-
-
-def _latent_gps(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
-    facts = _latent_gp(model, nodes, marginalise=True)
-    if isinstance(facts, LatentGPFacts) and not facts.others:
-        return Refusal(LATENT_GPS_NEEDS, f"this model samples one latent GP, '{facts.name}'")
-    return facts if isinstance(facts, LatentGPFacts) else Refusal(LATENT_GPS_NEEDS, facts.detail, facts.span)
-
-
-def _several_latent_gps(model: ir.Model, sampled: list[GPNode], marginalise: bool) -> LatentGPFacts | Refusal:
-    """Several latent GP vectors under one built-in likelihood that acts on each element by element."""
-    names = ", ".join(n.name for n in sampled)
-    likelihood = sampled[0].likelihood
-    if likelihood is None or any(n.likelihood is not likelihood for n in sampled):
-        return Refusal(LATENT_GP_NEEDS, f"this model's sampled latent GP values {names} are not all used by one "
-                       "likelihood statement")
-    if not isinstance(likelihood, ir.LikelihoodStatement):
-        return Refusal(LATENT_GP_NEEDS, f"several latent GPs ({names}) need a built-in likelihood", likelihood.span)
-    lengths = {model.latents[n.name].type.dims for n in sampled}
-    if len(lengths) != 1 or any(not acts_elementwise(likelihood, n.name) for n in sampled):
-        return Refusal(LATENT_GP_NEEDS, f"the likelihood of {names} does not act on their elements one by one",
-                       likelihood.span)
-    if any(s is likelihood and loops for s, loops in model.walk()):
-        return Refusal(LATENT_GP_NEEDS, f"the likelihood of {names} sits in a loop; write it as one vectorised "
-                       "statement", likelihood.span)
-    return LatentGPFacts(sampled[0], likelihood.distribution.name, likelihood.target.name, marginalise,
-                         tuple(sampled[1:]))
-
-
-def _gp_regression(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
-    needs = ("{method} needs GP regression: one GP f ~ gp(X, k) over observed inputs and y ~ normal(f, s) "
-             "with scalar s")
-    if len(nodes) != 1 or not nodes[0].plainly_marginalised:
-        return Refusal(needs, "this model has no single GP integrated out under a normal likelihood")
-    if _reads_latents(nodes[0].statement, model):
-        return Refusal(needs, f"the inputs or kernel of '{nodes[0].name}' depend on latent values")
-    facts = _latent_gp(model, nodes, marginalise=False)
-    if isinstance(facts, Refusal):
-        return Refusal(needs, facts.detail)
-    return facts
-
-
-def _gplvm(model: ir.Model, nodes: list[GPNode], gp_prior: bool) -> GPLVMFacts | Refusal:
-    needs = GP_PRIOR_GPLVM_NEEDS if gp_prior else GPLVM_NEEDS
-
-    def refuse(detail):
-        return Refusal(needs, detail)
-
-    outputs = [n for n in nodes if n.plainly_marginalised]
-    if not gp_prior and len(nodes) != 1:
-        return refuse(f"this model has {len(nodes)} GP statements")
-    if gp_prior and (len(nodes) != 2 or len(outputs) != 1):
-        return refuse(f"this model has {len(nodes)} GP statements, {len(outputs)} of them integrated out")
-    if not outputs:
-        return refuse(f"'{nodes[0].name}' is not observed directly through a normal likelihood with a scalar "
-                      "standard deviation")
-    node = outputs[0]
-    components = node.statement.inputs.components
-    if len(components) != 1 or not isinstance(components[0], ir.Ref) or components[0].name not in model.latents:
-        return refuse(f"the inputs of '{node.name}' are not a latent variable")
-    latent = components[0].name
-    var = model.latents[latent]
-    if var.type.container != "matrix" or var.type.array_dims:
-        return refuse(f"'{latent}' is {var.type.describe()}")
-    latent_prior = None
-    if gp_prior:
-        priors = [n for n in nodes if n.name == latent]
-        if not priors or priors[0].loops or priors[0].statement.target.indices:
-            return refuse(f"'{latent}' has no GP prior {latent} ~ gp(t, k)")
-        latent_prior = priors[0]
-        if latent_prior.statement.mean is not None:
-            return refuse(f"the GP prior of '{latent}' has a mean function; the latent inputs' GP prior is zero-mean")
-        if _reads_latents(latent_prior.statement, model):
-            return refuse(f"the GP prior of '{latent}' depends on latent values")
-    elif not _is_standard_normal(model.priors().get(latent)):
-        return refuse(f"'{latent}' must have the prior {latent} ~ normal(0, 1)")
-    others = [name for name in model.latents if name not in (latent, node.name)]
-    if others:
-        return refuse(f"this model also has latent {', '.join(others)}")
-    for statement, _ in model.walk():
-        if isinstance(statement, ir.PriorStatement) and statement.target.name in model.parameters:
-            if statement_refs(statement) & set(model.latents):
-                return refuse(f"the prior of '{statement.target.name}' depends on latent values")
-    return GPLVMFacts(latent, node, node.likelihood.target.name, latent_prior)
-
-
-def _deep_output(model: ir.Model, nodes: list[GPNode], needs: str) -> GPNode | Refusal:
-    """The GP whose inputs read another GP, observed through ``normal(f, s)``."""
-    gp_names = {n.name for n in nodes}
-    for node in nodes:
-        if statement_refs(node.statement) & gp_names - {node.name}:
-            if not node.plainly_marginalised:
-                return Refusal(needs, f"'{node.name}' is not observed through normal({node.name}, s) with scalar s",
-                               (node.likelihood or node.statement).span)
-            return node
-    return Refusal(needs, "no GP in this model takes inputs built from another GP")
-
-
-def _deep_mahalanobis(model: ir.Model, nodes: list[GPNode]) -> DeepGPFacts | Refusal:
-    output = _deep_output(model, nodes, DEEP_MAHALANOBIS_NEEDS)
-    if isinstance(output, Refusal):
-        return output
-
-    def refuse(detail, span):
-        return Refusal(DEEP_MAHALANOBIS_NEEDS, detail, span)
-
-    components = output.statement.inputs.components
-    if len(components) != 1 or not isinstance(components[0], ir.Project):
-        return refuse(f"the inputs of '{output.name}' are not project(W, X)", output.statement.span)
-    project = components[0]
-    if not (isinstance(project.weights, ir.Ref) and isinstance(project.inputs, ir.Ref)
-            and project.inputs.name in model.data):
-        return refuse("project(W, X) needs a latent W and a data matrix X", project.span)
-    fields = [n for n in nodes if n.name == project.weights.name]
-    if len(fields) != 1:
-        return refuse(f"'{project.weights.name}' needs exactly one gp statement", project.span)
-    field = fields[0]
-    inputs = field.statement.inputs.components
-    if (len(field.loops) != 1 or len(field.statement.target.indices) != 1
-            or not isinstance(field.statement.target.indices[0], ir.Ref)
-            or field.statement.target.indices[0].name != field.loops[0].variable
-            or len(inputs) != 1 or not isinstance(inputs[0], ir.Ref) or inputs[0].name != project.inputs.name):
-        return refuse(f"write the fields as 'for (q in 1:Q) {{ {field.name}[q] ~ gp({project.inputs.name}, k); }}'",
-                      field.statement.span)
-    other_latents = sorted(set(model.latents) - {field.name, output.name})
-    if other_latents:
-        return refuse(f"this model also has latent {', '.join(other_latents)}", output.statement.span)
-    return DeepGPFacts(output, (field,))
-
-
-def _deep_gp_chain(model: ir.Model, nodes: list[GPNode]) -> DeepGPFacts | Refusal:
-    output = _deep_output(model, nodes, DEEP_GP_CHAIN_NEEDS)
-    if isinstance(output, Refusal):
-        return output
-
-    def refuse(detail, span):
-        return Refusal(DEEP_GP_CHAIN_NEEDS, detail, span)
-
-    output_type = model.latents[output.name].type
-    if output.loops or output_type.container != "vector" or output_type.array_dims:
-        return refuse(f"the last layer '{output.name}' is {output_type.describe()}; it must be one output, a "
-                      "vector[N]", output.statement.span)
-    by_name = {node.name: node for node in nodes}
-    chain = [output]
-    while True:
-        components = chain[0].statement.inputs.components
-        if len(components) != 1 or not isinstance(components[0], ir.Ref):
-            return refuse(f"the inputs of '{chain[0].name}' are not one variable", chain[0].statement.span)
-        source = components[0].name
-        if source in model.data:
-            break
-        node = by_name.get(source)
-        if node is None or node.loops or node.statement.target.indices or node in chain:
-            return refuse(f"'{source}' is not a hidden layer 'H ~ gp(inputs, k)'", chain[0].statement.span)
-        layer_type = model.latents[source].type
-        if layer_type.container != "matrix" or layer_type.array_dims:
-            return refuse(f"hidden layer '{source}' must be a matrix[N, D_l]", node.statement.span)
-        mean = node.statement.mean
-        inputs = node.statement.inputs.components
-        if mean is not None and not (isinstance(mean, ir.Ref) and len(inputs) == 1 and isinstance(inputs[0], ir.Ref)
-                                     and mean.name == inputs[0].name):
-            return refuse(f"the mean of '{source}' must be its own inputs (the identity) or none", mean.span)
-        chain.insert(0, node)
-    unused = sorted(set(model.latents) - {node.name for node in chain})
-    if unused:
-        return refuse(f"this model also has latent {', '.join(unused)}", output.statement.span)
-    return DeepGPFacts(output, tuple(chain[:-1]))
-
-
-def _sequential(model: ir.Model, nodes: list[GPNode]) -> GPNode | Refusal:
-    for node in nodes:
-        components = node.statement.inputs.components
-        if len(components) != 2 or node.likelihood is None or node.loops:
-            continue
-        if any(s is node.likelihood and loops for s, loops in model.walk()):
-            return node
-    return Refusal(SEQUENTIAL_NEEDS, "no GP over a (time, inputs) tuple with a likelihood inside a loop")
-
-
-def _reads_latents(statement: ir.Statement, model: ir.Model) -> bool:
-    return bool(statement_refs(statement) & set(model.latents))
-
-
-def _is_standard_normal(prior) -> bool:
-    if prior is None or prior.distribution.name != "normal" or prior.target.indices:
-        return False
-    values = [v for _, v in prior.distribution.args]
-    return (len(values) == 2 and all(isinstance(v, ir.Constant) for v in values)
-            and values[0].value == 0 and values[1].value == 1)
 
 
 def require_priors(model: ir.Model, method: str) -> None:

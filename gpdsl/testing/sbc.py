@@ -430,7 +430,7 @@ class EngineFit:
                                 self.draws, extract=jax.vmap(extract), progress=self.progress)
             theta = jnp.swapaxes(jnp.asarray(result.draws)[0], 0, 1)
         theta = jnp.reshape(theta, (-1, problem.theta_dim))
-        values = jax.vmap(lambda t: problem.theta_values(t)[0])(theta)
+        values = jax.vmap(lambda t: problem.theta_values(t))(theta)
         self.timings = {**result.timings, "total": time.perf_counter() - started}
         shaped = {name: np.reshape(np.asarray(v), (replicates, chains, self.draws) + np.shape(v)[1:])
                   for name, v in values.items()}

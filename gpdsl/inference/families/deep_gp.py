@@ -27,7 +27,7 @@ from gpdsl.inference.families.hyperparameters import (
 )
 from gpdsl.inference.variational.deep_gp import LayerPrior
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.families import DEEP_GP_CHAIN, DEEP_GP_CHAIN_NEEDS, classify
+from gpdsl.ir.families import DEEP_GP_CHAIN, DeepGPFacts, DEEP_GP_CHAIN_NEEDS, classify
 from gpdsl.ir.structure import GPNode
 
 
@@ -73,14 +73,15 @@ class DeepGPChain(HyperparameterBlocks, NormalObservations):
         return priors
 
 
-def deep_gp_view(model: ir.Model, data: dict, method: str = "dsdgp") -> DeepGPChain:
+def deep_gp_view(model: ir.Model, data: dict, facts: DeepGPFacts | None = None, method: str = "dsdgp") -> DeepGPChain:
     """The :class:`DeepGPChain` of ``model``, or a refusal naming the statement that does not fit.
 
     Raises
     ------
     MethodError
     """
-    _, facts = classify(model).require((DEEP_GP_CHAIN,), method)
+    if facts is None:
+        _, facts = classify(model).require((DEEP_GP_CHAIN,), method)
     needs = DEEP_GP_CHAIN_NEEDS.format(method=method)
 
     def refuse(detail, span):

@@ -21,7 +21,7 @@ from gpdsl.inference.families.hyperparameters import (
 )
 from gpdsl.inference.variational.deep_mahalanobis import DMGPKernels
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.families import DEEP_MAHALANOBIS_GP, DEEP_MAHALANOBIS_NEEDS, classify
+from gpdsl.ir.families import DEEP_MAHALANOBIS_GP, DeepGPFacts, DEEP_MAHALANOBIS_NEEDS, classify
 from gpdsl.ir.structure import GPNode
 
 
@@ -71,14 +71,16 @@ class DeepMahalanobisGP(HyperparameterBlocks, NormalObservations):
         return DMGPKernels(fields, self.jax_model.gp_kernel(self.output.statement, env), self.noise_variance(theta))
 
 
-def deep_mahalanobis_view(model: ir.Model, data: dict, method: str = "dmgp") -> DeepMahalanobisGP:
+def deep_mahalanobis_view(model: ir.Model, data: dict, facts: DeepGPFacts | None = None,
+                          method: str = "dmgp") -> DeepMahalanobisGP:
     """The :class:`DeepMahalanobisGP` of ``model``, or a refusal naming the statement that does not fit.
 
     Raises
     ------
     MethodError
     """
-    _, facts = classify(model).require((DEEP_MAHALANOBIS_GP,), method)
+    if facts is None:
+        _, facts = classify(model).require((DEEP_MAHALANOBIS_GP,), method)
     needs = DEEP_MAHALANOBIS_NEEDS.format(method=method)
     output, project = facts.output, facts.output.statement.inputs.components[0]
     jax_model, blocks = lowered_with_blocks(model, data, marginalise=True)

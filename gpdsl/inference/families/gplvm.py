@@ -90,10 +90,6 @@ class GPLVMProblem(HyperparameterBlocks, NormalObservations):
         """Hyperparameters without a prior (point-estimated by maximising the bound alone)."""
         return self.jax_model.model.unpriored_parameters()
 
-    def theta_values(self, theta) -> dict:
-        """Constrained hyperparameters by name."""
-        return self.constrain(theta)[0]
-
     @property
     def observed_gp(self) -> GPNode:
         """The GP over the latent inputs (observed through ``normal(F, s)``)."""

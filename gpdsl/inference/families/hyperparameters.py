@@ -34,6 +34,10 @@ class HyperparameterBlocks:
         """Constrained hyperparameters by name and the log-Jacobian of the transform."""
         return constrain_blocks(theta, self.theta_blocks)
 
+    def theta_values(self, theta) -> dict:
+        """Constrained hyperparameters by name (:meth:`constrain` without the log-Jacobian)."""
+        return self.constrain(theta)[0]
+
     def unconstrain_theta(self, values: dict) -> jax.Array:
         """The flat ``theta`` of constrained hyperparameter values by name."""
         return unconstrain_blocks(values, self.theta_blocks)

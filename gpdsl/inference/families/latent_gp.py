@@ -107,14 +107,10 @@ class LatentGP(HyperparameterBlocks):
         """The latent variable's name."""
         return self.node.name
 
-    def theta_values(self, theta) -> tuple[dict, jax.Array]:
-        """Constrained hyperparameters by name and the log-Jacobian of the transform."""
-        return self.constrain(theta)
-
     def environment(self, theta, f=None) -> dict:
         """Data, constrained hyperparameters and (if given) the latent values by name, ``f`` (centred) plus the
         GP's mean."""
-        values, _ = self.theta_values(theta)
+        values = self.theta_values(theta)
         env = {**self.jax_model.data, **values}
         if f is not None:
             for name, value in self.split(f + self.mean(theta, env)).items():
@@ -163,7 +159,7 @@ class LatentGP(HyperparameterBlocks):
 
     def log_prior(self, theta) -> jax.Array:
         """Log prior density of ``theta`` on the unconstrained scale (Jacobian included)."""
-        values, log_jac = self.theta_values(theta)
+        values, log_jac = self.constrain(theta)
         return self.jax_model.log_terms({**self.jax_model.data, **values}, ("prior",)) + log_jac
 
     def likelihood_arguments(self, theta) -> tuple:

@@ -22,11 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.backends.jax.lowering import JaxModel, constrain_blocks, lower
-from gpdsl.errors import MethodError
 from gpdsl.inference.families.hyperparameters import HyperparameterBlocks
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.families import SEQUENTIAL_NEEDS
 from gpdsl.ir.structure import GPNode
 from gpdsl.linalg import cholesky, solve_triangular
 
@@ -167,35 +165,14 @@ class StepFunctions:
                                                     {self.view.loop_variable: self.window + 1})
 
 
-def sequential_view(model: ir.Model, data: dict, node: GPNode, method: str = "this method",
-                    allow_external: bool = False) -> SequentialGP:
-    """Build the :class:`SequentialGP` of a model classified as sequential (``node``), or refuse it.
-
-    Raises
-    ------
-    MethodError
-        Naming the statement the method cannot handle: inputs that are not ``(t, X)`` with a time vector,
-        a likelihood in other than one loop over the steps, other latent variables.
-    """
-    def refuse(detail, span=None):
-        raise MethodError(f"{SEQUENTIAL_NEEDS.format(method=method)}; {detail}", span)
-
+def sequential_view(model: ir.Model, data: dict, node: GPNode, allow_external: bool = False) -> SequentialGP:
+    """The :class:`SequentialGP` of a model of the sequential family, whose facts are its GP ``node``
+    (:func:`gpdsl.ir.family_forms.sequential_form` checked the times, the per-step values and the likelihood's
+    loop)."""
     statement = node.statement
-    time, inputs = statement.inputs.components
-    if time.type.container != "vector" or time.type.array_dims or not isinstance(time.type.dims[0], str):
-        refuse(f"the first input of '{node.name}' must be a vector of times, vector[T]", statement.span)
-    time_size = time.type.dims[0]
+    time_size = statement.inputs.components[0].type.dims[0]
     var = model.latents[node.name]
-    if not var.type.array_dims or var.type.array_dims[0] != time_size or len(var.type.shape) != 2:
-        refuse(f"'{node.name}' must be array[{time_size}] vector[N] (one vector per time step); it is "
-               f"{var.type.describe()}", statement.span)
     loops = next(loops for s, loops in model.walk() if s is node.likelihood)
-    if len(loops) != 1 or not isinstance(loops[0].stop, ir.Ref) or loops[0].stop.name != time_size \
-            or not (isinstance(loops[0].start, ir.Constant) and loops[0].start.value == 1):
-        refuse(f"the likelihood must sit in one loop for (i in 1:{time_size})", node.likelihood.span)
-    others = [name for name in model.latents if name != node.name]
-    if others:
-        refuse(f"this model also has latent {', '.join(others)}")
     sizes = {name: int(data[name]) for name in model.sizes}
     stepped = tuple(name for name, declared in model.data.items()
                     if declared.type.shape and declared.type.shape[0] == time_size)

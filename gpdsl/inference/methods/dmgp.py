@@ -116,7 +116,7 @@ def run_dmgp(model, data, settings: DMGPSettings, context):
     """Run ``dmgp``; returns a one-draw :class:`~gpdsl.results.method_output.MethodOutput`."""
     from gpdsl.inference.families.deep_mahalanobis import deep_mahalanobis_view
 
-    problem = deep_mahalanobis_view(model, data)
+    problem = deep_mahalanobis_view(model, data, context.facts)
     fit = fit_dmgp(problem, replace(settings, seed=context.seed), progress=context.progress,
                    checkpoint=context.checkpoint, identity=context.checkpoint_identity)
     predictive = latent_variance = None

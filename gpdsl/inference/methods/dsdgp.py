@@ -118,7 +118,7 @@ def run_dsdgp(model, data, settings: DSDGPSettings, context):
     from gpdsl.inference.families.deep_gp import deep_gp_view
     from gpdsl.inference.methods.dmgp import point_estimate_output
 
-    problem = deep_gp_view(model, data)
+    problem = deep_gp_view(model, data, context.facts)
     settings = replace(settings, seed=context.seed)
     fit = fit_dsdgp(problem, settings, progress=context.progress, checkpoint=context.checkpoint,
                     identity=context.checkpoint_identity)

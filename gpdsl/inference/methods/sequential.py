@@ -41,7 +41,7 @@ def run_sequential(model, data, settings: SequentialSettings, context):
 
     if context.chain_groups is not None:
         raise MethodError("sequential runs one chain threaded through its states; it has no chain groups")
-    view = sequential_view(model, data, context.facts, "sequential", context.allow_external)
+    view = sequential_view(model, data, context.facts, allow_external=context.allow_external)
     if context.new_inputs is not None:
         from gpdsl.inference.predict.sequential import check_step_inputs
 

@@ -1,0 +1,75 @@
+"""The ``log_likelihood``, ``posterior_predictive`` and ``predictions`` groups of a sampler's output, per family.
+
+One path for every method on the latent-GP and GP-regression families, NUTS included: from the named,
+constrained draws in a :class:`~gpdsl.results.method_output.MethodOutput` (the hyperparameters, and ``f``
+where the method records it) the groups are computed draw by draw (:mod:`gpdsl.inference.predict.draws`).
+
+========================  ====================================  ==========================================
+family                    log_likelihood and posterior_predictive  predictions (``--predict``)
+========================  ====================================  ==========================================
+latent GP, f recorded     ``log p(y_i | f_i, theta)``; y_rep       f* from the GP conditional given f, y*
+latent GP, theta only     not written (needs f draws)           f* from the Gaussian approximation, y*
+GP regression             exact LOO ``log p(y_i | y_-i, theta)``;  the exact predictive at each theta
+                          y_rep from the exact conditional
+========================  ====================================  ==========================================
+
+NUTS writes its pointwise groups from Stan's generated quantities (the same quantities,
+:mod:`gpdsl.backends.stan.codegen`) and takes only the predictions from here.
+"""
+
+from __future__ import annotations
+
+from gpdsl.likelihoods import LIKELIHOODS
+
+_REPLICATE_STREAM, _PREDICTION_STREAM = 1, 2
+
+
+def gp_regression_groups(output, model, data, facts, context, pointwise: bool = True, **_) -> None:
+    """The groups of GP regression: the exact leave-one-out densities, replicates from the exact conditional, and
+    the exact predictive at each draw's hyperparameters (see the module docstring)."""
+    import jax
+
+    from gpdsl.inference.families.gp_regression import gp_regression_view
+    from gpdsl.inference.predict import draws
+
+    key, new_inputs = jax.random.PRNGKey(context.seed), context.new_inputs
+    problem = gp_regression_view(model, data, facts)
+    theta = draws.unconstrained_draws(problem, output.posterior)
+    if pointwise:
+        output.log_likelihood = {problem.target: draws.gp_regression_log_likelihood(problem, theta)}
+        output.posterior_predictive = {
+            problem.target: draws.gp_regression_replicates(problem, theta, jax.random.fold_in(key, _REPLICATE_STREAM))}
+    if new_inputs is not None:
+        values = draws.gp_regression_new_draws(problem, theta, new_inputs, jax.random.fold_in(key, _PREDICTION_STREAM))
+        _set_predictions(output, problem, values)
+
+
+def latent_gp_groups(output, model, data, facts, context, pointwise: bool = True, approximation: str = "ep",
+                     tol=None) -> None:
+    """The groups of latent-GP models: ``log p(y_i | f_i, theta)`` and replicates where ``f`` was recorded, and
+    ``f*`` at new inputs (from the GP conditional given ``f``, or from ``approximation`` at ``theta``)."""
+    import jax
+
+    from gpdsl.inference.families.latent_gp import latent_gp_view
+    from gpdsl.inference.predict import draws
+
+    key, new_inputs = jax.random.PRNGKey(context.seed), context.new_inputs
+    problem = latent_gp_view(model, data, facts)
+    theta = draws.unconstrained_draws(problem, output.posterior)
+    f = problem.stack(output.posterior) if all(n.name in output.posterior for n in problem.nodes) else None
+    f = None if f is None else problem.without_mean(theta, f)
+    target = problem.node.likelihood.target.name
+    if pointwise and f is not None and problem.likelihood in LIKELIHOODS:
+        output.log_likelihood = {target: draws.latent_log_likelihood(problem, theta, f)}
+        output.posterior_predictive = {
+            target: draws.latent_replicates(problem, theta, f, jax.random.fold_in(key, _REPLICATE_STREAM))}
+    if new_inputs is not None:
+        values = draws.latent_new_draws(problem, theta, f, new_inputs, jax.random.fold_in(key, _PREDICTION_STREAM),
+                                        approximation, tol)
+        _set_predictions(output, problem, values)
+
+
+def _set_predictions(output, problem, values: dict) -> None:
+    points = f"{problem.node.statement.inputs.index_shape[0]}_new"
+    output.predictions = dict(values)
+    output.dims.update({name: [points] for name in values})
