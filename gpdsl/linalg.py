@@ -14,7 +14,7 @@ from jax.scipy import linalg as _scipy_linalg
 
 import gpdsl.float64  # noqa: F401
 from gpdsl.errors import NumericalError
-from gpdsl.numerics import GP_JITTER
+from gpdsl.numerics import CHOLESKY_JITTER_CEILING, GP_JITTER
 
 # Batched LAPACK calls on CPU (vmapped Cholesky factorisations and triangular solves) are fanned out by
 # jaxlib into XLA's thread pool from inside that pool, which can wedge it: every worker waits and the
@@ -173,7 +173,27 @@ def _eigh_batch_rule(axis_size, in_batched, a):
     return lax.map(_eigh_one_at_a_time, a), (True, True)
 
 
-def jitter_ladder(jitter: float = 1e-6, max_tries: int = 5) -> tuple[float, ...]:
+def expm(a):
+    """Matrix exponential of a square matrix, or of each matrix of a stack.
+
+    ``jax.scipy.linalg.expm`` (differentiable), over a stack one matrix at a time (``lax.map``), so that no
+    batched LAPACK call is made (see the note above); it is not made safe under an outer ``vmap``.
+
+    Parameters
+    ----------
+    a : array_like, shape (..., n, n)
+
+    Returns
+    -------
+    jax.Array, shape (..., n, n)
+    """
+    a = jnp.asarray(a)
+    if a.ndim == 2:
+        return _scipy_linalg.expm(a)
+    return jnp.reshape(lax.map(_scipy_linalg.expm, jnp.reshape(a, (-1, *a.shape[-2:]))), a.shape)
+
+
+def jitter_ladder(jitter: float = CHOLESKY_JITTER_CEILING, max_tries: int = 5) -> tuple[float, ...]:
     """Relative jitters tried in turn: 0, then geometrically from 1e-8 up to ``jitter``.
 
     Parameters
@@ -196,7 +216,7 @@ def jitter_ladder(jitter: float = 1e-6, max_tries: int = 5) -> tuple[float, ...]
     return (0.0, *(float(v) for v in np.geomspace(smallest, jitter, max_tries - 1)))
 
 
-def cholesky_with_jitter(K, jitter: float = 1e-6, max_tries: int = 5):
+def cholesky_with_jitter(K, jitter: float = CHOLESKY_JITTER_CEILING, max_tries: int = 5):
     """Lower Cholesky factor of ``K``, adding diagonal jitter only when needed.
 
     Tries ``K + j * mean(diag(K)) * I`` for each relative ``j`` of :func:`jitter_ladder`
@@ -256,7 +276,7 @@ def _jittered_cholesky_jvp(ladder, primals, tangents):
     return (L, added), (_cholesky_tangent(L, dK), jnp.zeros_like(added))
 
 
-def checked_cholesky(K, context: dict | None = None, jitter: float = 1e-6, max_tries: int = 5):
+def checked_cholesky(K, context: dict | None = None, jitter: float = CHOLESKY_JITTER_CEILING, max_tries: int = 5):
     """:func:`cholesky_with_jitter`, raising a helpful error when it fails (not jit-compatible).
 
     Parameters

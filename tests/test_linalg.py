@@ -282,3 +282,16 @@ def test_one_matrix_with_vmapped_right_hand_sides_is_one_solve(b_shape):
         assert _loops(jax.make_jaxpr(ours)(b).jaxpr) == 0
         theirs = jax.vmap(lambda r: scipy_linalg.solve_triangular(L, r, trans=trans, lower=True))
         np.testing.assert_allclose(ours(b), theirs(b), atol=1e-12)
+
+
+def test_expm_of_a_stack_is_one_matrix_at_a_time(rng):
+    import scipy.linalg
+
+    from gpdsl.linalg import expm
+
+    stack = rng.normal(size=(2, 3, 4, 4))
+    expected = np.array([[scipy.linalg.expm(a) for a in row] for row in stack])
+    np.testing.assert_allclose(expm(stack[0, 0]), expected[0, 0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(expm(stack), expected, rtol=1e-12, atol=1e-12)
+    lu = [e for e in _equations(jax.make_jaxpr(expm)(stack).jaxpr) if e.primitive.name == "lu"]
+    assert lu and all(e.invars[0].aval.ndim == 2 for e in lu)

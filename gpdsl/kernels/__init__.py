@@ -3,6 +3,8 @@
 Every kernel evaluates on single points (:meth:`Kernel.evaluate`) and is vectorised by
 :class:`Kernel`: ``k(X)`` is the Gram matrix of ``X`` with itself (including white-noise
 terms), ``k(X1, X2)`` the cross-covariance and ``k.diag(X)`` the diagonal of ``k(X)``.
+Kernels of a scalar input that are the covariance of a linear SDE (``has_state_space``) also give
+that SDE (:meth:`Kernel.state_space`, :mod:`gpdsl.kernels.state_space`).
 """
 
 import gpdsl.float64  # noqa: F401  (float64 before any array is made)
@@ -11,6 +13,7 @@ from gpdsl.kernels.base import Kernel
 from gpdsl.kernels.composite import Product, Scale, Sum
 from gpdsl.kernels.dot_product import MLP, Linear
 from gpdsl.kernels.registry import KERNEL_SPECS, KERNELS, build_kernel, kernel_spec
+from gpdsl.kernels.state_space import StateSpace
 from gpdsl.kernels.static import Constant, Same, White
 from gpdsl.kernels.stationary import RBF, Matern12, Matern32, Matern52, Periodic
 
@@ -29,6 +32,7 @@ __all__ = [
     "Sum",
     "Product",
     "Scale",
+    "StateSpace",
     "KernelSpec",
     "KernelParam",
     "KERNELS",

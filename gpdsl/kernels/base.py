@@ -5,8 +5,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from gpdsl.errors import MethodError
 from gpdsl.kernel_table import KernelSpec
 from gpdsl.kernels.params import as_param, normalise_active_dims, select_columns
+from gpdsl.kernels.state_space import StateSpace
+from gpdsl.linalg import expm
 
 
 class Kernel:
@@ -31,10 +34,13 @@ class Kernel:
     adds a :class:`Constant` kernel.
 
     A kernel of the language has its :mod:`gpdsl.kernel_table` entry as the class attribute ``spec``.
+    A kernel of a scalar input that is the covariance of a linear SDE has ``has_state_space`` true and
+    implements :meth:`state_space` (:mod:`gpdsl.kernels.state_space`).
     """
 
     __array_ufunc__ = None
     spec: KernelSpec | None = None
+    has_state_space: bool = False
     _param_names: tuple[str, ...] = ()
     active_dims = None
 
@@ -60,6 +66,46 @@ class Kernel:
     def evaluate_same(self, x):
         """Covariance of a point with itself at the same index; ``evaluate(x, x)`` unless overridden."""
         return self.evaluate(x, x)
+
+    def state_space(self) -> StateSpace:
+        """The linear SDE whose output has this kernel's covariance (traceable).
+
+        Returns
+        -------
+        StateSpace
+
+        Raises
+        ------
+        MethodError
+            The kernel has no finite-dimensional state-space form (``has_state_space`` is false).
+        """
+        raise MethodError(f"{type(self).__name__} has no state-space form (a linear SDE over a scalar input); "
+                          "the half-integer Matérn kernels have one")
+
+    def discretise(self, dt) -> tuple[jax.Array, jax.Array]:
+        """Transition matrices ``A = expm(F dt)`` over time steps ``dt`` and the stationary covariance ``P_inf``.
+
+        A step of ``dt`` maps the state's stationary distribution ``N(0, P_inf)`` to itself, with process noise
+        ``P_inf - A P_inf A^T``. By default ``expm`` of :meth:`state_space`'s ``F``; a kernel with a closed form
+        overrides this. Traceable.
+
+        Parameters
+        ----------
+        dt : array_like
+            Time steps, any shape.
+
+        Returns
+        -------
+        A : jax.Array, shape ``dt.shape + (d, d)``
+        P_inf : jax.Array, shape (d, d)
+
+        Raises
+        ------
+        MethodError
+            The kernel has no state-space form.
+        """
+        F, _, _, _, P_inf = self.state_space()
+        return expm(jnp.asarray(dt, dtype=jnp.float64)[..., None, None] * F), P_inf
 
     def pair(self, x1, x2):
         """Covariance between two single points given with all input columns."""

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
+import jax
 import jax.numpy as jnp
 
-from gpdsl.errors import ModelCheckError
+from gpdsl.errors import MethodError, ModelCheckError
 from gpdsl.kernel_table import KERNEL_SPECS
 from gpdsl.kernels.base import Kernel
 from gpdsl.kernels.params import check_ard, safe_sqrt, scaled_sqdist, sum_over_inputs
+from gpdsl.kernels.state_space import StateSpace
 
 
 class RBF(Kernel):
@@ -70,11 +74,19 @@ class _Matern(Kernel):
     """A half-integer Matérn kernel ``variance * polynomial(s) * exp(-s)`` with ``s = sqrt(2 nu) r``.
 
     A subclass gives its :mod:`gpdsl.kernel_table` name, the title and GPy class its docstring names
-    (:func:`_matern_doc`) and ``two_nu`` (``2 nu``) as class keywords, and defines the static method
-    ``polynomial``.
+    (:func:`_matern_doc`) and ``two_nu`` (``2 nu``) as class keywords, and defines the static methods
+    ``polynomial`` and ``companion`` (its state-space form).
+
+    Over a scalar input the kernel of order ``nu = p + 1/2`` is the covariance of the first component of
+    the state ``(f, f', ..., f^(p))`` of ``d = p + 1`` dimensions (Hartikainen & Särkkä 2010): ``F`` is the
+    companion matrix of ``(x + rate)^d``, ``rate = sqrt(2 nu) / lengthscale``, driven through its last
+    component (``L = e_d``) by white noise of spectral density ``Qc = 2^(2p+1) (p!)^2 / (2p)! variance
+    rate^(2p+1)``, and ``H = e_1``. ``N = F + rate I`` is nilpotent, so ``expm(F dt) = exp(-rate dt) sum_{j<d}
+    (N dt)^j / j!`` exactly (:meth:`discretise`).
     """
 
     two_nu: float
+    has_state_space = True
 
     def __init_subclass__(cls, *, name: str, title: str, gpy: str, two_nu: float, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -90,11 +102,64 @@ class _Matern(Kernel):
         s = jnp.sqrt(self.two_nu) * safe_sqrt(scaled_sqdist(x1, x2, self.lengthscale))
         return self.variance * (self.polynomial(s) * jnp.exp(-s))
 
+    def _rate_and_companion(self) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """``(rate, P_inf, N)``: ``F = N - rate I`` with ``N`` nilpotent.
+
+        Raises
+        ------
+        MethodError
+            The kernel has several length-scales (a state space needs a scalar input).
+        """
+        if self.lengthscale.size != 1:
+            raise MethodError(f"{self.spec.name}() has a state-space form over one input only; "
+                              f"got {self.lengthscale.size} length-scales")
+        rate = jnp.sqrt(self.two_nu) / jnp.reshape(self.lengthscale, ())
+        return rate, *self.companion(self.variance, rate)
+
+    def state_space(self) -> StateSpace:
+        """:meth:`Kernel.state_space`, the SDE of the class docstring (``L`` is ``(d, 1)``, ``Qc`` ``(1, 1)``).
+
+        Raises :class:`~gpdsl.errors.MethodError` when the kernel has several length-scales.
+        """
+        rate, P_inf, nilpotent = self._rate_and_companion()
+        d = P_inf.shape[0]
+        p = d - 1
+        constant = 2.0 ** (2 * p + 1) * math.factorial(p) ** 2 / math.factorial(2 * p)
+        density = constant * self.variance * rate ** (2 * p + 1)
+        return StateSpace(nilpotent - rate * jnp.eye(d), jnp.eye(d, 1, -p), jnp.reshape(density, (1, 1)),
+                          jnp.eye(1, d), P_inf)
+
+    def discretise(self, dt) -> tuple[jax.Array, jax.Array]:
+        """:meth:`Kernel.discretise`, ``expm(F dt)`` by the finite series of the nilpotent part (class docstring).
+
+        Raises :class:`~gpdsl.errors.MethodError` when the kernel has several length-scales.
+        """
+        rate, P_inf, nilpotent = self._rate_and_companion()
+        d = P_inf.shape[0]
+        dt = jnp.asarray(dt)
+        lead = (None,) * dt.ndim
+        dt = dt[..., None, None]
+        series, power = jnp.eye(d)[lead], jnp.eye(d)[lead]
+        for j in range(1, d):
+            power = power @ (nilpotent[lead] * dt) / j
+            series = series + power
+        return jnp.exp(-rate * dt) * series, P_inf
+
+
+def _matrix(rows) -> jax.Array:
+    """A small matrix from nested lists of scalars and scalar arrays."""
+    return jnp.stack([jnp.stack([jnp.asarray(x, dtype=float) for x in row]) for row in rows])
+
 
 class Matern12(_Matern, name="matern12", title="Matérn-1/2 (exponential)", gpy="Exponential", two_nu=1.0):
     @staticmethod
     def polynomial(s):
         return 1.0
+
+    @staticmethod
+    def companion(variance, rate):
+        """``(P_inf, N)`` of the state ``f``: an Ornstein-Uhlenbeck process."""
+        return jnp.reshape(variance, (1, 1)), jnp.zeros((1, 1))
 
 
 class Matern32(_Matern, name="matern32", title="Matérn-3/2", gpy="Matern32", two_nu=3.0):
@@ -102,11 +167,23 @@ class Matern32(_Matern, name="matern32", title="Matérn-3/2", gpy="Matern32", tw
     def polynomial(s):
         return 1.0 + s
 
+    @staticmethod
+    def companion(variance, rate):
+        """``(P_inf, N)`` of the state ``(f, f')``."""
+        return jnp.diag(jnp.stack([variance, rate ** 2 * variance])), _matrix([[rate, 1.0], [-rate ** 2, -rate]])
+
 
 class Matern52(_Matern, name="matern52", title="Matérn-5/2", gpy="Matern52", two_nu=5.0):
     @staticmethod
     def polynomial(s):
         return 1.0 + s + s * s / 3.0
+
+    @staticmethod
+    def companion(variance, rate):
+        """``(P_inf, N)`` of the state ``(f, f', f'')``."""
+        kappa = variance * rate ** 2 / 3.0
+        P_inf = _matrix([[variance, 0.0, -kappa], [0.0, kappa, 0.0], [-kappa, 0.0, rate ** 4 * variance]])
+        return P_inf, _matrix([[rate, 1.0, 0.0], [0.0, rate, 1.0], [-rate ** 3, -3.0 * rate ** 2, -2.0 * rate]])
 
 
 class Periodic(Kernel):

@@ -31,8 +31,9 @@ import numpy as np
 from gpdsl.errors import DataError, NumericalError
 from gpdsl.kernels.psi import PsiMethod, psi_statistics
 from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.numerics import GPFLOW_JITTER
 
-DEFAULT_JITTER = 1e-6
+DEFAULT_JITTER = GPFLOW_JITTER
 """Jitter added to ``Kuu`` by default, as GPflow does (``gpflow.settings.jitter``)."""
 
 

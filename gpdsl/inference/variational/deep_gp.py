@@ -30,8 +30,7 @@ import jax.numpy as jnp
 from gpdsl.kernels import Kernel
 from gpdsl.inference.variational.uncollapsed_bound import InducingQ, inducing_kl
 from gpdsl.linalg import cholesky, solve_triangular
-
-JITTER = 1e-6
+from gpdsl.numerics import GPFLOW_JITTER
 
 
 class Layer(NamedTuple):
@@ -75,7 +74,7 @@ def layer_marginals(layer: Layer, prior: LayerPrior, H) -> tuple[jax.Array, jax.
     """Means and variances ``(N, D_out)`` of a layer's values at the points ``H`` (``N x D_in``), ``u`` integrated
     against ``q(u)``."""
     M = layer.Z.shape[0]
-    L = cholesky(prior.kernel(layer.Z) + JITTER * jnp.eye(M))
+    L = cholesky(prior.kernel(layer.Z) + GPFLOW_JITTER * jnp.eye(M))
     A = solve_triangular(L, prior.kernel(layer.Z, H), lower=True)              # L^-1 K_ZH, (M, N)
     projection = solve_triangular(L.T, A, lower=False)                          # K_ZZ^-1 K_ZH
     mean = projection.T @ layer.q_mean
@@ -88,7 +87,7 @@ def layer_marginals(layer: Layer, prior: LayerPrior, H) -> tuple[jax.Array, jax.
 
 def kl_layer(layer: Layer, prior: LayerPrior) -> jax.Array:
     """``KL(q(u) || p(u))`` summed over the layer's output dimensions."""
-    Kmm = prior.kernel(layer.Z) + JITTER * jnp.eye(layer.Z.shape[0])
+    Kmm = prior.kernel(layer.Z) + GPFLOW_JITTER * jnp.eye(layer.Z.shape[0])
     return inducing_kl(Kmm, InducingQ(layer.q_mean, layer.q_sqrt))
 
 

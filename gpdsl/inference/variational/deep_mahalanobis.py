@@ -32,8 +32,9 @@ import jax.numpy as jnp
 from gpdsl.kernels import Kernel
 from gpdsl.kernels.psi import PsiMethod, projection, psi_statistics
 from gpdsl.linalg import cho_solve, cholesky, solve_triangular
+from gpdsl.numerics import GPFLOW_JITTER
 
-JITTER = 1e-6
+JITTER = GPFLOW_JITTER
 """Diagonal jitter on ``K_u`` and ``K_v`` (the reference code's ``gpflow.settings.jitter``)."""
 
 

@@ -7,8 +7,9 @@ term are computed differs. A half-integer Matérn kernel of order ``nu = p + 1/2
 the covariance of the first component of a linear stochastic differential equation with a state of
 dimension ``d = p + 1`` (Hartikainen & Särkkä 2010), so between sorted times ``t_{k-1} <= t_k`` the state
 moves as ``s_k = A_k s_{k-1} + q_k``, ``q_k ~ N(0, Q_k)``, with ``A_k = expm(F (t_k - t_{k-1}))`` and
-``Q_k = P_inf - A_k P_inf A_k^T``. Every quantity below is a sum over the points or a recursion along
-them, ``O(N d^3)`` per latent dimension instead of the dense ``O(N^3)``.
+``Q_k = P_inf - A_k P_inf A_k^T`` (the kernel class's :meth:`~gpdsl.kernels.base.Kernel.discretise`).
+Every quantity below is a sum over the points or a recursion along them, ``O(N d^3)`` per latent
+dimension instead of the dense ``O(N^3)``.
 
 The prior of the latent inputs may add white noise to the Matérn term, ``k_x = k_s + w delta`` (the
 dense covariance also carries ``GP_JITTER`` on its diagonal, which joins ``w``). Then ``x = s + e`` with
@@ -86,11 +87,14 @@ from gpdsl.inference.variational.small_matrices import (
     transpose,
 )
 from gpdsl.kernels.composite import Product, Scale, Sum
+from gpdsl.kernels.registry import KERNELS
 from gpdsl.kernels.static import Same, White
-from gpdsl.kernels.stationary import Matern12, Matern32, Matern52
 from gpdsl.numerics import GP_JITTER
 
-MATERN_ORDERS = {"matern12": 1, "matern32": 3, "matern52": 5}  # kernel name -> 2 nu
+MARKOV_KERNELS = {int(cls.two_nu): cls for cls in KERNELS.values()
+                  if cls.has_state_space and hasattr(cls, "two_nu")}
+"""The state-space kernels of a variance and a length-scale (the half-integer Matérns), by ``2 nu``."""
+MATERN_ORDERS = {cls.spec.name: two_nu for two_nu, cls in MARKOV_KERNELS.items()}  # kernel name -> 2 nu
 SCAN_METHODS = ("blocked", "parallel", "sequential")  # of prefixes()
 METHODS = ("filters", *SCAN_METHODS)  # of MarkovGaussian; the first is the default
 
@@ -167,7 +171,7 @@ def _terms(kernel) -> list:
                or (a[2] and b[1] is not None) for a, b in pairs):
             raise MethodError("a Markovian time prior cannot multiply Matérn or white-noise terms together")
         return [(a[0] * b[0], a[1] if a[1] is not None else b[1], a[2] or b[2]) for a, b in pairs]
-    if isinstance(kernel, (Matern12, Matern32, Matern52)):
+    if isinstance(kernel, tuple(MARKOV_KERNELS.values())):
         return [(jnp.ones(()), kernel, False)]
     if isinstance(kernel, White):
         return [(kernel.variance, None, True)]
@@ -176,61 +180,30 @@ def _terms(kernel) -> list:
     raise MethodError(f"{type(kernel).__name__} is not part of a Markovian time prior")
 
 
-# ---- the state-space form of a Matérn kernel ------------------------------------------------------
-def matern_state_space(two_nu: int, variance, lengthscale) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``(rate, P_inf, N)`` of a Matérn kernel of order ``nu = two_nu / 2``: ``F = N - rate I``.
+# ---- the state-space form of the Matérn kernel ---------------------------------------------------
+def markov_kernel_class(two_nu: int) -> type:
+    """The kernel class of :data:`MARKOV_KERNELS` of order ``nu = two_nu / 2``.
 
-    The feedback matrix ``F`` is the companion matrix of ``(s + rate)^d``, ``rate = sqrt(2 nu) /
-    lengthscale``, so ``N = F + rate I`` is nilpotent and ``expm(F tau) = exp(-rate tau) sum_{j<d} (N
-    tau)^j / j!`` exactly. ``P_inf`` is the stationary covariance of the state, whose first component has
-    the kernel's covariance ``k(tau) = H expm(F tau) P_inf H^T``, ``H = (1, 0, ...)``.
-
-    Parameters
-    ----------
-    two_nu : {1, 3, 5}
-    variance, lengthscale : scalar array_like
-
-    Returns
-    -------
-    tuple of jax.Array
-        A scalar and two ``(d, d)`` arrays, ``d = (two_nu + 1) / 2``.
+    Raises
+    ------
+    MethodError
+        There is none.
     """
-    variance, lengthscale = jnp.asarray(variance, dtype=float), jnp.asarray(lengthscale, dtype=float)
-    rate = jnp.sqrt(float(two_nu)) / lengthscale
-    if two_nu == 1:
-        return rate, jnp.reshape(variance, (1, 1)), jnp.zeros((1, 1))
-    if two_nu == 3:
-        P_inf = jnp.diag(jnp.stack([variance, rate ** 2 * variance]))
-        one = jnp.ones(())
-        return rate, P_inf, _matrix([[rate, one], [-rate ** 2, -rate]])
-    if two_nu == 5:
-        kappa = variance * rate ** 2 / 3.0
-        zero = jnp.zeros(())
-        one = jnp.ones(())
-        P_inf = _matrix([[variance, zero, -kappa], [zero, kappa, zero], [-kappa, zero, rate ** 4 * variance]])
-        nilpotent = _matrix([[rate, one, zero], [zero, rate, one], [-rate ** 3, -3.0 * rate ** 2, -2.0 * rate]])
-        return rate, P_inf, nilpotent
-    raise MethodError(f"Matérn order 2 nu = {two_nu} has no state-space form here; use 1, 3 or 5")
-
-
-def _matrix(rows) -> jax.Array:
-    return jnp.stack([jnp.stack([jnp.asarray(x, dtype=float) for x in row]) for row in rows])
+    if two_nu not in MARKOV_KERNELS:
+        orders = ", ".join(str(order) for order in MARKOV_KERNELS)
+        raise MethodError(f"Matérn order 2 nu = {two_nu} has no state-space form here; use one of {orders}")
+    return MARKOV_KERNELS[two_nu]
 
 
 def transitions(two_nu: int, variance, lengthscale, dt, first) -> tuple[jax.Array, jax.Array, jax.Array]:
     """``(A, Q, P_inf)``: transition matrices and process-noise covariances ``(N, d, d)`` along sorted times.
 
     ``dt[k] = t_k - t_{k-1} >= 0``; where ``first[k]`` (the first point of a sequence) ``A = 0`` and ``Q =
-    P_inf``, so the state restarts from the stationary distribution.
+    P_inf``, so the state restarts from the stationary distribution. ``A`` and ``P_inf`` are the kernel's
+    (:meth:`~gpdsl.kernels.base.Kernel.discretise` of :func:`markov_kernel_class`), whose first state component is
+    the process.
     """
-    rate, P_inf, nilpotent = matern_state_space(two_nu, variance, lengthscale)
-    d = P_inf.shape[0]
-    dt = jnp.asarray(dt)[:, None, None]
-    series, power = jnp.eye(d)[None], jnp.eye(d)[None]
-    for j in range(1, d):
-        power = power @ (nilpotent[None] * dt) / j
-        series = series + power
-    A = jnp.exp(-rate * dt) * series
+    A, P_inf = markov_kernel_class(two_nu)(variance, lengthscale).discretise(jnp.asarray(dt))
     A = jnp.where(jnp.asarray(first)[:, None, None], 0.0, A)
     Q = P_inf[None] - A @ P_inf[None] @ jnp.swapaxes(A, -1, -2)
     return A, 0.5 * (Q + jnp.swapaxes(Q, -1, -2)), P_inf
@@ -405,7 +378,7 @@ class MarkovGaussian(GPPriorGaussian):
     hyperparameters : callable
         ``theta -> MarkovHyperparameters`` (traceable).
     two_nu : {1, 3, 5}
-        ``2 nu`` of the Matérn kernel.
+        ``2 nu`` of the Matérn kernel (a key of :data:`MARKOV_KERNELS`).
     method : {"filters", "blocked", "parallel", "sequential"}
         How the recursions run: ``"filters"`` (the default) steps the two filters point by point
         (:func:`~gpdsl.inference.variational.markov_filters.filter_passes`) and differentiates them by the
@@ -416,8 +389,7 @@ class MarkovGaussian(GPPriorGaussian):
     def __init__(self, prior_covariance: Callable, blocks, times, groups, hyperparameters: Callable, two_nu: int,
                  method: str = "filters"):
         super().__init__(prior_covariance, blocks)
-        if two_nu not in (1, 3, 5):
-            raise MethodError(f"Matérn order 2 nu = {two_nu} has no state-space form here; use 1, 3 or 5")
+        markov_kernel_class(two_nu)
         if method not in METHODS:
             raise MethodError(f"method must be one of {', '.join(METHODS)}; got {method!r}")
         times = np.asarray(times, dtype=float).ravel()

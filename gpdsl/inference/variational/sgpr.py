@@ -24,7 +24,7 @@ from gpdsl.inference.variational.collapsed_bound import collapsed_bound
 from gpdsl.kernels.psi import PsiStatistics, analytic_supported
 from gpdsl.kernels.psi.closed_form import kernel_terms
 from gpdsl.linalg import cholesky_with_jitter, solve_triangular
-from gpdsl.numerics import GP_JITTER
+from gpdsl.numerics import CHOLESKY_JITTER_CEILING, GP_JITTER
 
 DEFAULT_JITTER = GP_JITTER
 """Jitter on ``Kzz``: GPy's ``VarDTC`` constant, which the variational EM of the Bayesian GPLVM uses too."""
@@ -81,7 +81,7 @@ def whitened_statistics(kernel, X, Z, jitter: float = DEFAULT_JITTER):
     stats : PsiStatistics
         ``psi0``, ``Psi1 L^-T`` and ``L^-1 Psi2 L^-T``.
     """
-    L = cholesky_with_jitter(inducing_covariance(kernel, Z, jitter), jitter=1e-6)[0]
+    L = cholesky_with_jitter(inducing_covariance(kernel, Z, jitter), jitter=CHOLESKY_JITTER_CEILING)[0]
     stats = sgpr_statistics(kernel, X, Z)
     psi1 = solve_triangular(L, stats.psi1.T, lower=True).T
     return L, PsiStatistics(stats.psi0, psi1, psi1.T @ psi1)
