@@ -200,68 +200,6 @@ def _cmd_forecast(args) -> int:
     return status
 
 
-def _cmd_pm_variance(args) -> int:
-    """``gpdsl pm-variance``: the spread of pm-gplvm's log estimate at one hyperparameter value (Fig. 4)."""
-    import numpy as np
-
-    from gpdsl.api import check_file
-    from gpdsl.data_io import load_data
-    from gpdsl.errors import DataError
-    from gpdsl.inference.methods.gplvm_chains import estimate_spread_at
-    from gpdsl.inference.methods.pm_gplvm import PMGPLVMSettings
-    from gpdsl.results.arviz_compat import groups, root_attrs
-    from gpdsl.results.io import read_netcdf
-    from gpdsl.results.method_output import results_json
-    from gpdsl.settings import require_positive_int
-
-    require_positive_int("--replicates", args.replicates)
-    if args.num_importance is not None:
-        require_positive_int("--num-importance", args.num_importance)
-    if args.png:
-        from gpdsl.atomic import check_writable
-
-        check_writable(args.png, "figure", inputs=[args.file, args.data, args.results], overwrite=args.overwrite)
-    model, _ = check_file(args.file)
-    data, _ = load_data(args.data, model)
-    settings, seed, values = PMGPLVMSettings(), None, None
-    if args.results:
-        results = read_netcdf(args.results)
-        if root_attrs(results).get("method") != "pm-gplvm":
-            raise DataError(f"{args.results} holds a {root_attrs(results).get('method')} run, not pm-gplvm")
-        settings = PMGPLVMSettings(**results_json(results, "settings"))
-        seed = int(root_attrs(results)["seed"])
-        if args.draw is not None:
-            posterior = groups(results)["posterior"]
-            chain, draw = args.draw
-            chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
-            if not (1 <= chain <= chains and 1 <= draw <= draws):
-                raise DataError(f"--draw {chain} {draw} is outside the {chains} chains of {draws} draws "
-                                f"(both count from 1)")
-            values = {name: np.asarray(posterior[name])[chain - 1, draw - 1] for name in model.parameters}
-    elif args.draw is not None:
-        raise DataError("--draw needs --from RESULTS.nc")
-    else:
-        seed = _seed(args.seed)
-        if args.seed is None:
-            _say_drawn(seed)
-    spread, at = estimate_spread_at(model, data, settings, seed, values, args.replicates, args.num_importance)
-    where = ", ".join(f"{k} = {np.array2string(np.asarray(v), precision=4)}" for k, v in at.items())
-    print(f"log p_hat(Y | X, xi) at {where}: {args.replicates} replicates")
-    print(f"{'draws':>7} {'mean':>12} {'sd':>8} {'variance':>9} {'p10':>12} {'median':>12} {'p90':>12}")
-    for q in sorted({1, 10, 100, 1000, spread.draws[-1]} & set(spread.draws.tolist())):
-        i = q - 1
-        print(f"{q:>7} {spread.mean[i]:>12.4f} {spread.sd[i]:>8.4f} {spread.variance[i]:>9.4f} {spread.p10[i]:>12.4f} "
-              f"{spread.median[i]:>12.4f} {spread.p90[i]:>12.4f}")
-    verdict = "below" if spread.variance[-1] < 2 else "ABOVE"
-    print(f"variance of the log estimate with {spread.draws[-1]} draws: {spread.variance[-1]:.3f} ({verdict} the "
-          "about 2 that Doucet et al. 2015 recommend)")
-    if args.png:
-        from gpdsl.results.plots import plot_estimate_spread
-
-        print(f"wrote {plot_estimate_spread(spread, args.png)}", file=sys.stderr)
-    return 0
-
-
 def _series(path, name):
     """The series in a data file: its only variable, or the one called ``name``."""
     import numpy as np
@@ -418,13 +356,18 @@ def _cmd_plot(args) -> int:
 
 
 def _plot_latent(results, args):
+    from gpdsl.errors import DataError, GpdslError
     from gpdsl.inference.predict.gplvm import latent_variance_grid, most_relevant_dims
-    from gpdsl.inference.methods.vem import fit_from_results
+    from gpdsl.registry import methods
+    from gpdsl.results.arviz_compat import root_attrs
     from gpdsl.results.latent_plot import plot_latent
 
-    from gpdsl.errors import DataError
-
-    _, fit = fit_from_results(results)
+    method = methods().get(str(root_attrs(results).get("method")))
+    if method is None or method.latent_fit is None:
+        plotted = ", ".join(m.name for m in methods().values() if m.latent_fit is not None)
+        raise GpdslError(f"these results ({root_attrs(results).get('method', 'no method')}) hold no variational fit "
+                         f"of latent inputs to plot; --kind latent plots the results of {plotted}")
+    _, fit = method.latent_fit(results)
     latent_dims = fit.mean.shape[1]
     if args.dims and not all(1 <= d <= latent_dims for d in args.dims):
         raise DataError(f"--dims {args.dims[0]} {args.dims[1]}: the latent dimensions are 1 to {latent_dims}")
@@ -477,7 +420,6 @@ EXAMPLES = {
             "--labels labels.json -o latent.png",
     "compare": "gpdsl compare nuts.nc pm.nc --reference nuts.nc -o table.md --plot forest.png",
     "data": "gpdsl data --list\n  gpdsl data pima_tr --rows 100 --columns glu bmi ped --standardize -o data.json",
-    "pm-variance": "gpdsl pm-variance models/supervised_gplvm.gpm --data data.json --from pm.nc --draw 1 820",
     "forecast": "gpdsl forecast models/gp_narx.gpm --data series.json --lag 12 --train 48 --out fc.nc",
 }
 
@@ -525,6 +467,10 @@ def _choice_hint(message: str) -> str | None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``gpdsl`` command."""
+    from importlib import import_module
+
+    from gpdsl.registry import methods
+
     parser = _Parser(prog="gpdsl", description="Gaussian-process models: check, compile, sample, fit, run, "
                      "forecast, summarise, plot, compare; write packaged datasets.", formatter_class=_HelpFormatter,
                      epilog="example:\n  gpdsl data pima_tr --rows 100 --columns glu bmi ped --standardize -o data.json"
@@ -554,9 +500,9 @@ def build_parser() -> argparse.ArgumentParser:
     resume.add_argument("checkpoint", metavar="CHECKPOINT.npz")
     resume.set_defaults(run=_cmd_resume)
 
-    methods = sub.add_parser("methods", help="list the methods that fit each model, and why the others do not")
-    methods.add_argument("files", nargs="+", metavar="FILE")
-    methods.set_defaults(run=_cmd_methods)
+    listing = sub.add_parser("methods", help="list the methods that fit each model, and why the others do not")
+    listing.add_argument("files", nargs="+", metavar="FILE")
+    listing.set_defaults(run=_cmd_methods)
 
     summary = sub.add_parser("summary", help="posterior summary and sampler warnings of a results file")
     summary.add_argument("fit", metavar="FIT.nc")
@@ -627,22 +573,13 @@ def build_parser() -> argparse.ArgumentParser:
                       help="gplvm: these columns as observed inputs X (N x k), not outputs (supervised GPLVM)")
     data.set_defaults(run=_cmd_data)
 
-    text = "the spread of pm-gplvm's estimate of log p(Y | X, xi) at one xi, against the number of importance draws"
-    spread = sub.add_parser("pm-variance", help=text, description=text)
-    spread.add_argument("file", metavar="FILE")
-    spread.add_argument("--data", required=True, metavar="DATA")
-    spread.add_argument("--from", dest="results", default=None, metavar="FIT.nc",
-                        help="a pm-gplvm results file: its settings and seed (default: pm-gplvm's defaults)")
-    spread.add_argument("--draw", type=int, nargs=2, default=None, metavar=("CHAIN", "DRAW"),
-                        help="the hyperparameters of this kept draw of --from (from 1; default: the variational "
-                             "estimate the chains started from)")
-    spread.add_argument("--replicates", type=int, default=1000, help="independent estimates (default 1000)")
-    spread.add_argument("--num-importance", type=int, default=None, metavar="Q",
-                        help="importance draws per estimate (default: the run's)")
-    spread.add_argument("--seed", type=int, default=None, help="seed without --from (default: drawn)")
-    spread.add_argument("--png", default=None, metavar="OUT.png", help="also plot the running summaries")
-    add_overwrite_flag(spread)
-    spread.set_defaults(run=_cmd_pm_variance)
+    for method in methods().values():
+        for path in method.tools:
+            tool = import_module(path)
+            command = sub.add_parser(tool.NAME, help=tool.HELP, description=tool.HELP)
+            tool.add_arguments(command)
+            command.set_defaults(run=tool.run)
+            EXAMPLES[tool.NAME] = tool.EXAMPLE
 
     text = "fit a GP-NARX model file to a series (--method ml) and free-simulate it, with or without uncertainty " \
            "propagation; write the fit and the predictions as NetCDF"

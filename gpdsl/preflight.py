@@ -16,6 +16,7 @@ import numpy as np
 
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir.nodes import Model
+from gpdsl.settings.fields import PlannedRun, RunPlan
 
 SMALLEST_SCALE = 1e-100
 LARGEST_SCALE = 1e100
@@ -31,7 +32,8 @@ def verify_runnable(model: Model, data: dict, settings) -> None:
     data : dict
         Validated data (:func:`gpdsl.data_validation.validate_data`).
     settings : dataclass
-        The method's validated settings (methods with a ``num_inducing`` setting form no full kernel matrix).
+        The method's validated settings; their :meth:`~gpdsl.settings.fields.PlannedRun.run_plan` says what the run
+        allocates and where it starts (a settings class without one is taken to form full kernel matrices).
 
     Raises
     ------
@@ -41,11 +43,12 @@ def verify_runnable(model: Model, data: dict, settings) -> None:
         An initial value does not fit its parameter, there are more inducing inputs than points, or an
         array the run allocates exceeds the memory available.
     """
+    plan = settings.run_plan() if isinstance(settings, PlannedRun) else RunPlan()
     verify_sizes(model, data)
     verify_outputs(model, data)
-    verify_initial_values(model, data, getattr(settings, "initial_values", None) or {})
-    verify_inducing(model, data, getattr(settings, "num_inducing", None))
-    verify_memory(model, data, settings)
+    verify_initial_values(model, data, plan.initial_values)
+    verify_inducing(model, data, plan.inducing)
+    verify_memory(model, data, plan)
 
 
 def verify_sizes(model: Model, data: dict) -> None:
@@ -125,12 +128,12 @@ def verify_inducing(model: Model, data: dict, num_inducing: int | None) -> None:
                           f"inputs must be from 1 to {min(points)}")
 
 
-def verify_memory(model: Model, data: dict, settings) -> None:
+def verify_memory(model: Model, data: dict, plan: RunPlan) -> None:
     """Refuse a run whose largest array, named, would not fit in the memory available."""
     available = available_memory()
     if available is None:
         return
-    for what, count in _allocations(model, data, settings):
+    for what, count in _allocations(model, data, plan):
         needed = 8 * count
         if needed > available:
             raise MethodError(f"{what} would take {_bytes(needed)}; {_bytes(available)} of memory is available",
@@ -152,35 +155,34 @@ def available_memory() -> int | None:
         return None
 
 
-def _allocations(model: Model, data: dict, settings):
+def _allocations(model: Model, data: dict, plan: RunPlan):
     """``(what, number of float64 values)`` of the arrays a run allocates whose size the user chose."""
     variables = {**model.parameters, **model.latents}
     sizes = {name: _shape(variable, data) for name, variable in variables.items()}
     for name, variable in variables.items():
         yield f"{variable.role} {name} ({_declared(variable, data)})", math.prod(sizes[name])
-    chains, draws = getattr(settings, "chains", None), getattr(settings, "draws", None)
-    if isinstance(chains, int) and isinstance(draws, int):
+    chains, draws = plan.chains, plan.draws
+    if chains is not None and draws is not None:
         recorded = sum(math.prod(sizes[name]) for name in model.parameters)
         yield (f"the draws (--chains {chains} x --draws {draws} x {recorded} parameter values)",
                chains * draws * recorded)
     from gpdsl.ir.structure import gp_nodes
 
-    inducing = getattr(settings, "num_inducing", None)
-    copies = chains if isinstance(chains, int) else 1
-    per_chain = f"--chains {copies} x " if isinstance(chains, int) else ""
-    importance = getattr(settings, "num_importance", None)
+    inducing, importance = plan.inducing, plan.importance
+    copies = chains if chains is not None else 1
+    per_chain = f"--chains {copies} x " if chains is not None else ""
     for node in gp_nodes(model):
         points = sizes[node.name][0] if sizes.get(node.name) else 0
         values = math.prod(sizes[node.name])
-        if not hasattr(settings, "num_inducing"):
+        if plan.full_kernel:
             yield f"the kernel matrices of {node.name} ({per_chain}{points} x {points})", copies * points * points
-        elif isinstance(inducing, int):
+        elif inducing is not None:
             yield f"the cross-covariance of {node.name} ({points} x --num-inducing {inducing})", points * inducing
-        if isinstance(importance, int):
+        if importance is not None:
             yield (f"the importance draws of {node.name} ({per_chain}--num-importance {importance} x {values} values)",
                    copies * importance * values)
-    nodes = getattr(settings, "gh_nodes", None)
-    if getattr(settings, "psi", None) == "gauss_hermite" and isinstance(nodes, int):
+    nodes = plan.quadrature_nodes
+    if nodes is not None:
         for name, variable in model.latents.items():
             if variable.declared and len(sizes[name]) == 2:
                 points, latent_dims = sizes[name]

@@ -33,7 +33,7 @@ from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMargi
 from gpdsl.inference.methods.sequential import SequentialSettings, run_sequential
 from gpdsl.inference.methods.sgpr import SGPRSettings, run_sgpr, sgpr_report
 from gpdsl.inference.methods.svi_gplvm import SVIGPLVMSettings, run_svi_gplvm, svi_gplvm_report
-from gpdsl.inference.methods.vem import VEMSettings, run_vem, vem_report
+from gpdsl.inference.methods.vem import VEMSettings, fit_from_results, run_vem, vem_report
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANOBIS_GP, FAMILIES, GP_PRIOR_GPLVM,
                                 GP_REGRESSION, LATENT_GP, LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP,
                                 Classification, classify, describe, predicting_families)
@@ -81,6 +81,11 @@ class Method:
     report : callable, optional
         ``report(results, model, settings) -> RunReport`` (:mod:`gpdsl.results.report`): what the command line
         prints after a run. Every ``fit`` method has one; samplers default to the posterior summary.
+    tools : tuple of str
+        Modules of commands of this method only (:mod:`gpdsl.tools`), added to the command line.
+    latent_fit : callable, optional
+        ``latent_fit(results) -> (model, fit)``: its variational fit of latent inputs rebuilt from a results file
+        it wrote (``gpdsl plot --kind latent``); None for methods whose results hold no ``q(X)`` to plot.
     prediction_file : {"inputs", "variables"}
         What its ``--predict`` file holds: the new inputs under the model's input name, or (GPLVMs) every
         variable by name, from which the method picks the new inputs of the latent inputs' prior and new
@@ -106,6 +111,8 @@ class Method:
     chain_groups: bool = False
     report: Callable[..., Any] | None = None
     prediction_file: str = "inputs"
+    latent_fit: Callable[..., Any] | None = None
+    tools: tuple[str, ...] = ()
 
     def run_report(self, results, model, settings):
         """The :class:`~gpdsl.results.report.RunReport` of a finished run (see ``report``)."""
@@ -242,7 +249,8 @@ register(Method(
 register(Method(
     "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "
     "the variational E-step at each proposal (exact)", PM_GPLVM_FAMILIES, PMGPLVMSettings,
-    run_pm_gplvm, predicts=True, checkpoints=True, chain_groups=True, prediction_file="variables"))
+    run_pm_gplvm, predicts=True, checkpoints=True, chain_groups=True, prediction_file="variables",
+    tools=("gpdsl.tools.pm_variance",)))
 register(Method(
     "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters, or ESS "
     "in z-space (SDSS, fixed-nu)",
@@ -255,7 +263,8 @@ register(Method(
 register(Method(
     "vem", "variational EM with Psi statistics (analytic, unscented, Gauss-Hermite, Monte Carlo)",
     (BAYESIAN_GPLVM, GP_PRIOR_GPLVM), VEMSettings, run_vem, command="fit", requires_priors=False,
-    missing_outputs=True, predicts=True, report=vem_report, prediction_file="variables"))
+    missing_outputs=True, predicts=True, report=vem_report, prediction_file="variables",
+    latent_fit=fit_from_results))
 register(Method(
     "ml", "type-II maximum likelihood (MAP where there are priors) of GP regression, f integrated out exactly "
     "(a point estimate, stored as one draw)", (GP_REGRESSION,), MLSettings, run_ml, command="fit",

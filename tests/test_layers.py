@@ -15,7 +15,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "gpdsl"
 
 LAYERS = [
-    ("front", ("gpdsl.cli", "gpdsl.cli_options", "gpdsl.run_file", "gpdsl.testing")),
+    ("front", ("gpdsl.cli", "gpdsl.cli_options", "gpdsl.run_file", "gpdsl.testing", "gpdsl.tools")),
     ("api", ("gpdsl.api", "gpdsl.scale_out")),
     ("registry", ("gpdsl.registry",)),
     ("methods", ("gpdsl.inference.methods", "gpdsl.inference.forecast")),

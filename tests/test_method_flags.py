@@ -152,3 +152,22 @@ def test_the_deep_families_refuse_a_dynamical_gplvm_in_the_listing_and_the_run(w
         assert status == EXIT_USER_ERROR and "internal error" not in err, err
         assert line.split(None, 2)[2].split(": ", 1)[1] in err
         assert seconds < QUICK
+
+
+def test_every_method_declares_its_run_plan():
+    """Preflight reads what a run allocates from the settings' run plan, never from the names of its settings."""
+    from gpdsl.settings.fields import PlannedRun, RunPlan
+
+    for method in methods().values():
+        assert isinstance(method.settings(), PlannedRun), method.name
+        assert isinstance(method.settings().run_plan(), RunPlan), method.name
+
+
+def test_the_latent_plot_refuses_results_without_latent_inputs_naming_the_methods_it_plots(work, capsys):
+    argv = command(work, "ml", [])
+    assert cli(argv, capsys)[0] in (EXIT_OK, EXIT_NOT_CONVERGED)
+    status, _, err, _ = cli(["plot", argv[argv.index("--out") + 1], "--kind", "latent", "-o", work / "latent.png"],
+                            capsys)
+    assert status == EXIT_USER_ERROR and "internal error" not in err, err
+    assert "hold no variational fit" in err and "vem" in err
+    assert not (work / "latent.png").exists()

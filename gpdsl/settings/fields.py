@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import field
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from gpdsl.errors import MethodError
 
@@ -224,3 +224,43 @@ def command_line_value(settings_field, value):
     if meta.get("choices") and isinstance(value, str):
         return value.replace("-", "_")
     return value
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run's settings tell the checks made before it starts (:mod:`gpdsl.preflight`).
+
+    Every method's settings class declares it through :meth:`PlannedRun.run_plan`, so that preflight never
+    guesses a method's arrays from the names of its settings.
+
+    Attributes
+    ----------
+    chains, draws : int, optional
+        Chains run side by side (each with its own kernel matrices) and draws kept per chain.
+    full_kernel : bool
+        The run factorises ``N x N`` kernel matrices (False for sparse and variational methods).
+    inducing : int, optional
+        Inducing inputs (``--num-inducing``): an ``N x M`` cross-covariance, and ``M`` at most ``N``.
+    importance : int, optional
+        Importance draws per estimate, each a copy of the latent values.
+    quadrature_nodes : int, optional
+        Gauss-Hermite nodes per latent dimension of the Psi statistics.
+    initial_values : dict
+        Starting values of hyperparameters by name (``--init-value``), checked against their declarations.
+    """
+
+    chains: int | None = None
+    draws: int | None = None
+    full_kernel: bool = True
+    inducing: int | None = None
+    importance: int | None = None
+    quadrature_nodes: int | None = None
+    initial_values: dict = field(default_factory=dict)
+
+
+@runtime_checkable
+class PlannedRun(Protocol):
+    """The protocol of a method's settings: :meth:`run_plan` says what its run allocates and starts from."""
+
+    def run_plan(self) -> RunPlan:
+        """The run's :class:`RunPlan`."""

@@ -6,11 +6,12 @@ flags, validated on creation. They live below the engines, which read them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 from gpdsl.errors import MethodError
-from gpdsl.settings.fields import (initial_values_from_cli, option, require_choice, require_number, require_positive_int)
+from gpdsl.settings.fields import (RunPlan, initial_values_from_cli, option, require_choice, require_number,
+                                   require_positive_int)
 from gpdsl.settings.schedules import AdamScheduleSettings, LBFGSSettings
 
 
@@ -42,6 +43,12 @@ class MLSettings(LBFGSSettings):
             raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
         super().__post_init__()
 
+    def run_plan(self) -> RunPlan:
+        """``N x N`` kernel matrices, from ``initial_values``."""
+        return RunPlan(initial_values=self.initial_values)
+
+
+
 
 @dataclass(frozen=True)
 class EPMLSettings:
@@ -61,6 +68,12 @@ class EPMLSettings:
     def __post_init__(self):
         require_positive_int("starts", self.starts)
         require_number("tol", self.tol, 0, open_low=True, optional=True)
+
+    def run_plan(self) -> RunPlan:
+        """``N x N`` kernel matrices."""
+        return RunPlan()
+
+
 
 
 PSI_METHODS = ("analytic", "unscented", "gauss_hermite", "monte_carlo")
@@ -172,6 +185,15 @@ class VEMSettings(LBFGSSettings):
 
         return PsiMethod(self.psi, nodes=self.gh_nodes, samples=self.mc_samples)
 
+    def run_plan(self) -> RunPlan:
+        """``M`` inducing inputs (no ``N x N`` kernel), the Gauss-Hermite nodes of the Psi statistics, and where the
+        fit starts."""
+        nodes = self.gh_nodes if self.psi == "gauss_hermite" else None
+        return RunPlan(full_kernel=False, inducing=self.num_inducing, quadrature_nodes=nodes,
+                       initial_values=self.initial_values)
+
+
+
 
 OPTIMIZERS = ("lbfgs", "adam")
 
@@ -233,6 +255,12 @@ class SGPRSettings(AdamScheduleSettings, LBFGSSettings):
         LBFGSSettings.__post_init__(self)
         require_number("jitter", self.jitter, 0)
 
+    def run_plan(self) -> RunPlan:
+        """Adam's plan with ``M`` inducing inputs."""
+        return replace(AdamScheduleSettings.run_plan(self), inducing=self.num_inducing)
+
+
+
 
 @dataclass(frozen=True)
 class SVIGPLVMSettings(AdamScheduleSettings):
@@ -270,6 +298,12 @@ class SVIGPLVMSettings(AdamScheduleSettings):
         return VEMSettings(num_inducing=self.num_inducing, init=self.init, init_variance=self.init_variance,
                            initial_values=self.initial_values, seed=seed)
 
+    def run_plan(self) -> RunPlan:
+        """Adam's plan with ``M`` inducing inputs."""
+        return replace(AdamScheduleSettings.run_plan(self), inducing=self.num_inducing)
+
+
+
 
 @dataclass(frozen=True)
 class DMGPSettings(AdamScheduleSettings):
@@ -292,6 +326,12 @@ class DMGPSettings(AdamScheduleSettings):
         super().__post_init__()
         require_positive_int("num_inducing", self.num_inducing)
         require_positive_int("num_inducing_fields", self.num_inducing_fields)
+
+    def run_plan(self) -> RunPlan:
+        """Adam's plan with ``M`` inducing inputs."""
+        return replace(AdamScheduleSettings.run_plan(self), inducing=self.num_inducing)
+
+
 
 
 @dataclass(frozen=True)
@@ -319,3 +359,7 @@ class DSDGPSettings(AdamScheduleSettings):
         require_positive_int("num_inducing", self.num_inducing)
         require_positive_int("batch_size", self.batch_size, allow_zero=True)
         require_positive_int("predict_samples", self.predict_samples)
+
+    def run_plan(self) -> RunPlan:
+        """Adam's plan with ``M`` inducing inputs."""
+        return replace(AdamScheduleSettings.run_plan(self), inducing=self.num_inducing)

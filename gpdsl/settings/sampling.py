@@ -7,12 +7,12 @@ flags, validated on creation. They live below the engines, which read them.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from gpdsl.errors import MethodError
-from gpdsl.settings.fields import (SettingError, option, require_choice, require_covariance,
+from gpdsl.settings.fields import (RunPlan, SettingError, option, require_choice, require_covariance,
                                    require_number, require_positive_int)
 from gpdsl.settings.schedules import ChainSettings, SegmentedChainSettings
 
@@ -132,6 +132,12 @@ class PseudoMarginalSettings(MCMCEPSettings):
         super().__post_init__()
         require_choice("approximation", self.approximation, APPROXIMATIONS)
         require_positive_int("num_importance", self.num_importance)
+
+    def run_plan(self) -> RunPlan:
+        """The chains' plan, and the importance draws of each estimate."""
+        return replace(super().run_plan(), importance=self.num_importance)
+
+
 
 
 def adapted_proposal_covariance(results) -> list:
@@ -359,6 +365,14 @@ class PMGPLVMSettings(SegmentedChainSettings):
                 raise SettingError("blocks", f"must be non-empty lists of hyperparameter names (every block is); got "
                                              f"{self.blocks}")
 
+    def run_plan(self) -> RunPlan:
+        """The chains' plan with the variational fit's inducing inputs (no ``N x N`` kernel of the outputs) and
+        the importance draws of each estimate."""
+        return replace(super().run_plan(), full_kernel=False, inducing=self.num_inducing,
+                       importance=self.num_importance)
+
+
+
 
 SCHEMES = ("sequential", "full")
 
@@ -446,3 +460,7 @@ class SequentialSettings:
     def chains(self) -> int:
         """One chain, threaded through the states of every step."""
         return 1
+
+    def run_plan(self) -> RunPlan:
+        """One chain's ``N x N`` kernel matrices at a time."""
+        return RunPlan()

@@ -6,10 +6,10 @@ same flags with the same checks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpdsl.errors import MethodError
-from gpdsl.settings.fields import initial_values_from_cli, option, require_number, require_positive_int
+from gpdsl.settings.fields import RunPlan, initial_values_from_cli, option, require_number, require_positive_int
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,10 @@ class ChainSettings:
         require_positive_int("chains", self.chains)
         require_positive_int("warmup", self.warmup, allow_zero=True)
         require_positive_int("draws", self.draws)
+
+    def run_plan(self) -> RunPlan:
+        """Chains of ``N x N`` kernel matrices, and their draws."""
+        return RunPlan(self.chains, self.draws)
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,10 @@ class SegmentedChainSettings(ChainSettings):
         require_positive_int("segment_size", self.segment_size)
         if not isinstance(self.initial_values, dict):
             raise MethodError(f"initial_values must be a dict of name to value; got {self.initial_values!r}")
+
+    def run_plan(self) -> RunPlan:
+        """Chains of ``N x N`` kernel matrices, their draws, and where the chains start."""
+        return replace(super().run_plan(), initial_values=self.initial_values)
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,10 @@ class AdamScheduleSettings:
         require_positive_int("chunk", self.chunk)
         require_number("learning_rate", self.learning_rate, 0, open_low=True)
         require_positive_int("seed", self.seed, allow_zero=True)
+
+    def run_plan(self) -> RunPlan:
+        """Where the fit starts; the methods fitted by Adam are sparse or variational (no ``N x N`` kernel)."""
+        return RunPlan(full_kernel=False, initial_values=self.initial_values)
 
 
 @dataclass(frozen=True)
