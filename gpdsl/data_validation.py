@@ -14,7 +14,7 @@ import numpy as np
 from gpdsl.errors import DataError
 from gpdsl.ir.nodes import Constant, LikelihoodStatement, Model, Ref, Variable
 from gpdsl.likelihoods import LIKELIHOODS
-from gpdsl.semantics.types import VarType
+from gpdsl.ir.types import VarType
 
 LABEL_RANGE_LIMIT = 20
 """Integer variables with both bounds at most this far apart are treated as category labels."""

@@ -171,3 +171,20 @@ def test_the_latent_plot_refuses_results_without_latent_inputs_naming_the_method
     assert status == EXIT_USER_ERROR and "internal error" not in err, err
     assert "hold no variational fit" in err and "vem" in err
     assert not (work / "latent.png").exists()
+
+
+@pytest.mark.parametrize("model_name, data_name", sorted({(model, data) for model, data, _ in CASES.values()}))
+def test_a_method_the_listing_accepts_gets_its_family_view(work, model_name, data_name):
+    """``gpdsl methods`` says yes only where the family's view, what the method's engines receive, builds."""
+    from gpdsl.data_io import load_data
+    from gpdsl.ir.families import ANY, FAMILIES, classify
+
+    model, _ = check_file(REPO / "models" / f"{model_name}.gpm")
+    data, _ = load_data(work / f"{data_name}.json", model)
+    classification = classify(model)
+    accepted = [m for m in methods().values() if m.refusal(model, classification) is None]
+    assert accepted
+    for method in accepted:
+        family, facts = classification.require(method.families, method.name)
+        if family != ANY:
+            assert FAMILIES[family].view(model, data, facts) is not None, method.name

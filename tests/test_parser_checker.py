@@ -12,7 +12,7 @@ import pytest
 
 from gpdsl.api import check_file, check_text
 from gpdsl.ir import nodes as ir
-from gpdsl.semantics.types import VarType
+from gpdsl.ir.types import VarType
 from gpdsl.syntax import ast
 from gpdsl.syntax.parser import parse
 

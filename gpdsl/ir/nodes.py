@@ -1,6 +1,6 @@
 """Typed IR: what the checker produces and every backend and engine consumes.
 
-Expressions carry their :class:`~gpdsl.semantics.types.VarType` (without bounds). Kernels are a
+Expressions carry their :class:`~gpdsl.ir.types.VarType` (without bounds). Kernels are a
 separate small algebra (leaves, sums, products, scalings). A :class:`Model` keeps the statements in
 source order plus the structural facts engines need: which variables are latent GP values, with which
 kernel over which inputs, and which likelihood sits on which data.
@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from gpdsl.semantics.types import VarType
+from gpdsl.ir.types import VarType
 from gpdsl.source import Source, Span
 
 REAL = VarType("real")

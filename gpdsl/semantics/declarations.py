@@ -11,7 +11,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.semantics import catalog
 from gpdsl.semantics.constants import fold
 from gpdsl.semantics.context import CheckContext, fail
-from gpdsl.semantics.types import Dim, VarType
+from gpdsl.ir.types import Dim, VarType
 from gpdsl.source import Span
 from gpdsl.suggest import did_you_mean
 from gpdsl.syntax import ast

@@ -17,7 +17,7 @@ from gpdsl.semantics.context import CheckContext, fail
 from gpdsl.semantics.expressions import check_expr
 from gpdsl.semantics.shapes import same_dim, shape_text
 from gpdsl.semantics.support import SUPPORTS
-from gpdsl.semantics.types import number_text
+from gpdsl.ir.types import number_text
 from gpdsl.semantics.whole_program import note_parameter_argument
 from gpdsl.suggest import did_you_mean
 from gpdsl.syntax import ast

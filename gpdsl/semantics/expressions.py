@@ -14,7 +14,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.semantics import catalog
 from gpdsl.semantics.context import CheckContext, fail, fail_unknown_callable
 from gpdsl.semantics.shapes import value_type
-from gpdsl.semantics.types import Dim, VarType, is_label_array
+from gpdsl.ir.types import Dim, VarType, is_label_array
 from gpdsl.source import Span
 from gpdsl.suggest import did_you_mean
 from gpdsl.syntax import ast

@@ -13,7 +13,7 @@ from gpdsl.semantics.context import CheckContext, fail
 from gpdsl.semantics.expressions import check_expr, check_project
 from gpdsl.semantics.kernels import check_kernel, verify_kernel_names
 from gpdsl.semantics.shapes import same_dim, shape_text
-from gpdsl.semantics.types import is_label_array
+from gpdsl.ir.types import is_label_array
 from gpdsl.suggest import did_you_mean
 from gpdsl.syntax import ast
 

@@ -16,7 +16,7 @@ from gpdsl.semantics.context import CheckContext, fail, fail_unknown_callable
 from gpdsl.semantics.expressions import check_expr, is_kernel
 from gpdsl.semantics.shapes import shape_text
 from gpdsl.semantics.support import SUPPORTS
-from gpdsl.semantics.types import Dim
+from gpdsl.ir.types import Dim
 from gpdsl.semantics.whole_program import note_parameter_argument
 from gpdsl.suggest import closest, did_you_mean, edit_distance
 from gpdsl.syntax import ast

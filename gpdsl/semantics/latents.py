@@ -13,7 +13,7 @@ from gpdsl.semantics.context import CheckContext, fail
 from gpdsl.semantics.dependencies import distributions, verify_acyclic
 from gpdsl.semantics.gp import check_inputs, verify_gp_arguments
 from gpdsl.semantics.shapes import same_dim
-from gpdsl.semantics.types import VarType
+from gpdsl.ir.types import VarType
 from gpdsl.syntax import ast
 
 

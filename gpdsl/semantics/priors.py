@@ -17,7 +17,7 @@ from gpdsl.semantics.constants import constant_vector
 from gpdsl.semantics.context import CheckContext, fail, fail_unknown_callable
 from gpdsl.semantics.distributions import check_distribution
 from gpdsl.semantics.support import SUPPORTS, Interval, declared_interval
-from gpdsl.semantics.types import VarType, number_text
+from gpdsl.ir.types import VarType, number_text
 from gpdsl.syntax import ast
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpdsl.semantics.types import Dim, VarType
+from gpdsl.ir.types import Dim, VarType
 
 
 def value_type(t: VarType) -> VarType:

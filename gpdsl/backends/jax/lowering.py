@@ -32,7 +32,7 @@ from gpdsl.kernels import Kernel, build_kernel
 from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.linalg import cholesky, solve_triangular
 from gpdsl.numerics import GP_JITTER
-from gpdsl.semantics.types import is_label_array
+from gpdsl.ir.types import is_label_array
 
 compilation_cache.enable()  # every lowered model's programs compile once per machine
 

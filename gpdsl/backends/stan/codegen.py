@@ -60,7 +60,7 @@ from gpdsl.likelihoods import LIKELIHOODS, capability
 from gpdsl.numerics import GP_JITTER
 from gpdsl.priors import PRIORS
 from gpdsl.semantics import catalog
-from gpdsl.semantics.types import Dim, VarType, is_label_array
+from gpdsl.ir.types import Dim, VarType, is_label_array
 
 STAN_RESERVED = frozenset("""
     for in while repeat until if then else true false target functions model data parameters
