@@ -80,7 +80,7 @@ def sha256_bytes(content: bytes) -> str:
 
 def test_registry_lists_every_dataset():
     assert datasets.list_datasets() == sorted([
-        "abalone", "air_passengers", "airquality", "boston", "breast_cancer_wisconsin", "concrete",
+        "abalone", "air_passengers", "airquality", "births_usa_1969", "boston", "breast_cancer_wisconsin", "concrete",
         "energy", "glass", "ionosphere", "new_thyroid", "oil_flow", "pima", "pima_tr", "usps", "wine_quality_red",
     ])
 

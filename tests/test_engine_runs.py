@@ -16,10 +16,8 @@ from gpdsl.inference.approximations.ep import ep
 from gpdsl.inference.approximations.gaussian import predict
 from gpdsl.inference.families.latent_gp import latent_gp
 from gpdsl.settings import GibbsSettings
-from gpdsl.inference.methods.pseudo_marginal import (
-    PseudoMarginalSettings,
-    adapted_proposal_covariance,
-)
+from gpdsl.settings import PseudoMarginalSettings
+from gpdsl.settings.sampling import adapted_proposal_covariance
 from gpdsl.inference.predict.latent_gp import (
     new_input_covariances,
     predict_from_latent_draws,

