@@ -20,25 +20,26 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, Callable
 
-from gpdsl.inference.methods.nuts import NUTSSettings, run_nuts
 from gpdsl.errors import MethodError
-from gpdsl.inference.methods.dmgp import DMGPSettings, run_dmgp, dmgp_report
-from gpdsl.inference.methods.dsdgp import DSDGPSettings, run_dsdgp, dsdgp_report
-from gpdsl.inference.methods.ep_ml import EPMLSettings, run_ep_ml
-from gpdsl.inference.methods.gibbs import GibbsSettings, gibbs_engine, run_gibbs
-from gpdsl.inference.methods.ml import MLSettings, run_ml, ml_report
-from gpdsl.inference.methods.pm_gplvm import PM_GPLVM_FAMILIES, PMGPLVMSettings, run_pm_gplvm
-from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMarginalSettings, mcmc_ep_engine,
-                                                    pm_engine, run_mcmc_ep, run_pm)
-from gpdsl.inference.methods.sequential import SequentialSettings, run_sequential
-from gpdsl.inference.methods.sgpr import SGPRSettings, run_sgpr, sgpr_report
-from gpdsl.inference.methods.svi_gplvm import SVIGPLVMSettings, run_svi_gplvm, svi_gplvm_report
-from gpdsl.inference.methods.vem import VEMSettings, fit_from_results, run_vem, vem_report
+from gpdsl.inference.methods.dmgp import dmgp_report, run_dmgp
+from gpdsl.inference.methods.dsdgp import dsdgp_report, run_dsdgp
+from gpdsl.inference.methods.ep_ml import run_ep_ml
+from gpdsl.inference.methods.gibbs import gibbs_engine, run_gibbs
+from gpdsl.inference.methods.ml import ml_report, run_ml
+from gpdsl.inference.methods.nuts import run_nuts
+from gpdsl.inference.methods.pm_gplvm import PM_GPLVM_FAMILIES, run_pm_gplvm
+from gpdsl.inference.methods.pseudo_marginal import mcmc_ep_engine, pm_engine, run_mcmc_ep, run_pm
+from gpdsl.inference.methods.sequential import run_sequential
+from gpdsl.inference.methods.sgpr import run_sgpr, sgpr_report
+from gpdsl.inference.methods.svi_gplvm import run_svi_gplvm, svi_gplvm_report
+from gpdsl.inference.methods.vem import fit_from_results, run_vem, vem_report
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANOBIS_GP, FAMILIES, GP_PRIOR_GPLVM,
                                 GP_REGRESSION, LATENT_GP, LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP,
                                 Classification, classify, describe, predicting_families)
 from gpdsl.ir.structure import mean_prediction_refusal
-from gpdsl.settings import SegmentedChainSettings
+from gpdsl.settings import (DMGPSettings, DSDGPSettings, EPMLSettings, GibbsSettings, MCMCEPSettings, MLSettings,
+                            NUTSSettings, PMGPLVMSettings, PseudoMarginalSettings, SegmentedChainSettings,
+                            SequentialSettings, SGPRSettings, SVIGPLVMSettings, VEMSettings)
 
 ENTRY_POINT_GROUP = "gpdsl.methods"
 PREDICTION_FILES = ("inputs", "variables")
@@ -187,7 +188,8 @@ def register(method: Method, replace: bool = False) -> Method:
         raise MethodError(f"a method named '{method.name}' is already registered")
     if method.command not in ("sample", "fit"):
         raise MethodError(f"method '{method.name}': command must be 'sample' or 'fit', not '{method.command}'")
-    unknown = [family for family in (*method.families, *method.predicts_for) if family != ANY and family not in FAMILIES]
+    named = (*method.families, *method.predicts_for)
+    unknown = [family for family in named if family != ANY and family not in FAMILIES]
     if unknown:
         raise MethodError(f"method '{method.name}': no model family named {', '.join(unknown)} "
                           f"(the families: {', '.join(FAMILIES)})")
@@ -279,7 +281,8 @@ register(Method(
     requires_priors=False, missing_outputs=True, predicts=True, checkpoints=True, report=svi_gplvm_report,
     prediction_file="variables"))
 register(Method(
-    "dmgp", "the deep Mahalanobis GP by its collapsed variational bound and Adam (de Souza 2020)", (DEEP_MAHALANOBIS_GP,),
+    "dmgp", "the deep Mahalanobis GP by its collapsed variational bound and Adam (de Souza 2020)",
+    (DEEP_MAHALANOBIS_GP,),
     DMGPSettings, run_dmgp, command="fit", requires_priors=False, predicts=True, checkpoints=True, report=dmgp_report))
 register(Method(
     "dsdgp", "a deep GP (a chain of GPs) by doubly-stochastic variational inference and Adam (Salimbeni & "

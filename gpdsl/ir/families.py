@@ -47,8 +47,9 @@ from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.family_forms import (DEEP_GP_CHAIN_NEEDS, DEEP_MAHALANOBIS_NEEDS, GP_PRIOR_GPLVM_NEEDS, GPLVM_NEEDS,
                                    LATENT_GP_NEEDS, LATENT_GPS_NEEDS, SEQUENTIAL_NEEDS, DeepGPFacts, GPLVMFacts,
-                                   LatentGPFacts, Refusal, deep_gp_chain_form, deep_mahalanobis_form, gp_regression_form,
-                                   gplvm_form, latent_gp_external_form, latent_gp_form, latent_gps_form, sequential_form)
+                                   LatentGPFacts, Refusal, deep_gp_chain_form, deep_mahalanobis_form,
+                                   gp_regression_form, gplvm_form, latent_gp_external_form, latent_gp_form,
+                                   latent_gps_form, sequential_form)
 from gpdsl.ir.structure import gp_nodes
 
 __all__ = [

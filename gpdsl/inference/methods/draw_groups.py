@@ -1,20 +1,7 @@
-"""The ``log_likelihood``, ``posterior_predictive`` and ``predictions`` groups of a sampler's output.
-
-One path for every method on the latent-GP and GP-regression families, NUTS included: from the named,
-constrained draws in a :class:`~gpdsl.results.method_output.MethodOutput` (the hyperparameters, and ``f``
-where the method records it) the groups are computed draw by draw (:mod:`gpdsl.inference.predict.draws`).
-
-========================  ====================================  ==========================================
-family                    log_likelihood and posterior_predictive  predictions (``--predict``)
-========================  ====================================  ==========================================
-latent GP, f recorded     ``log p(y_i | f_i, theta)``; y_rep       f* from the GP conditional given f, y*
-latent GP, theta only     not written (needs f draws)           f* from the Gaussian approximation, y*
-GP regression             exact LOO ``log p(y_i | y_-i, theta)``;  the exact predictive at each theta
-                          y_rep from the exact conditional
-========================  ====================================  ==========================================
-
-NUTS writes its pointwise groups from Stan's generated quantities (the same quantities,
-:mod:`gpdsl.backends.stan.codegen`) and takes only the predictions from here.
+"""The ``log_likelihood``, ``posterior_predictive`` and ``predictions`` groups of a sampler's output, for every
+sampler (NUTS included): the family the method runs the model as computes them from the draws
+(:class:`~gpdsl.ir.families.Family`, ``draw_groups``; the groups of each family are described in
+:mod:`gpdsl.inference.predict.draw_groups`).
 """
 
 from __future__ import annotations
