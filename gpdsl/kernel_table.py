@@ -61,11 +61,16 @@ class StanCall:
         Hyperparameters passed after the point sets, in order.
     same_points : bool
         Whether a final int argument says that both point sets are the same (1 for ``K(X, X)``).
+    code : str
+        The Stan definition of ``function`` for a kernel added at run time
+        (:func:`gpdsl.kernels.register_kernel`), which the code generator puts in the functions block
+        of a program that calls it; empty for a function of ``stan_templates/kernels.stan``.
     """
 
     function: str
     params: tuple[str, ...]
     same_points: bool = False
+    code: str = ""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from scipy import integrate, special, stats
 
 import gpdsl.float64  # noqa: F401
 from gpdsl.api import check_text
-from gpdsl.backends.jax.densities import PRIOR_LOGPDF
 from gpdsl.backends.stan.codegen import generate_stan
 from gpdsl.inference.mcmc.z_space import Z_PRIORS
 from gpdsl.priors import PRIORS
@@ -160,7 +159,6 @@ def test_catalog_densities_and_z_space_read_the_table():
         assert (spec.params, spec.defaults, spec.support, spec.arg_support, spec.ordered, spec.doc) == (
             prior.params, dict(prior.defaults), prior.support, dict(prior.arg_support), prior.ordered, prior.doc)
     assert [n for n, d in catalog.DISTRIBUTIONS.items() if d.prior] == list(PRIORS)
-    assert {n: f for n, f in PRIOR_LOGPDF.items()} == {n: p.log_density for n, p in PRIORS.items()}
     assert Z_PRIORS == ("scaled_sigmoid_normal", "normal", "lognormal")
     assert {n: PRIORS[n].z_space.bounds for n in Z_PRIORS} == {
         "scaled_sigmoid_normal": "bounds", "normal": "unbounded", "lognormal": "positive"}

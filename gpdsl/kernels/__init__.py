@@ -12,7 +12,7 @@ from gpdsl.kernel_table import KernelParam, KernelSpec
 from gpdsl.kernels.base import Kernel
 from gpdsl.kernels.composite import Product, Scale, Sum
 from gpdsl.kernels.dot_product import MLP, Linear
-from gpdsl.kernels.registry import KERNEL_SPECS, KERNELS, build_kernel, kernel_spec
+from gpdsl.kernels.registry import KERNEL_SPECS, KERNELS, build_kernel, kernel_spec, register_kernel, unregister_kernel
 from gpdsl.kernels.state_space import StateSpace
 from gpdsl.kernels.static import Constant, Same, White
 from gpdsl.kernels.stationary import RBF, Matern12, Matern32, Matern52, Periodic
@@ -39,4 +39,6 @@ __all__ = [
     "KERNEL_SPECS",
     "kernel_spec",
     "build_kernel",
+    "register_kernel",
+    "unregister_kernel",
 ]

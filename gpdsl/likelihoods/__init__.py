@@ -3,13 +3,14 @@
 Every consumer reads these objects: the checker's catalog (parameters, support, docs), the JAX
 lowering (log density), the simulator (sampling), the Stan backend (spelling), the Laplace
 approximation (derivatives), expectation propagation (tilted moments) and the predictions (class
-probabilities). Adding a likelihood is one module and one entry in :data:`LIKELIHOODS`. Importing
-this package does not import JAX.
+probabilities). Adding a likelihood is one module and one entry in :data:`LIKELIHOODS`, or, from
+another package, one :func:`register_likelihood` call; every consumer reads the table when it runs.
+Importing this package does not import JAX.
 """
 
 from __future__ import annotations
 
-from gpdsl.errors import MethodError
+from gpdsl.errors import MethodError, ModelCheckError
 from gpdsl.likelihoods.base import Likelihood, StanArguments
 from gpdsl.likelihoods.bernoulli import BERNOULLI_LOGIT, BERNOULLI_PROBIT
 from gpdsl.likelihoods.binomial import BINOMIAL_LOGIT
@@ -20,7 +21,8 @@ from gpdsl.likelihoods.ordered_logistic import ORDERED_LOGISTIC
 from gpdsl.likelihoods.poisson import POISSON_LOG
 from gpdsl.likelihoods.student_t import STUDENT_T
 
-__all__ = ["LIKELIHOODS", "Likelihood", "StanArguments", "capability", "require", "supporting"]
+__all__ = ["LIKELIHOODS", "Likelihood", "StanArguments", "capability", "register_likelihood", "require",
+           "supporting", "unregister_likelihood"]
 
 LIKELIHOODS: dict[str, Likelihood] = {likelihood.name: likelihood for likelihood in [
     NORMAL,
@@ -33,14 +35,54 @@ LIKELIHOODS: dict[str, Likelihood] = {likelihood.name: likelihood for likelihood
     ORDERED_LOGISTIC,
     GAMMA_LOG,
 ]}
-"""Every built-in likelihood by name, in the order the docs and messages list them."""
+"""Every likelihood by name: the built-in ones in the order the docs and messages list them, then those
+added by :func:`register_likelihood`."""
+
+RESERVED = ("external", "gp")
+"""Names the language gives another meaning in likelihood position."""
+
+
+def register_likelihood(likelihood: Likelihood, replace: bool = False) -> Likelihood:
+    """Add a likelihood to :data:`LIKELIHOODS` (plugins and tests).
+
+    The checker's catalog, the JAX lowering, the simulator, the Stan code generator and the engines read the
+    table when they run, so a model checked after this call may use ``y ~ <name>(...)``. A likelihood with the
+    name and parameters of a prior is both, as ``normal`` is.
+
+    Parameters
+    ----------
+    likelihood : Likelihood
+    replace : bool
+        Allow replacing a likelihood of the same name.
+
+    Returns
+    -------
+    Likelihood
+        ``likelihood``.
+
+    Raises
+    ------
+    ModelCheckError
+        The name is reserved, or taken (and ``replace`` is False).
+    """
+    if likelihood.name in RESERVED:
+        raise ModelCheckError(f"'{likelihood.name}' is reserved in likelihood position")
+    if likelihood.name in LIKELIHOODS and not replace:
+        raise ModelCheckError(f"a likelihood named '{likelihood.name}' is already registered")
+    LIKELIHOODS[likelihood.name] = likelihood
+    return likelihood
+
+
+def unregister_likelihood(name: str) -> None:
+    """Remove the likelihood ``name`` from :data:`LIKELIHOODS` (plugins and tests)."""
+    LIKELIHOODS.pop(name, None)
 
 CAPABILITIES = ("stan", "stan_rng", "sample", "derivatives", "tilted_moments", "class_probability")
 """The optional fields of :class:`Likelihood`."""
 
 
 def capability(name: str, field: str):
-    """The callable ``field`` of the likelihood ``name``, or None if it lacks it or is not built in.
+    """The callable ``field`` of the likelihood ``name``, or None if it lacks it or is not registered.
 
     Parameters
     ----------

@@ -2,12 +2,14 @@
 
 Each entry states its parameterisation; ``docs/language.md`` is generated from the same facts. The
 priors' entries are read from their objects in :mod:`gpdsl.priors`, the likelihoods' from theirs in
-:mod:`gpdsl.likelihoods`, the kernels' from the table of :mod:`gpdsl.kernel_table`.
+:mod:`gpdsl.likelihoods`, the kernels' from the table of :mod:`gpdsl.kernel_table`, each when looked up,
+so elements registered after import are known.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from gpdsl.kernel_table import KERNEL_SPECS, KernelSpec
@@ -71,10 +73,39 @@ def _likelihood_spec(likelihood: Likelihood, prior: DistributionSpec | None) -> 
                             prior=False, doc=likelihood.doc, arg_support=dict(likelihood.param_support))
 
 
-DISTRIBUTIONS: dict[str, DistributionSpec] = {name: _prior_spec(prior) for name, prior in PRIORS.items()}
-DISTRIBUTIONS.update({name: _likelihood_spec(likelihood, DISTRIBUTIONS.get(name))
-                      for name, likelihood in LIKELIHOODS.items()})
-"""Every distribution by name: the priors, then the likelihoods not already listed as priors."""
+class _Distributions(Mapping):
+    """The catalog entries of :data:`gpdsl.priors.PRIORS` and :data:`gpdsl.likelihoods.LIKELIHOODS`, read when
+    looked up, so priors and likelihoods registered after import are seen; rebuilt when either table changes."""
+
+    def __init__(self):
+        self._tables = None
+        self._entries: dict[str, DistributionSpec] = {}
+
+    def _current(self) -> dict[str, DistributionSpec]:
+        tables = (tuple(PRIORS.items()), tuple(LIKELIHOODS.items()))
+        if tables != self._tables:
+            entries = {name: _prior_spec(prior) for name, prior in PRIORS.items()}
+            entries.update({name: _likelihood_spec(likelihood, entries.get(name))
+                            for name, likelihood in LIKELIHOODS.items()})
+            self._tables, self._entries = tables, entries
+        return self._entries
+
+    def __getitem__(self, name: str) -> DistributionSpec:
+        return self._current()[name]
+
+    def __iter__(self):
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+    def __repr__(self) -> str:
+        return f"DISTRIBUTIONS({', '.join(self._current())})"
+
+
+DISTRIBUTIONS: Mapping[str, DistributionSpec] = _Distributions()
+"""Every distribution by name: the priors, then the likelihoods not already listed as priors (a read-only view
+of the two tables)."""
 
 EXTERNAL = "external"
 """``external("module:function", args...)``: a likelihood computed by user Python code."""

@@ -212,7 +212,7 @@ class JaxModel:
         if isinstance(statement, ir.PriorStatement):
             x = self._target_value(statement.target, env)
             args = [self.evaluate(v, env) for _, v in statement.distribution.args]
-            return densities.log_density(densities.PRIOR_LOGPDF, statement.distribution.name, x, args)
+            return densities.prior_log_density(statement.distribution.name, x, args)
         if isinstance(statement, ir.LikelihoodStatement):
             node = self._marginalised_node(statement)
             if node is not None:

@@ -289,6 +289,7 @@ class _Generator:
         self.covariance_name = ""
         self.log_likelihood: dict[str, str] = {}
         self.replicates: dict[str, str] = {}
+        self.kernel_functions: set[str] = set()  # functions of run-time kernels already in the functions block
 
     def loop_variable(self, depth: int) -> str:
         """The generated loop variable at nesting depth ``depth`` (reused by sibling loops)."""
@@ -664,7 +665,8 @@ class _Generator:
         return f"{left} .* {right}", PRODUCT
 
     def _kernel_leaf(self, leaf: ir.KernelLeaf, points: Callable[..., str]) -> str:
-        """K(X, X) of a kernel leaf: the call its :attr:`~gpdsl.kernel_table.KernelSpec.stan` entry spells."""
+        """K(X, X) of a kernel leaf: the call its :attr:`~gpdsl.kernel_table.KernelSpec.stan` entry spells (whose
+        :attr:`~gpdsl.kernel_table.StanCall.code`, for a kernel added at run time, joins the functions block)."""
         x = points(leaf.component, leaf.columns)
         params = dict(leaf.params)
 
@@ -679,6 +681,9 @@ class _Generator:
         spec = catalog.KERNELS.get(leaf.name)
         call = spec.stan_call(params) if spec is not None else None
         if call is not None:
+            if call.code and call.function not in self.kernel_functions:
+                self.kernel_functions.add(call.function)
+                self.blocks.add("functions", call.code.strip())
             args = [x, x] + [vector(n) if spec.param(n).ard_allowed else scalar(n) for n in call.params]
             if call.same_points:
                 args.append("1")

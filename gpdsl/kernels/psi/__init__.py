@@ -8,7 +8,8 @@ the modules of this package fill, one per kernel family: :mod:`~gpdsl.kernels.ps
 registered closed form is refused by ``"analytic"`` with a message naming it; ``"unscented"``,
 ``"gauss_hermite"`` and ``"monte_carlo"`` (:mod:`~gpdsl.kernels.psi.quadrature`) work for any
 kernel. A new kernel's closed form is one module that decorates its term class with
-:func:`register_term` and its expectations with :func:`register_cross`, imported below.
+:func:`register_term` and its expectations with :func:`register_cross`, imported below (a plugin's module
+registers itself when imported; :func:`unregister_closed_form` removes the entries).
 :mod:`~gpdsl.kernels.psi.projection` gives the statistics of the deep Mahalanobis GP's output kernel, the
 standard RBF of a random per-point projection, through the RBF entry.
 """
@@ -22,6 +23,7 @@ from gpdsl.kernels.psi.closed_form import (
     register_cross,
     register_expansion,
     register_term,
+    unregister_closed_form,
 )
 from gpdsl.kernels.psi.statistics import PSI_KINDS, PsiMethod, PsiStatistics, psi_statistics, quadrature_points
 from gpdsl.kernels.psi.projection import projected_inputs, projected_srbf_statistics
@@ -37,6 +39,7 @@ __all__ = [
     "register_term",
     "register_expansion",
     "register_cross",
+    "unregister_closed_form",
     "full_dims",
     "Inputs",
     "projected_inputs",

@@ -14,6 +14,8 @@ kernel family (:mod:`~gpdsl.kernels.psi.rbf`, :mod:`~gpdsl.kernels.psi.linear`,
 * :func:`register_cross`: the expectation of the product of two term classes, or of one term
   class with any other term.
 
+:func:`unregister_closed_form` removes a kernel type's entries again.
+
 Lookups are by exact type: a subclass may change the kernel's function, so it does not inherit its
 parent's closed form. Weighted sums over points use a row-weight matrix ``W`` of shape ``(N, G)``
 and return ``(G, M, M)``.
@@ -109,6 +111,26 @@ def register_cross(first: type, second: type | None = None):
         The other term class; ``None`` for any.
     """
     return _entry(_CROSS_ANY, first) if second is None else _entry(_CROSS, (first, second))
+
+
+def unregister_closed_form(kernel_type: type) -> None:
+    """Remove the closed form of ``kernel_type`` (for plugins and tests).
+
+    Drops its :func:`register_term` entry and every :func:`register_cross` rule of that term class (unless
+    another kernel type still uses the term class), or its :func:`register_expansion` entry.
+
+    Parameters
+    ----------
+    kernel_type : type
+        A kernel class registered with :func:`register_term` or :func:`register_expansion`.
+    """
+    _EXPANSIONS.pop(kernel_type, None)
+    term = _TERMS.pop(kernel_type, None)
+    if term is None or term in _TERMS.values():
+        return
+    _CROSS_ANY.pop(term, None)
+    for pair in [pair for pair in _CROSS if term in pair]:
+        del _CROSS[pair]
 
 
 def _entry(table: dict, key):
