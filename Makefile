@@ -17,7 +17,7 @@ PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12
 	$(shell python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null))
 ARVIZ1_STAMP := .venv312/.installed
 ARVIZ1_PACKAGES := numpy scipy xarray netCDF4 matplotlib pandas pytest 'arviz>=1'
-ARVIZ1_TESTS := tests/test_results.py tests/test_results_arviz_versions.py
+ARVIZ1_TESTS := tests/results/test_results.py tests/results/test_results_arviz_versions.py
 # The lock: one constraints file per Python (pip freeze of a venv whose default tier passed), and the
 # build backend's pins for the editable install. A changed lock is newer than the stamps: reinstall.
 PYVER := $(shell $(PYTHON) -c 'import sys; print("%d%d" % sys.version_info[:2])' 2>/dev/null)

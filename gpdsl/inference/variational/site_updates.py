@@ -64,7 +64,7 @@ def make_site_updates(problem, settings, latent_q: GPPriorGaussian | None = None
     accelerate : bool
         Try a squared extrapolation after every two full steps in a row (see the module docstring); the
         extrapolations count as iterations. On the supervised GPLVM of sinusoid case 1 it halves the iterations
-        and ends higher; on the dynamical GPLVM of ``tests/test_site_updates.py``, whose slow directions are
+        and ends higher; on the dynamical GPLVM of ``tests/inference/variational/test_site_updates.py``, whose slow directions are
         many, it does not help.
 
     Returns

@@ -47,7 +47,7 @@ def test_a_likelihood_that_is_not_finite_at_the_reference_is_refused():
 
 @pytest.mark.parametrize("step_kappa_update", ["fixed_nu", "sdss"])
 def test_the_sequential_sampler_runs_with_it_on_an_external_likelihood(step_kappa_update):
-    from tests.test_sequential import NOISY, SMALL
+    from tests.inference.mcmc.test_sequential import NOISY, SMALL
 
     rng = np.random.default_rng(6)
     data = {"T": 3, "N": 3, "t": np.array([0.0, 0.5, 1.0]), "X": rng.uniform(0, 1, size=(3, 3, 1)),

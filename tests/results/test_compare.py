@@ -21,7 +21,7 @@ from gpdsl.results.compare import Z_FLAG
 from gpdsl.results.io import write_netcdf
 from gpdsl.results.method_output import MethodOutput, method_results
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models" / "gp_classification.gpm"
 N, D = 6, 2
 X = np.linspace(-1, 1, N * D).reshape(N, D)

@@ -12,7 +12,7 @@ import pytest
 import gpdsl.results
 from gpdsl.results import arviz_compat, read_netcdf, summarize
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OTHER_PYTHON = {0: ROOT / ".venv312" / "bin" / "python", 1: ROOT / ".venv" / "bin" / "python"}[
     arviz_compat.ARVIZ_MAJOR
 ]

@@ -17,7 +17,7 @@ from gpdsl.settings import VEMSettings
 from gpdsl.inference.variational.e_step import e_step
 from gpdsl.inference.variational.site_updates import make_site_updates
 from gpdsl.inference.variational.vem import VariationalParams, initial_params, make_objective
-from test_gp_prior_latents import simulated
+from tests.inference.variational.test_gp_prior_latents import simulated
 
 
 def small_problem():

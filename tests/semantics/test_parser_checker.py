@@ -16,7 +16,7 @@ from gpdsl.ir.types import VarType
 from gpdsl.syntax import ast
 from gpdsl.syntax.parser import parse
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MODELS = sorted((REPO / "models").glob("*.gpm"))
 
 REGRESSION = """\

@@ -62,7 +62,7 @@ from gpdsl.inference.approximations.ep import ep
 from gpdsl.inference.methods.ep_ml import EPMLSettings
 from gpdsl.numerics import GP_JITTER
 
-MODEL = Path(__file__).resolve().parents[1] / "models" / "gp_classification.gpm"
+MODEL = Path(__file__).resolve().parents[3] / "models" / "gp_classification.gpm"
 N = 50
 TIGHT_TOL = 1e-16     # ||mu_new - mu_old||^2: mu to ~1e-8; log Z_EP, stationary in the sites, to ~1e-16
 DEFAULT_TOL = N / 1e4  # ep-ml's default EP tolerance (EPMLSettings.tol = None)

@@ -30,7 +30,7 @@ from gpdsl.kernels import RBF, Same
 from gpdsl.numerics import GP_JITTER
 from gpdsl.results.arviz_compat import groups
 from gpdsl.results.io import read_netcdf
-from test_gp_prior_latents import simulated
+from tests.inference.variational.test_gp_prior_latents import simulated
 
 SEQUENCES_MODEL = """
 data {

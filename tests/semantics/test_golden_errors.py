@@ -7,7 +7,7 @@ is the path relative to the repository (``tests/golden/bad/kernels/x.gpm``), pas
 
 Regenerate the expected files after a deliberate message change with::
 
-    GPDSL_UPDATE_GOLDEN=1 pytest tests/test_golden_errors.py
+    GPDSL_UPDATE_GOLDEN=1 pytest tests/semantics/test_golden_errors.py
 
 and review the diff before committing.
 """
@@ -23,7 +23,7 @@ import pytest
 from gpdsl.api import check_text
 from gpdsl.errors import GpdslError, ModelCheckError, ModelSyntaxError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "bad"
 WARN = REPO / "tests" / "golden" / "warn"
 CASES = sorted(GOLDEN.glob("*/*.gpm"))

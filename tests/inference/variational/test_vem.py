@@ -372,7 +372,7 @@ def test_the_small_programs_of_every_run_go_to_the_compilation_cache(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "GPDSL_JAX_CACHE")}
     env["GPDSL_CACHE_DIR"] = str(tmp_path)
     subprocess.run([sys.executable, "-c", SMALL_PROGRAMS], env=env, check=True, capture_output=True,
-                   cwd=Path(__file__).resolve().parents[1])
+                   cwd=Path(__file__).resolve().parents[3])
     names = {path.name.split("-")[0] for path in (tmp_path / "jax").glob("*-cache")}
     # the start point, the warm-up's noise check and the hyperparameters of the results: a few milliseconds to
     # load in a later run instead of 0.02-0.1 s each to compile (below the cache's threshold for other programs)
@@ -416,7 +416,7 @@ def test_optimiser_settings_are_validated_when_made(changes, message):
         VEMSettings(**changes)
 
 
-MIRROR = Path(os.environ.get("GPDSL_DATA_MIRROR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+MIRROR = Path(os.environ.get("GPDSL_DATA_MIRROR", Path(__file__).resolve().parents[4] / "shared" / "data"))
 
 
 def oil_subset(N, Q):

@@ -25,7 +25,7 @@ import xarray as xr
 from gpdsl.atomic import PAUSE_VARIABLE
 from gpdsl.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models" / "gp_classification.gpm"
 WARMUP, DRAWS, SEGMENT = 200, 200, 10
 RUN = ["sample", str(MODEL), "--data", "data.json", "--method", "gibbs", "--chains", "2", "--warmup", str(WARMUP),

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from gpdsl.api import check_text
 from gpdsl.errors import GpdslError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MODELS = sorted((REPO / "models").glob("*.gpm"))
 MUTANTS_PER_MODEL = int(os.environ.get("GPDSL_FUZZ_MUTANTS", "350"))
 DEFAULT_TIER_MUTANTS, SLOW_TIER_MUTANTS = 2_000, 10_000

@@ -7,7 +7,7 @@ probabilities predicted from the f draws at new inputs, must agree within four c
 standard errors. An f that is moved after theta ignoring it has ``f' K^-1 f / n`` in the thousands.
 
 A long statistical run (minutes): slow tier. The default tier keeps the construction's unit tests in
-``tests/test_pseudo_marginal.py`` (the selected f moves exactly when the proposal is accepted).
+``tests/inference/mcmc/test_pseudo_marginal.py`` (the selected f moves exactly when the proposal is accepted).
 """
 
 import arviz as az

@@ -194,7 +194,7 @@ def test_a_killed_run_resumes_at_the_next_step(tmp_path, three_steps, monkeypatc
     _write_problem(tmp_path, three_steps)
     monkeypatch.chdir(tmp_path)
     assert main([*COMMAND, "--out", "whole.nc"]) == 0
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[3]
     command = [sys.executable, "-m", "gpdsl.cli", *COMMAND, "--out", "resumed.nc", "--checkpoint", "run.npz"]
     environment = {**os.environ, "PYTHONPATH": str(root), PAUSE_VARIABLE: "2:after"}
     process = subprocess.Popen(command, cwd=tmp_path, env=environment, stderr=subprocess.PIPE, text=True)

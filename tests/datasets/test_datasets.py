@@ -19,7 +19,7 @@ from gpdsl.datasets import registry, storage
 from gpdsl.datasets.packaged import package_directory
 from gpdsl.errors import DatasetError
 
-MIRROR = Path(__file__).resolve().parents[2] / "shared" / "data"
+MIRROR = Path(__file__).resolve().parents[3] / "shared" / "data"
 needs_mirror = pytest.mark.skipif(
     not MIRROR.is_dir(), reason=f"the data mirror {MIRROR} (../shared/data beside the checkout) is absent"
 )

@@ -15,8 +15,8 @@ from gpdsl.api import check_file, check_text, run
 from gpdsl.settings import NUTSSettings
 from gpdsl.settings import GibbsSettings
 from gpdsl.settings import PseudoMarginalSettings
-from test_pm_vs_nuts import means_and_mcse
-from test_several_latent_gps import HETEROSCEDASTIC
+from tests.inference.methods.test_pm_vs_nuts import means_and_mcse
+from tests.inference.mcmc.test_several_latent_gps import HETEROSCEDASTIC
 
 COX = """
 data { int N; vector[N] x; vector[N] log_exposure; array[N] int<lower=0> y; }

@@ -15,9 +15,9 @@ from gpdsl.backends.stan.stanc import check_program
 from gpdsl.errors import DataError, MethodError
 from gpdsl.numerics import GP_JITTER
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models"
-GOLDEN = Path(__file__).parent / "golden" / "stan"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "stan"
 
 SUPPORTED = [
     "gp_regression",
