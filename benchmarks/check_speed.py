@@ -5,7 +5,7 @@ Measures, on a ~50-line model with comments, many declarations, several kernels 
 * in-process ``check_text`` (parse + check), best of N after a warm-up (the grammar is compiled once
   per process; the first call is printed for information);
 * the full command ``python -m gpdsl.cli check FILE`` (interpreter start-up and imports included),
-  best of a few runs, if ``gpdsl/cli.py`` exists, with a breakdown of a cold start (interpreter,
+  best of a few runs, if ``gpdsl/cli/main.py`` exists, with a breakdown of a cold start (interpreter,
   imports, grammar compilation, checking) and what loading a cached grammar would cost instead.
 
 Run: ``python benchmarks/check_speed.py [--repeat N] [--cli-repeat M]``. Exit status 1 if a
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(best)
         cli = time_cli(path, args.cli_repeat)
         if cli is None:
-            print("python -m gpdsl.cli check: skipped (gpdsl/cli.py does not exist yet)")
+            print("python -m gpdsl.cli check: skipped (gpdsl/cli/main.py does not exist yet)")
         else:
             print(f"python -m gpdsl.cli check, best of {args.cli_repeat}:       {cli * 1e3:8.1f} ms  {verdict(cli)}")
             results.append(cli)

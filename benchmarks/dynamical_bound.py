@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 from jax.flatten_util import ravel_pytree  # noqa: E402
 
 from gpdsl.api import check_text, load_model  # noqa: E402
-from gpdsl.data_io import load_data  # noqa: E402
+from gpdsl.data.io import load_data  # noqa: E402
 from gpdsl.inference.families.gplvm import gplvm_problem  # noqa: E402
 from gpdsl.settings import VEMSettings  # noqa: E402
 from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian  # noqa: E402

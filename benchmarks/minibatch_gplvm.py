@@ -40,7 +40,7 @@ def synthetic(n: int, seed: int = 0, D: int = 20, Q: int = 5):
 def run(n: int, steps: int, batch_size: int, chunk: int, noise_fixed_steps: int):
     """Fit ``n`` synthetic rows; the fit and ``(steps done, seconds since the start, mean bound)`` of each chunk."""
     from gpdsl.api import check_file
-    from gpdsl.data_io import load_data
+    from gpdsl.data.io import load_data
     from gpdsl.inference.families.gplvm import gplvm_problem
     from gpdsl.settings import VEMSettings
     from gpdsl.inference.variational.minibatch_gplvm import fit_minibatch_gplvm

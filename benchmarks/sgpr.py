@@ -59,7 +59,7 @@ def run_gpy(X, y, Z):
 
 def run_gpdsl(X, y, m: int, seed: int):
     from gpdsl.api import check_text
-    from gpdsl.data_io import load_data
+    from gpdsl.data.io import load_data
     from gpdsl.inference.families.gp_regression import gp_regression
     from gpdsl.settings import SGPRSettings
     from gpdsl.inference.variational.sgpr_fit import fit_sgpr

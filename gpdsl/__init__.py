@@ -35,7 +35,7 @@ __version__ = "0.1.0"
 _API = {
     "check": ("gpdsl.api", "check"),
     "load_model": ("gpdsl.api", "load_model"),
-    "load_data": ("gpdsl.data_io", "load_data"),
+    "load_data": ("gpdsl.data.io", "load_data"),
     "run": ("gpdsl.api", "run"),
     "sample": ("gpdsl.api", "sample"),
     "fit": ("gpdsl.api", "fit"),

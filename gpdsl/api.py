@@ -98,7 +98,7 @@ class RunContext:
     checkpoint : path, optional
         Where chain methods write their draws so far, and resume from.
     checkpoint_identity : dict, optional
-        What the checkpoint records about the run (:func:`gpdsl.checkpoint.run_identity`).
+        What the checkpoint records about the run (:func:`gpdsl.storage.checkpoint.run_identity`).
     new_inputs : numpy.ndarray, optional
         Inputs to predict at.
     chain_groups : int, optional
@@ -171,12 +171,12 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
         not fit the model, invalid settings, data that disagree with the declarations, a file that cannot
         be written.
     """
-    from gpdsl.atomic import check_writable
-    from gpdsl.checkpoint import resumed_seed, run_identity, verify_resumable
-    from gpdsl.data_io import load_data
+    from gpdsl.storage.atomic import check_writable
+    from gpdsl.storage.checkpoint import resumed_seed, run_identity, verify_resumable
+    from gpdsl.data.io import load_data
     from gpdsl.errors import MethodError
     from gpdsl.ir.families import classify, require_priors
-    from gpdsl.preflight import verify_runnable
+    from gpdsl.data.preflight import verify_runnable
     from gpdsl.registry import get_method
     from gpdsl.scale_out import check_scheduler_run
 
@@ -294,7 +294,7 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     checkpoint : path, optional
         Chain methods: write the draws so far after each compiled segment, and resume from it when it exists
         (the draws are then bit for bit those of an uninterrupted run). A checkpoint another run wrote (other
-        model, data, method, settings or seed; see :mod:`gpdsl.checkpoint`) is refused; without ``seed``, the
+        model, data, method, settings or seed; see :mod:`gpdsl.storage.checkpoint`) is refused; without ``seed``, the
         checkpoint's is used.
     new_inputs : array_like, optional
         Inputs at which to predict (methods with ``predicts``).
@@ -446,7 +446,7 @@ def new_inputs_from_file(path, model: Model, method: str):
     For the GPLVM methods every variable of the file, by name: the new inputs of the latent inputs' GP prior
     and new (partially observed) outputs, which the method picks from.
     """
-    from gpdsl.data_io import read_data
+    from gpdsl.data.io import read_data
     from gpdsl.errors import DataError
     from gpdsl.ir.structure import gp_nodes
     from gpdsl.registry import get_method

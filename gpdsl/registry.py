@@ -83,7 +83,7 @@ class Method:
         ``report(results, model, settings) -> RunReport`` (:mod:`gpdsl.results.report`): what the command line
         prints after a run. Every ``fit`` method has one; samplers default to the posterior summary.
     tools : tuple of str
-        Modules of commands of this method only (:mod:`gpdsl.tools`), added to the command line.
+        Modules of commands of this method only (:mod:`gpdsl.cli.tools`), added to the command line.
     latent_fit : callable, optional
         ``latent_fit(results) -> (model, fit)``: its variational fit of latent inputs rebuilt from a results file
         it wrote (``gpdsl plot --kind latent``); None for methods whose results hold no ``q(X)`` to plot.
@@ -252,7 +252,7 @@ register(Method(
     "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "
     "the variational E-step at each proposal (exact)", PM_GPLVM_FAMILIES, PMGPLVMSettings,
     run_pm_gplvm, predicts=True, checkpoints=True, chain_groups=True, prediction_file="variables",
-    tools=("gpdsl.tools.pm_variance",)))
+    tools=("gpdsl.cli.tools.pm_variance",)))
 register(Method(
     "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters, or ESS "
     "in z-space (SDSS, fixed-nu)",

@@ -226,7 +226,7 @@ def test_data_list_names_the_datasets(cache, capsys):
 def test_data_writes_a_packaged_dataset_the_model_reads(cache):
     from gpdsl import datasets
     from gpdsl.api import check_file
-    from gpdsl.data_io import load_data
+    from gpdsl.data.io import load_data
 
     out = cache / "data.json"
     assert main(["data", "pima_tr", "--rows", "30", "--offset", "10", "--columns", "glu", "bmi", "--standardize",
@@ -245,7 +245,7 @@ def test_data_writes_a_packaged_dataset_the_model_reads(cache):
 
 def test_data_forms_for_predictions_labels_and_gplvms(cache):
     from gpdsl.api import check_file
-    from gpdsl.data_io import load_data, read_data
+    from gpdsl.data.io import load_data, read_data
 
     new, labels, gplvm = cache / "new.json", cache / "labels.json", cache / "gplvm.json"
     assert main(["data", "pima_tr", "--as", "inputs", "--rows", "5", "--offset", "195", "-o", str(new)]) == 0

@@ -11,7 +11,7 @@ import pytest
 
 from gpdsl.api import run
 from gpdsl.cli import main
-from gpdsl.cli_options import settings_from_mapping
+from gpdsl.cli.options import settings_from_mapping
 from gpdsl.inference.chain_groups import chain_blocks
 from gpdsl.registry import get_method
 from gpdsl.results.io import read_netcdf

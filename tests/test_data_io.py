@@ -1,4 +1,4 @@
-"""Tests for gpdsl.data_io and gpdsl.data_validation: readers, size inference, messages for bad data."""
+"""Tests for gpdsl.data.io and gpdsl.data.validation: readers, size inference, messages for bad data."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpdsl.api import check_file, check_text
-from gpdsl.data_io import load_data, read_data
-from gpdsl.data_validation import validate_data
+from gpdsl.data.io import load_data, read_data
+from gpdsl.data.validation import validate_data
 from gpdsl.errors import DataError
 
 MODELS = Path(__file__).resolve().parents[1] / "models"

@@ -96,7 +96,7 @@ def test_an_entry_point_name_resolves_through_the_group(monkeypatch):
 
 
 def test_a_run_file_allows_external_code_only_when_it_says_so(tmp_path, data):
-    from gpdsl.run_file import plan
+    from gpdsl.cli.run_file import plan
 
     (tmp_path / "m.gpm").write_text(external("normal_jax"))
     (tmp_path / "d.json").write_text(json.dumps({k: np.asarray(v).tolist() for k, v in data.items()}))

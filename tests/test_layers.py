@@ -15,7 +15,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "gpdsl"
 
 LAYERS = [
-    ("front", ("gpdsl.cli", "gpdsl.cli_options", "gpdsl.run_file", "gpdsl.testing", "gpdsl.tools")),
+    ("front", ("gpdsl.cli", "gpdsl.testing")),
     ("api", ("gpdsl.api", "gpdsl.scale_out")),
     ("registry", ("gpdsl.registry",)),
     ("methods", ("gpdsl.inference.methods", "gpdsl.inference.forecast")),
@@ -23,11 +23,10 @@ LAYERS = [
     ("backends", ("gpdsl.backends",)),
     ("method settings", ("gpdsl.settings",)),
     ("tables", ("gpdsl.syntax", "gpdsl.semantics", "gpdsl.ir", "gpdsl.kernels", "gpdsl.kernel_table",
-                "gpdsl.likelihoods", "gpdsl.priors", "gpdsl.datasets", "gpdsl.data_validation", "gpdsl.data_io",
-                "gpdsl.preflight", "gpdsl.results", "gpdsl.compilation_cache")),
-    ("ground", ("gpdsl.settings.fields", "gpdsl.source", "gpdsl.errors", "gpdsl.numerics", "gpdsl.float64",
-                "gpdsl.special", "gpdsl.suggest", "gpdsl.linalg", "gpdsl.atomic", "gpdsl.checkpoint",
-                "gpdsl.externals")),
+                "gpdsl.likelihoods", "gpdsl.priors", "gpdsl.datasets", "gpdsl.data", "gpdsl.results",
+                "gpdsl.storage.compilation_cache")),
+    ("ground", ("gpdsl.settings.fields", "gpdsl.source", "gpdsl.errors", "gpdsl.numerics", "gpdsl.suggest",
+                "gpdsl.storage", "gpdsl.externals")),
 ]
 """From the top down; a module belongs to the layer of the longest prefix that names it."""
 

@@ -8,7 +8,7 @@ from scipy.stats import multivariate_normal
 
 from gpdsl.errors import NumericalError
 from gpdsl.kernels import RBF, White
-from gpdsl.linalg import (
+from gpdsl.numerics.linalg import (
     checked_cholesky,
     cholesky_with_jitter,
     jitter_ladder,
@@ -143,7 +143,7 @@ def _spd_batch(batch, n, seed=0):
 def test_vmap_safe_factorisation_and_solves_equal_jax():
     from jax.scipy import linalg as scipy_linalg
 
-    from gpdsl.linalg import cho_solve, cholesky, solve_triangular
+    from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
 
     A = _spd_batch(3, 6)
     b = jnp.asarray(np.random.default_rng(1).normal(size=(3, 6, 2)))
@@ -163,7 +163,7 @@ def test_vmap_safe_factorisation_and_solves_equal_jax():
 def test_batched_triangular_solves_broadcast_the_right_hand_side_like_jax(b_shape):
     from jax.scipy import linalg as scipy_linalg
 
-    from gpdsl.linalg import solve_triangular
+    from gpdsl.numerics.linalg import solve_triangular
 
     L = jnp.linalg.cholesky(_spd_batch(3, 6))
     b = jnp.asarray(np.random.default_rng(2).normal(size=b_shape))
@@ -174,7 +174,7 @@ def test_batched_triangular_solves_broadcast_the_right_hand_side_like_jax(b_shap
 def test_vmap_safe_solves_differentiate_like_jax():
     from jax.scipy import linalg as scipy_linalg
 
-    from gpdsl.linalg import cho_solve, cholesky
+    from gpdsl.numerics.linalg import cho_solve, cholesky
 
     A = _spd_batch(1, 5)[0]
     b = jnp.arange(5.0)
@@ -204,7 +204,7 @@ def test_gpdsl_code_uses_the_vmap_safe_linear_algebra():
 
 
 def test_eigh_under_vmap_equals_one_matrix_at_a_time(rng):
-    from gpdsl.linalg import eigh
+    from gpdsl.numerics.linalg import eigh
 
     batch = np.stack([spd(rng) for _ in range(3)])
     values, vectors = jax.vmap(eigh)(jnp.asarray(batch))
@@ -242,7 +242,7 @@ def test_derivatives_under_vmap_work_one_matrix_at_a_time():
     batched them) and equal JAX's own."""
     from jax.scipy import linalg as scipy_linalg
 
-    from gpdsl.linalg import cholesky, solve_triangular
+    from gpdsl.numerics.linalg import cholesky, solve_triangular
 
     A = _spd_batch(3, 5)
     b = jnp.arange(5.0)
@@ -273,7 +273,7 @@ def test_one_matrix_with_vmapped_right_hand_sides_is_one_solve(b_shape):
     every column, not once per batch entry."""
     from jax.scipy import linalg as scipy_linalg
 
-    from gpdsl.linalg import solve_triangular
+    from gpdsl.numerics.linalg import solve_triangular
 
     L = jnp.linalg.cholesky(_spd_batch(1, 6)[0])
     b = jnp.asarray(np.random.default_rng(3).normal(size=b_shape))
@@ -287,7 +287,7 @@ def test_one_matrix_with_vmapped_right_hand_sides_is_one_solve(b_shape):
 def test_expm_of_a_stack_is_one_matrix_at_a_time(rng):
     import scipy.linalg
 
-    from gpdsl.linalg import expm
+    from gpdsl.numerics.linalg import expm
 
     stack = rng.normal(size=(2, 3, 4, 4))
     expected = np.array([[scipy.linalg.expm(a) for a in row] for row in stack])

@@ -177,7 +177,7 @@ def test_the_latent_plot_refuses_results_without_latent_inputs_naming_the_method
 @pytest.mark.parametrize("model_name, data_name", sorted({(model, data) for model, data, _ in CASES.values()}))
 def test_a_method_the_listing_accepts_gets_its_family_view(work, model_name, data_name):
     """``gpdsl methods`` says yes only where the family's view, what the method's engines receive, builds."""
-    from gpdsl.data_io import load_data
+    from gpdsl.data.io import load_data
     from gpdsl.ir.families import ANY, FAMILIES, classify
 
     model, _ = check_file(REPO / "models" / f"{model_name}.gpm")

@@ -11,7 +11,7 @@ import pytest
 
 from gpdsl.api import check_file, new_inputs_from_file, output_variables
 from gpdsl.cli import main
-from gpdsl.data_io import load_data
+from gpdsl.data.io import load_data
 from gpdsl.datasets.model_data import loaders
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -173,7 +173,7 @@ def test_methods_listing_covers_every_model(capsys):
 
 
 def test_the_command_line_builds_its_flags_without_jax_or_arviz():
-    modules = ["gpdsl.cli", "gpdsl.registry", "gpdsl.cli_options"]
+    modules = ["gpdsl.cli", "gpdsl.registry", "gpdsl.cli.options"]
     assert loaded_by(modules, libraries=("jax", "jaxlib", "arviz", "xarray")) == []
 
 

@@ -530,7 +530,7 @@ def test_run_files_refuse_values_as_the_flags_do(work, capsys, table, culprit):
 
 def test_files_that_settings_flags_read_are_inputs_of_the_run():
     from gpdsl.cli import build_parser
-    from gpdsl.cli_options import file_arguments
+    from gpdsl.cli.options import file_arguments
 
     args = build_parser().parse_args(["sample", "m.gpm", "--data", "d.json", "--method", "pm", "--out", "o.nc",
                                       "--proposal-from", "earlier.nc", "--chains", "2"])
@@ -548,7 +548,7 @@ WRONG_TYPES = [("pm", "chains", 2.5), ("pm", "chains", "4"), ("pm", "chains", Tr
 
 @pytest.mark.parametrize("method, name, value", WRONG_TYPES, ids=[f"{m} {n}={v!r}" for m, n, v in WRONG_TYPES])
 def test_settings_of_the_wrong_type_are_refused_naming_them(method, name, value):
-    from gpdsl.cli_options import settings_from_mapping
+    from gpdsl.cli.options import settings_from_mapping
     from gpdsl.errors import MethodError
 
     with pytest.raises(MethodError, match=name):

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from gpdsl.cli import build_parser, main
-from gpdsl.cli_options import settings_from_args, settings_from_mapping
+from gpdsl.cli.options import settings_from_args, settings_from_mapping
 from gpdsl.errors import GpdslError
 from gpdsl.registry import get_method
-from gpdsl.run_file import plan, read_run_file
+from gpdsl.cli.run_file import plan, read_run_file
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "models" / "gp_classification.gpm"

@@ -7,7 +7,7 @@ import pytest
 from scipy import special
 
 from gpdsl.kernels.params import sum_over_inputs
-from gpdsl.special import inverse_mills, log_ndtr
+from gpdsl.numerics.special import inverse_mills, log_ndtr
 
 
 def test_log_ndtr_matches_scipy_across_the_real_line():

@@ -58,8 +58,8 @@ from case_studies.damianou2016_dynamics.simulate import (  # noqa: E402
     sinusoids,
 )
 from gpdsl.api import load_model, run  # noqa: E402
-from gpdsl.atomic import atomic_write_text  # noqa: E402
-from gpdsl.data_io import load_data  # noqa: E402
+from gpdsl.storage.atomic import atomic_write_text  # noqa: E402
+from gpdsl.data.io import load_data  # noqa: E402
 from gpdsl.inference.families.gplvm import gplvm_problem  # noqa: E402
 from gpdsl.settings import VEMSettings  # noqa: E402
 from gpdsl.inference.predict.augmented_forecast import augmented_forecast  # noqa: E402

@@ -58,7 +58,7 @@ import numpy as np  # noqa: E402
 
 from case_studies.filippone2014.simulate_data import MODEL_PATH, simulate_classification  # noqa: E402
 from gpdsl.api import load_model, run  # noqa: E402
-from gpdsl.atomic import atomic_write_text  # noqa: E402
+from gpdsl.storage.atomic import atomic_write_text  # noqa: E402
 from gpdsl.settings import NUTSSettings  # noqa: E402
 from gpdsl.settings import GibbsSettings  # noqa: E402
 from gpdsl.settings import PseudoMarginalSettings  # noqa: E402

@@ -41,7 +41,7 @@ from case_studies.filippone2014 import paper_tables  # noqa: E402
 from case_studies.filippone2014.simulate_data import simulate_classification  # noqa: E402
 from gpdsl import datasets  # noqa: E402
 from gpdsl.api import load_model, run  # noqa: E402
-from gpdsl.atomic import atomic_write_text  # noqa: E402
+from gpdsl.storage.atomic import atomic_write_text  # noqa: E402
 from gpdsl.settings import NUTSSettings  # noqa: E402
 from gpdsl.inference.families.latent_gp import latent_gp  # noqa: E402
 from gpdsl.settings import EPMLSettings  # noqa: E402
@@ -115,7 +115,7 @@ SETTINGS = {
 # Small utilities
 # ----------------------------------------------------------------------------------------------
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` all or nothing (:func:`gpdsl.atomic.atomic_write_text`), creating its folder."""
+    """Write ``text`` to ``path`` all or nothing (:func:`gpdsl.storage.atomic.atomic_write_text`), creating its folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, text, "results table")
 

@@ -53,8 +53,8 @@ from case_studies.damianou2016_dynamics.run import (
 from case_studies.damianou2016_dynamics.simulate import sinusoids
 from case_studies.gadd2021_sgplvm import paper_tables
 from gpdsl.api import load_model, run
-from gpdsl.atomic import atomic_write_text
-from gpdsl.data_io import load_data
+from gpdsl.storage.atomic import atomic_write_text
+from gpdsl.data.io import load_data
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.settings import VEMSettings
 from gpdsl.inference.predict.gp_prior_latents import predict_outputs

@@ -47,7 +47,7 @@ from matplotlib.figure import Figure
 
 from case_studies.souza2020_dmgp.data import five_folds, standardise, two_clusters
 from gpdsl.api import load_model, run
-from gpdsl.atomic import atomic_write_text
+from gpdsl.storage.atomic import atomic_write_text
 from gpdsl.settings import DMGPSettings
 from gpdsl.settings import DSDGPSettings
 

@@ -44,8 +44,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from case_studies.souza2020_narx import paper_tables  # noqa: E402
 from case_studies.souza2020_narx.paper_tables import PERIODIC, RBF_LINEAR  # noqa: E402
 from gpdsl.api import load_model  # noqa: E402
-from gpdsl.atomic import atomic_target, atomic_write_text  # noqa: E402
-from gpdsl.data_io import load_data  # noqa: E402
+from gpdsl.storage.atomic import atomic_target, atomic_write_text  # noqa: E402
+from gpdsl.data.io import load_data  # noqa: E402
 from gpdsl.datasets.r_datasets import air_passengers  # noqa: E402
 from gpdsl.inference.forecast import ForecastSettings, narx_data, narx_model_data, simulate_forecast  # noqa: E402
 from gpdsl.inference.methods.ml import MLSettings, fit_gp_regression  # noqa: E402

@@ -376,7 +376,7 @@ def main(argv=None) -> None:
     print("\n\n".join(fresh.values()))
     kept = [fresh.get(key) or previous.get(key) for key in ("## P2", "## P3", "## Notes")]
     text = "\n".join(header) + "\n" + "\n\n".join(part.strip() for part in kept if part) + "\n"
-    from gpdsl.atomic import atomic_write_text
+    from gpdsl.storage.atomic import atomic_write_text
 
     atomic_write_text(args.output, text, "benchmark results")
 

@@ -45,7 +45,7 @@ from scipy.spatial import procrustes  # noqa: E402
 
 from case_studies.souza2020_ugplvm import paper_tables  # noqa: E402
 from gpdsl.api import load_model, run  # noqa: E402
-from gpdsl.atomic import atomic_write_text  # noqa: E402
+from gpdsl.storage.atomic import atomic_write_text  # noqa: E402
 from gpdsl.datasets import oil_flow, usps  # noqa: E402
 from gpdsl.inference.families.gplvm import gplvm_problem  # noqa: E402
 from gpdsl.inference.predict.gplvm import latent_relevance, latent_variance_grid, most_relevant_dims  # noqa: E402
@@ -130,7 +130,7 @@ SETTINGS = {
 # Small utilities
 # ----------------------------------------------------------------------------------------------
 def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` all or nothing (:func:`gpdsl.atomic.atomic_write_text`), creating its folder."""
+    """Write ``text`` to ``path`` all or nothing (:func:`gpdsl.storage.atomic.atomic_write_text`), creating its folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, text, "results table")
 

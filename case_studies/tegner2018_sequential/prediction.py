@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl import api
-from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.numerics.linalg import cholesky, solve_triangular
 from gpdsl.numerics import GP_JITTER
 
 

@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 
 from case_studies.tegner2018_sequential.simulate_data import SIGMA_Y, simulate  # noqa: E402
 from gpdsl import api  # noqa: E402
-from gpdsl.atomic import atomic_write_text  # noqa: E402
+from gpdsl.storage.atomic import atomic_write_text  # noqa: E402
 from gpdsl.settings import SequentialSettings  # noqa: E402
 
 RESULTS = HERE / "results"

@@ -165,7 +165,7 @@ def load(name: str):
 
 def write_data_json(data: dict, path: str | os.PathLike) -> None:
     """Write model data as CmdStan-style JSON (NaN as ``"NaN"``, infinities as ``"Inf"``, ``"-Inf"``), atomically."""
-    from gpdsl.atomic import atomic_write_text
+    from gpdsl.storage.atomic import atomic_write_text
 
     atomic_write_text(path, json.dumps({name: _json_value(value) for name, value in data.items()}) + "\n", "data")
 

@@ -37,9 +37,9 @@ import numpy as np
 from jax import lax
 from jax.sharding import Mesh, PartitionSpec
 
-import gpdsl.float64  # noqa: F401
-from gpdsl import compilation_cache
-from gpdsl.atomic import atomic_target
+import gpdsl.numerics.float64  # noqa: F401
+from gpdsl.storage import compilation_cache
+from gpdsl.storage.atomic import atomic_target
 from gpdsl.errors import GpdslError
 from gpdsl.inference.chain_health import (
     TRY_WHEN_STUCK,
@@ -161,7 +161,7 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
         a chain executor set in :data:`CHAIN_EXECUTOR` runs the chains.
     checkpoint_identity : dict, optional
         What the checkpoint records about the run besides the driver's own counts (JSON-ready; see
-        :mod:`gpdsl.checkpoint`, which checks it before a run resumes).
+        :mod:`gpdsl.storage.checkpoint`, which checks it before a run resumes).
     describe : callable, optional
         ``describe(state_of_one_chain) -> {name: value}``: the parameter values that name a chain that cannot start
         or is stuck.

@@ -263,7 +263,7 @@ def forecast(model: ir.Model, series, settings: ForecastSettings, ml_settings=No
     forecast : Forecast
     fit : GPRegressionFit
     """
-    from gpdsl.data_io import load_data
+    from gpdsl.data.io import load_data
     from gpdsl.inference.methods.ml import MLSettings, fit_gp_regression, ml_output
     from gpdsl.results.method_output import method_results
 

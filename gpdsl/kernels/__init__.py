@@ -7,7 +7,7 @@ Kernels of a scalar input that are the covariance of a linear SDE (``has_state_s
 that SDE (:meth:`Kernel.state_space`, :mod:`gpdsl.kernels.state_space`).
 """
 
-import gpdsl.float64  # noqa: F401  (float64 before any array is made)
+import gpdsl.numerics.float64  # noqa: F401  (float64 before any array is made)
 from gpdsl.kernel_table import KernelParam, KernelSpec
 from gpdsl.kernels.base import Kernel
 from gpdsl.kernels.composite import Product, Scale, Sum

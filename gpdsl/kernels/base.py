@@ -9,7 +9,7 @@ from gpdsl.errors import MethodError
 from gpdsl.kernel_table import KernelSpec
 from gpdsl.kernels.params import as_param, normalise_active_dims, select_columns
 from gpdsl.kernels.state_space import StateSpace
-from gpdsl.linalg import expm
+from gpdsl.numerics.linalg import expm
 
 
 class Kernel:

@@ -14,7 +14,7 @@ _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(64)
 
 
 def _probit_log_density(y, f):
-    from gpdsl.special import log_ndtr
+    from gpdsl.numerics.special import log_ndtr
 
     return log_ndtr((2.0 * y - 1.0) * f)
 
@@ -22,7 +22,7 @@ def _probit_log_density(y, f):
 def _probit_derivatives(y, f):
     import jax.numpy as jnp
 
-    from gpdsl.special import inverse_mills, log_ndtr
+    from gpdsl.numerics.special import inverse_mills, log_ndtr
 
     signs = 2.0 * y - 1.0
     log_cdf = log_ndtr(signs * f)
@@ -34,7 +34,7 @@ def _probit_tilted_moments(y, cavity_mean, cavity_var):
     """R&W eq. 3.58."""
     import jax.numpy as jnp
 
-    from gpdsl.special import inverse_mills, log_ndtr
+    from gpdsl.numerics.special import inverse_mills, log_ndtr
 
     signs = 2.0 * y - 1.0
     scale = jnp.sqrt(1.0 + cavity_var)

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gpdsl.atomic import atomic_target
+from gpdsl.storage.atomic import atomic_target
 from gpdsl.errors import GpdslError
 from gpdsl.results import arviz_compat
 

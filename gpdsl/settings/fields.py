@@ -69,7 +69,7 @@ class SettingError(MethodError):
     """A setting's value is refused: ``setting`` names it (the field), ``requirement`` says what is allowed.
 
     The message is ``"<setting> <requirement>"``; the command line names the flag instead
-    (:func:`gpdsl.cli_options.settings_from_args`).
+    (:func:`gpdsl.cli.options.settings_from_args`).
     """
 
     def __init__(self, setting: str, requirement: str):
@@ -228,7 +228,7 @@ def command_line_value(settings_field, value):
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What a run's settings tell the checks made before it starts (:mod:`gpdsl.preflight`).
+    """What a run's settings tell the checks made before it starts (:mod:`gpdsl.data.preflight`).
 
     Every method's settings class declares it through :meth:`PlannedRun.run_plan`, so that preflight never
     guesses a method's arrays from the names of its settings.

@@ -1,3 +1,3 @@
 """Testing utilities: simulation-based calibration."""
 
-import gpdsl.float64  # noqa: F401  (float64 before any array is made)
+import gpdsl.numerics.float64  # noqa: F401  (float64 before any array is made)

@@ -1,7 +1,7 @@
 """A ``gpdsl sample`` killed with SIGKILL, then resumed from the command line, gives the draws of an uninterrupted run
 bit for bit.
 
-The kills land at points made observable by :data:`gpdsl.atomic.PAUSE_VARIABLE` (read only by tests): the process
+The kills land at points made observable by :data:`gpdsl.storage.atomic.PAUSE_VARIABLE` (read only by tests): the process
 pauses just after a checkpoint write of warmup or of sampling, or inside a write (its temporary file written, the
 target not yet replaced), says so on standard error, and is killed there. Each run is a subprocess; one run is
 killed at each of the three points in turn, resumed by the same command or by ``gpdsl resume``.
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from gpdsl.atomic import PAUSE_VARIABLE
+from gpdsl.storage.atomic import PAUSE_VARIABLE
 from gpdsl.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,7 +135,7 @@ def test_a_checkpoint_of_other_data_or_settings_is_refused_naming_them(reference
 
 
 def test_a_write_removes_only_the_temporaries_killed_writes_to_its_target_left(tmp_path):
-    from gpdsl.atomic import atomic_write_text
+    from gpdsl.storage.atomic import atomic_write_text
 
     stale = [tmp_path / ".fit.nc.abc_1234.tmp", tmp_path / ".fit.nc.zzzzzzzz.tmp"]
     kept = [tmp_path / ".fit.nc.other.tmp", tmp_path / ".fit.nc2.abcdefgh.tmp", tmp_path / "fit.nc.abcdefgh.tmp"]

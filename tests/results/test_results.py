@@ -412,7 +412,7 @@ def test_plot_unknown_variable(results, tmp_path):
 def test_atomic_writes_give_files_the_usual_permissions(tmp_path):
     import os
 
-    from gpdsl.atomic import atomic_write_text
+    from gpdsl.storage.atomic import atomic_write_text
 
     umask = os.umask(0o022)
     try:

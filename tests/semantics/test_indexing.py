@@ -7,7 +7,7 @@ import pytest
 from gpdsl.api import check_text
 from gpdsl.backends.stan.codegen import generate_stan
 from gpdsl.backends.stan.stanc import check_program
-from gpdsl.data_validation import validate_data
+from gpdsl.data.validation import validate_data
 from gpdsl.errors import DataError, GpdslError
 
 GROUPED = """

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpdsl import compilation_cache
+from gpdsl.storage import compilation_cache
 from gpdsl.backends.jax import densities
 from gpdsl.backends.jax.bijectors import constrain, unconstrain
 from gpdsl.errors import DataError, MethodError
@@ -30,7 +30,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds
 from gpdsl.kernels import Kernel, build_kernel
 from gpdsl.likelihoods import LIKELIHOODS
-from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.numerics.linalg import cholesky, solve_triangular
 from gpdsl.numerics import GP_JITTER
 from gpdsl.ir.types import is_label_array
 
@@ -478,7 +478,7 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
     model : ir.Model
         The checked model.
     data : dict
-        Validated data (see :func:`gpdsl.data_io.load_data`), including the size symbols.
+        Validated data (see :func:`gpdsl.data.io.load_data`), including the size symbols.
     parameterisation : {"whitened", "centred"}
         How sampled latent GP values are represented (see the module docstring).
     allow_external : bool

@@ -13,7 +13,7 @@ from gpdsl.backends.jax.lowering import JaxModel
 from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.likelihoods import LIKELIHOODS
-from gpdsl.linalg import cholesky
+from gpdsl.numerics.linalg import cholesky
 from gpdsl.priors import PRIORS
 
 

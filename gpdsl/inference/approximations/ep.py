@@ -40,7 +40,7 @@ from gpdsl.inference.approximations.gaussian import (
     for_latent_gp,
     iteration_setup,
 )
-from gpdsl.linalg import cho_solve, cholesky, solve_triangular
+from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
 
 CUBIC_OPS_PER_SWEEP = 5
 CUBIC_OPS_PER_PARALLEL_SWEEP = 2

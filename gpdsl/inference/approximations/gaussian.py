@@ -21,7 +21,7 @@ import jax.numpy as jnp
 
 from gpdsl.errors import MethodError
 from gpdsl.likelihoods import LIKELIHOODS, capability, require, supporting
-from gpdsl.linalg import cho_solve, cholesky, solve_triangular
+from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
 
 
 class GaussianApproximation(NamedTuple):

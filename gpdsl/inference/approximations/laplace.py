@@ -21,7 +21,7 @@ from gpdsl.inference.approximations.gaussian import (
     for_latent_gp,
     iteration_setup,
 )
-from gpdsl.linalg import cho_solve, cholesky
+from gpdsl.numerics.linalg import cho_solve, cholesky
 
 _MAX_HALVINGS = 10
 

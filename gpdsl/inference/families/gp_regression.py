@@ -19,7 +19,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.ir.families import GP_REGRESSION, LatentGPFacts, classify
 from gpdsl.ir.structure import GPNode
 from gpdsl.kernels import Kernel
-from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.numerics.linalg import cholesky, solve_triangular
 
 
 @dataclass

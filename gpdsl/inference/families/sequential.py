@@ -26,7 +26,7 @@ from gpdsl.inference.families.hyperparameters import HyperparameterBlocks
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.structure import GPNode
-from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.numerics.linalg import cholesky, solve_triangular
 
 
 @dataclass

@@ -1,3 +1,3 @@
 """Markov chain samplers: elliptical slice sampling, hyperparameter updates, Gibbs, pseudo-marginal MH."""
 
-import gpdsl.float64  # noqa: F401  (float64 before any array is made)
+import gpdsl.numerics.float64  # noqa: F401  (float64 before any array is made)

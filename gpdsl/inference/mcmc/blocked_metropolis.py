@@ -35,7 +35,7 @@ from gpdsl.inference.mcmc.adaptation import (
     moments_update,
 )
 from gpdsl.inference.mcmc.mh import MHState, accept_reject, log_ratio, random_walk
-from gpdsl.linalg import cholesky
+from gpdsl.numerics.linalg import cholesky
 
 
 class Screen(NamedTuple):

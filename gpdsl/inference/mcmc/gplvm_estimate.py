@@ -25,7 +25,7 @@ from jax.scipy.special import logsumexp, ndtr
 
 from gpdsl.errors import MethodError
 from gpdsl.inference.families.gplvm import GPLVMProblem
-from gpdsl.linalg import cholesky, logdet_chol, solve_triangular
+from gpdsl.numerics.linalg import cholesky, logdet_chol, solve_triangular
 from gpdsl.numerics import GP_JITTER
 
 LOG_2PI = math.log(2.0 * math.pi)

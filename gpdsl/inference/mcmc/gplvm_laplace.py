@@ -41,7 +41,7 @@ from gpdsl.inference.mcmc.gplvm_estimate import (
     mixture_with_prior,
     output_covariance,
 )
-from gpdsl.linalg import cholesky, eigh, solve_triangular
+from gpdsl.numerics.linalg import cholesky, eigh, solve_triangular
 from gpdsl.numerics import GP_JITTER
 
 LOG_2PI = math.log(2.0 * math.pi)

@@ -44,7 +44,7 @@ from jax.scipy.special import ndtri
 
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.mcmc.mh import MHState, accept_reject, random_walk
-from gpdsl.linalg import cholesky, mvn_logpdf_chol, solve_triangular
+from gpdsl.numerics.linalg import cholesky, mvn_logpdf_chol, solve_triangular
 
 
 class LatentPosition(NamedTuple):

@@ -29,7 +29,7 @@ from gpdsl.inference.mcmc.gplvm_estimate import (
     collapsed_log_likelihood,
     require_observed,
 )
-from gpdsl.linalg import cholesky
+from gpdsl.numerics.linalg import cholesky
 
 
 class SweepInfo(NamedTuple):

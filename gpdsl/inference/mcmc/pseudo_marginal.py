@@ -90,7 +90,7 @@ from gpdsl.inference.mcmc.adaptation import (
 )
 from gpdsl.inference.mcmc.ess import ess_step
 from gpdsl.inference.mcmc.mh import MHState, accept_reject, random_walk
-from gpdsl.linalg import cholesky
+from gpdsl.numerics.linalg import cholesky
 
 APPROXIMATIONS = ("laplace", "ep")
 EP_STARTS = ("reference", "frozen", "zero")

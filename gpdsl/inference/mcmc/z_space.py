@@ -28,7 +28,7 @@ from gpdsl.errors import MethodError
 from gpdsl.inference.mcmc.ess import ess_step
 from gpdsl.inference.mcmc.hyper_updates import HyperInfo, LatentPosition, SurrogateVariance, SurrogateData
 from gpdsl.ir.structure import statement_refs
-from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.numerics.linalg import cholesky, solve_triangular
 from gpdsl.priors import PRIORS
 
 _BOUNDS_KINDS = ("bounds", "unbounded", "positive")

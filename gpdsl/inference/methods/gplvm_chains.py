@@ -145,7 +145,7 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
                         progress=context.progress, segment_size=settings.segment_size,
                         describe=theta_describer(problem, lambda state: state.position),
                         # the mode searches' gradients batched over chains would run batched LAPACK solves, which
-                        # can hang jaxlib's CPU thread pool (gpdsl.linalg's note)
+                        # can hang jaxlib's CPU thread pool (gpdsl.numerics.linalg's note)
                         vectorised=not (settings.delayed_acceptance or settings.proposal == "laplace"),
                         **context.chain_checkpoint())
     theta_draws = np.asarray(result.draws["theta"])

@@ -29,7 +29,7 @@ def run_nuts(model, data, settings: NUTSSettings, context):
     model : Model
         The checked model; every parameter needs a prior.
     data : dict
-        Validated data (see :func:`gpdsl.data_io.load_data`).
+        Validated data (see :func:`gpdsl.data.io.load_data`).
     settings : NUTSSettings
     context : RunContext
         Seed, progress and new inputs.

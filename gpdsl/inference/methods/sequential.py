@@ -169,7 +169,7 @@ class _Record:
     def save(self, context):
         if context.checkpoint is None:
             return
-        from gpdsl.atomic import atomic_target
+        from gpdsl.storage.atomic import atomic_target
 
         meta = {"version": CHECKPOINT_VERSION, "steps_done": len(self.thetas), "seconds": self.seconds,
                 **({"identity": context.checkpoint_identity} if context.checkpoint_identity else {})}

@@ -119,7 +119,7 @@ def fit_from_results(results):
     import jax.numpy as jnp
 
     from gpdsl.semantics.model_text import check_text
-    from gpdsl.data_io import load_data
+    from gpdsl.data.io import load_data
     from gpdsl.inference.families.gplvm import gplvm_problem
     from gpdsl.inference.variational.gp_prior_q import GPPriorQParams
     from gpdsl.inference.variational.latent_q import GaussianQParams

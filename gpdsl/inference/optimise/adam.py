@@ -42,8 +42,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from gpdsl.atomic import atomic_target
-from gpdsl.checkpoint import CheckpointError
+from gpdsl.storage.atomic import atomic_target
+from gpdsl.storage.checkpoint import CheckpointError
 
 CHECKPOINT_KIND = "adam"
 SAMPLINGS = ("replacement", "epochs")
@@ -293,7 +293,7 @@ def maximise(objective: Callable, x0, phases, *, learning_rate: float = 0.01, ke
     checkpoint : path, optional
         Write the state after each chunk; resume from it when it exists.
     identity : dict, optional
-        The run's identity (:func:`gpdsl.checkpoint.run_identity`) to store in the checkpoint.
+        The run's identity (:func:`gpdsl.storage.checkpoint.run_identity`) to store in the checkpoint.
     report : callable, optional
         ``report(steps_done, mean_objective)`` after each chunk.
 

@@ -1,3 +1,3 @@
 """Predictions per model family."""
 
-import gpdsl.float64  # noqa: F401  (float64 before any array is made)
+import gpdsl.numerics.float64  # noqa: F401  (float64 before any array is made)

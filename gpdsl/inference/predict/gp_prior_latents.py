@@ -31,7 +31,7 @@ from gpdsl.inference.variational.gp_prior_q import (
 from gpdsl.inference.variational.latent_q import FactorisedGaussian, GaussianQParams
 from gpdsl.inference.variational.site_updates import make_site_updates
 from gpdsl.inference.variational.vem import VariationalParams, VEMFit
-from gpdsl.linalg import solve_triangular
+from gpdsl.numerics.linalg import solve_triangular
 from gpdsl.numerics import GP_JITTER
 
 NEW_SITE_PRECISION = 1e-6

@@ -26,7 +26,7 @@ from gpdsl.inference.optimise.marginal_likelihood import GPRegressionFit
 from gpdsl.inference.predict.latent_gp import check_new_inputs
 from gpdsl.inference.predict.uncertain_inputs import DEFAULT_JITTER, UncertainPrediction, predict_gaussian_inputs
 from gpdsl.kernels.psi import PsiMethod
-from gpdsl.linalg import cho_solve, cholesky, solve_triangular
+from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
 from gpdsl.numerics import GP_JITTER
 
 

@@ -19,7 +19,7 @@ from gpdsl.inference.approximations.gaussian import class_probability, predict_l
 from gpdsl.inference.approximations.laplace import laplace
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.ir.structure import mean_prediction_refusal
-from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.numerics.linalg import cholesky, solve_triangular
 
 
 def new_input_covariances(problem: LatentGP, theta, X_new):

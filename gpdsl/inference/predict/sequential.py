@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.errors import DataError
-from gpdsl.linalg import cholesky
+from gpdsl.numerics.linalg import cholesky
 from gpdsl.numerics import GP_JITTER
 
 

@@ -33,7 +33,7 @@ from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.inference.mcmc.gplvm_estimate import require_observed
 from gpdsl.inference.predict.gp_prior_latents import prior_points
 from gpdsl.inference.predict.gp_regression import exact_moments, exact_posterior
-from gpdsl.linalg import cholesky, cholesky_with_jitter, solve_triangular
+from gpdsl.numerics.linalg import cholesky, cholesky_with_jitter, solve_triangular
 from gpdsl.numerics import GP_JITTER
 
 BATCH = 64
@@ -200,7 +200,7 @@ def sample_latent_functions(problem: GPLVMProblem, theta, Z, rng_key) -> jax.Arr
     """One draw of ``F ~ p(F | Y, Z, theta)`` (:func:`function_posterior`), shape ``(N, D)``. Traceable.
 
     The covariance is singular up to rounding when ``K_f`` is (smooth kernels); its factor takes the
-    smallest relative jitter that works (:func:`~gpdsl.linalg.cholesky_with_jitter`).
+    smallest relative jitter that works (:func:`~gpdsl.numerics.linalg.cholesky_with_jitter`).
     """
     mean, covariance, _ = function_posterior(problem, theta, Z)
     L, _ = cholesky_with_jitter(covariance)

@@ -30,7 +30,7 @@ import numpy as np
 
 from gpdsl.errors import DataError, NumericalError
 from gpdsl.kernels.psi import PsiMethod, psi_statistics
-from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.numerics.linalg import cholesky, solve_triangular
 from gpdsl.numerics import GPFLOW_JITTER
 
 DEFAULT_JITTER = GPFLOW_JITTER

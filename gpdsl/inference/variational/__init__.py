@@ -1,3 +1,3 @@
 """Variational inference: the collapsed bound, q(X) and its KL, variational EM."""
 
-import gpdsl.float64  # noqa: F401  (float64 before any array is made)
+import gpdsl.numerics.float64  # noqa: F401  (float64 before any array is made)

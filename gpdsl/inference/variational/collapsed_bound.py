@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpdsl.linalg import cholesky, cholesky_with_jitter, solve_triangular
+from gpdsl.numerics.linalg import cholesky, cholesky_with_jitter, solve_triangular
 
 _LOG_2PI = math.log(2.0 * math.pi)
 EIGENVALUE_CUTOFF = 1e-12

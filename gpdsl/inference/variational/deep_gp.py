@@ -29,7 +29,7 @@ import jax.numpy as jnp
 
 from gpdsl.kernels import Kernel
 from gpdsl.inference.variational.uncollapsed_bound import InducingQ, inducing_kl
-from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.numerics.linalg import cholesky, solve_triangular
 from gpdsl.numerics import GPFLOW_JITTER
 
 

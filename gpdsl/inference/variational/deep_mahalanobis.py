@@ -31,7 +31,7 @@ import jax.numpy as jnp
 
 from gpdsl.kernels import Kernel
 from gpdsl.kernels.psi import PsiMethod, projection, psi_statistics
-from gpdsl.linalg import cho_solve, cholesky, solve_triangular
+from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
 from gpdsl.numerics import GPFLOW_JITTER
 
 JITTER = GPFLOW_JITTER

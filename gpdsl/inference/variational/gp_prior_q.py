@@ -31,7 +31,7 @@ import numpy as np
 from gpdsl.errors import MethodError
 from gpdsl.inference.variational.latent_q import LatentQ
 from gpdsl.inference.variational.softplus import inverse_softplus
-from gpdsl.linalg import cho_solve, cholesky, solve_triangular
+from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
 
 DEFAULT_MEDIAN_VARIANCE = 0.18  # vargplvm's initCovarMedian
 LAMBDA_RANGE = (1e-8, 1e8)

@@ -23,7 +23,7 @@ from gpdsl.inference.predict.uncertain_inputs import InducingPosterior, inducing
 from gpdsl.inference.variational.collapsed_bound import collapsed_bound
 from gpdsl.kernels.psi import PsiStatistics, analytic_supported
 from gpdsl.kernels.psi.closed_form import kernel_terms
-from gpdsl.linalg import cholesky_with_jitter, solve_triangular
+from gpdsl.numerics.linalg import cholesky_with_jitter, solve_triangular
 from gpdsl.numerics import CHOLESKY_JITTER_CEILING, GP_JITTER
 
 DEFAULT_JITTER = GP_JITTER

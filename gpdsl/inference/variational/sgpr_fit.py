@@ -146,7 +146,7 @@ def fit_sgpr(problem: GPRegression, settings: SGPRSettings, *, progress: bool = 
     checkpoint : path, optional
         Adam only: write the optimiser's state after every chunk, and resume from it when it exists.
     identity : dict, optional
-        The run's identity to record in the checkpoint (:func:`gpdsl.checkpoint.run_identity`).
+        The run's identity to record in the checkpoint (:func:`gpdsl.storage.checkpoint.run_identity`).
 
     Returns
     -------

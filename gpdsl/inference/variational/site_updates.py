@@ -31,7 +31,7 @@ import jax.numpy as jnp
 
 from gpdsl.inference.variational.gp_prior_q import LAMBDA_RANGE, GPPriorGaussian, GPPriorQParams, site_factor
 from gpdsl.inference.variational.latent_q import LatentMoments
-from gpdsl.linalg import cho_solve
+from gpdsl.numerics.linalg import cho_solve
 
 
 class SiteUpdateResult(NamedTuple):

@@ -23,7 +23,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from gpdsl.linalg import cho_solve, cholesky, cholesky_with_jitter, solve_triangular
+from gpdsl.numerics.linalg import cho_solve, cholesky, cholesky_with_jitter, solve_triangular
 
 _LOG_2PI = math.log(2.0 * math.pi)
 

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpdsl.compilation_cache import keeping_small_programs
+from gpdsl.storage.compilation_cache import keeping_small_programs
 from gpdsl.errors import MethodError, NumericalError
 from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.settings import VEMSettings

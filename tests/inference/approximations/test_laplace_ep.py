@@ -271,7 +271,7 @@ model {
 
 def test_a_latent_gp_takes_its_offset_from_the_likelihood_location():
     from gpdsl.api import check_text
-    from gpdsl.data_io import load_data
+    from gpdsl.data.io import load_data
 
     model = check_text(OFFSET_MODEL.replace("LOCATION", "log_exposure + mu + f"))[0]
     data, _ = load_data({"N": 3, "x": [0.0, 1.0, 2.0], "log_exposure": [0.1, -0.2, 0.3], "y": [1, 0, 2]}, model)
@@ -287,7 +287,7 @@ def test_a_latent_gp_takes_its_offset_from_the_likelihood_location():
 
 def test_predictions_at_new_inputs_take_a_shared_offset_and_leave_out_a_per_observation_one():
     from gpdsl.api import check_text
-    from gpdsl.data_io import load_data
+    from gpdsl.data.io import load_data
     from gpdsl.inference.predict.draws import latent_new_draws
     from gpdsl.inference.predict.latent_gp import approximate_moments
 

@@ -79,7 +79,7 @@ model {
                                     "matern52(lengthscale = ell) + white(0.1)"])
 def test_the_closed_form_hessian_equals_automatic_differentiation(kernel):
     from gpdsl.api import load_model
-    from gpdsl.data_io import load_data
+    from gpdsl.data.io import load_data
     from gpdsl.inference.families.gplvm import gplvm_problem
     from gpdsl.inference.mcmc.gplvm_laplace import prior_factor, whitened_log_posterior, whitened_negative_hessian
 

@@ -17,7 +17,7 @@ from gpdsl.inference.mcmc.hyper_updates import (
     surr_slice_step,
     surr_step,
 )
-from gpdsl.linalg import mvn_logpdf_chol
+from gpdsl.numerics.linalg import mvn_logpdf_chol
 
 MODEL = """
 data { int N; vector[N] x; vector[N] y; }

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gpdsl.api import load_model
-from gpdsl.data_io import load_data
+from gpdsl.data.io import load_data
 from gpdsl.errors import MethodError
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.inference.mcmc.gplvm_estimate import collapsed_log_likelihood

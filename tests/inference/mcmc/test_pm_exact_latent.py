@@ -22,7 +22,7 @@ from gpdsl.inference.families.latent_gp import latent_gp
 from gpdsl.inference.mcmc.gibbs import make_gibbs
 from gpdsl.inference.mcmc.pseudo_marginal import make_pseudo_marginal
 from gpdsl.inference.predict.latent_gp import predict_from_latent_draws
-from gpdsl.linalg import cholesky, solve_triangular
+from gpdsl.numerics.linalg import cholesky, solve_triangular
 
 MODEL = """
 data { int N; int D; matrix[N, D] X; array[N] int<lower=0, upper=1> y; }

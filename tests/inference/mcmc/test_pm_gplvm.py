@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gpdsl.api import load_model, run
-from gpdsl.data_io import load_data
+from gpdsl.data.io import load_data
 from gpdsl.errors import MethodError
 from gpdsl.settings import SettingError
 from gpdsl.inference.families.gplvm import gplvm_problem

@@ -188,7 +188,7 @@ def test_a_killed_run_resumes_at_the_next_step(tmp_path, three_steps, monkeypatc
 
     import xarray as xr
 
-    from gpdsl.atomic import PAUSE_VARIABLE
+    from gpdsl.storage.atomic import PAUSE_VARIABLE
     from gpdsl.cli import main
 
     _write_problem(tmp_path, three_steps)

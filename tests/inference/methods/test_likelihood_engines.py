@@ -11,7 +11,7 @@ import pytest
 
 import gpdsl
 from gpdsl.api import check_text
-from gpdsl.data_validation import validate_data
+from gpdsl.data.validation import validate_data
 from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.approximations.laplace import laplace
 from gpdsl.likelihoods import LIKELIHOODS

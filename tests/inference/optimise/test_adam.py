@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gpdsl.checkpoint import CheckpointError
+from gpdsl.storage.checkpoint import CheckpointError
 from gpdsl.inference.optimise import adam
 
 

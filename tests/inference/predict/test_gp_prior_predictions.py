@@ -13,7 +13,7 @@ from gpdsl.api import check_text, load_model, run
 from gpdsl.cli import main
 from gpdsl.backends.stan.codegen import generate_stan
 from gpdsl.backends.stan.stanc import check_program
-from gpdsl.data_io import load_data
+from gpdsl.data.io import load_data
 from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.inference.methods.vem import VEMSettings, fit_from_results

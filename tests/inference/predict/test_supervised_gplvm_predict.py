@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import norm
 
 from gpdsl.api import load_model
-from gpdsl.data_io import load_data
+from gpdsl.data.io import load_data
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.inference.predict.supervised_gplvm import (
     DrawPredictions,

@@ -9,7 +9,7 @@ from jax.flatten_util import ravel_pytree
 from scipy.optimize import minimize
 
 from gpdsl.api import load_model, run
-from gpdsl.data_io import load_data
+from gpdsl.data.io import load_data
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.inference.methods.vem import VEMSettings, fit_from_results
 from gpdsl.inference.optimise import traced_lbfgs

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gpdsl.api import check_text, run
-from gpdsl.data_io import load_data
+from gpdsl.data.io import load_data
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.settings import VEMSettings
 from gpdsl.inference.predict.gp_prior_latents import forecast

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gpdsl.api import check_file
-from gpdsl.data_io import load_data
+from gpdsl.data.io import load_data
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.settings import VEMSettings
 from gpdsl.inference.variational.collapsed_bound import collapsed_bound

@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import multivariate_normal
 
 from gpdsl.api import load_model
-from gpdsl.data_io import load_data
+from gpdsl.data.io import load_data
 from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.settings import VEMSettings

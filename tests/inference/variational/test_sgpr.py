@@ -121,7 +121,7 @@ def test_settings_are_refused_naming_the_setting(field, value, message):
 @pytest.fixture(scope="module")
 def gp_regression_problem():
     from gpdsl.api import check_file
-    from gpdsl.data_io import load_data
+    from gpdsl.data.io import load_data
     from gpdsl.inference.families.gp_regression import gp_regression
 
     model, _ = check_file("models/gp_regression.gpm")

@@ -10,7 +10,7 @@ import scipy.optimize
 from jax.flatten_util import ravel_pytree
 
 from gpdsl.api import load_model
-from gpdsl.data_io import load_data
+from gpdsl.data.io import load_data
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.errors import MethodError
 from gpdsl.settings import VEMSettings

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from gpdsl.cli_options import add_overwrite_flag
+from gpdsl.cli.options import add_overwrite_flag
 
 NAME = "pm-variance"
 HELP = "the spread of pm-gplvm's estimate of log p(Y | X, xi) at one xi, against the number of importance draws"
@@ -37,7 +37,7 @@ def run(args) -> int:
     import numpy as np
 
     from gpdsl.api import check_file, draw_seed, verify_seed
-    from gpdsl.data_io import load_data
+    from gpdsl.data.io import load_data
     from gpdsl.errors import DataError
     from gpdsl.inference.methods.gplvm_chains import estimate_spread_at
     from gpdsl.results.arviz_compat import groups, root_attrs
@@ -49,7 +49,7 @@ def run(args) -> int:
     if args.num_importance is not None:
         require_positive_int("--num-importance", args.num_importance)
     if args.png:
-        from gpdsl.atomic import check_writable
+        from gpdsl.storage.atomic import check_writable
 
         check_writable(args.png, "figure", inputs=[args.file, args.data, args.results], overwrite=args.overwrite)
     model, _ = check_file(args.file)

@@ -39,7 +39,7 @@ def validate_data(
     model : Model
         The checked model whose ``data`` declarations the values must satisfy.
     data : mapping of str to array-like or scalar
-        Values by variable name (e.g. from :func:`gpdsl.data_io.read_data`). Sizes may be omitted
+        Values by variable name (e.g. from :func:`gpdsl.data.io.read_data`). Sizes may be omitted
         when another variable's shape determines them.
     allow_missing : iterable of str
         Real data variables that may contain NaN (missing values); infinities are never allowed.

@@ -1,6 +1,6 @@
 """What a run must satisfy before it starts, beyond its data's declarations and its settings' ranges.
 
-:mod:`gpdsl.data_validation` checks data against the declarations and each settings class checks its own
+:mod:`gpdsl.data.validation` checks data against the declarations and each settings class checks its own
 values; :func:`verify_runnable` checks what needs both, so that a mistake is refused before the first
 iteration and not hours into a run: every size is at least 1, the observed outputs carry a signal at a
 scale double precision can square, initial values fit their parameters' declarations, and the largest
@@ -30,7 +30,7 @@ def verify_runnable(model: Model, data: dict, settings) -> None:
     ----------
     model : Model
     data : dict
-        Validated data (:func:`gpdsl.data_validation.validate_data`).
+        Validated data (:func:`gpdsl.data.validation.validate_data`).
     settings : dataclass
         The method's validated settings; their :meth:`~gpdsl.settings.fields.PlannedRun.run_plan` says what the run
         allocates and where it starts (a settings class without one is taken to form full kernel matrices).

@@ -9,11 +9,11 @@ GP_JITTER = 1e-8
 
 The JAX lowering, the generated Stan program and the inducing-point covariances of the variational
 methods all add this constant, so that the backends share one log density; it is also the smallest
-relative jitter of :func:`gpdsl.linalg.jitter_ladder`.
+relative jitter of :func:`gpdsl.numerics.linalg.jitter_ladder`.
 """
 
 CHOLESKY_JITTER_CEILING = 1e-6
-"""Largest relative jitter (times the mean diagonal) of :func:`gpdsl.linalg.jitter_ladder`.
+"""Largest relative jitter (times the mean diagonal) of :func:`gpdsl.numerics.linalg.jitter_ladder`.
 
 GPy's ``jitchol`` starts at this multiple; the ladder climbs from ``GP_JITTER`` and stops there, so an
 escalated factor is never perturbed more than GPy's first try perturbs it.

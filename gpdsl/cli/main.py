@@ -1,4 +1,4 @@
-"""The ``gpdsl`` command line: check, compile, sample, fit, resume, run, forecast, methods, summary, plot, compare,
+"""The ``gpdsl`` command line's commands: check, compile, sample, fit, resume, run, forecast, methods, summary, plot, compare,
 data.
 
 Exit status: 0 on success, 1 for a user error (bad model, data, options or usage; rendered with its location,
@@ -15,8 +15,8 @@ import traceback
 from pathlib import Path
 
 from gpdsl import __version__
-from gpdsl import cli_options
-from gpdsl.cli_options import add_overwrite_flag
+from gpdsl.cli import options as cli_options
+from gpdsl.cli.options import add_overwrite_flag
 from gpdsl.errors import GpdslError
 
 PLOT_KINDS = ("trace", "pair", "posterior", "latent")
@@ -67,7 +67,7 @@ def _cmd_compile(args) -> int:
     from gpdsl.backends.stan.stanc import check_program
 
     if args.output:
-        from gpdsl.atomic import check_writable
+        from gpdsl.storage.atomic import check_writable
 
         check_writable(args.output, "Stan program", inputs=[args.file], overwrite=args.overwrite)
     model, warnings = check_file(args.file)
@@ -78,7 +78,7 @@ def _cmd_compile(args) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     check_program(program.code, model.name)
     if args.output:
-        from gpdsl.atomic import atomic_write_text
+        from gpdsl.storage.atomic import atomic_write_text
 
         atomic_write_text(args.output, program.code, "Stan program")
         print(f"wrote {args.output}", file=sys.stderr)
@@ -124,7 +124,7 @@ def _cmd_resume(args) -> int:
     """``gpdsl resume CHECKPOINT``: run again, from the directory it ran in, the command that wrote a checkpoint."""
     import os
 
-    from gpdsl.checkpoint import CheckpointError, read_identity
+    from gpdsl.storage.checkpoint import CheckpointError, read_identity
 
     identity = read_identity(args.checkpoint) or {}
     command, directory = identity.get("command"), identity.get("cwd")
@@ -170,7 +170,7 @@ def _print_report(report, verbose: bool) -> int:
 def _cmd_forecast(args) -> int:
     """``gpdsl forecast``: fit a GP-NARX model to a series by ``ml`` and free-simulate it."""
     from gpdsl.api import check_file
-    from gpdsl.atomic import check_writable
+    from gpdsl.storage.atomic import check_writable
     from gpdsl.inference.forecast import ForecastSettings, forecast, narx_names
     from gpdsl.inference.methods.ml import MLSettings, ml_report
     from gpdsl.results.io import write_netcdf
@@ -204,7 +204,7 @@ def _series(path, name):
     """The series in a data file: its only variable, or the one called ``name``."""
     import numpy as np
 
-    from gpdsl.data_io import read_data
+    from gpdsl.data.io import read_data
     from gpdsl.errors import DataError
 
     values = read_data(path)
@@ -242,7 +242,7 @@ def _cmd_methods(args) -> int:
 
 def _cmd_run_file(args) -> int:
     """``gpdsl run RUN.toml``: check every run of the file, then run them in order (and compare them)."""
-    from gpdsl.run_file import execute_plan, plan
+    from gpdsl.cli.run_file import execute_plan, plan
 
     if args.scheduler is not None:
         from gpdsl.scale_out import distributed
@@ -280,7 +280,7 @@ def _runs_status(specs) -> int:
 
 def _cmd_compare(args) -> int:
     """``gpdsl compare``: results files side by side."""
-    from gpdsl.atomic import check_writable
+    from gpdsl.storage.atomic import check_writable
     from gpdsl.results.compare import compare
 
     for path, what in ((args.output, "comparison table"), (args.plot, "forest plot")):
@@ -296,7 +296,7 @@ def _report_comparison(comparison, table, png) -> None:
     text = comparison.to_markdown()
     sys.stdout.write(text)
     if table:
-        from gpdsl.atomic import atomic_write_text
+        from gpdsl.storage.atomic import atomic_write_text
 
         atomic_write_text(table, text, "comparison table")
         print(f"wrote {table}", file=sys.stderr)
@@ -317,7 +317,7 @@ def _cmd_data(args) -> int:
         return 0
     if not args.name or not args.output:
         raise DataError("give a dataset NAME and -o FILE.json (or --list)")
-    from gpdsl.atomic import check_writable
+    from gpdsl.storage.atomic import check_writable
 
     check_writable(args.output, "data", overwrite=args.overwrite)
     data = model_data(load(args.name), args.form, rows=args.rows, offset=args.offset, columns=args.columns,
@@ -339,7 +339,7 @@ def _cmd_summary(args) -> int:
 
 
 def _cmd_plot(args) -> int:
-    from gpdsl.atomic import check_writable
+    from gpdsl.storage.atomic import check_writable
 
     check_writable(args.output, "figure", inputs=[args.fit, *([args.labels.split(":")[0]] if args.labels else [])],
                    overwrite=args.overwrite)
@@ -385,7 +385,7 @@ def _labels(spec):
     """Labels from ``FILE`` (its only variable or column) or ``FILE:NAME``."""
     import numpy as np
 
-    from gpdsl.data_io import read_data
+    from gpdsl.data.io import read_data
     from gpdsl.errors import DataError
 
     path, _, name = spec.partition(":") if not Path(spec).exists() else (spec, "", "")
@@ -625,7 +625,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ninternal error: this is a bug in gpdsl {__version__}; please report it with the "
               f"output above at {REPORT_URL}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from gpdsl.data_validation import container_values, validate_data
+from gpdsl.data.validation import container_values, validate_data
 from gpdsl.errors import DataError
 from gpdsl.ir.nodes import Model
 from gpdsl.source import Source, Span
@@ -51,7 +51,7 @@ def load_data(
     Returns
     -------
     values : dict of str to ndarray, int or float
-        Every declared data variable, normalised (see :func:`~gpdsl.data_validation.validate_data`).
+        Every declared data variable, normalised (see :func:`~gpdsl.data.validation.validate_data`).
     warnings : list of str
         Supplied names the model does not declare as data (dropped).
 

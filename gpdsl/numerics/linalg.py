@@ -12,7 +12,7 @@ import numpy as np
 from jax import lax
 from jax.scipy import linalg as _scipy_linalg
 
-import gpdsl.float64  # noqa: F401
+import gpdsl.numerics.float64  # noqa: F401
 from gpdsl.errors import NumericalError
 from gpdsl.numerics import CHOLESKY_JITTER_CEILING, GP_JITTER
 

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-import gpdsl.float64  # noqa: F401
+import gpdsl.numerics.float64  # noqa: F401
 
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
 _HALF_LOG_TWO_PI = 0.5 * math.log(2.0 * math.pi)

@@ -173,8 +173,8 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
         Naming the run and what is wrong.
     """
     from gpdsl.api import check_file, new_inputs_from_file, prepare
-    from gpdsl.atomic import check_writable
-    from gpdsl.cli_options import settings_from_mapping
+    from gpdsl.storage.atomic import check_writable
+    from gpdsl.cli.options import settings_from_mapping
     from gpdsl.registry import get_method
 
     specs, compare, scheduler = read_run_file(path)
