@@ -15,6 +15,12 @@ At v = noise the training and window variances are large enough (0.02 to 0.05 pe
 24 sigma points no longer match 4096 draws, which is a property of the rule, not a cost to trade.
 
 Run: ``python benchmarks/free_simulation.py``. Exit status 1 if a target is missed.
+
+A benchmark of the engine's internals: the fits are the case study's (``fit_kernel``: ``gpdsl.run``'s ``ml``), the
+series is ``gpdsl.datasets.air_passengers``, and the free simulations are timed by calling the engine's public
+functions directly (:func:`gpdsl.inference.predict.free_simulation.free_simulation` with a
+:class:`gpdsl.kernels.psi.PsiMethod`, and :mod:`gpdsl.inference.forecast`'s ``narx_data`` and
+``forecast_metrics``).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import numpy as np  # noqa: E402
 
 from case_studies.souza2020_narx.paper_tables import PERIODIC, RBF_LINEAR  # noqa: E402
 from case_studies.souza2020_narx.run import LAG, TRAIN, fit_kernel  # noqa: E402
-from gpdsl.datasets.r_datasets import air_passengers  # noqa: E402
+from gpdsl.datasets import air_passengers  # noqa: E402
 from gpdsl.inference.forecast import forecast_metrics, narx_data  # noqa: E402
 from gpdsl.inference.predict.free_simulation import free_simulation  # noqa: E402
 from gpdsl.kernels.psi import PsiMethod  # noqa: E402

@@ -11,6 +11,9 @@ Run: ``python benchmarks/pm_gplvm.py [--iterations 5000] [--burn-in 1000] [--num
 [--nuts-warmup 1000] [--nuts-draws 1000] [--skip-nuts] [--chain-groups K [--scheduler local]]``: the last two
 run the chains in ``K`` groups, in worker processes with ``--scheduler local`` (one process per core) instead of
 one process over one XLA host device per core.
+
+Everything goes through the public API: ``gpdsl.run``, ``gpdsl.settings``, ``gpdsl.summarize``, ``gpdsl.results``
+and the sinusoids of ``gpdsl.datasets``.
 """
 
 from __future__ import annotations
@@ -28,11 +31,9 @@ import gpdsl  # noqa: E402,F401  (sets the XLA device count before JAX loads)
 
 import numpy as np  # noqa: E402
 
-from case_studies.damianou2016_dynamics.simulate import sinusoids  # noqa: E402
-from gpdsl.api import load_model, run  # noqa: E402
-from gpdsl.results.arviz_compat import root_attrs  # noqa: E402
-from gpdsl.results.method_output import results_json  # noqa: E402
-from gpdsl.results.summary import summarize  # noqa: E402
+from gpdsl import load_model, run, summarize  # noqa: E402
+from gpdsl.datasets import sinusoids  # noqa: E402
+from gpdsl.results import results_json, root_attrs  # noqa: E402
 
 HYPERPARAMETERS = ["s1", "theta", "theta_S", "noise"]
 
@@ -61,8 +62,7 @@ def main(argv=None) -> None:
                         help="importance proposal (variational: the paper's E-step q)")
     args = parser.parse_args(argv)
 
-    from gpdsl.settings import NUTSSettings
-    from gpdsl.settings import PMGPLVMSettings
+    from gpdsl.settings import NUTSSettings, PMGPLVMSettings
 
     x, Y, _ = sinusoids(30)
     model = load_model(REPO / "models" / "supervised_gplvm.gpm")

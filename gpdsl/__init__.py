@@ -9,7 +9,9 @@ and imports neither JAX nor Stan):
 - :func:`gpdsl.run` -- the same with a settings object (``gpdsl.api.run``, which the CLI calls)
 - :func:`gpdsl.compare` -- fits side by side (``gpdsl compare``): a :class:`~gpdsl.results.compare.Comparison`
 - :func:`gpdsl.summarize`, :func:`gpdsl.read_results` -- a results file's summary table, and reading one
+- :mod:`gpdsl.settings` -- every method's settings class, for :func:`gpdsl.run` (``gpdsl.settings.VEMSettings``)
 - :mod:`gpdsl.datasets` -- benchmark datasets (``gpdsl.datasets.model_data`` for the models' format)
+- :mod:`gpdsl.results` -- reading, writing and summarising results (``gpdsl.results.groups``, ``results_json``)
 """
 
 import os as _os
@@ -43,7 +45,7 @@ _API = {
     "summarize": ("gpdsl.results.summary", "summarize"),
     "read_results": ("gpdsl.results.io", "read_netcdf"),
 }
-_MODULES = ("datasets", "results", "api")
+_MODULES = ("datasets", "results", "settings", "api")
 
 __all__ = ["__version__", *_API, *_MODULES]
 

@@ -119,12 +119,20 @@ def test_make_demo_converges_and_agrees(tmp_path):
         assert (out / name).is_file()
     assert "the posteriors agree within Monte Carlo error" in result.stdout
     assert result.stdout.count("(converged, threshold 1.01)") == 2
-    sys.path.insert(0, str(ROOT))
-    import gpdsl
-    from case_studies.filippone2014 import bench
+    import numpy as np
 
-    nuts, pm = (bench.measure(name, gpdsl.read_results(out / f"pima_{name}.nc"), 1, "", 0.0, 0.0)
-                for name in ("nuts", "pm"))
+    import gpdsl
+
+    def min_ess_per_second(path) -> float:
+        """The filippone2014 benchmark's measure: the smallest bulk ESS of the hyperparameters over the seconds of
+        warmup plus sampling."""
+        results = gpdsl.read_results(path)
+        bulk = gpdsl.results.ess(gpdsl.results.groups(results)["posterior"], ["sigma", "tau"], method="bulk")
+        timings = gpdsl.results.results_json(results, "timings")
+        return min(float(np.min(np.asarray(bulk[name].values, dtype=float))) for name in ("sigma", "tau")) / (
+            timings["warmup"] + timings["sampling"])
+
+    nuts, pm = (min_ess_per_second(out / f"pima_{name}.nc") for name in ("nuts", "pm"))
     ratio = gpdsl.compare(out / "pima_nuts.nc", out / "pima_pm.nc").fits.loc["pima_pm", "ratio_to_reference"]
-    assert ratio == pytest.approx(pm.ess_per_second / nuts.ess_per_second, rel=1e-12)
+    assert ratio == pytest.approx(pm / nuts, rel=1e-12)
     assert f"| {ratio:.3g} |" in result.stdout

@@ -1,9 +1,10 @@
-"""The Crank-Nicolson Dupire pricer of the Tegner et al. (2018) case study against Black-Scholes."""
+"""The Crank-Nicolson Dupire pricer of the Tegner et al. (2018) case study (gpdsl's example external likelihood,
+:mod:`gpdsl.testing.external_likelihoods`) against Black-Scholes."""
 
 import numpy as np
 
-from case_studies.tegner2018_sequential.pricing import (black_scholes_call, call_price_log_likelihood,
-                                                         dupire_call_prices, surface)
+from gpdsl.testing.external_likelihoods import (black_scholes_call, call_price_log_likelihood, dupire_call_prices,
+                                                surface)
 
 SPOT = 1000.0
 STRIKES = SPOT * np.linspace(1.3, 0.7, 15)

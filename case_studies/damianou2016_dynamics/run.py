@@ -26,6 +26,17 @@ Usage::
 
 Outputs go to ``case_studies/damianou2016_dynamics/results/`` (``*_quick.*`` from ``--quick``), written
 atomically; each fit's summary is cached in ``results/cache/`` (``--fresh`` ignores the cache).
+
+The fits of a registered method go through the public API (``gpdsl.run``: ``vem`` with ``keep_state=True`` for the
+variational fit, ``nuts``; ``gpdsl.settings``, ``gpdsl.results``, ``gpdsl.datasets.sinusoids``). Beyond it, with
+no public equivalent: predictions from a kept variational fit at new inputs and outputs
+(:func:`gpdsl.inference.predict.gp_prior_latents.predict_outputs`,
+:func:`gpdsl.inference.predict.gplvm.predict_latent_function`), the fits with missing or known inputs of App. E
+(:mod:`gpdsl.inference.variational.missing_inputs`, on the model's view
+:func:`gpdsl.inference.families.gplvm.gplvm_problem`), and the iterative forecasts of Sec. 6.1.1
+(:func:`gpdsl.inference.predict.augmented_forecast.augmented_forecast`,
+:func:`gpdsl.inference.predict.free_simulation.lag_matrix`); outputs are written all or nothing
+(:func:`gpdsl.storage.atomic.atomic_write_text`).
 """
 
 from __future__ import annotations
@@ -55,13 +66,11 @@ from case_studies.damianou2016_dynamics.simulate import (  # noqa: E402
     mackey_glass,
     simulate_missing_inputs,
     simulate_sequences,
-    sinusoids,
 )
-from gpdsl.api import load_model, run  # noqa: E402
+from gpdsl import load_data, load_model, run  # noqa: E402
 from gpdsl.storage.atomic import atomic_write_text  # noqa: E402
-from gpdsl.data.io import load_data  # noqa: E402
+from gpdsl.datasets import sinusoids  # noqa: E402
 from gpdsl.inference.families.gplvm import gplvm_problem  # noqa: E402
-from gpdsl.settings import VEMSettings  # noqa: E402
 from gpdsl.inference.predict.augmented_forecast import augmented_forecast  # noqa: E402
 from gpdsl.inference.predict.free_simulation import lag_matrix  # noqa: E402
 from gpdsl.inference.predict.gp_prior_latents import predict_outputs  # noqa: E402
@@ -70,9 +79,8 @@ from gpdsl.inference.variational.missing_inputs import (  # noqa: E402
     fit_with_known_inputs,
     fit_with_missing_inputs,
 )
-from gpdsl.inference.variational.vem import fit_vem_starts  # noqa: E402
-from gpdsl.results.arviz_compat import groups  # noqa: E402
-from gpdsl.results.plots import save_png  # noqa: E402
+from gpdsl.results import groups, save_png  # noqa: E402
+from gpdsl.settings import VEMSettings  # noqa: E402
 
 RESULTS = HERE / "results"
 CACHE = RESULTS / "cache"
@@ -153,16 +161,17 @@ STARTS = 3
 """Starts of the variational fits (PCA means, then random means with seeds 1 and 2); the best bound is kept."""
 
 
-def best_fit(problem, part: dict):
-    """The fit of highest bound over :data:`STARTS` starts, and every start's bound."""
-    fit = fit_vem_starts(problem, replace(settings_of(part), starts=STARTS))
+def best_fit(model, values: dict, part: dict):
+    """The fit of highest bound over :data:`STARTS` starts (``vem`` with ``starts``; the variational fit kept by
+    ``keep_state``), and every start's bound."""
+    _, fit = run(model, values, "vem", replace(settings_of(part), starts=STARTS), seed=0, keep_state=True)
     return fit, fit.report["start_bounds"]
 
 
 def dynamical_run(data: Sequences, part: dict) -> dict:
     model = load_model(str(DYNAMICAL))
     values, _ = load_data(frames_data(data, data.train, part["Q"]), model)
-    fit, bounds = best_fit(gplvm_problem(model, values), part)
+    fit, bounds = best_fit(model, values, part)
     started = time.perf_counter()
     gap = predict_outputs(fit, {"t": data.t[data.gap], "sequence": data.sequence[data.gap]})
     partial = (predict_outputs(fit, {"t": data.t[data.partial], "sequence": data.sequence[data.partial]},
@@ -181,7 +190,7 @@ def bayesian_run(data: Sequences, part: dict) -> dict:
     model = load_model(str(BAYESIAN))
     rows = data.train
     values, _ = load_data({"N": len(rows), "D": data.Y.shape[1], "Q": part["Q"], "Y": data.Y[rows]}, model)
-    fit, bounds = best_fit(gplvm_problem(model, values), part)
+    fit, bounds = best_fit(model, values, part)
     partial = predict_outputs(fit, None, partial_outputs(data)) if len(data.partial) else None
     gap_mean = np.broadcast_to(data.Y[rows].mean(axis=0), data.Y[data.gap].shape)
     return {**errors(data, gap_mean, partial.mean if partial else None), "bound": fit.bound, "start_bounds": bounds,
@@ -533,7 +542,7 @@ def predictive_mae(sample: np.ndarray, f_test: np.ndarray, rng: np.random.Genera
 def supervised_vem_run(x, Y, f, part: dict) -> dict:
     model = load_model(str(SUPERVISED))
     values, _ = load_data({"N": len(x), "Q": part["Q"], "D": Y.shape[1], "X": x[:, None], "Y": Y - Y.mean(0)}, model)
-    fit, bounds = best_fit(gplvm_problem(model, values), part)
+    fit, bounds = best_fit(model, values, part)
     x_test = np.linspace(0, 4 * np.pi, part["test_points"])
     prediction = predict_outputs(fit, {"X": x_test[:, None]})
     mean = prediction.mean + Y.mean(0)
@@ -580,8 +589,8 @@ def nuts_supervised_predictions(x, Y, x_test, draws: dict, rng: np.random.Genera
 
 
 def run_supervised(mode: str, fresh: bool) -> dict:
+    from gpdsl import summarize
     from gpdsl.settings import NUTSSettings
-    from gpdsl.results.summary import summarize
 
     part = CONFIG[mode]["supervised"]
     x, Y, f = sinusoids(part["N"])

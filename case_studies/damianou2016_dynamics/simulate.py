@@ -1,4 +1,5 @@
-"""Data generators of the damianou2016_dynamics case study."""
+"""Data generators of the damianou2016_dynamics case study (the sinusoids of Gadd, Wade & Shah are
+:func:`gpdsl.datasets.sinusoids`)."""
 
 from __future__ import annotations
 
@@ -154,19 +155,3 @@ def mackey_glass(length: int = 1201, *, alpha: float = 0.2, beta: float = 0.1, d
         x[i + 1] = x[i] + (k1 + 2 * k2 + 2 * k3 + k4) / 6
     return x[::per_unit]
 
-
-def sinusoids(N: int = 30, frequencies=(1, 1, 1, 1, 1, 1), noise_sd: float = 0.05, seed: int = 0,
-              amplitude_seed: int = 0):
-    """Gadd, Wade & Shah's sinusoidal data (eq. 11): ``x`` on ``linspace(0, 4 pi, N)``, outputs ``zeta_d cos(F_d x)``
-    (d = 1..3) and ``zeta_d sin(F_d x)`` (d = 4..6) plus noise; ``zeta_d ~ U(0, 1)`` drawn once with
-    ``amplitude_seed``. Returns ``x (N,)``, ``Y (N, 6)`` and the noise-free function ``f(x) -> (n, 6)``."""
-    zeta = np.random.default_rng(amplitude_seed).uniform(size=6)
-    F = np.asarray(frequencies, dtype=float)
-
-    def f(x):
-        x = np.asarray(x, dtype=float)[:, None]
-        return np.concatenate([zeta[:3] * np.cos(F[:3] * x), zeta[3:] * np.sin(F[3:] * x)], axis=1)
-
-    x = np.linspace(0.0, 4 * np.pi, N)
-    Y = f(x) + noise_sd * np.random.default_rng(seed).normal(size=(N, 6))
-    return x, Y, f

@@ -16,7 +16,7 @@ ArviZ's ``ess_bulk`` divided by the seconds of sampling, and its ratio to NUTS's
 
 "Seconds of sampling" is the same notion for every method: post-compilation execution time of all
 chains, warmup included: ``timings["warmup"] + timings["sampling"]`` of the results of
-:func:`gpdsl.api.run` (gpdsl: the compiled segments' execution time; NUTS: the time PyStan's ``sample``
+:func:`gpdsl.run` (gpdsl: the compiled segments' execution time; NUTS: the time PyStan's ``sample``
 call takes, i.e. after the C++ build). Compilation times (``timings["compile"]``) are reported separately.
 gpdsl runs its chains vectorised in one process; PyStan runs its chains in parallel processes.
 
@@ -57,13 +57,10 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from case_studies.filippone2014.simulate_data import MODEL_PATH, simulate_classification  # noqa: E402
-from gpdsl.api import load_model, run  # noqa: E402
+from gpdsl import load_model, run  # noqa: E402
 from gpdsl.storage.atomic import atomic_write_text  # noqa: E402
-from gpdsl.settings import NUTSSettings  # noqa: E402
-from gpdsl.settings import GibbsSettings  # noqa: E402
-from gpdsl.settings import PseudoMarginalSettings  # noqa: E402
-from gpdsl.results.arviz_compat import ess, groups, rhat  # noqa: E402
-from gpdsl.results.method_output import results_json  # noqa: E402
+from gpdsl.results import ess, groups, results_json, rhat  # noqa: E402
+from gpdsl.settings import GibbsSettings, NUTSSettings, PseudoMarginalSettings  # noqa: E402
 
 HYPERPARAMETERS = ("sigma", "tau")
 TARGET_RATIO = 20.0
@@ -202,7 +199,7 @@ def main(argv=None) -> int:
             "ep-loose": f"PM (EP, N_imp=64, tol n/{LOOSE_EP_TOLERANCE})", "aa": "AA", "surr": "SURR"}
     model = load_model(MODEL_PATH)
     started = datetime.datetime.now()
-    lines = [f"# Filippone & Girolami (2014) case study: min ESS per second, gpdsl engines vs NUTS", "",
+    lines = ["# Filippone & Girolami (2014) case study: min ESS per second, gpdsl engines vs NUTS", "",
              f"- date: {started:%Y-%m-%d %H:%M}; machine: {platform.machine()}, {os.cpu_count()} cores "
              f"(the 1-minute load average is shown before and after each run); "
              f"load at start: {', '.join(f'{v:.1f}' for v in os.getloadavg())}",

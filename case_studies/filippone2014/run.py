@@ -13,6 +13,13 @@ Usage::
 Outputs go to ``case_studies/filippone2014/results/``: ``table1[_quick].md``/``.json`` and so on,
 written atomically. Each engine run's summary is cached in ``results/cache/`` so that an interrupted
 full run resumes where it stopped (``--fresh`` ignores the cache); Table 2 reuses Table 1's runs.
+
+The runs go through the public API (``gpdsl.run``, ``gpdsl.settings``, ``gpdsl.results``, ``gpdsl.datasets``).
+Beyond it: the capacity study's predictions are made from every ``predict_thin``-th draw by the engine's
+:func:`gpdsl.inference.predict.latent_gp.predict_from_latent_draws` and ``predict_from_theta_draws`` on the model's
+latent-GP view (:func:`gpdsl.inference.families.latent_gp.latent_gp`), not by ``gpdsl.run(new_inputs=...)``,
+which predicts at every draw (README, "Known problems"); ``--scheduler`` keeps one Dask client for all runs
+(:func:`gpdsl.scale_out.connect`); tables are written all or nothing (:func:`gpdsl.storage.atomic.atomic_write_text`).
 """
 
 from __future__ import annotations
@@ -39,18 +46,14 @@ import numpy as np  # noqa: E402
 
 from case_studies.filippone2014 import paper_tables  # noqa: E402
 from case_studies.filippone2014.simulate_data import simulate_classification  # noqa: E402
-from gpdsl import datasets  # noqa: E402
-from gpdsl.api import load_model, run  # noqa: E402
+from gpdsl import datasets, load_model, run  # noqa: E402
 from gpdsl.storage.atomic import atomic_write_text  # noqa: E402
-from gpdsl.settings import NUTSSettings  # noqa: E402
 from gpdsl.inference.families.latent_gp import latent_gp  # noqa: E402
-from gpdsl.settings import EPMLSettings  # noqa: E402
-from gpdsl.settings import GibbsSettings  # noqa: E402
-from gpdsl.inference.methods.pseudo_marginal import (MCMCEPSettings, PseudoMarginalSettings,  # noqa: E402
-                                                     adapted_proposal_covariance)
 from gpdsl.inference.predict.latent_gp import predict_from_latent_draws, predict_from_theta_draws  # noqa: E402
-from gpdsl.results.arviz_compat import ess, groups, rhat  # noqa: E402
-from gpdsl.results.plots import save_png  # noqa: E402
+from gpdsl.results import ess, groups, rhat, save_png  # noqa: E402
+from gpdsl.settings import (EPMLSettings, GibbsSettings, MCMCEPSettings, NUTSSettings,  # noqa: E402
+                            PseudoMarginalSettings)
+from gpdsl.settings.sampling import adapted_proposal_covariance  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 RESULTS = HERE / "results"
@@ -228,7 +231,7 @@ def engine_run(kernel: str, data: dict, method: str, settings, chains: int, warm
     data : dict
         Model data.
     method : {"pm", "gibbs"}
-        The :func:`gpdsl.api.run` method.
+        The :func:`gpdsl.run` method.
     settings : PseudoMarginalSettings or GibbsSettings
         The method's options; its ``chains``, ``warmup`` and ``draws`` are set from the arguments here.
     chains, warmup, draws, seed : int

@@ -7,8 +7,9 @@ labels from ``y_i ~ Bernoulli(Phi(f_i))``. "Data were selected to have an equal 
 vectors in each class": a pool of ``pool_factor * n`` points is simulated and ``n / 2`` points of
 each class are kept (a new pool is drawn, with the next key, when one class has too few points).
 
-The draw goes through gpdsl's own forward simulation of the model file, so the data follow the
-model exactly as the engines and Stan see it.
+The draw is :func:`gpdsl.testing.simulated_data.simulate_classification`, gpdsl's own forward simulation
+of the model file, so the data follow the model exactly as the engines and Stan see it (the tests use
+the same generator).
 
 Usage::
 
@@ -22,72 +23,19 @@ from pathlib import Path
 
 import gpdsl  # noqa: F401  (sets the BLAS thread variables before jax/numpy load BLAS)
 
-import jax
-
-
 import numpy as np  # noqa: E402
 
-from gpdsl.api import load_model  # noqa: E402
-from gpdsl.backends.jax.lowering import lower  # noqa: E402
-from gpdsl.backends.jax.simulate import simulate  # noqa: E402
+from gpdsl.testing import simulated_data  # noqa: E402
 
 MODEL_PATH = Path(__file__).resolve().parents[2] / "models" / "gp_classification.gpm"
 
 
 def simulate_classification(n: int, d: int = 2, seed: int = 0, pool_factor: int = 4,
                             max_attempts: int = 100, model_path: str | Path = MODEL_PATH) -> tuple[dict, dict]:
-    """Balanced simulated data from the GP probit classification model.
-
-    Parameters
-    ----------
-    n : int
-        Number of data points kept (even; ``n / 2`` per class).
-    d : int
-        Number of covariates.
-    seed : int
-        Random seed; the same seed gives the same data.
-    pool_factor : int
-        Points simulated per point kept.
-    max_attempts : int
-        Pools drawn before giving up.
-    model_path : str or Path
-        The model file (its data block must be ``N``, ``D``, ``X``, ``y``).
-
-    Returns
-    -------
-    data : dict
-        ``{"N": n, "D": d, "X": (n, d) array, "y": (n,) int array}``, ready for the engines and Stan.
-    truth : dict
-        The drawn hyperparameters (``sigma``, ``tau``), the kept latent values ``f``, and
-        ``attempts``, the number of pools drawn.
-
-    Raises
-    ------
-    ValueError
-        If ``n`` is odd or no pool had ``n / 2`` points of each class within ``max_attempts``.
-    """
-    if n % 2:
-        raise ValueError(f"balanced classes need an even number of points, got n={n}")
-    model = load_model(Path(model_path))
-    rng = np.random.default_rng(seed)
-    key = jax.random.PRNGKey(seed)
-    pool = pool_factor * n
-    for attempt in range(1, max_attempts + 1):
-        X = rng.uniform(size=(pool, d))
-        placeholder = {"N": pool, "D": d, "X": X, "y": np.zeros(pool, dtype=int)}
-        key, sub = jax.random.split(key)
-        drawn, observed = simulate(lower(model, placeholder, "centred", marginalise=False), sub)
-        y = np.asarray(observed["y"]).astype(int)
-        ones, zeros = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-        if min(len(ones), len(zeros)) < n // 2:
-            continue
-        keep = np.sort(np.concatenate([rng.choice(ones, n // 2, replace=False),
-                                       rng.choice(zeros, n // 2, replace=False)]))
-        data = {"N": n, "D": d, "X": X[keep], "y": y[keep]}
-        truth = {"sigma": float(drawn["sigma"]), "tau": np.asarray(drawn["tau"], dtype=float),
-                 "f": np.asarray(drawn["f"])[keep], "attempts": attempt}
-        return data, truth
-    raise ValueError(f"no pool of {pool} points had {n // 2} points of each class in {max_attempts} attempts")
+    """Balanced simulated data from ``models/gp_classification.gpm`` (or ``model_path``): ``(data, truth)`` of
+    :func:`gpdsl.testing.simulated_data.simulate_classification`, which documents the arguments."""
+    return simulated_data.simulate_classification(Path(model_path), n, d, seed=seed, pool_factor=pool_factor,
+                                                  max_attempts=max_attempts)
 
 
 if __name__ == "__main__":

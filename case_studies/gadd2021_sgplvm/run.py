@@ -23,6 +23,16 @@ Outputs go to ``case_studies/gadd2021_sgplvm/results/`` (``*_quick.*`` from ``--
 each fit's summary is cached in ``results/cache/`` (``--fresh`` ignores the cache). The pseudo-marginal rows
 come from :func:`pm_run` (the PM hook): it runs ``pm-gplvm`` when the method is registered and records
 "not run" with the reason otherwise.
+
+The fits go through the public API (``gpdsl.run``: ``vem`` with ``keep_state=True`` for the variational fit,
+``nuts``, ``pm-gplvm``; ``gpdsl.settings``, ``gpdsl.results``, ``gpdsl.summarize``, ``gpdsl.datasets``). Beyond
+it, with no public equivalent: predictions at new inputs from a kept variational fit
+(:func:`gpdsl.inference.predict.gp_prior_latents.predict_outputs`) and from the sampler's states
+(:mod:`gpdsl.inference.predict.supervised_gplvm`, on the model's view
+:func:`gpdsl.inference.families.gplvm.gplvm_problem`), Fig. 4's replicate estimates at one state
+(:func:`gpdsl.inference.methods.gplvm_chains.estimate_spread_at`, drawn by
+:func:`gpdsl.results.plots.plot_estimate_spread`), whether ``pm-gplvm`` is registered
+(:func:`gpdsl.registry.methods`); outputs are written all or nothing (:func:`gpdsl.storage.atomic.atomic_write_text`).
 """
 
 from __future__ import annotations
@@ -50,17 +60,14 @@ from case_studies.damianou2016_dynamics.run import (
     nuts_supervised_predictions,
     predictive_mae,
 )
-from case_studies.damianou2016_dynamics.simulate import sinusoids
 from case_studies.gadd2021_sgplvm import paper_tables
-from gpdsl.api import load_model, run
+from gpdsl import load_data, load_model, run
 from gpdsl.storage.atomic import atomic_write_text
-from gpdsl.data.io import load_data
+from gpdsl.datasets import sinusoids
 from gpdsl.inference.families.gplvm import gplvm_problem
-from gpdsl.settings import VEMSettings
 from gpdsl.inference.predict.gp_prior_latents import predict_outputs
-from gpdsl.inference.variational.vem import fit_vem_starts
-from gpdsl.results.arviz_compat import groups
-from gpdsl.results.plots import save_png
+from gpdsl.results import groups, save_png
+from gpdsl.settings import VEMSettings
 
 RESULTS = HERE / "results"
 CACHE = RESULTS / "cache"
@@ -147,12 +154,14 @@ def model_data(model, **values) -> dict:
 
 # ---- fitting: variational EM, NUTS, and the PM hook ------------------------------------------------------
 def vem_fit(model_path: Path, data: dict, vem: dict):
-    """Variational EM (hyperparameters and q(Z) jointly), M = min(N, 50) inducing inputs (spec decision 4)."""
+    """Variational EM (hyperparameters and q(Z) jointly), M = min(N, 50) inducing inputs (spec decision 4): the
+    variational fit of ``vem`` (``keep_state``)."""
     model = load_model(str(model_path))
     values, _ = load_data(model_data(model, **data), model)
     settings = VEMSettings(psi="analytic", num_inducing=min(data["N"], 50), max_iterations=vem["max_iterations"],
                            starts=vem["starts"], seed=0)
-    return fit_vem_starts(gplvm_problem(model, values), settings)
+    _, fit = run(model, values, "vem", settings, seed=0, keep_state=True)
+    return fit
 
 
 def fit_record(fit) -> dict:
@@ -176,7 +185,7 @@ def nuts_fit(model_path: Path, data: dict, nuts: dict):
 
 def chain_diagnostics(result) -> dict:
     """Largest R-hat and smallest bulk and tail ESS over the hyperparameters, and the hyperparameter draws."""
-    from gpdsl.results.summary import summarize
+    from gpdsl import summarize
 
     post = groups(result)["posterior"]
     summary = summarize(result, var_names=list(HYPERPARAMETERS))
@@ -235,7 +244,7 @@ def unconstrained(problem, draws: dict) -> np.ndarray:
 
 
 def pm_run(model_path: Path, data: dict, pm: dict, mode: str, checkpoint: Path | None = None) -> dict:
-    """PM HOOK: the pseudo-marginal sampler (Alg. 1) through ``gpdsl.api.run(model, data, "pm-gplvm", ...)``.
+    """PM HOOK: the pseudo-marginal sampler (Alg. 1) through ``gpdsl.run(model, data, "pm-gplvm", ...)``.
 
     Returns ``{"status": "not run", "reason": ...}`` when ``mode`` is "skip" or the method is missing, else the
     wall time, R-hat and ESS of the hyperparameters, the acceptance rate per block (kept draws, overall and
@@ -247,7 +256,7 @@ def pm_run(model_path: Path, data: dict, pm: dict, mode: str, checkpoint: Path |
     reason = "skipped (--pm skip)" if mode == "skip" else pm_status()
     if reason is not None:
         return {"status": "not run", "reason": reason}
-    from gpdsl.results.method_output import results_json
+    from gpdsl.results import results_json
 
     model = load_model(str(model_path))
     started = time.perf_counter()
@@ -597,7 +606,7 @@ def pm_diagnostics_markdown(rows: dict, what: str) -> list[str]:
     lines = ["", ("PM (`pm-gplvm`): largest R-hat and smallest bulk / tail ESS over the hyperparameters, acceptance "
                   f"rate of the blocks {blocks} over the kept draws, the variance of log p_hat(Y | X, xi) over "
                   "independent replicate estimates at one kept state of chain 1 (Fig. 4; Q importance draws each), "
-                  "and the wall time of `gpdsl.api.run` (variational start, compilation, chains, ESS of Z):"), "",
+                  "and the wall time of `gpdsl.run` (variational start, compilation, chains, ESS of Z):"), "",
              (f"| {what} | R-hat | ESS bulk / tail | acceptance per block | Var[log p_hat] (Q; state, replicates) "
               "| wall time | of which ESS of Z |"),
              "| --- | --- | --- | --- | --- | --- | --- |"]

@@ -23,7 +23,8 @@ Usage::
     python case_studies/souza2020_dmgp/run.py --part synthetic|nuts|uci|relevances|all [--quick] [--datasets NAME ...]
 
 Outputs go to ``case_studies/souza2020_dmgp/results/`` (``*_quick.*`` from ``--quick``, which runs 200 + 300 steps
-and one UCI fold), written atomically.
+and one UCI fold), written atomically (:func:`gpdsl.storage.atomic.atomic_write_text`). Everything else goes through the
+public API: ``gpdsl.run`` (``dmgp``, ``dsdgp``, ``sgpr``, ``nuts``), ``gpdsl.settings``, ``gpdsl.datasets``.
 """
 
 from __future__ import annotations
@@ -46,10 +47,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from case_studies.souza2020_dmgp.data import five_folds, standardise, two_clusters
-from gpdsl.api import load_model, run
+from gpdsl import load_model, run
 from gpdsl.storage.atomic import atomic_write_text
-from gpdsl.settings import DMGPSettings
-from gpdsl.settings import DSDGPSettings
+from gpdsl.settings import DMGPSettings, DSDGPSettings
 
 RESULTS = HERE / "results"
 NUTS_POINTS = 50

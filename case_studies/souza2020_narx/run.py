@@ -19,6 +19,11 @@ Outputs (``*_quick.*`` from ``--quick``), written atomically to ``case_studies/s
 ``table3.md`` (ours beside the paper's, the paper's claims checked, settings and wall times),
 ``table3.json`` (every run's metrics, the fits, the predictions of the deterministic rows) and
 ``free_simulation.png`` (the series with the NARX and UT predictive means +- 2 sd).
+
+The fits go through the public API (``gpdsl.run``'s ``ml`` with ``keep_state=True`` for the fit,
+``gpdsl.settings.MLSettings``, ``gpdsl.datasets.air_passengers``). Beyond it: the free simulations of a kept fit
+(:mod:`gpdsl.inference.forecast`: ``narx_data``, ``narx_model_data``, ``ForecastSettings``, ``simulate_forecast``;
+the command line's ``gpdsl forecast`` has no Python function) and atomic writes (:mod:`gpdsl.storage.atomic`).
 """
 
 from __future__ import annotations
@@ -43,12 +48,11 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from case_studies.souza2020_narx import paper_tables  # noqa: E402
 from case_studies.souza2020_narx.paper_tables import PERIODIC, RBF_LINEAR  # noqa: E402
-from gpdsl.api import load_model  # noqa: E402
+from gpdsl import load_data, load_model, run  # noqa: E402
 from gpdsl.storage.atomic import atomic_target, atomic_write_text  # noqa: E402
-from gpdsl.data.io import load_data  # noqa: E402
-from gpdsl.datasets.r_datasets import air_passengers  # noqa: E402
+from gpdsl.datasets import air_passengers  # noqa: E402
 from gpdsl.inference.forecast import ForecastSettings, narx_data, narx_model_data, simulate_forecast  # noqa: E402
-from gpdsl.inference.methods.ml import MLSettings, fit_gp_regression  # noqa: E402
+from gpdsl.settings import MLSettings  # noqa: E402
 
 RESULTS = HERE / "results"
 LAG, TRAIN, MAX_ITERATIONS = 12, 48, 5000
@@ -102,11 +106,11 @@ def initial_values(narx, kernel: str) -> dict:
 
 
 def fit_kernel(kernel: str, narx) -> tuple:
-    """The ``ml`` fit of one kernel's model file and its summary."""
+    """The ``ml`` fit of one kernel's model file (``gpdsl.run``'s kept state) and its summary."""
     model = load_model(MODELS[kernel])
     data, _ = load_data(narx_model_data(model, narx), model)
     settings = MLSettings(initial_values=initial_values(narx, kernel), max_iterations=MAX_ITERATIONS)
-    fit = fit_gp_regression(model, data, settings)
+    _, fit = run(model, data, "ml", settings, seed=0, keep_state=True)
     summary = {"model": str(MODELS[kernel].relative_to(ROOT)), "report": fit.report,
                "hyperparameters": {k: np.asarray(v).tolist() for k, v in fit.hyperparameters().items()}}
     return fit, summary

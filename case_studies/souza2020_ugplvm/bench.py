@@ -30,6 +30,12 @@ Usage::
     python -m case_studies.souza2020_ugplvm.bench [--only p2|p3] [--gpy-evaluations 1000]
 
 Prints the tables and writes them to ``bench_results.md`` beside this file.
+
+A benchmark of the engine's internals: it times :func:`gpdsl.inference.variational.vem.fit_vem` (one start, its
+trace of bounds and times) and the bound's objective (``make_objective``, ``initial_params``,
+``VariationalParams``) on the model's view (:func:`gpdsl.inference.families.gplvm.gplvm_problem`), not
+``gpdsl.run``; the model, settings and data come from the public API (``gpdsl.load_model``, ``gpdsl.settings``,
+``gpdsl.datasets``).
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from gpdsl.api import load_model  # noqa: E402
+from gpdsl import load_model  # noqa: E402
 from gpdsl.datasets import oil_flow  # noqa: E402
 from gpdsl.inference.families.gplvm import gplvm_problem  # noqa: E402
 from gpdsl.settings import VEMSettings  # noqa: E402
@@ -127,7 +133,7 @@ import json, sys
 sys.path.insert(0, sys.argv[5])
 import gpdsl  # before numpy, as the command line does
 import numpy as np
-from gpdsl.api import load_model
+from gpdsl import load_model
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.settings import VEMSettings
 from gpdsl.inference.variational.vem import fit_vem

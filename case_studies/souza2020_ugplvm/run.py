@@ -19,6 +19,14 @@ Outputs go to ``case_studies/souza2020_ugplvm/results/`` (``*_quick.*`` from ``-
 atomically; each fit's summary is cached in ``results/cache/`` so an interrupted run resumes
 (``--fresh`` ignores the cache). Tables are rewritten after every fit, so a run stopped half way
 leaves a table of the fits that finished (the rest marked "not run").
+
+Public API: ``gpdsl.run`` (NUTS), ``gpdsl.load_model``, ``gpdsl.settings``, ``gpdsl.datasets``, ``gpdsl.results``.
+The variational fits are not ``gpdsl.run``'s ``vem``: :func:`fit_restarted` restarts L-BFGS from the end point,
+so it calls the engine's :func:`gpdsl.inference.variational.vem.fit_vem` on the model's view
+(:func:`gpdsl.inference.families.gplvm.gplvm_problem`) and writes the visual fit's results file as ``vem`` would
+(:func:`gpdsl.inference.methods.vem.vem_output`, :func:`gpdsl.results.method_output.method_results`); the
+latent dimensions are scored and drawn by :mod:`gpdsl.inference.predict.gplvm` and
+:func:`gpdsl.results.latent_plot.plot_latent`; outputs are written all or nothing (:mod:`gpdsl.storage.atomic`).
 """
 
 from __future__ import annotations
@@ -44,18 +52,17 @@ from matplotlib.figure import Figure  # noqa: E402
 from scipy.spatial import procrustes  # noqa: E402
 
 from case_studies.souza2020_ugplvm import paper_tables  # noqa: E402
-from gpdsl.api import load_model, run  # noqa: E402
+from gpdsl import load_model, run  # noqa: E402
 from gpdsl.storage.atomic import atomic_write_text  # noqa: E402
 from gpdsl.datasets import oil_flow, usps  # noqa: E402
 from gpdsl.inference.families.gplvm import gplvm_problem  # noqa: E402
+from gpdsl.inference.methods.vem import vem_output  # noqa: E402
 from gpdsl.inference.predict.gplvm import latent_relevance, latent_variance_grid, most_relevant_dims  # noqa: E402
-from gpdsl.inference.methods.vem import VEMSettings, vem_output  # noqa: E402
 from gpdsl.inference.variational.vem import fit_vem  # noqa: E402
-from gpdsl.results.arviz_compat import groups  # noqa: E402
-from gpdsl.results.io import write_netcdf  # noqa: E402
-from gpdsl.results.method_output import method_results, results_json  # noqa: E402
+from gpdsl.results import groups, results_json, save_png, write_netcdf  # noqa: E402
 from gpdsl.results.latent_plot import plot_latent  # noqa: E402
-from gpdsl.results.plots import save_png  # noqa: E402
+from gpdsl.results.method_output import method_results  # noqa: E402
+from gpdsl.settings import VEMSettings  # noqa: E402
 
 RESULTS = HERE / "results"
 CACHE = RESULTS / "cache"

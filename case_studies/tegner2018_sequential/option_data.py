@@ -5,7 +5,8 @@ volatility 0.2, steps of 1/(T-1) years); at each date 5 maturities ``linspace(0.
 strikes ``S_t * linspace(1.3, 0.7, 15)`` (descending), ordered in groups of five with a common strike. One draw
 of f over all (date, maturity, strike) points from the GP with the squared-exponential kernel of
 ``(l_T, l_K, l_t, sigma_f) = (0.5, 0.3, 0.5, 0.75)`` on inputs scaled to [0, 1] (the strike as moneyness
-``K / S_t``); volatility ``softplus(f - 1.5)``; prices from the Crank-Nicolson Dupire solver with r = 0, plus
+``K / S_t``); volatility ``softplus(f - 1.5)``; prices from the Crank-Nicolson Dupire solver with r = 0
+(:func:`gpdsl.testing.external_likelihoods.dupire_call_prices`), plus
 Gaussian noise of s.d. 0.05.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from case_studies.tegner2018_sequential.pricing import dupire_call_prices, surface
+from gpdsl.testing.external_likelihoods import dupire_call_prices, surface
 
 LENGTHSCALES = (0.5, 0.3, 0.5)
 SIGMA_F, MU_F, SIGMA_C = 0.75, -1.5, 0.05

@@ -7,11 +7,16 @@ of Alg. 1 over the M states of S_{T-1}, the step functions below standing in for
 ``ll*(i) = log N(y*; m*(i) + mu_f(i), K*(i) + sigma_y(i)^2 I)`` with ``m*, K*`` the GP conditional of f at the
 test points given the state's f (and, for the sequential scheme, its f_{T-1}: spec decision 15); the figure
 is the running mean of ``ll*`` over i.
+
+The runs go through :func:`gpdsl.run`; the held-out step has no public equivalent (it replaces the model's step
+functions by :class:`HeldOutStep`), so it uses the engine's public functions directly: the sequential view
+(:func:`gpdsl.inference.families.sequential.sequential_view`), one pass of Alg. 1
+(:func:`gpdsl.inference.mcmc.sequential.make_step_pass`, ``moment_match``) and the z-space blocks
+(:func:`gpdsl.inference.mcmc.z_space.split`), with gpdsl's Cholesky and jitter.
 """
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
@@ -19,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpdsl import api
+import gpdsl
 from gpdsl.numerics.linalg import cholesky, solve_triangular
 from gpdsl.numerics import GP_JITTER
 
@@ -81,10 +86,10 @@ def prediction_experiment(model, data, settings, seed):
     earlier = {**data, "T": steps - 1, "t": data["t"][:last], "X": data["X"][:last], "y": data["y"][:last]}
     with tempfile.TemporaryDirectory() as directory:
         checkpoint = Path(directory) / "steps.npz"
-        api.run(model, earlier, "sequential", settings, seed=seed, checkpoint=checkpoint)
+        gpdsl.run(model, earlier, "sequential", settings, seed=seed, checkpoint=checkpoint)
         with np.load(checkpoint) as stored:
             thetas, fs = stored["thetas"][-1], stored["fs"][-1]
-    checked, _ = api.check(model)
+    checked, _ = gpdsl.check(model)
     view = sequential_view(checked, data, classify(checked).facts[SEQUENTIAL_LATENT_GP])
     step = HeldOutStep(view, data["t"][last - 1], data["X"][last - 1], data["t"][last], data["X"][last][train],
                        data["y"][last][train], data["X"][last][~train], data["y"][last][~train])
@@ -95,7 +100,7 @@ def prediction_experiment(model, data, settings, seed):
         new_thetas, jnp.asarray(fs), new_fs)
     alone = {"T": 1, "N": int(train.sum()), "t": data["t"][last:], "X": data["X"][last][train][None],
              "y": data["y"][last][train][None]}
-    baseline_fit = api.run(model, alone, "sequential", settings, seed=seed)
+    baseline_fit = gpdsl.run(model, alone, "sequential", settings, seed=seed)
     base_thetas = jax.vmap(lambda v: view.unconstrain_theta(v))(
         {name: jnp.asarray(baseline_fit.posterior[name].values[0, :, 0]) for name in view.theta_names})
     base_fs = jnp.asarray(baseline_fit.posterior["f"].values[0, :, 0])

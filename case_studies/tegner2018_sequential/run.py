@@ -10,7 +10,10 @@ Usage::
 Each prints its figures and writes ``results/<experiment>[_quick].json`` and a ``.png`` beside it (generated
 outputs, not kept in git). The paper's settings are the defaults; ``--quick`` shrinks T, N and M to check the
 pipeline in minutes. The data come from ``simulate_data.py`` (Sec. 4.1, seeded) and ``option_data.py``
-(Sec. 4.2); the pricing likelihood is ``pricing.call_price_log_likelihood``, an external plug-in.
+(Sec. 4.2); the pricing likelihood is ``gpdsl.testing.external_likelihoods.call_price_log_likelihood``, an
+external plug-in. The runs go through the public API (``gpdsl.run``, ``gpdsl.settings``, ``gpdsl.results``); the
+held-out step of ``prediction.py`` uses engine functions (see there), and the outputs are written by
+``gpdsl.storage.atomic.atomic_write_text`` (all or nothing).
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
+import gpdsl  # noqa: E402
 from case_studies.tegner2018_sequential.simulate_data import SIGMA_Y, simulate  # noqa: E402
-from gpdsl import api  # noqa: E402
 from gpdsl.storage.atomic import atomic_write_text  # noqa: E402
 from gpdsl.settings import SequentialSettings  # noqa: E402
 
@@ -54,7 +57,7 @@ def coverage(quick: bool, seed: int) -> dict:
     steps, n = (5, 100) if quick else (20, 200)
     data, truth = simulate(steps, n, seed)
     started = time.perf_counter()
-    fit = api.run(MODEL, data, "sequential", paper_settings(quick), seed=seed)
+    fit = gpdsl.run(MODEL, data, "sequential", paper_settings(quick), seed=seed)
     seconds = json.loads(fit.attrs["report"])["seconds_per_step"]
     f = fit.posterior["f"].values[0]                      # (M, T, N)
     mu = fit.posterior["alpha"].values[0, :, :, 0]         # (M, T)
@@ -87,7 +90,7 @@ def prediction(quick: bool, seed: int) -> dict:
     result = prediction_experiment(MODEL, data, paper_settings(quick), seed)
     from matplotlib.figure import Figure
 
-    from gpdsl.results.plots import save_png
+    from gpdsl.results import save_png
 
     figure = Figure(figsize=(5, 3.5))
     axis = figure.add_subplot(1, 1, 1)
@@ -116,7 +119,7 @@ def full_against_sequential(quick: bool, seed: int, reduced: bool = False) -> di
     for scheme in ("sequential", "full"):
         settings = paper_settings(quick, scheme=scheme, **(FULL_REDUCED if reduced else {}))
         out["settings"] = {"states": settings.states, "burn_in": settings.burn_in, "thin": settings.thin}
-        fit = api.run(MODEL, data, "sequential", settings, seed=seed)
+        fit = gpdsl.run(MODEL, data, "sequential", settings, seed=seed)
         seconds = json.loads(fit.attrs["report"])["seconds_per_step"]
         variances = {name: fit.posterior[name].values[0].var(axis=0).tolist() for name in ("kappa", "alpha")}
         out[scheme] = {"seconds_per_step": seconds, "variance_per_step": variances}
@@ -130,7 +133,7 @@ def _figure_full(out: dict, name: str) -> None:
     baseline (dashed) against sequential (solid)."""
     from matplotlib.figure import Figure
 
-    from gpdsl.results.plots import save_png
+    from gpdsl.results import save_png
 
     figure = Figure(figsize=(10, 3.8), layout="constrained")
     steps = np.arange(1, out["T"] + 1)
@@ -178,7 +181,7 @@ def pricing(quick: bool, seed: int, size: str | None = None) -> dict:
     data, truth = simulate_options(steps, seed)
     settings = SequentialSettings(window=1, surrogate="curvature", **config)
     started = time.perf_counter()
-    fit = api.run(PRICING_MODEL, data, "sequential", settings, seed=seed, allow_external=True)
+    fit = gpdsl.run(PRICING_MODEL, data, "sequential", settings, seed=seed, allow_external=True)
     seconds = json.loads(fit.attrs["report"])["seconds_per_step"]
     f = fit.posterior["f"].values[0, :, -1]
     mu = fit.posterior["alpha"].values[0, :, -1, 0]
@@ -199,7 +202,7 @@ def pricing(quick: bool, seed: int, size: str | None = None) -> dict:
 
 def _prices(volatility, data, step) -> np.ndarray:
     """Call prices of one date's volatility at its options (the likelihood's pricer)."""
-    from case_studies.tegner2018_sequential.pricing import dupire_call_prices, surface
+    from gpdsl.testing.external_likelihoods import dupire_call_prices, surface
 
     strikes, maturities = data["strike"][step], data["maturity"][step]
     grid_strikes, grid_maturities = np.unique(strikes), np.unique(maturities)
@@ -217,7 +220,7 @@ def _figure_pricing(volatility, true_vol, observed, fitted, name):
     groups of five with a common strike, strikes descending) and Fig. 5 (prices, log scale)."""
     from matplotlib.figure import Figure
 
-    from gpdsl.results.plots import save_png
+    from gpdsl.results import save_png
 
     figure = Figure(figsize=(10, 3.8), layout="constrained")
     index = np.arange(1, true_vol.size + 1)
@@ -242,7 +245,7 @@ def _figure_pricing(volatility, true_vol, observed, fitted, name):
 def _figure_coverage(shifted, truth, steps, name):
     from matplotlib.figure import Figure
 
-    from gpdsl.results.plots import save_png
+    from gpdsl.results import save_png
 
     figure = Figure(figsize=(10, 3.5))
     centre = shifted[:, 0].mean()

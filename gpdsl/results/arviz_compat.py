@@ -55,14 +55,37 @@ def is_container(obj: Any) -> bool:
 
 
 def groups(obj: Any) -> dict[str, xr.Dataset]:
-    """The groups of a results object as plain datasets, in stored order."""
+    """The groups of a results object as plain datasets, in stored order, whichever ArviZ is installed.
+
+    Parameters
+    ----------
+    obj : arviz.InferenceData or xarray.DataTree
+        Results of :func:`gpdsl.run` (or read by :func:`gpdsl.read_results`).
+
+    Returns
+    -------
+    dict of str to xarray.Dataset
+        ``posterior``, ``sample_stats``, ``constant_data``, ... by name.
+    """
     if ARVIZ_MAJOR == 0:
         return {name: obj[name] for name in obj.groups()}
     return {name: node.to_dataset(inherit=False) for name, node in obj.children.items()}
 
 
 def root_attrs(obj: Any) -> dict[str, Any]:
-    """The attributes of the root of a results object."""
+    """The attributes of the root of a results object.
+
+    Parameters
+    ----------
+    obj : arviz.InferenceData or xarray.DataTree
+        Results of :func:`gpdsl.run` (or read by :func:`gpdsl.read_results`).
+
+    Returns
+    -------
+    dict
+        ``method``, ``settings``, ``seed``, ``timings``, ``report``, ... (JSON ones as text; see
+        :func:`gpdsl.results.method_output.results_json` for them parsed).
+    """
     return dict(getattr(obj, "attrs", None) or {})
 
 
@@ -87,12 +110,40 @@ def _as_dataset(result: Any) -> xr.Dataset:
 
 
 def ess(posterior: xr.Dataset, var_names: Sequence[str], method: str = "bulk") -> xr.Dataset:
-    """Effective sample size per element (``method`` is ``"bulk"`` or ``"tail"``)."""
+    """Effective sample size per element, by the installed ArviZ.
+
+    Parameters
+    ----------
+    posterior : xarray.Dataset
+        Draws with ``chain`` and ``draw`` dimensions (e.g. ``groups(results)["posterior"]``).
+    var_names : sequence of str
+        The variables.
+    method : {"bulk", "tail"}
+        Which ESS.
+
+    Returns
+    -------
+    xarray.Dataset
+        One ESS per element of each variable.
+    """
     return _as_dataset(az.ess(posterior, var_names=list(var_names), method=method))
 
 
 def rhat(posterior: xr.Dataset, var_names: Sequence[str]) -> xr.Dataset:
-    """Rank-normalised split R-hat per element."""
+    """Rank-normalised split R-hat per element, by the installed ArviZ.
+
+    Parameters
+    ----------
+    posterior : xarray.Dataset
+        Draws with ``chain`` and ``draw`` dimensions (e.g. ``groups(results)["posterior"]``).
+    var_names : sequence of str
+        The variables.
+
+    Returns
+    -------
+    xarray.Dataset
+        One R-hat per element of each variable.
+    """
     return _as_dataset(az.rhat(posterior, var_names=list(var_names)))
 
 

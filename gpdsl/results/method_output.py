@@ -177,7 +177,20 @@ def method_results(model: Model, data: dict, method: str, engine: str, settings,
 
 
 def results_json(results, name: str) -> dict:
-    """A JSON root attribute of results (``settings``, ``timings``, ``report``, ...) as a dict."""
+    """A JSON root attribute of results (``settings``, ``timings``, ``report``, ...) as a dict.
+
+    Parameters
+    ----------
+    results : arviz.InferenceData or xarray.DataTree
+        Results of :func:`gpdsl.run` (or read by :func:`gpdsl.read_results`).
+    name : str
+        The attribute (see the module docstring for those every results file has).
+
+    Returns
+    -------
+    dict
+        The parsed attribute; empty when the results do not have it.
+    """
     value = root_attrs(results).get(name)
     return json.loads(value) if isinstance(value, str) else {}
 

@@ -75,7 +75,25 @@ def plot(
 
 
 def save_png(figure: Figure, path: str | os.PathLike) -> Path:
-    """Render a figure with the Agg backend (no display) and write it as a PNG."""
+    """Render a figure with the Agg backend (no display) and write it as a PNG.
+
+    Parameters
+    ----------
+    figure : matplotlib.figure.Figure
+        A figure made without pyplot (``Figure(...)``).
+    path : str or path
+        The file to write.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    GpdslError
+        The file cannot be written.
+    """
     FigureCanvasAgg(figure)
     target = Path(path)
     try:

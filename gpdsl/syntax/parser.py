@@ -13,7 +13,7 @@ from gpdsl.source import Source, Span
 from gpdsl.syntax import ast
 from gpdsl.syntax.messages import BLOCK_NAMES, curated
 
-__all__ = ["BLOCK_NAMES", "MAX_MODEL_BYTES", "MAX_NESTING", "parse", "parse_file"]
+__all__ = ["BLOCK_NAMES", "MAX_MODEL_BYTES", "MAX_NESTING", "lark_parser", "parse", "parse_file"]
 
 MAX_MODEL_BYTES = 2**20
 """The largest model file or text accepted (1 MB): models are a page long; more is a wrong file."""
@@ -26,6 +26,19 @@ def _parser() -> lark.Lark:
     with open(os.path.join(os.path.dirname(gpdsl.grammar.__file__), "gpdsl.lark")) as handle:
         grammar = handle.read()
     return lark.Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False, cache=True)
+
+
+def lark_parser() -> lark.Lark:
+    """The grammar's LALR parser, built on the first call of the process (and then kept), as :func:`parse` uses it.
+
+    Public so that a benchmark can time the grammar's construction apart from parsing
+    (``benchmarks/check_speed.py``).
+
+    Returns
+    -------
+    lark.Lark
+    """
+    return _parser()
 
 
 def parse(text: str, name: str = "<string>") -> ast.Program:

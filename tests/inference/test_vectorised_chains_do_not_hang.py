@@ -13,18 +13,15 @@ import textwrap
 import pytest
 
 SCRIPT = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, ".")
     import gpdsl
-    from case_studies.filippone2014.simulate_data import simulate_classification
-    from gpdsl.api import load_model
-    from gpdsl.api import run
     from gpdsl.settings import PseudoMarginalSettings
-    data, _ = simulate_classification(200, 2, seed=0)
-    model = load_model("models/gp_classification.gpm")
+    from gpdsl.testing.simulated_data import simulate_classification
+    model = gpdsl.load_model("models/gp_classification.gpm")
+    data, _ = simulate_classification(model, 200, 2, seed=0)
     for approximation, num_importance in (("laplace", 1), ("ep", 4)):
-        run(model, data, "pm", PseudoMarginalSettings(chains=4, warmup=100, draws=100, approximation=approximation,
-                                                      num_importance=num_importance), seed=1)
+        gpdsl.run(model, data, "pm", PseudoMarginalSettings(chains=4, warmup=100, draws=100,
+                                                            approximation=approximation,
+                                                            num_importance=num_importance), seed=1)
     print("finished")
 """)
 

@@ -60,7 +60,7 @@ def run_sequential(model, data, settings: SequentialSettings, context):
         step_key = jax.random.fold_in(key, t)
         try:
             if t == 1 or settings.scheme == "full":
-                thetas, fs = _chain(view, t, settings, step_key, prior, context.progress)
+                thetas, fs = step_chain(view, t, settings, step_key, prior, context.progress)
             else:
                 window = min(settings.window, t - 1)
                 if window not in passes:
@@ -98,9 +98,38 @@ def run_sequential(model, data, settings: SequentialSettings, context):
     return output
 
 
-def _chain(view, steps, settings, key, prior, progress, on_segment=None):
-    """The chain of step 1 on ``f_1:steps`` (SDSS for kappa): thinned hyperparameters and ``f_steps``.
-    ``on_segment(iteration, phase)`` is called after each compiled segment of the chain."""
+def step_chain(view, steps, settings, key, prior, progress=False, on_segment=None):
+    """The chain of step 1 on ``f_1:steps``: what ``sequential`` runs at step 1, and at every step of the full
+    baseline (``scheme="full"``).
+
+    ``settings.initial_repeat_f`` ESS updates of ``f_1:steps``, SDSS of ``kappa`` and ESS of ``alpha`` in z-space
+    per iteration; ``settings.burn_in`` iterations dropped, then every ``settings.thin``-th of
+    ``settings.thin * settings.states`` kept. Public for benchmarks that time a step (``benchmarks/sequential.py``).
+
+    Parameters
+    ----------
+    view : SequentialGP
+        The model's sequential view (:func:`gpdsl.inference.families.sequential.sequential_view`).
+    steps : int
+        Run on the first ``steps`` steps (from 1).
+    settings : SequentialSettings
+        The method's settings.
+    key : jax.Array
+        PRNG key of the chain.
+    prior : ZPrior
+        The hyperparameters' z-space prior (:func:`gpdsl.inference.mcmc.z_space.z_prior`).
+    progress : bool
+        Show progress.
+    on_segment : callable, optional
+        ``on_segment(iteration, phase)``, called after each compiled segment of the chain.
+
+    Returns
+    -------
+    thetas : numpy.ndarray, shape (states, d)
+        The kept unconstrained hyperparameters.
+    fs : numpy.ndarray, shape (states, n)
+        The kept ``f_steps``.
+    """
     import jax
 
     from gpdsl.inference.driver import run_chains

@@ -4,9 +4,35 @@ minibatches, its bound rises, predictions are written; chains the method cannot 
 import numpy as np
 import pytest
 
-from gpdsl.api import check_file, check_text, run
+from gpdsl.api import check_text, run
 from gpdsl.errors import MethodError
 from gpdsl.settings import DSDGPSettings
+
+DSDGP = """
+data {
+  int N;
+  int D;
+  matrix[N, D] X;
+  vector[N] y;
+}
+parameters {
+  real<lower=0> s1;
+  vector<lower=0>[D] ell1;
+  real<lower=0> sf2;
+  vector<lower=0>[D] ell2;
+  real<lower=0> noise;
+}
+latent {
+  matrix[N, D] H;
+}
+model {
+  H ~ gp(X, s1 * rbf(lengthscale = ell1), mean = X);
+  f ~ gp(H, sf2 * rbf(lengthscale = ell2));
+  y ~ normal(f, sqrt(noise));
+}
+"""
+"""The two-layer doubly-stochastic deep GP, DS-DGP(2), of de Souza's (2020) thesis: a hidden layer of D GPs with the
+identity mean and the output GP over it, without priors (``models/deep_gp.gpm`` has them, for NUTS)."""
 
 QUICK = DSDGPSettings(num_inducing=8, noise_fixed_steps=100, steps=200, chunk=50, batch_size=20,
                       predict_samples=50, initial_values={"noise": 0.01})
@@ -20,7 +46,7 @@ def data(N=40, seed=0):
 
 
 def test_dsdgp_fits_a_chain_of_gps_on_minibatches_and_predicts():
-    model, _ = check_file("case_studies/souza2020_dmgp/dsdgp.gpm")
+    model, _ = check_text(DSDGP)
     fit = run(model, data(), "dsdgp", QUICK, seed=2, new_inputs=np.zeros((3, 2)))
     report = fit.attrs["report"]
     import json

@@ -93,7 +93,7 @@ def test_pm_gplvm_agrees_with_nuts_on_a_small_supervised_gplvm():
     NUTS is no reference. Under the linear output GP both NUTS (R-hat 1.001) and that sampler agree on one mode
     (s1 0.337 and 0.341).
     """
-    from case_studies.damianou2016_dynamics.simulate import sinusoids
+    from gpdsl.datasets import sinusoids
     from gpdsl.settings import PMGPLVMSettings
 
     text = open("models/supervised_gplvm.gpm").read().replace(*LINEAR_OUTPUT_GP)
