@@ -131,7 +131,7 @@ class LatentGP(HyperparameterBlocks):
 
     def with_mean(self, theta_draws, f_draws) -> np.ndarray:
         """Reported latent values from the engines' centred draws, ``(chain, draw, n)``."""
-        from gpdsl.inference.predict.latent_gp import over_draws
+        from gpdsl.inference.draw_map import over_draws
 
         if not self.has_mean:
             return f_draws
@@ -139,7 +139,7 @@ class LatentGP(HyperparameterBlocks):
 
     def without_mean(self, theta_draws, f_draws) -> np.ndarray:
         """The engines' centred latent values from reported draws, ``(chain, draw, n)``."""
-        from gpdsl.inference.predict.latent_gp import over_draws
+        from gpdsl.inference.draw_map import over_draws
 
         if not self.has_mean:
             return f_draws

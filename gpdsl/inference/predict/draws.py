@@ -20,12 +20,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gpdsl.inference.draw_map import over_draws
 from gpdsl.inference.families.gp_regression import GPRegression
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.predict.gp_regression import (exact_moments, exact_posterior, loo_log_densities,
                                                    posterior_replicate)
-from gpdsl.inference.predict.latent_gp import (approximate_moments, check_new_inputs, conditional_moments,
-                                               over_draws)
+from gpdsl.inference.predict.latent_gp import approximate_moments, check_new_inputs, conditional_moments
 from gpdsl.likelihoods import LIKELIHOODS, capability
 
 

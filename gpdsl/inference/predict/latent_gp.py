@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -17,6 +16,7 @@ from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.approximations.ep import ep
 from gpdsl.inference.approximations.gaussian import class_probability, predict_latent
 from gpdsl.inference.approximations.laplace import laplace
+from gpdsl.inference.draw_map import over_draws
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.ir.structure import mean_prediction_refusal
 from gpdsl.numerics.linalg import cholesky, solve_triangular
@@ -112,19 +112,3 @@ def predict_from_theta_draws(problem: LatentGP, theta_draws, X_new, approximatio
         return class_probability(*approximate_moments(problem, theta, X_new, approximation, tol), problem.likelihood)
 
     return over_draws(one, theta_draws)
-
-
-def over_draws(function, *draws, batch: int = 256):
-    """``function`` of one draw applied to every draw of ``(chain, draw, ...)`` arrays, in compiled batches.
-
-    Returns
-    -------
-    numpy.ndarray or tuple of numpy.ndarray
-        Each output of ``function`` shaped ``(chain, draw, *its shape)``.
-    """
-    chains, num = np.shape(draws[0])[:2]
-    flat = [jnp.reshape(jnp.asarray(d), (chains * num,) + np.shape(d)[2:]) for d in draws]
-    batched = jax.jit(jax.vmap(function))
-    parts = [batched(*[d[i:i + batch] for d in flat]) for i in range(0, chains * num, batch)]
-    joined = jax.tree_util.tree_map(lambda *leaves: np.concatenate([np.asarray(x) for x in leaves]), *parts)
-    return jax.tree_util.tree_map(lambda x: x.reshape((chains, num) + x.shape[1:]), joined)
