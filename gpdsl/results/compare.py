@@ -26,15 +26,15 @@ from gpdsl.errors import GpdslError
 from gpdsl.results import arviz_compat
 from gpdsl.results.elements import checked_var_names, elements
 from gpdsl.results.method_output import TIMING_PARTS, results_json
-from gpdsl.results.summary import summarize
+from gpdsl.results.summary import MAX_RHAT, MIN_ESS_PER_CHAIN, summarize
 
 Z_FLAG = 4.0
 MAX_DEFAULT_ELEMENTS = 20
 PARAMETER_COLUMNS = ["mean", "sd", "mcse_mean", "ess_bulk", "ess_tail", "r_hat", "q5", "q95"]
 DIFFERENCE_COLUMNS = ["difference", "z", "flagged", "in_reference_sd"]
 FIT_COLUMNS = ["file", "method", "kind", "chains", "draws", *(f"{part}_s" for part in TIMING_PARTS),
-               "min_ess_bulk", "min_ess_per_s", "ratio_to_reference", "max_r_hat", "elpd_loo", "elpd_loo_se",
-               "p_loo", "loo_warning"]
+               "min_ess_bulk", "min_ess_per_s", "ratio_to_reference", "max_r_hat", "divergences", "converged",
+               "elpd_loo", "elpd_loo_se", "p_loo", "loo_warning"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,9 @@ class Comparison:
         One row per fit (index: label): ``file``, ``method``, ``kind`` (``draws`` or ``point estimate``),
         ``chains``, ``draws``, seconds of ``compile``, ``warmup``, ``sampling`` and ``total``,
         ``min_ess_bulk`` over the compared elements, ``min_ess_per_s`` (that over warmup plus sampling
-        seconds), ``ratio_to_reference``, ``max_r_hat``, ``elpd_loo``, ``elpd_loo_se``, ``p_loo`` and
+        seconds), ``ratio_to_reference``, ``max_r_hat``, ``divergences`` (NaN where the sampler records none),
+        ``converged`` (Stan's and ArviZ's guidance: every r_hat at most 1.01, every bulk ESS at least 100 per
+        chain, no divergence; NaN for a point estimate), ``elpd_loo``, ``elpd_loo_se``, ``p_loo`` and
         ``loo_warning`` (NaN where there is no ``log_likelihood`` group).
     parameters : pandas.DataFrame
         Indexed by (element, fit): ``mean``, ``sd``, ``mcse_mean``, ``ess_bulk``, ``ess_tail``, ``r_hat``,
@@ -186,9 +188,39 @@ def fit_row(fit: Fit, parameters: pd.DataFrame) -> dict:
            "chains": fit.posterior.sizes["chain"], "draws": fit.posterior.sizes["draw"],
            **{f"{part}_s": timings[part] for part in TIMING_PARTS},
            "min_ess_bulk": min_ess, "min_ess_per_s": per_second,
-           "max_r_hat": float(np.nanmax(parameters["r_hat"])) if parameters["r_hat"].notna().any() else np.nan}
+           "max_r_hat": float(np.nanmax(parameters["r_hat"])) if parameters["r_hat"].notna().any() else np.nan,
+           "divergences": _divergences(fit)}
+    row["converged"] = np.nan if fit.is_point else float(not convergence_problems(row, parameters))
     row.update(_loo(fit))
     return row
+
+
+def convergence_problems(row: Mapping, parameters: pd.DataFrame) -> list[str]:
+    """Why a fit's draws fail Stan's and ArviZ's guidance (r_hat, bulk ESS per chain, divergences), in words.
+
+    Parameters
+    ----------
+    row : mapping
+        The fit's row of :attr:`Comparison.fits` (``chains``, ``divergences``).
+    parameters : pandas.DataFrame
+        Its compared elements (``r_hat``, ``ess_bulk``).
+    """
+    problems = []
+    if parameters["r_hat"].notna().any() and float(np.nanmax(parameters["r_hat"])) > MAX_RHAT:
+        problems.append(f"max r_hat {float(np.nanmax(parameters['r_hat'])):.3f} > {MAX_RHAT}")
+    needed = MIN_ESS_PER_CHAIN * int(row["chains"])
+    if parameters["ess_bulk"].notna().any() and float(np.nanmin(parameters["ess_bulk"])) < needed:
+        problems.append(f"min bulk ESS {float(np.nanmin(parameters['ess_bulk'])):.0f} < {needed}")
+    if np.isfinite(row["divergences"]) and row["divergences"] > 0:
+        problems.append(f"{int(row['divergences'])} divergences")
+    return problems
+
+
+def _divergences(fit: Fit) -> float:
+    stats = fit.groups.get("sample_stats")
+    if stats is None or "diverging" not in stats:
+        return np.nan
+    return float(np.asarray(stats["diverging"].values, dtype=bool).sum())
 
 
 def method_label(results) -> str:

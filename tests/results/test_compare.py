@@ -203,7 +203,8 @@ def test_two_runs_side_by_side_with_the_times_every_run_records(two_runs, capsys
     assert main(["compare", *map(str, two_runs), "--labels", "first", "second"]) == 0
     out = capsys.readouterr().out
     for fragment in ("| sigma | first |", "| tau[1] | first |", "| tau[2] | first |", "|  | second |",
-                     "first: max r_hat", "second: max r_hat", "times the minimum ESS per second of first"):
+                     "first: max r_hat", "second: max r_hat",
+                     "second: no ESS-per-second ratio to first is concluded: second and first not converged (!)"):
         assert fragment in out
     fits = gpdsl.compare(*two_runs).fits
     for label in ("pm1", "pm2"):
@@ -217,3 +218,45 @@ def test_missing_files_and_unknown_variables_are_named(two_runs, tmp_path, capsy
     assert "does not exist" in capsys.readouterr().err
     assert main(["compare", *map(str, two_runs), "--vars", "rho"]) == 1
     assert "no posterior variable named 'rho'" in capsys.readouterr().err
+
+
+def _unmixed(tmp_path, name, seed):
+    """A fit whose chains sit apart: each chain's draws shifted by its own offset (r_hat far above 1.01)."""
+    model, _ = check_file(MODEL)
+    rng = np.random.default_rng(seed)
+    offsets = np.arange(CHAINS)[:, None]
+    posterior = {"sigma": SIGMA + offsets + 0.1 * rng.standard_normal((CHAINS, DRAWS)),
+                 "tau": TAU + 0.1 * rng.standard_normal((CHAINS, DRAWS, D))}
+    diverging = np.zeros((CHAINS, DRAWS), dtype=bool)
+    diverging[0, :3] = True
+    output = MethodOutput(posterior, sample_stats={"diverging": diverging},
+                          timings={"compile": 1.0, "warmup": 1.0, "sampling": 1.0})
+    results = method_results(model, {"N": N, "D": D, "X": X, "y": Y}, "pm", "gpdsl",
+                             PseudoMarginalSettings(), seed, output)
+    return write_netcdf(results, tmp_path / f"{name}.nc")
+
+
+def test_an_unconverged_fit_is_flagged_and_gets_no_agreement_nor_ratio(tmp_path, nuts_and_pm, capsys):
+    nuts, _ = nuts_and_pm
+    unmixed = _unmixed(tmp_path, "unmixed", seed=3)
+    comparison = gpdsl.compare(nuts, unmixed)
+    assert comparison.fits.loc["nuts", "converged"] == 1
+    assert comparison.fits.loc["unmixed", "converged"] == 0
+    assert comparison.fits.loc["unmixed", "divergences"] == 3
+    assert main(["compare", str(nuts), str(unmixed)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| unmixed | pm"))
+    assert row.split(" | ")[-3:-1] == ["3", "NO (!)"] and " (!) |" in row
+    assert "agree within Monte Carlo error" not in out
+    assert "times the minimum ESS per second" not in out
+    assert "no conclusion on agreement: unmixed has not converged" in out
+    assert "unmixed: no ESS-per-second ratio to nuts is concluded: unmixed not converged (!)" in out
+    assert "divergences: NOT converged (!)" in out
+
+
+def test_converged_fits_get_the_agreement_and_the_ratio(nuts_and_pm, capsys):
+    assert main(["compare", *map(str, nuts_and_pm)]) == 0
+    out = capsys.readouterr().out
+    assert "the posteriors agree within Monte Carlo error" in out
+    assert "pm: " in out and "times the minimum ESS per second of nuts" in out
+    assert out.count(": converged") == 2 and "nuts: max r_hat" in out
