@@ -290,3 +290,39 @@ def test_plot_latent_dims_count_from_one(tmp_path, capsys):
         assert main(["plot", str(out), "--kind", "latent", "--dims", *dims, "-o", str(png),
                      "--overwrite"]) == 1
         assert "the latent dimensions are 1 to 3" in capsys.readouterr().err
+
+
+def _usage_error(argv, capsys):
+    capsys.readouterr()
+    try:
+        status = main(argv)
+    except SystemExit as exit_:
+        status = exit_.code
+    return status, capsys.readouterr().err
+
+
+def test_a_method_of_the_other_command_is_named_with_its_command(capsys):
+    status, err = _usage_error(["fit", "models/gp_classification.gpm", "--data", "d.json", "--out", "o.nc",
+                                "--method", "ep-ml"], capsys)
+    assert status == 1 and "hint: ep-ml is a method of 'gpdsl sample': gpdsl sample FILE --method ep-ml" in err
+    status, err = _usage_error(["sample", "models/bayesian_gplvm.gpm", "--data", "d.json", "--out", "o.nc",
+                                "--method", "vem"], capsys)
+    assert status == 1 and "hint: vem is a method of 'gpdsl fit': gpdsl fit FILE --method vem" in err
+
+
+def test_a_usage_error_shows_one_usage_line_then_the_error_and_the_suggestion(capsys):
+    status, err = _usage_error(["sample", "models/gp_classification.gpm", "--data", "d.json", "--out", "o.nc",
+                                "--chians", "2"], capsys)
+    lines = err.strip().splitlines()
+    assert status == 1 and len(lines) == 3, err
+    assert lines[0] == "usage: gpdsl sample ... ('gpdsl sample --help' lists the options)"
+    assert "did you mean '--chains'" in lines[2]
+
+
+def test_a_fit_report_shows_a_large_estimate_by_its_shape_and_range():
+    from gpdsl.results.report import SHOWN_ELEMENTS, shown
+
+    small = np.arange(SHOWN_ELEMENTS, dtype=float)
+    assert shown(small) == np.array2string(small, precision=4)
+    large = np.arange(240.0).reshape(120, 2)
+    assert shown(large) == "array of shape (120, 2): mean 119.5, range [0, 239]"

@@ -80,3 +80,8 @@ def test_the_readme_commands_parse(argv):
     from gpdsl.cli import build_parser
 
     build_parser().parse_args(argv)
+
+
+def test_the_readme_counts_the_shipped_model_files():
+    count = len(list((ROOT / "models").glob("*.gpm")))
+    assert f"`models/` holds {count} model files" in (ROOT / "README.md").read_text()

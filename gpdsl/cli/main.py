@@ -22,6 +22,8 @@ from gpdsl.errors import GpdslError
 PLOT_KINDS = ("trace", "pair", "posterior", "latent")
 REPORT_URL = "https://github.com/gpdsl/gpdsl/issues"
 EXIT_OK, EXIT_USER_ERROR, EXIT_INTERNAL_ERROR, EXIT_NOT_CONVERGED = 0, 1, 2, 3
+USAGE_LINES = 3
+"""A usage longer than this many lines is not printed before a usage error; ``--help`` shows it."""
 EXIT_STATUS = ("exit status:\n  0  success\n  1  user error (model, data, options, usage), refused before anything "
                "runs; or chains that cannot start (a log density of -inf or NaN, a kernel that is not positive "
                "definite) or that all stayed stuck through warmup, stopped before sampling, with their values\n"
@@ -440,7 +442,10 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message, hint=None):
         hint = hint or _choice_hint(message)
-        self.print_usage(sys.stderr)
+        usage = self.format_usage()
+        if usage.count("\n") > USAGE_LINES:
+            usage = f"usage: {self.prog} ... ('{self.prog} --help' lists the options)\n"
+        sys.stderr.write(usage)
         self.exit(1, f"{self.prog}: error: {message}\n" + (f"  hint: {hint}\n" if hint else ""))
 
     def parse_args(self, args=None, namespace=None):
@@ -460,8 +465,12 @@ def _choice_hint(message: str) -> str | None:
     found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if not found:
         return None
+    from gpdsl.registry import methods
     from gpdsl.suggest import did_you_mean
 
+    method = methods().get(found.group(1))
+    if method is not None and message.startswith("argument --method"):
+        return f"{method.name} is a method of 'gpdsl {method.command}': gpdsl {method.command} FILE --method {method.name}"
     return did_you_mean(found.group(1), re.findall(r"'([^']*)'", found.group(2)))
 
 

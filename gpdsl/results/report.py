@@ -84,11 +84,23 @@ def number(report: dict, key: str, spec: str = ".6g") -> str:
     return format(report.get(key, float("nan")), spec)
 
 
+SHOWN_ELEMENTS = 10
+"""A point estimate with more elements than this is shown by its shape, mean and range, not in full."""
+
+
 def point_estimates(results) -> list[str]:
     """``name = value`` of each variable of a one-draw posterior, without the latent inputs' moments and the
-    inducing inputs."""
+    inducing inputs; a large array as its shape, mean and range."""
     latent = root_attrs(results).get("latent")
     skip = {latent, f"{latent}_variance", "inducing_inputs"}
     posterior = groups(results)["posterior"]
-    return [f"  {name} = {np.array2string(np.asarray(posterior[name])[0, 0], precision=4)}"
-            for name in posterior.data_vars if name not in skip]
+    return [f"  {name} = {shown(np.asarray(posterior[name])[0, 0])}" for name in posterior.data_vars
+            if name not in skip]
+
+
+def shown(value: np.ndarray) -> str:
+    """A value in full, or (more than :data:`SHOWN_ELEMENTS` elements) its shape, mean and range."""
+    if value.size <= SHOWN_ELEMENTS:
+        return np.array2string(value, precision=4)
+    return (f"array of shape {value.shape}: mean {np.nanmean(value):.4g}, range [{np.nanmin(value):.4g}, "
+            f"{np.nanmax(value):.4g}]")
