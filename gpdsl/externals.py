@@ -23,6 +23,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Callable
 
 import jax
@@ -121,6 +122,16 @@ def refusal(name: str) -> str:
 ALLOW_HINT = "pass --allow-external (allow_external=True in Python) if you trust that code"
 
 
+def import_path_hint(module_name: str) -> str:
+    """Where Python looks for an external likelihood's module, and how to put one there."""
+    top = module_name.split(".")[0]
+    here = Path.cwd() / f"{top}.py"
+    if here.is_file() or (Path.cwd() / top).is_dir():
+        return (f"{top} is in the working directory, which Python does not search when gpdsl runs as a command: "
+                f"run PYTHONPATH=. gpdsl ... (or install the module)")
+    return "Python imports it from its import path: install the module, or add its directory to PYTHONPATH"
+
+
 def load(name: str) -> External:
     """Resolve ``"package.module:function"``, or a name in the entry-point group ``gpdsl.likelihoods``.
 
@@ -141,6 +152,9 @@ def load(name: str) -> External:
     module_name, _, attribute = name.partition(":")
     try:
         function = getattr(importlib.import_module(module_name), attribute)
+    except ModuleNotFoundError as error:
+        raise MethodError(f"cannot load external likelihood {name}: {error}", hint=import_path_hint(module_name)) \
+            from None
     except (ImportError, AttributeError) as error:
         raise MethodError(f"cannot load external likelihood {name}: {error}") from None
     if not callable(function):

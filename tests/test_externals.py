@@ -109,3 +109,15 @@ def test_a_run_file_allows_external_code_only_when_it_says_so(tmp_path, data):
     (tmp_path / "run.toml").write_text(run + 'allow_external = "yes"\n')
     with pytest.raises(GpdslError, match="allow_external must be true or false"):
         plan(tmp_path / "run.toml")
+
+
+def test_a_module_in_the_working_directory_that_python_cannot_import_says_pythonpath(tmp_path, monkeypatch):
+    (tmp_path / "mylik_not_on_path.py").write_text("def fn(y, f):\n    return 0.0\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", ".", str(tmp_path))])
+    with pytest.raises(GpdslError, match="cannot load external likelihood mylik_not_on_path:fn") as caught:
+        load("mylik_not_on_path:fn")
+    assert "PYTHONPATH=. gpdsl" in caught.value.hint
+    with pytest.raises(GpdslError) as elsewhere:
+        load("no_such_module_anywhere:fn")
+    assert "add its directory to PYTHONPATH" in elsewhere.value.hint

@@ -16,7 +16,8 @@ from gpdsl.syntax import ast
 
 
 def note_parameter_argument(ctx: CheckContext, what: str, support: Interval, value: ir.Expr):
-    """Remember a parameter passed where ``support`` is required; :func:`verify_whole_program` compares.
+    """Remember a parameter or latent variable passed where ``support`` is required; :func:`verify_whole_program`
+    compares its declared bounds with it.
 
     Parameters
     ----------
@@ -26,10 +27,11 @@ def note_parameter_argument(ctx: CheckContext, what: str, support: Interval, val
     support : Interval
         The support the argument needs.
     value : gpdsl.ir.nodes.Expr
-        The checked argument; only a parameter, or an element of one, is remembered.
+        The checked argument; only a parameter or latent variable (a GP's values), or an element of one, is
+        remembered.
     """
     base = value.base if isinstance(value, ir.Index) else value
-    if isinstance(base, ir.Ref) and base.role == "parameter" and support != SUPPORTS["real"]:
+    if isinstance(base, ir.Ref) and base.role in ("parameter", "latent") and support != SUPPORTS["real"]:
         what += " is an element of" if isinstance(value, ir.Index) else " is"
         ctx.parameter_arguments.append((what, support, base))
 
@@ -50,8 +52,9 @@ def verify_whole_program(ctx: CheckContext):
     for what, support, ref in ctx.parameter_arguments:
         t = ctx.variables[ref.name].type
         if not declared_interval(t.lower, t.upper).within(support):
+            role = "latent" if ref.role == "latent" else "parameter"
             ctx.warnings.append(CheckWarning(
-                f"{what} the parameter '{ref.name}', declared {t.describe()}, which can leave its "
+                f"{what} the {role} '{ref.name}', declared {t.describe()}, which can leave its "
                 f"support {support.describe()}", ref.span))
     for name, var in ctx.variables.items():
         if var.role == "data" and name not in ctx.used:
