@@ -326,3 +326,17 @@ def test_a_fit_report_shows_a_large_estimate_by_its_shape_and_range():
     assert shown(small) == np.array2string(small, precision=4)
     large = np.arange(240.0).reshape(120, 2)
     assert shown(large) == "array of shape (120, 2): mean 119.5, range [0, 239]"
+
+
+def test_forecast_spells_standardize_as_gpdsl_data_does_and_keeps_the_old_spelling():
+    from gpdsl.cli import build_parser, options
+    from gpdsl.inference.forecast import ForecastSettings
+
+    for flag in ("--no-standardize", "--no-standardise"):
+        args = build_parser().parse_args(["forecast", "models/gp_narx.gpm", "--data", "d.json", "--out", "o.nc",
+                                          "--lag", "2", flag])
+        assert options.settings_from_flags(ForecastSettings, args).standardise is False
+    from gpdsl.settings.fields import settings_from_mapping
+
+    for key in ("no-standardize", "no-standardise"):
+        assert settings_from_mapping("forecast", ForecastSettings, {key: True, "lag": 2}).standardise is False

@@ -185,7 +185,7 @@ def _add_flag(group, flag: str, users) -> None:
             kwargs["type"] = int if kind == "int" else float
         if not meta.get("choices"):
             kwargs["metavar"] = meta.get("metavar") or settings_field.name.upper()
-    group.add_argument(flag, **kwargs)
+    group.add_argument(flag, *meta.get("aliases", ()), **kwargs)
 
 
 def _kind(settings_field) -> str:

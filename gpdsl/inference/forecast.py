@@ -79,7 +79,8 @@ class ForecastSettings:
     training_variance: str | float = option("noise", "variance of q(X) around the training inputs: 'noise' "
                                                      "(the fitted noise variance) or a number",
                                             metavar="noise|V", parse=training_variance_from_cli)
-    standardise: bool = option(True, "do not standardise by the training targets", negate="--no-standardise")
+    standardise: bool = option(True, "do not standardise by the training targets", negate="--no-standardize",
+                              aliases=("--no-standardise",))
     series: str | None = option(None, "the series' variable in the data file", metavar="NAME")
 
     def __post_init__(self):

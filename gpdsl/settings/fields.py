@@ -17,7 +17,7 @@ from gpdsl.errors import MethodError
 
 def option(default: Any, help: str, *, choices: tuple | None = None, flag: str | None = None,
            metavar: str | None = None, parse: Callable | None = None, repeat: bool = False,
-           negate: str | None = None, cli: bool = True, reads_file: bool = False):
+           negate: str | None = None, cli: bool = True, reads_file: bool = False, aliases: tuple[str, ...] = ()):
     """A settings field with its command-line form.
 
     Parameters
@@ -42,9 +42,11 @@ def option(default: Any, help: str, *, choices: tuple | None = None, flag: str |
         False keeps the field out of the command line (Python API only).
     reads_file : bool
         The flag's value is a file the run reads (an input the run's outputs must never replace).
+    aliases : tuple of str
+        Other spellings the command line and run files accept for the flag (``--no-standardise``).
     """
     metadata = {"help": help, "choices": choices, "flag": flag, "metavar": metavar, "parse": parse,
-                "repeat": repeat, "negate": negate, "cli": cli, "reads_file": reads_file}
+                "repeat": repeat, "negate": negate, "cli": cli, "reads_file": reads_file, "aliases": tuple(aliases)}
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -190,7 +192,8 @@ def settings_from_mapping(method: str, settings_class, values, where: str = "set
     from gpdsl.suggest import unknown_name_hint
 
     fields = {f.name: f for f in dataclasses.fields(settings_class)}
-    flags = {flag_of(f).lstrip("-"): f for f in cli_fields(settings_class)}
+    flags = {flag.lstrip("-"): f for f in cli_fields(settings_class)
+             for flag in (flag_of(f), *f.metadata.get("aliases", ()))}
     chosen = {}
     for key, value in dict(values).items():
         settings_field = fields.get(str(key).replace("-", "_")) or flags.get(str(key))
@@ -202,7 +205,8 @@ def settings_from_mapping(method: str, settings_class, values, where: str = "set
             raise MethodError(f"{where}: '{key}' is not a setting of {method}{owned}",
                               hint=unknown_name_hint(key, fields, f"settings of {method}"))
         meta = settings_field.metadata
-        negated = meta.get("negate") and str(key) == meta["negate"].lstrip("-")
+        spellings = (meta["negate"], *meta.get("aliases", ())) if meta.get("negate") else ()
+        negated = str(key) in {name.lstrip("-") for name in spellings}
         if negated and isinstance(value, bool):
             value = not value
         elif meta.get("parse") and (isinstance(value, str) or
