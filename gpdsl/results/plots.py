@@ -111,8 +111,8 @@ def _trace(posterior, chosen: list[Element]) -> Figure:
     for row, element in zip(axes, shown):
         draws = element.draws(posterior)
         bins = np.histogram_bin_edges(draws, bins=30)
-        for chain, chain_draws in zip(chains, draws):
-            row[0].hist(chain_draws, bins=bins, histtype="step", density=True, label=f"chain {chain}")
+        for number, chain_draws in enumerate(draws, start=1):
+            row[0].hist(chain_draws, bins=bins, histtype="step", density=True, label=f"chain {number}")
             row[1].plot(chain_draws, linewidth=0.6, alpha=0.8)
         row[0].set_title(element.label, fontsize="medium")
         row[0].set_yticks([])
@@ -171,7 +171,8 @@ def _posterior(posterior, chosen: list[Element]) -> Figure:
 
 def _title_left_out(figure: Figure, kind: str, total: int, shown: int) -> None:
     if shown < total:
-        figure.suptitle(f"{kind}: first {shown} of {total} elements (choose others with var_names)")
+        figure.suptitle(f"{kind}: first {shown} of {total} elements (choose others with --vars; var_names= in "
+                        "Python)")
 
 
 def plot_estimate_spread(spread, path: str | os.PathLike) -> Path:

@@ -423,3 +423,16 @@ def test_atomic_writes_give_files_the_usual_permissions(tmp_path):
         assert path.stat().st_mode & 0o777 == 0o600
     finally:
         os.umask(umask)
+
+
+def test_the_trace_plot_numbers_chains_from_one_and_names_the_flag_that_chooses_elements():
+    from gpdsl.results import arviz_compat, plots
+    from gpdsl.results.elements import elements
+
+    rng = np.random.default_rng(5)
+    built = build_results({"f": rng.normal(size=(3, 20, 40))}, dims={"f": ["N"]})
+    posterior = arviz_compat.groups(built)["posterior"]
+    figure = plots._trace(posterior, list(elements(posterior, ["f"])))
+    labels = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+    assert labels == ["chain 1", "chain 2", "chain 3"]
+    assert "choose others with --vars" in figure._suptitle.get_text()
