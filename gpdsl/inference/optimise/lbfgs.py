@@ -36,6 +36,8 @@ STOP_MESSAGES = {
     "gradient": "converged: largest gradient component below gtol",
     "reduction": "stopped: relative reduction of the objective below ftol",
     "line_search": "stopped: the line search found no acceptable step (ABNORMAL)",
+    "flat": "converged: a restart with fresh memory found no step lowering the objective by more than ftol (the line "
+            "search ends ABNORMAL on a flat optimum)",
     "iterations": "stopped: iteration limit reached",
     "evaluations": "stopped: evaluation limit reached",
 }
@@ -67,7 +69,7 @@ class LBFGSResult(NamedTuple):
 
     @property
     def converged(self) -> bool:
-        return self.stop == "gradient"
+        return self.stop in ("gradient", "flat")
 
     @property
     def message(self) -> str:
@@ -264,6 +266,25 @@ class RestartedResult(NamedTuple):
     restarts: int
 
 
+def settled(result: LBFGSResult, improvement: float, ftol: float, restarted: bool) -> LBFGSResult:
+    """``result`` with the stop ``"flat"`` when it is a restart whose line search failed after lowering the
+    objective by no more than ``ftol * max(|f|, 1)``: a flat optimum, as SciPy's relative-reduction test would
+    call it, not a failure. A line search that fails on the first run, or after real progress, stays one.
+
+    Parameters
+    ----------
+    result : LBFGSResult
+        The last run's result.
+    improvement : float
+        How much that run lowered the objective.
+    ftol : float
+    restarted : bool
+        The run was a restart from an earlier run's end point.
+    """
+    flat = improvement <= ftol * max(abs(result.value), 1.0)
+    return result._replace(stop="flat") if result.stop == "line_search" and restarted and flat else result
+
+
 def minimize_restarting(fun, x0, *, restarts: int = 5, max_iterations: int = 1000, max_evaluations: int = 15000,
                         ftol: float = 1e-10, gtol: float = 1e-6, value0: float | None = None,
                         **options) -> RestartedResult:
@@ -297,9 +318,9 @@ def minimize_restarting(fun, x0, *, restarts: int = 5, max_iterations: int = 100
         iterations, evaluations, x = iterations + result.iterations, evaluations + result.evaluations, result.x
         if previous is None:
             previous = np.inf if result.iterations else result.value
-        improved = previous - result.value > ftol * max(abs(result.value), 1.0)
-        previous = result.value
+        improvement, previous = previous - result.value, result.value
+        improved = improvement > ftol * max(abs(result.value), 1.0)
         if result.stop not in ("line_search", "reduction") or restart >= restarts or not improved \
                 or iterations >= max_iterations or evaluations >= max_evaluations:
-            return RestartedResult(result, iterations, evaluations, restart)
+            return RestartedResult(settled(result, improvement, ftol, restart > 0), iterations, evaluations, restart)
         restart += 1

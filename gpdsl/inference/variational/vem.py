@@ -444,6 +444,7 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
                 or improvement <= settings.ftol * max(abs(result.value), 1.0)):
             break
         restarts += 1
+    result = lbfgs.settled(result, improvement, settings.ftol, restarts > 0)
     params = jax.device_put(to_params(unpack(result.x), np))
     message = result.message
     report = {"iterations": iterations, "warmup_iterations": warmup, "restarts": restarts, "evaluations": evaluations,

@@ -100,3 +100,25 @@ def test_two_loop_recursion_equals_the_bfgs_inverse_hessian(memory):
         H = V.T @ H @ V + rho * np.outer(s, s)
     g = rng.normal(size=n)
     np.testing.assert_allclose(lbfgs._direction(g, deque(pairs)), -H @ g, rtol=1e-10)
+
+
+def _rounded_rosenbrock(x):
+    """Rosenbrock's function rounded to 1e-9: near the minimum the objective is flat while its exact gradient
+    still points downhill, so the line search ends ABNORMAL (as a bound summed in floating point does)."""
+    from scipy.optimize import rosen, rosen_der
+
+    return float(np.round(rosen(x), 9)), rosen_der(x)
+
+
+def test_a_restart_that_finds_no_lower_point_on_a_flat_optimum_is_converged():
+    run = lbfgs.minimize_restarting(_rounded_rosenbrock, np.zeros(5), restarts=3, gtol=1e-14, ftol=1e-12)
+    assert run.result.stop == "flat" and run.result.converged and run.restarts >= 1, run.result.message
+    assert "flat optimum" in run.result.message
+    np.testing.assert_allclose(run.result.x, 1.0, atol=1e-4)
+
+
+def test_a_failed_line_search_without_a_restart_or_at_the_start_stays_a_failure():
+    once = lbfgs.minimize_restarting(_rounded_rosenbrock, np.zeros(5), restarts=0, gtol=1e-14, ftol=1e-12)
+    assert once.result.stop == "line_search" and not once.result.converged
+    never = lbfgs.minimize_restarting(lambda x: (float(x @ x), -np.ones_like(x)), np.zeros(2), restarts=3)
+    assert never.result.stop == "line_search" and not never.result.converged
