@@ -426,3 +426,24 @@ def test_a_second_build_of_the_same_program_waits_for_the_first(tmp_path):
         assert not entry.parent.exists()  # nothing written among httpstan's models
     with open(lock_file, "a") as other:
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_a_build_is_announced_even_when_progress_is_hidden(tmp_path, capsys):
+    """The worker marks the start of an uncached build as a notice, which ``--quiet`` does not hide."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    from gpdsl.backends.stan.pystan_process import relay
+    from gpdsl.backends.stan.pystan_worker import NOTICE, is_built
+
+    entry = tmp_path / "models" / "abc"
+    assert not is_built(entry)
+    entry.mkdir(parents=True)
+    (entry / f"model{EXTENSION_SUFFIXES[0]}").write_bytes(b"")
+    assert not is_built(entry)  # a build still writing (no compiler log yet)
+    (entry / "stderr.log").write_text("")
+    assert is_built(entry)
+    shown = []
+    relay(f"{NOTICE}building the Stan program (abc)", shown.append)
+    relay("Sampling: 10%", shown.append)
+    assert shown == ["Sampling: 10%"]
+    assert capsys.readouterr().err == "gpdsl: building the Stan program (abc)\n"

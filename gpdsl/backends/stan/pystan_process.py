@@ -16,6 +16,7 @@ from typing import Any, Callable, Union
 import numpy as np
 
 import gpdsl
+from gpdsl.backends.stan.pystan_worker import NOTICE
 from gpdsl.errors import BackendError
 
 Progress = Union[bool, Callable[[str], None]]
@@ -115,6 +116,15 @@ def _worker_environment() -> dict[str, str]:
     return environment
 
 
+def relay(line: str, show: Callable[[str], None]) -> None:
+    """Pass a worker's output line to ``show``; a notice (the start of a Stan build) goes to standard error even
+    when ``show`` hides progress."""
+    if line.startswith(NOTICE):
+        print(f"gpdsl: {line[len(NOTICE):]}", file=sys.stderr, flush=True)
+    else:
+        show(line)
+
+
 def _run_streaming(
     request_path: Path, result_dir: Path, show: Callable[[str], None]
 ) -> tuple[int, list[str]]:
@@ -134,7 +144,7 @@ def _run_streaming(
         for line in process.stdout:
             line = line.rstrip("\n")
             last_lines.append(line)
-            show(line)
+            relay(line, show)
 
     reader = threading.Thread(target=forward, daemon=True)
     reader.start()

@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 
 HEARTBEAT_SECONDS = 10
+NOTICE = "gpdsl-notice: "
+"""A line the parent shows on standard error even when progress is hidden (``--quiet``)."""
 
 
 class _LineWriter(io.TextIOBase):
@@ -127,6 +129,15 @@ def remove_broken_build(directory: Path, now: float | None = None) -> bool:
     return True
 
 
+def is_built(directory: Path) -> bool:
+    """Whether httpstan's cache entry ``directory`` holds a finished build (its extension module and its log)."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    if not directory.is_dir() or not (directory / "stderr.log").exists():
+        return False
+    return any(path.name.endswith(tuple(EXTENSION_SUFFIXES)) for path in directory.iterdir())
+
+
 def _build(request: dict, sink, lock: threading.Lock):
     import httpstan.cache
     import httpstan.models
@@ -135,6 +146,9 @@ def _build(request: dict, sink, lock: threading.Lock):
     model_name = httpstan.models.calculate_model_name(request["program_code"])
     directory = httpstan.cache.model_directory(model_name)
     notice = "still building the Stan model; a first build of a program takes about a minute"
+    if not is_built(directory):
+        _emit(sink, lock, f"{NOTICE}building the Stan program ({model_name}): about a minute the first time; "
+                          "httpstan caches it for later runs")
     with _heartbeat(sink, lock, notice), building(directory):
         if remove_broken_build(directory):
             _emit(sink, lock, f"gpdsl: removed an unfinished build of this program from httpstan's cache "
