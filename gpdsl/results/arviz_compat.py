@@ -9,6 +9,7 @@ nothing from this module.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -101,6 +102,16 @@ def from_netcdf(path: str | os.PathLike) -> Any:
             return az.from_netcdf(os.fspath(path), engine=NETCDF_ENGINE)
     with xr.open_datatree(os.fspath(path), engine=NETCDF_ENGINE) as tree:
         return tree.load().copy()
+
+
+def _not_a_one_chain_notice(record: logging.LogRecord) -> bool:
+    """ArviZ 0.x logs "Shape validation failed" for the diagnostics of one chain, which gpdsl shows as undefined
+    ("-") instead: the notice is dropped, any other record kept."""
+    return not record.getMessage().startswith("Shape validation failed")
+
+
+if isinstance(getattr(az, "_log", None), logging.Logger):
+    az._log.addFilter(_not_a_one_chain_notice)
 
 
 def _as_dataset(result: Any) -> xr.Dataset:

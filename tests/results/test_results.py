@@ -436,3 +436,14 @@ def test_the_trace_plot_numbers_chains_from_one_and_names_the_flag_that_chooses_
     labels = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
     assert labels == ["chain 1", "chain 2", "chain 3"]
     assert "choose others with --vars" in figure._suptitle.get_text()
+
+
+def test_the_diagnostics_of_one_chain_print_no_arviz_notice(capfd):
+    from gpdsl.results import arviz_compat
+
+    rng = np.random.default_rng(6)
+    built = build_results({"a": rng.normal(size=(1, 50))})
+    table = summarize(built)
+    assert "Shape validation" not in capfd.readouterr().err
+    assert np.isnan(table.loc["a", "r_hat"]) or table.loc["a", "r_hat"] > 0
+    assert arviz_compat.groups(built)["posterior"].sizes["chain"] == 1
