@@ -293,12 +293,10 @@ def test_plot_latent_dims_count_from_one(tmp_path, capsys):
 
 
 def _usage_error(argv, capsys):
-    capsys.readouterr()
-    try:
-        status = main(argv)
-    except SystemExit as exit_:
-        status = exit_.code
-    return status, capsys.readouterr().err
+    from tests.command_line import run_in_process
+
+    status, _, err, _ = run_in_process(argv, capsys)
+    return status, err
 
 
 def test_a_method_of_the_other_command_is_named_with_its_command(capsys):

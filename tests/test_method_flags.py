@@ -10,7 +10,6 @@ every flag it takes and the smallest settings, on a small model of its family.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import pytest
 from gpdsl.api import check_file
 from gpdsl.cli import EXIT_NOT_CONVERGED, EXIT_OK, EXIT_USER_ERROR, main
 from gpdsl.registry import methods
+from tests.command_line import run_in_process as cli
 
 REPO = Path(__file__).resolve().parents[1]
 QUICK = 20.0
@@ -70,18 +70,6 @@ def work(tmp_path_factory):
 
 def write(path: Path, values: dict) -> None:
     path.write_text(json.dumps({k: np.asarray(v).tolist() if not np.isscalar(v) else v for k, v in values.items()}))
-
-
-def cli(argv, capsys):
-    """``(status, stdout, stderr, seconds)`` of the command line run in-process."""
-    capsys.readouterr()
-    started = time.perf_counter()
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exit_:
-        status = exit_.code
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err, time.perf_counter() - started
 
 
 def command(work, name, extra):

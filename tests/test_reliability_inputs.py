@@ -22,6 +22,7 @@ from gpdsl.cli import main
 from gpdsl.errors import GpdslError
 from gpdsl.registry import methods
 from gpdsl.settings import LARGEST_INT, cli_fields, flag_of
+from tests.command_line import run_in_process
 
 REPO = Path(__file__).resolve().parents[1]
 QUICK = 5.0
@@ -54,14 +55,8 @@ def _json(path, values):
 
 def cli(argv, capsys):
     """``(status, stderr, seconds)`` of the command line run in-process."""
-    capsys.readouterr()
-    started = time.perf_counter()
-    try:
-        status = main([str(a) for a in argv])
-    except SystemExit as exit_:
-        status = exit_.code
-    seconds = time.perf_counter() - started
-    return status, capsys.readouterr().err, seconds
+    status, _, err, seconds = run_in_process(argv, capsys)
+    return status, err, seconds
 
 
 def refused(argv, capsys, culprit, out=None):

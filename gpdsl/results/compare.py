@@ -26,7 +26,7 @@ from gpdsl.errors import GpdslError
 from gpdsl.results import arviz_compat
 from gpdsl.results.elements import checked_var_names, elements
 from gpdsl.results.method_output import TIMING_PARTS, results_json
-from gpdsl.results.summary import MAX_RHAT, MIN_ESS_PER_CHAIN, summarize
+from gpdsl.results.summary import MAX_RHAT, divergent_transitions, failing_diagnostics, summarize
 
 Z_FLAG = 4.0
 MAX_DEFAULT_ELEMENTS = 20
@@ -205,22 +205,20 @@ def convergence_problems(row: Mapping, parameters: pd.DataFrame) -> list[str]:
     parameters : pandas.DataFrame
         Its compared elements (``r_hat``, ``ess_bulk``).
     """
+    high_rhat, low_ess, threshold = failing_diagnostics(parameters, int(row["chains"]))
     problems = []
-    if parameters["r_hat"].notna().any() and float(np.nanmax(parameters["r_hat"])) > MAX_RHAT:
+    if len(high_rhat):
         problems.append(f"max r_hat {float(np.nanmax(parameters['r_hat'])):.3f} > {MAX_RHAT}")
-    needed = MIN_ESS_PER_CHAIN * int(row["chains"])
-    if parameters["ess_bulk"].notna().any() and float(np.nanmin(parameters["ess_bulk"])) < needed:
-        problems.append(f"min bulk ESS {float(np.nanmin(parameters['ess_bulk'])):.0f} < {needed}")
+    if len(low_ess):
+        problems.append(f"min bulk ESS {float(np.nanmin(parameters['ess_bulk'])):.0f} < {threshold}")
     if np.isfinite(row["divergences"]) and row["divergences"] > 0:
         problems.append(f"{int(row['divergences'])} divergences")
     return problems
 
 
 def _divergences(fit: Fit) -> float:
-    stats = fit.groups.get("sample_stats")
-    if stats is None or "diverging" not in stats:
-        return np.nan
-    return float(np.asarray(stats["diverging"].values, dtype=bool).sum())
+    count = divergent_transitions(fit.groups.get("sample_stats"))
+    return np.nan if count is None else float(count)
 
 
 def method_label(results) -> str:

@@ -72,6 +72,29 @@ def summarize(results: Any, var_names: Sequence[str] | None = None) -> pd.DataFr
     return pd.DataFrame.from_dict(rows, orient="index", columns=COLUMNS)
 
 
+def failing_diagnostics(table: pd.DataFrame, n_chains: int) -> tuple[pd.Index, pd.Index, int]:
+    """The elements of a summary table that fail Stan's and ArviZ's guidance.
+
+    Returns
+    -------
+    high_rhat : pandas.Index
+        Elements whose r_hat is above :data:`MAX_RHAT`.
+    low_ess : pandas.Index
+        Elements whose bulk ESS is below ``threshold``.
+    threshold : int
+        :data:`MIN_ESS_PER_CHAIN` per chain.
+    """
+    threshold = MIN_ESS_PER_CHAIN * n_chains
+    return table.index[table["r_hat"] > MAX_RHAT], table.index[table["ess_bulk"] < threshold], threshold
+
+
+def divergent_transitions(sample_stats) -> int | None:
+    """How many transitions ended in a divergence, or None when the sampler records no ``diverging``."""
+    if sample_stats is None or "diverging" not in sample_stats:
+        return None
+    return int(np.asarray(sample_stats["diverging"].values, dtype=bool).sum())
+
+
 def sampler_warnings(results: Any, table: pd.DataFrame | None = None) -> list[str]:
     """Problems a user should know about before trusting the draws.
 
@@ -100,13 +123,12 @@ def sampler_warnings(results: Any, table: pd.DataFrame | None = None) -> list[st
     stats = groups.get("sample_stats")
     if stats is not None:
         total = stats.sizes["chain"] * stats.sizes["draw"]
-        if "diverging" in stats:
-            count = int(np.asarray(stats["diverging"].values, dtype=bool).sum())
-            if count:
-                warnings.append(
-                    f"{count} of {total} transitions ({100 * count / total:.1f}%) ended with a "
-                    "divergence; increase adapt_delta or reparameterise the model"
-                )
+        count = divergent_transitions(stats)
+        if count:
+            warnings.append(
+                f"{count} of {total} transitions ({100 * count / total:.1f}%) ended with a "
+                "divergence; increase adapt_delta or reparameterise the model"
+            )
         if "tree_depth" in stats:
             depth = _max_tree_depth(results, stats)
             count = int((stats["tree_depth"].values >= depth).sum())
@@ -126,15 +148,12 @@ def sampler_warnings(results: Any, table: pd.DataFrame | None = None) -> list[st
                 )
     if table is None:
         table = summarize(results)
-    n_chains = posterior.sizes["chain"]
-    high_rhat = table.index[table["r_hat"] > MAX_RHAT]
+    high_rhat, low_ess, threshold = failing_diagnostics(table, posterior.sizes["chain"])
     if len(high_rhat):
         warnings.append(
             f"r_hat above {MAX_RHAT} for {_listed(high_rhat)} (max {table['r_hat'].max():.4f}); "
             "the chains have not mixed, run longer or check the model"
         )
-    threshold = MIN_ESS_PER_CHAIN * n_chains
-    low_ess = table.index[table["ess_bulk"] < threshold]
     if len(low_ess):
         warnings.append(
             f"ess_bulk below {threshold:g} ({MIN_ESS_PER_CHAIN} per chain) for {_listed(low_ess)} "
