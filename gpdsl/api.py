@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +142,8 @@ class PreparedRun:
         Family, facts, seed, progress, checkpoint and new inputs.
     out : path, optional
         Where the results will be written (checked writable).
+    scalings : dict of str to Scaling
+        How data variables were standardised (:mod:`gpdsl.data.scaling`), recorded in the results.
     """
 
     model: Model
@@ -150,6 +152,7 @@ class PreparedRun:
     settings: Any
     context: RunContext
     out: str | Path | None = None
+    scalings: dict = field(default_factory=dict)
 
 
 def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None,
@@ -173,7 +176,9 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     """
     from gpdsl.storage.atomic import check_writable
     from gpdsl.storage.checkpoint import resumed_seed, run_identity, verify_resumable
-    from gpdsl.data.io import load_data
+    from gpdsl.data.io import read_scaled_data
+    from gpdsl.data.outcome_scale import outcome_scale_warnings
+    from gpdsl.data.validation import validate_data
     from gpdsl.errors import MethodError
     from gpdsl.ir.families import classify, require_priors
     from gpdsl.data.preflight import verify_runnable
@@ -204,7 +209,9 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     if out is not None:
         check_writable(out, "results", inputs=[*read, *([checkpoint] if checkpoint is not None else [])],
                        overwrite=overwrite)
-    data, warnings = load_data(data, model, allow_missing=output_variables(model) if entry.missing_outputs else ())
+    values, scalings = read_scaled_data(data, model)
+    data, warnings = validate_data(model, values, output_variables(model) if entry.missing_outputs else ())
+    warnings += outcome_scale_warnings(model, data, scalings)
     verify_runnable(model, data, settings)
     for warning in warnings if on_warning else ():
         on_warning(warning)
@@ -216,7 +223,8 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
         identity = run_identity(model, data, entry.name, settings, seed, command)
         verify_resumable(checkpoint, identity)
     context = RunContext(family, facts, seed, progress, checkpoint, new_inputs, chain_groups, identity, allow_external)
-    return PreparedRun(model, data, entry, settings, context, out)
+    return PreparedRun(model, data, entry, settings, context, out,
+                       {name: scaling for name, scaling in scalings.items() if name in model.data})
 
 
 def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
@@ -227,6 +235,7 @@ def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
     """
     import time
 
+    from gpdsl.data.scaling import scalings_json
     from gpdsl.results.io import write_netcdf
     from gpdsl.results.method_output import method_results
 
@@ -242,6 +251,8 @@ def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
             output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
         output.attrs = {**output.attrs, "chain_groups": prepared.context.chain_groups}
     output.timings = {**output.timings, "total": time.perf_counter() - started}
+    if prepared.scalings:
+        output.attrs = {**output.attrs, "data_scaling": scalings_json(prepared.scalings)}
     results = method_results(prepared.model, prepared.data, prepared.method.name, prepared.method.engine,
                              prepared.settings, prepared.context.seed, output)
     if prepared.out is not None:

@@ -140,8 +140,12 @@ class RunTask:
     @classmethod
     def of(cls, prepared) -> RunTask:
         """The task of a :class:`~gpdsl.api.PreparedRun`."""
+        from gpdsl.data.scaling import scaling_entries
+
         source = prepared.model.source
-        return cls(source.text, source.name, dict(prepared.data), prepared.method.name, prepared.settings,
+        recorded = {key: value for name, scaling in prepared.scalings.items()
+                    for key, value in scaling_entries(name, scaling.centre, scaling.scale).items()}
+        return cls(source.text, source.name, {**prepared.data, **recorded}, prepared.method.name, prepared.settings,
                    prepared.context.seed, prepared.context.chain_groups, prepared.context.new_inputs)
 
     def prepared(self):

@@ -19,7 +19,7 @@ from gpdsl.cli import options as cli_options
 from gpdsl.cli.options import add_overwrite_flag
 from gpdsl.errors import GpdslError
 
-PLOT_KINDS = ("trace", "pair", "posterior", "latent")
+PLOT_KINDS = ("trace", "pair", "posterior", "predictions", "latent")
 REPORT_URL = "https://github.com/gpdsl/gpdsl/issues"
 EXIT_OK, EXIT_USER_ERROR, EXIT_INTERNAL_ERROR, EXIT_NOT_CONVERGED = 0, 1, 2, 3
 USAGE_LINES = 3
@@ -326,17 +326,25 @@ def _cmd_data(args) -> int:
                       standardize=args.standardize, latent_dims=args.latent_dims, with_target=args.with_target,
                       time=args.time, inputs=args.inputs)
     write_data_json(data, args.output)
-    shapes = ", ".join(f"{k} {'x'.join(map(str, getattr(v, 'shape', ()))) or v}" for k, v in data.items())
-    print(f"wrote {args.output}: {args.name} as {args.form} ({shapes})", file=sys.stderr)
+    shapes = ", ".join(f"{k} {'x'.join(map(str, getattr(v, 'shape', ()))) or v}" for k, v in data.items()
+                       if "__" not in k)
+    scaled = sorted({k.split("__")[0] for k in data if "__" in k})
+    recorded = f"; the centre and scale of {', '.join(scaled)} are written beside them" if scaled else ""
+    print(f"wrote {args.output}: {args.name} as {args.form} ({shapes}){recorded}", file=sys.stderr)
     return 0
 
 
 def _cmd_summary(args) -> int:
     from gpdsl.results.io import read_netcdf
+    from gpdsl.results.original_units import units_note
     from gpdsl.results.summary import format_summary, sampler_warnings, summarize
 
     results = read_netcdf(args.fit)
-    print(format_summary(summarize(results, var_names=args.vars), sampler_warnings(results)))
+    table = summarize(results, var_names=args.vars, group=args.group, original_units=not args.standardized)
+    warnings = sampler_warnings(results) if args.group == "posterior" else []
+    print(format_summary(table, warnings, args.group), end="")
+    note = units_note(results, args.group, table.attrs["original_units"], args.standardized)
+    print(note if note else "", end="\n" if note else "")
     return 0
 
 
@@ -517,6 +525,11 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("fit", metavar="FIT.nc")
     summary.add_argument("--vars", nargs="+", default=None, metavar="NAME",
                          help="variables to summarise (default: every posterior variable)")
+    summary.add_argument("--group", default="posterior", choices=("posterior", "predictions", "posterior_predictive"),
+                         help="the group to summarise (default: posterior)")
+    summary.add_argument("--standardized", action="store_true",
+                         help="show a standardised outcome's predictions as the model saw them, not in the data's "
+                              "original units")
     summary.set_defaults(run=_cmd_summary)
 
     plot = sub.add_parser("plot", help="plot a results file to PNG")
@@ -574,7 +587,8 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--columns", nargs="+", default=None, metavar="NAME", help="input columns, in this order "
                       "(default: all)")
     data.add_argument("--standardize", action="store_true",
-                      help="centre and scale the inputs by their mean and sd over the whole dataset")
+                      help="centre and scale the inputs and a regression target by their mean and sd over the whole "
+                           "dataset, gplvm outputs Y over the rows kept; the centre and scale are written beside them")
     data.add_argument("--latent-dims", type=int, default=None, metavar="Q", help="gplvm: latent dimensions Q")
     data.add_argument("--with-target", action="store_true", help="gplvm: the target as the first column of Y")
     data.add_argument("--time", action="store_true", help="gplvm: also t, each row's position (from 1)")

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from gpdsl.data.scaling import Scaling, split_scaling
 from gpdsl.data.validation import container_values, validate_data
 from gpdsl.errors import DataError
 from gpdsl.ir.nodes import Model
@@ -81,13 +82,33 @@ def read_data(source: str | os.PathLike | Mapping[str, Any], model: Model | None
     Returns
     -------
     dict of str to ndarray, int or float
-        Arrays keep their element type (integers stay integers); 0-d values become Python scalars.
+        Arrays keep their element type (integers stay integers); 0-d values become Python scalars. The
+        record of a standardisation (``v__centre``, ``v__scale``) is set apart (:func:`read_scaled_data`).
 
     Raises
     ------
     DataError
         The file is absent, unreadable, malformed, has an unknown extension, or a value is ragged.
     """
+    return read_scaled_data(source, model)[0]
+
+
+def read_scaled_data(source: str | os.PathLike | Mapping[str, Any],
+                     model: Model | None = None) -> tuple[dict[str, DataValue], dict[str, Scaling]]:
+    """Read data values by name and the record of how they were standardised (see :func:`read_data`).
+
+    Returns
+    -------
+    values : dict of str to ndarray, int or float
+        As :func:`read_data` returns them.
+    scalings : dict of str to Scaling
+        The ``v__centre`` and ``v__scale`` entries of :mod:`gpdsl.data.scaling`, by variable name.
+    """
+    origin = "data" if isinstance(source, Mapping) else f"data file '{source}'"
+    return split_scaling(_read_values(source, model), origin)
+
+
+def _read_values(source, model):
     if isinstance(source, Mapping):
         return {str(name): _from_python(str(name), value, "data") for name, value in source.items()}
     if not isinstance(source, (str, os.PathLike)):

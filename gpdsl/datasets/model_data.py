@@ -7,14 +7,18 @@ Forms, by the model they feed:
 - ``inputs`` -- ``X`` only: new inputs for ``--predict``;
 - ``labels`` -- ``labels``: the class of each row, for ``gpdsl plot --kind latent --labels``;
 - ``series`` -- ``y``: a series for ``gpdsl forecast``;
-- ``gplvm`` -- ``N``, ``D``, ``Q`` and centred outputs ``Y`` (the dataset's inputs as N x D outputs, with
+- ``gplvm`` -- ``N``, ``D``, ``Q`` and outputs ``Y`` centred over the rows kept (the dataset's inputs as N x D outputs, with
   ``--with-target`` its target as the first column): Bayesian GPLVMs; with ``time`` also ``t``, the row's
   position (1, 2, ...) in the dataset, for dynamical GPLVMs; with ``inputs`` those columns as observed
   inputs ``X`` (N x k) rather than outputs, for supervised GPLVMs;
 - ``times`` -- ``t`` only: the positions of rows, new times for a dynamical GPLVM's ``--predict``.
 
-Standardising uses the mean and sd of every row of the dataset, so files of different rows (training
-and new inputs) are on one scale.
+``standardize`` centres and scales each input column and a regression target by its mean and sd over
+every row of the dataset, so files of different rows (training and new inputs) are on one scale; the
+outputs ``Y`` of the gplvm form by their mean and sd over the rows kept. Class labels, series (``gpdsl
+forecast`` standardises them itself) and times are kept as they are. What was done is written beside the
+values (``X__centre``, ``X__scale``, ``y__centre``, ...: :mod:`gpdsl.data.scaling`), and runs keep it in
+their results, so that predictions can be shown in the original units.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from gpdsl.data.scaling import scaling_entries
 from gpdsl.errors import DatasetError
 
 FORMS = ("xy", "inputs", "labels", "series", "gplvm", "times")
@@ -89,7 +94,7 @@ def model_data(dataset, form: str = "xy", *, rows: int | None = None, offset: in
     columns : sequence of str, optional
         Input columns to keep, by name, in this order (all by default).
     standardize : bool
-        Centre and scale each input column by its mean and sd over the whole dataset.
+        Centre and scale the inputs and real-valued outputs (see the module's description).
     latent_dims : int, optional
         ``Q`` of the ``gplvm`` form (required there).
     with_target : bool
@@ -125,17 +130,19 @@ def model_data(dataset, form: str = "xy", *, rows: int | None = None, offset: in
     if inputs and any(c not in names for c in inputs):
         raise DatasetError("the observed inputs (--inputs) must be among the chosen --columns")
     X = X[:, [dataset.feature_names.index(c) for c in names]]
+    y = dataset.y
+    recorded = {}
     if standardize:
-        spread = np.nanstd(X, axis=0)
-        if np.any(spread == 0):
-            raise DatasetError(f"a column of {dataset.name} is constant; it cannot be standardised")
-        X = (X - np.nanmean(X, axis=0)) / spread
-    X, y = X[positions], dataset.y[positions]
+        X, recorded = _standardized(dataset, X, "X")
+        if form == "xy" and dataset.class_names is None:
+            y, y_scaling = _standardized(dataset, y, "y")
+            recorded.update(y_scaling)
+    X, y = X[positions], y[positions]
     n = len(positions)
     if form == "xy":
-        return {"N": n, "D": X.shape[1], "X": X, "y": y}
+        return {"N": n, "D": X.shape[1], "X": X, "y": y, **recorded}
     if form == "inputs":
-        return {"X": X}
+        return {"X": X, **recorded}
     if form == "labels":
         return {"labels": y}
     if form == "series":
@@ -145,12 +152,31 @@ def model_data(dataset, form: str = "xy", *, rows: int | None = None, offset: in
     if latent_dims is None or isinstance(latent_dims, bool) or int(latent_dims) < 1:
         raise DatasetError("the gplvm form needs the number of latent dimensions (--latent-dims Q, Q >= 1)")
     observed = [names.index(c) for c in inputs or []]
-    outputs = X[:, [i for i in range(len(names)) if i not in observed]]
-    Y = np.column_stack([y, outputs]) if with_target else outputs
-    data = {"N": n, "D": Y.shape[1], "Q": int(latent_dims), "Y": Y - np.nanmean(Y, axis=0)}
+    outputs = dataset.X[:, [dataset.feature_names.index(names[i]) for i in range(len(names)) if i not in observed]]
+    Y = np.column_stack([dataset.y, outputs]) if with_target else outputs
+    Y = Y[positions]
+    centre = np.nanmean(Y, axis=0)
+    scale = _spread(dataset, Y) if standardize else np.ones(Y.shape[1])
+    data = {"N": n, "D": Y.shape[1], "Q": int(latent_dims), "Y": (Y - centre) / scale,
+            **scaling_entries("Y", centre, scale)}
     if observed:
         data["X"] = X[:, observed]
+        data.update({key: value[observed] for key, value in recorded.items()})
     return {**data, "t": positions + 1.0} if time else data
+
+
+def _standardized(dataset, values: np.ndarray, name: str) -> tuple[np.ndarray, dict]:
+    """Values centred and scaled by their mean and sd over every row, and the entries that record it."""
+    centre = np.nanmean(values, axis=0)
+    scale = _spread(dataset, values)
+    return (values - centre) / scale, scaling_entries(name, centre, scale)
+
+
+def _spread(dataset, values: np.ndarray) -> np.ndarray:
+    spread = np.nanstd(values, axis=0)
+    if np.any(spread == 0):
+        raise DatasetError(f"a column of {dataset.name} is constant; it cannot be standardised")
+    return spread
 
 
 def load(name: str):

@@ -51,8 +51,8 @@ class Element:
         return float(per_element[self.var_name].isel(self.selection).values)
 
 
-def checked_var_names(dataset: xr.Dataset, var_names: Sequence[str] | None) -> list[str]:
-    """The requested variables, or every variable; an unknown name is a :class:`GpdslError`."""
+def checked_var_names(dataset: xr.Dataset, var_names: Sequence[str] | None, group: str = "posterior") -> list[str]:
+    """The requested variables of the group, or every variable; an unknown name is a :class:`GpdslError`."""
     available = [str(name) for name in dataset.data_vars]
     if var_names is None:
         return available
@@ -61,8 +61,8 @@ def checked_var_names(dataset: xr.Dataset, var_names: Sequence[str] | None) -> l
     unknown = [name for name in var_names if name not in available]
     if unknown:
         raise GpdslError(
-            f"no posterior variable named {', '.join(map(repr, unknown))}",
-            hint=f"the posterior has: {', '.join(available)}",
+            f"no {group} variable named {', '.join(map(repr, unknown))}",
+            hint=f"the {group} group has: {', '.join(available)}",
         )
     return list(var_names)
 

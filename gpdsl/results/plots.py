@@ -19,7 +19,8 @@ from gpdsl.errors import GpdslError
 from gpdsl.results import arviz_compat
 from gpdsl.results.elements import Element, checked_var_names, elements
 
-PLOT_KINDS = ("trace", "pair", "posterior")
+POSTERIOR_KINDS = ("trace", "pair", "posterior")
+PLOT_KINDS = (*POSTERIOR_KINDS, "predictions")
 MAX_TRACE_ROWS = 12
 MAX_PAIR_ELEMENTS = 6
 MAX_POSTERIOR_PANELS = 16
@@ -40,14 +41,15 @@ def plot(
     ----------
     results : arviz.InferenceData or xarray.DataTree
         Results with a ``posterior`` group.
-    kind : {"trace", "pair", "posterior"}
+    kind : {"trace", "pair", "posterior", "predictions"}
         ``trace``: per-chain density and draws against iteration; ``pair``: scatter of every
         pair of elements with histograms on the diagonal; ``posterior``: histogram with the
-        mean and the 90% interval (q5 to q95).
+        mean and the 90% interval (q5 to q95); ``predictions``: the predictions group as bands, a
+        standardised outcome in its original units (:mod:`gpdsl.results.prediction_plot`).
     path : str or path-like
         The PNG file to write.
     var_names : sequence of str, optional
-        Variables to draw; all posterior variables by default.
+        Variables to draw; all posterior (or predictions) variables by default.
 
     Returns
     -------
@@ -63,6 +65,10 @@ def plot(
         raise GpdslError(
             f"unknown plot kind {kind!r}; valid kinds are {', '.join(PLOT_KINDS)}"
         )
+    if kind == "predictions":
+        from gpdsl.results.prediction_plot import draw_predictions
+
+        return save_png(draw_predictions(results, var_names), path)
     groups = arviz_compat.groups(results)
     if "posterior" not in groups:
         raise GpdslError("results have no posterior group to plot")

@@ -12,6 +12,7 @@ import pandas as pd
 from gpdsl.errors import GpdslError
 from gpdsl.results import arviz_compat
 from gpdsl.results.elements import checked_var_names, elements
+from gpdsl.results.original_units import GROUPS, in_original_units, stored_model
 
 COLUMNS = ["mean", "mcse_mean", "sd", "q5", "q50", "q95", "ess_bulk", "ess_tail", "r_hat"]
 DEFAULT_MAX_TREE_DEPTH = 10
@@ -21,7 +22,8 @@ MIN_ESS_PER_CHAIN = 100
 LISTED_NAMES = 8
 
 
-def summarize(results: Any, var_names: Sequence[str] | None = None) -> pd.DataFrame:
+def summarize(results: Any, var_names: Sequence[str] | None = None, group: str = "posterior",
+              original_units: bool = True) -> pd.DataFrame:
     """Posterior statistics and convergence diagnostics, one row per scalar element.
 
     Parameters
@@ -29,7 +31,13 @@ def summarize(results: Any, var_names: Sequence[str] | None = None) -> pd.DataFr
     results : arviz.InferenceData or xarray.DataTree
         Results with a ``posterior`` group.
     var_names : sequence of str, optional
-        Variables to summarise; all posterior variables by default.
+        Variables to summarise; all the group's variables by default.
+    group : str
+        The group to summarise (``predictions``, ``posterior_predictive``: draws like the posterior's).
+    original_units : bool
+        Show the variables of a standardised outcome in its original units
+        (:func:`~gpdsl.results.original_units.in_original_units`); the table's ``attrs["original_units"]``
+        names them.
 
     Returns
     -------
@@ -44,8 +52,11 @@ def summarize(results: Any, var_names: Sequence[str] | None = None) -> pd.DataFr
     GpdslError
         If there is no posterior or a requested variable is not in it.
     """
-    posterior = _group(results, "posterior")
-    names = checked_var_names(posterior, var_names)
+    posterior = _group(results, group)
+    mapped = []
+    if original_units and group in GROUPS:
+        posterior, mapped = in_original_units(results, group, stored_model(results))
+    names = checked_var_names(posterior, var_names, group)
     if _is_point_estimate(posterior):
         ess_bulk = ess_tail = r_hat = mcse_mean = None
     else:
@@ -69,7 +80,9 @@ def summarize(results: Any, var_names: Sequence[str] | None = None) -> pd.DataFr
             "ess_tail": diagnostic(ess_tail),
             "r_hat": diagnostic(r_hat),
         }
-    return pd.DataFrame.from_dict(rows, orient="index", columns=COLUMNS)
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=COLUMNS)
+    table.attrs["original_units"] = [name for name in mapped if name in names]
+    return table
 
 
 def failing_diagnostics(table: pd.DataFrame, n_chains: int) -> tuple[pd.Index, pd.Index, int]:
@@ -162,7 +175,7 @@ def sampler_warnings(results: Any, table: pd.DataFrame | None = None) -> list[st
     return warnings
 
 
-def format_summary(table: pd.DataFrame, warnings: Sequence[str]) -> str:
+def format_summary(table: pd.DataFrame, warnings: Sequence[str], group: str = "posterior") -> str:
     """The summary as terminal text: an aligned table, then the warnings.
 
     Parameters
@@ -170,7 +183,9 @@ def format_summary(table: pd.DataFrame, warnings: Sequence[str]) -> str:
     table : pandas.DataFrame
         The output of :func:`summarize`.
     warnings : sequence of str
-        The output of :func:`sampler_warnings`.
+        The output of :func:`sampler_warnings` (shown for the posterior only).
+    group : str
+        The group summarised.
 
     Returns
     -------
@@ -184,15 +199,13 @@ def format_summary(table: pd.DataFrame, warnings: Sequence[str]) -> str:
     formatters.update(ess_bulk=_whole, ess_tail=_whole, r_hat=lambda value: f"{value:.3f}")
     text = table.to_string(formatters={c: f for c, f in formatters.items() if c in table}, na_rep="-")
     lines = [text, ""]
-    if warnings:
-        lines.append("Warnings:")
-        lines.extend(f"  - {warning}" for warning in warnings)
-    else:
-        lines.append("No sampler warnings.")
-    lines.append("")
+    if group == "posterior":
+        lines += ["Warnings:", *(f"  - {warning}" for warning in warnings)] if warnings else ["No sampler warnings."]
+        lines.append("")
+    quantiles = "posterior quantiles" if group == "posterior" else f"quantiles of the {group} draws"
     lines.append(
         "a point estimate (one draw): no intervals, effective sample sizes or R-hat." if point else
-        "q5/q50/q95 are posterior quantiles; ess_bulk and ess_tail are effective sample sizes "
+        f"q5/q50/q95 are {quantiles}; ess_bulk and ess_tail are effective sample sizes "
         "and r_hat the rank-normalised split R-hat (1.0 at convergence); - where undefined."
     )
     return "\n".join(lines) + "\n"

@@ -10,8 +10,8 @@ import xarray as xr
 
 import gpdsl
 from gpdsl.errors import DataError, GpdslError
+from gpdsl.results.plots import POSTERIOR_KINDS
 from gpdsl.results import (
-    PLOT_KINDS,
     arviz_compat,
     build_results,
     format_summary,
@@ -378,7 +378,7 @@ def test_undefined_diagnostics_are_shown_as_dashes(results):
 # plots ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", PLOT_KINDS)
+@pytest.mark.parametrize("kind", POSTERIOR_KINDS)
 def test_each_plot_kind_writes_a_png(results, tmp_path, kind):
     path = plot(results, kind, tmp_path / f"{kind}.png")
     data = path.read_bytes()
@@ -394,7 +394,7 @@ def test_plot_selected_vector_variable(results, tmp_path):
 def test_plot_many_elements_is_limited(tmp_path):
     rng = np.random.default_rng(4)
     built = build_results({"f": rng.normal(size=(2, 50, 40))}, dims={"f": ["N"]})
-    for kind in PLOT_KINDS:
+    for kind in POSTERIOR_KINDS:
         assert plot(built, kind, tmp_path / f"{kind}.png").read_bytes().startswith(PNG_SIGNATURE)
 
 
