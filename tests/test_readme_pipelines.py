@@ -106,11 +106,17 @@ def run_document(name: str, folder: Path) -> list[str]:
         (folder / "runs.toml").write_text(run_files(text))
     environment = {**os.environ, "PYTHONWARNINGS": "default"}
     problems = []
-    for argv in command_blocks(text):
+    killed = None
+    commands = command_blocks(text)
+    for number, argv in enumerate(commands):
         argv = [part for arg in argv for part in _expanded(arg, folder)]
         started = time.perf_counter()
+        if number + 1 < len(commands) and commands[number + 1][0] == "resume":
+            killed_once_checkpointed(argv, folder, environment)
+            killed = argv
+            continue
         done = subprocess.run([sys.executable, "-m", "gpdsl.cli", *argv], cwd=folder, capture_output=True, text=True,
-                              env=environment)
+                              env=environment, check=False)
         shown = " ".join(argv)
         print(f"{time.perf_counter() - started:7.1f} s  exit {done.returncode}  gpdsl {shown}", flush=True)
         if done.returncode != 0:
@@ -119,12 +125,25 @@ def run_document(name: str, folder: Path) -> list[str]:
         foreign = [line for line in (done.stdout + done.stderr).splitlines()
                    if FOREIGN_WARNING.search(line) and not line.lstrip().startswith("warning:")]
         problems += [f"gpdsl {shown}: {line}" for line in foreign]
-        data = folder / argv[argv.index("--data") + 1] if "--data" in argv else None
+        source = killed if argv[0] == "resume" else argv
+        data = folder / source[source.index("--data") + 1] if "--data" in source else None
         if argv[0] == "run":
             data = folder / tomllib.loads((folder / argv[1]).read_text())["data"]
-        for path in outputs(argv, folder):
+        for path in outputs(source, folder):
             problems += converged_and_sane(path, data if argv[0] != "forecast" else None)
     return problems
+
+
+def killed_once_checkpointed(argv: list[str], folder: Path, environment) -> None:
+    """Start a command that checkpoints and kill it once its first checkpoint is written, as README's reader does."""
+    checkpoint = folder / argv[argv.index("--checkpoint") + 1]
+    process = subprocess.Popen([sys.executable, "-m", "gpdsl.cli", *argv], cwd=folder, env=environment,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while process.poll() is None and not checkpoint.exists():
+        time.sleep(0.1)
+    process.kill()
+    process.wait()
+    assert checkpoint.exists() and not (folder / argv[argv.index("--out") + 1]).exists(), "the run ended unkilled"
 
 
 def _expanded(arg: str, folder: Path) -> list[str]:
