@@ -26,6 +26,7 @@ from gpdsl.inference.mcmc.gplvm_estimate import (
 )
 from gpdsl.inference.mcmc.gplvm_laplace import laplace_proposal, make_laplace
 from gpdsl.inference.methods.latent_chains import chain_report, theta_describer, theta_output
+from gpdsl.inference.predict.gp_prior_latents import count_points
 from gpdsl.inference.progress import counted, draw_stage, stage
 from gpdsl.inference.variational.e_step import make_e_step
 from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian
@@ -165,7 +166,7 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
         Z_draws = output.posterior.get(problem.latent)
         if Z_draws is None:
             raise MethodError("predictions need draws of the latent inputs; run with --latent-sweeps above 0")
-        with draw_stage(f"predictions at {counted(_new_points(context.new_inputs), 'new input')}", theta_draws,
+        with draw_stage(f"predictions at {counted(count_points(context.new_inputs), 'new input')}", theta_draws,
                         shown):
             output.predictions, prediction_dims = draw_predictions(problem, theta_draws, Z_draws, context.new_inputs,
                                                                    jax.random.fold_in(key_latent, 1))
@@ -218,14 +219,6 @@ def draw_predictions(problem: GPLVMProblem, theta_draws, Z_draws, new_inputs, rn
     dims = {f"{output}_new": output_dims, f"{output}_new_mean": output_dims, f"{output}_new_variance": [point],
             f"{latent}_new": latent_dims}
     return {name: np.asarray(value) for name, value in values.items()}, dims
-
-
-def _new_points(new_inputs) -> int:
-    """The new points of ``new_inputs``: rows of a matrix, or of the first input variable of a mapping."""
-    from collections.abc import Mapping
-
-    first = next(iter(new_inputs.values())) if isinstance(new_inputs, Mapping) and new_inputs else new_inputs
-    return len(first)
 
 
 def _sample_stats(result) -> dict:
