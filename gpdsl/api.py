@@ -21,6 +21,9 @@ from gpdsl.semantics.check import check_program
 from gpdsl.semantics.model_text import check_text
 from gpdsl.syntax.parser import parse_file
 
+LARGE_RESULTS_MB = 50
+"""Results at least this large (about two seconds to write) have their write shown as a progress stage."""
+
 
 def check_file(path: str | Path) -> tuple[Model, list[CheckWarning]]:
     """Parse and check a ``.gpm`` file (see :func:`check_text`).
@@ -236,6 +239,7 @@ def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
     import time
 
     from gpdsl.data.scaling import scalings_json
+    from gpdsl.inference.progress import stage
     from gpdsl.results.io import write_netcdf
     from gpdsl.results.method_output import method_results
 
@@ -256,8 +260,17 @@ def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
     results = method_results(prepared.model, prepared.data, prepared.method.name, prepared.method.engine,
                              prepared.settings, prepared.context.seed, output)
     if prepared.out is not None:
-        write_netcdf(results, prepared.out)
+        megabytes = _megabytes(results)
+        with stage(f"writing {prepared.out} ({megabytes:.0f} MB)",
+                   enabled=prepared.context.progress and megabytes >= LARGE_RESULTS_MB):
+            write_netcdf(results, prepared.out)
     return (results, output.state) if keep_state else results
+
+
+def _megabytes(results) -> float:
+    from gpdsl.results.arviz_compat import groups
+
+    return sum(group.nbytes for group in groups(results).values()) / 1e6
 
 
 def _run_reporting_external_failures(prepared: PreparedRun):

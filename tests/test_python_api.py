@@ -75,3 +75,29 @@ def test_fit_runs_and_records_the_keyword_settings(tmp_path):
     assert timings["total"] >= timings["compile"] + timings["warmup"] + timings["sampling"] > 0
     assert list(gpdsl.summarize(results, var_names=["rbf_lengthscale"]).index) == ["rbf_lengthscale[1]"]
     assert "Returns\n" in gpdsl.datasets.model_data.__doc__
+
+
+@pytest.mark.parametrize("progress", [True, False])
+def test_progress_shows_the_fit_the_predictions_and_a_large_write_on_standard_error(tmp_path, capsys, monkeypatch,
+                                                                                     progress):
+    """With ``progress`` each stage a user waits for has its line on standard error (the write of results only from
+    :data:`gpdsl.api.LARGE_RESULTS_MB`, here lowered to 0); without it, nothing."""
+    import gpdsl.api
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-2, 2, size=(20, 1))
+    data = {"N": 20, "D": 1, "X": X, "y": np.sin(X[:, 0]) + 0.1 * rng.normal(size=20)}
+    monkeypatch.setattr(gpdsl.api, "LARGE_RESULTS_MB", 0)
+    capsys.readouterr()
+    gpdsl.fit("models/gp_regression.gpm", data, "ml", seed=0, out=tmp_path / "ml.nc", progress=progress,
+              new_inputs=[[0.5], [1.5]])
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    if not progress:
+        assert captured.err == ""
+        return
+    lines = captured.err.splitlines()
+    for stage in ("type-II maximum likelihood: L-BFGS on the log marginal likelihood", "predictions at 2 new inputs",
+                  f"writing {tmp_path / 'ml.nc'} (0 MB)"):
+        assert f"{stage} ..." in lines
+        assert any(line.startswith(f"{stage}: done in ") for line in lines), stage

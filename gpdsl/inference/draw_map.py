@@ -7,9 +7,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gpdsl.inference import progress
+
 
 def over_draws(function, *draws, batch: int = 256):
     """``function`` of one draw applied to every draw of ``(chain, draw, ...)`` arrays, in compiled batches.
+
+    Each finished batch moves the bar of the :func:`~gpdsl.inference.progress.stage` it runs in by its draws.
 
     Returns
     -------
@@ -19,6 +23,9 @@ def over_draws(function, *draws, batch: int = 256):
     chains, num = np.shape(draws[0])[:2]
     flat = [jnp.reshape(jnp.asarray(d), (chains * num,) + np.shape(d)[2:]) for d in draws]
     batched = jax.jit(jax.vmap(function))
-    parts = [batched(*[d[i:i + batch] for d in flat]) for i in range(0, chains * num, batch)]
-    joined = jax.tree_util.tree_map(lambda *leaves: np.concatenate([np.asarray(x) for x in leaves]), *parts)
+    parts = []
+    for i in range(0, chains * num, batch):
+        parts.append(jax.tree_util.tree_map(np.asarray, batched(*[d[i:i + batch] for d in flat])))
+        progress.advance(min(batch, chains * num - i))
+    joined = jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves), *parts)
     return jax.tree_util.tree_map(lambda x: x.reshape((chains, num) + x.shape[1:]), joined)

@@ -23,7 +23,6 @@ is named (:mod:`gpdsl.inference.chain_health`): when all of them are stuck the r
 from __future__ import annotations
 
 import json
-import sys
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ import gpdsl.numerics.float64  # noqa: F401
 from gpdsl.storage import compilation_cache
 from gpdsl.storage.atomic import atomic_target
 from gpdsl.errors import GpdslError
+from gpdsl.inference.progress import bar as progress_bar
 from gpdsl.inference.chain_health import (
     TRY_WHEN_STUCK,
     StuckChainsError,
@@ -209,7 +209,7 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     timings = {"compile": 0.0, "warmup": 0.0, "sampling": 0.0, "resumed_at": record.iteration}
 
     total = num_warmup + num_draws
-    bar = _progress_bar(total, record.iteration, progress)
+    bar = progress_bar(total, initial=record.iteration, enabled=progress)
     try:
         while record.iteration < total:
             if record.iteration == num_warmup and chain_block is None:
@@ -217,8 +217,12 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
             adapting = record.iteration < num_warmup
             phase_end = num_warmup if adapting else total
             length = min(segment_size, phase_end - record.iteration)
+            if bar is not None and length not in runner.compiled:
+                bar.set_description("compiling")
             compile_seconds = runner.prepare(states, length)
             timings["compile"] += compile_seconds
+            if bar is not None:
+                bar.set_description("warmup" if adapting else "sampling")
             tic = time.perf_counter()
             states, draws, infos = runner.run(states, record.iteration, length, adapting)
             jax.block_until_ready((states, draws, infos))
@@ -227,7 +231,6 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
             if checkpoint_path is not None:
                 record.save(checkpoint_path, states, rng_key)
             if bar is not None:
-                bar.set_description("warmup" if adapting else "sampling")
                 bar.update(length)
             if on_segment is not None:
                 on_segment(record.iteration, "warmup" if adapting else "sampling")
@@ -451,11 +454,3 @@ def _unflat(stored, prefix, like, check_shapes=True):
         if check_shapes and old.shape != new.shape:
             raise GpdslError(f"the checkpoint's chain state has shape {new.shape} where this run has {old.shape}")
     return jax.tree.unflatten(treedef, restored)
-
-
-def _progress_bar(total, done, enabled):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=done, file=sys.stderr, unit="it", dynamic_ncols=True)

@@ -22,6 +22,7 @@ import numpy as np
 from jax import lax
 
 from gpdsl.errors import MethodError
+from gpdsl.inference import progress
 from gpdsl.inference.driver import split_over_devices
 from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.inference.mcmc.ess import ess_step
@@ -119,13 +120,14 @@ def latent_inputs_sweeps(problem: GPLVMProblem, theta, rng_key, Z, sweeps: int, 
 
 
 def sample_latent_inputs(problem: GPLVMProblem, theta_draws, rng_key, *, initial_Z, sweeps: int = 20,
-                         thin: int = 1, max_shrinks: int = 100) -> np.ndarray:
+                         thin: int = 1, max_shrinks: int = 100, segment_size: int = 100) -> np.ndarray:
     """One draw of ``Z`` per retained hyperparameter draw, each chain warm-started along its draws.
 
     For each chain the draws ``theta_draws[c, ::thin]`` are visited in order; at each one ``sweeps``
     steps of :func:`latent_inputs_sweeps` start from the ``Z`` kept at the previous draw (``initial_Z``
-    at the first) and the last state is kept (spec decision #8: thin by 10, 20 sweeps). Compiled once:
-    a ``lax.scan`` over the draws, ``vmap`` over the chains, which are split over the host devices.
+    at the first) and the last state is kept (spec decision #8: thin by 10, 20 sweeps). Compiled as a
+    ``lax.scan`` over ``segment_size`` draws, ``vmap`` over the chains, which are split over the host devices;
+    each segment moves the bar of the :func:`~gpdsl.inference.progress.stage` it runs in by its draws.
 
     Parameters
     ----------
@@ -143,6 +145,8 @@ def sample_latent_inputs(problem: GPLVMProblem, theta_draws, rng_key, *, initial
         Keep every ``thin``-th hyperparameter draw (the first included).
     max_shrinks : int
         See :func:`~gpdsl.inference.mcmc.ess.ess_step`.
+    segment_size : int
+        Draws per compiled segment (the draws do not depend on it).
 
     Returns
     -------
@@ -152,26 +156,32 @@ def sample_latent_inputs(problem: GPLVMProblem, theta_draws, rng_key, *, initial
     Raises
     ------
     MethodError
-        Missing outputs, wrong shapes, or non-positive ``sweeps`` or ``thin``.
+        Missing outputs, wrong shapes, or non-positive ``sweeps``, ``thin`` or ``segment_size``.
     """
-    _check(problem, sweeps=sweeps, thin=thin)
+    _check(problem, sweeps=sweeps, thin=thin, segment_size=segment_size)
     theta_draws = jnp.asarray(theta_draws, dtype=jnp.float64)
     if theta_draws.ndim != 3 or theta_draws.shape[2] != problem.theta_dim:
         raise MethodError(f"theta_draws must have shape (chains, draws, {problem.theta_dim}); got {theta_draws.shape}")
     theta_draws = theta_draws[:, ::thin]
     chains, kept = theta_draws.shape[:2]
-    starts = jnp.broadcast_to(_initial(problem, initial_Z, (2, 3)), (chains, problem.num_points, problem.latent_dim))
+    Z = jnp.broadcast_to(_initial(problem, initial_Z, (2, 3)), (chains, problem.num_points, problem.latent_dim))
+    keys = jax.vmap(lambda key: jax.random.split(key, kept))(jax.random.split(rng_key, chains))
 
-    def chain(key, thetas, Z):
+    def segment(keys, thetas, Z):
         def visit(Z, inputs):
             key, theta = inputs
             Z, _ = latent_inputs_sweeps(problem, theta, key, Z, sweeps, max_shrinks)
             return Z, Z
 
-        return lax.scan(visit, Z, (jax.random.split(key, kept), thetas))[1]
+        return lax.scan(visit, Z, (keys, thetas))
 
-    run = jax.jit(split_over_devices(jax.vmap(chain), chains, (True, True, True)))
-    return np.asarray(run(jax.random.split(rng_key, chains), theta_draws, starts))
+    run = jax.jit(split_over_devices(jax.vmap(segment), chains, (True, True, True)))
+    parts = []
+    for start in range(0, kept, segment_size):
+        Z, part = run(keys[:, start:start + segment_size], theta_draws[:, start:start + segment_size], Z)
+        parts.append(np.asarray(part))
+        progress.advance(chains * parts[-1].shape[1])
+    return np.concatenate(parts, axis=1)
 
 
 def ess_chain(problem: GPLVMProblem, theta, rng_key, initial_Z, num_samples: int, thin: int = 1,

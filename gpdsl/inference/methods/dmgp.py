@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpdsl.errors import MethodError
+from gpdsl.inference.progress import counted, stage
 from gpdsl.settings.fitting import DMGPSettings
 
 
@@ -117,11 +118,13 @@ def run_dmgp(model, data, settings: DMGPSettings, context):
     from gpdsl.inference.families.deep_mahalanobis import deep_mahalanobis_view
 
     problem = deep_mahalanobis_view(model, data, context.facts)
-    fit = fit_dmgp(problem, replace(settings, seed=context.seed), progress=context.progress,
-                   checkpoint=context.checkpoint, identity=context.checkpoint_identity)
+    with stage("deep Mahalanobis GP: Adam on the collapsed bound", enabled=context.progress):
+        fit = fit_dmgp(problem, replace(settings, seed=context.seed), progress=context.progress,
+                       checkpoint=context.checkpoint, identity=context.checkpoint_identity)
     predictive = latent_variance = None
     if context.new_inputs is not None:
-        mean, latent_variance = fit.predict(context.new_inputs)
+        with stage(f"predictions at {counted(len(context.new_inputs), 'new input')}", enabled=context.progress):
+            mean, latent_variance = fit.predict(context.new_inputs)
         predictive = (mean, latent_variance + fit.noise_variance())
     variational = {name: np.asarray(value).tolist() for name, value in fit.variational._asdict().items()}
     output = point_estimate_output(fit, variational, "collapsed DVMGP bound", problem.output, predictive,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from gpdsl.errors import MethodError
+from gpdsl.inference.progress import counted, stage
 from gpdsl.settings.fitting import DSDGPSettings
 
 
@@ -120,11 +121,13 @@ def run_dsdgp(model, data, settings: DSDGPSettings, context):
 
     problem = deep_gp_view(model, data, context.facts)
     settings = replace(settings, seed=context.seed)
-    fit = fit_dsdgp(problem, settings, progress=context.progress, checkpoint=context.checkpoint,
-                    identity=context.checkpoint_identity)
+    with stage("deep GP: Adam on the doubly-stochastic bound", enabled=context.progress):
+        fit = fit_dsdgp(problem, settings, progress=context.progress, checkpoint=context.checkpoint,
+                        identity=context.checkpoint_identity)
     predictive = None
     if context.new_inputs is not None:
-        predictive = fit.predict(context.new_inputs, settings.predict_samples, settings.seed)
+        with stage(f"predictions at {counted(len(context.new_inputs), 'new input')}", enabled=context.progress):
+            predictive = fit.predict(context.new_inputs, settings.predict_samples, settings.seed)
     variational = [{name: np.asarray(value).tolist() for name, value in layer._asdict().items()}
                    for layer in fit.layers]
     output = point_estimate_output(fit, variational, "doubly-stochastic variational deep GP",

@@ -26,6 +26,8 @@ from gpdsl.inference.mcmc.gplvm_estimate import (
 )
 from gpdsl.inference.mcmc.gplvm_laplace import laplace_proposal, make_laplace
 from gpdsl.inference.methods.latent_chains import chain_report, theta_describer, theta_output
+from gpdsl.inference.predict.gp_prior_latents import count_points
+from gpdsl.inference.progress import counted, draw_stage, stage
 from gpdsl.inference.variational.e_step import make_e_step
 from gpdsl.inference.variational.gp_prior_q import GPPriorGaussian
 from gpdsl.inference.variational.vem import VEMFit, fit_vem_starts
@@ -129,8 +131,11 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
     """Fit the variational start, run the chains, and collect a :class:`~gpdsl.results.method_output.MethodOutput`."""
     blocks, block_names = block_indices(problem, settings.blocks)
     require_observed(problem, "pm-gplvm")
-    fit = fit_vem_starts(problem, variational_settings(problem, settings, context.seed), progress=context.progress)
-    log_terms, screen = make_log_terms(problem, settings, fit)
+    shown = context.progress
+    with stage(f"variational start: {counted(settings.vem_starts, 'fit')} by vem", enabled=shown):
+        fit = fit_vem_starts(problem, variational_settings(problem, settings, context.seed), progress=shown)
+    with stage(f"{settings.proposal} proposal", enabled=shown):
+        log_terms, screen = make_log_terms(problem, settings, fit)
     init, step = make_blocked_metropolis(
         log_terms, blocks, initial_covariance=settings.initial_covariance, g0=settings.g0,
         epsilon=settings.adapt_epsilon, adapt_after_warmup=settings.adapt_after_warmup,
@@ -138,7 +143,9 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
     key_start, key_init, key_run, key_latent = jax.random.split(jax.random.PRNGKey(context.seed), 4)
     theta_ml = jnp.asarray(fit.params.theta)
     starts = theta_ml + settings.start_noise * jax.random.normal(key_start, (settings.chains, theta_ml.size))
-    states = jax.jit(jax.vmap(init))(jax.random.split(key_init, settings.chains), starts)
+    with stage(f"starting {counted(settings.chains, 'chain')}: compiling, and estimating p(Y | X, xi) at each start",
+               enabled=shown):
+        states = jax.block_until_ready(jax.jit(jax.vmap(init))(jax.random.split(key_init, settings.chains), starts))
     result = run_chains(step, states, key_run, settings.warmup, settings.draws,
                         extract=lambda s: {"theta": s.position, "log_marginal": s.mh.log_density[0],
                                            "log_prior": s.mh.log_density[1]},
@@ -154,20 +161,24 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
     output.timings = dict(result.timings)
     output.report = _report(problem, fit, block_names, result, settings)
     if settings.latent_sweeps:
-        add_latent_draws(output, problem, theta_draws, fit.mean, settings.latent_sweeps, key_latent)
+        add_latent_draws(output, problem, theta_draws, fit.mean, settings.latent_sweeps, key_latent, progress=shown)
     if context.new_inputs is not None:
         Z_draws = output.posterior.get(problem.latent)
         if Z_draws is None:
             raise MethodError("predictions need draws of the latent inputs; run with --latent-sweeps above 0")
-        output.predictions, prediction_dims = draw_predictions(problem, theta_draws, Z_draws, context.new_inputs,
-                                                               jax.random.fold_in(key_latent, 1))
+        with draw_stage(f"predictions at {counted(count_points(context.new_inputs), 'new input')}", theta_draws,
+                        shown):
+            output.predictions, prediction_dims = draw_predictions(problem, theta_draws, Z_draws, context.new_inputs,
+                                                                   jax.random.fold_in(key_latent, 1))
         output.dims.update(prediction_dims)
     return output
 
 
-def add_latent_draws(output, problem: GPLVMProblem, theta_draws, initial_Z, sweeps: int, rng_key) -> None:
+def add_latent_draws(output, problem: GPLVMProblem, theta_draws, initial_Z, sweeps: int, rng_key, *,
+                     progress: bool = False) -> None:
     """Draws of the latent inputs given each kept ``theta`` (Alg. 2), and from them the pointwise log-likelihood
-    (given a draw of ``F``) and replicates of the outputs, into ``output``."""
+    (given a draw of ``F``) and replicates of the outputs, into ``output``; each stage shows a bar on standard
+    error with ``progress``."""
     from gpdsl.inference.mcmc.latent_inputs_ess import sample_latent_inputs
     from gpdsl.inference.predict.supervised_gplvm import (
         log_likelihood,
@@ -176,10 +187,14 @@ def add_latent_draws(output, problem: GPLVMProblem, theta_draws, initial_Z, swee
 
     key_z, key_f, key_y = jax.random.split(rng_key, 3)
     started = time.perf_counter()
-    Z_draws = sample_latent_inputs(problem, theta_draws, key_z, initial_Z=initial_Z, sweeps=sweeps)
+    with draw_stage(f"latent inputs: {counted(sweeps, 'elliptical slice step')} per draw", theta_draws, progress):
+        Z_draws = sample_latent_inputs(problem, theta_draws, key_z, initial_Z=initial_Z, sweeps=sweeps)
     output.posterior[problem.latent] = Z_draws
-    output.log_likelihood = {problem.output: log_likelihood(problem, theta_draws, Z_draws, key_f, per_output=True)}
-    output.posterior_predictive = {problem.output: replicate_outputs(problem, theta_draws, Z_draws, key_y)}
+    with draw_stage("pointwise log-likelihood", theta_draws, progress):
+        log_likelihoods = log_likelihood(problem, theta_draws, Z_draws, key_f, per_output=True)
+    output.log_likelihood = {problem.output: log_likelihoods}
+    with draw_stage("posterior predictive replicates", theta_draws, progress):
+        output.posterior_predictive = {problem.output: replicate_outputs(problem, theta_draws, Z_draws, key_y)}
     output.report["latent_seconds"] = time.perf_counter() - started
 
 

@@ -10,8 +10,7 @@ posterior (``chain = 1``, ``draw = 1``) with ``sample_stats.lp`` (the objective)
 
 from __future__ import annotations
 
-
-
+from gpdsl.inference.progress import counted, stage
 from gpdsl.settings.fitting import MLSettings
 
 
@@ -33,10 +32,12 @@ def fit_gp_regression(model, data, settings: MLSettings, facts=None):
 
 def run_ml(model, data, settings: MLSettings, context):
     """Run ``ml``; returns a one-draw :class:`~gpdsl.results.method_output.MethodOutput`."""
-    fit = fit_gp_regression(model, data, settings, context.facts)
+    with stage("type-II maximum likelihood: L-BFGS on the log marginal likelihood", enabled=context.progress):
+        fit = fit_gp_regression(model, data, settings, context.facts)
     output = ml_output(fit)
     if context.new_inputs is not None:
-        output.predictions, dims = ml_predictions(fit, context.new_inputs)
+        with stage(f"predictions at {counted(len(context.new_inputs), 'new input')}", enabled=context.progress):
+            output.predictions, dims = ml_predictions(fit, context.new_inputs)
         output.dims.update(dims)
     output.state = fit
     return output

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from gpdsl.errors import GpdslError, MethodError
+from gpdsl.inference.progress import counted, say, stage
 from gpdsl.settings.sampling import SequentialSettings
 
 CHECKPOINT_VERSION = 1
@@ -84,15 +85,15 @@ def run_sequential(model, data, settings: SequentialSettings, context):
                 from error
         record.add(thetas, fs, time.perf_counter() - started)
         record.save(context)
-        if context.progress:
-            import sys
-
-            print(f"sequential: step {t}/{view.steps} in {record.seconds[-1]:.1f} s", file=sys.stderr)
+        say(f"sequential: step {t}/{view.steps} in {record.seconds[-1]:.1f} s", enabled=context.progress)
     output = _output(view, record, settings)
     if context.new_inputs is not None:
         from gpdsl.inference.predict.sequential import predict_steps
 
-        draws = predict_steps(view, settings.window, record.thetas, record.fs, new_inputs, jax.random.fold_in(key, 0))
+        with stage(f"predictions at {counted(new_inputs.shape[1], 'new input')} of every step", total=view.steps,
+                   unit="step", enabled=context.progress):
+            draws = predict_steps(view, settings.window, record.thetas, record.fs, new_inputs,
+                                  jax.random.fold_in(key, 0))
         output.predictions = {f"{view.name}_new": draws[None]}
         output.dims[f"{view.name}_new"] = [view.time_size, f"{view.node.statement.inputs.index_shape[1]}_new"]
     return output

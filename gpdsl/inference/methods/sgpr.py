@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-
+from gpdsl.inference.progress import counted, stage
 from gpdsl.settings.fitting import SGPRSettings
 
 
@@ -24,11 +24,13 @@ def run_sgpr(model, data, settings: SGPRSettings, context):
     from gpdsl.inference.variational.sgpr_fit import fit_sgpr
 
     problem = gp_regression_view(model, data, context.facts)
-    fit = fit_sgpr(problem, replace(settings, seed=context.seed), progress=context.progress,
-                   checkpoint=context.checkpoint, identity=context.checkpoint_identity)
+    with stage(f"sparse GP regression: {settings.optimizer} on the bound", enabled=context.progress):
+        fit = fit_sgpr(problem, replace(settings, seed=context.seed), progress=context.progress,
+                       checkpoint=context.checkpoint, identity=context.checkpoint_identity)
     output = sgpr_output(fit)
     if context.new_inputs is not None:
-        output.predictions, dims = sgpr_predictions(fit, context.new_inputs)
+        with stage(f"predictions at {counted(len(context.new_inputs), 'new input')}", enabled=context.progress):
+            output.predictions, dims = sgpr_predictions(fit, context.new_inputs)
         output.dims.update(dims)
     output.state = fit
     return output

@@ -8,30 +8,27 @@ steps), and predicts as it does (``--predict`` with new outputs fits ``q(X*)``).
 
 from __future__ import annotations
 
-
+from gpdsl.inference.progress import stage
 from gpdsl.settings.fitting import SVIGPLVMSettings
 
 
 def run_svi_gplvm(model, data, settings: SVIGPLVMSettings, context):
     """Fit the Bayesian GPLVM the registry classified (``context.facts``) by Adam on minibatches."""
     from gpdsl.inference.families.gplvm import gplvm_view
-    from gpdsl.inference.methods.vem import vem_output, vem_predictions
+    from gpdsl.inference.methods.vem import fitted_output
     from gpdsl.inference.variational.minibatch_gplvm import as_vem_fit, fit_minibatch_gplvm
 
     problem = gplvm_view(model, data, context.facts)
     vem_settings = settings.vem_settings(context.seed)
-    fit = fit_minibatch_gplvm(problem, vem_settings, batch_size=settings.batch_size,
-                              noise_fixed_steps=settings.noise_fixed_steps, steps=settings.steps,
-                              learning_rate=settings.learning_rate, chunk=settings.chunk, seed=context.seed,
-                              progress=context.progress, checkpoint=context.checkpoint,
-                              identity=context.checkpoint_identity)
-    vem_fit = as_vem_fit(problem, vem_settings, fit, settings.learning_rate, settings.batch_size)
-    output = vem_output(model, vem_fit)
-    if context.new_inputs is not None:
-        output.predictions, prediction_dims = vem_predictions(model, vem_fit, context.new_inputs)
-        output.dims.update(prediction_dims)
-    output.state = vem_fit
-    return output
+    with stage(f"minibatch variational GPLVM: {settings.noise_fixed_steps + settings.steps} Adam steps",
+               enabled=context.progress):
+        fit = fit_minibatch_gplvm(problem, vem_settings, batch_size=settings.batch_size,
+                                  noise_fixed_steps=settings.noise_fixed_steps, steps=settings.steps,
+                                  learning_rate=settings.learning_rate, chunk=settings.chunk, seed=context.seed,
+                                  progress=context.progress, checkpoint=context.checkpoint,
+                                  identity=context.checkpoint_identity)
+    return fitted_output(model, as_vem_fit(problem, vem_settings, fit, settings.learning_rate, settings.batch_size),
+                         context)
 
 
 def svi_gplvm_report(results, model, settings: SVIGPLVMSettings):

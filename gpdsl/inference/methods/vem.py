@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from gpdsl.errors import GpdslError
+from gpdsl.inference.progress import counted, stage
 from gpdsl.settings.fitting import VEMSettings
 
 INDUCING_DIMS = ["M"]
@@ -30,10 +31,22 @@ def run_vem(model, data, settings: VEMSettings, context):
     from gpdsl.inference.variational.vem import fit_vem_starts
 
     problem = gplvm_view(model, data, context.facts)
-    fit = fit_vem_starts(problem, replace(settings, seed=context.seed), progress=context.progress)
-    output = vem_output(model, fit)
+    with stage(f"variational EM: L-BFGS on the bound, {counted(settings.starts, 'start')}", enabled=context.progress):
+        fit = fit_vem_starts(problem, replace(settings, seed=context.seed), progress=context.progress)
+    return fitted_output(model, fit, context)
+
+
+def fitted_output(model, fit, context):
+    """The method output of a variational fit of a GPLVM (:func:`vem_output`), with its predictions at
+    ``context.new_inputs`` when given (:func:`vem_predictions`); each a progress stage with ``context.progress``."""
+    from gpdsl.inference.predict.gp_prior_latents import count_points
+
+    with stage("the means and variances of q(X)", enabled=context.progress):
+        output = vem_output(model, fit)
     if context.new_inputs is not None:
-        output.predictions, prediction_dims = vem_predictions(model, fit, context.new_inputs)
+        with stage(f"predictions at {counted(count_points(context.new_inputs), 'new point')}",
+                   enabled=context.progress):
+            output.predictions, prediction_dims = vem_predictions(model, fit, context.new_inputs)
         output.dims.update(prediction_dims)
     output.state = fit
     return output

@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from gpdsl.inference.progress import say
 from gpdsl.storage.atomic import atomic_target
 from gpdsl.storage.checkpoint import CheckpointError
 
@@ -289,7 +290,7 @@ def maximise(objective: Callable, x0, phases, *, learning_rate: float = 0.01, ke
     chunk : int
         Steps per compiled chunk.
     progress : bool
-        Print the mean objective of each chunk.
+        Print the mean objective of each chunk on standard error.
     checkpoint : path, optional
         Write the state after each chunk; resume from it when it exists.
     identity : dict, optional
@@ -343,8 +344,7 @@ def maximise(objective: Callable, x0, phases, *, learning_rate: float = 0.01, ke
         if checkpoint is not None:
             _save(checkpoint, schedule, phase, done, trace, carry, key, origin, identity)
         if progress:
-            print(f"  step {total + length}: objective {trace[-1]:.6g} (mean of the last {length} steps)",
-                  flush=True)
+            say(f"  step {total + length}: objective {trace[-1]:.6g} (mean of the last {length} steps)")
         if report is not None:
             report(total + length, trace[-1])
     return AdamResult(np.asarray(carry.x), np.asarray(carry.gradient), np.asarray(trace), sum(schedule),

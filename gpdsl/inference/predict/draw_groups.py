@@ -19,6 +19,7 @@ NUTS writes its pointwise groups from Stan's generated quantities (the same quan
 
 from __future__ import annotations
 
+from gpdsl.inference.progress import counted, draw_stage
 from gpdsl.likelihoods import LIKELIHOODS
 
 _REPLICATE_STREAM, _PREDICTION_STREAM = 1, 2
@@ -36,11 +37,15 @@ def gp_regression_groups(output, model, data, facts, context, pointwise: bool = 
     problem = gp_regression_view(model, data, facts)
     theta = draws.unconstrained_draws(problem, output.posterior)
     if pointwise:
-        output.log_likelihood = {problem.target: draws.gp_regression_log_likelihood(problem, theta)}
-        output.posterior_predictive = {
-            problem.target: draws.gp_regression_replicates(problem, theta, jax.random.fold_in(key, _REPLICATE_STREAM))}
+        with draw_stage("pointwise log-likelihood", theta, context.progress):
+            output.log_likelihood = {problem.target: draws.gp_regression_log_likelihood(problem, theta)}
+        with draw_stage("posterior predictive replicates", theta, context.progress):
+            output.posterior_predictive = {problem.target: draws.gp_regression_replicates(
+                problem, theta, jax.random.fold_in(key, _REPLICATE_STREAM))}
     if new_inputs is not None:
-        values = draws.gp_regression_new_draws(problem, theta, new_inputs, jax.random.fold_in(key, _PREDICTION_STREAM))
+        with draw_stage(f"predictions at {counted(len(new_inputs), 'new input')}", theta, context.progress):
+            values = draws.gp_regression_new_draws(problem, theta, new_inputs,
+                                                   jax.random.fold_in(key, _PREDICTION_STREAM))
         _set_predictions(output, problem, values)
 
 
@@ -60,12 +65,16 @@ def latent_gp_groups(output, model, data, facts, context, pointwise: bool = True
     f = None if f is None else problem.without_mean(theta, f)
     target = problem.node.likelihood.target.name
     if pointwise and f is not None and problem.likelihood in LIKELIHOODS:
-        output.log_likelihood = {target: draws.latent_log_likelihood(problem, theta, f)}
-        output.posterior_predictive = {
-            target: draws.latent_replicates(problem, theta, f, jax.random.fold_in(key, _REPLICATE_STREAM))}
+        with draw_stage("pointwise log-likelihood", theta, context.progress):
+            output.log_likelihood = {target: draws.latent_log_likelihood(problem, theta, f)}
+        with draw_stage("posterior predictive replicates", theta, context.progress):
+            output.posterior_predictive = {
+                target: draws.latent_replicates(problem, theta, f, jax.random.fold_in(key, _REPLICATE_STREAM))}
     if new_inputs is not None:
-        values = draws.latent_new_draws(problem, theta, f, new_inputs, jax.random.fold_in(key, _PREDICTION_STREAM),
-                                        approximation, tol)
+        how = "" if f is not None else f" ({approximation} at each draw)"
+        with draw_stage(f"predictions at {counted(len(new_inputs), 'new input')}{how}", theta, context.progress):
+            values = draws.latent_new_draws(problem, theta, f, new_inputs,
+                                            jax.random.fold_in(key, _PREDICTION_STREAM), approximation, tol)
         _set_predictions(output, problem, values)
 
 

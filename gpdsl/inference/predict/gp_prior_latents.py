@@ -111,6 +111,14 @@ def prior_points(fit: VEMFit | GPLVMProblem, new_inputs) -> np.ndarray:
     return points
 
 
+def count_points(new_inputs) -> int:
+    """The number of new points in ``new_inputs``: the rows of an array, or of the first value of a mapping
+    (the components of the inputs, or new outputs)."""
+    if isinstance(new_inputs, Mapping):
+        new_inputs = next(iter(new_inputs.values()), ())
+    return len(np.atleast_1d(np.asarray(new_inputs, dtype=object)))
+
+
 def _points_from_components(inputs, values: Mapping) -> np.ndarray:
     names = [name for name in inputs.names]
     if None in names:

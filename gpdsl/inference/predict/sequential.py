@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.errors import DataError
+from gpdsl.inference import progress
 from gpdsl.numerics.linalg import cholesky
 from gpdsl.numerics import GP_JITTER
 
@@ -41,7 +42,8 @@ def step_moments(view, t: int, window: int, thetas, fs: list, X_new):
 
 
 def predict_steps(view, window: int, thetas: list, fs: list, X_new, rng_key) -> np.ndarray:
-    """Draws of f at the new inputs of every step, ``(M, T, m)``: one per state."""
+    """Draws of f at the new inputs of every step, ``(M, T, m)``: one per state. Each step moves the bar of the
+    :func:`~gpdsl.inference.progress.stage` it runs in by one."""
     draws = []
     for t in range(1, view.steps + 1):
         means, covariances = step_moments(view, t, window, thetas[t - 1], fs, X_new[t - 1])
@@ -49,4 +51,5 @@ def predict_steps(view, window: int, thetas: list, fs: list, X_new, rng_key) -> 
         chols = jax.vmap(lambda c: cholesky(c + eye))(covariances)
         normals = jax.random.normal(jax.random.fold_in(rng_key, t), means.shape, jnp.float64)
         draws.append(np.asarray(means + jnp.einsum("kij,kj->ki", chols, normals)))
+        progress.advance(1)
     return np.stack(draws, axis=1)

@@ -29,6 +29,7 @@ from jax import lax
 from jax.scipy.special import logsumexp
 
 from gpdsl.errors import DataError
+from gpdsl.inference import progress
 from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.inference.mcmc.gplvm_estimate import require_observed
 from gpdsl.inference.predict.gp_prior_latents import prior_points
@@ -37,6 +38,7 @@ from gpdsl.numerics.linalg import cholesky, cholesky_with_jitter, solve_triangul
 from gpdsl.numerics import GP_JITTER
 
 BATCH = 64
+CHUNK = 4 * BATCH
 
 
 class DrawPredictions(NamedTuple):
@@ -281,7 +283,10 @@ def log_likelihood(problem: GPLVMProblem, theta_draws, Z_draws, rng_key, *, per_
 
 
 def _over_draws(one, problem: GPLVMProblem, theta_draws, Z_draws, rng_key) -> tuple[np.ndarray, ...]:
-    """``one(theta, Z, key) -> tuple of arrays`` over all draws (compiled once, in batches), each ``(chains, draws, ...)``."""
+    """``one(theta, Z, key) -> tuple of arrays`` over all draws, each ``(chains, draws, ...)``: compiled, vmapped over
+    batches of :data:`BATCH` draws, run :data:`CHUNK` draws at a time, each chunk moving the bar of the
+    :func:`~gpdsl.inference.progress.stage` it runs in (a chunk holds whole batches, so the batches are those of one
+    run over all draws)."""
     theta_draws = jnp.asarray(theta_draws, dtype=jnp.float64)
     Z_draws = jnp.asarray(Z_draws, dtype=jnp.float64)
     chains, draws = theta_draws.shape[:2]
@@ -291,5 +296,9 @@ def _over_draws(one, problem: GPLVMProblem, theta_draws, Z_draws, rng_key) -> tu
                         f"{theta_draws.shape} and {Z_draws.shape}")
     flat = (theta_draws.reshape(chains * draws, -1), Z_draws.reshape(chains * draws, *expected[2:]),
             jax.random.split(rng_key, chains * draws))
-    outputs = jax.jit(lambda xs: lax.map(lambda x: one(*x), xs, batch_size=BATCH))(flat)
-    return tuple(np.asarray(o).reshape(chains, draws, *o.shape[1:]) for o in outputs)
+    program = jax.jit(lambda xs: lax.map(lambda x: one(*x), xs, batch_size=BATCH))
+    parts = []
+    for start in range(0, max(chains * draws, 1), CHUNK):
+        parts.append([np.asarray(o) for o in program(tuple(x[start:start + CHUNK] for x in flat))])
+        progress.advance(len(parts[-1][0]))
+    return tuple(np.concatenate(o).reshape(chains, draws, *o[0].shape[1:]) for o in zip(*parts))

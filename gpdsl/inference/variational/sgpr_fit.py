@@ -21,6 +21,7 @@ import numpy as np
 from gpdsl.errors import MethodError, NumericalError
 from gpdsl.inference.families.gp_regression import GPRegression
 from gpdsl.inference.optimise import lbfgs
+from gpdsl.inference.progress import say
 from gpdsl.inference.optimise.marginal_likelihood import FittedHyperparameters, initial_theta, softplus_coordinates
 from gpdsl.inference.predict.gp_regression import Prediction
 from gpdsl.inference.predict.latent_gp import check_new_inputs
@@ -142,7 +143,7 @@ def fit_sgpr(problem: GPRegression, settings: SGPRSettings, *, progress: bool = 
     settings : SGPRSettings
         Inducing inputs, their initialisation and seed, starting values, the optimiser and its options.
     progress : bool
-        Print the bound every 50 iterations (L-BFGS) or every chunk (Adam).
+        Print the bound every 50 iterations (L-BFGS) or every chunk (Adam) on standard error.
     checkpoint : path, optional
         Adam only: write the optimiser's state after every chunk, and resume from it when it exists.
     identity : dict, optional
@@ -221,7 +222,7 @@ def _lbfgs(negative, x0, held, settings, progress, started, labels):
         trace.append(-value)
         times.append(time.perf_counter() - started)
         if progress and len(trace) % 50 == 1:
-            print(f"  iteration {len(trace) - 1}: objective {trace[-1]:.6g}", flush=True)
+            say(f"  iteration {len(trace) - 1}: objective {trace[-1]:.6g}")
 
     run = lbfgs.minimize_restarting(fun, x0, restarts=settings.restarts, max_iterations=settings.max_iterations,
                                     max_evaluations=settings.max_evaluations, ftol=settings.ftol,

@@ -27,6 +27,7 @@ from gpdsl.errors import MethodError, NumericalError
 from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.settings import VEMSettings
 from gpdsl.inference.optimise import lbfgs
+from gpdsl.inference.progress import say
 from gpdsl.inference.variational.collapsed_bound import (
     collapsed_bound,
     collapsed_bound_missing,
@@ -377,7 +378,7 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
     initial : VariationalParams, optional
         Starting point (default :func:`initial_params`).
     progress : bool
-        Print the bound every 50 iterations.
+        Print the bound every 50 iterations on standard error.
     latent_q : LatentQ, optional
         The family of ``q(X)``; by default the one that matches the model's prior (``problem.latent_q()``).
 
@@ -417,7 +418,7 @@ def fit_vem(problem: GPLVMProblem, settings: VEMSettings | None = None, *, initi
         trace.append(-value)
         times.append(time.perf_counter() - started)
         if progress and len(trace) % 50 == 0:
-            print(f"  iteration {len(trace) - 1}: bound {trace[-1]:.4f}", flush=True)
+            say(f"  iteration {len(trace) - 1}: bound {trace[-1]:.4f}")
 
     options = {"ftol": settings.ftol, "gtol": settings.gtol, "callback": callback, "scale_blocks": labels,
                "memory": settings.memory}

@@ -154,6 +154,35 @@ def test_thinning_visits_only_the_kept_draws(three_points):
     assert not np.allclose(draws[0], draws[1])
 
 
+def test_segments_give_the_draws_of_one_scan_over_all_draws_and_move_the_stage(three_points, monkeypatch):
+    """The draws are computed a segment of draws at a time (for progress): bit for bit those of the single scan over
+    all draws the sampler ran before, each segment moving the stage's bar by its draws of every chain."""
+    from jax import lax
+
+    from gpdsl.inference import progress
+
+    problem, theta, _ = three_points
+    theta_draws = np.asarray(theta) + 0.1 * np.random.default_rng(6).normal(size=(2, 7, 3))
+    key, start = jax.random.key(8), np.full((3, 1), 0.5)
+
+    def chain(key, thetas, Z):
+        def visit(Z, inputs):
+            Z, _ = latent_inputs_sweeps(problem, inputs[1], inputs[0], Z, 2)
+            return Z, Z
+
+        return lax.scan(visit, Z, (jax.random.split(key, 7), thetas))[1]
+
+    one_scan = np.asarray(jax.jit(jax.vmap(chain))(jax.random.split(key, 2), theta_draws,
+                                                   np.broadcast_to(start, (2, 3, 1))))
+    steps = []
+    monkeypatch.setattr(progress, "advance", steps.append)
+    segments = sample_latent_inputs(problem, theta_draws, key, initial_Z=start, sweeps=2, segment_size=3)
+    np.testing.assert_array_equal(segments, one_scan)
+    assert steps == [6, 6, 2]
+    with pytest.raises(MethodError, match="segment_size"):
+        sample_latent_inputs(problem, theta_draws, key, initial_Z=start, sweeps=2, segment_size=0)
+
+
 def test_sweeps_are_traceable_and_vmappable(three_points):
     problem, theta, _ = three_points
     run = jax.jit(jax.vmap(lambda key, Z: latent_inputs_sweeps(problem, theta, key, Z, 5)))

@@ -227,3 +227,22 @@ def test_replicates_follow_their_distribution(setting, given_outputs):
     if not given_outputs:
         mean, covariance = np.zeros((N, D)), K
     assert_moments(replicates[0], mean, covariance + noise * np.eye(N))
+
+
+def test_chunks_of_draws_give_the_values_of_one_map_over_all_draws(setting, monkeypatch):
+    """Draws run a chunk of whole batches at a time (for progress): the values are bit for bit those of one program
+    over all draws, and each chunk moves the stage's bar by its draws."""
+    from gpdsl.inference import progress
+    from gpdsl.inference.predict import supervised_gplvm
+
+    problem, theta_draws, Z_draws = setting
+    monkeypatch.setattr(supervised_gplvm, "BATCH", 2)
+    monkeypatch.setattr(supervised_gplvm, "CHUNK", 100)
+    whole = predict(problem, theta_draws, Z_draws, X[:2] + 0.5, jax.random.key(3))
+    steps = []
+    monkeypatch.setattr(supervised_gplvm, "CHUNK", 4)
+    monkeypatch.setattr(progress, "advance", steps.append)
+    chunked = predict(problem, theta_draws, Z_draws, X[:2] + 0.5, jax.random.key(3))
+    for name, values in whole._asdict().items():
+        np.testing.assert_array_equal(getattr(chunked, name), values, err_msg=name)
+    assert steps == [4, 2]
