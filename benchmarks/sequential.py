@@ -21,7 +21,8 @@ The whole runs go through ``gpdsl.run``; the full baseline's steps are timed one
 calls the engine's public functions directly: the step chain
 (:func:`gpdsl.inference.methods.sequential.step_chain`) on the model's sequential view
 (:func:`gpdsl.inference.families.sequential.sequential_view`, ``gpdsl.ir.families.classify``) and z-space prior
-(:func:`gpdsl.inference.mcmc.z_space.z_prior`). The data are the tegner2018_sequential case study's.
+(:func:`gpdsl.inference.mcmc.z_space.z_prior`). The data are the tegner2018_sequential case study's
+(:func:`gpdsl.datasets.tegner_sequential`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from case_studies.tegner2018_sequential.simulate_data import SIGMA_Y, simulate  # noqa: E402
+from gpdsl.datasets import tegner_sequential as simulate  # noqa: E402
+from gpdsl.datasets.synthetic import TEGNER_SIGMA_Y as SIGMA_Y  # noqa: E402
 
 MODEL = REPO / "models" / "sequential_latent_gp.gpm"
 

@@ -262,8 +262,39 @@ def test_data_forms_for_predictions_labels_and_gplvms(cache):
     np.testing.assert_array_equal(values["t"], np.arange(1, 154))
 
 
+def test_data_writes_the_simulated_sequential_data_the_model_reads(cache, capsys):
+    from gpdsl.api import check_file
+    from gpdsl.data.io import load_data
+    from gpdsl.datasets import tegner_sequential
+
+    out = cache / "seq.json"
+    assert main(["data", "tegner_sequential", "--steps", "3", "--rows", "6", "--seed", "7", "-o", str(out)]) == 0
+    assert "tegner_sequential simulated (T 3, N 6, t 3, X 3x6x2, y 3x6)" in capsys.readouterr().err
+    model, _ = check_file("models/sequential_latent_gp.gpm")
+    data, _ = load_data(out, model)
+    expected, _ = tegner_sequential(steps=3, n=6, seed=7)
+    assert (data["T"], data["N"]) == (3, 6)
+    for name in ("t", "X", "y"):
+        np.testing.assert_array_equal(np.asarray(data[name]), expected[name])
+
+
+def test_data_simulated_is_reproducible_by_seed(cache):
+    def written(name, *flags):
+        assert main(["data", "tegner_sequential", "--steps", "2", "--rows", "5", *flags, "-o", str(cache / name)]) == 0
+        return (cache / name).read_bytes()
+
+    first = written("a.json", "--seed", "3")
+    assert written("b.json", "--seed", "3") == first
+    assert written("c.json", "--seed", "4") != first
+    assert written("default.json") == written("paper.json", "--seed", "2018")
+
+
 @pytest.mark.parametrize("argv, fragment", [
     (["data", "pima_t", "-o", "x.json"], "did you mean 'pima_tr'?"),
+    (["data", "tegner_sequential", "--columns", "x1", "-o", "x.json"],
+     "--columns does not apply to tegner_sequential, a simulated dataset"),
+    (["data", "pima_tr", "--steps", "3", "-o", "x.json"], "--steps does not apply to pima_tr"),
+    (["data", "tegner_sequential", "--steps", "0", "-o", "x.json"], "steps must be an integer >= 1"),
     (["data", "pima_tr", "--columns", "glucose", "-o", "x.json"], "did you mean 'glu'?"),
     (["data", "pima_tr", "--rows", "500", "-o", "x.json"], "rows must be an integer in [1, 200]"),
     (["data", "pima_tr", "--as", "gplvm", "-o", "x.json"], "--latent-dims"),

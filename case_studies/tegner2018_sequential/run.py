@@ -9,7 +9,7 @@ Usage::
 
 Each prints its figures and writes ``results/<experiment>[_quick].json`` and a ``.png`` beside it (generated
 outputs, not kept in git). The paper's settings are the defaults; ``--quick`` shrinks T, N and M to check the
-pipeline in minutes. The data come from ``simulate_data.py`` (Sec. 4.1, seeded) and ``option_data.py``
+pipeline in minutes. The data come from ``gpdsl.datasets.tegner_sequential`` (Sec. 4.1, seeded) and ``option_data.py``
 (Sec. 4.2); the pricing likelihood is ``gpdsl.testing.external_likelihoods.call_price_log_likelihood``, an
 external plug-in. The runs go through the public API (``gpdsl.run``, ``gpdsl.settings``, ``gpdsl.results``); the
 held-out step of ``prediction.py`` uses engine functions (see there), and the outputs are written by
@@ -32,7 +32,8 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 
 import gpdsl  # noqa: E402
-from case_studies.tegner2018_sequential.simulate_data import SIGMA_Y, simulate  # noqa: E402
+from gpdsl.datasets import tegner_sequential as simulate  # noqa: E402
+from gpdsl.datasets.synthetic import TEGNER_SIGMA_Y as SIGMA_Y  # noqa: E402
 from gpdsl.storage.atomic import atomic_write_text  # noqa: E402
 from gpdsl.settings import SequentialSettings  # noqa: E402
 

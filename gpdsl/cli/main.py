@@ -310,7 +310,7 @@ def _report_comparison(comparison, table, png) -> None:
 
 def _cmd_data(args) -> int:
     """``gpdsl data``: list the packaged datasets, or write one in the format the models read."""
-    from gpdsl.datasets.model_data import load, loaders, model_data, write_data_json
+    from gpdsl.datasets.model_data import Simulator, load, loaders, model_data, simulated_data, write_data_json
     from gpdsl.errors import DataError
 
     if args.list:
@@ -321,16 +321,32 @@ def _cmd_data(args) -> int:
         raise DataError("give a dataset NAME and -o FILE.json (or --list)")
     from gpdsl.storage.atomic import check_writable
 
+    simulated = isinstance(loaders().get(args.name), Simulator)
+    table_flags = {"--as": args.form is not None, "--offset": args.offset != 0, "--columns": args.columns,
+                   "--standardize": args.standardize, "--latent-dims": args.latent_dims is not None,
+                   "--with-target": args.with_target, "--time": args.time, "--inputs": args.inputs}
+    given = [flag for flag, used in table_flags.items() if used] if simulated else \
+        [flag for flag, value in (("--steps", args.steps), ("--seed", args.seed)) if value is not None]
+    if given:
+        kind = "a simulated dataset: it takes --steps, --rows and --seed" if simulated else \
+            "a table: --steps and --seed are for simulated datasets (--list)"
+        raise DataError(f"{given[0]} does not apply to {args.name}, {kind}")
     check_writable(args.output, "data", overwrite=args.overwrite)
-    data = model_data(load(args.name), args.form, rows=args.rows, offset=args.offset, columns=args.columns,
-                      standardize=args.standardize, latent_dims=args.latent_dims, with_target=args.with_target,
-                      time=args.time, inputs=args.inputs)
+    if simulated:
+        data = simulated_data(args.name, steps=args.steps, rows=args.rows, seed=args.seed)
+        how = "simulated"
+    else:
+        form = args.form or "xy"
+        data = model_data(load(args.name), form, rows=args.rows, offset=args.offset, columns=args.columns,
+                          standardize=args.standardize, latent_dims=args.latent_dims, with_target=args.with_target,
+                          time=args.time, inputs=args.inputs)
+        how = f"as {form}"
     write_data_json(data, args.output)
     shapes = ", ".join(f"{k} {'x'.join(map(str, getattr(v, 'shape', ()))) or v}" for k, v in data.items()
                        if "__" not in k)
     scaled = sorted({k.split("__")[0] for k in data if "__" in k})
     recorded = f"; the centre and scale of {', '.join(scaled)} are written beside them" if scaled else ""
-    print(f"wrote {args.output}: {args.name} as {args.form} ({shapes}){recorded}", file=sys.stderr)
+    print(f"wrote {args.output}: {args.name} {how} ({shapes}){recorded}", file=sys.stderr)
     return 0
 
 
@@ -429,7 +445,8 @@ EXAMPLES = {
     "plot": "gpdsl plot pm.nc --kind trace -o trace.png\n  gpdsl plot bgplvm.nc --kind latent --dims 1 2 "
             "--labels labels.json -o latent.png",
     "compare": "gpdsl compare nuts.nc pm.nc --reference nuts.nc -o table.md --plot forest.png",
-    "data": "gpdsl data --list\n  gpdsl data pima_tr --rows 100 --columns glu bmi ped --standardize -o data.json",
+    "data": "gpdsl data --list\n  gpdsl data pima_tr --rows 100 --columns glu bmi ped --standardize -o data.json\n"
+            "  gpdsl data tegner_sequential --steps 5 --rows 40 --seed 2018 -o seq.json",
     "forecast": "gpdsl forecast models/gp_narx.gpm --data series.json --lag 12 --train 48 --out fc.nc",
 }
 
@@ -579,10 +596,15 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("-o", "--output", default=None, metavar="FILE.json")
     add_overwrite_flag(data)
     data.add_argument("--list", action="store_true", help="list the datasets")
-    data.add_argument("--as", dest="form", choices=FORMS, default="xy",
-                      help="xy: N, D, X, y (regression, classification); inputs: X (for --predict); labels; "
-                           "series: y (forecast); gplvm: N, D, Q, centred Y (with --time also t); times: t")
-    data.add_argument("--rows", type=int, default=None, help="rows to keep (default: all from --offset)")
+    data.add_argument("--as", dest="form", choices=FORMS, default=None,
+                      help="xy (default): N, D, X, y (regression, classification); inputs: X (for --predict); "
+                           "labels; series: y (forecast); gplvm: N, D, Q, centred Y (with --time also t); times: t")
+    data.add_argument("--rows", type=int, default=None, help="rows to keep (default: all from --offset); of a "
+                      "simulated dataset, rows per step N (default: its own)")
+    data.add_argument("--steps", type=int, default=None, metavar="T",
+                      help="simulated dataset: time steps T (default: its own)")
+    data.add_argument("--seed", type=int, default=None,
+                      help="simulated dataset: seed of the draw, the same seed the same data (default: its own)")
     data.add_argument("--offset", type=int, default=0, help="rows to skip first")
     data.add_argument("--columns", nargs="+", default=None, metavar="NAME", help="input columns, in this order "
                       "(default: all)")

@@ -3,14 +3,15 @@
 Files are looked up in a mirror (``GPDSL_DATA_MIRROR`` or ``mirror=``), then in the user cache
 (``GPDSL_CACHE_DIR``, ``$XDG_CACHE_HOME/gpdsl`` or ``~/.cache/gpdsl``), then downloaded from a
 public URL into the cache; every file with a registered sha256 is verified. See ``docs/datasets.md``.
-Simulated data from the papers' generators need no file: :func:`sinusoids` (Gadd, Wade & Shah 2021).
+Simulated data from the papers' generators need no file: :func:`sinusoids` (Gadd, Wade & Shah 2021),
+:func:`tegner_sequential` (Tegner, Bloem-Reddy & Roberts 2018).
 """
 
 from gpdsl.datasets.dataset import Dataset
 from gpdsl.datasets.oil_flow import oil_flow
 from gpdsl.datasets.model_data import loaders, model_data, write_data_json
 from gpdsl.datasets.r_datasets import air_passengers, airquality, pima_tr
-from gpdsl.datasets.synthetic import sinusoids
+from gpdsl.datasets.synthetic import sinusoids, tegner_sequential
 from gpdsl.datasets.registry import (
     REGISTRY,
     DatasetEntry,
@@ -54,5 +55,5 @@ __all__ = [
     "abalone", "abalone_male_female",
     "airquality", "air_passengers", "pima_tr",
     "loaders", "model_data", "write_data_json",
-    "sinusoids",
+    "sinusoids", "tegner_sequential",
 ]

@@ -19,6 +19,9 @@ outputs ``Y`` of the gplvm form by their mean and sd over the rows kept. Class l
 forecast`` standardises them itself) and times are kept as they are. What was done is written beside the
 values (``X__centre``, ``X__scale``, ``y__centre``, ...: :mod:`gpdsl.data.scaling`), and runs keep it in
 their results, so that predictions can be shown in the original units.
+
+A simulated dataset (a :class:`Simulator`, e.g. ``tegner_sequential``) has no table and no forms: its generator
+writes the model's data directly (:func:`simulated_data`), sized by steps and rows and drawn with a seed.
 """
 
 from __future__ import annotations
@@ -46,9 +49,23 @@ class Loader:
     description: str
 
 
+@dataclass(frozen=True)
+class Simulator:
+    """A simulated dataset ``gpdsl data`` can write: its generator, one line on it, and its default sizes.
+
+    ``simulate(steps, rows, seed)`` returns the model's data as a dict (the variables by name).
+    """
+
+    simulate: Callable[[int, int, int], dict]
+    description: str
+    steps: int
+    rows: int
+    seed: int
+
+
 @functools.cache
-def loaders() -> dict[str, Loader]:
-    """The datasets ``gpdsl data`` writes, by name (``offline``: shipped by a dependency)."""
+def loaders() -> dict[str, Loader | Simulator]:
+    """The datasets ``gpdsl data`` writes, by name (``offline``: shipped by a dependency or simulated)."""
     from gpdsl import datasets as d
 
     def entry(name):
@@ -73,6 +90,11 @@ def loaders() -> dict[str, Loader]:
         "energy": Loader(d.energy, entry("energy")),
         "wine_quality_red": Loader(d.wine_quality_red, entry("wine_quality_red")),
         "boston": Loader(d.boston, entry("boston")),
+        "tegner_sequential": Simulator(
+            lambda steps, rows, seed: d.tegner_sequential(steps, rows, seed)[0],
+            "Tegner et al. (2018) Sec. 4.1: y of a 3-D GP at --steps T times x --rows N inputs, for "
+            "models/sequential_latent_gp.gpm (default T 20, N 200, --seed 2018); simulated, offline",
+            steps=20, rows=200, seed=2018),
     }
 
 
@@ -180,13 +202,67 @@ def _spread(dataset, values: np.ndarray) -> np.ndarray:
 
 
 def load(name: str):
-    """The dataset ``name`` of :func:`loaders`, loaded."""
+    """The dataset ``name`` of :func:`loaders`, loaded (a simulated one: :func:`simulated_data`)."""
+    entry = _entry(name)
+    if isinstance(entry, Simulator):
+        raise DatasetError(f"{name} is simulated: it has no table to load",
+                           hint=f"simulated_data('{name}', steps=..., rows=..., seed=...) returns its data")
+    return entry.load()
+
+
+def simulated_data(name: str, *, steps: int | None = None, rows: int | None = None,
+                   seed: int | None = None) -> dict[str, Any]:
+    """The data of a simulated dataset of :func:`loaders`, as its model reads them.
+
+    Parameters
+    ----------
+    name : str
+        A :class:`Simulator` of :func:`loaders` (e.g. ``"tegner_sequential"``).
+    steps : int, optional
+        Time steps ``T`` (the dataset's default if not given).
+    rows : int, optional
+        Rows (inputs) per step ``N`` (the dataset's default if not given).
+    seed : int, optional
+        Seed of the draw (the dataset's default if not given): the same seed gives the same data.
+
+    Returns
+    -------
+    dict
+        Variables by name, NumPy arrays and ints (write them with :func:`write_data_json`).
+
+    Raises
+    ------
+    DatasetError
+        An unknown or tabular dataset, or steps, rows or seed that are not integers (steps and rows >= 1,
+        seed >= 0).
+
+    Examples
+    --------
+    >>> from gpdsl.datasets.model_data import simulated_data
+    >>> data = simulated_data("tegner_sequential", steps=2, rows=5, seed=1)
+    >>> data["T"], data["N"], data["X"].shape
+    (2, 5, (2, 5, 2))
+    """
+    entry = _entry(name)
+    if not isinstance(entry, Simulator):
+        raise DatasetError(f"{name} is not simulated: it has no steps or seed",
+                           hint="model_data(name, form, rows=..., ...) writes a table's rows")
+    values = {"steps": entry.steps if steps is None else steps, "rows": entry.rows if rows is None else rows,
+              "seed": entry.seed if seed is None else seed}
+    for what, value in values.items():
+        least = 0 if what == "seed" else 1
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+            raise DatasetError(f"{name}: {what} must be an integer >= {least}; got {value!r}")
+    return entry.simulate(int(values["steps"]), int(values["rows"]), int(values["seed"]))
+
+
+def _entry(name: str) -> Loader | Simulator:
     from gpdsl.suggest import unknown_name_hint
 
     known = loaders()
     if name not in known:
         raise DatasetError(f"unknown dataset '{name}'", hint=unknown_name_hint(name, known, "datasets"))
-    return known[name].load()
+    return known[name]
 
 
 def write_data_json(data: dict, path: str | os.PathLike) -> None:

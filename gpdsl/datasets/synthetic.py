@@ -51,3 +51,65 @@ def sinusoids(N: int = 30, frequencies=(1, 1, 1, 1, 1, 1), noise_sd: float = 0.0
     x = np.linspace(0.0, 4 * np.pi, N)
     Y = f(x) + noise_sd * np.random.default_rng(seed).normal(size=(N, 6))
     return x, Y, f
+
+
+TEGNER_SIGMA_F, TEGNER_MU_F, TEGNER_SIGMA_Y = 1.0, 0.5, 0.3
+"""The true ``sigma_f``, ``mu_f`` and ``sigma_y`` of :func:`tegner_sequential` (Tegner et al. 2018, Sec. 4.1)."""
+
+
+def tegner_sequential(steps: int = 20, n: int = 200, seed: int = 2018) -> tuple[dict, dict]:
+    """Tegner, Bloem-Reddy & Roberts's (2018, Sec. 4.1) 3-D GP regression data, for sequential sampling.
+
+    ``steps`` times equally spaced on [0, 1]; at each, ``n`` fresh inputs uniform on the unit square; one joint
+    draw of ``f`` over all ``steps * n`` points ``(t, x)`` from the GP with the separable squared-exponential
+    kernel ``sigma_f^2 exp(-|x - x'|^2 / (2 l_x^2) - (t - t')^2 / (2 l_t^2))`` (one ``l_x`` per dimension);
+    then ``y_t = f_t + mu_f + noise`` with noise sd ``sigma_y`` (:data:`TEGNER_SIGMA_F`, :data:`TEGNER_MU_F`,
+    :data:`TEGNER_SIGMA_Y`). The length-scales ``(l_x1, l_x2, l_t)`` are drawn from U(0, sqrt 10) with the seed,
+    a draw below 0.1 redrawn (it would make white noise). The data of ``models/sequential_latent_gp.gpm``;
+    ``gpdsl data tegner_sequential --steps T --rows N --seed S -o FILE.json`` writes them.
+
+    Parameters
+    ----------
+    steps : int
+        Number of time steps ``T``.
+    n : int
+        Inputs per step ``N``.
+    seed : int
+        Seed of the length-scales, inputs, ``f`` and noise (the same seed gives the same data).
+
+    Returns
+    -------
+    data : dict
+        ``T``, ``N``, ``t`` (T,), ``X`` (T, N, 2), ``y`` (T, N).
+    truth : dict
+        ``f`` (T, N) without ``mu_f``, ``lengthscales`` ``(l_x1, l_x2, l_t)``, ``sigma_f``, ``mu_f``,
+        ``sigma_y``, ``seed``.
+
+    Examples
+    --------
+    >>> from gpdsl.datasets import tegner_sequential
+    >>> data, truth = tegner_sequential(steps=3, n=10, seed=1)
+    >>> data["X"].shape, data["y"].shape
+    ((3, 10, 2), (3, 10))
+    """
+    rng = np.random.default_rng(seed)
+    ell = []
+    for _ in range(3):
+        value = 0.0
+        while value < 0.1:
+            value = rng.uniform(0, np.sqrt(10))
+        ell.append(value)
+    ell = np.asarray(ell)
+    t = np.linspace(0, 1, steps)
+    X = rng.uniform(0, 1, size=(steps, n, 2))
+    points_x = X.reshape(-1, 2)
+    points_t = np.repeat(t, n)
+    distance = ((points_x[:, None, :] - points_x[None]) ** 2 / ell[:2] ** 2).sum(-1)
+    distance += (points_t[:, None] - points_t[None]) ** 2 / ell[2] ** 2
+    K = TEGNER_SIGMA_F ** 2 * np.exp(-0.5 * distance) + 1e-6 * np.eye(steps * n)
+    f = (np.linalg.cholesky(K) @ rng.normal(size=steps * n)).reshape(steps, n)
+    y = f + TEGNER_MU_F + TEGNER_SIGMA_Y * rng.normal(size=(steps, n))
+    data = {"T": steps, "N": n, "t": t, "X": X, "y": y}
+    truth = {"f": f, "lengthscales": ell, "sigma_f": TEGNER_SIGMA_F, "mu_f": TEGNER_MU_F,
+             "sigma_y": TEGNER_SIGMA_Y, "seed": seed}
+    return data, truth

@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import arviz as az
+with warnings.catch_warnings():
+    # ArviZ 0.x announces its 1.x refactor on its first import of each day: a notice to ArviZ's own users,
+    # printed in the middle of gpdsl's output (gpdsl runs on both: this module).
+    warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning)
+    import arviz as az
 import numpy as np
 import pandas as pd
 import xarray as xr

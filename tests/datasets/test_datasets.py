@@ -340,3 +340,27 @@ def test_corrupted_mirror_file_is_rejected(tmp_path):
     expected = registry.get_entry("pima").file(csv.name).sha256
     assert "sha256 mismatch" in str(caught.value) and expected in str(caught.value)
     assert datasets.sha256_of(csv) in str(caught.value)
+
+
+def test_tegner_sequential_follows_its_seed_and_the_paper_s_truth():
+    from gpdsl.datasets.model_data import simulated_data
+
+    data, truth = datasets.tegner_sequential(steps=4, n=30, seed=5)
+    again, _ = datasets.tegner_sequential(steps=4, n=30, seed=5)
+    other, _ = datasets.tegner_sequential(steps=4, n=30, seed=6)
+    assert (data["T"], data["N"]) == (4, 30) and data["X"].shape == (4, 30, 2) and data["y"].shape == (4, 30)
+    np.testing.assert_array_equal(data["t"], np.linspace(0, 1, 4))
+    for name in ("X", "y"):
+        np.testing.assert_array_equal(data[name], again[name])
+        assert not np.array_equal(data[name], other[name])
+    assert np.all((data["X"] >= 0) & (data["X"] <= 1))
+    assert np.all((truth["lengthscales"] >= 0.1) & (truth["lengthscales"] <= np.sqrt(10)))
+    noise = data["y"] - truth["f"] - truth["mu_f"]
+    assert (truth["sigma_f"], truth["mu_f"], truth["sigma_y"]) == (1.0, 0.5, 0.3)
+    assert 0.2 < noise.std() < 0.4
+    written = simulated_data("tegner_sequential", steps=4, rows=30, seed=5)
+    np.testing.assert_array_equal(written["y"], data["y"])
+    with pytest.raises(DatasetError, match="is simulated"):
+        datasets.model_data("tegner_sequential")
+    with pytest.raises(DatasetError, match="is not simulated"):
+        simulated_data("pima_tr")
