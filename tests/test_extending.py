@@ -430,6 +430,19 @@ def test_method_registered_runs_from_python_and_cli(toy_method, regression_data,
     assert "--draws must be an integer >= 1" in capsys.readouterr().err
 
 
+def test_the_guide_s_commands_are_the_ones_run_here():
+    from pathlib import Path
+
+    from tests.test_readme_pipelines import command_blocks
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "extending.md").read_text()
+    assert command_blocks(guide) == [
+        ["methods", "models/gp_regression.gpm"],
+        ["sample", "models/gp_regression.gpm", "--data", "d.json", "--method", "toy-prior", "--draws", "20", "--seed",
+         "8", "--out", "prior.nc"],
+    ]
+
+
 def toy_entry_point():
     """What a plugin's ``gpdsl.methods`` entry point names: a callable returning its methods."""
     return [TOY_METHOD]
