@@ -1,6 +1,7 @@
 """Every command block of README.md and docs/inference.md, run in order as a user would from a fresh folder.
 
-Each command must exit 0 and print no warning that is not gpdsl's own; each run it makes must have converged
+Each command must exit 0 and print no warning that is not gpdsl's own (as tests/test_demo.py tells them
+apart, with a first run's cache); each run it makes must have converged
 (R-hat <= 1.01 for every parameter of a sampler's run, the optimiser's own convergence for a fit: exit 0)
 and be sane (a Gaussian likelihood's noise variance below the outputs' variance). docs/extending.md's
 commands need the toy method that tests/test_extending.py registers, which runs them.
@@ -22,14 +23,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.test_demo import RUN_MODULE, first_run_cache, third_party_warnings
+
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 SKIPPED = ("...", "HOST", "--scheduler")
 """Placeholders, and runs on a Dask cluster (the same runs; tests/test_dask.py runs them on one)."""
-
-FOREIGN_WARNING = re.compile(r"(Warning|warn\(|WARNING)")
-"""A line that names a warning; gpdsl's own start with 'warning:'."""
 
 NOISE_VARIANCE = {
     "gp_regression": lambda p: p["noise"] ** 2,
@@ -104,7 +104,9 @@ def run_document(name: str, folder: Path) -> list[str]:
     (folder / "models").symlink_to(ROOT / "models")
     if run_files(text):
         (folder / "runs.toml").write_text(run_files(text))
-    environment = {**os.environ, "PYTHONWARNINGS": "default"}
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+                   "XDG_CACHE_HOME": str(first_run_cache(folder / ".cache"))}
+    environment.pop("PYTHONWARNINGS", None)
     problems = []
     killed = None
     commands = command_blocks(text)
@@ -115,16 +117,14 @@ def run_document(name: str, folder: Path) -> list[str]:
             killed_once_checkpointed(argv, folder, environment)
             killed = argv
             continue
-        done = subprocess.run([sys.executable, "-m", "gpdsl.cli", *argv], cwd=folder, capture_output=True, text=True,
-                              env=environment, check=False)
+        done = subprocess.run([sys.executable, "-c", RUN_MODULE, "gpdsl.cli", *argv], cwd=folder, capture_output=True,
+                              text=True, env=environment, check=False)
         shown = " ".join(argv)
         print(f"{time.perf_counter() - started:7.1f} s  exit {done.returncode}  gpdsl {shown}", flush=True)
         if done.returncode != 0:
             problems.append(f"gpdsl {shown}: exit {done.returncode}\n{done.stderr[-2000:]}")
             continue
-        foreign = [line for line in (done.stdout + done.stderr).splitlines()
-                   if FOREIGN_WARNING.search(line) and not line.lstrip().startswith("warning:")]
-        problems += [f"gpdsl {shown}: {line}" for line in foreign]
+        problems += [f"gpdsl {shown}: {line}" for line in third_party_warnings(done.stdout + "\n" + done.stderr)]
         source = killed if argv[0] == "resume" else argv
         data = folder / source[source.index("--data") + 1] if "--data" in source else None
         if argv[0] == "run":
@@ -137,7 +137,7 @@ def run_document(name: str, folder: Path) -> list[str]:
 def killed_once_checkpointed(argv: list[str], folder: Path, environment) -> None:
     """Start a command that checkpoints and kill it once its first checkpoint is written, as README's reader does."""
     checkpoint = folder / argv[argv.index("--checkpoint") + 1]
-    process = subprocess.Popen([sys.executable, "-m", "gpdsl.cli", *argv], cwd=folder, env=environment,
+    process = subprocess.Popen([sys.executable, "-c", RUN_MODULE, "gpdsl.cli", *argv], cwd=folder, env=environment,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while process.poll() is None and not checkpoint.exists():
         time.sleep(0.1)
