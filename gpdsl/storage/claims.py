@@ -108,8 +108,9 @@ def claim(path: str | os.PathLike, what: str = "file") -> Claim | None:
         if _same_file(descriptor, lock):
             break
         os.close(descriptor)
-    os.ftruncate(descriptor, 0)
-    os.write(descriptor, json.dumps({"pid": os.getpid(), "host": socket.gethostname()}).encode())
+    with contextlib.suppress(OSError):
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, json.dumps({"pid": os.getpid(), "host": socket.gethostname()}).encode())
     held = _held[_key(target)] = Claim(target, lock, descriptor)
     return held
 
