@@ -184,8 +184,8 @@ def _recorded_run(command, checkpoint):
     if not isinstance(command, list) or not all(isinstance(argument, str) for argument in command):
         raise CheckpointError(f"checkpoint {checkpoint} records a command that is not a list of arguments")
     if command[0] not in ("sample", "fit"):
-        raise CheckpointError(printable(f"checkpoint {checkpoint} records the command 'gpdsl {command[0]}', which "
-                                        "writes no checkpoint; only gpdsl sample and gpdsl fit do"))
+        raise CheckpointError(f"checkpoint {checkpoint} records the command 'gpdsl {command[0]}', which writes no "
+                              "checkpoint; only gpdsl sample and gpdsl fit do")
     messages = io.StringIO()
     try:
         with contextlib.redirect_stderr(messages):
