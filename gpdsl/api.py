@@ -147,6 +147,9 @@ class PreparedRun:
         Where the results will be written (checked writable).
     scalings : dict of str to Scaling
         How data variables were standardised (:mod:`gpdsl.data.scaling`), recorded in the results.
+    overwrite : bool
+        ``out`` may replace an existing file; without it ``out`` is created new. Either way this process claims
+        ``out`` (:mod:`gpdsl.storage.claims`) from :func:`prepare` until it is written.
     """
 
     model: Model
@@ -156,6 +159,7 @@ class PreparedRun:
     context: RunContext
     out: str | Path | None = None
     scalings: dict = field(default_factory=dict)
+    overwrite: bool = False
 
 
 def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None,
@@ -177,7 +181,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
         not fit the model, invalid settings, data that disagree with the declarations, a file that cannot
         be written.
     """
-    from gpdsl.storage.atomic import check_writable
+    from gpdsl.storage.atomic import check_writable, claim_output
     from gpdsl.storage.checkpoint import resumed_seed, run_identity, verify_resumable
     from gpdsl.data.io import read_scaled_data
     from gpdsl.data.outcome_scale import outcome_scale_warnings
@@ -225,33 +229,48 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     if checkpoint is not None:
         identity = run_identity(model, data, entry.name, settings, seed, command)
         verify_resumable(checkpoint, identity)
+    if out is not None:
+        claim_output(out, "results", inputs=[*read, *([checkpoint] if checkpoint is not None else [])],
+                     overwrite=overwrite)
     context = RunContext(family, facts, seed, progress, checkpoint, new_inputs, chain_groups, identity, allow_external)
     return PreparedRun(model, data, entry, settings, context, out,
-                       {name: scaling for name, scaling in scalings.items() if name in model.data})
+                       {name: scaling for name, scaling in scalings.items() if name in model.data}, overwrite)
 
 
 def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
     """Run a prepared run, build its results and write them (see :func:`run` for what it returns).
 
     With ``client`` (a :class:`distributed.Client`), the run's chain groups are Dask tasks
-    (:mod:`gpdsl.scale_out`).
+    (:mod:`gpdsl.scale_out`). The run's claim on its output ends here, written or not.
     """
+    from gpdsl.storage import claims
+
+    try:
+        return _execute(prepared, keep_state, client)
+    finally:
+        claims.release(prepared.out)
+
+
+def _execute(prepared: PreparedRun, keep_state: bool, client):
     import time
 
     from gpdsl.data.scaling import scalings_json
+    from gpdsl.externals import failures_named
     from gpdsl.inference.progress import stage
     from gpdsl.results.io import write_netcdf
     from gpdsl.results.method_output import method_results
+    from gpdsl.storage.checkpoint import elapsed_before
 
-    started = time.perf_counter()
+    started = time.perf_counter() - elapsed_before(prepared.context.checkpoint)
     if prepared.context.chain_groups is None:
-        output = _run_reporting_external_failures(prepared)
+        with failures_named():
+            output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
     else:
         from gpdsl.inference.chain_groups import chains_run_by
         from gpdsl.scale_out import RunTask, chain_executor
 
         task = RunTask.of(prepared) if client is not None else None
-        with chains_run_by(chain_executor(prepared.context, client, task)):
+        with chains_run_by(chain_executor(prepared.context, client, task)), failures_named():
             output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
         output.attrs = {**output.attrs, "chain_groups": prepared.context.chain_groups}
     output.timings = {**output.timings, "total": time.perf_counter() - started}
@@ -263,7 +282,7 @@ def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
         megabytes = _megabytes(results)
         with stage(f"writing {prepared.out} ({megabytes:.0f} MB)",
                    enabled=prepared.context.progress and megabytes >= LARGE_RESULTS_MB):
-            write_netcdf(results, prepared.out)
+            write_netcdf(results, prepared.out, replace=prepared.overwrite)
     return (results, output.state) if keep_state else results
 
 
@@ -271,19 +290,6 @@ def _megabytes(results) -> float:
     from gpdsl.results.arviz_compat import groups
 
     return sum(group.nbytes for group in groups(results).values()) / 1e6
-
-
-def _run_reporting_external_failures(prepared: PreparedRun):
-    """The method's run; an error an external likelihood raised inside compiled code is re-raised as itself."""
-    from gpdsl.externals import pending_failure
-
-    try:
-        return prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
-    except Exception as error:
-        failure = pending_failure()
-        if failure is None or failure is error:
-            raise
-        raise failure from error
 
 
 def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", settings=None, *,
@@ -345,7 +351,8 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     Returns
     -------
     results : arviz.InferenceData or xarray.DataTree
-        Timings (``compile``, ``warmup``, ``sampling``, ``total`` seconds) in the ``timings`` attribute.
+        Timings (``compile``, ``warmup``, ``sampling``, ``total`` seconds) in the ``timings`` attribute; those of a
+        run resumed from a checkpoint add up all its segments.
     state : object
         Only with ``keep_state``.
     """
@@ -453,15 +460,19 @@ def verify_external_allowed(model: Model, allow_external: bool) -> None:
     Raises
     ------
     MethodError
-        At the first external likelihood, saying why.
+        At the first external likelihood, one line naming the flag that allows it.
     """
     from gpdsl import externals
-    from gpdsl.errors import MethodError
+
+    for statement in external_likelihoods(model) if not allow_external else ():
+        raise externals.refused(statement.function, statement.span)
+
+
+def external_likelihoods(model: Model) -> list:
+    """The model's ``external(...)`` likelihood statements (:mod:`gpdsl.externals`), in order."""
     from gpdsl.ir.nodes import ExternalLikelihood
 
-    for statement in model.likelihoods():
-        if isinstance(statement, ExternalLikelihood) and not allow_external:
-            raise MethodError(externals.refusal(statement.function), statement.span, hint=externals.ALLOW_HINT)
+    return [statement for statement in model.likelihoods() if isinstance(statement, ExternalLikelihood)]
 
 
 def new_inputs_from_file(path, model: Model, method: str):

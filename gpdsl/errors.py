@@ -1,12 +1,13 @@
 """The error hierarchy: every user-facing problem is a :class:`GpdslError`.
 
 A ``GpdslError`` with a :class:`~gpdsl.source.Span` renders as ``file:line:col: message``, the source
-line and a caret. Anything else that escapes is an internal error (a bug in gpdsl).
+line and a caret. Anything else that escapes is an internal error (a bug in gpdsl). Rendered messages show
+control characters (from a data or model file) as escapes (:func:`~gpdsl.source.printable`).
 """
 
 from __future__ import annotations
 
-from gpdsl.source import Span
+from gpdsl.source import Span, printable
 
 
 class GpdslError(Exception):
@@ -40,11 +41,11 @@ class GpdslError(Exception):
 
     def render(self) -> str:
         """The full message: location, text, excerpt with caret and hint."""
-        head = f"{self.kind}: {self.message}"
+        head = f"{self.kind}: {printable(str(self.message))}"
         if self.span is not None:
-            head = f"{self.span.location()}: {head}\n{self.span.excerpt()}"
+            head = f"{printable(self.span.location())}: {head}\n{self.span.excerpt()}"
         if self.hint:
-            head += f"\n  hint: {self.hint}"
+            head += f"\n  hint: {printable(str(self.hint))}"
         return head
 
     def __str__(self) -> str:
@@ -97,8 +98,8 @@ class CheckWarning:
     def render(self) -> str:
         """``file:line:col: warning: ...`` with the excerpt."""
         if self.span is None:
-            return f"warning: {self.message}"
-        return f"{self.span.location()}: warning: {self.message}\n{self.span.excerpt()}"
+            return f"warning: {printable(self.message)}"
+        return f"{printable(self.span.location())}: warning: {printable(self.message)}\n{self.span.excerpt()}"
 
     def __repr__(self) -> str:
         return f"CheckWarning({self.message!r})"

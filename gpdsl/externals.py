@@ -9,7 +9,9 @@ the entry-point group ``gpdsl.likelihoods``::
     dupire_call_prices = "mypkg.pricing:call_prices"
 
 Running it means running arbitrary code, so it is loaded only when the run allows it
-(``--allow-external`` on the command line, ``allow_external=True`` in :mod:`gpdsl.api`).
+(``--allow-external`` on the command line, ``allow_external=True`` in :mod:`gpdsl.api`); no file (a run file, a
+checkpoint, a results file) can allow it. A refusal is one line naming the flag (:func:`refused`); a function
+that fails is a user error naming it (:class:`ExternalError`, raised by :func:`failures_named`).
 
 A JAX-traceable function is compiled with the rest of the model. A function that is not (it calls NumPy
 or SciPy on its arguments) runs on the host through :func:`jax.pure_callback`: every evaluation then
@@ -20,7 +22,9 @@ may also say so itself with an attribute ``gpdsl_traceable = True`` or ``False``
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import logging
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -42,7 +46,39 @@ class ExternalError(MethodError):
     """An external likelihood failed: the message names the function (and the step, where there is one)."""
 
 
+class ExternalRefused(MethodError):
+    """A run that has not allowed external code meets an external likelihood: one line, where and which flag.
+
+    Attributes
+    ----------
+    function : str
+        The external likelihood's name, as the model writes it.
+    """
+
+    function = ""
+
+    def render(self) -> str:
+        """``file:line:col: method error: ...`` on one line (no excerpt, no hint)."""
+        return super().render().split("\n")[0]
+
+
 _failures: list[ExternalError] = []
+
+
+class _OwnFailures(logging.Filter):
+    """Drops JAX's log record (with its traceback) of a host callback that raised an :class:`ExternalError`:
+    the error itself is reported, once, as the run's error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        while error is not None:
+            if isinstance(error, ExternalError):
+                return False
+            error = error.__cause__ or error.__context__
+        return True
+
+
+logging.getLogger("jax._src.callback").addFilter(_OwnFailures())
 
 
 def pending_failure() -> ExternalError | None:
@@ -50,6 +86,20 @@ def pending_failure() -> ExternalError | None:
     failure = _failures[-1] if _failures else None
     _failures.clear()
     return failure
+
+
+@contextlib.contextmanager
+def failures_named():
+    """Re-raise an error an external likelihood raised inside compiled code as itself (a user error naming the
+    function) rather than as the runtime error JAX wraps it in."""
+    pending_failure()
+    try:
+        yield
+    except Exception as error:
+        failure = pending_failure()
+        if failure is None or failure is error:
+            raise
+        raise failure from error
 
 
 @dataclass(frozen=True)
@@ -74,7 +124,7 @@ class External:
                 return jnp.asarray(self.function(y, *args), dtype=jnp.float64)
             except MethodError:
                 raise
-            except Exception as error:  # noqa: BLE001 - the user's code: any error, named
+            except (Exception, SystemExit) as error:  # noqa: BLE001 - the user's code: any error, named
                 raise ExternalError(self.failure(error, where)) from error
         return self.on_host(y, *args, where=where)
 
@@ -97,7 +147,7 @@ class External:
         def host(*values):
             try:
                 value = np.asarray(self.function(*(np.asarray(v) for v in values)), dtype=np.float64)
-            except Exception as error:  # noqa: BLE001 - the user's code: any error, named
+            except (Exception, SystemExit) as error:  # noqa: BLE001 - the user's code: any error, named
                 _failures.append(ExternalError(self.failure(error, where)))
                 raise _failures[-1] from error
             if value.shape != ():
@@ -113,13 +163,21 @@ class External:
         return f"external likelihood {self.name} failed{where}: {type(error).__name__}: {error}"
 
 
+FLAG = "--allow-external"
+"""The command-line flag that allows external code (``allow_external=True`` in Python)."""
+
+
 def refusal(name: str) -> str:
-    """Why a run that has not allowed external code does not run ``name``."""
-    return (f"the external likelihood {name} runs arbitrary Python code, which gpdsl runs only when the run "
-            "allows it")
+    """Why a run that has not allowed external code does not run ``name``, naming the flag that would."""
+    return (f"the external likelihood {name} runs arbitrary Python code, which gpdsl runs only with {FLAG} on the "
+            "command line (allow_external=True in Python); give it if you trust that code")
 
 
-ALLOW_HINT = "pass --allow-external (allow_external=True in Python) if you trust that code"
+def refused(name: str, span=None) -> ExternalRefused:
+    """The one-line error of a run that meets the external likelihood ``name`` without being allowed to run it."""
+    error = ExternalRefused(refusal(name), span)
+    error.function = name
+    return error
 
 
 def import_path_hint(module_name: str) -> str:

@@ -126,6 +126,8 @@ class RunTask:
     seed : int
     chain_groups : int or None
     new_inputs : array_like, optional
+    allow_external : bool
+        The command line (or Python call) that sent the run allowed its external likelihoods.
     """
 
     source: str
@@ -136,6 +138,7 @@ class RunTask:
     seed: int
     chain_groups: int | None = None
     new_inputs: Any = None
+    allow_external: bool = False
 
     @classmethod
     def of(cls, prepared) -> RunTask:
@@ -146,7 +149,8 @@ class RunTask:
         recorded = {key: value for name, scaling in prepared.scalings.items()
                     for key, value in scaling_entries(name, scaling.centre, scaling.scale).items()}
         return cls(source.text, source.name, {**prepared.data, **recorded}, prepared.method.name, prepared.settings,
-                   prepared.context.seed, prepared.context.chain_groups, prepared.context.new_inputs)
+                   prepared.context.seed, prepared.context.chain_groups, prepared.context.new_inputs,
+                   prepared.context.allow_external)
 
     def prepared(self):
         """Check the model text and the data again here, and prepare the run (no output file)."""
@@ -155,7 +159,7 @@ class RunTask:
 
         model, _ = check_text(self.source, self.source_name)
         return prepare(model, self.data, self.method, self.settings, seed=self.seed, chain_groups=self.chain_groups,
-                       new_inputs=self.new_inputs)
+                       new_inputs=self.new_inputs, allow_external=self.allow_external)
 
 
 def chain_executor(context, client=None, task: RunTask | None = None):
@@ -191,7 +195,7 @@ def execute_on(client, prepared, keep_state: bool = False):
                           "a scheduler")
     results = client.submit(run_whole, RunTask.of(prepared), pure=False).result()
     if prepared.out is not None:
-        write_netcdf(results, prepared.out)
+        write_netcdf(results, prepared.out, replace=prepared.overwrite)
     return results
 
 
@@ -227,7 +231,7 @@ def run_all(scheduler, prepared_runs):
             index = futures[future]
             results = future.result()
             if prepared_runs[index].out is not None:
-                write_netcdf(results, prepared_runs[index].out)
+                write_netcdf(results, prepared_runs[index].out, replace=prepared_runs[index].overwrite)
             yield index, time.perf_counter() - started
 
 
@@ -252,6 +256,7 @@ def advance_group(task: RunTask, block: tuple[int, int]):
     import jax
     import numpy as np
 
+    from gpdsl.externals import failures_named
     from gpdsl.inference.chain_groups import chains_run_by
 
     prepared = task.prepared()
@@ -262,7 +267,7 @@ def advance_group(task: RunTask, block: tuple[int, int]):
         raise _GroupDone(result)
 
     try:
-        with chains_run_by(stop_after_block):
+        with chains_run_by(stop_after_block), failures_named():
             prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
     except _GroupDone as done:
         return done.result

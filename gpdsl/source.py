@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 EXCERPT_WIDTH = 200
 """Characters of a source line shown in an error's excerpt (a longer line is cut around the column)."""
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with the characters a terminal would act on or hide shown as escapes.
+
+    C0 and C1 control characters (tab and newline kept), DEL and the bidirectional-text controls become
+    ``\\xNN`` or ``\\uNNNN``, so that a name from a data or model file cannot move the cursor, recolour the
+    terminal or reorder what a message shows.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    str
+    """
+    return _CONTROLS.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 @dataclass(frozen=True)
@@ -88,5 +108,6 @@ class Span:
             column = column - start + len(head)
             width = min(width, EXCERPT_WIDTH - (column - 1 - len(head)))
         gutter = f"{self.line:>4} | "
-        pad = "".join("\t" if ch == "\t" else " " for ch in text[: column - 1])
-        return f"{gutter}{text}\n{' ' * (len(gutter) - 2)}| {pad}{'^' * max(1, width)}"
+        before, marked = printable(text[: column - 1]), printable(text[column - 1: column - 1 + width])
+        pad = "".join("\t" if ch == "\t" else " " for ch in before)
+        return f"{gutter}{printable(text)}\n{' ' * (len(gutter) - 2)}| {pad}{'^' * max(1, len(marked))}"

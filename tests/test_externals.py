@@ -95,7 +95,7 @@ def test_an_entry_point_name_resolves_through_the_group(monkeypatch):
     assert model.likelihoods()[0].function == "normal_model"
 
 
-def test_a_run_file_allows_external_code_only_when_it_says_so(tmp_path, data):
+def test_a_run_file_never_allows_external_code_the_command_line_does(tmp_path, data):
     from gpdsl.cli.run_file import plan
 
     (tmp_path / "m.gpm").write_text(external("normal_jax"))
@@ -104,11 +104,10 @@ def test_a_run_file_allows_external_code_only_when_it_says_so(tmp_path, data):
     (tmp_path / "run.toml").write_text(run)
     with pytest.raises(MethodError, match="runs arbitrary Python code"):
         plan(tmp_path / "run.toml")
+    assert plan(tmp_path / "run.toml", allow_external=True).runs[0][1].context.allow_external
     (tmp_path / "run.toml").write_text(run + "allow_external = true\n")
-    assert plan(tmp_path / "run.toml").runs[0][0].allow_external
-    (tmp_path / "run.toml").write_text(run + 'allow_external = "yes"\n')
-    with pytest.raises(GpdslError, match="allow_external must be true or false"):
-        plan(tmp_path / "run.toml")
+    with pytest.raises(GpdslError, match="a run file cannot set allow_external.*gpdsl run --allow-external"):
+        plan(tmp_path / "run.toml", allow_external=True)
 
 
 def test_a_module_in_the_working_directory_that_python_cannot_import_says_pythonpath(tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ from gpdsl import __version__
 from gpdsl.cli import options as cli_options
 from gpdsl.cli.options import add_overwrite_flag
 from gpdsl.errors import GpdslError
+from gpdsl.source import printable
 
 PLOT_KINDS = ("trace", "pair", "posterior", "predictions", "latent")
 REPORT_URL = "https://github.com/gpdsl/gpdsl/issues"
@@ -31,6 +32,11 @@ EXIT_STATUS = ("exit status:\n  0  success\n  1  user error (model, data, option
                "converge: a fit's optimiser reached its iteration or evaluation limit or its line search failed, or "
                "some chains did not move in warmup (named on standard error and in the results); for gpdsl run, "
                "any of its runs")
+
+
+def _warn(text) -> None:
+    """Print a warning on standard error, its control characters escaped."""
+    print(f"warning: {printable(str(text))}", file=sys.stderr)
 
 
 def _for_each_checked_file(paths, report) -> int:
@@ -77,7 +83,7 @@ def _cmd_compile(args) -> int:
         print(warning.render(), file=sys.stderr)
     program = generate_stan(model)
     for warning in getattr(program, "warnings", ()):
-        print(f"warning: {warning}", file=sys.stderr)
+        _warn(warning)
     check_program(program.code, model.name)
     if args.output:
         from gpdsl.storage.atomic import atomic_write_text
@@ -110,7 +116,7 @@ def _cmd_run(args) -> int:
     resuming = checkpoint is not None and Path(checkpoint).exists()
     prepared = prepare(model, args.data, entry.name, settings, seed=args.seed, out=args.out, progress=not args.quiet,
                        checkpoint=checkpoint, new_inputs=new_inputs, inputs=inputs, command=args.argv,
-                       on_warning=lambda text: print(f"warning: {text}", file=sys.stderr), scheduler=args.scheduler,
+                       on_warning=_warn, scheduler=args.scheduler,
                        chain_groups=getattr(args, "chain_groups", None), overwrite=args.overwrite,
                        allow_external=args.allow_external)
     if resuming:
@@ -123,9 +129,11 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_resume(args) -> int:
-    """``gpdsl resume CHECKPOINT``: run again, from the directory it ran in, the command that wrote a checkpoint."""
+    """``gpdsl resume CHECKPOINT``: run again, from the directory it ran in, the command that wrote a checkpoint,
+    with only the permissions this command line gives (``--allow-external``, ``--overwrite``): a file grants none."""
     import os
 
+    from gpdsl.externals import ExternalRefused
     from gpdsl.storage.checkpoint import CheckpointError, read_identity
 
     identity = read_identity(args.checkpoint) or {}
@@ -133,17 +141,61 @@ def _cmd_resume(args) -> int:
     if not command:
         raise CheckpointError(f"checkpoint {args.checkpoint} records no command (it was written from Python or by "
                               "gpdsl run); resume it by running the same call or run file again")
-    if directory is None or not Path(directory).is_dir():
+    if not isinstance(directory, str) or not Path(directory).is_dir():
         raise CheckpointError(f"the directory {directory} that the run of checkpoint {args.checkpoint} started in "
                               "no longer exists")
-    recorded = build_parser().parse_args(command)
+    recorded = _recorded_run(command, args.checkpoint)
     written = Path(directory, recorded.checkpoint or "")
     if not written.exists() or not os.path.samefile(written, args.checkpoint):
         raise CheckpointError(f"checkpoint {args.checkpoint} was written as {written}; move it back there to "
                               "resume (the recorded command names that path)")
-    print(f"gpdsl {' '.join(command)}   (in {directory})", file=sys.stderr)
+    recorded.allow_external, recorded.overwrite, recorded.argv = args.allow_external, args.overwrite, command
+    granted = [flag for flag, given in (("--allow-external", args.allow_external), ("--overwrite", args.overwrite))
+               if given]
+    shown = [*(argument for argument in command if not _grants(argument)), *granted]
+    print(printable(f"gpdsl {' '.join(shown)}   (in {directory})"), file=sys.stderr)
     os.chdir(directory)
-    return main(command)
+    try:
+        return recorded.run(recorded)
+    except ExternalRefused as refused:
+        raise ExternalRefused(f"checkpoint {args.checkpoint} records a run of the external likelihood "
+                              f"{refused.function}, which runs arbitrary Python code: gpdsl resume runs it only with "
+                              "--allow-external on its own command line (a checkpoint grants no permission); give it "
+                              "if you trust that code", refused.span) from None
+
+
+RESUME_GRANTS = {"--allow-external", "--overwrite"}
+"""The flags of a recorded command that ``gpdsl resume`` takes from its own command line, never from the file."""
+
+
+def _grants(argument: str) -> bool:
+    """Whether a recorded argument is (an abbreviation of) a flag in :data:`RESUME_GRANTS`."""
+    flag = argument.split("=")[0]
+    return flag.startswith("--") and len(flag) > 2 and any(grant.startswith(flag) for grant in RESUME_GRANTS)
+
+
+def _recorded_run(command, checkpoint):
+    """The parsed command a checkpoint records: a ``gpdsl sample`` or ``gpdsl fit`` with ``--checkpoint``."""
+    import contextlib
+    import io
+
+    from gpdsl.storage.checkpoint import CheckpointError
+
+    if not isinstance(command, list) or not all(isinstance(argument, str) for argument in command):
+        raise CheckpointError(f"checkpoint {checkpoint} records a command that is not a list of arguments")
+    if command[0] not in ("sample", "fit"):
+        raise CheckpointError(f"checkpoint {checkpoint} records the command 'gpdsl {command[0]}', which writes no "
+                              "checkpoint; only gpdsl sample and gpdsl fit do")
+    messages = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(messages):
+            recorded = build_parser().parse_args(command)
+    except SystemExit:
+        reason = messages.getvalue().strip().splitlines()[-1:] or ["unreadable"]
+        raise CheckpointError(f"checkpoint {checkpoint} records a command gpdsl cannot run ({reason[0]})") from None
+    if getattr(recorded, "checkpoint", None) is None:
+        raise CheckpointError(f"checkpoint {checkpoint} records a command without --checkpoint")
+    return recorded
 
 
 def _seed(seed: int | None) -> int:
@@ -165,21 +217,21 @@ def _print_report(report, verbose: bool) -> int:
     if text:
         print(text)
     for warning in report.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        _warn(warning)
     return EXIT_OK if report.converged else EXIT_NOT_CONVERGED
 
 
 def _cmd_forecast(args) -> int:
     """``gpdsl forecast``: fit a GP-NARX model to a series by ``ml`` and free-simulate it."""
     from gpdsl.api import check_file
-    from gpdsl.storage.atomic import check_writable
+    from gpdsl.storage.atomic import claim_output
     from gpdsl.inference.forecast import ForecastSettings, forecast, narx_names
     from gpdsl.inference.methods.ml import MLSettings, ml_report
     from gpdsl.results.io import write_netcdf
 
     settings = cli_options.settings_from_flags(ForecastSettings, args)
     ml_settings = cli_options.settings_from_flags(MLSettings, args)
-    check_writable(args.out, "results", inputs=[args.file, args.data], overwrite=args.overwrite)
+    claim_output(args.out, "results", inputs=[args.file, args.data], overwrite=args.overwrite)
     seed = _seed(args.seed)
     model, warnings = check_file(args.file)
     if not args.quiet:
@@ -190,7 +242,7 @@ def _cmd_forecast(args) -> int:
     if args.seed is None:
         _say_drawn(seed)
     results, result, _ = forecast(model, series, settings, ml_settings, seed=seed)
-    write_netcdf(results, args.out)
+    write_netcdf(results, args.out, replace=args.overwrite)
     print(f"wrote {args.out}", file=sys.stderr)
     status = _print_report(ml_report(results), verbose=not args.quiet)
     rule = "mean feedback (GP-NARX)" if settings.feedback == "mean" else \
@@ -251,7 +303,7 @@ def _cmd_run_file(args) -> int:
 
         distributed()
     run_plan = plan(args.file, progress=not args.quiet,
-                    on_warning=lambda text: print(f"warning: {text}", file=sys.stderr), overwrite=args.overwrite)
+                    on_warning=_warn, overwrite=args.overwrite, allow_external=args.allow_external)
     if args.scheduler is not None:
         run_plan.scheduler = args.scheduler
     for spec, prepared in run_plan.runs:
@@ -275,7 +327,7 @@ def _runs_status(specs) -> int:
     status = EXIT_OK
     for spec in specs:
         for reason in not_converged(read_netcdf(spec.out)):
-            print(f"warning: {spec.name} ({spec.out}): {reason}", file=sys.stderr)
+            _warn(f"{spec.name} ({spec.out}): {reason}")
             status = EXIT_NOT_CONVERGED
     return status
 
@@ -532,6 +584,10 @@ def build_parser() -> argparse.ArgumentParser:
             "bit for bit those of an uninterrupted run")
     resume = sub.add_parser("resume", help=text, description=text)
     resume.add_argument("checkpoint", metavar="CHECKPOINT.npz")
+    resume.add_argument("--allow-external", action="store_true",
+                        help="run the model's external(...) likelihoods (arbitrary Python code): needed again here "
+                             "when the recorded run had one; a checkpoint grants no permission")
+    add_overwrite_flag(resume, "replace an existing output file (the recorded command's --overwrite is not used)")
     resume.set_defaults(run=_cmd_resume)
 
     listing = sub.add_parser("methods", help="list the methods that fit each model, and why the others do not")
@@ -569,6 +625,9 @@ def build_parser() -> argparse.ArgumentParser:
     run_file.add_argument("--dry-run", action="store_true", help="check every run and list them; run nothing")
     run_file.add_argument("--quiet", action="store_true", help="no progress")
     add_overwrite_flag(run_file, "replace existing output files (each run's out, the comparison's table and plot)")
+    run_file.add_argument("--allow-external", action="store_true",
+                          help="run the models' external(...) likelihoods (arbitrary Python code); a run file "
+                               "cannot allow them")
     cli_options.add_scheduler_flag(run_file, "each run as one task (overrides the file's scheduler key)")
     run_file.set_defaults(run=_cmd_run_file)
 

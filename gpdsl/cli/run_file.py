@@ -27,7 +27,8 @@ combination of its values; an optional ``[compare]`` table compares the runs' re
 A top-level ``scheduler = "tcp://host:8786"`` (or ``"local"``; ``gpdsl run --scheduler`` overrides it) runs
 each run as one Dask task (:mod:`gpdsl.scale_out`); the files equal those of a run without it. A run's
 ``chain_groups = K`` advances its chains in K groups (:mod:`gpdsl.inference.chain_groups`). A run whose model
-has an ``external(...)`` likelihood needs ``allow_external = true`` (``--allow-external``: it runs user code).
+has an ``external(...)`` likelihood runs only with ``gpdsl run --allow-external``: a file grants no permission to
+run code, and a run file that tries (``allow_external = true``) is refused.
 
 Every run is checked (model, data, method, settings through the method's settings class, exactly as the
 command-line flags are, and that its output can be written) before the first one starts.
@@ -45,10 +46,12 @@ from typing import Any, Callable
 from gpdsl.errors import GpdslError
 
 RUN_KEYS = ("name", "model", "data", "method", "seed", "settings", "grid", "out", "predict", "checkpoint",
-            "chain_groups", "allow_external")
+            "chain_groups")
 TOP_KEYS = (*RUN_KEYS, "run", "compare", "scheduler")
 COMPARE_KEYS = ("reference", "table", "plot", "vars")
 PATH_KEYS = ("model", "out", "predict", "checkpoint")
+GRANTS = {"allow_external": "--allow-external"}
+"""Permissions a run file cannot give, with the command-line flag that does."""
 
 
 @dataclass(frozen=True)
@@ -68,8 +71,6 @@ class RunSpec:
     seed : int, optional
     predict, checkpoint : pathlib.Path, optional
     chain_groups : int, optional
-    allow_external : bool
-        The run may run the model's external likelihoods.
     """
 
     name: str
@@ -82,7 +83,6 @@ class RunSpec:
     predict: Path | None = None
     checkpoint: Path | None = None
     chain_groups: int | None = None
-    allow_external: bool = False
 
 
 @dataclass
@@ -157,11 +157,12 @@ def _scheduler(scheduler, source: Path) -> str | None:
 
 
 def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable | None = None,
-         overwrite: bool = False) -> RunPlan:
+         overwrite: bool = False, allow_external: bool = False) -> RunPlan:
     """Read a run file and check every run as :func:`gpdsl.api.prepare` does, running nothing.
 
     Every output (each run's ``out``, the comparison's ``table`` and ``plot``) must be writable and new,
-    unless ``overwrite``, and none may be an input of any run or the run file itself.
+    unless ``overwrite``, and none may be an input of any run or the run file itself. ``allow_external`` (the
+    command line's ``--allow-external``) lets the runs run their models' external likelihoods.
 
     Returns
     -------
@@ -190,7 +191,7 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
             prepared = prepare(model, spec.data, entry.name, settings, seed=spec.seed, out=spec.out,
                                progress=progress, checkpoint=spec.checkpoint, new_inputs=new_inputs,
                                inputs=inputs, on_warning=on_warning, chain_groups=spec.chain_groups,
-                               overwrite=overwrite, allow_external=spec.allow_external)
+                               overwrite=overwrite, allow_external=allow_external)
         except GpdslError as error:
             error.message = f"{spec.name}: {error.message}"
             raise
@@ -241,6 +242,9 @@ def _known_keys(table: dict, known, where: str) -> None:
     from gpdsl.suggest import unknown_name_hint
 
     for key in table:
+        if key in GRANTS:
+            raise GpdslError(f"{where}: a run file cannot set {key}: only the command line allows running external "
+                             f"code (gpdsl run {GRANTS[key]})")
         if key not in known:
             raise GpdslError(f"{where}: unknown key '{key}'", hint=unknown_name_hint(key, known, "keys"))
 
@@ -270,10 +274,6 @@ def _expanded(table: dict, base: Path, name: str, where: str) -> list[RunSpec]:
         paths = {key: (base / str(run[key]) if run.get(key) is not None else None) for key in PATH_KEYS}
         paths["out"] = base / out
         data = run["data"] if isinstance(run["data"], dict) else base / str(run["data"])
-        allow_external = run.get("allow_external", False)
-        if not isinstance(allow_external, bool):
-            raise GpdslError(f"{label}: allow_external must be true or false, not {allow_external!r}")
         specs.append(RunSpec(label, paths["model"], data, str(run["method"]), run["settings"], paths["out"],
-                             run.get("seed"), paths["predict"], paths["checkpoint"], run.get("chain_groups"),
-                             allow_external))
+                             run.get("seed"), paths["predict"], paths["checkpoint"], run.get("chain_groups")))
     return specs

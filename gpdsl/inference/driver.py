@@ -51,6 +51,8 @@ from gpdsl.inference.chain_health import (
 )
 
 CHECKPOINT_VERSION = 1
+SEGMENT_PARTS = ("compile", "warmup", "sampling")
+"""The timings that add up segment by segment, recorded in the checkpoint with the wall seconds so far (``elapsed``)."""
 
 CHAIN_EXECUTOR: ContextVar[Callable | None] = ContextVar("gpdsl_chain_executor", default=None)
 """``executor(run_block, num_chains) -> ChainResult`` that :func:`run_chains` hands its chains to when set;
@@ -74,7 +76,8 @@ class ChainResult:
     timings : dict
         Seconds: ``total`` (the whole call), ``compile`` (ahead-of-time compilation), ``warmup`` and
         ``sampling`` (compiled execution only, compilation excluded), ``resumed_at`` (the iteration
-        a resumed run started from; 0 otherwise).
+        a resumed run started from; 0 otherwise). A resumed run's seconds are those of all its segments: the
+        checkpoint records the seconds so far, and the run adds its own.
     warmup_draws, warmup_infos : pytree or None
         As ``draws`` and ``infos`` for warmup, when ``keep_warmup`` was set.
     stuck_chains : list of int
@@ -206,7 +209,8 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
         states = record.load(checkpoint_path, states, rng_key, runner.output_shapes(states))
     if record.iteration == 0:
         verify_start(states, describe, first_chain=block[0])
-    timings = {"compile": 0.0, "warmup": 0.0, "sampling": 0.0, "resumed_at": record.iteration}
+    earlier = record.seconds.pop("elapsed", 0.0)
+    timings = {**record.seconds, "resumed_at": record.iteration}
 
     total = num_warmup + num_draws
     bar = progress_bar(total, initial=record.iteration, enabled=progress)
@@ -229,6 +233,8 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
             timings["warmup" if adapting else "sampling"] += time.perf_counter() - tic
             record.append(draws, infos, length, adapting)
             if checkpoint_path is not None:
+                record.seconds = {**{part: timings[part] for part in SEGMENT_PARTS},
+                                  "elapsed": earlier + time.perf_counter() - started}
                 record.save(checkpoint_path, states, rng_key)
             if bar is not None:
                 bar.update(length)
@@ -241,7 +247,7 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
         empty = lambda s: np.zeros((s.shape[0], 0, *s.shape[2:]), s.dtype)  # noqa: E731
         draws, infos = jax.tree.map(empty, runner.output_shapes(states))
         record.sample_draws, record.sample_infos = [draws], [infos]
-    timings["total"] = time.perf_counter() - started
+    timings["total"] = earlier + time.perf_counter() - started
     draws, infos = record.collected(sampling=True)
     warmup_draws, warmup_infos = record.collected(sampling=False) if keep_warmup else (None, None)
     stuck = record.watch.stuck()
@@ -368,6 +374,7 @@ class _Record:
         self.iteration = 0
         self.warmup_draws, self.warmup_infos = None, None
         self.sample_draws, self.sample_infos = None, None
+        self.seconds = {part: 0.0 for part in SEGMENT_PARTS}
 
     def append(self, draws, infos, length, adapting):
         draws, infos = jax.tree.map(np.asarray, draws), jax.tree.map(np.asarray, infos)
@@ -392,6 +399,8 @@ class _Record:
         return {"version": CHECKPOINT_VERSION, "iteration": self.iteration, "num_warmup": self.num_warmup,
                 "num_draws": self.num_draws, "num_chains": self.num_chains, "keep_warmup": self.keep_warmup,
                 "key": np.asarray(jax.random.key_data(rng_key)).tolist(),
+                "timings": {part: self.seconds[part] for part in SEGMENT_PARTS},
+                "elapsed": self.seconds.get("elapsed", 0.0),
                 **({"identity": self.identity} if self.identity is not None else {})}
 
     def save(self, path, states, rng_key):
@@ -418,6 +427,9 @@ class _Record:
                                      f"{meta[name]}, this run's is {expected[name]}")
             states = jax.tree.map(jnp.asarray, _unflat(stored, "state", like_states))
             self.iteration = int(meta["iteration"])
+            recorded = meta.get("timings") if isinstance(meta.get("timings"), dict) else {}
+            self.seconds = {**{part: _seconds(recorded.get(part)) for part in SEGMENT_PARTS},
+                            "elapsed": _seconds(meta.get("elapsed"))}
             if "warmup_moved" in stored:
                 self.watch.moved = np.asarray(stored["warmup_moved"])
                 self.watch.iterations = min(self.iteration, self.num_warmup)
@@ -431,6 +443,11 @@ class _Record:
         if self.keep_warmup and self.warmup_draws is None and self.iteration > 0:
             raise GpdslError(f"checkpoint {path} holds no warmup draws; resume without keep_warmup")
         return states
+
+
+def _seconds(value) -> float:
+    """A number of seconds read from a checkpoint (0 for none, or for anything that is not one)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else 0.0
 
 
 def _flat(prefix, tree) -> dict:

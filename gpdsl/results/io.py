@@ -11,11 +11,12 @@ from gpdsl.errors import GpdslError
 from gpdsl.results import arviz_compat
 
 
-def write_netcdf(results: Any, path: str | os.PathLike) -> Path:
+def write_netcdf(results: Any, path: str | os.PathLike, replace: bool = True) -> Path:
     """Write results to a NetCDF file, all or nothing.
 
     The file is written to a temporary name in the same directory, flushed to disk and then
-    renamed over ``path``, so a reader sees either the old file or the complete new one.
+    renamed over ``path``, so a reader sees either the old file or the complete new one; on a full
+    device the error says so and nothing is left behind.
 
     Parameters
     ----------
@@ -23,6 +24,9 @@ def write_netcdf(results: Any, path: str | os.PathLike) -> Path:
         What :func:`~gpdsl.results.build_results` returned.
     path : str or path-like
         Where to write; an existing file is replaced only once the new one is complete.
+    replace : bool
+        Replace an existing file; without it the file is created new and never replaces one
+        (:func:`~gpdsl.storage.atomic.atomic_target`).
 
     Returns
     -------
@@ -40,7 +44,7 @@ def write_netcdf(results: Any, path: str | os.PathLike) -> Path:
             f"{arviz_compat.Container.__name__} from build_results"
         )
     target = Path(path)
-    with atomic_target(target, "results") as temporary:
+    with atomic_target(target, "results", replace=replace) as temporary:
         arviz_compat.to_netcdf(results, temporary)
     return target
 

@@ -92,8 +92,10 @@ def check_external(ctx: CheckContext, statement: ast.Tilde, target: ir.Target) -
     module, _, name = function.partition(":")
     entry_point = not name and function.isidentifier()
     if not entry_point and not (module and name and all(p.isidentifier() for p in module.split(".") + [name])):
-        fail(f"'{function}' is not of the form 'package.module:function' (or an entry point's name)",
-             call.args[0].span,
+        path = any(mark in function for mark in ("/", "\\", "..")) or function.startswith(".")
+        fail(f"'{function}' is {'a file path, ' if path else ''}not of the form 'package.module:function' (or an "
+             "entry point's name): an external likelihood is a function Python imports, and gpdsl runs it only "
+             "with --allow-external", call.args[0].span,
              "separate the module and the function with ':', e.g. \"mypkg.pricing:call_prices\"")
     if call.kwargs:
         fail("external takes positional arguments only", call.kwargs[0].span)

@@ -1,11 +1,15 @@
-"""All-or-nothing file writes: write a temporary file beside the target, fsync, then rename; a write also
-removes the temporary files that killed writes to the same target left behind."""
+"""All-or-nothing file writes: write a temporary file beside the target, fsync, then rename (or, for an output that
+must be new, link: create-new, never replacing a file); a write also removes the temporary files that killed writes
+to the same target left behind, and ends this process's claim on the target (:mod:`gpdsl.storage.claims`). A write
+that fails for want of space says "no space left on device" and leaves nothing behind."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import shutil
 import stat
 import sys
 import time
@@ -14,16 +18,20 @@ from pathlib import Path
 from typing import Iterator
 
 from gpdsl.errors import GpdslError
+from gpdsl.storage import claims
 
 PAUSE_VARIABLE = "GPDSL_TEST_PAUSE_WRITE"
 """Read only by tests: ``N`` pauses the ``N``-th write of the process (counting from 1) for a minute after its
 temporary file is written and before it replaces the target, ``N:after`` just after it replaced the target; either
 says so on standard error, so that a test can kill the process at that point."""
 _writes = 0
+NEARLY_FULL = 16 * 2**20
+"""Bytes free under which a write that failed without saying why (an HDF library's "HDF error") is reported as
+having run out of space."""
 
 
 @contextlib.contextmanager
-def atomic_target(path: str | os.PathLike, what: str = "file") -> Iterator[Path]:
+def atomic_target(path: str | os.PathLike, what: str = "file", replace: bool = True) -> Iterator[Path]:
     """Yield a temporary path to write; on success it replaces ``path``, on failure it is removed.
 
     Parameters
@@ -32,11 +40,15 @@ def atomic_target(path: str | os.PathLike, what: str = "file") -> Iterator[Path]
         The final file. Its directory must exist.
     what : str
         What is written, for error messages (``"results"``, ``"Stan program"``).
+    replace : bool
+        Replace an existing ``path``; without it the file is created new, and a file that appeared at ``path``
+        while the output was computed is kept (the new one is then kept beside it, and named).
 
     Raises
     ------
     GpdslError
-        The directory does not exist or the file system refuses the write.
+        The directory does not exist, the device is full (``no space left on device``), ``path`` appeared and
+        ``replace`` is false, or the file system refuses the write.
     """
     target = Path(path)
     if not target.parent.is_dir():
@@ -53,13 +65,21 @@ def atomic_target(path: str | os.PathLike, what: str = "file") -> Iterator[Path]
         with open(temporary, "rb+") as stream:
             os.fsync(stream.fileno())
         os.chmod(temporary, _mode_for(target))
-        os.replace(temporary, target)
+        if replace:
+            os.replace(temporary, target)
+        else:
+            _create_new(Path(temporary), target, what)
     except BaseException as error:
+        full = _out_of_space(error, target.parent)
         with contextlib.suppress(FileNotFoundError):
             os.remove(temporary)
+        if full is not None:
+            raise GpdslError(f"cannot write {what} to {target}: no space left on device{full}",
+                             hint="free space on its file system, or write elsewhere") from error
         if isinstance(error, OSError):
             raise GpdslError(f"cannot write {what} to {target}: {error}") from error
         raise
+    claims.release(target)
     with contextlib.suppress(OSError):
         directory = os.open(target.parent, os.O_RDONLY)
         try:
@@ -67,6 +87,44 @@ def atomic_target(path: str | os.PathLike, what: str = "file") -> Iterator[Path]
         finally:
             os.close(directory)
     _pause_if_asked(target, "after")
+
+
+def _create_new(temporary: Path, target: Path, what: str) -> None:
+    """Give the written ``temporary`` the name ``target`` unless a file has it (a link fails then: create-new)."""
+    try:
+        os.link(temporary, target)
+    except FileExistsError:
+        kept = target.with_name(f"{target.stem}.{os.getpid()}{target.suffix}")
+        os.replace(temporary, kept)
+        raise GpdslError(f"cannot write {what} to {target}: a file of that name appeared while this run ran, and "
+                         f"is kept; this run's {what} are in {kept}") from None
+    except OSError as error:
+        if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        if os.path.lexists(target):
+            raise GpdslError(f"cannot write {what} to {target}: a file of that name appeared while this run ran") \
+                from None
+        os.replace(temporary, target)
+        return
+    os.remove(temporary)
+
+
+def _out_of_space(error: BaseException, directory: Path) -> str | None:
+    """Why a failed write ran out of space (``""`` or how much was free), or None if it did not."""
+    cause = error
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            return ""
+        cause = cause.__cause__ or cause.__context__
+    if not isinstance(error, Exception) or isinstance(error, GpdslError):
+        return None
+    try:
+        free = shutil.disk_usage(directory).free
+    except OSError:
+        return None
+    if free >= NEARLY_FULL:
+        return None
+    return f" ({free / 2**20:.1f} MB free on its file system; the writer said {type(error).__name__}: {error})"
 
 
 def remove_stale_temporaries(path: str | os.PathLike) -> list[Path]:
@@ -144,6 +202,7 @@ def check_writable(path: str | os.PathLike, what: str = "file", inputs=(), overw
     """
     target = Path(path)
     refuse = f"cannot write {what} to {target}"
+    claims.claimed_by_another(target, what)
     if target.is_dir():
         raise GpdslError(f"{refuse}: it is a directory", hint="give a file name in it")
     if not target.parent.is_dir():
@@ -163,6 +222,25 @@ def check_writable(path: str | os.PathLike, what: str = "file", inputs=(), overw
         if not mode & 0o222:
             raise GpdslError(f"{refuse}: the file is read-only (mode {stat.S_IMODE(mode):04o}); make it writable "
                              "to replace it")
+    return target
+
+
+def claim_output(path: str | os.PathLike, what: str = "file", inputs=(), overwrite: bool = False) -> Path:
+    """:func:`check_writable`, then claim ``path`` for this process until it is written
+    (:func:`gpdsl.storage.claims.claim`): a run started meanwhile with the same output is refused, naming it.
+
+    Raises
+    ------
+    GpdslError
+        As :func:`check_writable`, or another running process claims ``path``.
+    """
+    target = check_writable(path, what, inputs, overwrite)
+    claims.claim(target, what)
+    try:
+        check_writable(target, what, inputs, overwrite)
+    except GpdslError:
+        claims.release(target)
+        raise
     return target
 
 

@@ -1,5 +1,7 @@
 """What a checkpoint records about its run: the hashes of the model and data, the method, settings and seed
-(only the same run resumes from it) and the command that started it (``gpdsl resume`` runs it again).
+(only the same run resumes from it), the command that started it (``gpdsl resume`` runs it again, with only the
+permissions its own command line gives), and the wall seconds the run has taken so far (``elapsed``: a resumed
+run's timings are those of all its segments).
 
 The driver (:func:`gpdsl.inference.driver.run_chains`) stores this identity in the checkpoint's ``meta`` record;
 :func:`verify_resumable` compares it with a new run's before anything runs.
@@ -129,3 +131,17 @@ def resumed_seed(path: str | os.PathLike) -> int | None:
         return None
     seed = (read_identity(path) or {}).get("seed")
     return None if seed is None else int(seed)
+
+
+def elapsed_before(path: str | os.PathLike | None) -> float:
+    """The wall seconds the run of the checkpoint at ``path`` took up to its last checkpoint, over every process that
+    ran it (its meta record's ``elapsed``); 0 when there is no checkpoint or it records none."""
+    if path is None or not Path(path).is_file():
+        return 0.0
+    try:
+        with np.load(path) as stored:
+            elapsed = json.loads(str(stored["meta"])).get("elapsed")
+    except (OSError, ValueError, KeyError, AttributeError, json.JSONDecodeError):
+        return 0.0
+    valid = isinstance(elapsed, (int, float)) and not isinstance(elapsed, bool) and elapsed >= 0
+    return float(elapsed) if valid else 0.0

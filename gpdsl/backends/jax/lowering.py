@@ -383,7 +383,7 @@ class JaxModel:
         from gpdsl import externals
 
         if not self.allow_external:
-            raise MethodError(externals.refusal(statement.function), statement.span, hint=externals.ALLOW_HINT)
+            raise externals.refused(statement.function, statement.span)
         if statement.function not in self._externals:
             try:
                 self._externals[statement.function] = externals.load(statement.function)

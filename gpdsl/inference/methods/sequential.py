@@ -29,6 +29,7 @@ import numpy as np
 from gpdsl.errors import GpdslError, MethodError
 from gpdsl.inference.progress import counted, say, stage
 from gpdsl.settings.sampling import SequentialSettings
+from gpdsl.storage.checkpoint import elapsed_before
 
 CHECKPOINT_VERSION = 1
 
@@ -190,6 +191,7 @@ class _Record:
     def __init__(self, identity=None):
         self.thetas, self.fs, self.seconds = [], [], []
         self.identity = identity
+        self.earlier, self.started = 0.0, time.perf_counter()
 
     def add(self, thetas, fs, seconds):
         self.thetas.append(np.asarray(thetas))
@@ -202,7 +204,7 @@ class _Record:
         from gpdsl.storage.atomic import atomic_target
 
         meta = {"version": CHECKPOINT_VERSION, "steps_done": len(self.thetas), "seconds": self.seconds,
-                **({"identity": context.checkpoint_identity} if context.checkpoint_identity else {})}
+                "elapsed": self.earlier + time.perf_counter() - self.started, **({"identity": context.checkpoint_identity} if context.checkpoint_identity else {})}
         with atomic_target(context.checkpoint, "checkpoint") as temporary:
             with open(temporary, "wb") as stream:
                 np.savez(stream, meta=np.asarray(json.dumps(meta)), thetas=np.stack(self.thetas), fs=np.stack(self.fs))
@@ -219,6 +221,7 @@ class _Record:
                                  hint="delete it to start afresh")
             for thetas, fs, seconds in zip(stored["thetas"], stored["fs"], meta["seconds"]):
                 record.add(thetas, fs, seconds)
+        record.earlier = elapsed_before(context.checkpoint)
         return record
 
 

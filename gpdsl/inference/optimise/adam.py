@@ -44,7 +44,7 @@ from jax.flatten_util import ravel_pytree
 
 from gpdsl.inference.progress import say
 from gpdsl.storage.atomic import atomic_target
-from gpdsl.storage.checkpoint import CheckpointError
+from gpdsl.storage.checkpoint import CheckpointError, elapsed_before
 
 CHECKPOINT_KIND = "adam"
 SAMPLINGS = ("replacement", "epochs")
@@ -98,7 +98,7 @@ class AdamResult(NamedTuple):
     steps : int
         Steps taken over all phases.
     seconds : float
-        Wall time of this call.
+        Wall time of this call; of a call resumed from a checkpoint, that of every call that ran the optimisation.
     local : numpy.ndarray, optional
         The last per-row parameters, shape ``(N, P)`` (None without them).
     local_gradient : numpy.ndarray, optional
@@ -328,6 +328,7 @@ def maximise(objective: Callable, x0, phases, *, learning_rate: float = 0.01, ke
     stored = _load(checkpoint, schedule, carry) if checkpoint is not None else None
     if stored is not None:
         phase, done, trace, carry, key, origin = stored
+        started -= elapsed_before(checkpoint)
     while phase < len(schedule):
         if done >= schedule[phase]:
             phase, done, carry = phase + 1, 0, _new_phase(carry)
@@ -342,7 +343,8 @@ def maximise(objective: Callable, x0, phases, *, learning_rate: float = 0.01, ke
         done += length
         trace.append(float(jnp.mean(values)))
         if checkpoint is not None:
-            _save(checkpoint, schedule, phase, done, trace, carry, key, origin, identity)
+            _save(checkpoint, schedule, phase, done, trace, carry, key, origin, identity,
+                  time.perf_counter() - started)
         if progress:
             say(f"  step {total + length}: objective {trace[-1]:.6g} (mean of the last {length} steps)")
         if report is not None:
@@ -443,8 +445,8 @@ def _raw_key(key) -> jax.Array:
     return jnp.asarray(key, dtype=jnp.uint32)
 
 
-def _save(path, schedule, phase, done, trace, carry: _Carry, key, origin, identity) -> None:
-    meta = {"kind": CHECKPOINT_KIND, "schedule": schedule, "phase": phase, "done": done,
+def _save(path, schedule, phase, done, trace, carry: _Carry, key, origin, identity, elapsed: float) -> None:
+    meta = {"kind": CHECKPOINT_KIND, "schedule": schedule, "phase": phase, "done": done, "elapsed": elapsed,
             **({"identity": identity} if identity is not None else {})}
     arrays = {"meta": np.asarray(json.dumps(meta)), "trace": np.asarray(trace), "key": np.asarray(key),
               "origin": np.asarray(origin), **_carry_arrays(carry)}
