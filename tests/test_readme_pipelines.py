@@ -2,7 +2,7 @@
 
 Each command must exit 0 and print no warning that is not gpdsl's own (as tests/test_demo.py tells them
 apart, with a first run's cache); each run it makes must have converged
-(R-hat <= 1.01 for every parameter of a sampler's run, the optimiser's own convergence for a fit: exit 0),
+(R-hat <= 1.01 for every parameter of a sampler's run and no divergent transition, the optimiser's own convergence for a fit: exit 0),
 unless the document says it does not (then it must not, and must say so), and be sane (a Gaussian likelihood's noise variance below the outputs' variance). docs/extending.md's
 commands need the toy method that tests/test_extending.py registers, which runs them.
 """
@@ -80,12 +80,13 @@ def outputs(argv: list[str], folder: Path) -> list[Path]:
 
 
 def converged_and_sane(path: Path, data_path: Path | None) -> list[str]:
-    """What is wrong with a run's results: R-hat above 1.01, or noise above the outputs' variance."""
+    """What is wrong with a run's results: R-hat above 1.01, divergences, or noise above the outputs' variance."""
     import gpdsl
     from gpdsl.data.io import read_data
+    from gpdsl.results import arviz_compat
     from gpdsl.results.arviz_compat import root_attrs
     from gpdsl.results.original_units import stored_model
-    from gpdsl.results.summary import summarize
+    from gpdsl.results.summary import divergent_transitions, summarize
 
     results = gpdsl.read_results(path)
     model = stored_model(results)
@@ -93,6 +94,9 @@ def converged_and_sane(path: Path, data_path: Path | None) -> list[str]:
     table = summarize(results, var_names=parameters)
     problems = [f"{path.name}: r_hat {label} = {value:.3f}" for label, value in table["r_hat"].items()
                 if np.isfinite(value) and value > 1.01]
+    divergences = divergent_transitions(arviz_compat.groups(results).get("sample_stats"))
+    if divergences:
+        problems.append(f"{path.name}: {divergences} divergent transitions")
     noise = NOISE_VARIANCE.get(model.name)
     if noise is not None and data_path is not None:
         means = {name: float(results.posterior[name].mean()) for name in parameters}
