@@ -24,7 +24,7 @@ from gpdsl.registry import methods
 from gpdsl.settings import LARGEST_INT, cli_fields, flag_of
 from tests.command_line import run_in_process
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 QUICK = 5.0
 """Seconds a refusal may take (model check and data load included; a compile or a run takes far longer)."""
 
