@@ -247,8 +247,9 @@ def _cmd_run_file(args) -> int:
     from gpdsl.cli.run_file import execute_plan, plan
 
     if args.scheduler is not None:
-        from gpdsl.scale_out import distributed
+        from gpdsl.scale_out import check_scheduler_address, distributed
 
+        check_scheduler_address(args.scheduler)
         distributed()
     run_plan = plan(args.file, progress=not args.quiet,
                     on_warning=lambda text: print(f"warning: {text}", file=sys.stderr), overwrite=args.overwrite)
@@ -393,7 +394,11 @@ def _plot_latent(results, args):
         plotted = ", ".join(m.name for m in methods().values() if m.latent_fit is not None)
         raise GpdslError(f"these results ({root_attrs(results).get('method', 'no method')}) hold no variational fit "
                          f"of latent inputs to plot; --kind latent plots the results of {plotted}")
-    _, fit = method.latent_fit(results)
+    try:
+        _, fit = method.latent_fit(results)
+    except GpdslError as error:
+        error.message = f"results file {args.fit}: {error.message}"
+        raise
     latent_dims = fit.mean.shape[1]
     if args.dims and not all(1 <= d <= latent_dims for d in args.dims):
         raise DataError(f"--dims {args.dims[0]} {args.dims[1]}: the latent dimensions are 1 to {latent_dims}")

@@ -6,12 +6,11 @@ flags, validated on creation. They live below the engines, which read them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpdsl.errors import MethodError
+from gpdsl.errors import GpdslError, MethodError
 from gpdsl.settings.fields import (RunPlan, SettingError, option, require_choice, require_covariance,
                                    require_number, require_positive_int)
 from gpdsl.settings.schedules import ChainSettings, SegmentedChainSettings
@@ -55,7 +54,11 @@ def proposal_from_file(path: str) -> list:
     """The random-walk covariance a ``pm``/``mcmc-ep`` results file adapted (``--proposal-from``)."""
     from gpdsl.results.io import read_netcdf
 
-    return adapted_proposal_covariance(read_netcdf(path))
+    results = read_netcdf(path)
+    try:
+        return adapted_proposal_covariance(results)
+    except GpdslError as error:
+        raise MethodError(f"--proposal-from {path}: {error.message}", hint=error.hint) from None
 
 
 @dataclass(frozen=True)
@@ -161,16 +164,25 @@ def adapted_proposal_covariance(results) -> list:
         When the results do not come from a ``pm`` or ``mcmc-ep`` run of gpdsl.
     """
     from gpdsl.results.arviz_compat import root_attrs
+    from gpdsl.results.method_output import results_json
 
     attrs = root_attrs(results)
-    report = json.loads(attrs.get("report", "{}"))
+    report = results_json(results, "report")
     if "proposal_covariance" not in report:
         raise MethodError(f"these results (method {attrs.get('method', 'unknown')}) hold no adapted proposal; "
                           "it comes from a run with --method pm or mcmc-ep")
-    return np.mean(np.asarray(report["proposal_covariance"], dtype=float), axis=0).tolist()
+    try:
+        covariances = np.asarray(report["proposal_covariance"], dtype=float)
+    except (TypeError, ValueError):
+        covariances = None
+    if covariances is None or covariances.ndim != 3:
+        raise MethodError("attribute report is malformed (its proposal_covariance is not one matrix per chain)")
+    return np.mean(covariances, axis=0).tolist()
 
 
 THETA_UPDATES = ("sa", "aa", "surr", "surr_slice", "sdss", "fixed_nu")
+UPDATE_VALUES = 4
+"""Values a chain holds per update of one iteration (its key and statistics), for the memory check."""
 
 
 @dataclass(frozen=True)
