@@ -126,17 +126,12 @@ def _cmd_resume(args) -> int:
     """``gpdsl resume CHECKPOINT``: run again, from the directory it ran in, the command that wrote a checkpoint."""
     import os
 
-    from gpdsl.storage.checkpoint import CheckpointError, read_identity
+    from gpdsl.storage.checkpoint import CheckpointError, damaged, recorded_command
 
-    identity = read_identity(args.checkpoint) or {}
-    command, directory = identity.get("command"), identity.get("cwd")
-    if not command:
-        raise CheckpointError(f"checkpoint {args.checkpoint} records no command (it was written from Python or by "
-                              "gpdsl run); resume it by running the same call or run file again")
-    if directory is None or not Path(directory).is_dir():
-        raise CheckpointError(f"the directory {directory} that the run of checkpoint {args.checkpoint} started in "
-                              "no longer exists")
+    command, directory = recorded_command(args.checkpoint)
     recorded = build_parser().parse_args(command)
+    if getattr(recorded, "checkpoint", None) is None:
+        raise damaged(args.checkpoint, f"it records 'gpdsl {' '.join(command)[:80]}', which writes no checkpoint")
     written = Path(directory, recorded.checkpoint or "")
     if not written.exists() or not os.path.samefile(written, args.checkpoint):
         raise CheckpointError(f"checkpoint {args.checkpoint} was written as {written}; move it back there to "
