@@ -648,6 +648,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+PATH_ERRORS = ("ENAMETOOLONG", "ELOOP", "ENOTDIR")
+"""``errno`` names of an operating-system error that says a path the user gave cannot be used as written."""
+
+
+def _unusable_path(error: OSError) -> bool:
+    import errno
+
+    return error.filename is not None and error.errno in {getattr(errno, name) for name in PATH_ERRORS}
+
+
+def _out_of_memory(error: Exception) -> bool:
+    """An allocation XLA could not make (``RESOURCE_EXHAUSTED``), or NumPy's: too large for the memory, which
+    the checks before the run estimate but cannot bound exactly."""
+    return isinstance(error, MemoryError) or (type(error).__name__ in ("JaxRuntimeError", "XlaRuntimeError")
+                                              and str(error).startswith("RESOURCE_EXHAUSTED"))
+
+
+def _shortened_path(path, width: int = 120) -> str:
+    text = str(path)
+    return text if len(text) <= width else f"{text[:width // 2]}...{text[-width // 2:]} ({len(text)} characters)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -665,7 +687,14 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except Exception:
+    except Exception as error:
+        if isinstance(error, OSError) and _unusable_path(error):
+            print(f"error: {_shortened_path(error.filename)}: {error.strerror}", file=sys.stderr)
+            return 1
+        if _out_of_memory(error):
+            print(f"error: the run ran out of memory ({str(error).splitlines()[0][:200]})\n  hint: lower the sizes "
+                  "in the data or the settings (chains, draws, inducing inputs, importance draws)", file=sys.stderr)
+            return 1
         traceback.print_exc()
         print(f"\ninternal error: this is a bug in gpdsl {__version__}; please report it with the "
               f"output above at {REPORT_URL}", file=sys.stderr)

@@ -218,6 +218,13 @@ class GibbsSettings(SegmentedChainSettings):
         require_number("target_acceptance", self.target_acceptance, 0, 1, open_low=True, open_high=True)
         require_number("surrogate_variance", self.surrogate_variance, 0, open_low=True)
 
+    def run_plan(self) -> RunPlan:
+        """The chains' plan, and each iteration's updates: a key and a few statistics per update."""
+        updates = self.repeat_f + self.repeat_theta
+        return replace(super().run_plan(), repeats=((
+            f"the keys and statistics of each iteration's updates (--repeat-f {self.repeat_f} + --repeat-theta "
+            f"{self.repeat_theta}, {UPDATE_VALUES} values each)", UPDATE_VALUES * updates, "values"),))
+
 
 E_STEP_UPDATES = ("auto", "sites", "lbfgs")
 
@@ -386,7 +393,11 @@ class PMGPLVMSettings(SegmentedChainSettings):
         """The chains' plan with the variational fit's inducing inputs (no ``N x N`` kernel of the outputs) and
         the importance draws of each estimate."""
         return replace(super().run_plan(), full_kernel=False, inducing=self.num_inducing,
-                       importance=self.num_importance)
+                       importance=self.num_importance, repeats=(
+                           (f"the Hessians of the Laplace mode searches (--laplace-starts {self.laplace_starts})",
+                            self.laplace_starts, "latent inputs squared"),
+                           (f"the draws they start from (--laplace-starts {self.laplace_starts})",
+                            self.laplace_starts, "latent inputs")))
 
 
 
@@ -479,5 +490,13 @@ class SequentialSettings:
         return 1
 
     def run_plan(self) -> RunPlan:
-        """One chain's ``N x N`` kernel matrices at a time."""
-        return RunPlan()
+        """One chain's ``N x N`` kernel matrices at a time; the iterations of the step-1 chain and the updates of
+        each iteration, a key and a few statistics each."""
+        iterations = self.burn_in + self.thin * self.states
+        updates = max(self.initial_repeat_f, 2 * self.repeat_f + self.final_repeat_f + 3)
+        return RunPlan(repeats=(
+            (f"the iterations of the step-1 chain (--burn-in {self.burn_in} + --thin {self.thin} x --states "
+             f"{self.states}, {UPDATE_VALUES} values each)", UPDATE_VALUES * iterations, "values"),
+            (f"the updates of f in one iteration (--initial-repeat-f {self.initial_repeat_f}, or 2 x --repeat-f "
+             f"{self.repeat_f} + --final-repeat-f {self.final_repeat_f}; {UPDATE_VALUES} values each)",
+             UPDATE_VALUES * updates, "values")))
