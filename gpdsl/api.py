@@ -184,6 +184,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     from gpdsl.data.validation import validate_data
     from gpdsl.errors import MethodError
     from gpdsl.ir.families import classify, require_priors
+    from gpdsl.data.new_inputs import verify_new_inputs
     from gpdsl.data.preflight import verify_runnable
     from gpdsl.registry import get_method
     from gpdsl.scale_out import check_scheduler_run
@@ -216,6 +217,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     data, warnings = validate_data(model, values, output_variables(model) if entry.missing_outputs else ())
     warnings += outcome_scale_warnings(model, data, scalings)
     verify_runnable(model, data, settings)
+    verify_new_inputs(model, data, new_inputs, by_name=entry.prediction_file == "variables")
     for warning in warnings if on_warning else ():
         on_warning(warning)
     identity = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -13,6 +14,8 @@ import numpy as np
 from tests.command_line import run_in_process
 
 REPO = Path(__file__).resolve().parents[2]
+WARNING = re.compile(r"^(\S+:\d+:\d+: )?warning: |^ +\d* \|")
+"""A line of a warning printed before an error (the warning, or its excerpt), which ``one_line`` leaves out."""
 QUICK = 5.0
 """Seconds a refusal may take (model check and data load included; a compile or a run takes far longer)."""
 MODELS = ("gp_regression", "gp_classification", "bayesian_gplvm", "supervised_gplvm", "gp_narx", "deep_mahalanobis_gp",
@@ -52,7 +55,7 @@ def cli(argv, capsys):
 def refused(argv, capsys, culprit, out=None, quick: float = QUICK, one_line: bool = False):
     """Assert a quick, clean refusal (status 1) naming ``culprit`` that wrote nothing to ``out``; returns stderr.
 
-    With ``one_line``, the message is one line (and an optional ``hint:`` line).
+    With ``one_line``, the message is one line (and an optional ``hint:`` line), after any warnings.
     """
     existed = out is not None and os.path.lexists(out)
     before = Path(out).read_bytes() if existed and Path(out).is_file() else None
@@ -62,7 +65,7 @@ def refused(argv, capsys, culprit, out=None, quick: float = QUICK, one_line: boo
     assert culprit in err, err
     assert seconds < quick, f"the refusal took {seconds:.1f} s"
     if one_line:
-        lines = [line for line in err.strip().splitlines() if not line.startswith("  hint:")]
+        lines = [line for line in err.strip().splitlines() if not WARNING.match(line) and not line.startswith("  hint:")]
         assert len(lines) == 1, err
     if out is not None:
         if existed:
