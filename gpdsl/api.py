@@ -194,9 +194,13 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
         model = load_model(model)
     entry = get_method(method)
     verify_external_allowed(model, allow_external)
-    family, facts = classify(model).require(entry.families, entry.name)
+    classification = classify(model)
+    family, facts = classification.require(entry.families, entry.name)
     if entry.requires_priors:
         require_priors(model, entry.name)
+    nothing = entry.parameters_refusal(model, classification)
+    if nothing:
+        raise MethodError(f"{entry.name} {nothing}", hint="give the model a parameter, or sample f with gibbs")
     settings = entry.settings() if settings is None else settings
     if not isinstance(settings, entry.settings):
         raise MethodError(f"{entry.name} takes {entry.settings.__name__}, not {type(settings).__name__}")
