@@ -198,3 +198,14 @@ def test_a_truncated_results_file_is_refused(fits, capsys):
     path = fits / "truncated.nc"
     path.write_bytes((fits / "ml.nc").read_bytes()[:5000])
     refused(["summary", path], capsys, f"{path} is not a readable NetCDF results file")
+
+
+@pytest.mark.parametrize("command", ["summary", "compare"])
+def test_chains_that_never_moved_have_undefined_diagnostics_without_a_warning(fits, capsys, command):
+    import warnings
+
+    path = replaced(fits, "ml", "posterior", "noise", np.full((2, 5), 0.3), alone=True, name="constant.nc")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        no_internal_error([command, path], capsys, statuses=(0,))
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
