@@ -328,6 +328,9 @@ def _cmd_data(args) -> int:
             "a table: --steps and --seed are for simulated datasets (--list)"
         raise DataError(f"{given[0]} does not apply to {args.name}, {kind}")
     check_writable(args.output, "data", overwrite=args.overwrite)
+    if Path(args.output).suffix.lower() != ".json":
+        raise DataError(f"-o {args.output}: gpdsl data writes JSON; give a file name ending in .json",
+                        hint="convert it afterwards if you need CSV or NetCDF (docs/data.md)")
     if simulated:
         data = simulated_data(args.name, steps=args.steps, rows=args.rows, seed=args.seed)
         how = "simulated"
@@ -661,8 +664,10 @@ def _unusable_path(error: OSError) -> bool:
 def _out_of_memory(error: Exception) -> bool:
     """An allocation XLA could not make (``RESOURCE_EXHAUSTED``), or NumPy's: too large for the memory, which
     the checks before the run estimate but cannot bound exactly."""
+    text = str(error)
     return isinstance(error, MemoryError) or (type(error).__name__ in ("JaxRuntimeError", "XlaRuntimeError")
-                                              and str(error).startswith("RESOURCE_EXHAUSTED"))
+                                              and (text.startswith("RESOURCE_EXHAUSTED")
+                                                   or "Out of memory allocating" in text))
 
 
 def _shortened_path(path, width: int = 120) -> str:

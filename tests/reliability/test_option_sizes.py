@@ -117,3 +117,29 @@ def test_a_forecast_runs_in_chunks_to_the_same_predictions(work, capsys):
                                                                              rtol=1e-12)
     no_internal_error(["forecast", work / "gp_narx.gpm", "--data", work / "series.json", "--lag", 2, "--seed", 1,
                        "--quiet", "--steps", 3000, "--feedback", "mean", "--out", work / "long.nc"], capsys)
+
+
+@pytest.mark.parametrize("name", ["d.csv", "d.nc", "d.txt", "d"])
+def test_gpdsl_data_refuses_an_output_that_is_not_json(work, capsys, name):
+    refused(["data", "pima_tr", "-o", work / name], capsys, f"-o {work / name}: gpdsl data writes JSON", work / name,
+            one_line=True)
+
+
+@pytest.mark.parametrize("steps, rows", [(10**9, 10**9), (20, 10**6)])
+def test_a_simulated_dataset_too_large_to_draw_is_refused(work, capsys, steps, rows):
+    out = work / "simulated.json"
+    refused(["data", "tegner_sequential", "--steps", steps, "--rows", rows, "-o", out], capsys,
+            f"--steps {steps} x --rows {rows} points would take", out, one_line=True)
+
+
+def test_an_allocation_that_fails_inside_an_xla_computation_is_one_line(work, capsys, monkeypatch):
+    import gpdsl.api
+    from jax.errors import JaxRuntimeError
+
+    def exhausted(*args, **kwargs):
+        raise JaxRuntimeError("INTERNAL: Error dispatching computation: Out of memory allocating 8000000000 bytes.")
+
+    monkeypatch.setattr(gpdsl.api, "execute", exhausted)
+    out = work / "internal.nc"
+    refused(["fit", work / "gp_regression.gpm", "--data", work / "reg.json", "--method", "ml", "--seed", 1, "--out",
+             out], capsys, "the run ran out of memory (INTERNAL: Error dispatching computation: Out of memory", out)
