@@ -188,6 +188,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     from gpdsl.data.validation import validate_data
     from gpdsl.errors import MethodError
     from gpdsl.ir.families import classify, require_priors
+    from gpdsl.data.new_inputs import verify_new_inputs
     from gpdsl.data.preflight import verify_runnable
     from gpdsl.registry import get_method
     from gpdsl.scale_out import check_scheduler_run
@@ -197,9 +198,13 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
         model = load_model(model)
     entry = get_method(method)
     verify_external_allowed(model, allow_external)
-    family, facts = classify(model).require(entry.families, entry.name)
+    classification = classify(model)
+    family, facts = classification.require(entry.families, entry.name)
     if entry.requires_priors:
         require_priors(model, entry.name)
+    nothing = entry.parameters_refusal(model, classification)
+    if nothing:
+        raise MethodError(f"{entry.name} {nothing}", hint="give the model a parameter, or sample f with gibbs")
     settings = entry.settings() if settings is None else settings
     if not isinstance(settings, entry.settings):
         raise MethodError(f"{entry.name} takes {entry.settings.__name__}, not {type(settings).__name__}")
@@ -220,6 +225,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     data, warnings = validate_data(model, values, output_variables(model) if entry.missing_outputs else ())
     warnings += outcome_scale_warnings(model, data, scalings)
     verify_runnable(model, data, settings)
+    verify_new_inputs(model, data, new_inputs, by_name=entry.prediction_file == "variables")
     for warning in warnings if on_warning else ():
         on_warning(warning)
     identity = None

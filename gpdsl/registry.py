@@ -94,6 +94,9 @@ class Method:
     chain_engine : callable, optional
         ``chain_engine(latent_gp_view, settings) -> (init, step, extract)`` for Markov chain methods on
         latent-GP models, for tools that run many data sets in one compiled loop (SBC).
+    needs_parameters : tuple of str
+        The families in which it samples or fits the hyperparameters alone (f integrated out, importance-sampled
+        or approximated): a model of one of them with no parameter leaves it nothing to run.
     """
 
     name: str
@@ -114,6 +117,7 @@ class Method:
     prediction_file: str = "inputs"
     latent_fit: Callable[..., Any] | None = None
     tools: tuple[str, ...] = ()
+    needs_parameters: tuple[str, ...] = ()
 
     def run_report(self, results, model, settings):
         """The :class:`~gpdsl.results.report.RunReport` of a finished run (see ``report``)."""
@@ -150,6 +154,17 @@ class Method:
         if missing:
             verb = "has" if len(missing) == 1 else "have"
             return f"needs a prior on every parameter: {', '.join(missing)} {verb} none"
+        return self.parameters_refusal(model, classification)
+
+    def parameters_refusal(self, model, classification: Classification | None = None) -> str | None:
+        """Why this method has nothing to run on ``model``, which has no parameter (see ``needs_parameters``), or
+        None."""
+        if model.parameters:
+            return None
+        classification = classification or classify(model)
+        if any(family in classification.facts for family in self.needs_parameters):
+            return (f"needs a parameter: it {'fits' if self.command == 'fit' else 'samples'} the hyperparameters of "
+                    f"{classification.describe()}, and this model has none")
         return None
 
     def prediction_refusal(self, model, classification: Classification | None = None) -> str | None:
@@ -188,7 +203,7 @@ def register(method: Method, replace: bool = False) -> Method:
         raise MethodError(f"a method named '{method.name}' is already registered")
     if method.command not in ("sample", "fit"):
         raise MethodError(f"method '{method.name}': command must be 'sample' or 'fit', not '{method.command}'")
-    named = (*method.families, *method.predicts_for)
+    named = (*method.families, *method.predicts_for, *method.needs_parameters)
     unknown = [family for family in named if family != ANY and family not in FAMILIES]
     if unknown:
         raise MethodError(f"method '{method.name}': no model family named {', '.join(unknown)} "
@@ -240,14 +255,15 @@ def get_method(name: str) -> Method:
 
 register(Method(
     "nuts", "Stan's NUTS on the generated program (cmdstanpy or PyStan): the baseline", (ANY,), NUTSSettings,
-    run_nuts, engine="stan", predicts=True, predicts_for=predicting_families()))
+    run_nuts, engine="stan", predicts=True, predicts_for=predicting_families(), needs_parameters=(GP_REGRESSION,)))
 register(Method(
     "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact)",
     (LATENT_GP,), PseudoMarginalSettings, run_pm, predicts=True, checkpoints=True,
-    chain_engine=pm_engine, chain_groups=True))
+    chain_engine=pm_engine, chain_groups=True, needs_parameters=(LATENT_GP,)))
 register(Method(
     "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)", (LATENT_GP,), MCMCEPSettings,
-    run_mcmc_ep, predicts=True, checkpoints=True, chain_engine=mcmc_ep_engine, chain_groups=True))
+    run_mcmc_ep, predicts=True, checkpoints=True, chain_engine=mcmc_ep_engine, chain_groups=True,
+    needs_parameters=(LATENT_GP,)))
 register(Method(
     "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "
     "the variational E-step at each proposal (exact)", PM_GPLVM_FAMILIES, PMGPLVMSettings,
@@ -261,7 +277,7 @@ register(Method(
     chain_engine=gibbs_engine, chain_groups=True))
 register(Method(
     "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",
-    (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True))
+    (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True, needs_parameters=(LATENT_GP,)))
 register(Method(
     "vem", "variational EM with Psi statistics (analytic, unscented, Gauss-Hermite, Monte Carlo)",
     (BAYESIAN_GPLVM, GP_PRIOR_GPLVM), VEMSettings, run_vem, command="fit", requires_priors=False,
@@ -270,7 +286,7 @@ register(Method(
 register(Method(
     "ml", "type-II maximum likelihood (MAP where there are priors) of GP regression, f integrated out exactly "
     "(a point estimate, stored as one draw)", (GP_REGRESSION,), MLSettings, run_ml, command="fit",
-    requires_priors=False, predicts=True, report=ml_report))
+    requires_priors=False, predicts=True, report=ml_report, needs_parameters=(GP_REGRESSION,)))
 register(Method(
     "sgpr", "sparse GP regression: Titsias's collapsed bound over inducing inputs, kernel and noise (a point "
     "estimate, stored as one draw, with the inducing inputs)", (GP_REGRESSION,), SGPRSettings, run_sgpr,

@@ -25,8 +25,11 @@ from typing import Any
 from gpdsl.errors import GpdslError, MethodError
 
 LOCAL = "local"
-SCHEDULER_ADDRESS = re.compile(r"^(?:[a-z]+://)?[^\s/:]+(?::\d{1,5})?$")
-"""A Dask scheduler's address: ``tcp://host:8786``, ``host:8786`` or a bare host."""
+SCHEDULER_ADDRESS = re.compile(r"^(?:(?P<scheme>[a-z]+)://)?(?P<host>[^\s/:\[\]]+|\[[0-9A-Fa-f:.]+\])(?::(?P<port>\d{1,5}))?$")
+"""A Dask scheduler's address: ``tcp://host:8786``, ``host:8786`` or a bare host (an IPv6 one in brackets)."""
+DEFAULT_PORT = 8786
+REACH_SECONDS = 5.0
+"""How long a scheduler's address may take to accept a connection before it is refused as unreachable."""
 INSTALL_HINT = "install gpdsl[dask] (pip install 'gpdsl[dask]')"
 
 
@@ -59,9 +62,8 @@ def check_scheduler_run(method, settings, scheduler, chain_groups, checkpoint) -
         The scheduler is neither ``"local"`` nor an address, ``dask.distributed`` is missing for it, the method
         has no chain groups, the number is out of range, or a checkpoint is asked for with groups or a scheduler.
     """
-    if isinstance(scheduler, str) and scheduler != LOCAL and not SCHEDULER_ADDRESS.match(scheduler):
-        raise MethodError(f"--scheduler {scheduler!r} is neither 'local' nor a scheduler's address "
-                          "(tcp://host:8786, host:8786)")
+    if isinstance(scheduler, str):
+        check_scheduler_address(scheduler)
     if scheduler is not None:
         distributed()
         if checkpoint is not None:
@@ -82,10 +84,49 @@ def check_scheduler_run(method, settings, scheduler, chain_groups, checkpoint) -
     return chain_groups
 
 
+def check_scheduler_address(scheduler: str) -> None:
+    """Refuse a ``--scheduler`` that is neither ``local`` nor a scheduler's address (``tcp://host:8786``).
+
+    Raises
+    ------
+    MethodError
+        Naming the value.
+    """
+    if scheduler == LOCAL:
+        return
+    found = SCHEDULER_ADDRESS.match(scheduler)
+    if found is None or (found["port"] is not None and not 1 <= int(found["port"]) <= 65535):
+        raise MethodError(f"--scheduler {scheduler!r} is neither 'local' nor a scheduler's address "
+                          "(tcp://host:8786, host:8786)")
+
+
+def reach(scheduler: str, seconds: float = REACH_SECONDS) -> None:
+    """Refuse, within ``seconds``, a TCP scheduler's address that accepts no connection (nothing listens there,
+    or the host is unknown or does not answer), instead of Dask's retries for half a minute.
+
+    Raises
+    ------
+    MethodError
+        Naming the address and why it cannot be reached.
+    """
+    import socket
+
+    found = SCHEDULER_ADDRESS.match(scheduler)
+    if found is None or (found["scheme"] or "tcp") != "tcp":
+        return
+    host, port = found["host"].strip("[]"), int(found["port"] or DEFAULT_PORT)
+    try:
+        socket.create_connection((host, port), timeout=seconds).close()
+    except OSError as error:
+        reason = "no answer" if isinstance(error, TimeoutError) else (error.strerror or str(error))
+        raise MethodError(f"--scheduler {scheduler}: no Dask scheduler can be reached at {host}:{port} ({reason})",
+                          hint="start one (dask scheduler) or give its address; 'local' starts one here") from None
+
+
 @contextmanager
 def connect(scheduler):
     """A :class:`distributed.Client` for ``scheduler``: ``"local"`` (a spawn-started LocalCluster), an address
-    (``tcp://host:8786``) or a Client (used as is)."""
+    (``tcp://host:8786``, refused at once when unreachable, :func:`reach`) or a Client (used as is)."""
     module = distributed()
     if isinstance(scheduler, module.Client):
         yield scheduler
@@ -94,7 +135,14 @@ def connect(scheduler):
         with local_cluster() as cluster, module.Client(cluster) as client:
             yield client
         return
-    with module.Client(str(scheduler)) as client:
+    check_scheduler_address(str(scheduler))
+    reach(str(scheduler))
+    try:
+        client = module.Client(str(scheduler), timeout=REACH_SECONDS * 2)
+    except Exception as error:
+        raise MethodError(f"--scheduler {scheduler}: cannot connect to a Dask scheduler there "
+                          f"({type(error).__name__}: {str(error)[:200]})") from None
+    with client:
         yield client
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 EXCERPT_WIDTH = 200
 """Characters of a source line shown in an error's excerpt (a longer line is cut around the column)."""
@@ -43,10 +44,15 @@ class Source:
     text: str
     name: str = "<string>"
 
+    @cached_property
+    def lines(self) -> list[str]:
+        """The text's lines, without their newlines (split once: a model with thousands of warnings quotes them
+        all)."""
+        return self.text.splitlines()
+
     def line(self, lineno: int) -> str:
         """Return line ``lineno`` (1-based) without its newline, or ``""`` past the end."""
-        lines = self.text.splitlines()
-        return lines[lineno - 1] if 1 <= lineno <= len(lines) else ""
+        return self.lines[lineno - 1] if 1 <= lineno <= len(self.lines) else ""
 
     def position(self, offset: int) -> tuple[int, int]:
         """Return the 1-based (line, column) of a character offset."""

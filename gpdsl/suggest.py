@@ -31,14 +31,23 @@ def edit_distance(a: str, b: str) -> int:
     return current[len(b)]
 
 
+LONGEST_NAME = 100
+"""Names (and candidates) longer than this get no suggestion: comparing them costs the product of their lengths,
+and nobody misspells a name that long."""
+
+
 def closest(name: str, candidates: Iterable[str], fallback: bool = True) -> str | None:
     """The candidate nearest to ``name``, or None when none is close.
 
     Candidates within ``max(1, len(name) // 3)`` edits (:func:`edit_distance`) come first, the fewest
     edits winning, then the higher :mod:`difflib` similarity, then the earlier candidate; failing those,
-    and if ``fallback``, :func:`difflib.get_close_matches` with a cutoff of 0.6.
+    and if ``fallback``, :func:`difflib.get_close_matches` with a cutoff of 0.6. Names and candidates longer
+    than :data:`LONGEST_NAME` are never compared.
     """
-    name, candidates = str(name), list(dict.fromkeys(str(c) for c in candidates))
+    name = str(name)
+    if len(name) > LONGEST_NAME:
+        return None
+    candidates = [c for c in dict.fromkeys(str(c) for c in candidates) if len(c) <= LONGEST_NAME]
     limit = max(1, len(name) // 3)
     ranked = sorted(
         (edit_distance(name, c), -difflib.SequenceMatcher(None, name, c).ratio(), i, c)

@@ -134,16 +134,9 @@ def _cmd_resume(args) -> int:
     import os
 
     from gpdsl.externals import ExternalRefused
-    from gpdsl.storage.checkpoint import CheckpointError, read_identity
+    from gpdsl.storage.checkpoint import CheckpointError, recorded_command
 
-    identity = read_identity(args.checkpoint) or {}
-    command, directory = identity.get("command"), identity.get("cwd")
-    if not command:
-        raise CheckpointError(f"checkpoint {args.checkpoint} records no command (it was written from Python or by "
-                              "gpdsl run); resume it by running the same call or run file again")
-    if not isinstance(directory, str) or not Path(directory).is_dir():
-        raise CheckpointError(f"the directory {directory} that the run of checkpoint {args.checkpoint} started in "
-                              "no longer exists")
+    command, directory = recorded_command(args.checkpoint)
     recorded = _recorded_run(command, args.checkpoint)
     written = Path(directory, recorded.checkpoint or "")
     if not written.exists() or not os.path.samefile(written, args.checkpoint):
@@ -299,8 +292,9 @@ def _cmd_run_file(args) -> int:
     from gpdsl.cli.run_file import execute_plan, plan
 
     if args.scheduler is not None:
-        from gpdsl.scale_out import distributed
+        from gpdsl.scale_out import check_scheduler_address, distributed
 
+        check_scheduler_address(args.scheduler)
         distributed()
     run_plan = plan(args.file, progress=not args.quiet,
                     on_warning=_warn, overwrite=args.overwrite, allow_external=args.allow_external)
@@ -384,6 +378,9 @@ def _cmd_data(args) -> int:
             "a table: --steps and --seed are for simulated datasets (--list)"
         raise DataError(f"{given[0]} does not apply to {args.name}, {kind}")
     check_writable(args.output, "data", overwrite=args.overwrite)
+    if Path(args.output).suffix.lower() != ".json":
+        raise DataError(f"-o {args.output}: gpdsl data writes JSON; give a file name ending in .json",
+                        hint="convert it afterwards if you need CSV or NetCDF (docs/data.md)")
     if simulated:
         data = simulated_data(args.name, steps=args.steps, rows=args.rows, seed=args.seed)
         how = "simulated"
@@ -445,7 +442,11 @@ def _plot_latent(results, args):
         plotted = ", ".join(m.name for m in methods().values() if m.latent_fit is not None)
         raise GpdslError(f"these results ({root_attrs(results).get('method', 'no method')}) hold no variational fit "
                          f"of latent inputs to plot; --kind latent plots the results of {plotted}")
-    _, fit = method.latent_fit(results)
+    try:
+        _, fit = method.latent_fit(results)
+    except GpdslError as error:
+        error.message = f"results file {args.fit}: {error.message}"
+        raise
     latent_dims = fit.mean.shape[1]
     if args.dims and not all(1 <= d <= latent_dims for d in args.dims):
         raise DataError(f"--dims {args.dims[0]} {args.dims[1]}: the latent dimensions are 1 to {latent_dims}")
@@ -707,6 +708,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+PATH_ERRORS = ("ENAMETOOLONG", "ELOOP", "ENOTDIR")
+"""``errno`` names of an operating-system error that says a path the user gave cannot be used as written."""
+
+
+def _unusable_path(error: OSError) -> bool:
+    import errno
+
+    return error.filename is not None and error.errno in {getattr(errno, name) for name in PATH_ERRORS}
+
+
+def _out_of_memory(error: Exception) -> bool:
+    """An allocation XLA could not make (``RESOURCE_EXHAUSTED``), or NumPy's: too large for the memory, which
+    the checks before the run estimate but cannot bound exactly."""
+    text = str(error)
+    return isinstance(error, MemoryError) or (type(error).__name__ in ("JaxRuntimeError", "XlaRuntimeError")
+                                              and (text.startswith("RESOURCE_EXHAUSTED")
+                                                   or "Out of memory allocating" in text))
+
+
+def _shortened_path(path, width: int = 120) -> str:
+    text = str(path)
+    return text if len(text) <= width else f"{text[:width // 2]}...{text[-width // 2:]} ({len(text)} characters)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = build_parser().parse_args(argv)
@@ -724,7 +749,14 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except Exception:
+    except Exception as error:
+        if isinstance(error, OSError) and _unusable_path(error):
+            print(f"error: {_shortened_path(error.filename)}: {error.strerror}", file=sys.stderr)
+            return 1
+        if _out_of_memory(error):
+            print(f"error: the run ran out of memory ({str(error).splitlines()[0][:200]})\n  hint: lower the sizes "
+                  "in the data or the settings (chains, draws, inducing inputs, importance draws)", file=sys.stderr)
+            return 1
         traceback.print_exc()
         print(f"\ninternal error: this is a bug in gpdsl {__version__}; please report it with the "
               f"output above at {REPORT_URL}", file=sys.stderr)

@@ -30,8 +30,10 @@ each run as one Dask task (:mod:`gpdsl.scale_out`); the files equal those of a r
 has an ``external(...)`` likelihood runs only with ``gpdsl run --allow-external``: a file grants no permission to
 run code, and a run file that tries (``allow_external = true``) is refused.
 
-Every run is checked (model, data, method, settings through the method's settings class, exactly as the
-command-line flags are, and that its output can be written) before the first one starts.
+``out`` and ``checkpoint`` are patterns: ``{key}`` is replaced by the run's value of a grid key, its ``method`` or
+its ``seed`` (``{{`` and ``}}`` are literal braces). Every run is checked (model, data, method, settings through the
+method's settings class, exactly as the command-line flags are, that its output can be written, and that no two
+runs share a results file or a checkpoint) before the first one starts (:mod:`gpdsl.cli.run_file_checks`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from gpdsl.cli.run_file_checks import (MAX_RUNS, PATTERN_KEYS, PATTERN_NAMES, check_compare_types, check_compare_vars,
+                                       check_distinct_files, check_grid_size, check_run_types, pattern_fields)
 from gpdsl.errors import GpdslError
 
 RUN_KEYS = ("name", "model", "data", "method", "seed", "settings", "grid", "out", "predict", "checkpoint",
@@ -117,8 +121,9 @@ def read_run_file(path: str | os.PathLike) -> tuple[list[RunSpec], dict | None, 
         raise GpdslError(f"{source} is not valid TOML: {error}") from None
     _known_keys(content, TOP_KEYS, f"{source}")
     tables = content.get("run", [{}])
-    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-        raise GpdslError(f"{source}: 'run' must be an array of tables ([[run]])")
+    if not isinstance(tables, list) or not tables or not all(isinstance(t, dict) for t in tables):
+        raise GpdslError(f"{source}: 'run' must be an array of tables ([[run]])" + ("; it is empty" if tables == []
+                                                                                     else ""))
     defaults = {key: value for key, value in content.items() if key not in ("run", "compare", "scheduler")}
     specs = []
     for number, table in enumerate(tables, 1):
@@ -128,20 +133,19 @@ def read_run_file(path: str | os.PathLike) -> tuple[list[RunSpec], dict | None, 
         if not all(isinstance(part, dict) for part in settings):
             raise GpdslError(f"{where}: settings must be a table (settings = {{ chains = 4 }})")
         merged = {**defaults, **table, "settings": {**settings[0], **settings[1]}}
+        check_run_types(merged, where)
         specs.extend(_expanded(merged, source.parent, table.get("name", f"run {number}"), where))
-    outs = [spec.out.resolve() for spec in specs]
-    for spec, out in zip(specs, outs):
-        if outs.count(out) > 1:
-            raise GpdslError(f"{source}: several runs write {spec.out}",
-                             hint="give each run its own out (with a grid, name every grid key in it: "
-                                  "out = \"pm_{approximation}.nc\")")
+    if len(specs) > MAX_RUNS:
+        raise GpdslError(f"{source}: {len(specs)} runs; a run file runs at most {MAX_RUNS}")
     compare = content.get("compare")
     if compare is not None:
         if not isinstance(compare, dict):
             raise GpdslError(f"{source}: 'compare' must be a table ([compare])")
         _known_keys(compare, COMPARE_KEYS, f"{source}, [compare]")
+        check_compare_types(compare, f"{source}, [compare]")
         compare = {key: (str(source.parent / value) if key in ("table", "plot", "reference") else value)
                    for key, value in compare.items()}
+    check_distinct_files(specs, compare, source)
     return specs, compare, _scheduler(content.get("scheduler"), source)
 
 
@@ -150,8 +154,9 @@ def _scheduler(scheduler, source: Path) -> str | None:
         return None
     if not isinstance(scheduler, str) or not scheduler:
         raise GpdslError(f"{source}: scheduler must be \"local\" or an address such as \"tcp://host:8786\"")
-    from gpdsl.scale_out import distributed
+    from gpdsl.scale_out import check_scheduler_address, distributed
 
+    check_scheduler_address(scheduler)
     distributed()
     return scheduler
 
@@ -201,9 +206,11 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
         outs = [Path(spec.out).resolve() for spec, _ in runs]
         if reference is not None and Path(reference).resolve() not in outs:
             raise GpdslError(f"{path}, [compare]: the reference {reference} is not the out of any run")
+        check_compare_vars(compare.get("vars"), runs, Path(path))
+        checkpoints = [spec.checkpoint for spec, _ in runs if spec.checkpoint is not None]
         for key, what in (("table", "comparison table"), ("plot", "forest plot")):
             if compare.get(key) is not None:
-                check_writable(compare[key], what, inputs=[*inputs, *(spec.out for spec, _ in runs)],
+                check_writable(compare[key], what, inputs=[*inputs, *(spec.out for spec, _ in runs), *checkpoints],
                                overwrite=overwrite)
     return RunPlan(Path(path), runs, compare, scheduler)
 
@@ -256,7 +263,10 @@ def _expanded(table: dict, base: Path, name: str, where: str) -> list[RunSpec]:
     grid = table.get("grid", {})
     if not isinstance(grid, dict) or not all(isinstance(v, list) and v for v in grid.values()):
         raise GpdslError(f"{where}: grid must be a table of non-empty lists (grid = {{ chains = [2, 4] }})")
-    missing = [key for key in grid if "{" + key + "}" not in str(table["out"])]
+    check_grid_size(grid, where)
+    names = [*grid, *(n for n in PATTERN_NAMES if n not in grid)]
+    used = {key: pattern_fields(table[key], names, f"{where}: {key}") for key in PATTERN_KEYS if key in table}
+    missing = [key for key in grid if key not in used["out"]]
     if missing:
         raise GpdslError(f"{where}: out '{table['out']}' does not name the grid key '{missing[0]}'",
                          hint=f"put {{{missing[0]}}} in out so that every run writes its own file")
@@ -270,9 +280,11 @@ def _expanded(table: dict, base: Path, name: str, where: str) -> list[RunSpec]:
             else:
                 run["settings"][key] = value
         label = name + (f" [{', '.join(f'{k}={v}' for k, v in chosen.items())}]" if chosen else "")
-        out = str(table["out"]).format(**{"method": run["method"], "seed": run.get("seed"), **chosen})
+        fields = {"method": run["method"], "seed": run.get("seed"), **chosen}
         paths = {key: (base / str(run[key]) if run.get(key) is not None else None) for key in PATH_KEYS}
-        paths["out"] = base / out
+        for key in PATTERN_KEYS:
+            if table.get(key) is not None:
+                paths[key] = base / table[key].format(**fields)
         data = run["data"] if isinstance(run["data"], dict) else base / str(run["data"])
         specs.append(RunSpec(label, paths["model"], data, str(run["method"]), run["settings"], paths["out"],
                              run.get("seed"), paths["predict"], paths["checkpoint"], run.get("chain_groups")))

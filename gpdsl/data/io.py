@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from gpdsl.data.memory import check_arrays, check_text_file
 from gpdsl.data.scaling import Scaling, split_scaling
 from gpdsl.data.validation import container_values, validate_data
 from gpdsl.errors import DataError
@@ -124,6 +125,8 @@ def _read_values(source, model):
         raise DataError(f"data file '{path}' does not exist")
     if not path.is_file():
         raise DataError(f"data file '{path}' is not a regular file (a pipe or a device)")
+    if kind != "netcdf":
+        check_text_file(path, kind)
     if kind == "json":
         return _read_json(path)
     if kind == "csv":
@@ -132,10 +135,10 @@ def _read_values(source, model):
 
 
 # ---- Python values ---------------------------------------------------------------------------
-def _from_python(name: str, value: Any, origin: str) -> DataValue:
+def _from_python(name: str, value: Any, origin: str, exact: bool = False) -> DataValue:
     value = container_values(value)
     try:
-        array = np.asarray(value)
+        array = np.array(value, dtype=object) if exact else np.asarray(value)
     except ValueError:
         raise DataError(f"{origin} '{name}' is ragged: nested lists must have equal lengths at "
                         f"each level") from None
@@ -150,8 +153,9 @@ MAX_JSON_DEPTH = 32
 
 
 def _read_text(path: Path, kind: str) -> str:
+    """The file's text as UTF-8, without a byte-order mark (spreadsheets write one)."""
     try:
-        return path.read_text()
+        return path.read_text(encoding="utf-8-sig")
     except OSError as error:
         raise DataError(f"cannot read {kind} data file '{path}': {error.strerror}") from None
     except UnicodeDecodeError as error:
@@ -166,7 +170,7 @@ def _read_json(path: Path) -> dict[str, DataValue]:
         raise DataError(f"JSON data file '{path}' nests arrays or objects {depth} deep; data are at most "
                         f"{MAX_JSON_DEPTH} deep")
     try:
-        content = json.loads(text)
+        content = json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(path, pairs))
     except json.JSONDecodeError as exc:
         span = Span.point(Source(text, str(path)), exc.lineno, exc.colno)
         raise DataError(f"cannot parse JSON data file '{path}' (line {exc.lineno}, column "
@@ -175,8 +179,21 @@ def _read_json(path: Path) -> dict[str, DataValue]:
         raise DataError(f"JSON data file '{path}' must hold an object of variables by name; "
                         f"got a {type(content).__name__}")
     origin = f"JSON data file '{path}': variable"
-    return {name: _from_python(name, _json_numbers(name, value, origin), origin)
-            for name, value in content.items()}
+    values = {}
+    for name, value in content.items():
+        outside: list[int] = []
+        values[name] = _from_python(name, _json_numbers(name, value, origin, outside), origin, exact=bool(outside))
+    return values
+
+
+def _unique_keys(path: Path, pairs: list) -> dict:
+    """A JSON object's members, refusing a name given twice (JSON parsers differ on which one wins)."""
+    content = {}
+    for key, value in pairs:
+        if key in content:
+            raise DataError(f"JSON data file '{path}': '{key}' is given twice; give each variable once")
+        content[key] = value
+    return content
 
 
 def _json_depth(text: str) -> int:
@@ -192,12 +209,16 @@ def _json_depth(text: str) -> int:
     return deepest
 
 
-def _json_numbers(name: str, value: Any, origin: str) -> Any:
-    """CmdStan's JSON: numbers, nested lists, and the strings NaN, Inf, -Inf, Infinity, -Infinity."""
+def _json_numbers(name: str, value: Any, origin: str, outside: list) -> Any:
+    """CmdStan's JSON: numbers, nested lists, and the strings NaN, Inf, -Inf, Infinity, -Infinity; an integer
+    beyond 64 bits is put in ``outside`` too (the variable is then kept exact, as Python integers)."""
     if isinstance(value, list):
-        return [_json_numbers(name, item, origin) for item in value]
+        return [_json_numbers(name, item, origin, outside) for item in value]
     if isinstance(value, str) and value.strip().lower() in _JSON_SPECIAL:
         return _JSON_SPECIAL[value.strip().lower()]
+    if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
+        outside.append(value)
+        return value
     if isinstance(value, (bool, int, float)):
         return value
     raise DataError(f"{origin} '{name}' holds {json.dumps(value)}: values must be numbers, nested "
@@ -210,7 +231,8 @@ def _read_netcdf(path: Path, model: Model | None) -> dict[str, DataValue]:
 
     try:
         with xr.open_dataset(path) as dataset:
-            values = {str(name): _netcdf_values(array) for name, array in dataset.data_vars.items()}
+            check_arrays(path, dataset.data_vars)
+            values = {str(name): _netcdf_values(path, array, model) for name, array in dataset.data_vars.items()}
             dims = dict(dataset.sizes)
     except (OSError, ValueError) as exc:
         raise DataError(f"cannot read NetCDF data file '{path}': {exc}") from None
@@ -222,7 +244,8 @@ def _read_netcdf(path: Path, model: Model | None) -> dict[str, DataValue]:
     return values
 
 
-def _netcdf_values(array) -> DataValue:
+def _netcdf_values(path: Path, array, model: Model | None) -> DataValue:
+    array = _declared_order(path, array, model)
     values = np.asarray(array.values)
     stored = np.dtype(array.encoding.get("dtype", values.dtype))
     if stored.kind in "iub" and values.dtype.kind == "f" and not np.isnan(values).any():
@@ -230,9 +253,38 @@ def _netcdf_values(array) -> DataValue:
     return values.item() if values.ndim == 0 else values
 
 
+def _declared_order(path: Path, array, model: Model | None):
+    """A NetCDF variable with its dimensions in the order the model declares them, by their names.
+
+    Dimensions named after the declared sizes (``X`` stored as ``(D, N)`` for ``matrix[N, D] X``) are transposed
+    to the declared order; a dimension named after one of the model's sizes in a place the declaration gives to
+    another is refused, since its values would be read transposed (unnoticed when the sizes are equal).
+    """
+    declared = model.data.get(str(array.name)) if model is not None else None
+    if declared is None:
+        return array
+    names = [str(dim) for dim in array.dims]
+    shape = [dim if isinstance(dim, str) else None for dim in declared.type.shape]
+    if len(names) == len(shape) and sorted(names) == sorted(d for d in shape if d) and len(set(names)) == len(names):
+        return array.transpose(*shape)
+    misplaced = [(name, want) for name, want in zip(names, shape) if name in model.sizes and name != want]
+    if len(names) != len(shape) or not misplaced:
+        return array
+    name, want = misplaced[0]
+    declared_dims = ", ".join(str(d) for d in declared.type.shape)
+    raise DataError(f"NetCDF data file '{path}': variable '{array.name}' has dimensions ({', '.join(names)}), but the "
+                    f"model declares {array.name} as {declared.type.describe()}: its dimension "
+                    f"{names.index(name) + 1} is named {name} where {want or 'a fixed size'} is declared",
+                    hint=f"name its dimensions ({declared_dims}) or store it in that order")
+
+
 # ---- CSV -------------------------------------------------------------------------------------
 def _read_csv(path: Path, model: Model | None) -> dict[str, DataValue]:
-    rows = list(csv.reader(io.StringIO(_read_text(path, "CSV"), newline="")))
+    reader = csv.reader(io.StringIO(_read_text(path, "CSV"), newline=""))
+    try:
+        rows = list(reader)
+    except csv.Error as error:
+        raise DataError(f"CSV data file '{path}', line {reader.line_num}: {error}") from None
     if not rows:
         raise DataError(f"CSV data file '{path}' is empty: expected a header row of column names")
     header = [name.strip() for name in rows[0]]
@@ -295,7 +347,9 @@ def _csv_variable(path: Path, name: str, columns: dict[tuple[int, ...], list[str
     parsed = [[_parse_cell(path, name, index, row, columns[index][row]) for index in grid]
               for row in range(length)]
     all_integers = all(isinstance(v, int) for row in parsed for v in row)
-    array = np.array(parsed, dtype=np.int64 if all_integers else np.float64).reshape((length,) + extent)
+    exact = all_integers and any(not -2**63 <= v < 2**63 for row in parsed for v in row)
+    kind = object if exact else np.int64 if all_integers else np.float64
+    array = np.array(parsed, dtype=kind).reshape((length,) + extent)
     if scalar and array.shape == (1,):
         return array.item()
     return array

@@ -10,10 +10,10 @@ arrays the run allocates fit in the memory available.
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
+from gpdsl.data.memory import available_memory, shown_bytes
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir.nodes import Model
 from gpdsl.settings.fields import PlannedRun, RunPlan
@@ -136,23 +136,8 @@ def verify_memory(model: Model, data: dict, plan: RunPlan) -> None:
     for what, count in _allocations(model, data, plan):
         needed = 8 * count
         if needed > available:
-            raise MethodError(f"{what} would take {_bytes(needed)}; {_bytes(available)} of memory is available",
+            raise MethodError(f"{what} would take {shown_bytes(needed)}; {shown_bytes(available)} of memory is available",
                               hint="check the sizes in the data and the settings")
-
-
-def available_memory() -> int | None:
-    """Bytes of memory available to a new allocation (``MemAvailable``), or None where unknown."""
-    try:
-        with open("/proc/meminfo") as stream:
-            for line in stream:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def _allocations(model: Model, data: dict, plan: RunPlan):
@@ -162,8 +147,8 @@ def _allocations(model: Model, data: dict, plan: RunPlan):
     for name, variable in variables.items():
         yield f"{variable.role} {name} ({_declared(variable, data)})", math.prod(sizes[name])
     chains, draws = plan.chains, plan.draws
+    recorded = sum(math.prod(sizes[name]) for name in model.parameters)
     if chains is not None and draws is not None:
-        recorded = sum(math.prod(sizes[name]) for name in model.parameters)
         yield (f"the draws (--chains {chains} x --draws {draws} x {recorded} parameter values)",
                chains * draws * recorded)
     from gpdsl.ir.structure import gp_nodes
@@ -181,6 +166,11 @@ def _allocations(model: Model, data: dict, plan: RunPlan):
         if importance is not None:
             yield (f"the importance draws of {node.name} ({per_chain}--num-importance {importance} x {values} values)",
                    copies * importance * values)
+    units = {"values": 1, "parameters": recorded,
+             "latent inputs": sum(math.prod(sizes[name]) for name, v in model.latents.items() if v.declared)}
+    units["latent inputs squared"] = units["latent inputs"] ** 2
+    for what, count, unit in plan.repeats:
+        yield f"{what} ({per_chain}{count} x {units[unit]} values)", copies * count * units[unit]
     nodes = plan.quadrature_nodes
     if nodes is not None:
         for name, variable in model.latents.items():
@@ -199,13 +189,6 @@ def _declared(variable, data) -> str:
     symbols = [d for d in dict.fromkeys(variable.type.shape) if isinstance(d, str)]
     values = ", ".join(f"{s} = {data[s]}" for s in symbols)
     return f"{variable.type.describe()}" + (f" with {values}" if values else "")
-
-
-def _bytes(count: int) -> str:
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
-        if count >= scale:
-            return f"{count / scale:.3g} {unit}"
-    return f"{count} bytes"
 
 
 def _shown(values: np.ndarray) -> str:

@@ -20,6 +20,7 @@ LABEL_RANGE_LIMIT = 20
 """Integer variables with both bounds at most this far apart are treated as category labels."""
 
 SHOWN_VALUES = 10
+INT64 = (-2**63, 2**63 - 1)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def validate_data(
         or infinity, or a size is negative, not an integer or inconsistent with the shapes.
     """
     allowed = _check_allow_missing(model, allow_missing)
-    arrays = {name: _as_numeric(name, value) for name, value in data.items() if name in model.data}
+    arrays = {name: _as_numeric(model.data[name], value) for name, value in data.items() if name in model.data}
     warnings = [_unknown_warning(model, name) for name in data if name not in model.data]
 
     sizes, inferred = _resolve_sizes(model, arrays)
@@ -105,21 +106,54 @@ def container_values(value: Any) -> Any:
     return value
 
 
-def _as_numeric(name: str, value: Any) -> np.ndarray:
+def _as_numeric(variable: Variable, value: Any) -> np.ndarray:
+    name = variable.name
     value = container_values(value)
     try:
         array = np.asarray(value)
     except ValueError as exc:
         raise DataError(f"data '{name}' is not a rectangular array: {exc}") from None
+    if variable.type.base == "int" and array.dtype.kind in "uO":
+        _check_int64(name, array)
     if array.dtype.kind in "biuf":
         return array
     if array.dtype.kind == "O":
         try:
             return array.astype(np.float64)
+        except OverflowError:
+            index = _first(np.vectorize(_beyond_double, otypes=[bool])(array))
+            raise DataError(f"data '{name}' holds an integer beyond double precision at {_element(name, index)} "
+                            f"({_digits(array[index])})") from None
         except (TypeError, ValueError):
             pass
     shown = repr(value) if array.ndim == 0 else f"an array of {array.dtype}"
     raise DataError(f"data '{name}' must be numeric; got {shown}")
+
+
+def _check_int64(name: str, array: np.ndarray) -> None:
+    """Refuse integers outside the 64-bit range in an ``int`` variable, shown exactly (not wrapped around)."""
+    outside = np.vectorize(lambda v: isinstance(v, (int, np.integer)) and not INT64[0] <= int(v) <= INT64[1],
+                           otypes=[bool])(array) if array.size else np.zeros(array.shape, bool)
+    if outside.any():
+        index = _first(outside)
+        where = f" at {_element(name, index)}" if index else ""
+        raise DataError(f"data '{name}' holds {_digits(array[index])}{where}: integers are from {INT64[0]} to "
+                        f"{INT64[1]}")
+
+
+def _beyond_double(value) -> bool:
+    try:
+        float(value)
+    except OverflowError:
+        return True
+    except (TypeError, ValueError):
+        pass
+    return False
+
+
+def _digits(value) -> str:
+    text = str(int(value))
+    return text if len(text) <= 40 else f"{text[:20]}...{text[-10:]} ({len(text)} digits)"
 
 
 def _check_allow_missing(model: Model, names: Iterable[str]) -> set[str]:
@@ -239,6 +273,12 @@ def _as_integers(variable: Variable, array: np.ndarray) -> np.ndarray:
             raise DataError(
                 f"data '{variable.name}' must hold integers (declared {variable.type.describe()}); "
                 f"{_element(variable.name, index)} = {array[index].item()!r}")
+        outside = (array < INT64[0]) | (array >= 2.0**63)
+        if outside.any():
+            index = _first(outside)
+            where = f" at {_element(variable.name, index)}" if index else ""
+            raise DataError(f"data '{variable.name}' holds {array[index].item()!r}{where}: integers are from "
+                            f"{INT64[0]} to {INT64[1]}")
     return array.astype(np.int64)
 
 

@@ -53,7 +53,8 @@ class Loader:
 class Simulator:
     """A simulated dataset ``gpdsl data`` can write: its generator, one line on it, and its default sizes.
 
-    ``simulate(steps, rows, seed)`` returns the model's data as a dict (the variables by name).
+    ``simulate(steps, rows, seed)`` returns the model's data as a dict (the variables by name);
+    ``values(steps, rows)`` is the number of float64 values its largest array holds (None: not checked).
     """
 
     simulate: Callable[[int, int, int], dict]
@@ -61,6 +62,7 @@ class Simulator:
     steps: int
     rows: int
     seed: int
+    values: Callable[[int, int], int] | None = None
 
 
 @functools.cache
@@ -94,7 +96,7 @@ def loaders() -> dict[str, Loader | Simulator]:
             lambda steps, rows, seed: d.tegner_sequential(steps, rows, seed)[0],
             "Tegner et al. (2018) Sec. 4.1: y of a 3-D GP at --steps T times x --rows N inputs, for "
             "models/sequential_latent_gp.gpm (default T 20, N 200, --seed 2018); simulated, offline",
-            steps=20, rows=200, seed=2018),
+            steps=20, rows=200, seed=2018, values=lambda steps, rows: (steps * rows) ** 2),
     }
 
 
@@ -253,7 +255,20 @@ def simulated_data(name: str, *, steps: int | None = None, rows: int | None = No
         least = 0 if what == "seed" else 1
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
             raise DatasetError(f"{name}: {what} must be an integer >= {least}; got {value!r}")
+    _check_memory(name, entry, int(values["steps"]), int(values["rows"]))
     return entry.simulate(int(values["steps"]), int(values["rows"]), int(values["seed"]))
+
+
+def _check_memory(name: str, entry: Simulator, steps: int, rows: int) -> None:
+    """Refuse sizes whose draw would not fit in the memory available (its largest array, named by its sizes)."""
+    from gpdsl.data.memory import available_memory, shown_bytes
+
+    available = available_memory()
+    needed = 8 * entry.values(steps, rows) if entry.values is not None else 0
+    if available is not None and needed > available:
+        raise DatasetError(f"{name}: --steps {steps} x --rows {rows} points would take {shown_bytes(needed)} to draw "
+                           f"(one joint GP over all of them); {shown_bytes(available)} of memory is available",
+                           hint="lower --steps or --rows")
 
 
 def _entry(name: str) -> Loader | Simulator:

@@ -418,7 +418,20 @@ class _Record:
                 np.savez(stream, **arrays)
 
     def load(self, path, like_states, rng_key, like_outputs):
-        with np.load(path) as stored:
+        import zipfile
+
+        from gpdsl.storage.checkpoint import damaged
+
+        try:
+            states = self._load(path, like_states, rng_key, like_outputs)
+        except (KeyError, ValueError, TypeError, IndexError, EOFError, OSError, zipfile.BadZipFile) as error:
+            raise damaged(path, f"{type(error).__name__}: {str(error)[:160]}") from None
+        if self.keep_warmup and self.warmup_draws is None and self.iteration > 0:
+            raise GpdslError(f"checkpoint {path} holds no warmup draws; resume without keep_warmup")
+        return states
+
+    def _load(self, path, like_states, rng_key, like_outputs):
+        with np.load(path, allow_pickle=False) as stored:
             meta = json.loads(str(stored["meta"]))
             expected = self._meta(rng_key)
             for name in ("version", "num_warmup", "num_draws", "num_chains", "key"):
@@ -426,7 +439,11 @@ class _Record:
                     raise GpdslError(f"checkpoint {path} was written by a different run: its {name} is "
                                      f"{meta[name]}, this run's is {expected[name]}")
             states = jax.tree.map(jnp.asarray, _unflat(stored, "state", like_states))
-            self.iteration = int(meta["iteration"])
+            iteration = meta["iteration"]
+            if isinstance(iteration, bool) or not isinstance(iteration, int) or \
+                    not 0 <= iteration <= self.num_warmup + self.num_draws:
+                raise ValueError(f"its iteration {iteration!r} is not from 0 to {self.num_warmup + self.num_draws}")
+            self.iteration = iteration
             recorded = meta.get("timings") if isinstance(meta.get("timings"), dict) else {}
             self.seconds = {**{part: _seconds(recorded.get(part)) for part in SEGMENT_PARTS},
                             "elapsed": _seconds(meta.get("elapsed"))}
@@ -434,14 +451,13 @@ class _Record:
                 self.watch.moved = np.asarray(stored["warmup_moved"])
                 self.watch.iterations = min(self.iteration, self.num_warmup)
             like_draws, like_infos = like_outputs
+            kept = {"draws": max(0, iteration - self.num_warmup), "warmup": min(iteration, self.num_warmup)}
             if "draws_draw_count" in stored:
-                self.sample_draws = [_unflat(stored, "draws_draw", like_draws, check_shapes=False)]
-                self.sample_infos = [_unflat(stored, "draws_info", like_infos, check_shapes=False)]
+                self.sample_draws = [_unflat(stored, "draws_draw", like_draws, kept["draws"])]
+                self.sample_infos = [_unflat(stored, "draws_info", like_infos, kept["draws"])]
             if self.keep_warmup and "warmup_draw_count" in stored:
-                self.warmup_draws = [_unflat(stored, "warmup_draw", like_draws, check_shapes=False)]
-                self.warmup_infos = [_unflat(stored, "warmup_info", like_infos, check_shapes=False)]
-        if self.keep_warmup and self.warmup_draws is None and self.iteration > 0:
-            raise GpdslError(f"checkpoint {path} holds no warmup draws; resume without keep_warmup")
+                self.warmup_draws = [_unflat(stored, "warmup_draw", like_draws, kept["warmup"])]
+                self.warmup_infos = [_unflat(stored, "warmup_info", like_infos, kept["warmup"])]
         return states
 
 
@@ -462,12 +478,16 @@ def _treedef_text(treedef) -> str:
     return str(treedef)
 
 
-def _unflat(stored, prefix, like, check_shapes=True):
+def _unflat(stored, prefix, like, kept: int | None = None):
+    """The tree ``prefix`` of a checkpoint, shaped as ``like`` (states), or as ``like`` with ``kept`` iterations in
+    place of its one (draws and infos, each leaf ``(chain, iteration, ...)``)."""
     leaves, treedef = jax.tree.flatten(like)
     if str(stored[f"{prefix}_treedef"]) != _treedef_text(treedef):
         raise GpdslError(f"the checkpoint's {prefix.replace('_', ' ')} have a different structure from this run's")
     restored = [np.asarray(stored[f"{prefix}_{i}"]) for i in range(len(leaves))]
     for old, new in zip(leaves, restored):
-        if check_shapes and old.shape != new.shape:
-            raise GpdslError(f"the checkpoint's chain state has shape {new.shape} where this run has {old.shape}")
+        shape = tuple(old.shape) if kept is None else (old.shape[0], kept, *old.shape[2:])
+        if shape != new.shape:
+            what = "chain state" if kept is None else prefix.replace("_", " ")
+            raise GpdslError(f"the checkpoint's {what} has shape {new.shape} where this run has {shape}")
     return jax.tree.unflatten(treedef, restored)

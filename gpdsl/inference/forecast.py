@@ -21,10 +21,12 @@ import numpy as np
 
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
-from gpdsl.settings import option, require_choice, require_positive_int
+from gpdsl.settings import LARGEST_INT, option, require_choice, require_positive_int
 
 FEEDBACKS = ("mean", "gaussian")
 PSI_KINDS = ("analytic", "unscented", "gauss_hermite", "monte_carlo")
+MAX_STEPS = 1_000_000
+"""The most steps of one free simulation (a simulation that is not finite stops at once, naming its step)."""
 
 
 def training_variance_from_cli(text) -> str | float:
@@ -89,7 +91,7 @@ class ForecastSettings:
         require_positive_int("lag", self.lag)
         for name in ("train", "steps"):
             if getattr(self, name) is not None:
-                require_positive_int(name, getattr(self, name))
+                require_positive_int(name, getattr(self, name), high=MAX_STEPS if name == "steps" else LARGEST_INT)
         require_choice("feedback", self.feedback, FEEDBACKS)
         require_choice("Psi-statistic method", self.psi, PSI_KINDS)
         require_positive_int("gh_nodes", self.gh_nodes)

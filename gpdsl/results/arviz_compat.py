@@ -119,12 +119,26 @@ if isinstance(getattr(az, "_log", None), logging.Logger):
     az._log.addFilter(_not_a_one_chain_notice)
 
 
+def _quiet(diagnostic):
+    """A diagnostic computed without NumPy's warnings of 0 / 0: chains that do not move (every draw equal) have no
+    R-hat or ESS, which is NaN, shown as undefined (``-``), not a warning from inside ArviZ."""
+    from functools import wraps
+
+    @wraps(diagnostic)
+    def quiet(*args, **kwargs):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return diagnostic(*args, **kwargs)
+
+    return quiet
+
+
 def _as_dataset(result: Any) -> xr.Dataset:
     if isinstance(result, xr.Dataset):
         return result
     return result.to_dataset()
 
 
+@_quiet
 def ess(posterior: xr.Dataset, var_names: Sequence[str], method: str = "bulk") -> xr.Dataset:
     """Effective sample size per element, by the installed ArviZ.
 
@@ -145,6 +159,7 @@ def ess(posterior: xr.Dataset, var_names: Sequence[str], method: str = "bulk") -
     return _as_dataset(az.ess(posterior, var_names=list(var_names), method=method))
 
 
+@_quiet
 def rhat(posterior: xr.Dataset, var_names: Sequence[str]) -> xr.Dataset:
     """Rank-normalised split R-hat per element, by the installed ArviZ.
 
@@ -163,11 +178,13 @@ def rhat(posterior: xr.Dataset, var_names: Sequence[str]) -> xr.Dataset:
     return _as_dataset(az.rhat(posterior, var_names=list(var_names)))
 
 
+@_quiet
 def mcse(posterior: xr.Dataset, var_names: Sequence[str], method: str = "mean") -> xr.Dataset:
     """Monte Carlo standard error of the mean (``method="mean"``) or sd (``"sd"``)."""
     return _as_dataset(az.mcse(posterior, var_names=list(var_names), method=method))
 
 
+@_quiet
 def bfmi(sample_stats: xr.Dataset) -> np.ndarray:
     """E-BFMI of each chain, from the ``energy`` variable of ``sample_stats``."""
     if ARVIZ_MAJOR == 0:
@@ -176,6 +193,7 @@ def bfmi(sample_stats: xr.Dataset) -> np.ndarray:
     return np.asarray(_as_dataset(result)["energy"].values)
 
 
+@_quiet
 def summary(obj: Any, var_names: Sequence[str] | None = None) -> pd.DataFrame:
     """ArviZ's own diagnostics table (ess_bulk, ess_tail, r_hat, mcse_mean, mcse_sd), unrounded."""
     names = None if var_names is None else list(var_names)

@@ -86,4 +86,59 @@ def read_netcdf(path: str | os.PathLike) -> Any:
         raise GpdslError(
             f"{source} is not a gpdsl results file (no posterior group with gpdsl attributes)"
         )
+    check_attributes(results, f"results file {source}")
+    for group, dataset in groups.items():
+        for name, array in dataset.data_vars.items():
+            if array.dtype.kind not in "biuf":
+                raise GpdslError(f"results file {source}: {group} variable '{name}' holds {array.dtype}, not numbers")
     return results
+
+
+def check_attributes(results: Any, origin: str = "these results") -> None:
+    """Refuse results whose root attributes are not what gpdsl writes: a JSON attribute
+    (:data:`~gpdsl.results.method_output.JSON_ATTRIBUTES`) that is not a JSON object, a ``seed`` that is not an
+    integer, a ``data_scaling`` that is not a record of scalings, a ``method`` or ``latent`` that is not text.
+
+    Parameters
+    ----------
+    results : arviz.InferenceData or xarray.DataTree
+    origin : str
+        What holds them, for messages (``results file fit.nc``).
+
+    Raises
+    ------
+    GpdslError
+        ``results file fit.nc: attribute settings is malformed (...)``.
+    """
+    import json
+
+    from gpdsl.data.scaling import scalings_from_json
+    from gpdsl.results.method_output import JSON_ATTRIBUTES
+
+    attrs = arviz_compat.root_attrs(results)
+    for name in JSON_ATTRIBUTES:
+        if name not in attrs:
+            continue
+        try:
+            value = json.loads(attrs[name]) if isinstance(attrs[name], str) else attrs[name]
+        except ValueError as error:
+            raise GpdslError(f"{origin}: attribute {name} is malformed (not JSON: {error})") from None
+        if not isinstance(value, dict):
+            kind = "null" if value is None else "a list" if isinstance(value, list) else \
+                "a string" if isinstance(value, str) else "a number"
+            raise GpdslError(f"{origin}: attribute {name} is malformed ({kind}, not a JSON object)")
+    for name in ("method", "latent", "model_source", "model_name"):
+        if name in attrs and not isinstance(attrs[name], str):
+            raise GpdslError(f"{origin}: attribute {name} is malformed (a number, not text)")
+    if "seed" in attrs:
+        try:
+            seed = int(str(attrs["seed"]))
+        except ValueError:
+            raise GpdslError(f"{origin}: attribute seed is malformed ({str(attrs['seed'])[:40]!r} is not an "
+                             "integer)") from None
+        if not 0 <= seed < 2**63:
+            raise GpdslError(f"{origin}: attribute seed is malformed ({seed} is out of range)")
+    try:
+        scalings_from_json(attrs.get("data_scaling"))
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise GpdslError(f"{origin}: attribute data_scaling is malformed ({error})") from None

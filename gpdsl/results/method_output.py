@@ -176,6 +176,10 @@ def method_results(model: Model, data: dict, method: str, engine: str, settings,
                          attrs=attrs)
 
 
+JSON_ATTRIBUTES = ("settings", "sizes", "versions", "timings", "report")
+"""The root attributes every results file holds as a JSON object (:func:`results_json` parses them)."""
+
+
 def results_json(results, name: str) -> dict:
     """A JSON root attribute of results (``settings``, ``timings``, ``report``, ...) as a dict.
 

@@ -76,6 +76,9 @@ def plot(
     chosen = list(elements(posterior, checked_var_names(posterior, var_names)))
     if not chosen:
         raise GpdslError("nothing to plot: the chosen variables have no elements")
+    for element in chosen:
+        if not np.isfinite(element.draws(posterior)).any():
+            raise GpdslError(f"nothing to plot of {element.label}: none of its draws is finite (all NaN or infinite)")
     draw = {"trace": _trace, "pair": _pair, "posterior": _posterior}[kind]
     return save_png(draw(posterior, chosen), path)
 
@@ -116,9 +119,9 @@ def _trace(posterior, chosen: list[Element]) -> Figure:
     chains = posterior["chain"].values
     for row, element in zip(axes, shown):
         draws = element.draws(posterior)
-        bins = np.histogram_bin_edges(draws, bins=30)
+        bins = np.histogram_bin_edges(_finite(draws), bins=30)
         for number, chain_draws in enumerate(draws, start=1):
-            row[0].hist(chain_draws, bins=bins, histtype="step", density=True, label=f"chain {number}")
+            row[0].hist(_finite(chain_draws), bins=bins, histtype="step", density=True, label=f"chain {number}")
             row[1].plot(chain_draws, linewidth=0.6, alpha=0.8)
         row[0].set_title(element.label, fontsize="medium")
         row[0].set_yticks([])
@@ -140,7 +143,7 @@ def _pair(posterior, chosen: list[Element]) -> Figure:
         for j in range(size):
             ax = axes[i, j]
             if i == j:
-                ax.hist(flat[i], bins=30, color="C0", alpha=0.8)
+                ax.hist(_finite(flat[i]), bins=30, color="C0", alpha=0.8)
                 ax.set_yticks([])
             elif i > j:
                 ax.scatter(flat[j], flat[i], s=2, alpha=0.3, color="C0", rasterized=True)
@@ -161,7 +164,7 @@ def _posterior(posterior, chosen: list[Element]) -> Figure:
     figure = Figure(figsize=(3.2 * columns, 2.6 * rows), layout="constrained")
     axes = figure.subplots(rows, columns, squeeze=False).ravel()
     for ax, element in zip(axes, shown):
-        draws = element.draws(posterior).ravel()
+        draws = _finite(element.draws(posterior))
         low, high = np.quantile(draws, [0.05, 0.95])
         mean = draws.mean()
         ax.hist(draws, bins=40, color="C0", alpha=0.7)
@@ -173,6 +176,12 @@ def _posterior(posterior, chosen: list[Element]) -> Figure:
         ax.set_axis_off()
     _title_left_out(figure, "posterior", len(chosen), len(shown))
     return figure
+
+
+def _finite(draws) -> np.ndarray:
+    """The finite draws, flattened (a histogram's range needs finite ends; NaN or infinite draws are left out)."""
+    draws = np.asarray(draws, dtype=float).ravel()
+    return draws[np.isfinite(draws)]
 
 
 def _title_left_out(figure: Figure, kind: str, total: int, shown: int) -> None:

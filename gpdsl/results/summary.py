@@ -233,7 +233,7 @@ def _group(results: Any, name: str):
 def _max_tree_depth(results: Any, stats) -> int:
     sources = [stats.attrs, _group(results, "posterior").attrs, arviz_compat.root_attrs(results)]
     for attrs in sources:
-        if "max_tree_depth" in attrs:
+        if str(attrs.get("max_tree_depth", "")).isdigit():
             return int(attrs["max_tree_depth"])
     for attrs in sources:
         settings = attrs.get("settings")
@@ -244,8 +244,8 @@ def _max_tree_depth(results: Any, stats) -> int:
                 continue
         if isinstance(settings, dict):
             for key in ("max_tree_depth", "max_depth", "max_treedepth"):
-                if key in settings:
-                    return int(settings[key])
+                if isinstance(settings.get(key), int):
+                    return settings[key]
     return DEFAULT_MAX_TREE_DEPTH
 
 

@@ -56,6 +56,7 @@ def verify_whole_program(ctx: CheckContext):
             ctx.warnings.append(CheckWarning(
                 f"{what} the {role} '{ref.name}', declared {t.describe()}, which can leave its "
                 f"support {support.describe()}", ref.span))
+    distributed = {key.partition("[")[0] for key in ctx.defined}
     for name, var in ctx.variables.items():
         if var.role == "data" and name not in ctx.used:
             ctx.warnings.append(CheckWarning(f"data '{name}' is declared but never used", var.span))
@@ -65,7 +66,7 @@ def verify_whole_program(ctx: CheckContext):
                 "samplers refuse it", var.span))
         if var.role == "parameter" and name not in ctx.used:
             ctx.warnings.append(CheckWarning(f"parameter '{name}' is never used", var.span))
-        if var.role == "latent" and not any(k == name or k.startswith(name + "[") for k in ctx.defined):
+        if var.role == "latent" and name not in distributed:
             fail(f"latent '{name}' has no distribution", var.span,
                  f"give it one in the model block, e.g. '{name} ~ normal(0, 1);' or '{name} ~ gp(X, k);'")
     has_likelihood = False

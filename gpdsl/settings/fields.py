@@ -251,6 +251,9 @@ class RunPlan:
         Gauss-Hermite nodes per latent dimension of the Psi statistics.
     initial_values : dict
         Starting values of hyperparameters by name (``--init-value``), checked against their declarations.
+    repeats : tuple of (str, int, str)
+        Arrays a setting sizes, each ``(what, count, unit)``, per chain: ``count`` copies of a unit of
+        :data:`REPEAT_UNITS` (``("the updates of one iteration (--repeat-f)", 10, "values")``).
     """
 
     chains: int | None = None
@@ -260,6 +263,12 @@ class RunPlan:
     importance: int | None = None
     quadrature_nodes: int | None = None
     initial_values: dict = field(default_factory=dict)
+    repeats: tuple = ()
+
+
+REPEAT_UNITS = ("values", "parameters", "latent inputs", "latent inputs squared")
+"""What a :attr:`RunPlan.repeats` entry counts copies of: one number, the model's parameter values, the values of its
+declared latent variables (latent inputs), or their square (a Hessian over them)."""
 
 
 @runtime_checkable

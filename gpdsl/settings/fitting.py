@@ -70,8 +70,8 @@ class EPMLSettings:
         require_number("tol", self.tol, 0, open_low=True, optional=True)
 
     def run_plan(self) -> RunPlan:
-        """``N x N`` kernel matrices."""
-        return RunPlan()
+        """``N x N`` kernel matrices, and the starting points drawn from the priors."""
+        return RunPlan(repeats=((f"the starting points (--starts {self.starts})", self.starts, "parameters"),))
 
 
 

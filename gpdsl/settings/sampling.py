@@ -6,12 +6,11 @@ flags, validated on creation. They live below the engines, which read them.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gpdsl.errors import MethodError
+from gpdsl.errors import GpdslError, MethodError
 from gpdsl.settings.fields import (RunPlan, SettingError, option, require_choice, require_covariance,
                                    require_number, require_positive_int)
 from gpdsl.settings.schedules import ChainSettings, SegmentedChainSettings
@@ -55,7 +54,11 @@ def proposal_from_file(path: str) -> list:
     """The random-walk covariance a ``pm``/``mcmc-ep`` results file adapted (``--proposal-from``)."""
     from gpdsl.results.io import read_netcdf
 
-    return adapted_proposal_covariance(read_netcdf(path))
+    results = read_netcdf(path)
+    try:
+        return adapted_proposal_covariance(results)
+    except GpdslError as error:
+        raise MethodError(f"--proposal-from {path}: {error.message}", hint=error.hint) from None
 
 
 @dataclass(frozen=True)
@@ -161,16 +164,25 @@ def adapted_proposal_covariance(results) -> list:
         When the results do not come from a ``pm`` or ``mcmc-ep`` run of gpdsl.
     """
     from gpdsl.results.arviz_compat import root_attrs
+    from gpdsl.results.method_output import results_json
 
     attrs = root_attrs(results)
-    report = json.loads(attrs.get("report", "{}"))
+    report = results_json(results, "report")
     if "proposal_covariance" not in report:
         raise MethodError(f"these results (method {attrs.get('method', 'unknown')}) hold no adapted proposal; "
                           "it comes from a run with --method pm or mcmc-ep")
-    return np.mean(np.asarray(report["proposal_covariance"], dtype=float), axis=0).tolist()
+    try:
+        covariances = np.asarray(report["proposal_covariance"], dtype=float)
+    except (TypeError, ValueError):
+        covariances = None
+    if covariances is None or covariances.ndim != 3:
+        raise MethodError("attribute report is malformed (its proposal_covariance is not one matrix per chain)")
+    return np.mean(covariances, axis=0).tolist()
 
 
 THETA_UPDATES = ("sa", "aa", "surr", "surr_slice", "sdss", "fixed_nu")
+UPDATE_VALUES = 4
+"""Values a chain holds per update of one iteration (its key and statistics), for the memory check."""
 
 
 @dataclass(frozen=True)
@@ -205,6 +217,13 @@ class GibbsSettings(SegmentedChainSettings):
         require_positive_int("repeat_theta", self.repeat_theta)
         require_number("target_acceptance", self.target_acceptance, 0, 1, open_low=True, open_high=True)
         require_number("surrogate_variance", self.surrogate_variance, 0, open_low=True)
+
+    def run_plan(self) -> RunPlan:
+        """The chains' plan, and each iteration's updates: a key and a few statistics per update."""
+        updates = self.repeat_f + self.repeat_theta
+        return replace(super().run_plan(), repeats=((
+            f"the keys and statistics of each iteration's updates (--repeat-f {self.repeat_f} + --repeat-theta "
+            f"{self.repeat_theta}, {UPDATE_VALUES} values each)", UPDATE_VALUES * updates, "values"),))
 
 
 E_STEP_UPDATES = ("auto", "sites", "lbfgs")
@@ -374,7 +393,11 @@ class PMGPLVMSettings(SegmentedChainSettings):
         """The chains' plan with the variational fit's inducing inputs (no ``N x N`` kernel of the outputs) and
         the importance draws of each estimate."""
         return replace(super().run_plan(), full_kernel=False, inducing=self.num_inducing,
-                       importance=self.num_importance)
+                       importance=self.num_importance, repeats=(
+                           (f"the Hessians of the Laplace mode searches (--laplace-starts {self.laplace_starts})",
+                            self.laplace_starts, "latent inputs squared"),
+                           (f"the draws they start from (--laplace-starts {self.laplace_starts})",
+                            self.laplace_starts, "latent inputs")))
 
 
 
@@ -467,5 +490,13 @@ class SequentialSettings:
         return 1
 
     def run_plan(self) -> RunPlan:
-        """One chain's ``N x N`` kernel matrices at a time."""
-        return RunPlan()
+        """One chain's ``N x N`` kernel matrices at a time; the iterations of the step-1 chain and the updates of
+        each iteration, a key and a few statistics each."""
+        iterations = self.burn_in + self.thin * self.states
+        updates = max(self.initial_repeat_f, 2 * self.repeat_f + self.final_repeat_f + 3)
+        return RunPlan(repeats=(
+            (f"the iterations of the step-1 chain (--burn-in {self.burn_in} + --thin {self.thin} x --states "
+             f"{self.states}, {UPDATE_VALUES} values each)", UPDATE_VALUES * iterations, "values"),
+            (f"the updates of f in one iteration (--initial-repeat-f {self.initial_repeat_f}, or 2 x --repeat-f "
+             f"{self.repeat_f} + --final-repeat-f {self.final_repeat_f}; {UPDATE_VALUES} values each)",
+             UPDATE_VALUES * updates, "values")))

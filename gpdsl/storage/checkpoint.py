@@ -80,15 +80,79 @@ def read_identity(path: str | os.PathLike) -> dict | None:
     CheckpointError
         The file is not a checkpoint gpdsl can read.
     """
+    meta = read_meta(path)
+    identity = meta.get("identity")
+    if identity is not None and not isinstance(identity, dict):
+        raise damaged(path, "its identity is not a record")
+    return identity
+
+
+def read_meta(path: str | os.PathLike) -> dict:
+    """The ``meta`` record of the checkpoint at ``path``, read without unpickling anything.
+
+    Raises
+    ------
+    CheckpointError
+        The file is missing, is not a NumPy archive (truncated, empty, another kind of file, or one holding
+        pickled objects, which are never loaded), or holds no ``meta`` record that is a JSON object.
+    """
+    import errno
+    import zipfile
+
     try:
-        with np.load(path) as stored:
+        with np.load(path, allow_pickle=False) as stored:
+            if not hasattr(stored, "files") or "meta" not in stored.files:
+                raise damaged(path, "it holds no meta record")
             meta = json.loads(str(stored["meta"]))
     except FileNotFoundError:
         raise CheckpointError(f"no checkpoint {path}") from None
-    except (OSError, ValueError, KeyError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{path} is not a gpdsl checkpoint ({error})",
-                              hint="delete it to start the run afresh") from None
-    return meta.get("identity")
+    except OSError as error:
+        if error.errno in (errno.ENAMETOOLONG, errno.ENOTDIR, errno.ELOOP):
+            raise
+        raise damaged(path, f"it cannot be read ({error.strerror or error})") from None
+    except (ValueError, EOFError, zipfile.BadZipFile) as error:
+        reason = "it holds pickled objects, which gpdsl never loads" if "pickle" in str(error) else \
+            f"not a NumPy archive ({type(error).__name__}: {str(error)[:120]})"
+        raise damaged(path, reason) from None
+    if not isinstance(meta, dict):
+        raise damaged(path, "its meta record is not a JSON object")
+    return meta
+
+
+def damaged(path, reason: str) -> CheckpointError:
+    """The error of a file that is not a checkpoint gpdsl wrote, or one damaged since."""
+    return CheckpointError(f"{path} is not a gpdsl checkpoint, or it is damaged: {reason}",
+                           hint="delete it to start the run afresh")
+
+
+RESUMABLE = ("sample", "fit")
+"""The commands a checkpoint may record for ``gpdsl resume``: the runs that write checkpoints."""
+
+
+def recorded_command(path: str | os.PathLike) -> tuple[list[str], str]:
+    """The command and working directory the checkpoint at ``path`` records for ``gpdsl resume``.
+
+    Raises
+    ------
+    CheckpointError
+        It records none (written from Python or by ``gpdsl run``), or what it records is not a ``gpdsl sample``
+        or ``gpdsl fit`` with ``--checkpoint`` run in a directory that still exists.
+    """
+    identity = read_identity(path) or {}
+    command, directory = identity.get("command"), identity.get("cwd")
+    if not command:
+        raise CheckpointError(f"checkpoint {path} records no command (it was written from Python or by "
+                              "gpdsl run); resume it by running the same call or run file again")
+    if not isinstance(command, list) or not all(isinstance(part, str) for part in command) \
+            or not isinstance(directory, str):
+        raise damaged(path, "its recorded command is not a list of arguments with a directory")
+    if command[0] not in RESUMABLE or {"-h", "--help", "--version"} & set(command):
+        raise damaged(path, f"it records 'gpdsl {' '.join(command)[:80]}', not a gpdsl sample or fit with "
+                            "--checkpoint")
+    if not Path(directory).is_dir():
+        raise CheckpointError(f"the directory {directory} that the run of checkpoint {path} started in "
+                              "no longer exists")
+    return command, directory
 
 
 def verify_resumable(path: str | os.PathLike, identity: dict) -> None:

@@ -42,8 +42,9 @@ def run(args) -> int:
     from gpdsl.inference.methods.gplvm_chains import estimate_spread_at
     from gpdsl.results.arviz_compat import groups, root_attrs
     from gpdsl.results.io import read_netcdf
-    from gpdsl.results.method_output import results_json
+    from gpdsl.errors import GpdslError
     from gpdsl.settings import PMGPLVMSettings, require_positive_int
+    from gpdsl.settings.recorded import recorded_settings
 
     require_positive_int("--replicates", args.replicates)
     if args.num_importance is not None:
@@ -59,7 +60,12 @@ def run(args) -> int:
         results = read_netcdf(args.results)
         if root_attrs(results).get("method") != "pm-gplvm":
             raise DataError(f"{args.results} holds a {root_attrs(results).get('method')} run, not pm-gplvm")
-        settings = PMGPLVMSettings(**results_json(results, "settings"))
+        try:
+            settings = recorded_settings(PMGPLVMSettings, results)
+        except GpdslError as error:
+            raise GpdslError(f"results file {args.results}: {error.message}") from None
+        if "seed" not in root_attrs(results):
+            raise DataError(f"results file {args.results} records no seed")
         seed = int(root_attrs(results)["seed"])
         if args.draw is not None:
             posterior = groups(results)["posterior"]

@@ -80,10 +80,11 @@ def run_sequential(model, data, settings: SequentialSettings, context):
 
             failure = pending_failure()
             cause = failure.message if failure is not None else f"{type(error).__name__}: {error}"
-            raise MethodError(f"step {t} of {view.steps} failed ({cause}); steps "
-                              f"1..{t - 1} are {'in the checkpoint' if context.checkpoint else 'lost'}",
-                              hint=None if context.checkpoint else "run with --checkpoint to keep finished steps") \
-                from error
+            kept = f"steps 1..{t - 1} are {'in the checkpoint' if context.checkpoint else 'lost'}" if t > 1 else \
+                "no step had finished"
+            raise MethodError(f"step {t} of {view.steps} failed ({cause}); {kept}",
+                              hint=None if context.checkpoint or t == 1 else "run with --checkpoint to keep finished "
+                                                                             "steps") from error
         record.add(thetas, fs, time.perf_counter() - started)
         record.save(context)
         say(f"sequential: step {t}/{view.steps} in {record.seconds[-1]:.1f} s", enabled=context.progress)

@@ -13,7 +13,6 @@ predictions and plots.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import numpy as np
@@ -138,37 +137,52 @@ def fit_from_results(results):
     from gpdsl.inference.variational.latent_q import GaussianQParams
     from gpdsl.inference.variational.vem import VariationalParams, VEMFit
     from gpdsl.results.arviz_compat import groups, root_attrs
+    from gpdsl.results.method_output import results_json
+    from gpdsl.settings.recorded import recorded_settings
 
     attrs = root_attrs(results)
     if attrs.get("method") != "vem" or not isinstance(attrs.get("model_source"), str):
         raise GpdslError("these results are not a variational fit (gpdsl fit); latent-space plots and "
                          "GPLVM predictions need one")
     model, _ = check_text(attrs["model_source"], f"<model_source of the results, {attrs.get('model_name', 'model')}>")
-    parts = groups(results)
-    values = {}
-    for group in ("observed_data", "constant_data"):
-        if group in parts:
-            values.update({name: np.asarray(parts[group][name]) for name in parts[group].data_vars})
-    values.update(json.loads(attrs.get("sizes", "{}")))
-    missing = [n for n, v in values.items() if np.issubdtype(np.asarray(v).dtype, np.floating) and np.isnan(v).any()]
-    data, _ = load_data(values, model, allow_missing=missing)
-    problem = gplvm_problem(model, data, "vem")
-    settings = VEMSettings(**json.loads(attrs["settings"]))
-    posterior = parts["posterior"]
-    latent = attrs["latent"]
+    settings = recorded_settings(VEMSettings, results)
+    try:
+        parts = groups(results)
+        values = {}
+        for group in ("observed_data", "constant_data"):
+            if group in parts:
+                values.update({name: np.asarray(parts[group][name]) for name in parts[group].data_vars})
+        values.update(results_json(results, "sizes"))
+        missing = [n for n, v in values.items()
+                   if np.issubdtype(np.asarray(v).dtype, np.floating) and np.isnan(v).any()]
+        data, _ = load_data(values, model, allow_missing=missing)
+        problem = gplvm_problem(model, data, "vem")
+        posterior = parts["posterior"]
+        latent = attrs["latent"]
 
-    def value(name):
-        return jnp.asarray(np.asarray(posterior[name])[0, 0])
+        def value(name):
+            return jnp.asarray(np.asarray(posterior[name])[0, 0])
 
-    if problem.latent_prior is None:
-        q = GaussianQParams(value(latent), jnp.log(value(f"{latent}_variance")))
-    else:
-        q = GPPriorQParams(value(f"{latent}_mu_bar"), value(f"{latent}_lambda"))
-    theta = problem.unconstrain_theta({name: np.asarray(posterior[name])[0, 0] for name in problem.theta_names})
-    params = VariationalParams(q, value("inducing_inputs"), theta)
-    sample_stats = parts["sample_stats"]
-    fit = VEMFit(problem, settings, params, float(np.asarray(sample_stats["lp"])[0, 0]),
-                 np.asarray(sample_stats["bound_trace"])[0, 0], json.loads(attrs["report"])["optimizer"])
+        expected = tuple(int(d) for d in model.latents[latent].type.concrete_shape(data))
+        for name in [latent, f"{latent}_variance"] if problem.latent_prior is None else \
+                [f"{latent}_mu_bar", f"{latent}_lambda"]:
+            stored = np.asarray(posterior[name])[0, 0]
+            if stored.shape != expected or not np.isfinite(stored).all():
+                found = f"it has shape {stored.shape}" if stored.shape != expected else "it holds NaN or infinities"
+                raise GpdslError(f"the results' {name} is not a finite array of shape {expected} ({found}); the "
+                                 "variational fit cannot be rebuilt")
+        if problem.latent_prior is None:
+            q = GaussianQParams(value(latent), jnp.log(value(f"{latent}_variance")))
+        else:
+            q = GPPriorQParams(value(f"{latent}_mu_bar"), value(f"{latent}_lambda"))
+        theta = problem.unconstrain_theta({name: np.asarray(posterior[name])[0, 0] for name in problem.theta_names})
+        params = VariationalParams(q, value("inducing_inputs"), theta)
+        sample_stats = parts["sample_stats"]
+        fit = VEMFit(problem, settings, params, float(np.asarray(sample_stats["lp"])[0, 0]),
+                     np.asarray(sample_stats["bound_trace"])[0, 0], dict(results_json(results, "report")["optimizer"]))
+    except (KeyError, IndexError, TypeError, ValueError) as error:
+        raise GpdslError(f"the variational fit cannot be rebuilt from these results ({type(error).__name__}: "
+                         f"{str(error)[:200]})") from None
     return model, fit
 
 

@@ -118,7 +118,7 @@ def minimize(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0, *, memor
         return LBFGSResult(x, value, gradient, 0, evaluations, "line_search")
     pairs: deque = deque(maxlen=memory)
     while True:
-        if np.max(np.abs(gradient)) <= gtol:
+        if np.max(np.abs(gradient), initial=0.0) <= gtol:
             return LBFGSResult(x, value, gradient, iterations, evaluations, "gradient")
         if iterations >= max_iterations:
             return LBFGSResult(x, value, gradient, iterations, evaluations, "iterations")

@@ -13,7 +13,8 @@ A GP regression of ``y[t+1]`` on the lag vector ``x_t = (y[t], y[t-1], ..., y[t-
   Souza's GPflow graph does; with 4096 draws of 48 training points that costs seconds per step).
 
 After each step the window shifts: the new prediction enters at the front and the oldest lag leaves
-(means and variances alike). The loop is one ``jax.lax.scan``, compiled once per shape and rule.
+(means and variances alike). The loop is a ``jax.lax.scan`` over chunks of :data:`CHUNK` steps, compiled once per
+shape and rule; a prediction that is not finite stops it at the end of its chunk, naming its step.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from gpdsl.inference.predict.uncertain_inputs import (DEFAULT_JITTER, predictive
 from gpdsl.kernels.psi import PsiMethod
 
 FEEDBACKS = ("mean", "gaussian")
+CHUNK = 1000
+"""Steps per compiled scan: the simulation stops at the first chunk whose predictions are not finite."""
 
 
 class FreeSimulation(NamedTuple):
@@ -150,16 +153,34 @@ def simulate(kernel, noise_variance, X, y, window, steps: int, *, feedback: str 
                                    X.shape)
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y)) and np.all(np.isfinite(window))):
         raise DataError("the training data and the window must be finite")
-    means, variances = _simulate(kernel, jnp.asarray(noise), X, y, window, window_variance, training_variance,
-                                 jax.random.PRNGKey(seed), steps, feedback, psi, bool(resample_training),
-                                 include_noise, jitter)
-    means, variances = np.asarray(means), np.asarray(variances)
-    if not (np.all(np.isfinite(means)) and np.all(np.isfinite(variances))):
-        if feedback == "mean":
-            raise NumericalError(f"the free simulation is not finite: K + s^2 I (s^2 = {noise:.3g}) is not "
-                                 "numerically positive definite")
+    key = jax.random.PRNGKey(seed)
+    first_key = None
+    if feedback == "gaussian":
+        key, first_key = jax.random.split(key)
+    keys = jax.random.split(key, steps)
+    carry, means, variances = (jnp.asarray(window), jnp.asarray(window_variance)), [], []
+    for start in range(0, steps, CHUNK):
+        carry, chunk_means, chunk_variances = _simulate(
+            kernel, jnp.asarray(noise), X, y, carry, training_variance, first_key, keys[start:start + CHUNK],
+            feedback, psi, bool(resample_training), include_noise, jitter)
+        means.append(np.asarray(chunk_means))
+        variances.append(np.asarray(chunk_variances))
+        finite = np.isfinite(means[-1]) & np.isfinite(variances[-1])
+        if not finite.all():
+            _raise_not_finite(start + int(np.argmin(finite)) + 1, steps, feedback, noise, jitter)
+    return FreeSimulation(np.concatenate(means), np.concatenate(variances))
+
+
+def _raise_not_finite(step: int, steps: int, feedback: str, noise: float, jitter: float) -> None:
+    """The error of a prediction that is not finite, at its step (the simulation stops there)."""
+    where = f"the free simulation is not finite from step {step} of {steps}"
+    if feedback == "mean":
+        raise NumericalError(f"{where}: K + s^2 I (s^2 = {noise:.3g}) is not numerically positive definite")
+    try:
         raise_not_positive_definite(jitter, noise)
-    return FreeSimulation(means, variances)
+    except NumericalError as error:
+        raise NumericalError(f"{where}: {error.message.removeprefix('the prediction is not finite: ')}",
+                             hint=error.hint) from None
 
 
 def free_simulation(fit, window, steps: int, **options) -> FreeSimulation:
@@ -175,9 +196,10 @@ def free_simulation(fit, window, steps: int, **options) -> FreeSimulation:
     return simulate(fit.kernel(), fit.noise_variance(), fit.inputs(), fit.problem.y, window, steps, **options)
 
 
-@partial(jax.jit, static_argnames=("steps", "feedback", "psi", "resample_training", "include_noise", "jitter"))
-def _simulate(kernel, noise, X, y, window, window_variance, training_variance, key, steps, feedback, psi,
+@partial(jax.jit, static_argnames=("feedback", "psi", "resample_training", "include_noise", "jitter"))
+def _simulate(kernel, noise, X, y, carry, training_variance, first_key, step_keys, feedback, psi,
               resample_training, include_noise, jitter):
+    """One chunk of the simulation: a scan over ``step_keys`` from the window ``carry``."""
     if feedback == "mean":
         exact = exact_posterior(kernel, X, y, noise)
 
@@ -186,7 +208,6 @@ def _simulate(kernel, noise, X, y, window, window_variance, training_variance, k
             return mean[0], variance[0]
     else:
         random = psi.kind == "monte_carlo"
-        key, first_key = jax.random.split(key)
 
         def posterior(train_key):
             return training_posterior(kernel, noise, X, X, training_variance, y[:, None], psi,
@@ -208,8 +229,8 @@ def _simulate(kernel, noise, X, y, window, window_variance, training_variance, k
                    jnp.concatenate([jnp.maximum(variance, 0.0)[None], window_var[:-1]]))
         return shifted, (mean, variance)
 
-    _, (means, variances) = jax.lax.scan(step, (window, window_variance), jax.random.split(key, steps))
-    return means, variances
+    carry, (means, variances) = jax.lax.scan(step, carry, step_keys)
+    return carry, means, variances
 
 
 def _variances(name: str, value, shape) -> np.ndarray:

@@ -8,10 +8,8 @@ message, that nothing was written and that the command returned at once: nothing
 import json
 import math
 import os
-import shutil
 import stat
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -22,58 +20,16 @@ from gpdsl.cli import main
 from gpdsl.errors import GpdslError
 from gpdsl.registry import methods
 from gpdsl.settings import LARGEST_INT, cli_fields, flag_of
-from tests.command_line import run_in_process
-
-REPO = Path(__file__).resolve().parents[1]
-QUICK = 5.0
-"""Seconds a refusal may take (model check and data load included; a compile or a run takes far longer)."""
+from tests.reliability.helpers import QUICK, REPO, cli, make_work, refused, write_json
 
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
     """Model copies and valid data for a regression, a classification, a GPLVM and a supervised GPLVM."""
-    root = tmp_path_factory.mktemp("reliability")
-    for name in ("gp_regression", "gp_classification", "bayesian_gplvm", "supervised_gplvm", "gp_narx",
-                 "deep_mahalanobis_gp", "deep_gp", "sequential_latent_gp"):
-        shutil.copy(REPO / "models" / f"{name}.gpm", root / f"{name}.gpm")
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(12, 2))
-    _json(root / "reg.json", {"N": 12, "D": 2, "X": X, "y": rng.normal(size=12)})
-    _json(root / "cls.json", {"N": 12, "D": 2, "X": X, "y": [0, 1] * 6})
-    _json(root / "lvm.json", {"N": 30, "D": 3, "Q": 2, "Y": rng.normal(size=(30, 3))})
-    _json(root / "sup.json", {"N": 12, "Q": 1, "D": 2, "X": X[:, :1], "Y": rng.normal(size=(12, 2))})
-    _json(root / "deep.json", {"N": 12, "D": 2, "Q": 2, "X": X, "y": rng.normal(size=12)})
-    _json(root / "seq.json", {"T": 3, "N": 4, "t": [0.0, 1.0, 2.0], "X": rng.normal(size=(3, 4, 2)),
-                              "y": rng.normal(size=(3, 4))})
-    return root
+    return make_work(tmp_path_factory.mktemp("reliability"))
 
 
-def _json(path, values):
-    path.write_text(json.dumps({k: np.asarray(v).tolist() if not np.isscalar(v) else v for k, v in values.items()}))
-    return path
-
-
-def cli(argv, capsys):
-    """``(status, stderr, seconds)`` of the command line run in-process."""
-    status, _, err, seconds = run_in_process(argv, capsys)
-    return status, err, seconds
-
-
-def refused(argv, capsys, culprit, out=None):
-    """Assert a quick, clean refusal naming ``culprit`` that wrote nothing to ``out``."""
-    existed = out is not None and os.path.lexists(out)
-    before = Path(out).read_bytes() if existed and Path(out).is_file() else None
-    status, err, seconds = cli(argv, capsys)
-    assert status == 1, err
-    assert "Traceback" not in err and "internal error" not in err
-    assert culprit in err, err
-    assert seconds < QUICK, f"the refusal took {seconds:.1f} s"
-    if out is not None:
-        if existed:
-            assert before is None or Path(out).read_bytes() == before
-        else:
-            assert not os.path.lexists(out)
-    return err
+_json = write_json
 
 
 # ---- option values ---------------------------------------------------------------------------------
