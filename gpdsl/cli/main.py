@@ -172,7 +172,7 @@ def _recorded_run(command, checkpoint):
     import contextlib
     import io
 
-    from gpdsl.storage.checkpoint import CheckpointError
+    from gpdsl.storage.checkpoint import CheckpointError, damaged
 
     if not isinstance(command, list) or not all(isinstance(argument, str) for argument in command):
         raise CheckpointError(f"checkpoint {checkpoint} records a command that is not a list of arguments")
@@ -187,7 +187,7 @@ def _recorded_run(command, checkpoint):
         reason = messages.getvalue().strip().splitlines()[-1:] or ["unreadable"]
         raise CheckpointError(f"checkpoint {checkpoint} records a command gpdsl cannot run ({reason[0]})") from None
     if getattr(recorded, "checkpoint", None) is None:
-        raise CheckpointError(f"checkpoint {checkpoint} records a command without --checkpoint")
+        raise damaged(checkpoint, f"it records 'gpdsl {' '.join(command)[:80]}', which writes no checkpoint")
     return recorded
 
 

@@ -91,7 +91,7 @@ TYPES = [
     ("grid of a setting of no method", 'out = "a_{chainz}.nc"\ngrid = { chainz = [1, 2] }\n', "'chainz' is not a setting"),
     ("grid of methods", 'out = "a_{method}.nc"\ngrid = { method = [3, 4] }\n', "unknown method '3'"),
     ("grid of seeds", 'out = "a_{seed}.nc"\ngrid = { seed = [1, -1] }\n', "the seed must be an integer"),
-    ("allow_external a string", 'out = "a.nc"\nallow_external = "yes"\n', "allow_external must be true or false"),
+    ("allow_external a string", 'out = "a.nc"\nallow_external = "yes"\n', "a run file cannot set allow_external"),
     ("chain_groups a string", 'out = "a.nc"\nchain_groups = "2"\n', "chain_groups must be an integer"),
 ]
 
