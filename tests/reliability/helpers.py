@@ -28,6 +28,16 @@ def write_json(path, values):
     return path
 
 
+def regression_file(folder: Path) -> Path:
+    """A small GP regression data file (20 points of a noisy sine) for models/gp_regression.gpm."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 1))
+    path = folder / "reg.json"
+    path.write_text(json.dumps({"N": 20, "D": 1, "X": X.tolist(),
+                                "y": (np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=20)).tolist()}))
+    return path
+
+
 def make_work(root: Path) -> Path:
     """Model copies and valid data in ``root``: a regression, a classification, a GPLVM, a supervised GPLVM, a deep
     GP and a sequential model (``reg.json``, ``cls.json``, ``lvm.json``, ``sup.json``, ``deep.json``,

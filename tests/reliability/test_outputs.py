@@ -28,6 +28,7 @@ from gpdsl.source import printable
 from gpdsl.storage import claims
 from gpdsl.storage.atomic import PAUSE_VARIABLE, atomic_write_text
 from tests.command_line import run_in_process
+from tests.reliability.helpers import regression_file
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models" / "gp_regression.gpm"
@@ -38,12 +39,7 @@ SAMPLE = ["sample", MODEL, "--method", "gibbs", "--chains", "2", "--warmup", "10
 
 @pytest.fixture
 def data(tmp_path):
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(20, 1))
-    path = tmp_path / "reg.json"
-    path.write_text(json.dumps({"N": 20, "D": 1, "X": X.tolist(),
-                                "y": (np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=20)).tolist()}))
-    return path
+    return regression_file(tmp_path)
 
 
 def gpdsl(*argv, env=None) -> subprocess.Popen:

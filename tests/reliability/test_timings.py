@@ -19,6 +19,7 @@ from gpdsl.results.io import read_netcdf
 from gpdsl.results.method_output import results_json
 from gpdsl.storage.checkpoint import elapsed_before
 from tests.command_line import run_in_process
+from tests.reliability.helpers import regression_file
 
 ROOT = Path(__file__).resolve().parents[2]
 PAUSE = 0.01
@@ -88,12 +89,7 @@ def test_a_resumed_optimisation_adds_the_seconds_of_its_earlier_chunks(tmp_path)
 
 @pytest.fixture
 def data(tmp_path):
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(20, 1))
-    path = tmp_path / "reg.json"
-    path.write_text(json.dumps({"N": 20, "D": 1, "X": X.tolist(),
-                                "y": (np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=20)).tolist()}))
-    return path
+    return regression_file(tmp_path)
 
 
 def test_a_resumed_command_line_run_records_and_compares_by_the_whole_runs_seconds(tmp_path, data, capsys,
