@@ -16,6 +16,7 @@ RUNS = {"gibbs": ["sample", "gp_classification.gpm", "cls.json"],
         "pm-gplvm": ["sample", "supervised_gplvm.gpm", "sup.json"],
         "sequential": ["sample", "sequential_latent_gp.gpm", "seq.json"]}
 SIZING = [("gibbs", "--repeat-f"), ("gibbs", "--repeat-theta"), ("ep-ml", "--starts"), ("pm-gplvm", "--laplace-starts"),
+          ("pm-gplvm", "--latent-sweeps"),
           ("sequential", "--states"), ("sequential", "--thin"), ("sequential", "--burn-in"),
           ("sequential", "--repeat-f"), ("sequential", "--initial-repeat-f"), ("sequential", "--final-repeat-f")]
 
