@@ -71,7 +71,8 @@ class ForecastSettings:
 
     lag: int | None = option(None, "window length L (required)")
     train: int | None = option(None, "training lag vectors, the first ones (default all)")
-    steps: int | None = option(None, "predictions from the first window on (default to the end of the series)")
+    steps: int | None = option(None, "predictions from the first window on, at most 1,000,000 (default to the end "
+                                     "of the series)")
     feedback: str = option("gaussian", "feed back the predictive mean only, or mean and variance",
                            choices=FEEDBACKS)
     psi: str = option("unscented", "Psi statistics with gaussian feedback", choices=PSI_KINDS)

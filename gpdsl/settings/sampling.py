@@ -397,7 +397,10 @@ class PMGPLVMSettings(SegmentedChainSettings):
                            (f"the Hessians of the Laplace mode searches (--laplace-starts {self.laplace_starts})",
                             self.laplace_starts, "latent inputs squared"),
                            (f"the draws they start from (--laplace-starts {self.laplace_starts})",
-                            self.laplace_starts, "latent inputs")))
+                            self.laplace_starts, "latent inputs"),
+                           (f"the keys and statistics of the latent sweeps of each kept draw (--latent-sweeps "
+                            f"{self.latent_sweeps}, {UPDATE_VALUES} values each)", UPDATE_VALUES * self.latent_sweeps,
+                            "values")))
 
 
 

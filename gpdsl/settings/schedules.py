@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from gpdsl.errors import MethodError
-from gpdsl.settings.fields import RunPlan, initial_values_from_cli, option, require_number, require_positive_int
+from gpdsl.settings.fields import (LARGEST_INT, RunPlan, SettingError, initial_values_from_cli, option,
+                                   require_number, require_positive_int)
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class ChainSettings:
         require_positive_int("chains", self.chains)
         require_positive_int("warmup", self.warmup, allow_zero=True)
         require_positive_int("draws", self.draws)
+        if self.warmup + self.draws > LARGEST_INT:
+            raise SettingError("warmup", f"+ draws must be at most {LARGEST_INT}: iterations are counted in 32 bits "
+                                         f"(Stan's and gpdsl's alike); got {self.warmup} + {self.draws}")
 
     def run_plan(self) -> RunPlan:
         """Chains of ``N x N`` kernel matrices, and their draws."""

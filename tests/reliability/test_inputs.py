@@ -101,7 +101,7 @@ def test_values_that_need_the_model_and_data_are_refused_before_the_fit(work, ca
 @pytest.mark.parametrize("option, culprit", [
     (["--num-importance", str(LARGEST_INT), "--chains", "100000"],
      "the importance draws of f (--chains 100000 x --num-importance 2147483647 x 12 values) would take"),
-    (["--chains", str(LARGEST_INT), "--draws", str(LARGEST_INT)], "the draws (--chains 2147483647 x --draws"),
+    (["--chains", str(LARGEST_INT), "--draws", str(LARGEST_INT - 1000)], "the draws (--chains 2147483647 x --draws"),
 ])
 def test_allocations_beyond_the_memory_are_refused_naming_them(work, capsys, option, culprit):
     err = refused(_sample(work, work / "memory.nc", *option), capsys, culprit, work / "memory.nc")

@@ -16,6 +16,7 @@ RUNS = {"gibbs": ["sample", "gp_classification.gpm", "cls.json"],
         "pm-gplvm": ["sample", "supervised_gplvm.gpm", "sup.json"],
         "sequential": ["sample", "sequential_latent_gp.gpm", "seq.json"]}
 SIZING = [("gibbs", "--repeat-f"), ("gibbs", "--repeat-theta"), ("ep-ml", "--starts"), ("pm-gplvm", "--laplace-starts"),
+          ("pm-gplvm", "--latent-sweeps"),
           ("sequential", "--states"), ("sequential", "--thin"), ("sequential", "--burn-in"),
           ("sequential", "--repeat-f"), ("sequential", "--initial-repeat-f"), ("sequential", "--final-repeat-f")]
 
@@ -143,3 +144,19 @@ def test_an_allocation_that_fails_inside_an_xla_computation_is_one_line(work, ca
     out = work / "internal.nc"
     refused(["fit", work / "gp_regression.gpm", "--data", work / "reg.json", "--method", "ml", "--seed", 1, "--out",
              out], capsys, "the run ran out of memory (INTERNAL: Error dispatching computation: Out of memory", out)
+
+
+CHAIN_METHODS = {"nuts": ("gp_classification.gpm", "cls.json"), "pm": ("gp_classification.gpm", "cls.json"),
+                 "mcmc-ep": ("gp_classification.gpm", "cls.json"), "gibbs": ("gp_classification.gpm", "cls.json"),
+                 "pm-gplvm": ("supervised_gplvm.gpm", "sup.json")}
+
+
+@pytest.mark.parametrize("method", CHAIN_METHODS)
+@pytest.mark.parametrize("warmup, draws", [(LARGEST_INT, 1), (LARGEST_INT - 10, 11)])
+def test_iterations_beyond_32_bits_are_refused(work, capsys, method, warmup, draws):
+    """Stan failed with 'pop from empty list' at --warmup 2^31 - 1."""
+    model, data = CHAIN_METHODS[method]
+    out = work / "iterations.nc"
+    refused(["sample", work / model, "--data", work / data, "--method", method, "--seed", 1, "--chains", 1,
+             "--warmup", warmup, "--draws", draws, "--out", out], capsys,
+            f"--warmup + draws must be at most {LARGEST_INT}", out, one_line=True)
