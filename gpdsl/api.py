@@ -187,7 +187,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     from gpdsl.data.outcome_scale import outcome_scale_warnings
     from gpdsl.data.validation import validate_data
     from gpdsl.errors import MethodError
-    from gpdsl.ir.families import classify, require_priors
+    from gpdsl.ir.families import classify
     from gpdsl.data.new_inputs import verify_new_inputs
     from gpdsl.data.preflight import verify_runnable
     from gpdsl.registry import get_method
@@ -199,15 +199,13 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     entry = get_method(method)
     verify_external_allowed(model, allow_external)
     classification = classify(model)
-    family, facts = classification.require(entry.families, entry.name)
-    if entry.requires_priors:
-        require_priors(model, entry.name)
-    nothing = entry.parameters_refusal(model, classification)
-    if nothing:
-        raise MethodError(f"{entry.name} {nothing}", hint="give the model a parameter, or sample f with gibbs")
     settings = entry.settings() if settings is None else settings
     if not isinstance(settings, entry.settings):
         raise MethodError(f"{entry.name} takes {entry.settings.__name__}, not {type(settings).__name__}")
+    refusal = entry.refusal_error(model, classification, settings)
+    if refusal is not None:
+        raise refusal
+    family, facts = classification.require(entry.families, entry.name)
     refusal = entry.prediction_refusal(model) if new_inputs is not None else None
     if refusal:
         raise MethodError(refusal)

@@ -26,16 +26,17 @@ from gpdsl.inference.methods.dsdgp import dsdgp_report, run_dsdgp
 from gpdsl.inference.methods.ep_ml import run_ep_ml
 from gpdsl.inference.methods.gibbs import gibbs_engine, run_gibbs
 from gpdsl.inference.methods.ml import ml_report, run_ml
-from gpdsl.inference.methods.nuts import run_nuts
+from gpdsl.inference.methods.nuts import nuts_refusal, run_nuts
 from gpdsl.inference.methods.pm_gplvm import PM_GPLVM_FAMILIES, run_pm_gplvm
-from gpdsl.inference.methods.pseudo_marginal import mcmc_ep_engine, pm_engine, run_mcmc_ep, run_pm
+from gpdsl.inference.methods.pseudo_marginal import (ep_refusal, mcmc_ep_engine, pm_engine, pm_refusal,
+                                                     run_mcmc_ep, run_pm)
 from gpdsl.inference.methods.sequential import run_sequential
 from gpdsl.inference.methods.sgpr import run_sgpr, sgpr_report
 from gpdsl.inference.methods.svi_gplvm import run_svi_gplvm, svi_gplvm_report
 from gpdsl.inference.methods.vem import fit_from_results, run_vem, vem_report
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANOBIS_GP, FAMILIES, GP_PRIOR_GPLVM,
                                 GP_REGRESSION, LATENT_GP, LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP,
-                                Classification, classify, describe, predicting_families)
+                                Classification, classify, describe, predicting_families, require_priors)
 from gpdsl.ir.structure import mean_prediction_refusal
 from gpdsl.settings import (DMGPSettings, DSDGPSettings, EPMLSettings, GibbsSettings, MCMCEPSettings, MLSettings,
                             NUTSSettings, PMGPLVMSettings, PseudoMarginalSettings, SegmentedChainSettings,
@@ -97,6 +98,10 @@ class Method:
     needs_parameters : tuple of str
         The families in which it samples or fits the hyperparameters alone (f integrated out, importance-sampled
         or approximated): a model of one of them with no parameter leaves it nothing to run.
+    refuses : callable, optional
+        ``refuses(model, facts, settings) -> str | MethodError | None``: why it cannot run a model of its family
+        with these settings (a likelihood its approximation lacks, a program Stan cannot express), or None. The
+        run refuses with it before anything compiles, and ``gpdsl methods`` answers from it, so the two agree.
     """
 
     name: str
@@ -118,6 +123,7 @@ class Method:
     latent_fit: Callable[..., Any] | None = None
     tools: tuple[str, ...] = ()
     needs_parameters: tuple[str, ...] = ()
+    refuses: Callable[..., Any] | None = None
 
     def run_report(self, results, model, settings):
         """The :class:`~gpdsl.results.report.RunReport` of a finished run (see ``report``)."""
@@ -144,17 +150,63 @@ class Method:
         owners = {m.name: m.settings for m in methods().values()}
         return settings_from_mapping(self.name, self.settings, values, where, owners)
 
-    def refusal(self, model, classification: Classification | None = None) -> str | None:
-        """Why this method does not fit ``model``, in one short line, or None when it does."""
+    def refusal(self, model, classification: Classification | None = None, settings=None) -> str | None:
+        """Why this method, with ``settings`` (default: its defaults), does not run ``model``, in one short line, or
+        None when it does: the answer of ``gpdsl methods``, from the checks of :meth:`refusal_error`."""
+        found = self._refused(model, classification, settings)
+        return None if found is None else found[0]
+
+    def refusal_error(self, model, classification: Classification | None = None, settings=None) -> MethodError | None:
+        """The :class:`MethodError` a run of this method on ``model`` with ``settings`` raises before it starts, or
+        None: the model is not of a family it fits, a parameter it samples has no prior, it has no parameter to
+        run on, or the method's own check (``refuses``) fails."""
+        found = self._refused(model, classification, settings)
+        return None if found is None else found[1]
+
+    def _refused(self, model, classification, settings) -> tuple[str, MethodError] | None:
         classification = classification or classify(model)
-        if not any(family in classification.facts for family in self.families):
-            family = self.families[0]
-            return f"needs {describe(family)}: {classification.refusals[family].detail}"
+        accepted = [family for family in self.families if family in classification.facts]
+        if not accepted:
+            suggested_here = [f for f in self.families if f"--method {self.name}" in classification.refusals[f].detail]
+            family = next((f for f in self.families if f not in suggested_here), self.families[0])
+            refusal = classification.refusals[family]
+            return (f"needs {describe(family)}: {refusal.detail}",
+                    MethodError(refusal.message(self.name), refusal.span))
         missing = model.unpriored_parameters() if self.requires_priors else []
         if missing:
             verb = "has" if len(missing) == 1 else "have"
-            return f"needs a prior on every parameter: {', '.join(missing)} {verb} none"
-        return self.parameters_refusal(model, classification)
+            try:
+                require_priors(model, self.name)
+            except MethodError as error:
+                return f"needs a prior on every parameter: {', '.join(missing)} {verb} none", error
+        nothing = self.parameters_refusal(model, classification)
+        if nothing:
+            return nothing, MethodError(f"{self.name} {nothing}", hint="give the model a parameter, or sample f with "
+                                                                     "gibbs")
+        reason = None if self.refuses is None else self.refuses(
+            model, classification.facts[accepted[0]], self.settings() if settings is None else settings)
+        if reason is None:
+            return None
+        error = MethodError(f"{self.name}: {reason}") if isinstance(reason, str) else reason
+        return (reason if isinstance(reason, str) else reason.message), error
+
+    def choice_refusals(self, model, classification: Classification | None = None) -> dict[str, str | None]:
+        """For each value of each choice setting other than its default (``--approximation laplace``), why the
+        method with it does not run ``model`` (None when it does), where that differs from the defaults' answer."""
+        from gpdsl.settings.fields import cli_fields, flag_of
+
+        classification = classification or classify(model)
+        default = self.refusal(model, classification)
+        answers = {}
+        for settings_field in cli_fields(self.settings):
+            for choice in settings_field.metadata.get("choices") or ():
+                if str(choice).replace("-", "_") == str(settings_field.default).replace("-", "_"):
+                    continue
+                value = str(choice).replace("_", "-")
+                reason = self.refusal(model, classification, self.settings_from({settings_field.name: value}))
+                if reason != default:
+                    answers[f"{flag_of(settings_field)} {value}"] = reason
+        return answers
 
     def parameters_refusal(self, model, classification: Classification | None = None) -> str | None:
         """Why this method has nothing to run on ``model``, which has no parameter (see ``needs_parameters``), or
@@ -255,15 +307,16 @@ def get_method(name: str) -> Method:
 
 register(Method(
     "nuts", "Stan's NUTS on the generated program (cmdstanpy or PyStan): the baseline", (ANY,), NUTSSettings,
-    run_nuts, engine="stan", predicts=True, predicts_for=predicting_families(), needs_parameters=(GP_REGRESSION,)))
+    run_nuts, engine="stan", predicts=True, predicts_for=predicting_families(), needs_parameters=(GP_REGRESSION,),
+    refuses=nuts_refusal))
 register(Method(
     "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact)",
     (LATENT_GP,), PseudoMarginalSettings, run_pm, predicts=True, checkpoints=True,
-    chain_engine=pm_engine, chain_groups=True, needs_parameters=(LATENT_GP,)))
+    chain_engine=pm_engine, chain_groups=True, needs_parameters=(LATENT_GP,), refuses=pm_refusal))
 register(Method(
     "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)", (LATENT_GP,), MCMCEPSettings,
     run_mcmc_ep, predicts=True, checkpoints=True, chain_engine=mcmc_ep_engine, chain_groups=True,
-    needs_parameters=(LATENT_GP,)))
+    needs_parameters=(LATENT_GP,), refuses=ep_refusal))
 register(Method(
     "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "
     "the variational E-step at each proposal (exact)", PM_GPLVM_FAMILIES, PMGPLVMSettings,
@@ -277,7 +330,7 @@ register(Method(
     chain_engine=gibbs_engine, chain_groups=True))
 register(Method(
     "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",
-    (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True, needs_parameters=(LATENT_GP,)))
+    (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True, needs_parameters=(LATENT_GP,), refuses=ep_refusal))
 register(Method(
     "vem", "variational EM with Psi statistics (analytic, unscented, Gauss-Hermite, Monte Carlo)",
     (BAYESIAN_GPLVM, GP_PRIOR_GPLVM), VEMSettings, run_vem, command="fit", requires_priors=False,

@@ -279,10 +279,19 @@ def _cmd_methods(args) -> int:
         width = max(len(name) for name in methods())
         for method in methods().values():
             reason = method.refusal(model, classification)
+            others = method.choice_refusals(model, classification)
+            runs_with = [flag for flag, refused in others.items() if refused is None]
             if reason is None:
                 print(f"  yes  {method.name:<{width}} gpdsl {method.command} --method {method.name}: {method.summary}")
+            elif runs_with:
+                print(f"  yes  {method.name:<{width}} gpdsl {method.command} --method {method.name} {runs_with[0]}: "
+                      f"{method.summary}")
+                print(f"       {'':<{width}} not with its defaults: {reason}")
             else:
                 print(f"  no   {method.name:<{width}} {reason}")
+            for flag, refused in others.items():
+                if refused is not None and reason is None:
+                    print(f"       {'':<{width}} not with {flag}: {refused}")
 
     return _for_each_checked_file(args.files, report)
 

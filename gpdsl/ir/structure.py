@@ -169,8 +169,24 @@ def _is_offset_of(expr: ir.Expr, name: str, inner, either_sign: bool) -> bool:
 
 def acts_elementwise(likelihood: ir.LikelihoodStatement, name: str) -> bool:
     """Every argument of ``likelihood`` is free of the latent ``name`` or depends on it element by element
-    (``exp(g)`` as the scale of ``normal(f, exp(g))``)."""
-    return all(name not in expression_refs(v) or _is_elementwise_of(v, name) for _, v in likelihood.distribution.args)
+    (``exp(g)`` or ``exp((mu_g + g) / 2)`` as the scale of ``normal(f, ...)``)."""
+    return all(name not in expression_refs(v) or _depends_elementwise(v, name) for _, v in likelihood.distribution.args)
+
+
+def _depends_elementwise(expr: ir.Expr, name: str) -> bool:
+    """Element ``i`` of ``expr`` depends on the latent ``name`` through element ``i`` alone: elementwise functions
+    and operators of the latent and of terms free of it that are scalars or of the same shape."""
+    if name not in expression_refs(expr):
+        return True
+    if isinstance(expr, ir.Apply) and len(expr.args) == 1:
+        return _depends_elementwise(expr.args[0], name)
+    if isinstance(expr, ir.Negate):
+        return _depends_elementwise(expr.operand, name)
+    if isinstance(expr, ir.Binary):
+        return all(_depends_elementwise(side, name) if name in expression_refs(side)
+                   else not side.type.shape or side.type.shape == expr.type.shape
+                   for side in (expr.left, expr.right))
+    return _is_offset_of(expr, name, _is_elementwise_of, either_sign=True)
 
 
 def latent_offset(expr: ir.Expr, name: str) -> ir.Expr | None:

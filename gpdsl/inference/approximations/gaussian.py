@@ -20,7 +20,8 @@ import jax
 import jax.numpy as jnp
 
 from gpdsl.errors import MethodError
-from gpdsl.likelihoods import LIKELIHOODS, capability, require, supporting
+from gpdsl.likelihoods.approximation_needs import LIKELIHOOD_NEEDS, check_likelihood
+from gpdsl.likelihoods import LIKELIHOODS, capability, supporting
 from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
 
 
@@ -67,46 +68,6 @@ class GaussianApproximation(NamedTuple):
     iterations: jax.Array
     cubic_ops: jax.Array
     log_marginal_ops: jax.Array
-
-
-LIKELIHOOD_NEEDS = {
-    "laplace": ("derivatives", "the Laplace approximation"),
-    "ep": ("tilted_moments", "expectation propagation"),
-}
-"""What each approximation needs of the likelihood: a capability, and the method as messages name it."""
-
-
-def check_likelihood(approximation: str, likelihood: str, what: str = "likelihood") -> None:
-    """Raise :class:`MethodError` unless ``likelihood`` has what ``approximation`` needs of it.
-
-    Parameters
-    ----------
-    approximation : {"laplace", "ep"}
-        A key of :data:`LIKELIHOOD_NEEDS`: the Laplace approximation needs ``derivatives``,
-        expectation propagation ``tilted_moments``.
-    likelihood : str
-        A likelihood name.
-    what : str
-        What ``likelihood`` is, as the message names it.
-
-    Raises
-    ------
-    MethodError
-        When ``likelihood`` lacks that capability.
-    """
-    found = LIKELIHOODS.get(likelihood)
-    if approximation == "laplace" and found is not None and not found.log_concave:
-        raise MethodError(
-            f"the Laplace approximation needs a likelihood whose log density is concave in the latent value; "
-            f"{what} is {likelihood}, which is not ({found.not_log_concave}): use --method gibbs (elliptical "
-            f"slice sampling of f) or nuts")
-    if approximation == "laplace":
-        hint = ": use --method gibbs, which runs every built-in likelihood"
-    elif found is not None and found.log_concave and found.derivatives is not None:
-        hint = " (no closed-form tilted moments): use --approximation laplace or --method gibbs"
-    else:
-        hint = " (no closed-form tilted moments): use --method gibbs"
-    require(likelihood, *LIKELIHOOD_NEEDS[approximation], what, hint=hint)
 
 
 def for_latent_gp(approximate, approximation: str, options: str):

@@ -76,7 +76,8 @@ from jax.scipy.special import logsumexp
 
 from gpdsl.errors import MethodError
 from gpdsl.inference.approximations.ep import ep, gaussian_from_sites
-from gpdsl.inference.approximations.gaussian import check_likelihood, sample
+from gpdsl.inference.approximations.gaussian import sample
+from gpdsl.likelihoods.approximation_needs import check_likelihood
 from gpdsl.inference.approximations.laplace import laplace
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.mcmc.adaptation import (

@@ -18,7 +18,17 @@ import numpy as np
 from gpdsl.backends.stan.codegen import generate_stan
 from gpdsl.backends.stan.runners import sample_stan
 from gpdsl.backends.stan.stanc import check_program
+from gpdsl.errors import MethodError
 from gpdsl.settings.sampling import NUTSSettings
+
+
+def nuts_refusal(model, facts, settings: NUTSSettings) -> MethodError | None:
+    """Why Stan cannot run ``model``: what the program generator refuses (an external likelihood, ...), or None."""
+    try:
+        generate_stan(model)
+    except MethodError as error:
+        return error
+    return None
 
 
 def run_nuts(model, data, settings: NUTSSettings, context):

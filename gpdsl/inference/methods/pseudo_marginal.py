@@ -7,9 +7,21 @@ approximate marginal itself (approximate, as in the paper's MCMC-EP baseline).
 
 from __future__ import annotations
 
-
-
+from gpdsl.likelihoods.approximation_needs import approximation_refusal
 from gpdsl.settings.sampling import MCMCEPSettings, PseudoMarginalSettings
+
+EP_ALTERNATIVES = "use --method pm --approximation laplace, or --method gibbs"
+"""What ``mcmc-ep`` and ``ep-ml``, which have EP only, suggest for a model EP cannot run."""
+
+
+def pm_refusal(model, facts, settings: PseudoMarginalSettings) -> str | None:
+    """Why ``pm`` with ``settings`` cannot run the latent-GP model of ``facts``, or None."""
+    return approximation_refusal(facts, settings.approximation)
+
+
+def ep_refusal(model, facts, settings) -> str | None:
+    """Why a method on the EP approximation alone (``mcmc-ep``, ``ep-ml``) cannot run the model, or None."""
+    return approximation_refusal(facts, "ep", EP_ALTERNATIVES)
 
 
 def run_pm(model, data, settings: PseudoMarginalSettings, context):

@@ -294,6 +294,8 @@ def initial_hyperparameters(problem: GPLVMProblem, mean: np.ndarray, settings: V
             value = np.asarray(settings.initial_values[block.name], dtype=float)
         elif block.name in guesses:
             value = np.asarray(guesses[block.name], dtype=float)
+            if shape == () and value.size > 1:
+                value = np.exp(np.mean(np.log(value)))
         else:
             value = np.asarray(1.0)
         try:

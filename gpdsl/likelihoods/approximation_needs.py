@@ -1,0 +1,94 @@
+"""What the Laplace approximation and EP need of a likelihood and of a latent-GP model, as refusals.
+
+The registry's checks (``gpdsl methods``, and every run before it starts) and the approximations themselves
+ask the same functions, so a model the listing accepts is one the approximation runs.
+"""
+
+from __future__ import annotations
+
+from gpdsl.errors import MethodError
+from gpdsl.likelihoods import LIKELIHOODS, capability, supporting
+
+LIKELIHOOD_NEEDS = {
+    "laplace": ("derivatives", "the Laplace approximation"),
+    "ep": ("tilted_moments", "expectation propagation"),
+}
+"""What each approximation needs of the likelihood: a capability, and the method as messages name it."""
+
+
+def likelihood_refusal(approximation: str, likelihood: str, what: str = "likelihood",
+                       alternatives: str | None = None) -> str | None:
+    """Why ``likelihood`` lacks what ``approximation`` needs of it, in one sentence, or None when it has it.
+
+    Parameters
+    ----------
+    approximation : {"laplace", "ep"}
+        A key of :data:`LIKELIHOOD_NEEDS`: the Laplace approximation needs ``derivatives`` of a log density
+        concave in the latent value, expectation propagation ``tilted_moments``.
+    likelihood : str
+        A likelihood name.
+    what : str
+        What ``likelihood`` is, as the message names it.
+    alternatives : str, optional
+        What to use instead, ending the message (``"use --method gibbs"``); by default the options of ``pm``.
+    """
+    found = LIKELIHOODS.get(likelihood)
+    if approximation == "laplace" and found is not None and not found.log_concave:
+        return (f"the Laplace approximation needs a likelihood whose log density is concave in the latent value; "
+                f"{what} is {likelihood}, which is not ({found.not_log_concave}): "
+                f"{alternatives or 'use --method gibbs (elliptical slice sampling of f) or nuts'}")
+    field, method = LIKELIHOOD_NEEDS[approximation]
+    if capability(likelihood, field) is not None:
+        return None
+    if alternatives is None and approximation == "laplace":
+        alternatives = "use --method gibbs, which runs every built-in likelihood"
+    elif alternatives is None:
+        laplace_runs = found is not None and found.log_concave and found.derivatives is not None
+        alternatives = f"use {'--approximation laplace or ' if laplace_runs else ''}--method gibbs"
+    names = supporting(field)
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    closed_form = " (no closed-form tilted moments)" if approximation == "ep" else ""
+    return f"{method} supports {listed}; {what} is {likelihood}{closed_form}: {alternatives}"
+
+
+def check_likelihood(approximation: str, likelihood: str, what: str = "likelihood") -> None:
+    """Raise :class:`MethodError` unless ``likelihood`` has what ``approximation`` needs of it
+    (:func:`likelihood_refusal`).
+
+    Raises
+    ------
+    MethodError
+        When ``likelihood`` lacks that capability.
+    """
+    refusal = likelihood_refusal(approximation, likelihood, what)
+    if refusal is not None:
+        raise MethodError(refusal)
+
+
+def approximation_refusal(facts, approximation: str, alternatives: str | None = None) -> str | None:
+    """Why a Gaussian approximation of ``f`` cannot run a latent-GP model, in one sentence, or None.
+
+    Parameters
+    ----------
+    facts : LatentGPFacts
+        The model's latent-GP facts (:mod:`gpdsl.ir.family_forms`).
+    approximation : {"laplace", "ep"}
+    alternatives : str, optional
+        What to use instead (see :func:`likelihood_refusal`).
+
+    Returns
+    -------
+    str or None
+        The likelihood lacks what the approximation needs, the model samples several latent GP vectors, or the
+        likelihood's latent argument is not ``f`` plus terms free of it.
+    """
+    if facts.others:
+        names = ", ".join(node.name for node in facts.nodes)
+        return (f"the Laplace and EP approximations need one latent GP vector; this model samples {names}: "
+                "use --method gibbs, which samples each in turn")
+    refusal = likelihood_refusal(approximation, facts.likelihood, "the model's likelihood", alternatives)
+    if refusal is None and facts.likelihood in LIKELIHOODS and not facts.node.shifted:
+        return (f"the Laplace and EP approximations need the latent argument of {facts.likelihood} to be "
+                f"'{facts.node.name}' plus terms free of it (an offset): write the location as offset + "
+                f"{facts.node.name}, or {alternatives or 'use --method gibbs'}")
+    return refusal
