@@ -160,6 +160,13 @@ def test_chains_are_not_interleaved(fit):
     assert len(np.unique(step_size[:, 0])) == CHAINS
 
 
+def test_draws_keep_full_precision(fit):
+    """CmdStan writes 6 significant digits unless told otherwise; PyStan passes doubles."""
+    mu = fit.draws["mu"].ravel()
+    rounded = np.array([float(f"{value:.6g}") for value in mu])
+    assert np.mean(mu != rounded) > 0.99
+
+
 def test_lp_matches_draws_at_every_iteration(fit):
     mu, tau = fit.draws["mu"], fit.draws["tau"]
     expected = np.vectorize(log_density)(mu, tau, True)

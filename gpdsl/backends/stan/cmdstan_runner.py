@@ -11,7 +11,12 @@ from pathlib import Path
 import numpy as np
 
 from gpdsl.backends.stan.pystan_process import Progress, to_json_value
-from gpdsl.backends.stan.runners import StanFit, arviz_sample_stats, sampler_settings, warmup_share
+from gpdsl.backends.stan.runners import (
+    StanFit,
+    arviz_sample_stats,
+    sampler_settings,
+    warmup_share,
+)
 from gpdsl.backends.stan.stanc import check_program, stanc_version
 from gpdsl.errors import BackendError
 
@@ -19,6 +24,8 @@ INSTALL_HINT = (
     "pip install gpdsl[cmdstan], then install CmdStan with "
     "`python -c 'import cmdstanpy; cmdstanpy.install_cmdstan()'`"
 )
+SIG_FIGS = 18
+"""Significant digits of CmdStan's output (its most; its default of 6 rounds every draw)."""
 
 
 def find_cmdstan() -> Path | None:
@@ -46,7 +53,8 @@ def sample_cmdstanpy(program_code: str, data: dict, *args, progress: Progress = 
     """Sample a Stan program with CmdStan's NUTS through CmdStanPy.
 
     Parameters and result are those of :func:`gpdsl.backends.stan.runners.sample_pystan`; a
-    callable ``progress`` turns CmdStanPy's progress bars off. The executable is cached under
+    callable ``progress`` turns CmdStanPy's progress bars off. Draws are written with CmdStan's
+    full precision (18 significant digits). The executable is cached under
     ``$XDG_CACHE_HOME/gpdsl/cmdstan/<hash of program>``.
 
     Raises
@@ -74,6 +82,7 @@ def sample_cmdstanpy(program_code: str, data: dict, *args, progress: Progress = 
             adapt_delta=settings["adapt_delta"],
             max_treedepth=settings["max_depth"],
             inits=to_json_value(settings["init"]),
+            sig_figs=SIG_FIGS,
             show_progress=progress is True,
         )
         sampling_time = time.perf_counter() - sampling_started
