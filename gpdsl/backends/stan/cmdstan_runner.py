@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from gpdsl.backends.stan.initialization import initialization_failure
 from gpdsl.backends.stan.pystan_process import Progress, to_json_value
 from gpdsl.backends.stan.runners import (
     StanFit,
@@ -60,7 +62,8 @@ def sample_cmdstanpy(program_code: str, data: dict, *args, progress: Progress = 
     Raises
     ------
     BackendError
-        If cmdstanpy or CmdStan is missing, or compilation or sampling fails.
+        If cmdstanpy or CmdStan is missing, or compilation or sampling fails; an initialization
+        failure names Stan's reasons in a few lines.
     """
     started = time.perf_counter()
     cmdstanpy = _import_cmdstanpy()
@@ -70,26 +73,30 @@ def sample_cmdstanpy(program_code: str, data: dict, *args, progress: Progress = 
     settings = sampler_settings(*args, **options)
     check_program(program_code)
     cmdstanpy.set_cmdstan_path(str(cmdstan))
-    try:
-        model = cmdstanpy.CmdStanModel(stan_file=_cached_stan_file(program_code))
-        sampling_started = time.perf_counter()
-        fit = model.sample(
-            data=to_json_value(data),
-            chains=settings["chains"],
-            iter_warmup=settings["warmup"],
-            iter_sampling=settings["draws"],
-            seed=settings["seed"],
-            adapt_delta=settings["adapt_delta"],
-            max_treedepth=settings["max_depth"],
-            inits=to_json_value(settings["init"]),
-            sig_figs=SIG_FIGS,
-            show_progress=progress is True,
-        )
-        sampling_time = time.perf_counter() - sampling_started
-        draws_by_name = _draws_by_chain(fit)
-        stats = {name: values.T for name, values in fit.method_variables().items()}
-    except (RuntimeError, ValueError, OSError) as error:
-        raise BackendError(f"CmdStan failed: {error}") from None
+    with tempfile.TemporaryDirectory(prefix="gpdsl-cmdstan-") as output_dir:
+        try:
+            model = cmdstanpy.CmdStanModel(stan_file=_cached_stan_file(program_code))
+            sampling_started = time.perf_counter()
+            fit = model.sample(
+                data=to_json_value(data),
+                chains=settings["chains"],
+                iter_warmup=settings["warmup"],
+                iter_sampling=settings["draws"],
+                seed=settings["seed"],
+                adapt_delta=settings["adapt_delta"],
+                max_treedepth=settings["max_depth"],
+                inits=to_json_value(settings["init"]),
+                sig_figs=SIG_FIGS,
+                output_dir=output_dir,
+                show_progress=progress is True,
+            )
+            sampling_time = time.perf_counter() - sampling_started
+            draws_by_name = _draws_by_chain(fit)
+            stats = {name: values.T for name, values in fit.method_variables().items()}
+            elapsed_lines = _csv_comment_lines(fit)
+        except (RuntimeError, ValueError, OSError) as error:
+            failure = initialization_failure(_console_text(output_dir), settings["init"])
+            raise (failure or BackendError(f"CmdStan failed: {error}")) from None
     return StanFit(
         draws=draws_by_name,
         sample_stats=arviz_sample_stats(stats),
@@ -102,8 +109,13 @@ def sample_cmdstanpy(program_code: str, data: dict, *args, progress: Progress = 
             "cmdstan": _cmdstan_version(cmdstanpy),
         },
         sampling_time=sampling_time,
-        warmup_share=warmup_share(_csv_comment_lines(fit)),
+        warmup_share=warmup_share(elapsed_lines),
     )
+
+
+def _console_text(output_dir: str) -> str:
+    """CmdStan's console output of every chain (cmdstanpy's ``*-stdout.txt`` files)."""
+    return "\n".join(path.read_text(errors="replace") for path in sorted(Path(output_dir).glob("*-stdout.txt")))
 
 
 def _csv_comment_lines(fit) -> list[str]:
