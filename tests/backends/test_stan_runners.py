@@ -8,6 +8,8 @@ import math
 import subprocess
 import sys
 import time
+import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -292,6 +294,128 @@ def test_cmdstanpy_shows_the_initial_values_it_was_given_when_stan_rejects_them(
     assert lines[0] == "Initialization failed: Stan rejected the initial values given (mu=0, tau=-1):"
     assert lines[1:] == [("  lb_free: Lower bounded variable is -1, but must be greater than or equal to 0.000000 "
                           "(line 8, column 2 to column 20 of the Stan program)")]
+
+
+class _RecordedModels:
+    """Stands in for ``cmdstanpy.CmdStanModel`` and records the executable of every model made."""
+
+    def __init__(self, model_class):
+        self.model_class, self.executables = model_class, []
+
+    def __call__(self, *args, **kwargs):
+        model = self.model_class(*args, **kwargs)
+        self.executables.append(Path(model.exe_file))
+        return model
+
+
+LOADER_FAILURE = ("#!/bin/sh\necho \"model: error while loading shared libraries: libtbb.so.2: cannot open shared "
+                  "object file: No such file or directory\" >&2\nexit 127\n")
+
+
+@needs_cmdstan
+def test_a_cached_cmdstan_executable_that_no_longer_runs_is_built_again(monkeypatch):
+    import cmdstanpy
+
+    recorded = _RecordedModels(cmdstanpy.CmdStanModel)
+    monkeypatch.setattr(cmdstanpy, "CmdStanModel", recorded)
+    sample_cmdstanpy(PROGRAM, DATA, chains=1, warmup=10, draws=10, progress=False)
+    executable = recorded.executables[-1]
+    backup = executable.with_name("model.gpdsl-test-backup")
+    executable.replace(backup)
+    try:
+        executable.write_text(LOADER_FAILURE)
+        executable.chmod(0o755)
+        fit = sample_cmdstanpy(PROGRAM, DATA, chains=2, warmup=20, draws=20, progress=False)
+        assert fit.draws["mu"].shape == (2, 20)
+        assert subprocess.run([str(recorded.executables[-1]), "info"], check=False, capture_output=True).returncode == 0
+    finally:
+        if executable.read_bytes().startswith(b"#!/bin/sh"):
+            backup.replace(executable)
+        backup.unlink(missing_ok=True)
+
+
+@needs_cmdstan
+@pytest.mark.slow
+def test_an_executable_built_by_another_cmdstan_is_not_reused(monkeypatch, tmp_path):
+    """Built under a second CmdStan that is then removed, the cached executable no longer loads its TBB
+    library (exit status 127); the first CmdStan must build its own."""
+    cmdstan = find_cmdstan()
+    other = tmp_path / "other-cmdstan"
+    subprocess.run(["cp", "-as", str(cmdstan.resolve()), str(other)], check=True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("CMDSTAN", str(other))
+    sample_cmdstanpy(PROGRAM, DATA, chains=1, warmup=10, draws=10, progress=False)
+    subprocess.run(["rm", "-rf", str(other)], check=True)
+    monkeypatch.setenv("CMDSTAN", str(cmdstan))
+    fit = sample_cmdstanpy(PROGRAM, DATA, chains=2, warmup=20, draws=20, progress=False)
+    assert fit.draws["mu"].shape == (2, 20)
+
+
+def _makefile_cmdstan(directory: Path, version: str) -> Path:
+    directory.mkdir(parents=True)
+    (directory / "makefile").write_text(f"help:\nCMDSTAN_VERSION := {version}\n")
+    return directory
+
+
+def test_the_executable_cache_is_keyed_on_the_program_and_the_cmdstan_path_and_version(tmp_path):
+    first = _makefile_cmdstan(tmp_path / "a", "2.35.0")
+    second = _makefile_cmdstan(tmp_path / "b", "2.35.0")
+    key = cmdstan_runner.executable_key
+    assert key(PROGRAM, first, "2.35.0") == key(PROGRAM, first, "2.35.0")
+    assert len({key(PROGRAM, first, "2.35.0"), key(PROGRAM, second, "2.35.0"), key(PROGRAM, first, "2.36.0"),
+                key(BROKEN_PROGRAM, first, "2.35.0")}) == 4
+    (tmp_path / "link").symlink_to(first)
+    assert key(PROGRAM, tmp_path / "link", "2.35.0") == key(PROGRAM, first, "2.35.0")
+
+
+def test_cached_stan_files_of_two_cmdstans_lie_apart(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    files = {cmdstan_runner.cached_stan_file(PROGRAM, _makefile_cmdstan(tmp_path / name, version))
+             for name, version in [("a", "2.35.0"), ("b", "2.35.0"), ("c", "2.36.0")]}
+    assert len(files) == 3 and all(Path(file).read_text() == PROGRAM for file in files)
+
+
+def test_cmdstan_version_is_read_from_its_makefile(tmp_path):
+    assert cmdstan_runner.cmdstan_version(_makefile_cmdstan(tmp_path / "a", "2.35.0")) == "2.35.0"
+    assert cmdstan_runner.cmdstan_version(tmp_path / "missing") == "unknown"
+
+
+class _FakeCmdStanPy:
+    """A cmdstanpy whose ``CmdStanModel`` hands out the executables in ``builds``, one per construction."""
+
+    def __init__(self, builds):
+        self.builds, self.force_compiles = list(builds), []
+
+    def CmdStanModel(self, stan_file, force_compile=False):
+        self.force_compiles.append(force_compile)
+        return types.SimpleNamespace(exe_file=str(self.builds.pop(0)))
+
+
+def _script(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_a_cached_executable_that_does_not_run_is_rebuilt_once(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    broken = _script(tmp_path / "broken", LOADER_FAILURE)
+    working = _script(tmp_path / "working", "#!/bin/sh\necho 'stan_version_major = 2'\n")
+    fake = _FakeCmdStanPy([broken, working])
+    model = cmdstan_runner.compiled_model(fake, PROGRAM, _makefile_cmdstan(tmp_path / "cmdstan", "2.35.0"))
+    assert model.exe_file == str(working)
+    assert fake.force_compiles == [False, True]
+
+
+def test_an_executable_that_does_not_run_after_a_rebuild_is_a_clear_backend_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    broken = _script(tmp_path / "broken", LOADER_FAILURE)
+    cmdstan = _makefile_cmdstan(tmp_path / "cmdstan", "2.35.0")
+    with pytest.raises(BackendError) as caught:
+        cmdstan_runner.compiled_model(_FakeCmdStanPy([broken, broken]), PROGRAM, cmdstan)
+    assert "does not run: exit status 127" in caught.value.message
+    assert "libtbb.so.2: cannot open shared object file" in caught.value.message
+    assert str(cmdstan) in caught.value.hint
 
 
 def test_cmdstanpy_draws_are_split_by_chain():
