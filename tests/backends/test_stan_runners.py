@@ -8,6 +8,8 @@ import math
 import subprocess
 import sys
 import time
+import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -74,6 +76,12 @@ DATA = {"N": len(Y), "y": Y, "sigma": 1.0}
 PRIOR_SD = 10.0
 CHAINS, DRAWS = 4, 1000
 CMDSTAN_MISSING = "CmdStan not installed: set CMDSTAN or run cmdstanpy.install_cmdstan()"
+needs_cmdstan = pytest.mark.skipif(find_cmdstan() is None, reason=CMDSTAN_MISSING)
+INITIALIZATION_FAILURE = (
+    "Initialization failed: Stan rejected every initial value it tried (100 drawn uniformly from (-2, 2) on the "
+    "unconstrained scale):\n"
+    "  normal_lpdf: Scale parameter is 0, but must be positive! (line 21, column 2 to column 39 of the Stan program)"
+)
 
 
 def normal_logpdf(x, mean, sd):
@@ -160,6 +168,13 @@ def test_chains_are_not_interleaved(fit):
     assert len(np.unique(step_size[:, 0])) == CHAINS
 
 
+def test_draws_keep_full_precision(fit):
+    """CmdStan writes 6 significant digits unless told otherwise; PyStan passes doubles."""
+    mu = fit.draws["mu"].ravel()
+    rounded = np.array([float(f"{value:.6g}") for value in mu])
+    assert np.mean(mu != rounded) > 0.99
+
+
 def test_lp_matches_draws_at_every_iteration(fit):
     mu, tau = fit.draws["mu"], fit.draws["tau"]
     expected = np.vectorize(log_density)(mu, tau, True)
@@ -205,12 +220,13 @@ def test_unconstrain_and_parameter_layout():
     assert layout.constrained_names[2:5] == ("M.1.1", "M.2.1", "M.1.2")
 
 
-def test_initialization_failure_is_a_backend_error_with_stans_message():
+@pytest.mark.parametrize("backend", ["pystan", pytest.param("cmdstanpy", marks=needs_cmdstan)])
+def test_an_initialization_failure_names_stans_reason_in_a_few_lines(backend):
+    sampler = sample_pystan if backend == "pystan" else sample_cmdstanpy
     with pytest.raises(BackendError) as caught:
-        sample_pystan(PROGRAM, dict(DATA, sigma=0.0), chains=2, warmup=50, draws=50, progress=False)
-    assert "Initialization" in caught.value.message
-    assert "Scale parameter is 0" in caught.value.message
-    assert "Traceback" not in caught.value.message
+        sampler(PROGRAM, dict(DATA, sigma=0.0), chains=2, warmup=50, draws=50, progress=False)
+    assert caught.value.message == INITIALIZATION_FAILURE
+    assert "check the data" in caught.value.hint
 
 
 def test_bad_data_is_a_backend_error():
@@ -270,11 +286,136 @@ def test_sample_cmdstanpy_without_cmdstan_is_a_backend_error(monkeypatch, tmp_pa
         sample_cmdstanpy(PROGRAM, DATA)
 
 
-def test_cmdstanpy_initialization_failure_is_a_backend_error():
-    if find_cmdstan() is None:
-        pytest.skip(CMDSTAN_MISSING)
-    with pytest.raises(BackendError, match="Initialization|Rejecting initial value"):
-        sample_cmdstanpy(PROGRAM, dict(DATA, sigma=0.0), chains=2, warmup=50, draws=50, progress=False)
+@needs_cmdstan
+def test_cmdstanpy_shows_the_initial_values_it_was_given_when_stan_rejects_them():
+    with pytest.raises(BackendError) as caught:
+        sample_cmdstanpy(PROGRAM, DATA, chains=2, warmup=10, draws=10, init={"mu": 0.0, "tau": -1.0}, progress=False)
+    lines = caught.value.message.splitlines()
+    assert lines[0] == "Initialization failed: Stan rejected the initial values given (mu=0, tau=-1):"
+    assert lines[1:] == [("  lb_free: Lower bounded variable is -1, but must be greater than or equal to 0.000000 "
+                          "(line 8, column 2 to column 20 of the Stan program)")]
+
+
+class _RecordedModels:
+    """Stands in for ``cmdstanpy.CmdStanModel`` and records the executable of every model made."""
+
+    def __init__(self, model_class):
+        self.model_class, self.executables = model_class, []
+
+    def __call__(self, *args, **kwargs):
+        model = self.model_class(*args, **kwargs)
+        self.executables.append(Path(model.exe_file))
+        return model
+
+
+LOADER_FAILURE = ("#!/bin/sh\necho \"model: error while loading shared libraries: libtbb.so.2: cannot open shared "
+                  "object file: No such file or directory\" >&2\nexit 127\n")
+
+
+@needs_cmdstan
+def test_a_cached_cmdstan_executable_that_no_longer_runs_is_built_again(monkeypatch):
+    import cmdstanpy
+
+    recorded = _RecordedModels(cmdstanpy.CmdStanModel)
+    monkeypatch.setattr(cmdstanpy, "CmdStanModel", recorded)
+    sample_cmdstanpy(PROGRAM, DATA, chains=1, warmup=10, draws=10, progress=False)
+    executable = recorded.executables[-1]
+    backup = executable.with_name("model.gpdsl-test-backup")
+    executable.replace(backup)
+    try:
+        executable.write_text(LOADER_FAILURE)
+        executable.chmod(0o755)
+        fit = sample_cmdstanpy(PROGRAM, DATA, chains=2, warmup=20, draws=20, progress=False)
+        assert fit.draws["mu"].shape == (2, 20)
+        assert subprocess.run([str(recorded.executables[-1]), "info"], check=False, capture_output=True).returncode == 0
+    finally:
+        if executable.read_bytes().startswith(b"#!/bin/sh"):
+            backup.replace(executable)
+        backup.unlink(missing_ok=True)
+
+
+@needs_cmdstan
+@pytest.mark.slow
+def test_an_executable_built_by_another_cmdstan_is_not_reused(monkeypatch, tmp_path):
+    """Built under a second CmdStan that is then removed, the cached executable no longer loads its TBB
+    library (exit status 127); the first CmdStan must build its own."""
+    cmdstan = find_cmdstan()
+    other = tmp_path / "other-cmdstan"
+    subprocess.run(["cp", "-as", str(cmdstan.resolve()), str(other)], check=True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("CMDSTAN", str(other))
+    sample_cmdstanpy(PROGRAM, DATA, chains=1, warmup=10, draws=10, progress=False)
+    subprocess.run(["rm", "-rf", str(other)], check=True)
+    monkeypatch.setenv("CMDSTAN", str(cmdstan))
+    fit = sample_cmdstanpy(PROGRAM, DATA, chains=2, warmup=20, draws=20, progress=False)
+    assert fit.draws["mu"].shape == (2, 20)
+
+
+def _makefile_cmdstan(directory: Path, version: str) -> Path:
+    directory.mkdir(parents=True)
+    (directory / "makefile").write_text(f"help:\nCMDSTAN_VERSION := {version}\n")
+    return directory
+
+
+def test_the_executable_cache_is_keyed_on_the_program_and_the_cmdstan_path_and_version(tmp_path):
+    first = _makefile_cmdstan(tmp_path / "a", "2.35.0")
+    second = _makefile_cmdstan(tmp_path / "b", "2.35.0")
+    key = cmdstan_runner.executable_key
+    assert key(PROGRAM, first, "2.35.0") == key(PROGRAM, first, "2.35.0")
+    assert len({key(PROGRAM, first, "2.35.0"), key(PROGRAM, second, "2.35.0"), key(PROGRAM, first, "2.36.0"),
+                key(BROKEN_PROGRAM, first, "2.35.0")}) == 4
+    (tmp_path / "link").symlink_to(first)
+    assert key(PROGRAM, tmp_path / "link", "2.35.0") == key(PROGRAM, first, "2.35.0")
+
+
+def test_cached_stan_files_of_two_cmdstans_lie_apart(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    files = {cmdstan_runner.cached_stan_file(PROGRAM, _makefile_cmdstan(tmp_path / name, version))
+             for name, version in [("a", "2.35.0"), ("b", "2.35.0"), ("c", "2.36.0")]}
+    assert len(files) == 3 and all(Path(file).read_text() == PROGRAM for file in files)
+
+
+def test_cmdstan_version_is_read_from_its_makefile(tmp_path):
+    assert cmdstan_runner.cmdstan_version(_makefile_cmdstan(tmp_path / "a", "2.35.0")) == "2.35.0"
+    assert cmdstan_runner.cmdstan_version(tmp_path / "missing") == "unknown"
+
+
+class _FakeCmdStanPy:
+    """A cmdstanpy whose ``CmdStanModel`` hands out the executables in ``builds``, one per construction."""
+
+    def __init__(self, builds):
+        self.builds, self.force_compiles = list(builds), []
+
+    def CmdStanModel(self, stan_file, force_compile=False):
+        self.force_compiles.append(force_compile)
+        return types.SimpleNamespace(exe_file=str(self.builds.pop(0)))
+
+
+def _script(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def test_a_cached_executable_that_does_not_run_is_rebuilt_once(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    broken = _script(tmp_path / "broken", LOADER_FAILURE)
+    working = _script(tmp_path / "working", "#!/bin/sh\necho 'stan_version_major = 2'\n")
+    fake = _FakeCmdStanPy([broken, working])
+    model = cmdstan_runner.compiled_model(fake, PROGRAM, _makefile_cmdstan(tmp_path / "cmdstan", "2.35.0"))
+    assert model.exe_file == str(working)
+    assert fake.force_compiles == [False, True]
+
+
+def test_an_executable_that_does_not_run_after_a_rebuild_is_a_clear_backend_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    broken = _script(tmp_path / "broken", LOADER_FAILURE)
+    cmdstan = _makefile_cmdstan(tmp_path / "cmdstan", "2.35.0")
+    with pytest.raises(BackendError) as caught:
+        cmdstan_runner.compiled_model(_FakeCmdStanPy([broken, broken]), PROGRAM, cmdstan)
+    assert "does not run: exit status 127" in caught.value.message
+    assert "libtbb.so.2: cannot open shared object file" in caught.value.message
+    assert str(cmdstan) in caught.value.hint
 
 
 def test_cmdstanpy_draws_are_split_by_chain():

@@ -1,17 +1,25 @@
-"""The optional CmdStanPy backend: find CmdStan, compile once per program text, sample into a StanFit."""
+"""The optional CmdStanPy backend: find CmdStan, compile once per program and CmdStan, sample into a StanFit."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import re
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from gpdsl.backends.stan.initialization import initialization_failure
 from gpdsl.backends.stan.pystan_process import Progress, to_json_value
-from gpdsl.backends.stan.runners import StanFit, arviz_sample_stats, sampler_settings, warmup_share
+from gpdsl.backends.stan.runners import (
+    StanFit,
+    arviz_sample_stats,
+    sampler_settings,
+    warmup_share,
+)
 from gpdsl.backends.stan.stanc import check_program, stanc_version
 from gpdsl.errors import BackendError
 
@@ -19,6 +27,9 @@ INSTALL_HINT = (
     "pip install gpdsl[cmdstan], then install CmdStan with "
     "`python -c 'import cmdstanpy; cmdstanpy.install_cmdstan()'`"
 )
+SIG_FIGS = 18
+"""Significant digits of CmdStan's output (its most; its default of 6 rounds every draw)."""
+EXE_CHECK_SECONDS = 60
 
 
 def find_cmdstan() -> Path | None:
@@ -46,13 +57,15 @@ def sample_cmdstanpy(program_code: str, data: dict, *args, progress: Progress = 
     """Sample a Stan program with CmdStan's NUTS through CmdStanPy.
 
     Parameters and result are those of :func:`gpdsl.backends.stan.runners.sample_pystan`; a
-    callable ``progress`` turns CmdStanPy's progress bars off. The executable is cached under
-    ``$XDG_CACHE_HOME/gpdsl/cmdstan/<hash of program>``.
+    callable ``progress`` turns CmdStanPy's progress bars off. Draws are written with CmdStan's
+    full precision (18 significant digits). The executable is cached under
+    ``$XDG_CACHE_HOME/gpdsl/cmdstan/<hash of program, CmdStan path and version>``.
 
     Raises
     ------
     BackendError
-        If cmdstanpy or CmdStan is missing, or compilation or sampling fails.
+        If cmdstanpy or CmdStan is missing, or compilation or sampling fails; an initialization
+        failure names Stan's reasons in a few lines.
     """
     started = time.perf_counter()
     cmdstanpy = _import_cmdstanpy()
@@ -62,25 +75,30 @@ def sample_cmdstanpy(program_code: str, data: dict, *args, progress: Progress = 
     settings = sampler_settings(*args, **options)
     check_program(program_code)
     cmdstanpy.set_cmdstan_path(str(cmdstan))
-    try:
-        model = cmdstanpy.CmdStanModel(stan_file=_cached_stan_file(program_code))
-        sampling_started = time.perf_counter()
-        fit = model.sample(
-            data=to_json_value(data),
-            chains=settings["chains"],
-            iter_warmup=settings["warmup"],
-            iter_sampling=settings["draws"],
-            seed=settings["seed"],
-            adapt_delta=settings["adapt_delta"],
-            max_treedepth=settings["max_depth"],
-            inits=to_json_value(settings["init"]),
-            show_progress=progress is True,
-        )
-        sampling_time = time.perf_counter() - sampling_started
-        draws_by_name = _draws_by_chain(fit)
-        stats = {name: values.T for name, values in fit.method_variables().items()}
-    except (RuntimeError, ValueError, OSError) as error:
-        raise BackendError(f"CmdStan failed: {error}") from None
+    with tempfile.TemporaryDirectory(prefix="gpdsl-cmdstan-") as output_dir:
+        try:
+            model = compiled_model(cmdstanpy, program_code, cmdstan)
+            sampling_started = time.perf_counter()
+            fit = model.sample(
+                data=to_json_value(data),
+                chains=settings["chains"],
+                iter_warmup=settings["warmup"],
+                iter_sampling=settings["draws"],
+                seed=settings["seed"],
+                adapt_delta=settings["adapt_delta"],
+                max_treedepth=settings["max_depth"],
+                inits=to_json_value(settings["init"]),
+                sig_figs=SIG_FIGS,
+                output_dir=output_dir,
+                show_progress=progress is True,
+            )
+            sampling_time = time.perf_counter() - sampling_started
+            draws_by_name = _draws_by_chain(fit)
+            stats = {name: values.T for name, values in fit.method_variables().items()}
+            elapsed_lines = _csv_comment_lines(fit)
+        except (RuntimeError, ValueError, OSError) as error:
+            failure = initialization_failure(_console_text(output_dir), settings["init"])
+            raise (failure or BackendError(f"CmdStan failed: {error}")) from None
     return StanFit(
         draws=draws_by_name,
         sample_stats=arviz_sample_stats(stats),
@@ -90,11 +108,81 @@ def sample_cmdstanpy(program_code: str, data: dict, *args, progress: Progress = 
         versions={
             "stanc": stanc_version(),
             "cmdstanpy": cmdstanpy.__version__,
-            "cmdstan": _cmdstan_version(cmdstanpy),
+            "cmdstan": cmdstan_version(cmdstan),
         },
         sampling_time=sampling_time,
-        warmup_share=warmup_share(_csv_comment_lines(fit)),
+        warmup_share=warmup_share(elapsed_lines),
     )
+
+
+def compiled_model(cmdstanpy, program_code: str, cmdstan: Path):
+    """The ``CmdStanModel`` of ``program_code`` built by ``cmdstan``, from the cache when its executable runs.
+
+    An executable that no longer runs (say, the TBB library it was linked to has gone) is built again.
+
+    Raises
+    ------
+    BackendError
+        If the executable does not run even after a fresh build.
+    """
+    stan_file = cached_stan_file(program_code, cmdstan)
+    model = cmdstanpy.CmdStanModel(stan_file=stan_file)
+    if _run_failure(model.exe_file) is None:
+        return model
+    model = cmdstanpy.CmdStanModel(stan_file=stan_file, force_compile=True)
+    failure = _run_failure(model.exe_file)
+    if failure is not None:
+        raise BackendError(
+            f"the Stan program's executable built by CmdStan at {cmdstan} does not run: {failure}",
+            hint=f"check that CmdStan there builds its examples (make examples/bernoulli/bernoulli in {cmdstan})",
+        )
+    return model
+
+
+def executable_key(program_code: str, cmdstan: Path, version: str) -> str:
+    """The cache key of a program's executable: its text and the CmdStan (path and version) that builds it."""
+    identity = "\0".join([program_code, str(Path(cmdstan).resolve()), version])
+    return hashlib.sha256(identity.encode()).hexdigest()[:16]
+
+
+def cached_stan_file(program_code: str, cmdstan: Path) -> str:
+    """Write ``program_code`` into its cache directory (see :func:`executable_key`); the ``.stan`` file's path."""
+    key = executable_key(program_code, cmdstan, cmdstan_version(cmdstan))
+    cache_home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    directory = cache_home / "gpdsl" / "cmdstan" / key
+    directory.mkdir(parents=True, exist_ok=True)
+    stan_file = directory / "model.stan"
+    if not stan_file.exists() or stan_file.read_text() != program_code:
+        stan_file.write_text(program_code)
+    return str(stan_file)
+
+
+def cmdstan_version(cmdstan: Path) -> str:
+    """The ``CMDSTAN_VERSION`` in CmdStan's makefile, or ``"unknown"``."""
+    try:
+        makefile = (Path(cmdstan) / "makefile").read_text(errors="replace")
+    except OSError:
+        return "unknown"
+    match = re.search(r"^CMDSTAN_VERSION\s*:?=\s*(\S+)", makefile, re.MULTILINE)
+    return match.group(1) if match else "unknown"
+
+
+def _run_failure(exe_file) -> str | None:
+    """Why the executable cannot run its ``info`` command (the loader's message, or its exit status), or None."""
+    try:
+        done = subprocess.run([str(exe_file), "info"], check=False, capture_output=True, text=True, errors="replace",
+                              stdin=subprocess.DEVNULL, timeout=EXE_CHECK_SECONDS)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return str(error)
+    if done.returncode == 0:
+        return None
+    lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+    return f"exit status {done.returncode}" + (f": {lines[-1].strip()}" if lines else "")
+
+
+def _console_text(output_dir: str) -> str:
+    """CmdStan's console output of every chain (cmdstanpy's ``*-stdout.txt`` files)."""
+    return "\n".join(path.read_text(errors="replace") for path in sorted(Path(output_dir).glob("*-stdout.txt")))
 
 
 def _csv_comment_lines(fit) -> list[str]:
@@ -114,11 +202,6 @@ def _draws_by_chain(fit) -> dict[str, np.ndarray]:
     }
 
 
-def _cmdstan_version(cmdstanpy) -> str:
-    version = cmdstanpy.cmdstan_version()
-    return ".".join(map(str, version)) if version else "unknown"
-
-
 def _import_cmdstanpy():
     try:
         import cmdstanpy
@@ -126,17 +209,6 @@ def _import_cmdstanpy():
         message = "the cmdstanpy backend needs the optional package cmdstanpy"
         raise BackendError(message, hint=INSTALL_HINT) from None
     return cmdstanpy
-
-
-def _cached_stan_file(program_code: str) -> str:
-    digest = hashlib.sha256(program_code.encode()).hexdigest()[:16]
-    cache_home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    directory = cache_home / "gpdsl" / "cmdstan" / digest
-    directory.mkdir(parents=True, exist_ok=True)
-    stan_file = directory / "model.stan"
-    if not stan_file.exists() or stan_file.read_text() != program_code:
-        stan_file.write_text(program_code)
-    return str(stan_file)
 
 
 def _version_key(path: Path) -> tuple[int, ...]:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from gpdsl.backends.stan.initialization import initialization_failure
 from gpdsl.backends.stan.pystan_process import Progress, run_worker
 from gpdsl.backends.stan.stanc import check_program, stanc_version
 from gpdsl.errors import BackendError
@@ -179,15 +180,18 @@ def sample_pystan(program_code: str, data: dict, *args, progress: Progress = Tru
     Raises
     ------
     BackendError
-        If the settings are invalid, stanc rejects the program, the build fails or sampling fails
-        (e.g. initialization).
+        If the settings are invalid, stanc rejects the program, the build fails or sampling fails; an
+        initialization failure names Stan's reasons in a few lines.
     """
     started = time.perf_counter()
     settings = sampler_settings(*args, **options)
     check_program(program_code)
     worker_options = dict(settings, init=_per_chain_init(settings["init"], settings["chains"]))
-    metadata, arrays = run_worker("sample", program_code, data, worker_options, seed=settings["seed"],
-                                  progress=progress)
+    try:
+        metadata, arrays = run_worker("sample", program_code, data, worker_options, seed=settings["seed"],
+                                      progress=progress)
+    except BackendError as error:
+        raise initialization_failure(error.message, settings["init"]) or error from None
     draws_by_name = {name: arrays[f"draw.{name}"] for name in metadata["param_names"]}
     stats = arviz_sample_stats({name: arrays[f"stat.{name}"] for name in metadata["sample_stat_names"]})
     return StanFit(
