@@ -210,3 +210,34 @@ def test_every_output_is_claimed_until_written_then_released(tmp_path, data):
     results = api.execute(prepared)
     assert claims.held(out) is None and leftovers(tmp_path) == []
     assert results_json(read_netcdf(out), "timings")["total"] > 0
+
+
+@pytest.fixture
+def tiny_device(tmp_path):
+    """A real file system of 48 KiB (a tmpfs), too small for a results file; skipped where mounting is not
+    permitted (the monkeypatched tests above still run)."""
+    mount_point = tmp_path / "tiny"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48k", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip() or mounted.returncode}")
+    yield mount_point
+    subprocess.run(["umount", str(mount_point)], check=False)
+
+
+@pytest.mark.parametrize("target", ["results", "checkpoint"])
+def test_a_really_full_device_is_said_with_nothing_half_written(tmp_path, tiny_device, data, capsys, target):
+    """On a full device the results are not written at all, and a checkpoint is the last whole one written."""
+    out = (tiny_device if target == "results" else tmp_path) / "r.nc"
+    checkpoint = (tiny_device if target == "checkpoint" else tmp_path) / "c.npz"
+    status, _, err, _ = run_in_process([*SAMPLE, "--draws", 400, "--data", data, "--checkpoint", checkpoint,
+                                        "--out", out], capsys)
+    path = out if target == "results" else checkpoint
+    assert status == 1 and f"cannot write {target} to {path}: no space left on device" in err, err
+    assert "internal error" not in err and "Traceback" not in err and not out.exists()
+    left = sorted(p.name for p in tiny_device.iterdir())
+    assert left in ([], ["c.npz"]), f"left on the full device: {left}"
+    if left:
+        with np.load(checkpoint, allow_pickle=False) as earlier:
+            assert "meta" in earlier.files, "the checkpoint left is not a whole earlier one"
