@@ -34,7 +34,7 @@ SMALLEST_MASS = 1024 * float(jnp.finfo(jnp.float64).eps)
 """Mass between the bounds, relative to ``F(b)``, below which the inverse CDF has too few values of ``u``."""
 
 
-def prior_support(prior: Prior, distribution: ir.Distribution) -> Interval:
+def _support(prior: Prior, distribution: ir.Distribution) -> Interval:
     """The interval the prior's draws lie in: its support, the constant ``lower`` and ``upper`` of a bounded prior
     (the whole line when they are not constant)."""
     if prior.support != "bounded":
@@ -46,7 +46,7 @@ def prior_support(prior: Prior, distribution: ir.Distribution) -> Interval:
 def restricts(prior: Prior, distribution: ir.Distribution, lower: float | None, upper: float | None) -> bool:
     """Whether the declared bounds cut into the support of the prior (a warning of the checker's on a whole
     parameter), so that its draws need the restriction."""
-    support = prior_support(prior, distribution)
+    support = _support(prior, distribution)
     return (lower is not None and lower > support.lower) or (upper is not None and upper < support.upper)
 
 
