@@ -65,6 +65,10 @@ class Prior:
         Two parameters that must be strictly increasing, elementwise (``("lower", "upper")``).
     z_space : ZSpace or None
         How the ESS-in-z-space engine uses the prior; None when it cannot.
+    cdf : callable or None
+        ``cdf(x, *params)``: ``P(X <= x)`` elementwise in JAX, for every real ``x`` (0 below the support, 1
+        above). Draws truncated to a parameter's declared bounds invert it; without one they are rejection
+        sampled (:mod:`gpdsl.backends.jax.truncated_draws`).
     """
 
     name: str
@@ -78,6 +82,7 @@ class Prior:
     arg_support: Mapping[str, str] = field(default_factory=dict, hash=False)
     ordered: tuple[str, str] | None = None
     z_space: ZSpace | None = None
+    cdf: Callable | None = None
 
     @property
     def signature(self) -> str:

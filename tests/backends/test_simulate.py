@@ -1,12 +1,19 @@
-"""Forward simulation: prior draws have the prior's moments; GP values have the kernel's covariance."""
+"""Forward simulation: prior draws have the prior's moments, restricted to declared bounds; GP values have the
+kernel's covariance."""
+
+import dataclasses
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy import stats
 
-from gpdsl.api import check_file
+from gpdsl.api import check_file, check_text
 from gpdsl.backends.jax.lowering import lower
 from gpdsl.backends.jax.simulate import simulate
+from gpdsl.backends.jax.truncated_draws import draw_within
+from gpdsl.priors import PRIORS
 
 
 def test_classification_simulation_moments():
@@ -49,3 +56,36 @@ def test_simulation_shapes_and_determinism(name, data, shapes):
         assert np.shape(values[var]) == shape
     for var in truth:
         np.testing.assert_array_equal(np.asarray(truth[var]), np.asarray(again[var]))
+
+
+HALF_PRIORS = """
+data { int N; matrix[N, 1] X; array[N] int<lower=0, upper=1> y; }
+parameters { real<lower=0> alpha ~ normal(0, 2); vector<lower=0.5, upper=3>[2] ell ~ student_t(3, 0, 1); }
+model { f ~ gp(X, alpha * rbf(lengthscale = ell[1])); y ~ bernoulli_probit(f); }
+"""
+
+
+def test_simulated_bounded_parameters_follow_the_restricted_prior():
+    model, _ = check_text(HALF_PRIORS)
+    jm = lower(model, {"N": 2, "X": np.array([[0.0], [1.0]]), "y": np.zeros(2, int)})
+    draws = jax.jit(jax.vmap(lambda key: simulate(jm, key, observe=False)[0]))(jax.random.split(jax.random.key(2), 2000))
+    alpha, ell = np.asarray(draws["alpha"]), np.asarray(draws["ell"])
+    assert np.all(alpha > 0) and np.all((ell > 0.5) & (ell < 3))
+    assert stats.kstest(alpha, stats.halfnorm(scale=2).cdf).pvalue > 1e-3
+    t = stats.t(3)
+    assert stats.kstest(ell.ravel(), lambda x: (t.cdf(x) - t.cdf(0.5)) / (t.cdf(3) - t.cdf(0.5))).pvalue > 1e-3
+
+
+def test_a_prior_without_cdf_is_drawn_by_rejection():
+    normal = dataclasses.replace(PRIORS["normal"], cdf=None)
+    draws = np.asarray(draw_within(normal, jax.random.key(3), (4000,), (jnp.asarray(0.0), jnp.asarray(1.0)), 0.5, None))
+    assert np.all(draws > 0.5)
+    assert stats.kstest(draws, stats.truncnorm(0.5, np.inf).cdf).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("prior", [PRIORS["normal"], dataclasses.replace(PRIORS["normal"], cdf=None)])
+def test_bounds_without_mass_give_stan_default_initial_values(prior):
+    """normal(0, 1) above 40: no mass in floating point, nor a draw inside; Stan's default is 40 + exp(U(-2, 2))."""
+    draws = np.asarray(draw_within(prior, jax.random.key(4), (500,), (jnp.asarray(0.0), jnp.asarray(1.0)), 40.0, None))
+    assert np.all(np.isfinite(draws)) and np.all(draws > 40.0 + np.exp(-2)) and np.all(draws < 40.0 + np.exp(2))
+    assert np.unique(draws).size == 500

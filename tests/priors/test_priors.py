@@ -1,5 +1,5 @@
-"""The prior table (gpdsl.priors) is the one description every consumer reads: each prior's JAX density agrees
-with SciPy, its draws follow that density, its Stan form is what the code generator writes, and the checker's
+"""The prior table (gpdsl.priors) is the one description every consumer reads: each prior's JAX density and CDF
+agree with SciPy, its draws follow that density, its Stan form is what the code generator writes, and the checker's
 catalog, the JAX densities and the z-space engine list exactly its entries."""
 
 import ast
@@ -90,13 +90,17 @@ def test_every_prior_has_a_case():
 
 
 @pytest.mark.parametrize("name", sorted(PRIORS))
-def test_density_agrees_with_scipy(name):
+def test_density_and_cdf_agree_with_scipy(name):
     args, points = CASES[name]
-    logpdf, _, _ = _frozen(name, args)
-    got = np.asarray(PRIORS[name].log_density(jnp.asarray(points), *args))
-    np.testing.assert_allclose(got, logpdf(np.asarray(points)), rtol=1e-10, atol=1e-12)
-    broadcast = PRIORS[name].log_density(jnp.asarray(points), *(jnp.full(3, a) for a in args))
-    np.testing.assert_allclose(np.asarray(broadcast), got, rtol=1e-12)
+    prior, x, vectors = PRIORS[name], jnp.asarray(points), [jnp.full(3, a) for a in args]
+    logpdf, cdf, _ = _frozen(name, args)
+    for function, reference, rtol in [(prior.log_density, logpdf, 1e-10), (prior.cdf, cdf, 1e-9)]:
+        got = np.asarray(function(x, *args))
+        np.testing.assert_allclose(got, reference(np.asarray(points)), rtol=rtol, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(function(x, *vectors)), got, rtol=1e-12)
+    below_support = [-1e300] if prior.support == "real" else [-1e300, -3.0]
+    np.testing.assert_array_equal(prior.cdf(jnp.asarray(below_support), *args), 0.0)
+    np.testing.assert_array_equal(prior.cdf(jnp.asarray([1e300]), *args), 1.0)
 
 
 @pytest.mark.parametrize("name", sorted(PRIORS))

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.backends.jax.lowering import JaxModel
+from gpdsl.backends.jax.truncated_draws import draw_within, restricts
 from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.likelihoods import LIKELIHOODS
@@ -17,17 +18,24 @@ from gpdsl.numerics.linalg import cholesky
 from gpdsl.priors import PRIORS
 
 
-def _draw(table: dict, name: str, key, args, shape):
-    """One draw of the built-in prior or likelihood ``table[name]``, by its object's sampler."""
-    element = table.get(name)
-    sample = None if element is None else element.sample
-    if sample is None:
-        raise MethodError(f"cannot simulate from '{name}'")
-    return sample(key, shape, *args)
+def _draw(statement, key, args, shape, bounds):
+    """One draw of the built-in prior or likelihood of ``statement``, by its object's sampler; a prior restricted
+    to the declared ``bounds`` of its variable where they cut into its support."""
+    likelihood = isinstance(statement, ir.LikelihoodStatement)
+    distribution = statement.distribution
+    element = (LIKELIHOODS if likelihood else PRIORS).get(distribution.name)
+    if element is None or element.sample is None:
+        raise MethodError(f"cannot simulate from '{distribution.name}'")
+    if not likelihood and restricts(element, distribution, *bounds):
+        return draw_within(element, key, shape, args, *bounds)
+    return element.sample(key, shape, *args)
 
 
 def simulate(jax_model: JaxModel, key, fixed: dict | None = None, observe: bool = True) -> tuple[dict, dict]:
     """Draw every unobserved variable from its prior, then the observed data from the likelihood.
+
+    A prior on a variable whose declared bounds cut into its support is drawn restricted to them
+    (:mod:`gpdsl.backends.jax.truncated_draws`), as the model's density is.
 
     Parameters
     ----------
@@ -80,8 +88,8 @@ def simulate(jax_model: JaxModel, key, fixed: dict | None = None, observe: bool 
                 raise MethodError(f"cannot simulate '{target.name}' from an external likelihood", statement.span)
             else:
                 args = [jnp.asarray(jax_model.evaluate(v, scope)) for _, v in statement.distribution.args]
-                table = LIKELIHOODS if isinstance(statement, ir.LikelihoodStatement) else PRIORS
-                value = _draw(table, statement.distribution.name, sub, args, shape)
+                declared = variables[target.name].type
+                value = _draw(statement, sub, args, shape, (declared.lower, declared.upper))
             env[target.name] = env[target.name].at[index].set(value) if index else value
         store[target.name] = env[target.name]
     return truth, observed
