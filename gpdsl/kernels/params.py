@@ -28,16 +28,23 @@ def as_param(value, name: str, kernel: str, vector_allowed: bool, integer: bool 
     ModelCheckError
         The value has too many dimensions, or is not a whole number of at least 1 where one is needed.
     """
+    if integer:
+        return _whole(value, name, kernel)
     array = jnp.asarray(value, dtype=jnp.float64)
     max_ndim = 1 if vector_allowed else 0
     if array.ndim > max_ndim:
         allowed = "a scalar or a vector" if vector_allowed else "a scalar"
         raise ModelCheckError(f"{kernel}() parameter '{name}' must be {allowed}, got shape {array.shape}")
-    if not integer:
-        return array
-    if isinstance(array, jax.core.Tracer):
+    return array
+
+
+def _whole(value, name: str, kernel: str) -> int:
+    """A constant whole number of at least 1 as a Python int (converted without tracing, so also under jit)."""
+    if isinstance(value, jax.core.Tracer):
         raise ModelCheckError(f"{kernel}() parameter '{name}' must be a constant whole number, not a traced value")
-    number = float(array)
+    if np.ndim(value) != 0:
+        raise ModelCheckError(f"{kernel}() parameter '{name}' must be a scalar, got shape {np.shape(value)}")
+    number = float(value)
     if not (number.is_integer() and number >= 1):
         raise ModelCheckError(f"{kernel}() parameter '{name}' must be a whole number of at least 1, got {number:g}")
     return int(number)
