@@ -35,23 +35,43 @@ class KernelParam:
     ard_allowed : bool
         Whether a vector (one value per active input dimension) is accepted; in Stan such a
         parameter is always passed as a vector.
-    positive : bool
-        Whether the value must be strictly positive.
+    support : {"positive", "nonnegative", "real"}
+        The values allowed (a name of :data:`gpdsl.semantics.support.SUPPORTS`).
+    per_component : bool
+        Whether the value is one entry per mixture component: a vector of any length, the same for
+        every such parameter of the call (a scalar is one component, or broadcast over the others); in
+        Stan always a vector.
+    integer : bool
+        Whether the value is a constant whole number of at least 1 (a polynomial's degree); in Stan an
+        ``int``.
     """
 
     name: str
     default: float | None = None
     required: bool = False
     ard_allowed: bool = False
-    positive: bool = True
+    support: str = "positive"
+    per_component: bool = False
+    integer: bool = False
+
+    @property
+    def vector_allowed(self) -> bool:
+        """Whether a vector value is accepted (one per input dimension or one per component)."""
+        return self.ard_allowed or self.per_component
+
+    @property
+    def stan_type(self) -> str:
+        """The type of the argument in the kernel's Stan function: ``vector``, ``int`` or ``real``."""
+        return "vector" if self.vector_allowed else "int" if self.integer else "real"
 
 
 @dataclass(frozen=True)
 class StanCall:
     """A kernel leaf in Stan: a call of a ``stan_templates/kernels.stan`` function.
 
-    The call is ``function(x1, x2, <params>[, same_points])`` on two point sets; a parameter that
-    allows ARD is passed as a vector (``rep_vector`` of a scalar value), the others as scalars.
+    The call is ``function(x1, x2, <params>[, same_points])`` on two point sets; each parameter is passed
+    as its :attr:`KernelParam.stan_type`: a vector (``rep_vector`` of a scalar value) where it may be
+    one (ARD or per component), an int for an integer, else a real.
 
     Parameters
     ----------
@@ -90,6 +110,8 @@ class KernelSpec:
         default is filled in when none is given), a Python call exactly one.
     doc : str
         The covariance function, as written in the docs.
+    input_dim : int or None
+        The number of input columns the kernel acts on, when it is fixed (None for any).
     """
 
     name: str
@@ -97,6 +119,7 @@ class KernelSpec:
     stan: tuple[StanCall, ...]
     exclusive: tuple[tuple[str, ...], ...] = ()
     doc: str = ""
+    input_dim: int | None = None
 
     def param(self, name: str) -> KernelParam | None:
         """The hyperparameter called ``name``, or None."""
@@ -224,6 +247,28 @@ KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
                stan=(StanCall("mlp_kernel", ("variance", "weight_variance", "bias_variance")),),
                doc="variance * 2/pi * asin((w x.x' + b) / sqrt((w x.x + b + 1)(w x'.x' + b + 1))), "
                    "the arc-sine (MLP) kernel, w = weight_variance, b = bias_variance"),
+    KernelSpec("rational_quadratic", (_VARIANCE, _LENGTHSCALE, KernelParam("alpha", default=1.0)),
+               stan=(StanCall("rational_quadratic_kernel", ("variance", "lengthscale", "alpha")),),
+               doc="variance * (1 + r^2 / (2 alpha))^(-alpha), r as for rbf: a scale mixture of rbf kernels "
+                   "(Rasmussen & Williams 2006, eq. 4.19), rbf as alpha -> inf"),
+    KernelSpec("cosine", (_VARIANCE, KernelParam("period", default=1.0, required=True, ard_allowed=True)),
+               stan=(StanCall("cosine_kernel", ("variance", "period")),),
+               doc="variance * cos(2 pi sum_d (x_d - x'_d) / period_d): a sinusoid of random phase along "
+                   "the frequency vector 1 / period"),
+    KernelSpec("polynomial", (KernelParam("variance", default=1.0, ard_allowed=True),
+                              KernelParam("bias", default=1.0, support="nonnegative"),
+                              KernelParam("degree", required=True, integer=True)),
+               stan=(StanCall("polynomial_kernel", ("variance", "bias", "degree")),),
+               doc="(sum_d variance_d x_d x'_d + bias)^degree, degree a whole number; "
+                   "linear(variance) is polynomial(variance, 0, 1)"),
+    KernelSpec("spectral_mixture", (KernelParam("weights", required=True, per_component=True),
+                                    KernelParam("means", required=True, per_component=True, support="real"),
+                                    KernelParam("scales", required=True, per_component=True)),
+               stan=(StanCall("spectral_mixture_kernel", ("weights", "means", "scales")),),
+               doc="sum_q weights_q exp(-2 pi^2 scales_q^2 tau^2) cos(2 pi means_q tau), tau = x - x' "
+                   "over one input column: Q Gaussians in frequency, with means means_q and standard "
+                   "deviations scales_q (Wilson & Adams 2013)",
+               input_dim=1),
 ]}
 """Every kernel of the language by name, in the order error hints list them."""
 

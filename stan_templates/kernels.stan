@@ -199,3 +199,69 @@ matrix mlp_kernel(array[] vector x1, array[] vector x2, real variance, vector we
   }
   return k;
 }
+
+/**
+ * rational_quadratic: variance * (1 + r^2 / (2 alpha))^(-alpha), r^2 = sum_d (x_d - x'_d)^2 / lengthscale_d^2.
+ *
+ * @param variance     marginal variance
+ * @param lengthscale  vector[D] of length-scales
+ * @param alpha        shape of the gamma mixture over inverse squared length-scales
+ */
+matrix rational_quadratic_kernel(array[] vector x1, array[] vector x2, real variance, vector lengthscale,
+                                 real alpha) {
+  matrix[size(x1), size(x2)] r2 = weighted_sq_dist(x1, x2, inv(square(lengthscale)));
+  return variance * exp(-alpha * log1p(r2 / (2 * alpha)));
+}
+
+/**
+ * cosine: variance * cos(2 pi sum_d (x_d - x'_d) / period_d), a sinusoid of random phase.
+ *
+ * @param variance  marginal variance
+ * @param period    vector[D] of periods along the input columns
+ */
+matrix cosine_kernel(array[] vector x1, array[] vector x2, real variance, vector period) {
+  matrix[size(x1), size(x2)] k;
+  for (i in 1:size(x1)) {
+    for (j in 1:size(x2)) {
+      k[i, j] = variance * cos(2 * pi() * sum((x1[i] - x2[j]) ./ period));
+    }
+  }
+  return k;
+}
+
+/**
+ * polynomial: (sum_d variance_d x_d x'_d + bias)^degree.
+ *
+ * @param variance  vector[D] of weights of the inner product
+ * @param bias      non-negative offset
+ * @param degree    the power, at least 1
+ */
+matrix polynomial_kernel(array[] vector x1, array[] vector x2, vector variance, real bias, int degree) {
+  matrix[size(x1), size(x2)] k;
+  for (i in 1:size(x1)) {
+    for (j in 1:size(x2)) {
+      k[i, j] = (dot_product(variance, x1[i] .* x2[j]) + bias) ^ degree;
+    }
+  }
+  return k;
+}
+
+/**
+ * spectral_mixture: sum_q weights_q exp(-2 pi^2 scales_q^2 tau^2) cos(2 pi means_q tau), tau = x - x'
+ * over one input column (Wilson & Adams 2013).
+ *
+ * @param weights  vector[Q] of component variances
+ * @param means    vector[Q] of component frequencies
+ * @param scales   vector[Q] of component frequency standard deviations
+ */
+matrix spectral_mixture_kernel(array[] vector x1, array[] vector x2, vector weights, vector means,
+                               vector scales) {
+  matrix[size(x1), size(x2)] k;
+  for (i in 1:size(x1)) {
+    for (j in 1:size(x2)) {
+      real tau = x1[i][1] - x2[j][1];
+      k[i, j] = dot_product(weights, exp(-2 * square(pi() * tau * scales)) .* cos(2 * pi() * tau * means));
+    }
+  }
+  return k;
+}

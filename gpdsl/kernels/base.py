@@ -33,7 +33,8 @@ class Kernel:
     ``c * k`` or ``k * c`` a :class:`Scale` by a (possibly traced) scalar; ``c + k``
     adds a :class:`Constant` kernel.
 
-    A kernel of the language has its :mod:`gpdsl.kernel_table` entry as the class attribute ``spec``.
+    A kernel of the language has its :mod:`gpdsl.kernel_table` entry as the class attribute ``spec``; its
+    integer hyperparameters (a polynomial's degree) are Python ints and static, not leaves.
     A kernel of a scalar input that is the covariance of a linear SDE has ``has_state_space`` true and
     implements :meth:`state_space` (:mod:`gpdsl.kernels.state_space`).
     """
@@ -152,14 +153,17 @@ class Kernel:
         return {name: getattr(self, name) for name in self._param_names}
 
     def tree_flatten(self):
-        children = tuple(getattr(self, name) for name in self._param_names)
-        return children, (self._param_names, self.active_dims)
+        static = tuple((name, getattr(self, name)) for name in self._param_names
+                       if self.spec is not None and self.spec.param(name).integer)
+        leaves = tuple(name for name in self._param_names if name not in dict(static))
+        return tuple(getattr(self, name) for name in leaves), (self._param_names, self.active_dims, static)
 
     @classmethod
     def tree_unflatten(cls, aux, children):
         kernel = object.__new__(cls)
-        kernel._param_names, kernel.active_dims = aux
-        for name, value in zip(kernel._param_names, children):
+        kernel._param_names, kernel.active_dims, static = aux
+        leaves = [name for name in kernel._param_names if name not in dict(static)]
+        for name, value in [*zip(leaves, children), *static]:
             setattr(kernel, name, value)
         return kernel
 
@@ -169,11 +173,13 @@ class Kernel:
         Raises
         ------
         ModelCheckError
-            A required hyperparameter is None, or one has more dimensions than ``spec`` allows.
+            A required hyperparameter is None, one has more dimensions than ``spec`` allows, or an integer
+            one is not a whole number of at least 1.
         """
         spec = self.spec
         spec.verify_required(name for name, value in values.items() if value is not None)
-        converted = {n: as_param(v, n, spec.name, spec.param(n).ard_allowed) for n, v in values.items()}
+        converted = {n: as_param(v, n, spec.name, spec.param(n).vector_allowed, spec.param(n).integer)
+                     for n, v in values.items()}
         self._set_params(converted, active_dims)
 
     def _set_params(self, values: dict, active_dims=None) -> None:

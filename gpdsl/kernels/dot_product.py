@@ -66,3 +66,31 @@ class MLP(Kernel):
 
         ratio = inner(x1, x2) / jnp.sqrt((inner(x1, x1) + 1.0) * (inner(x2, x2) + 1.0))
         return self.variance * (2.0 / jnp.pi) * jnp.arcsin(ratio)
+
+
+class Polynomial(Kernel):
+    """Polynomial kernel ``(sum_d v_d x_d x'_d + bias)^degree``.
+
+    GPflow's ``Polynomial`` (its ``offset`` is ``bias`` here, GPy's name). A whole ``degree`` of at least 1
+    and a ``bias`` of at least 0 make it a covariance; ``Polynomial(v, 0, 1)`` is :class:`Linear` ``(v)``.
+
+    Parameters
+    ----------
+    variance : float or array of shape (d,)
+        One shared (scalar) or per-dimension (ARD) weight of the inner product.
+    bias : float
+        Non-negative offset added to the inner product.
+    degree : int
+        The power, a whole number of at least 1.
+    active_dims : tuple of int or slice, optional
+        Input columns the kernel sees.
+    """
+
+    spec = KERNEL_SPECS["polynomial"]
+
+    def __init__(self, variance=1.0, bias=1.0, degree=None, *, active_dims=None):
+        self._set_hyperparameters(active_dims, variance=variance, bias=bias, degree=degree)
+
+    def evaluate(self, x1, x2):
+        check_ard(self.variance, "variance", self.spec.name, x1.shape[-1])
+        return jnp.power(sum_over_inputs(self.variance * x1 * x2) + self.bias, self.degree)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.errors import ModelCheckError
 
 
-def as_param(value, name: str, kernel: str, ard_allowed: bool):
-    """Convert a hyperparameter to a float64 JAX array, checking its rank.
+def as_param(value, name: str, kernel: str, vector_allowed: bool, integer: bool = False):
+    """Convert a hyperparameter to a float64 JAX array (an integer one to a Python int), checking it.
 
     Parameters
     ----------
@@ -17,20 +18,36 @@ def as_param(value, name: str, kernel: str, ard_allowed: bool):
         A number, array or tracer.
     name, kernel : str
         Parameter and kernel names, for the error message.
-    ard_allowed : bool
-        Whether a vector (one value per input dimension) is accepted.
+    vector_allowed : bool
+        Whether a vector (one value per input dimension or per component) is accepted.
+    integer : bool
+        Whether the value must be a constant whole number of at least 1.
 
     Raises
     ------
     ModelCheckError
-        The value has too many dimensions.
+        The value has too many dimensions, or is not a whole number of at least 1 where one is needed.
     """
+    if integer:
+        return _whole(value, name, kernel)
     array = jnp.asarray(value, dtype=jnp.float64)
-    max_ndim = 1 if ard_allowed else 0
+    max_ndim = 1 if vector_allowed else 0
     if array.ndim > max_ndim:
-        allowed = "a scalar or a vector" if ard_allowed else "a scalar"
+        allowed = "a scalar or a vector" if vector_allowed else "a scalar"
         raise ModelCheckError(f"{kernel}() parameter '{name}' must be {allowed}, got shape {array.shape}")
     return array
+
+
+def _whole(value, name: str, kernel: str) -> int:
+    """A constant whole number of at least 1 as a Python int (converted without tracing, so also under jit)."""
+    if isinstance(value, jax.core.Tracer):
+        raise ModelCheckError(f"{kernel}() parameter '{name}' must be a constant whole number, not a traced value")
+    if np.ndim(value) != 0:
+        raise ModelCheckError(f"{kernel}() parameter '{name}' must be a scalar, got shape {np.shape(value)}")
+    number = float(value)
+    if not (number.is_integer() and number >= 1):
+        raise ModelCheckError(f"{kernel}() parameter '{name}' must be a whole number of at least 1, got {number:g}")
+    return int(number)
 
 
 def check_ard(param, name: str, kernel: str, input_dim: int) -> None:

@@ -217,3 +217,34 @@ class Periodic(Kernel):
         check_ard(self.period, "period", "periodic", x1.shape[-1])
         sines = jnp.sin(jnp.pi * (x1 - x2) / self.period) / self.lengthscale
         return self.variance * jnp.exp(-0.5 * sum_over_inputs(jnp.square(sines)))
+
+
+class RationalQuadratic(Kernel):
+    """Rational quadratic kernel ``variance * (1 + r^2 / (2 alpha))^(-alpha)``.
+
+    ``r^2 = sum_d (x_d - x'_d)^2 / l_d^2``, as for :class:`RBF`. It is a scale mixture of RBF kernels
+    whose inverse squared length-scales are gamma distributed with shape ``alpha`` (Rasmussen & Williams
+    2006, eq. 4.19), and tends to the RBF kernel as ``alpha -> inf``. GPflow's ``RationalQuadratic``;
+    GPy's ``RatQuad`` lacks the ``2 alpha`` (it is ``(1 + r^2 / 2)^(-power)``).
+
+    Parameters
+    ----------
+    variance : float
+        Marginal variance.
+    lengthscale : float or array of shape (d,)
+        Isotropic or ARD length-scale.
+    alpha : float
+        Shape of the mixture over length-scales; smaller values mix more scales.
+    active_dims : tuple of int or slice, optional
+        Input columns the kernel sees.
+    """
+
+    spec = KERNEL_SPECS["rational_quadratic"]
+
+    def __init__(self, variance=1.0, lengthscale=None, alpha=1.0, *, active_dims=None):
+        self._set_hyperparameters(active_dims, variance=variance, lengthscale=lengthscale, alpha=alpha)
+
+    def evaluate(self, x1, x2):
+        check_ard(self.lengthscale, "lengthscale", self.spec.name, x1.shape[-1])
+        r2 = scaled_sqdist(x1, x2, self.lengthscale)
+        return self.variance * jnp.exp(-self.alpha * jnp.log1p(r2 / (2.0 * self.alpha)))

@@ -139,25 +139,48 @@ def _kernel_leaf(ctx: CheckContext, call: ast.Call, inputs: ir.Inputs) -> ir.Ker
                      f"e.g. {spec.name}(1e-6)" if spec.name == "white" else f"e.g. {spec.name}({param.name} = 1)")
             if param.default is not None:
                 values[param.name] = ir.Constant(ir.REAL, call.span, float(param.default))
+    if spec.input_dim is not None and input_dim != spec.input_dim:
+        columns = "one input column" if spec.input_dim == 1 else f"{spec.input_dim} input columns"
+        fail(f"{spec.name} acts on {columns}, here on {input_dim}", call.span,
+             f"bind it to a vector input or to one column: {spec.name}(X[:, 1], ...)")
+    components: tuple[str, Dim] | None = None
     for name, value in values.items():
         param = spec.param(name)
         shape = value.type.shape
         if value.type.container == "matrix" or value.type.array_dims or isinstance(value, ir.StringConstant):
             fail(f"{spec.name} parameter '{name}' must be a scalar or a vector", value.span)
         if shape:
-            if not param.ard_allowed:
+            if not param.vector_allowed:
                 fail(f"{spec.name} parameter '{name}' must be a scalar", value.span)
-            if not _dims_agree(shape[0], input_dim):
+            if param.ard_allowed and not _dims_agree(shape[0], input_dim):
                 fail(f"{spec.name} parameter '{name}' has length {shape[0]} but the kernel acts on "
                      f"{input_dim} input dimension(s)", value.span,
                      "an ARD vector has one entry per input column")
-        support = SUPPORTS["positive" if param.positive else "real"]
+            if param.per_component and components is not None and shape[0] != components[1]:
+                fail(f"{spec.name} parameter '{name}' has length {shape[0]} but '{components[0]}' has "
+                     f"{components[1]}", value.span, "each has one entry per component (a scalar is shared)")
+            if param.per_component:
+                components = components or (name, shape[0])
+        if param.integer:
+            _verify_whole(spec.name, name, value)
+        support = SUPPORTS[param.support]
         for x, span in constant_items(value):
             if not support.contains(x):
                 fail(f"{spec.name} parameter '{name}' must be in {support.describe()}, got {x:g}", span)
         note_parameter_argument(ctx, f"{spec.name} parameter '{name}'", support, value)
     ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
     return ir.KernelLeaf(call.span, spec.name, ordered, component, input_dim, columns)
+
+
+def _verify_whole(kernel: str, name: str, value: ir.Expr) -> None:
+    """Fail unless ``value`` is a constant whole number of at least 1."""
+    items = constant_items(value)
+    if not items:
+        fail(f"{kernel} parameter '{name}' must be a constant whole number", value.span,
+             f"e.g. {kernel}({name} = 2)")
+    for x, span in items:
+        if not (float(x).is_integer() and x >= 1):
+            fail(f"{kernel} parameter '{name}' must be a whole number of at least 1, got {x:g}", span)
 
 
 def _names_input_part(ctx: CheckContext, arg: ast.Expr) -> bool:

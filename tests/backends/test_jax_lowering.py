@@ -363,3 +363,26 @@ def test_a_column_beyond_a_symbolic_width_is_a_data_error():
     jm = lower(model, {"N": 4, "D": 2, "X": rng.normal(size=(4, 2)), "y": rng.normal(size=4)})
     with pytest.raises(DataError, match=r"rbf selects columns 2:3 of an input with 2 column\(s\)"):
         jm.log_density(jnp.zeros(jm.dim))
+
+
+def test_a_polynomial_degree_stays_a_constant_under_jit():
+    model, _ = check_text("""
+data { int N; matrix[N, 2] X; vector[N] y; }
+parameters { vector<lower=0>[2] v ~ gamma(2, 2); real<lower=0> noise ~ half_normal(1); }
+model {
+  f ~ gp(X, polynomial(v, 0.5, 1 + 2));
+  y ~ normal(f, noise);
+}
+""")
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(6, 2))
+    jm = lower(model, {"N": 6, "X": X, "y": rng.normal(size=6)})
+    z = jnp.asarray(rng.normal(size=jm.dim))
+
+    @jax.jit
+    def covariance(z):
+        return jm.gp_covariance(model.statements[-2], jm.environment(jm.constrain_free(z)[0]))
+
+    v = np.asarray(jm.environment(jm.constrain_free(z)[0])["v"])
+    np.testing.assert_allclose(covariance(z), ((X * v) @ X.T + 0.5) ** 3 + GP_JITTER * np.eye(6), rtol=1e-12)
+    assert np.isfinite(float(jax.jit(jax.grad(jm.log_density))(z)[0]))

@@ -32,6 +32,23 @@ model {
 }
 """
 
+NEW_KERNELS = """
+data { int N; int D; matrix[N, D] X; vector[N] y; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 1);
+  vector<lower=0>[D] ell ~ gamma(2, 2);
+  real<lower=0> alpha ~ gamma(2, 1);
+  vector<lower=0>[2] w ~ lognormal(0, 1);
+  vector[2] m ~ normal(0, 1);
+  real<lower=0> sc ~ lognormal(-1, 1);
+  real<lower=0> noise ~ half_normal(1);
+}
+model {
+  f ~ gp(X, s * rational_quadratic(lengthscale = ell, alpha = alpha) + cosine(0.5, ell) + polynomial(ell, 0.5, 3)
+            + spectral_mixture(X[:, 2], w, m, sc));
+  y ~ normal(f, noise);
+}
+"""
 
 LIKELIHOODS = """
 data {
@@ -149,6 +166,7 @@ def indexing_data(rng):
     ("models/gp_classification.gpm", classification_data, 1.0),
     pytest.param("models/bayesian_gplvm_priors.gpm", gplvm_data, 0.7, marks=pytest.mark.slow),  # also in the sweep
     pytest.param(ALL_KERNELS, regression_data, 0.5, marks=pytest.mark.slow),
+    pytest.param(NEW_KERNELS, regression_data, 0.5, marks=pytest.mark.slow, id="new_kernels"),
     (LIKELIHOODS, likelihoods_data, 0.7),
     (INDEXING, indexing_data, 0.7),
 ])

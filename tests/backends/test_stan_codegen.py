@@ -73,8 +73,8 @@ model {
   f ~ gp(X, a * matern12(lengthscale = ls) + matern32(lengthscale = 2) * matern52(1, ls)
             + periodic(lengthscale = 1, period = p) + linear(ls) + constant(0.5)
             + mlp(a, ls, 0.1) + white(1e-6) + rbf(inv_ls2 = ls));
-  g ~ gp(t, rbf(lengthscale = a));
-  h ~ gp(X, rbf(lengthscale = ls));
+  g ~ gp(t, rbf(lengthscale = a) + spectral_mixture([a, 0.5], [0.2, 1.5], 0.1));
+  h ~ gp(X, rbf(lengthscale = ls) + rational_quadratic(a, ls, 2) + cosine(period = ls) + polynomial(ls, 1, 3));
   counts ~ poisson_log(f + c[1] * c[2] / 2);
   labels ~ bernoulli_probit(-g / s);
   Y ~ normal(h * target, s);
@@ -125,8 +125,10 @@ def test_every_kernel_and_distribution_passes_stanc():
     check_program(program.code)
     code = program.code
     for kernel in ("matern12", "matern32", "matern52", "periodic", "linear", "constant", "mlp", "white",
-                   "rbf_inv_ls2", "rbf"):
+                   "rbf_inv_ls2", "rbf", "rational_quadratic", "cosine", "polynomial", "spectral_mixture"):
         assert f"{kernel}_kernel(" in code
+    assert "spectral_mixture_kernel(t_points, t_points, [a, 0.5]', [0.2, 1.5]', rep_vector(0.1, 2))" in code
+    assert "polynomial_kernel(X_points, X_points, ls, 1, 3)" in code
     assert "target_ ~" not in code and "real target_;" in code
     assert program.variables["target"].stan_name == "target_"
     assert "std_normal_lcdf((2 * to_vector(labels) - 1) .* (-g / s))" in code

@@ -12,14 +12,18 @@ from gpdsl.kernels import (
     MLP,
     RBF,
     Constant,
+    Cosine,
     Kernel,
     Linear,
     Matern12,
     Matern32,
     Matern52,
     Periodic,
+    Polynomial,
     Product,
+    RationalQuadratic,
     Scale,
+    SpectralMixture,
     Sum,
     White,
     build_kernel,
@@ -57,6 +61,10 @@ def all_kernels():
         "sum": RBF(1.0, lengthscale=0.9) + Linear(0.3) + White(1e-3),
         "product": Matern32(1.1, lengthscale=ARD_LS) * Periodic(1.0, 0.7, 1.5),
         "scaled": 2.5 * Matern52(lengthscale=1.2) + 0.1,
+        "rational_quadratic": RationalQuadratic(1.1, lengthscale=ARD_LS, alpha=0.7),
+        "cosine": Cosine(0.9, period=ARD_PERIOD),
+        "polynomial": Polynomial(ARD_W, 0.5, 3),
+        "spectral_mixture": SpectralMixture([0.5, 1.2], [0.3, 1.1], [0.2, 0.6], active_dims=(0,)),
     }
 
 
@@ -126,6 +134,67 @@ def test_linear_and_mlp_formulas(X, X2):
     p2 = ((X2**2) * w).sum(1) + b
     expected = 1.2 * 2 / np.pi * np.arcsin(p12 / np.sqrt(np.outer(p1 + 1, p2 + 1)))
     np.testing.assert_allclose(MLP(1.2, w, b)(X, X2), expected, rtol=1e-13)
+
+
+def _differences(X, X2):
+    return X[:, None, :] - X2[None, :, :]
+
+
+NUMPY_FORMULAS = {
+    "rational_quadratic_ard": (
+        RationalQuadratic(1.1, lengthscale=ARD_LS, alpha=0.7),
+        lambda X, X2: 1.1 * (1 + ((_differences(X, X2) / ARD_LS) ** 2).sum(-1) / (2 * 0.7)) ** -0.7),
+    "rational_quadratic_iso": (
+        RationalQuadratic(0.6, lengthscale=0.9, alpha=2.5),
+        lambda X, X2: 0.6 * (1 + (_differences(X, X2) ** 2).sum(-1) / 0.9**2 / 5.0) ** -2.5),
+    "cosine_ard": (Cosine(0.9, period=ARD_PERIOD),
+                   lambda X, X2: 0.9 * np.cos(2 * np.pi * (_differences(X, X2) / ARD_PERIOD).sum(-1))),
+    "cosine_1d": (Cosine(1.3, period=0.8, active_dims=(1,)),
+                  lambda X, X2: 1.3 * np.cos(2 * np.pi * _differences(X, X2)[..., 1] / 0.8)),
+    "polynomial_ard": (Polynomial(ARD_W, 0.5, 3), lambda X, X2: ((X * ARD_W) @ X2.T + 0.5) ** 3),
+    "polynomial_iso": (Polynomial(0.7, 0.0, 2), lambda X, X2: (0.7 * X @ X2.T) ** 2),
+    "spectral_mixture": (
+        SpectralMixture([0.5, 1.2], [0.3, 1.1], [0.2, 0.6], active_dims=(2,)),
+        lambda X, X2: sum(w * np.exp(-2 * np.pi**2 * s**2 * _differences(X, X2)[..., 2] ** 2)
+                          * np.cos(2 * np.pi * m * _differences(X, X2)[..., 2])
+                          for w, m, s in [(0.5, 0.3, 0.2), (1.2, 1.1, 0.6)])),
+    "spectral_mixture_shared_scale": (
+        SpectralMixture([0.5, 1.2], [0.3, 1.1], 0.4, active_dims=(0,)),
+        lambda X, X2: sum(w * np.exp(-2 * np.pi**2 * 0.4**2 * _differences(X, X2)[..., 0] ** 2)
+                          * np.cos(2 * np.pi * m * _differences(X, X2)[..., 0])
+                          for w, m in [(0.5, 0.3), (1.2, 1.1)])),
+}
+
+
+@pytest.mark.parametrize("name", list(NUMPY_FORMULAS))
+def test_matches_numpy_formula(name, X, X2):
+    kernel, formula = NUMPY_FORMULAS[name]
+    np.testing.assert_allclose(kernel(X, X2), formula(X, X2), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(kernel(X), formula(X, X), rtol=1e-12, atol=1e-14)
+
+
+def test_limits_and_special_cases_of_the_new_kernels(X, X2):
+    np.testing.assert_allclose(RationalQuadratic(1.4, lengthscale=ARD_LS, alpha=1e8)(X, X2),
+                               RBF(1.4, lengthscale=ARD_LS)(X, X2), rtol=1e-6)
+    np.testing.assert_allclose(Polynomial(ARD_W, 0.0, 1)(X, X2), Linear(ARD_W)(X, X2), rtol=1e-13)
+    w, m, s = 0.8, 0.7, 0.3
+    component = w * RBF(lengthscale=1 / (2 * np.pi * s), active_dims=(0,)) * Cosine(period=1 / m, active_dims=(0,))
+    np.testing.assert_allclose(SpectralMixture(w, m, s, active_dims=(0,))(X, X2), component(X, X2), rtol=1e-12)
+    x = jnp.array([0.3])
+    np.testing.assert_allclose(Cosine(1.0, period=1.7).evaluate(x, x + 3 * 1.7), 1.0, rtol=1e-12)
+
+
+def test_new_kernels_refuse_bad_hyperparameters(X):
+    with pytest.raises(ModelCheckError, match="'degree' must be a whole number of at least 1, got 2.5"):
+        Polynomial(1.0, 1.0, 2.5)
+    with pytest.raises(ModelCheckError, match="missing required parameter 'degree'"):
+        Polynomial(1.0, 1.0)
+    with pytest.raises(ModelCheckError, match="one entry per component"):
+        SpectralMixture([1.0, 2.0], [0.1, 0.2, 0.3], 0.1)
+    with pytest.raises(ModelCheckError, match="one input column, got 3"):
+        SpectralMixture(1.0, 0.5, 0.1)(X)
+    with pytest.raises(ModelCheckError, match="'period' has 2 values"):
+        Cosine(period=[1.0, 2.0])(X)
 
 
 @pytest.mark.parametrize("name", list(all_kernels()))
@@ -237,6 +306,11 @@ BUILDERS = {
     "periodic": (lambda t: Periodic(t[0], t[1], t[2]), [1.3, 0.7, 1.9]),
     "linear": (lambda t: Linear(t), [0.3, 0.7, 1.1]),
     "mlp": (lambda t: MLP(t[0], t[1:4], t[4]), [1.3, 0.7, 1.1, 0.9, 0.4]),
+    "rational_quadratic": (lambda t: RationalQuadratic(t[0], t[1:4], t[4]), [1.3, 0.7, 1.1, 0.9, 0.6]),
+    "cosine": (lambda t: Cosine(t[0], t[1:]), [1.3, 2.7, 3.1, 4.9]),
+    "polynomial": (lambda t: Polynomial(t[:3], t[3], 3), [0.3, 0.7, 1.1, 0.4]),
+    "spectral_mixture": (lambda t: SpectralMixture(t[:2], t[2:4], t[4:], active_dims=(1,)),
+                         [0.5, 1.2, 0.3, 1.1, 0.2, 0.6]),
     "composite": (
         lambda t: t[0] * RBF(lengthscale=t[1], active_dims=(0,)) * Matern32(lengthscale=t[2], active_dims=(1, 2))
         + White(t[3]),
@@ -278,6 +352,7 @@ def test_vmap_over_hyperparameters(X):
 def test_registry_covers_all_kernels():
     assert set(KERNELS) == {
         "rbf", "matern12", "matern32", "matern52", "periodic", "linear", "white", "constant", "same", "mlp",
+        "rational_quadratic", "cosine", "polynomial", "spectral_mixture",
     }
     for name, cls in KERNELS.items():
         assert issubclass(cls, Kernel)
@@ -362,6 +437,9 @@ def _gpy_kernels(GPy):
             GPy.kern.RBF(d, 2.0, 1.1) * GPy.kern.White(d, 0.3) + GPy.kern.MLP(d, 0.5),
             RBF(2.0, lengthscale=1.1) * White(0.3) + MLP(0.5),
         ),
+        "cosine_1d": (GPy.kern.Cosine(1, 1.3, 0.8 / (2 * np.pi), active_dims=[1]),
+                      Cosine(1.3, period=0.8, active_dims=(1,))),
+        "poly": (GPy.kern.Poly(d, variance=1.0, scale=0.7, bias=0.5, order=3), Polynomial(0.7, 0.5, 3)),
         "separable": (
             GPy.kern.RBF(1, 1.5, 0.7, active_dims=[0]) * GPy.kern.Matern52(2, 1.0, [1.2, 0.5], ARD=True, active_dims=[1, 2]),
             RBF(1.5, lengthscale=0.7, active_dims=(0,)) * Matern52(lengthscale=np.array([1.2, 0.5]), active_dims=(1, 2)),
@@ -372,7 +450,7 @@ def _gpy_kernels(GPy):
 GPY_CASES = [
     "rbf_iso", "rbf_ard", "rbf_inv", "exponential_ard", "exponential_iso", "matern32_ard", "matern32_iso",
     "matern52_ard", "matern52_iso", "periodic_ard", "periodic_iso", "linear_ard", "linear_iso", "white",
-    "bias", "mlp_ard", "mlp_iso", "sum", "product", "product_with_white", "separable",
+    "bias", "mlp_ard", "mlp_iso", "sum", "product", "product_with_white", "separable", "cosine_1d", "poly",
 ]
 
 

@@ -9,7 +9,20 @@ import numpy as np
 import pytest
 
 from gpdsl.errors import MethodError
-from gpdsl.kernels import MLP, RBF, Constant, Kernel, Linear, Matern32, Periodic, White
+from gpdsl.kernels import (
+    MLP,
+    RBF,
+    Constant,
+    Cosine,
+    Kernel,
+    Linear,
+    Matern32,
+    Periodic,
+    Polynomial,
+    RationalQuadratic,
+    SpectralMixture,
+    White,
+)
 from gpdsl.kernels.psi import (
     PsiMethod,
     analytic_supported,
@@ -234,7 +247,12 @@ ANY_KERNELS = {
     "mlp": MLP(1.2, weight_variance=[0.5, 1.0, 1.5], bias_variance=0.3),
     "rbf*linear": RBF(1.0, lengthscale=1.3) * Linear([0.5, 1.0, 0.7]),
     "matern32+linear": Matern32(1.1, lengthscale=0.9) + Linear(0.4) + White(0.01),
+    "rational_quadratic": RationalQuadratic(0.9, lengthscale=[0.8, 1.2, 1.5], alpha=0.7),
+    "cosine": Cosine(0.8, period=[2.0, 3.0, 4.0]),
+    "polynomial": Polynomial([0.5, 1.0, 0.7], 0.3, 2),
+    "spectral_mixture": SpectralMixture([0.5, 1.2], [0.2, 0.5], [0.1, 0.2], active_dims=(1,)),
 }
+NO_CLOSED_FORM = ("rational_quadratic", "cosine", "polynomial", "spectral_mixture")
 QUADRATURES = {"unscented": UNSCENTED, "gauss_hermite": PsiMethod("gauss_hermite", nodes=3),
                "monte_carlo": PsiMethod("monte_carlo", samples=4)}
 ANY_CASES = [(name, "unscented") for name in sorted(ANY_KERNELS)] + [
@@ -256,6 +274,30 @@ def test_any_kernel_by_quadrature_with_gradients(name, kind):
     assert jnp.isfinite(value)
     leaves = jax.tree_util.tree_leaves(grads)
     assert len(leaves) >= 4 and all(bool(jnp.all(jnp.isfinite(leaf))) for leaf in leaves)
+
+
+@pytest.mark.parametrize("name", NO_CLOSED_FORM)
+def test_kernels_without_closed_form_converge_by_gauss_hermite_and_refuse_analytic(name):
+    Z, mean, variance = latent(14, scale=0.1)
+    kernel = ANY_KERNELS[name]
+    fine = psi_statistics(kernel, Z, mean, variance, PsiMethod("gauss_hermite", nodes=14))
+    coarse = psi_statistics(kernel, Z, mean, variance, PsiMethod("gauss_hermite", nodes=10))
+    for a, b in zip(fine, coarse):
+        assert rel_err(b, a) < 1e-5
+    assert not analytic_supported(kernel)
+    with pytest.raises(MethodError, match=type(kernel).__name__):
+        psi_statistics(kernel, Z, mean, variance, ANALYTIC)
+
+
+def test_cosine_psi1_by_quadrature_is_the_gaussian_characteristic_function():
+    Z, mean, variance = latent(15, scale=0.3)
+    period = np.array([2.0, 3.0, 4.0])
+    frequency = 2 * np.pi / period
+    stats = psi_statistics(Cosine(0.8, period=period), Z, mean, variance, PsiMethod("gauss_hermite", nodes=12))
+    phase = ((np.asarray(mean)[:, None, :] - np.asarray(Z)[None, :, :]) * frequency).sum(-1)
+    damping = np.exp(-0.5 * (np.asarray(variance) * frequency**2).sum(-1))
+    np.testing.assert_allclose(stats.psi1, 0.8 * np.cos(phase) * damping[:, None], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(stats.psi0, 0.8, rtol=1e-12)
 
 
 def test_quadrature_psi0_uses_same_index_values():

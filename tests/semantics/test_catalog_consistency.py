@@ -35,7 +35,7 @@ def table_gaps(table: dict[str, KernelSpec], classes: dict[str, type]) -> list[s
                 gaps.append(f"{name}: Stan function {call.function} is not in stan_templates")
                 continue
             expected = ["array[] vector x1", "array[] vector x2"]
-            expected += [f"{'vector' if spec.param(p).ard_allowed else 'real'} {p}" for p in call.params]
+            expected += [f"{spec.param(p).stan_type} {p}" for p in call.params]
             expected += ["int same_points"] if call.same_points else []
             text = library[call.function].text
             signature = re.search(rf"\bmatrix {call.function}\((.*?)\)\s*\{{", text, re.DOTALL)

@@ -280,7 +280,7 @@ class JaxModel:
             return self._kernel(kernel.left, env, offsets) * self._kernel(kernel.right, env, offsets)
         if isinstance(kernel, ir.KernelScale):
             return self.evaluate(kernel.scale, env) * self._kernel(kernel.kernel, env, offsets)
-        params = {name: jnp.asarray(self.evaluate(value, env), dtype=float) for name, value in kernel.params}
+        params = {name: self.evaluate(value, env) for name, value in kernel.params}
         active = kernel.active_columns(offsets)
         if kernel.columns is not None and len(active) < kernel.columns[1] - kernel.columns[0]:
             width = int(offsets[kernel.component + 1] - offsets[kernel.component])

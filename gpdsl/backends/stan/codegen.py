@@ -60,6 +60,7 @@ from gpdsl.likelihoods import LIKELIHOODS, capability
 from gpdsl.numerics import GP_JITTER
 from gpdsl.priors import PRIORS
 from gpdsl.semantics import catalog
+from gpdsl.semantics.constants import constant_vector
 from gpdsl.ir.types import Dim, VarType, is_label_array
 
 STAN_RESERVED = frozenset("""
@@ -673,18 +674,31 @@ class _Generator:
         def scalar(name: str) -> str:
             return self.translate(params[name])
 
+        spec = catalog.KERNELS.get(leaf.name)
+
         def vector(name: str) -> str:
             expr = params[name]
             text = self.translate(expr)
-            return text if expr.type.shape else f"rep_vector({text}, {_stan_dim(leaf.input_dim)})"
+            if expr.type.shape:
+                return text
+            if spec.param(name).per_component:
+                lengths = [params[p.name].type.shape[0] for p in spec.params
+                           if p.per_component and params[p.name].type.shape]
+                return f"rep_vector({text}, {_stan_dim(lengths[0]) if lengths else 1})"
+            return f"rep_vector({text}, {_stan_dim(leaf.input_dim)})"
 
-        spec = catalog.KERNELS.get(leaf.name)
+        def argument(name: str) -> str:
+            kind = spec.param(name).stan_type
+            if kind == "int":
+                return str(int(constant_vector(params[name])[0]))
+            return vector(name) if kind == "vector" else scalar(name)
+
         call = spec.stan_call(params) if spec is not None else None
         if call is not None:
             if call.code and call.function not in self.kernel_functions:
                 self.kernel_functions.add(call.function)
                 self.blocks.add("functions", call.code.strip())
-            args = [x, x] + [vector(n) if spec.param(n).ard_allowed else scalar(n) for n in call.params]
+            args = [x, x] + [argument(n) for n in call.params]
             if call.same_points:
                 args.append("1")
             return f"{call.function}({', '.join(args)})"
