@@ -8,6 +8,7 @@ kind refuse the other with one line naming the flag.
 """
 
 import json
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -15,7 +16,7 @@ import pytest
 
 from gpdsl.api import check_file, prepare
 from gpdsl.cli import main
-from gpdsl.errors import MethodError
+from gpdsl.errors import GpdslError, MethodError
 from gpdsl.inference.families.gp_regression import gp_regression
 from gpdsl.inference.families.latent_gp import latent_gp
 from gpdsl.inference.predict.draws import gp_regression_new_draws, latent_new_draws
@@ -155,3 +156,24 @@ def test_prepare_refuses_joint_for_a_method_without_joint_draws():
     with pytest.raises(MethodError, match="--predictive joint: sgpr"):
         prepare("models/gp_regression.gpm", data, "sgpr", SGPRSettings(num_inducing=5), new_inputs=X_NEW,
                 predictive="joint")
+
+
+def test_a_run_file_chooses_the_predictive_per_run(tmp_path):
+    """``predictive = "marginal"`` in a run file reaches the run; a choice the method does not draw is refused."""
+    from gpdsl.cli.run_file import plan
+    from gpdsl.storage import claims
+
+    data = data_of("classification")
+    (tmp_path / "d.json").write_text(json.dumps({k: np.asarray(v).tolist() for k, v in data.items()}))
+    (tmp_path / "new.json").write_text(json.dumps({"X": X_NEW.tolist()}))
+    head = f'model = "{Path("models/gp_classification.gpm").resolve()}"\ndata = "d.json"\npredict = "new.json"\n'
+    runs = tmp_path / "runs.toml"
+    runs.write_text(head + '[[run]]\nmethod = "gibbs"\nout = "a.nc"\n\n'
+                    '[[run]]\nmethod = "pm"\nout = "b.nc"\npredictive = "marginal"\n')
+    planned = plan(runs)
+    for spec, _ in planned.runs:
+        claims.release(spec.out)
+    assert [prepared.context.predictive for _, prepared in planned.runs] == ["joint", "marginal"]
+    runs.write_text(head + '[[run]]\nmethod = "gibbs"\nout = "a.nc"\npredictive = "both"\n')
+    with pytest.raises(GpdslError, match="--predictive must be one of joint, marginal"):
+        plan(runs)
