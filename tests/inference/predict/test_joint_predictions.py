@@ -177,3 +177,25 @@ def test_a_run_file_chooses_the_predictive_per_run(tmp_path):
     runs.write_text(head + '[[run]]\nmethod = "gibbs"\nout = "a.nc"\npredictive = "both"\n')
     with pytest.raises(GpdslError, match="--predictive must be one of joint, marginal"):
         plan(runs)
+
+
+def test_nuts_predictions_take_the_same_joint_path_from_its_draws():
+    """NUTS's predictions are the engines' code run on its draws (no Stan generated quantities): given fixed
+    draws, what :func:`add_draw_groups` writes for a prepared NUTS run has the closed-form joint covariance."""
+    from gpdsl.inference.methods.draw_groups import add_draw_groups
+    from gpdsl.results.method_output import MethodOutput
+
+    data = data_of("regression")
+    prepared = prepare("models/gp_regression.gpm", data, "nuts", new_inputs=X_NEW, seed=4)
+    assert prepared.context.predictive == "joint"
+    values = {"variance": 1.0, "lengthscale": np.array([0.3]), "noise": 0.1}
+    output = MethodOutput({name: np.broadcast_to(value, (1, DRAWS, *np.shape(value))) for name, value in values.items()})
+    add_draw_groups(output, prepared.model, prepared.data, prepared.context, pointwise=False)
+    problem = gp_regression(prepared.model, prepared.data)
+    theta = np.log([1.0, 0.3, 0.1])
+    kernel, X = problem.kernel(theta), np.asarray(problem.inputs(theta))
+    C = np.asarray(kernel(X)) + (0.01 + 1e-8) * np.eye(len(X))
+    K_star = np.asarray(kernel(X, X_NEW))
+    covariance = np.asarray(kernel(X_NEW)) - K_star.T @ np.linalg.solve(C, K_star)
+    assert np.max(entrywise_z(output.predictions["f_new"][0], covariance)) < 5
+    assert output.log_likelihood is None
