@@ -109,6 +109,9 @@ class RunContext:
         None runs them in one vmap.
     allow_external : bool
         The run may import and run the model's external likelihoods (:mod:`gpdsl.externals`).
+    predictive : {"joint", "marginal"}, optional
+        How draws at ``new_inputs`` are made (:meth:`gpdsl.registry.Method.predictive_choice`); None
+        without new inputs.
     """
 
     family: str
@@ -120,6 +123,7 @@ class RunContext:
     chain_groups: int | None = None
     checkpoint_identity: dict | None = None
     allow_external: bool = False
+    predictive: str | None = None
 
     def chain_checkpoint(self) -> dict:
         """The checkpoint arguments of :func:`gpdsl.inference.driver.run_chains`: write ``checkpoint`` after each
@@ -166,7 +170,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
             *, seed: int | None = None, out: str | Path | None = None, progress: bool = False,
             checkpoint: str | Path | None = None, new_inputs=None, inputs=(), on_warning=None, scheduler=None,
             chain_groups: int | None = None, overwrite: bool = False, command=None,
-            allow_external: bool = False) -> PreparedRun:
+            allow_external: bool = False, predictive: str | None = None) -> PreparedRun:
     """Check everything a run needs, run nothing (see :func:`run` for the parameters; ``command``, the command
     line's arguments, is recorded in the checkpoint for ``gpdsl resume``).
 
@@ -224,6 +228,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     warnings += outcome_scale_warnings(model, data, scalings)
     verify_runnable(model, data, settings)
     verify_new_inputs(model, data, new_inputs, by_name=entry.prediction_file == "variables")
+    predictive = entry.predictive_choice(predictive, new_inputs)
     for warning in warnings if on_warning else ():
         on_warning(warning)
     identity = None
@@ -236,7 +241,8 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     if out is not None:
         claim_output(out, "results", inputs=[*read, *([checkpoint] if checkpoint is not None else [])],
                      overwrite=overwrite)
-    context = RunContext(family, facts, seed, progress, checkpoint, new_inputs, chain_groups, identity, allow_external)
+    context = RunContext(family, facts, seed, progress, checkpoint, new_inputs, chain_groups, identity, allow_external,
+                         predictive)
     return PreparedRun(model, data, entry, settings, context, out,
                        {name: scaling for name, scaling in scalings.items() if name in model.data}, overwrite)
 
@@ -278,6 +284,8 @@ def _execute(prepared: PreparedRun, keep_state: bool, client):
             output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
         output.attrs = {**output.attrs, "chain_groups": prepared.context.chain_groups}
     output.timings = {**output.timings, "total": time.perf_counter() - started}
+    if output.predictions and prepared.context.predictive is not None:
+        output.attrs = {**output.attrs, "predictive": prepared.context.predictive}
     if prepared.scalings:
         output.attrs = {**output.attrs, "data_scaling": scalings_json(prepared.scalings)}
     results = method_results(prepared.model, prepared.data, prepared.method.name, prepared.method.engine,
@@ -300,7 +308,7 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
         seed: int | None = None, out: str | Path | None = None, progress: bool = False,
         checkpoint: str | Path | None = None, new_inputs=None, keep_state: bool = False, inputs=(),
         on_warning=None, scheduler=None, chain_groups: int | None = None, overwrite: bool = False,
-        allow_external: bool = False):
+        allow_external: bool = False, predictive: str | None = None):
     """Run an inference method on a model: the one entry point of the CLI and the Python API.
 
     Everything is checked before anything compiles or runs (:func:`prepare`): the method exists and fits
@@ -332,6 +340,11 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
         checkpoint's is used.
     new_inputs : array_like, optional
         Inputs at which to predict (methods with ``predicts``).
+    predictive : {"joint", "marginal"}, optional
+        Draw ``f*`` at the new inputs jointly (from the full predictive covariance given each posterior draw) or
+        point by point from each point's marginal (``--predictive``); default joint below 2,000 new points for
+        the methods that draw both (:mod:`gpdsl.inference.predict.joint`), and the one kind the others draw. The
+        choice is the results' ``predictive`` attribute.
     keep_state : bool
         Also return the method's own result object (e.g. the variational fit).
     inputs : sequence of path
@@ -362,7 +375,8 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     """
     prepared = prepare(model, data, method, settings, seed=seed, out=out, progress=progress, checkpoint=checkpoint,
                        new_inputs=new_inputs, inputs=inputs, on_warning=on_warning, scheduler=scheduler,
-                       chain_groups=chain_groups, overwrite=overwrite, allow_external=allow_external)
+                       chain_groups=chain_groups, overwrite=overwrite, allow_external=allow_external,
+                       predictive=predictive)
     return execute_here_or_on(prepared, scheduler, keep_state=keep_state)
 
 
@@ -379,7 +393,7 @@ def execute_here_or_on(prepared: PreparedRun, scheduler=None, keep_state: bool =
 def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", *,
            seed: int | None = None, out: str | Path | None = None, progress: bool = False, new_inputs=None,
            scheduler=None, chain_groups: int | None = None, overwrite: bool = False, allow_external: bool = False,
-           **settings):
+           predictive: str | None = None, **settings):
     """Draw from the posterior with a sampler, its settings as keywords (``gpdsl sample``).
 
     Parameters
@@ -398,6 +412,8 @@ def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, meth
         Show progress.
     new_inputs : array_like, optional
         Inputs at which to predict (a ``predictions`` group).
+    predictive : {"joint", "marginal"}, optional
+        Joint or point-by-point draws at the new inputs (see :func:`run`).
     scheduler : str or distributed.Client, optional
         Run the chains as Dask tasks (see :func:`run`).
     chain_groups : int, optional
@@ -421,12 +437,12 @@ def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, meth
     ...                    approximation="ep", chains=4, seed=1)  # doctest: +SKIP
     """
     return _run_command("sample", model, data, method, seed, out, progress, new_inputs, settings, scheduler,
-                        chain_groups, overwrite, allow_external)
+                        chain_groups, overwrite, allow_external, predictive)
 
 
 def fit(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "vem", *,
         seed: int | None = None, out: str | Path | None = None, progress: bool = False, new_inputs=None,
-        scheduler=None, overwrite: bool = False, **settings):
+        scheduler=None, overwrite: bool = False, predictive: str | None = None, **settings):
     """Fit a model by an optimiser or variational method (``gpdsl fit``): ``vem`` (default) or ``ml``.
 
     Parameters are those of :func:`sample` (``scheduler`` runs the fit as one Dask task); the point estimates
@@ -442,11 +458,11 @@ def fit(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     >>> result = gpdsl.fit("models/bayesian_gplvm.gpm", "oil.json", num_inducing=30, seed=0)  # doctest: +SKIP
     """
     return _run_command("fit", model, data, method, seed, out, progress, new_inputs, settings, scheduler,
-                        overwrite=overwrite)
+                        overwrite=overwrite, predictive=predictive)
 
 
 def _run_command(command, model, data, method, seed, out, progress, new_inputs, settings, scheduler=None,
-                 chain_groups=None, overwrite=False, allow_external=False):
+                 chain_groups=None, overwrite=False, allow_external=False, predictive=None):
     from gpdsl.errors import MethodError
     from gpdsl.registry import get_method
 
@@ -455,7 +471,8 @@ def _run_command(command, model, data, method, seed, out, progress, new_inputs, 
         raise MethodError(f"{entry.name} is a method of gpdsl.{entry.command}, not of gpdsl.{command}")
     chosen = entry.settings_from(settings, "settings")
     return run(model, data, entry.name, chosen, seed=seed, out=out, progress=progress, new_inputs=new_inputs,
-               scheduler=scheduler, chain_groups=chain_groups, overwrite=overwrite, allow_external=allow_external)
+               scheduler=scheduler, chain_groups=chain_groups, overwrite=overwrite, allow_external=allow_external,
+               predictive=predictive)
 
 
 def verify_external_allowed(model: Model, allow_external: bool) -> None:

@@ -43,6 +43,11 @@ from gpdsl.settings import (DMGPSettings, DSDGPSettings, EPMLSettings, GibbsSett
                             SequentialSettings, SGPRSettings, SVIGPLVMSettings, VEMSettings)
 
 ENTRY_POINT_GROUP = "gpdsl.methods"
+PREDICTIVE_CHOICES = ("joint", "marginal")
+"""Draws at new inputs (``--predictive``): jointly over the new points, or each point from its own marginal
+(:mod:`gpdsl.inference.predict.joint`)."""
+JOINT_LIMIT = 2000
+"""Below this many new points the methods that draw both kinds draw jointly by default, at and above it marginally."""
 PREDICTION_FILES = ("inputs", "variables")
 
 
@@ -88,6 +93,9 @@ class Method:
     latent_fit : callable, optional
         ``latent_fit(results) -> (model, fit)``: its variational fit of latent inputs rebuilt from a results file
         it wrote (``gpdsl plot --kind latent``); None for methods whose results hold no ``q(X)`` to plot.
+    predictive : tuple of str
+        The draws at new inputs it can make (:mod:`gpdsl.inference.predict.joint`): ``("joint", "marginal")``
+        where ``--predictive`` chooses, one of them where its predictions are always of that kind.
     prediction_file : {"inputs", "variables"}
         What its ``--predict`` file holds: the new inputs under the model's input name, or (GPLVMs) every
         variable by name, from which the method picks the new inputs of the latent inputs' prior and new
@@ -120,6 +128,7 @@ class Method:
     chain_groups: bool = False
     report: Callable[..., Any] | None = None
     prediction_file: str = "inputs"
+    predictive: tuple[str, ...] = ("marginal",)
     latent_fit: Callable[..., Any] | None = None
     tools: tuple[str, ...] = ()
     needs_parameters: tuple[str, ...] = ()
@@ -232,6 +241,38 @@ class Method:
         facts = classification.facts.get(LATENT_GP)
         return None if facts is None else mean_prediction_refusal(model, facts.node)
 
+    def predictive_choice(self, requested: str | None, new_inputs) -> str | None:
+        """The draws a run makes at ``new_inputs``: ``"joint"``, ``"marginal"``, or None without new inputs.
+
+        Parameters
+        ----------
+        requested : {"joint", "marginal"}, optional
+            The user's choice (``--predictive``); None takes the default: joint below :data:`JOINT_LIMIT` new
+            points where the method draws both kinds, else the one kind it draws.
+        new_inputs : array_like or mapping, optional
+
+        Raises
+        ------
+        MethodError
+            An unknown choice, a choice without new inputs, or one the method does not draw.
+        """
+        if requested is not None and requested not in PREDICTIVE_CHOICES:
+            raise MethodError(f"--predictive must be one of {', '.join(PREDICTIVE_CHOICES)}, not '{requested}'")
+        if new_inputs is None:
+            if requested is not None:
+                raise MethodError(f"--predictive {requested} needs new inputs (--predict NEW.json)")
+            return None
+        if requested is None:
+            if len(self.predictive) > 1:
+                return "joint" if len(new_inputs) < JOINT_LIMIT else "marginal"
+            return self.predictive[0]
+        if requested not in self.predictive:
+            others = ", ".join(m.name for m in methods().values() if m.predicts and requested in m.predictive)
+            kind = "point by point from each point's marginal" if self.predictive[0] == "marginal" else "jointly"
+            raise MethodError(f"--predictive {requested}: {self.name} draws its predictions {kind}; methods with "
+                              f"{requested} draws: {others}")
+        return requested
+
 
 _METHODS: dict[str, Method] = {}
 _plugins_loaded = False
@@ -308,15 +349,16 @@ def get_method(name: str) -> Method:
 register(Method(
     "nuts", "Stan's NUTS on the generated program (cmdstanpy or PyStan): the baseline", (ANY,), NUTSSettings,
     run_nuts, engine="stan", predicts=True, predicts_for=predicting_families(), needs_parameters=(GP_REGRESSION,),
-    refuses=nuts_refusal))
+    refuses=nuts_refusal, predictive=("joint", "marginal")))
 register(Method(
     "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact)",
     (LATENT_GP,), PseudoMarginalSettings, run_pm, predicts=True, checkpoints=True,
-    chain_engine=pm_engine, chain_groups=True, needs_parameters=(LATENT_GP,), refuses=pm_refusal))
+    chain_engine=pm_engine, chain_groups=True, needs_parameters=(LATENT_GP,), refuses=pm_refusal,
+    predictive=("joint", "marginal")))
 register(Method(
     "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)", (LATENT_GP,), MCMCEPSettings,
     run_mcmc_ep, predicts=True, checkpoints=True, chain_engine=mcmc_ep_engine, chain_groups=True,
-    needs_parameters=(LATENT_GP,), refuses=ep_refusal))
+    needs_parameters=(LATENT_GP,), refuses=ep_refusal, predictive=("joint", "marginal")))
 register(Method(
     "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "
     "the variational E-step at each proposal (exact)", PM_GPLVM_FAMILIES, PMGPLVMSettings,
@@ -327,10 +369,11 @@ register(Method(
     "in z-space (SDSS, fixed-nu)",
     (LATENT_GP, GP_REGRESSION, LATENT_GPS, LATENT_GP_EXTERNAL), GibbsSettings, run_gibbs, predicts=True,
     predicts_for=predicting_families(), checkpoints=True,
-    chain_engine=gibbs_engine, chain_groups=True))
+    chain_engine=gibbs_engine, chain_groups=True, predictive=("joint", "marginal")))
 register(Method(
     "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",
-    (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True, needs_parameters=(LATENT_GP,), refuses=ep_refusal))
+    (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True, needs_parameters=(LATENT_GP,), refuses=ep_refusal,
+    predictive=("joint", "marginal")))
 register(Method(
     "vem", "variational EM with Psi statistics (analytic, unscented, Gauss-Hermite, Monte Carlo)",
     (BAYESIAN_GPLVM, GP_PRIOR_GPLVM), VEMSettings, run_vem, command="fit", requires_priors=False,
@@ -339,7 +382,7 @@ register(Method(
 register(Method(
     "ml", "type-II maximum likelihood (MAP where there are priors) of GP regression, f integrated out exactly "
     "(a point estimate, stored as one draw)", (GP_REGRESSION,), MLSettings, run_ml, command="fit",
-    requires_priors=False, predicts=True, report=ml_report, needs_parameters=(GP_REGRESSION,)))
+    requires_priors=False, predicts=True, report=ml_report, needs_parameters=(GP_REGRESSION,), predictive=("joint", "marginal")))
 register(Method(
     "sgpr", "sparse GP regression: Titsias's collapsed bound over inducing inputs, kernel and noise (a point "
     "estimate, stored as one draw, with the inducing inputs)", (GP_REGRESSION,), SGPRSettings, run_sgpr,
@@ -360,4 +403,5 @@ register(Method(
 register(Method(
     "sequential", "sequential sampling of a latent GP over time: a long chain at step 1, then one pass over M states "
     "per step with moment-matched hyperpriors (Tegner et al. 2018; --scheme full: Gibbs on f_1:t at every step)",
-    (SEQUENTIAL_LATENT_GP,), SequentialSettings, run_sequential, checkpoints=True, predicts=True))
+    (SEQUENTIAL_LATENT_GP,), SequentialSettings, run_sequential, checkpoints=True, predicts=True,
+    predictive=("joint",)))

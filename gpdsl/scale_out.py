@@ -176,6 +176,8 @@ class RunTask:
     new_inputs : array_like, optional
     allow_external : bool
         The command line (or Python call) that sent the run allowed its external likelihoods.
+    predictive : {"joint", "marginal"}, optional
+        How draws at the new inputs are made.
     """
 
     source: str
@@ -187,6 +189,7 @@ class RunTask:
     chain_groups: int | None = None
     new_inputs: Any = None
     allow_external: bool = False
+    predictive: str | None = None
 
     @classmethod
     def of(cls, prepared) -> RunTask:
@@ -198,7 +201,7 @@ class RunTask:
                     for key, value in scaling_entries(name, scaling.centre, scaling.scale).items()}
         return cls(source.text, source.name, {**prepared.data, **recorded}, prepared.method.name, prepared.settings,
                    prepared.context.seed, prepared.context.chain_groups, prepared.context.new_inputs,
-                   prepared.context.allow_external)
+                   prepared.context.allow_external, prepared.context.predictive)
 
     def prepared(self):
         """Check the model text and the data again here, and prepare the run (no output file)."""
@@ -207,7 +210,7 @@ class RunTask:
 
         model, _ = check_text(self.source, self.source_name)
         return prepare(model, self.data, self.method, self.settings, seed=self.seed, chain_groups=self.chain_groups,
-                       new_inputs=self.new_inputs, allow_external=self.allow_external)
+                       new_inputs=self.new_inputs, allow_external=self.allow_external, predictive=self.predictive)
 
 
 def chain_executor(context, client=None, task: RunTask | None = None):

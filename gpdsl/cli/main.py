@@ -118,7 +118,7 @@ def _cmd_run(args) -> int:
                        checkpoint=checkpoint, new_inputs=new_inputs, inputs=inputs, command=args.argv,
                        on_warning=_warn, scheduler=args.scheduler,
                        chain_groups=getattr(args, "chain_groups", None), overwrite=args.overwrite,
-                       allow_external=args.allow_external)
+                       allow_external=args.allow_external, predictive=getattr(args, "predictive", None))
     if resuming:
         print(f"resuming from checkpoint {checkpoint} (seed {prepared.context.seed})", file=sys.stderr)
     elif args.seed is None:

@@ -11,7 +11,7 @@ import argparse
 import dataclasses
 
 from gpdsl.errors import MethodError
-from gpdsl.registry import methods
+from gpdsl.registry import JOINT_LIMIT, PREDICTIVE_CHOICES, methods
 from gpdsl.settings import SettingError, cli_fields, flag_of
 from gpdsl.settings.fields import command_line_value
 
@@ -37,6 +37,14 @@ def add_method_command(sub, command: str, text: str, handler) -> argparse.Argume
         parser.add_argument("--predict", default=None, metavar="NEW.json",
                             help="new inputs (under the model's input name) for a predictions group "
                                  f"({', '.join(m.name for m in offered if m.predicts)})")
+        both = ", ".join(m.name for m in offered if m.predicts and len(m.predictive) > 1)
+        joint = ", ".join(m.name for m in offered if m.predicts and m.predictive == ("joint",))
+        parser.add_argument("--predictive", default=None, choices=PREDICTIVE_CHOICES,
+                            help="draw f at the new inputs jointly, from the full predictive covariance given each "
+                                 "posterior draw (O(m^3) per draw for m points), or point by point from each "
+                                 f"point's marginal (default for {both}: joint below {JOINT_LIMIT:,} new points, "
+                                 "else marginal" + (f"; always joint: {joint}" if joint else "")
+                                 + "; the other methods predict point by point)")
     add_scheduler_flag(parser, "the chains as tasks, one per chain group (other methods: the run as one task)"
                        if any(m.chain_groups for m in offered) else "the run as one task")
     if any(m.chain_groups for m in offered):

@@ -26,7 +26,8 @@ combination of its values; an optional ``[compare]`` table compares the runs' re
 
 A top-level ``scheduler = "tcp://host:8786"`` (or ``"local"``; ``gpdsl run --scheduler`` overrides it) runs
 each run as one Dask task (:mod:`gpdsl.scale_out`); the files equal those of a run without it. A run's
-``chain_groups = K`` advances its chains in K groups (:mod:`gpdsl.inference.chain_groups`). A run whose model
+``chain_groups = K`` advances its chains in K groups (:mod:`gpdsl.inference.chain_groups`); its ``predict = "NEW.json"``
+and ``predictive = "joint"`` (or ``"marginal"``) are the flags ``--predict`` and ``--predictive``. A run whose model
 has an ``external(...)`` likelihood runs only with ``gpdsl run --allow-external``: a file grants no permission to
 run code, and a run file that tries (``allow_external = true``) is refused.
 
@@ -49,8 +50,8 @@ from gpdsl.cli.run_file_checks import (MAX_RUNS, PATTERN_KEYS, PATTERN_NAMES, ch
                                        check_distinct_files, check_grid_size, check_run_types, pattern_fields)
 from gpdsl.errors import GpdslError
 
-RUN_KEYS = ("name", "model", "data", "method", "seed", "settings", "grid", "out", "predict", "checkpoint",
-            "chain_groups")
+RUN_KEYS = ("name", "model", "data", "method", "seed", "settings", "grid", "out", "predict", "predictive",
+            "checkpoint", "chain_groups")
 TOP_KEYS = (*RUN_KEYS, "run", "compare", "scheduler")
 COMPARE_KEYS = ("reference", "table", "plot", "vars")
 PATH_KEYS = ("model", "out", "predict", "checkpoint")
@@ -74,6 +75,8 @@ class RunSpec:
         As written (validated by :func:`plan`).
     seed : int, optional
     predict, checkpoint : pathlib.Path, optional
+    predictive : {"joint", "marginal"}, optional
+        Draws at the ``predict`` inputs (``--predictive``).
     chain_groups : int, optional
     """
 
@@ -87,6 +90,7 @@ class RunSpec:
     predict: Path | None = None
     checkpoint: Path | None = None
     chain_groups: int | None = None
+    predictive: str | None = None
 
 
 @dataclass
@@ -196,7 +200,7 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
             prepared = prepare(model, spec.data, entry.name, settings, seed=spec.seed, out=spec.out,
                                progress=progress, checkpoint=spec.checkpoint, new_inputs=new_inputs,
                                inputs=inputs, on_warning=on_warning, chain_groups=spec.chain_groups,
-                               overwrite=overwrite, allow_external=allow_external)
+                               overwrite=overwrite, allow_external=allow_external, predictive=spec.predictive)
         except GpdslError as error:
             error.message = f"{spec.name}: {error.message}"
             raise
@@ -287,5 +291,6 @@ def _expanded(table: dict, base: Path, name: str, where: str) -> list[RunSpec]:
                 paths[key] = base / table[key].format(**fields)
         data = run["data"] if isinstance(run["data"], dict) else base / str(run["data"])
         specs.append(RunSpec(label, paths["model"], data, str(run["method"]), run["settings"], paths["out"],
-                             run.get("seed"), paths["predict"], paths["checkpoint"], run.get("chain_groups")))
+                             run.get("seed"), paths["predict"], paths["checkpoint"], run.get("chain_groups"),
+                             run.get("predictive")))
     return specs

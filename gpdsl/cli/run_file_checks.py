@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gpdsl.errors import GpdslError
 
-STRING_KEYS = ("name", "model", "method", "out", "predict", "checkpoint")
+STRING_KEYS = ("name", "model", "method", "out", "predict", "predictive", "checkpoint")
 COMPARE_PATHS = ("reference", "table", "plot")
 PATTERN_KEYS = ("out", "checkpoint")
 """Keys whose value is a pattern: ``{key}`` is replaced by the run's grid value (or its method or seed)."""

@@ -37,7 +37,7 @@ def test_predictions_of_a_standardised_outcome_are_shown_in_its_original_units(t
     scaling = data_scalings(results)["y"]
     stored = results.predictions
     shown, mapped = in_original_units(results, "predictions", stored_model(results))
-    assert mapped == ["f_variance", "y_mean", "y_variance"]
+    assert mapped == ["f_new", "f_variance", "y_mean", "y_new", "y_variance"]
     assert np.allclose(shown["y_mean"], scaling.centre + scaling.scale * stored["y_mean"])
     assert np.allclose(shown["y_variance"], scaling.scale ** 2 * stored["y_variance"])
     ozone = load("airquality_complete").y[:SHOWN]
@@ -84,7 +84,7 @@ def test_the_predictions_plot_draws_bands_in_the_original_units(tmp_path, capsys
 
     out, _ = _fit(tmp_path, capsys)
     results = read_netcdf(out)
-    [band], mapped = prediction_bands(results)
+    [band], mapped = prediction_bands(results, ["y_mean"])
     shown, _ = in_original_units(results, "predictions", stored_model(results))
     sd = np.sqrt(shown["y_variance"].values.ravel())
     assert mapped == ["y_mean"] and np.allclose(band.centre, shown["y_mean"].values.ravel())

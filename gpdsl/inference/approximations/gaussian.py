@@ -250,8 +250,9 @@ def sample_with_log_density(approx: GaussianApproximation, K, key, num: int) -> 
     return draws, log_density(approx, K, draws, chol_k=chol_k)
 
 
-def predict_latent(approx: GaussianApproximation, K_star, k_star_diag) -> tuple[jax.Array, jax.Array]:
-    """Mean and variance of the latent values ``f_*`` at new inputs under ``q``.
+def predict_latent(approx: GaussianApproximation, K_star, k_star_diag,
+                   full: bool = False) -> tuple[jax.Array, jax.Array]:
+    """Mean and variance (or covariance) of the latent values ``f_*`` at new inputs under ``q``.
 
     ``m_* = K_star^T alpha`` and ``s_*^2 = k_** - ||L^-1 sqrt(s) K_star||^2`` (R&W Alg. 3.2 and 3.6,
     the paper's expressions below eq. 7). Cost: a triangular solve with ``m`` right-hand sides.
@@ -263,15 +264,19 @@ def predict_latent(approx: GaussianApproximation, K_star, k_star_diag) -> tuple[
     K_star : array_like, shape (n, m)
         Covariances between the training and the new inputs.
     k_star_diag : array_like, shape (m,)
-        Prior variances at the new inputs.
+        Prior variances at the new inputs; with ``full``, their prior covariance (m, m).
+    full : bool
+        Return the predictive covariance ``K_** - V^T V`` (m, m) instead of the variances.
 
     Returns
     -------
     mean : jax.Array, shape (m,)
-    var : jax.Array, shape (m,)
+    var : jax.Array, shape (m,), or (m, m) with ``full``
     """
     K_star = jnp.asarray(K_star)
     v = solve_triangular(approx.chol_b, jnp.sqrt(approx.site_precision)[:, None] * K_star, lower=True)
+    if full:
+        return K_star.T @ approx.alpha, jnp.asarray(k_star_diag) - v.T @ v
     return K_star.T @ approx.alpha, jnp.asarray(k_star_diag) - jnp.sum(v**2, axis=0)
 
 

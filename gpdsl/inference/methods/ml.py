@@ -5,7 +5,8 @@ one (:mod:`gpdsl.inference.optimise.marginal_likelihood`). The estimate is store
 posterior (``chain = 1``, ``draw = 1``) with ``sample_stats.lp`` (the objective) and
 ``sample_stats.log_marginal``; the optimiser's report is under ``report.optimizer``. With new inputs
 (``--predict``) the ``predictions`` group holds the exact predictive ``<y>_mean`` and ``<y>_variance``
-(noise included) and ``<f>_variance`` (noise excluded), dim ``<N>_new``.
+(noise included) and ``<f>_variance`` (noise excluded), and one draw each of ``<f>_new`` and ``<y>_new``, jointly
+over the new points or point by point (``context.predictive``), dim ``<N>_new``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def run_ml(model, data, settings: MLSettings, context):
     output = ml_output(fit)
     if context.new_inputs is not None:
         with stage(f"predictions at {counted(len(context.new_inputs), 'new input')}", enabled=context.progress):
-            output.predictions, dims = ml_predictions(fit, context.new_inputs)
+            output.predictions, dims = ml_predictions(fit, context.new_inputs, context.seed,
+                                                      joint=context.predictive == "joint")
         output.dims.update(dims)
     output.state = fit
     return output
@@ -51,11 +53,18 @@ def ml_output(fit):
                           fit.report["seconds"], {"optimizer": fit.report}, "type-II maximum likelihood / MAP")
 
 
-def ml_predictions(fit, new_inputs) -> tuple[dict, dict]:
-    """The predictions group of a fit at new inputs, and its dims."""
-    from gpdsl.inference.predict.gp_regression import predict
+def ml_predictions(fit, new_inputs, seed: int = 0, joint: bool = True) -> tuple[dict, dict]:
+    """The predictions group of a fit at new inputs, and its dims: the exact predictive's moments and one draw of
+    ``f*`` and ``y*`` (jointly over the new points with ``joint``)."""
+    import jax
+    import numpy as np
 
-    return regression_predictions(fit.problem, predict(fit, new_inputs), predict(fit, new_inputs, include_noise=False))
+    from gpdsl.inference.predict.draws import gp_regression_new_draws
+
+    values = gp_regression_new_draws(fit.problem, np.asarray(fit.theta)[None, None], new_inputs,
+                                     jax.random.PRNGKey(seed), joint=joint)
+    points = f"{fit.problem.node.statement.inputs.index_shape[0]}_new"
+    return values, {name: [points] for name in values}
 
 
 def regression_predictions(problem, y, f) -> tuple[dict, dict]:

@@ -7,7 +7,8 @@ The program's generated quantities give the pointwise ``log_likelihood`` and the
 replicates of every observed variable (for GP regression, f integrated out, the exact leave-one-out
 predictive densities; see :mod:`gpdsl.backends.stan.codegen`). Predictions at new inputs of latent-GP and
 GP-regression models are computed from NUTS's draws by the engines' code
-(:mod:`gpdsl.inference.methods.draw_groups`); other models are refused before anything runs.
+(:mod:`gpdsl.inference.methods.draw_groups`), joint over the new points or point by point as for every sampler
+(``context.predictive``); other models are refused before anything runs.
 """
 
 from __future__ import annotations

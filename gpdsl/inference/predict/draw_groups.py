@@ -13,7 +13,8 @@ GP regression             exact LOO ``log p(y_i | y_-i, theta)``;  the exact pre
                           y_rep from the exact conditional
 ========================  ====================================  ==========================================
 
-NUTS writes its pointwise groups from Stan's generated quantities (the same quantities,
+``f*`` is drawn jointly over the new points or point by point as ``context.predictive`` says
+(:mod:`gpdsl.inference.predict.joint`). NUTS writes its pointwise groups from Stan's generated quantities (the same quantities,
 :mod:`gpdsl.backends.stan.codegen`) and takes only the predictions from here.
 """
 
@@ -45,7 +46,8 @@ def gp_regression_groups(output, model, data, facts, context, pointwise: bool = 
     if new_inputs is not None:
         with draw_stage(f"predictions at {counted(len(new_inputs), 'new input')}", theta, context.progress):
             values = draws.gp_regression_new_draws(problem, theta, new_inputs,
-                                                   jax.random.fold_in(key, _PREDICTION_STREAM))
+                                                   jax.random.fold_in(key, _PREDICTION_STREAM),
+                                                   joint=context.predictive == "joint")
         _set_predictions(output, problem, values)
 
 
@@ -74,7 +76,8 @@ def latent_gp_groups(output, model, data, facts, context, pointwise: bool = True
         how = "" if f is not None else f" ({approximation} at each draw)"
         with draw_stage(f"predictions at {counted(len(new_inputs), 'new input')}{how}", theta, context.progress):
             values = draws.latent_new_draws(problem, theta, f, new_inputs,
-                                            jax.random.fold_in(key, _PREDICTION_STREAM), approximation, tol)
+                                            jax.random.fold_in(key, _PREDICTION_STREAM), approximation, tol,
+                                            joint=context.predictive == "joint")
         _set_predictions(output, problem, values)
 
 

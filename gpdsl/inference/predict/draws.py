@@ -6,8 +6,8 @@ and GP-regression families (:mod:`gpdsl.ir.families`), from hyperparameter draws
 
 * latent-GP models: ``log p(y_i | f_i, theta)`` and ``y_rep ~ p(y | f, theta)`` through the likelihood
   object; at new inputs ``f*`` from the GP conditional given ``(theta, f)``, or from the Gaussian
-  approximation at ``theta`` for samplers of ``theta`` alone, then ``y*`` through the likelihood's sampler
-  (each new point from its own marginal).
+  approximation at ``theta`` for samplers of ``theta`` alone, then ``y*`` through the likelihood's sampler;
+  ``f*`` jointly over the new points or each point from its own marginal (:mod:`gpdsl.inference.predict.joint`).
 * GP regression, ``f`` integrated out: the exact leave-one-out predictive log densities
   ``log p(y_i | y_-i, theta)`` (Sundararajan & Keerthi 2001), which make PSIS-LOO over the ``theta`` draws
   valid for this non-factorised model (Bürkner, Gabry & Vehtari 2021); replicates and draws at new inputs
@@ -25,6 +25,7 @@ from gpdsl.inference.families.gp_regression import GPRegression
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.predict.gp_regression import (exact_moments, exact_posterior, loo_log_densities,
                                                    posterior_replicate)
+from gpdsl.inference.predict.joint import check_draws, draw_batch, joint_normal
 from gpdsl.inference.predict.latent_gp import approximate_moments, check_new_inputs, conditional_moments
 from gpdsl.likelihoods import LIKELIHOODS, capability
 
@@ -75,14 +76,15 @@ def latent_replicates(problem: LatentGP, theta_draws, f_draws, key) -> np.ndarra
 
 
 def latent_new_draws(problem: LatentGP, theta_draws, f_draws, X_new, key, approximation: str = "ep",
-                     tol=None) -> dict[str, np.ndarray]:
+                     tol=None, joint: bool = False) -> dict[str, np.ndarray]:
     """Draws at new inputs: ``<f>_new`` and ``<y>_new``, and ``<y>_prob`` where the likelihood has class
     probabilities, each ``(chain, draw, m)``. ``<y>_new`` and ``<y>_prob`` are left out when another argument
     of the likelihood, or an offset in its latent argument (``log_exposure + f``), has one value per training
     observation (binomial ``trials``): it has none at new inputs.
 
     ``f*`` comes from the GP conditional given each ``(theta, f)`` draw, or, with ``f_draws`` None, from the
-    Gaussian approximation (``approximation``: ``"ep"`` or ``"laplace"``) at each ``theta`` draw.
+    Gaussian approximation (``approximation``: ``"ep"`` or ``"laplace"``) at each ``theta`` draw: with
+    ``joint`` from the full covariance over the new points, else from each point's marginal.
     """
     X_new = check_new_inputs(problem, X_new)
     likelihood = LIKELIHOODS[problem.likelihood]
@@ -91,7 +93,11 @@ def latent_new_draws(problem: LatentGP, theta_draws, f_draws, X_new, key, approx
 
     def from_moments(theta, mean, var, draw_key):
         latent_key, observation_key = jax.random.split(draw_key)
-        f_star = mean + jnp.sqrt(var) * jax.random.normal(latent_key, mean.shape)
+        if joint:
+            f_star = joint_normal(latent_key, mean, var)
+            var = jnp.maximum(jnp.diag(var), 0.0)
+        else:
+            f_star = mean + jnp.sqrt(var) * jax.random.normal(latent_key, mean.shape)
         values = {f"{problem.name}_new": f_star}
         offset = problem.latent_argument_at_zero(theta)
         if jnp.ndim(offset):
@@ -107,11 +113,17 @@ def latent_new_draws(problem: LatentGP, theta_draws, f_draws, X_new, key, approx
         return values
 
     keys = draw_keys(key, theta_draws)
+    batch = draw_batch(len(X_new)) if joint else 256
     if f_draws is None:
-        return over_draws(lambda t, k: from_moments(t, *approximate_moments(problem, t, X_new, approximation, tol), k),
-                          theta_draws, keys)
-    return over_draws(lambda t, f, k: from_moments(t, *conditional_moments(problem, t, f, X_new), k),
-                      theta_draws, f_draws, keys)
+        values = over_draws(lambda t, k: from_moments(
+            t, *approximate_moments(problem, t, X_new, approximation, tol, full=joint), k), theta_draws, keys,
+            batch=batch)
+    else:
+        values = over_draws(lambda t, f, k: from_moments(t, *conditional_moments(problem, t, f, X_new, full=joint), k),
+                            theta_draws, f_draws, keys, batch=batch)
+    if joint:
+        check_draws(values[f"{problem.name}_new"], f"{problem.name}_new")
+    return values
 
 
 def _posterior_at(problem: GPRegression, theta):
@@ -131,21 +143,35 @@ def gp_regression_replicates(problem: GPRegression, theta_draws, key) -> np.ndar
                       draw_keys(key, theta_draws))
 
 
-def gp_regression_new_draws(problem: GPRegression, theta_draws, X_new, key) -> dict[str, np.ndarray]:
+def gp_regression_new_draws(problem: GPRegression, theta_draws, X_new, key,
+                            joint: bool = False) -> dict[str, np.ndarray]:
     """The exact predictive at new inputs for every draw, each ``(chain, draw, m)``: ``<y>_mean``,
-    ``<y>_variance`` (noise included), ``<f>_variance``, and one draw each of ``<f>_new`` and ``<y>_new``."""
+    ``<y>_variance`` (noise included), ``<f>_variance``, and one draw each of ``<f>_new`` and ``<y>_new``.
+
+    With ``joint``, ``<f>_new`` is drawn from the full predictive covariance over the new points and
+    ``<y>_new = <f>_new`` plus independent noise; else each point from its own marginal.
+    """
     X_new = jnp.asarray(check_new_inputs(problem, X_new))
     target, latent = problem.target, problem.name
 
     def one(theta, draw_key):
         kernel, X = problem.kernel(theta), problem.inputs(theta)
         posterior = _posterior_at(problem, theta)
-        mean, f_variance = exact_moments(posterior, kernel, X, X_new, include_noise=False)
-        f_variance = jnp.maximum(f_variance, 0.0)
+        mean, f_covariance = exact_moments(posterior, kernel, X, X_new, include_noise=False, full=joint)
+        f_variance = jnp.maximum(jnp.diag(f_covariance) if joint else f_covariance, 0.0)
         y_variance = f_variance + posterior.noise_variance
         latent_key, observation_key = jax.random.split(draw_key)
+        noise = jax.random.normal(observation_key, mean.shape)
+        if joint:
+            f_new = joint_normal(latent_key, mean, f_covariance)
+            y_new = f_new + jnp.sqrt(posterior.noise_variance) * noise
+        else:
+            f_new = mean + jnp.sqrt(f_variance) * jax.random.normal(latent_key, mean.shape)
+            y_new = mean + jnp.sqrt(y_variance) * noise
         return {f"{target}_mean": mean, f"{target}_variance": y_variance, f"{latent}_variance": f_variance,
-                f"{latent}_new": mean + jnp.sqrt(f_variance) * jax.random.normal(latent_key, mean.shape),
-                f"{target}_new": mean + jnp.sqrt(y_variance) * jax.random.normal(observation_key, mean.shape)}
+                f"{latent}_new": f_new, f"{target}_new": y_new}
 
-    return over_draws(one, theta_draws, draw_keys(key, theta_draws))
+    values = over_draws(one, theta_draws, draw_keys(key, theta_draws), batch=draw_batch(len(X_new)) if joint else 256)
+    if joint:
+        check_draws(values[f"{latent}_new"], f"{latent}_new")
+    return values

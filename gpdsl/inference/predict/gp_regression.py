@@ -69,18 +69,24 @@ def exact_posterior(kernel, X, y, noise_variance) -> ExactPosterior:
     return ExactPosterior(L, cho_solve((L, True), y), jnp.asarray(noise_variance))
 
 
-def exact_moments(posterior: ExactPosterior, kernel, X, X_new, include_noise: bool = True):
+def exact_moments(posterior: ExactPosterior, kernel, X, X_new, include_noise: bool = True, full: bool = False):
     """Exact predictive mean and variance at ``X_new`` (n*, d) (traceable).
 
     Returns
     -------
-    mean, variance : jax.Array, shape (n*,)
+    mean : jax.Array, shape (n*,)
+    variance : jax.Array, shape (n*,), or with ``full`` the covariance (n*, n*)
     """
     K_star = kernel.cross(X, X_new)
     v = solve_triangular(posterior.chol, K_star, lower=True)
-    variance = kernel.diag(X_new) - jnp.sum(v ** 2, axis=0)
+    if full:
+        variance = kernel(X_new) - v.T @ v
+        noise = posterior.noise_variance * jnp.eye(variance.shape[0])
+    else:
+        variance = kernel.diag(X_new) - jnp.sum(v ** 2, axis=0)
+        noise = posterior.noise_variance
     if include_noise:
-        variance = variance + posterior.noise_variance
+        variance = variance + noise
     return K_star.T @ posterior.alpha, variance
 
 

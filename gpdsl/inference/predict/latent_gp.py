@@ -22,8 +22,9 @@ from gpdsl.ir.structure import mean_prediction_refusal
 from gpdsl.numerics.linalg import cholesky, solve_triangular
 
 
-def new_input_covariances(problem: LatentGP, theta, X_new):
-    """``K(X, X_new)`` (n, m) and the prior variances at ``X_new`` (m,) at hyperparameters ``theta``."""
+def new_input_covariances(problem: LatentGP, theta, X_new, full: bool = False):
+    """``K(X, X_new)`` (n, m) and the prior variances at ``X_new`` (m,), or with ``full`` their prior covariance
+    (m, m), at hyperparameters ``theta``."""
     statement = problem.node.statement
     if len(statement.inputs.components) != 1:
         raise MethodError("predictions at new inputs are implemented for GPs over one input variable")
@@ -31,7 +32,7 @@ def new_input_covariances(problem: LatentGP, theta, X_new):
     kernel = problem.jax_model.gp_kernel(statement, env)
     X = problem.jax_model.gp_inputs(statement, env)
     X_new = jnp.asarray(X_new, dtype=float).reshape(-1, X.shape[1])
-    return kernel(X, X_new), kernel.diag(X_new)
+    return kernel(X, X_new), kernel(X_new) if full else kernel.diag(X_new)
 
 
 def check_new_inputs(problem: LatentGP, X_new) -> np.ndarray:
@@ -69,18 +70,22 @@ def mean_at_new_inputs(problem: LatentGP, theta, X_new):
     return jnp.asarray(problem.jax_model.evaluate(statement.mean, env), dtype=float)
 
 
-def conditional_moments(problem: LatentGP, theta, f, X_new):
+def conditional_moments(problem: LatentGP, theta, f, X_new, full: bool = False):
     """Mean and variance of ``f*`` at ``X_new`` given one draw ``(theta, f)`` (``f`` centred, the engines'):
-    the GP conditional plus the GP's mean (traceable)."""
+    the GP conditional plus the GP's mean (traceable). With ``full``, the covariance (m, m) instead of the
+    variances."""
     L = cholesky(problem.covariance(theta))
-    K_star, k_diag = new_input_covariances(problem, theta, X_new)
+    K_star, k_prior = new_input_covariances(problem, theta, X_new, full)
     A = solve_triangular(L, K_star, lower=True)
     mean = A.T @ solve_triangular(L, f, lower=True) + mean_at_new_inputs(problem, theta, X_new)
-    return mean, jnp.maximum(k_diag - jnp.sum(A ** 2, axis=0), 0.0)
+    if full:
+        return mean, k_prior - A.T @ A
+    return mean, jnp.maximum(k_prior - jnp.sum(A ** 2, axis=0), 0.0)
 
 
-def approximate_moments(problem: LatentGP, theta, X_new, approximation: str = "ep", tol=None):
-    """Mean and variance of ``f*`` at ``X_new`` under the Gaussian approximation at ``theta`` (traceable)."""
+def approximate_moments(problem: LatentGP, theta, X_new, approximation: str = "ep", tol=None, full: bool = False):
+    """Mean and variance of ``f*`` at ``X_new`` under the Gaussian approximation at ``theta`` (traceable); with
+    ``full``, the covariance (m, m) instead of the variances."""
     K = problem.covariance(theta)
     y = jnp.asarray(problem.y)
     offset = problem.location_offset(theta)
@@ -88,9 +93,9 @@ def approximate_moments(problem: LatentGP, theta, X_new, approximation: str = "e
         approx = ep(K, y, tol=tol, offset=offset)
     else:
         approx = laplace(K, y, problem.likelihood, tol=tol, args=problem.likelihood_arguments(theta), offset=offset)
-    K_star, k_diag = new_input_covariances(problem, theta, X_new)
-    mean, var = predict_latent(approx, K_star, k_diag)
-    return mean + mean_at_new_inputs(problem, theta, X_new), jnp.maximum(var, 0.0)
+    K_star, k_prior = new_input_covariances(problem, theta, X_new, full)
+    mean, var = predict_latent(approx, K_star, k_prior, full)
+    return mean + mean_at_new_inputs(problem, theta, X_new), var if full else jnp.maximum(var, 0.0)
 
 
 def predict_from_latent_draws(problem: LatentGP, theta_draws, f_draws, X_new) -> np.ndarray:
