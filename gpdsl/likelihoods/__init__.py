@@ -20,6 +20,7 @@ from gpdsl.likelihoods.normal import NORMAL
 from gpdsl.likelihoods.ordered_logistic import ORDERED_LOGISTIC
 from gpdsl.likelihoods.poisson import POISSON_LOG
 from gpdsl.likelihoods.student_t import STUDENT_T
+from gpdsl.likelihoods.zero_inflated import ZERO_INFLATED_POISSON_LOG
 
 __all__ = ["LIKELIHOODS", "Likelihood", "StanArguments", "capability", "register_likelihood", "require",
            "supporting", "unregister_likelihood"]
@@ -34,6 +35,7 @@ LIKELIHOODS: dict[str, Likelihood] = {likelihood.name: likelihood for likelihood
     BINOMIAL_LOGIT,
     ORDERED_LOGISTIC,
     GAMMA_LOG,
+    ZERO_INFLATED_POISSON_LOG,
 ]}
 """Every likelihood by name: the built-in ones in the order the docs and messages list them, then those
 added by :func:`register_likelihood`."""

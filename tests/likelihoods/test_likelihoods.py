@@ -27,7 +27,7 @@ NUM_DRAWS = 20_000
 Z_LIMIT = 4.5  # per frequency; with about 20 frequencies per likelihood a false alarm has probability ~1e-4
 CUTPOINTS = np.array([-0.5, 0.7, 1.5])
 PARAMETER_VALUES = {"f": 0.4, "eta": np.log(3.0), "mu": 0.3, "sigma": 1.7, "nu": 4.0, "phi": 2.5, "trials": 12,
-                    "c": CUTPOINTS, "shape": 2.0}
+                    "c": CUTPOINTS, "shape": 2.0, "zi": 0.3}
 SUPPORT_DATA = {"real": "vector[N]", "positive": "vector<lower=0>[N]", "binary": "array[N] int<lower=0, upper=1>",
                 "count": "array[N] int<lower=0>", "ordinal": "array[N] int<lower=1, upper=4>"}
 SUPPORT_SCALAR = {"real": "real", "positive": "real<lower=0>", "binary": "int<lower=0, upper=1>",
@@ -58,6 +58,11 @@ def random_point(name, rng, n):
         return rng.integers(1, 5, n) * 1.0, {"eta": eta, "c": np.sort(rng.normal(0, 2, 3))}
     if name == "gamma_log":
         return rng.gamma(2.0, 1.5, n), {"eta": eta, "shape": rng.uniform(0.3, 10, n)}
+    if name.startswith("zero_inflated"):
+        y = np.where(rng.uniform(size=n) < 0.4, 0.0, rng.poisson(3.0, n) * 1.0)
+        zi = np.concatenate([[0.0, 1.0], rng.uniform(0, 1, n - 2)])  # the ends: no inflation, all zeros
+        phi = {"phi": rng.uniform(0.2, 20, n)} if "neg_binomial" in name else {}
+        return y, {"eta": eta, **phi, "zi": zi}
     raise AssertionError(f"no random point for {name}")
 
 
@@ -85,6 +90,10 @@ def scipy_log_density(name, y, a):
         return np.log(stats.logistic.cdf(edges[k] - a["eta"]) - stats.logistic.cdf(edges[k - 1] - a["eta"]))
     if name == "gamma_log":
         return stats.gamma.logpdf(y, a["shape"], scale=np.exp(a["eta"]) / a["shape"])
+    if name.startswith("zero_inflated"):
+        count = scipy_log_density(name.removeprefix("zero_inflated_"), y, a)
+        with np.errstate(divide="ignore"):
+            return np.log(np.where(y == 0, a["zi"], 0.0) + (1 - a["zi"]) * np.exp(count))
     raise AssertionError(f"no scipy density for {name}")
 
 
@@ -180,6 +189,8 @@ def test_simulation_frequencies_match_the_density(likelihood):
 
 STAN_ARGUMENT = {"trials": ("int<lower=0> tr;", "tr"), "c": ("vector[3] cut;", "cut")}
 """Arguments that are data in :func:`stan_model` (their declaration and name); the others are parameters."""
+STAN_PARAMETER = {"zi": "real<lower=0, upper=1> a_zi ~ uniform(0, 1);"}
+"""Parameters of :func:`stan_model` other than ``real<lower=0> a_<name> ~ gamma(2, 2)``."""
 
 
 def stan_argument(p: str) -> str:
@@ -190,8 +201,8 @@ def stan_model(likelihood) -> str:
     """A model using the likelihood on a vector with a shaped latent argument, on a vector with scalar
     arguments, and on a scalar."""
     data, scalar = SUPPORT_DATA[likelihood.support], SUPPORT_SCALAR[likelihood.support]
-    parameters = "\n".join(f"  real<lower=0> a_{p} ~ gamma(2, 2);" for p in likelihood.params
-                           if p not in STAN_ARGUMENT)
+    parameters = "\n".join("  " + STAN_PARAMETER.get(p, f"real<lower=0> a_{p} ~ gamma(2, 2);")
+                           for p in likelihood.params if p not in STAN_ARGUMENT)
     declarations = " ".join(STAN_ARGUMENT[p][0] for p in likelihood.params if p in STAN_ARGUMENT)
     scalars = ", ".join(stan_argument(p) for p in likelihood.params)
     shaped = ", ".join("v" if p == likelihood.latent_param else stan_argument(p) for p in likelihood.params)

@@ -53,6 +53,20 @@ def means_and_mcse(results, names):
     return table
 
 
+def disagreements(results, reference, names, factor=4):
+    """Elements of ``names`` whose posterior means in two runs differ by ``factor`` combined MCSEs or more,
+    after printing each element's means, MCSEs and bound."""
+    table, reference_table = means_and_mcse(results, names), means_and_mcse(reference, names)
+    failures = []
+    for label, (mean, error) in table.items():
+        reference_mean, reference_error = reference_table[label]
+        bound = factor * np.hypot(error, reference_error)
+        print(f"{label:15} {mean:9.4f} {error:8.4f} {reference_mean:10.4f} {reference_error:9.4f} {bound:8.4f}")
+        if not abs(mean - reference_mean) < bound:
+            failures.append(label)
+    return failures
+
+
 @pytest.mark.slow
 def test_pseudo_marginal_agrees_with_nuts():
     model, _ = check_file("models/gp_classification.gpm")
