@@ -55,3 +55,14 @@ ZERO_INFLATED_POISSON_LOG = Likelihood(
     log_density=_zip_log_density, stan=_ZIP_STAN, stan_rng=_ZIP_STAN_RNG, sample=_zero_inflate(POISSON_LOG.sample),
     param_support={"zi": "unit"}, not_log_concave=NOT_LOG_CONCAVE, invalid_observations=count_check)
 """Counts with excess zeros; Gibbs (ESS for ``f``) and NUTS run it, the Laplace approximation refuses it."""
+
+_ZINB_STAN, _ZINB_STAN_RNG = template_spellings("zero_inflated_neg_binomial_2_log", ("eta", "phi", "zi"))
+
+ZERO_INFLATED_NEG_BINOMIAL_2_LOG = Likelihood(
+    "zero_inflated_neg_binomial_2_log", ("eta", "phi", "zi"), "count",
+    "structural zero with probability zi, else neg_binomial_2_log(eta, phi): "
+    "p(0) = zi + (1 - zi) (phi / (phi + exp(eta)))^phi",
+    log_density=_zinb_log_density, stan=_ZINB_STAN, stan_rng=_ZINB_STAN_RNG,
+    sample=_zero_inflate(NEG_BINOMIAL_2_LOG.sample), param_support={"phi": "positive", "zi": "unit"},
+    not_log_concave=NOT_LOG_CONCAVE, invalid_observations=count_check)
+"""Overdispersed counts with excess zeros; like :data:`ZERO_INFLATED_POISSON_LOG`, not log-concave."""
