@@ -9,6 +9,7 @@ posterior means must differ by less than three combined Monte Carlo standard err
 import jax
 import numpy as np
 import pytest
+import xarray as xr
 
 from gpdsl.api import check_file, check_text, run
 from gpdsl.backends.jax.lowering import lower
@@ -41,7 +42,9 @@ def balanced_data(model, seed=4):
 
 
 def means_and_mcse(results, names):
-    posterior = groups(results)["posterior"]
+    """Each element's posterior mean and its MCSE, by label, from the posterior of ``results`` (or a dataset of
+    draws)."""
+    posterior = results if isinstance(results, xr.Dataset) else groups(results)["posterior"]
     errors = mcse(posterior, names)
     table = {}
     for name in names:
@@ -54,7 +57,7 @@ def means_and_mcse(results, names):
 
 
 def disagreements(results, reference, names, factor=4):
-    """Elements of ``names`` whose posterior means in two runs differ by ``factor`` combined MCSEs or more,
+    """Elements of ``names`` whose posterior means in two runs (or datasets of draws) differ by ``factor`` combined MCSEs or more,
     after printing each element's means, MCSEs and bound."""
     table, reference_table = means_and_mcse(results, names), means_and_mcse(reference, names)
     failures = []
