@@ -65,9 +65,11 @@ def replicate_statistics(results) -> xr.Dataset:
 
 @pytest.mark.parametrize("case", ["zero_inflated_poisson", "zero_inflated_neg_binomial"])
 def test_laplace_refuses_a_zero_inflated_model_and_says_why(case):
+    model, data = checked(CASES[case][0]), zero_inflated_data()
     with pytest.raises(MethodError, match=r"zero_inflated_\w+, which is not \(at y = 0 it mixes a point mass"):
-        gpdsl.sample(checked(CASES[case][0]), zero_inflated_data(), "pm", seed=1, chains=1, warmup=5, draws=5,
-                     approximation="laplace")
+        gpdsl.sample(model, data, "pm", seed=1, chains=1, warmup=5, draws=5, approximation="laplace")
+    with pytest.raises(MethodError, match=r"\(no closed-form tilted moments\): use --method gibbs$"):
+        gpdsl.sample(model, data, "mcmc-ep", seed=1, chains=1, warmup=5, draws=5)
 
 
 @pytest.mark.slow
