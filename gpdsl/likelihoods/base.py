@@ -142,3 +142,33 @@ def autodiff_derivatives(log_density, shared: tuple[int, ...] = ()):
 def count_check(y, args):
     """``invalid_observations`` of a count likelihood: negative counts."""
     return y < 0, "a non-negative count"
+
+
+def template_spellings(function: str, params: tuple[str, ...]):
+    """``stan`` and ``stan_rng`` of a likelihood whose Stan log pmf and sampler are template functions.
+
+    The templates (``stan_templates/likelihoods.stan``) define ``<function>_lpmf`` for an ``int`` and scalar
+    arguments and for an ``array[] int`` and vector arguments, and ``<function>_rng`` for scalar arguments; a
+    vectorised call passes each shaped argument through ``to_vector`` and repeats each scalar one.
+
+    Parameters
+    ----------
+    function : str
+        The template functions' name without its suffix.
+    params : tuple of str
+        The likelihood's parameters in positional order.
+
+    Returns
+    -------
+    tuple of callable
+        ``stan`` and ``stan_rng`` as :class:`Likelihood` describes them.
+    """
+    def stan(y: str, args: StanArguments, vectorised: bool) -> str:
+        values = [(f"to_vector({args[p][0]})" if args[p][1] else f"rep_vector({args[p][0]}, size({y}))")
+                  if vectorised else args[p][0] for p in params]
+        return f"{function}_lpmf({y} | {', '.join(values)})"
+
+    def stan_rng(args: StanArguments) -> str:
+        return f"{function}_rng({', '.join(args[p][0] for p in params)})"
+
+    return stan, stan_rng

@@ -54,7 +54,8 @@ LIKELIHOODS = """
 data {
   int N; matrix[N, 1] X;
   vector[N] y_t; array[N] int<lower=0> y_nb; array[N] int<lower=0> trials; array[N] int<lower=0> y_bin;
-  array[N] int<lower=1, upper=4> y_ord; vector<lower=0>[N] y_g;
+  array[N] int<lower=1, upper=4> y_ord; vector<lower=0>[N] y_g; array[N] int<lower=0> y_zinb;
+  array[N] int<lower=0> y_hu;
 }
 parameters {
   real<lower=0> ell ~ lognormal(0, 0.5);
@@ -65,6 +66,8 @@ parameters {
   real<lower=0> d2 ~ gamma(2, 2);
   real<lower=0> d3 ~ gamma(2, 2);
   real<lower=0> alpha ~ gamma(2, 1);
+  real<lower=0, upper=1> zi ~ uniform(0, 1);
+  real<lower=0, upper=1> hu ~ uniform(0, 1);
 }
 model {
   f ~ gp(X, rbf(lengthscale = ell));
@@ -73,6 +76,8 @@ model {
   y_bin ~ binomial_logit(trials, f);
   y_ord ~ ordered_logistic(f, [c1, c1 + d2, c1 + d2 + d3]);
   y_g ~ gamma_log(f, alpha);
+  y_zinb ~ zero_inflated_neg_binomial_2_log(f, phi, zi);
+  y_hu ~ hurdle_poisson_log(f, hu);
 }
 """
 
@@ -152,7 +157,8 @@ def likelihoods_data(rng):
     trials = rng.integers(0, 15, N)
     return {"N": N, "X": rng.uniform(size=(N, 1)), "y_t": rng.standard_t(3, N), "y_nb": rng.poisson(4.0, N),
             "trials": trials, "y_bin": rng.binomial(trials, 0.3), "y_ord": rng.integers(1, 5, N),
-            "y_g": rng.gamma(2.0, 1.0, N)}
+            "y_g": rng.gamma(2.0, 1.0, N), "y_zinb": rng.poisson(2.0, N) * (rng.uniform(size=N) > 0.3),
+            "y_hu": rng.poisson(2.0, N)}
 
 
 def indexing_data(rng):

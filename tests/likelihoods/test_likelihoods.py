@@ -27,7 +27,7 @@ NUM_DRAWS = 20_000
 Z_LIMIT = 4.5  # per frequency; with about 20 frequencies per likelihood a false alarm has probability ~1e-4
 CUTPOINTS = np.array([-0.5, 0.7, 1.5])
 PARAMETER_VALUES = {"f": 0.4, "eta": np.log(3.0), "mu": 0.3, "sigma": 1.7, "nu": 4.0, "phi": 2.5, "trials": 12,
-                    "c": CUTPOINTS, "shape": 2.0}
+                    "c": CUTPOINTS, "shape": 2.0, "zi": 0.3, "hu": 0.25}
 SUPPORT_DATA = {"real": "vector[N]", "positive": "vector<lower=0>[N]", "binary": "array[N] int<lower=0, upper=1>",
                 "count": "array[N] int<lower=0>", "ordinal": "array[N] int<lower=1, upper=4>"}
 SUPPORT_SCALAR = {"real": "real", "positive": "real<lower=0>", "binary": "int<lower=0, upper=1>",
@@ -58,6 +58,14 @@ def random_point(name, rng, n):
         return rng.integers(1, 5, n) * 1.0, {"eta": eta, "c": np.sort(rng.normal(0, 2, 3))}
     if name == "gamma_log":
         return rng.gamma(2.0, 1.5, n), {"eta": eta, "shape": rng.uniform(0.3, 10, n)}
+    if name.startswith("zero_inflated"):
+        y = np.where(rng.uniform(size=n) < 0.4, 0.0, rng.poisson(3.0, n) * 1.0)
+        zi = np.concatenate([[0.0, 1.0], rng.uniform(0, 1, n - 2)])  # the ends: no inflation, all zeros
+        phi = {"phi": rng.uniform(0.2, 20, n)} if "neg_binomial" in name else {}
+        return y, {"eta": eta, **phi, "zi": zi}
+    if name == "hurdle_poisson_log":
+        y = np.where(rng.uniform(size=n) < 0.4, 0.0, rng.poisson(3.0, n) * 1.0)
+        return y, {"eta": eta, "hu": np.concatenate([[0.0, 1.0], rng.uniform(0, 1, n - 2)])}
     raise AssertionError(f"no random point for {name}")
 
 
@@ -85,6 +93,15 @@ def scipy_log_density(name, y, a):
         return np.log(stats.logistic.cdf(edges[k] - a["eta"]) - stats.logistic.cdf(edges[k - 1] - a["eta"]))
     if name == "gamma_log":
         return stats.gamma.logpdf(y, a["shape"], scale=np.exp(a["eta"]) / a["shape"])
+    if name.startswith("zero_inflated"):
+        count = scipy_log_density(name.removeprefix("zero_inflated_"), y, a)
+        with np.errstate(divide="ignore"):
+            return np.log(np.where(y == 0, a["zi"], 0.0) + (1 - a["zi"]) * np.exp(count))
+    if name == "hurdle_poisson_log":
+        rate = np.exp(a["eta"])
+        with np.errstate(divide="ignore"):
+            return np.where(y == 0, np.log(a["hu"]), np.log1p(-a["hu"]) + stats.poisson.logpmf(y, rate)
+                            - stats.poisson.logsf(0, rate))
     raise AssertionError(f"no scipy density for {name}")
 
 
@@ -180,6 +197,8 @@ def test_simulation_frequencies_match_the_density(likelihood):
 
 STAN_ARGUMENT = {"trials": ("int<lower=0> tr;", "tr"), "c": ("vector[3] cut;", "cut")}
 """Arguments that are data in :func:`stan_model` (their declaration and name); the others are parameters."""
+STAN_PARAMETER = {p: f"real<lower=0, upper=1> a_{p} ~ uniform(0, 1);" for p in ("zi", "hu")}
+"""Parameters of :func:`stan_model` other than ``real<lower=0> a_<name> ~ gamma(2, 2)``."""
 
 
 def stan_argument(p: str) -> str:
@@ -190,8 +209,8 @@ def stan_model(likelihood) -> str:
     """A model using the likelihood on a vector with a shaped latent argument, on a vector with scalar
     arguments, and on a scalar."""
     data, scalar = SUPPORT_DATA[likelihood.support], SUPPORT_SCALAR[likelihood.support]
-    parameters = "\n".join(f"  real<lower=0> a_{p} ~ gamma(2, 2);" for p in likelihood.params
-                           if p not in STAN_ARGUMENT)
+    parameters = "\n".join("  " + STAN_PARAMETER.get(p, f"real<lower=0> a_{p} ~ gamma(2, 2);")
+                           for p in likelihood.params if p not in STAN_ARGUMENT)
     declarations = " ".join(STAN_ARGUMENT[p][0] for p in likelihood.params if p in STAN_ARGUMENT)
     scalars = ", ".join(stan_argument(p) for p in likelihood.params)
     shaped = ", ".join("v" if p == likelihood.latent_param else stan_argument(p) for p in likelihood.params)
@@ -250,7 +269,8 @@ def test_approximations_refuse_a_likelihood_without_the_capability(monkeypatch):
     K, y = np.eye(3), np.array([0, 1, 1])
     monkeypatch.setitem(LIKELIHOODS, "poisson_log", replace(LIKELIHOODS["poisson_log"], derivatives=None))
     with pytest.raises(MethodError, match="Laplace approximation supports bernoulli_probit, bernoulli_logit, "
-                                          "neg_binomial_2_log, binomial_logit, ordered_logistic and gamma_log; "
+                                          "neg_binomial_2_log, binomial_logit, ordered_logistic, gamma_log and "
+                                          "hurdle_poisson_log; "
                                           "likelihood is poisson_log: use --method gibbs"):
         laplace(K, y, likelihood="poisson_log")
     with pytest.raises(MethodError, match="expectation propagation supports bernoulli_probit; "

@@ -50,7 +50,8 @@ def laplace(K, y, likelihood: str = "bernoulli_probit", tol=None, max_iter: int 
     likelihood : str
         A likelihood of :mod:`gpdsl.likelihoods` with ``derivatives`` (the log-concave ones:
         ``"bernoulli_probit"``, ``"bernoulli_logit"``, ``"poisson_log"``, ``"neg_binomial_2_log"``,
-        ``"binomial_logit"``, ``"ordered_logistic"``, ``"gamma_log"``). Static under ``jit``.
+        ``"binomial_logit"``, ``"ordered_logistic"``, ``"gamma_log"``, ``"hurdle_poisson_log"``). Static under
+        ``jit``.
     tol : float, optional
         Convergence threshold on ``||f_new - f_old||^2``; ``n / 1e4`` by default.
     max_iter : int

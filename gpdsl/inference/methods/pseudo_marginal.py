@@ -11,7 +11,7 @@ from gpdsl.likelihoods.approximation_needs import approximation_refusal
 from gpdsl.settings.sampling import MCMCEPSettings, PseudoMarginalSettings
 
 EP_ALTERNATIVES = "use --method pm --approximation laplace, or --method gibbs"
-"""What ``mcmc-ep`` and ``ep-ml``, which have EP only, suggest for a model EP cannot run."""
+"""What ``mcmc-ep`` and ``ep-ml``, which have EP only, suggest for a model EP cannot run and Laplace can."""
 
 
 def pm_refusal(model, facts, settings: PseudoMarginalSettings) -> str | None:
@@ -20,8 +20,10 @@ def pm_refusal(model, facts, settings: PseudoMarginalSettings) -> str | None:
 
 
 def ep_refusal(model, facts, settings) -> str | None:
-    """Why a method on the EP approximation alone (``mcmc-ep``, ``ep-ml``) cannot run the model, or None."""
-    return approximation_refusal(facts, "ep", EP_ALTERNATIVES)
+    """Why a method on the EP approximation alone (``mcmc-ep``, ``ep-ml``) cannot run the model, or None; the
+    message suggests ``pm --approximation laplace`` only where Laplace runs the model."""
+    laplace_runs = approximation_refusal(facts, "laplace") is None
+    return approximation_refusal(facts, "ep", EP_ALTERNATIVES if laplace_runs else "use --method gibbs")
 
 
 def run_pm(model, data, settings: PseudoMarginalSettings, context):

@@ -86,6 +86,7 @@ LAPLACE_CASES = {
     "binomial_logit": (lambda rng, n: rng.binomial(9, 0.3, n), {"trials": np.full(10, 9.0)}),
     "ordered_logistic": (lambda rng, n: rng.integers(1, 4, n), {"c": np.array([-0.4, 0.9])}),
     "gamma_log": (lambda rng, n: rng.gamma(2.0, 1.0, n), {"shape": 2.5}),
+    "hurdle_poisson_log": (lambda rng, n: rng.poisson(1.5, n), {"hu": 0.3}),  # zeros give W = 0
 }
 
 

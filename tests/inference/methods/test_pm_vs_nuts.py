@@ -9,6 +9,7 @@ posterior means must differ by less than three combined Monte Carlo standard err
 import jax
 import numpy as np
 import pytest
+import xarray as xr
 
 from gpdsl.api import check_file, check_text, run
 from gpdsl.backends.jax.lowering import lower
@@ -41,7 +42,9 @@ def balanced_data(model, seed=4):
 
 
 def means_and_mcse(results, names):
-    posterior = groups(results)["posterior"]
+    """Each element's posterior mean and its MCSE, by label, from the posterior of ``results`` (or a dataset of
+    draws)."""
+    posterior = results if isinstance(results, xr.Dataset) else groups(results)["posterior"]
     errors = mcse(posterior, names)
     table = {}
     for name in names:
@@ -51,6 +54,20 @@ def means_and_mcse(results, names):
         for label, mean, error in zip(element_names(name, values.shape[2:]), flat_means, flat_errors):
             table[label] = (float(mean), float(error))
     return table
+
+
+def disagreements(results, reference, names, factor=4):
+    """Elements of ``names`` whose posterior means in two runs (or datasets of draws) differ by ``factor`` combined MCSEs or more,
+    after printing each element's means, MCSEs and bound."""
+    table, reference_table = means_and_mcse(results, names), means_and_mcse(reference, names)
+    failures = []
+    for label, (mean, error) in table.items():
+        reference_mean, reference_error = reference_table[label]
+        bound = factor * np.hypot(error, reference_error)
+        print(f"{label:15} {mean:9.4f} {error:8.4f} {reference_mean:10.4f} {reference_error:9.4f} {bound:8.4f}")
+        if not abs(mean - reference_mean) < bound:
+            failures.append(label)
+    return failures
 
 
 @pytest.mark.slow
