@@ -183,7 +183,7 @@ class SBCCase:
             return RunFit(self.method, self.settings)
         chains = {name: getattr(self.settings, name) for name in ("chains", "warmup", "draws")}
         if self.fit == "gplvm":
-            return GPLVMFit(self.settings, **chains)
+            return GPLVMFit(settings=self.settings, **chains)
         return EngineFit(self.method, self.settings, **chains)
 
     def settings_text(self) -> str:
@@ -209,19 +209,19 @@ def _pm(approximation: str) -> PseudoMarginalSettings:
 
 
 CASES = (
-    SBCCase("gibbs-surr", "gibbs", _gibbs("surr"), "classification", 200, 11),
-    SBCCase("pm-ep", "pm", _pm("ep"), "classification", 200, 12),
-    SBCCase("pm-laplace", "pm", _pm("laplace"), "classification", 200, 13),
+    SBCCase("gibbs-surr", "gibbs", _gibbs("surr"), "classification", 400, 11),
+    SBCCase("pm-ep", "pm", _pm("ep"), "classification", 400, 12),
+    SBCCase("pm-laplace", "pm", _pm("laplace"), "classification", 400, 13),
     SBCCase("gibbs-sa", "gibbs", _gibbs("sa", warmup=500, draws=4000), "classification", 200, 14,
-            note="SA mixes slowly (tau's ESS about 5 per 1000 iterations), hence the long chains"),
-    SBCCase("gibbs-aa", "gibbs", _gibbs("aa", draws=1500), "classification", 200, 15),
+            note="SA mixes slowly (the length-scale's ESS is about 3 per 1000 iterations), hence the long chains"),
+    SBCCase("gibbs-aa", "gibbs", _gibbs("aa", draws=1500), "classification", 400, 15),
     SBCCase("gibbs-surr-slice", "gibbs", _gibbs("surr_slice"), "classification", 200, 16),
-    SBCCase("gibbs-sdss", "gibbs", _gibbs("sdss"), "classification-lognormal", 200, 17),
-    SBCCase("gibbs-fixed-nu", "gibbs", _gibbs("fixed_nu"), "classification-lognormal", 200, 18),
+    SBCCase("gibbs-sdss", "gibbs", _gibbs("sdss"), "classification-lognormal", 400, 17),
+    SBCCase("gibbs-fixed-nu", "gibbs", _gibbs("fixed_nu"), "classification-lognormal", 400, 18),
     SBCCase("sequential-fixed", "sequential",
             SequentialSettings(states=200, window=2, burn_in=200, thin=5, repeat_f=10, final_repeat_f=10),
             "sequential-fixed", 100, 19, fit="run", parameters=("f",),
-            note="hyperparameters fixed (data); every f[t, n] checked against y[1:T]"),
+            note="hyperparameters fixed (given as data); each f[t, n] checked, step t conditioning on y[1:t]"),
     SBCCase("pm-gplvm", "pm-gplvm",
             PMGPLVMSettings(num_importance=64, laplace_starts=2, g0=150, chains=2, warmup=300, draws=1000),
             "dynamical-gplvm", 100, 20, fit="gplvm", note="the hyperparameters' posterior (latent inputs integrated)"),

@@ -15,7 +15,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.ir.nodes import Model
-from gpdsl.testing.sbc import batched_chains, require_same_inputs, theta_draws
+from gpdsl.testing.sbc import (
+    EngineFit,
+    batched_chains,
+    require_same_inputs,
+    theta_draws,
+)
 
 
 @dataclass
@@ -62,7 +67,7 @@ class _LaplaceStart:
 
 
 @dataclass
-class GPLVMFit:
+class GPLVMFit(EngineFit):
     """``pm-gplvm`` as the ``fit`` of :func:`~gpdsl.testing.sbc.run_sbc`, compiled once for all replicates.
 
     Called on one data set it runs the method through :func:`gpdsl.api.run`. :meth:`fit_many` runs the same chains
@@ -73,43 +78,18 @@ class GPLVMFit:
     mode search of the Laplace proposal starts from the PCA means of the replicate's outputs instead of the
     variational means (no variational fit is made).
 
-    Attributes
-    ----------
-    settings : PMGPLVMSettings, optional
-        ``proposal`` must be ``"laplace"``; ``chains``, ``warmup`` and ``draws`` are replaced by the attributes
-        below and ``latent_sweeps`` by 0.
-    chains, warmup, draws : int
-        Chains per replicate, warmup and sampling iterations per chain.
-    progress : bool
-        Show a progress bar.
-    vectorise : bool
-        As :class:`~gpdsl.testing.sbc.EngineFit`'s.
-    timings : dict
-        Set by :meth:`fit_many`.
+    Attributes are :class:`~gpdsl.testing.sbc.EngineFit`'s, with ``method`` ``"pm-gplvm"``; the settings'
+    ``proposal`` must be ``"laplace"``, and their ``latent_sweeps`` are replaced by 0.
     """
 
-    settings: Any = None
-    chains: int = 2
-    warmup: int = 500
-    draws: int = 1500
-    progress: bool = False
-    vectorise: bool = False
-    timings: dict = field(default_factory=dict)
+    method: str = "pm-gplvm"
 
     def _settings(self):
-        from gpdsl.settings import PMGPLVMSettings
-
-        settings = self.settings or PMGPLVMSettings()
+        settings = super()._settings()
         if settings.proposal != "laplace":
             raise ValueError("GPLVMFit runs the Laplace proposal; the variational one needs a variational fit per "
                              "replicate")
-        return dataclasses.replace(settings, chains=self.chains, warmup=self.warmup, draws=self.draws,
-                                   latent_sweeps=0)
-
-    def __call__(self, model: Model, data: dict, seed: int):
-        from gpdsl.api import run
-
-        return run(model, data, "pm-gplvm", self._settings(), seed=seed, progress=self.progress)
+        return dataclasses.replace(settings, latent_sweeps=0)
 
     def fit_many(self, model: Model, datasets: Sequence[dict], seed: int) -> list[dict[str, np.ndarray]]:
         """Posterior draws of the hyperparameters of every data set, by name, each ``(chain, draw, ...)``."""

@@ -66,7 +66,7 @@ def plot_ranks(result: SBCResult, path: Path, title: str) -> None:
     count = len(result.element_names)
     columns = min(4, count)
     rows = math.ceil(count / columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(2.4 * columns, 1.9 * rows + 0.4), squeeze=False,
+    figure, axes = plt.subplots(rows, columns, figsize=(3.0 * columns, 2.2 * rows + 0.4), squeeze=False,
                                 sharex=True, sharey=True)
     edges = np.linspace(0.0, 1.0, bins + 1)
     for j, name in enumerate(result.element_names):
@@ -86,7 +86,7 @@ def plot_ranks(result: SBCResult, path: Path, title: str) -> None:
         ax.axis("off")
     figure.suptitle(title, fontsize=9)
     figure.tight_layout()
-    figure.savefig(path, dpi=72)
+    figure.savefig(path, dpi=90)
     plt.close(figure)
 
 
