@@ -1,4 +1,5 @@
-"""Simulation-based calibration: the harness on exact and wrong samplers, then gpdsl's engines (slow).
+"""Simulation-based calibration: the harness on exact and wrong samplers, its report, then every exact engine of
+gpdsl on its case of :mod:`gpdsl.testing.sbc_cases` (slow).
 
 The engine runs vectorise hundreds of chains, whose batched LAPACK calls have deadlocked XLA's
 multi-threaded CPU pool (jaxlib 0.10.2); single-threaded Eigen avoids it. The flag only takes effect
@@ -9,13 +10,16 @@ import os
 
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
 
+import json  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from gpdsl.api import check_text  # noqa: E402
-from gpdsl.settings import GibbsSettings  # noqa: E402
-from gpdsl.settings import PseudoMarginalSettings  # noqa: E402
-from gpdsl.testing.sbc import EngineFit, run_sbc, thin_draws  # noqa: E402
+from gpdsl.settings.sampling import THETA_UPDATES  # noqa: E402
+from gpdsl.testing.sbc import run_sbc, thin_draws  # noqa: E402
+from gpdsl.testing.sbc_cases import CASES, case, run_case  # noqa: E402
+from gpdsl.testing.sbc_report import case_record, result_of, write_outputs  # noqa: E402
 
 CONJUGATE_NORMAL = """
 data { int N; vector[N] y; }
@@ -23,20 +27,6 @@ parameters { real mu ~ normal(0, 1); }
 model { y ~ normal(mu, 1); }
 """
 NORMAL_DATA = {"N": 5, "y": np.zeros(5)}
-
-PAPER_CLASSIFICATION_1D = """
-data { int N; matrix[N, 1] X; array[N] int<lower=0, upper=1> y; }
-parameters {
-  real<lower=0> sigma ~ gamma(1.2, 0.2);
-  real<lower=0> tau ~ gamma(1, 1);
-}
-model {
-  f ~ gp(X, sigma * rbf(lengthscale = tau));
-  y ~ bernoulli_probit(f);
-}
-"""
-N_CLASSIFICATION = 20
-
 
 def conjugate_posterior(data):
     precision = 1.0 + data["N"]
@@ -106,32 +96,48 @@ def test_report_has_a_histogram_per_element(normal_model):
     assert text.count("[0.") == result.default_bins()
 
 
-def classification_setup():
-    model = check_text(PAPER_CLASSIFICATION_1D)[0]
-    X = np.linspace(0.0, 1.0, N_CLASSIFICATION)[:, None]
-    return model, {"N": N_CLASSIFICATION, "X": X, "y": np.zeros(N_CLASSIFICATION, int)}
+def test_every_exact_engine_has_a_case():
+    covered = {(c.method, getattr(c.settings, "theta_update", None) or getattr(c.settings, "approximation", None))
+               for c in CASES}
+    assert {("gibbs", update) for update in THETA_UPDATES} <= covered
+    assert {("pm", "ep"), ("pm", "laplace"), ("sequential", None), ("pm-gplvm", None), ("nuts", None)} <= covered
+    assert not {c.method for c in CASES} & {"mcmc-ep", "ep-ml"}
+    assert len({c.name for c in CASES}) == len(CASES) and len({c.seed for c in CASES}) == len(CASES)
+    assert all(c.replicates >= 100 for c in CASES)
 
 
-def run_engine_sbc(method, settings, replicates, seed):
-    model, base_data = classification_setup()
-    fit = EngineFit(method, settings, chains=2, warmup=200, draws=400)
-    result = run_sbc(model, base_data, fit, num_replicates=replicates, num_posterior_draws=50, seed=seed)
-    print(f"\n{method} ({settings}): fits {result.info['fit_seconds']:.0f} s, engine timings "
-          f"{ {k: round(v, 1) for k, v in fit.timings.items()} }")
+def test_case_settings_name_the_engine_and_what_differs_from_the_defaults():
+    text = case("gibbs-sa").settings_text()
+    assert "theta_update=sa" in text and "draws=4000" in text and "repeat_f=5" in text
+    assert "target_acceptance" not in text
+    with pytest.raises(KeyError, match="gibbs-surr"):
+        case("no-such-case")
+
+
+def test_report_keeps_the_ranks_and_writes_a_png_and_the_table(normal_model, tmp_path):
+    result = run_sbc(normal_model, NORMAL_DATA, exact_sampler(), num_replicates=100, num_posterior_draws=19, seed=4)
+    record = json.loads(json.dumps(case_record(case("gibbs-surr"), result)))
+    again = result_of(record)
+    assert again.uniformity().round(4).equals(result.uniformity().round(4))
+    out = tmp_path / "validation"
+    out.mkdir()
+    (out / "gibbs-surr.json").write_text(json.dumps(record))
+    page = tmp_path / "validation.md"
+    page.write_text("# Title\n\ntext before\n\n<!-- sbc-table:start -->\nold\n<!-- sbc-table:end -->\n\ntext after\n")
+    write_outputs(out, page)
+    text = page.read_text()
+    assert "text before" in text and "text after" in text and "old" not in text
+    assert "| [gibbs-surr](validation/gibbs-surr.png) | `gibbs` |" in text
+    assert "| yes |" in text
+    png = out / "gibbs-surr.png"
+    assert png.read_bytes()[:4] == b"\x89PNG" and png.stat().st_size < 100_000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", CASES, ids=lambda c: c.name)
+def test_engine_is_calibrated(entry):
+    result, fit = run_case(entry)
+    print(f"\n{entry.name}: {result.seconds:.0f} s, fits {result.info['fit_seconds']:.0f} s, "
+          f"{ {k: round(v, 1) for k, v in getattr(fit, 'timings', {}).items()} }")
     print(result.report())
-    print(result.uniformity().to_string())
-    return result
-
-
-@pytest.mark.slow
-def test_sbc_ess_surr():
-    settings = GibbsSettings(theta_update="surr", repeat_f=5, repeat_theta=5)
-    result = run_engine_sbc("gibbs", settings, replicates=200, seed=11)
-    assert result.passes(0.001)
-
-
-@pytest.mark.slow
-def test_sbc_pseudo_marginal_ep():
-    settings = PseudoMarginalSettings(approximation="ep", num_importance=4)
-    result = run_engine_sbc("pm", settings, replicates=200, seed=12)
-    assert result.passes(0.001)
+    assert result.passes(0.001), result.report()

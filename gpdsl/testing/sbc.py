@@ -30,8 +30,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -145,8 +146,8 @@ class SBCResult:
         table = self.uniformity(bins)
         expected = self.num_replicates / bins
         low, high = stats.binom.interval(0.99, self.num_replicates, 1 / bins)
-        lines = [f"SBC: {self.num_replicates} replicates, {self.num_posterior_draws} posterior draws requested, "
-                 f"{bins} bins, Bonferroni level {self.corrected_level():.2e} (0.001 / {2 * len(self.element_names)})"]
+        lines = [(f"SBC: {self.num_replicates} replicates, {self.num_posterior_draws} posterior draws requested, "
+                 f"{bins} bins, Bonferroni level {self.corrected_level():.2e} (0.001 / {2 * len(self.element_names)})")]
         if math.isfinite(self.seconds):
             lines[0] += f", {self.seconds:.1f} s"
         for j, name in enumerate(self.element_names):
@@ -159,9 +160,9 @@ class SBCResult:
                          f"{100 * row.low_ess_fraction:.0f}%; expected {expected:.1f} per bin "
                          f"(99%: {low:.0f}-{high:.0f})")
             scale = width / max(counts.max(), high, 1)
-            mark = int(round(expected * scale))
+            mark = round(expected * scale)
             for b, count in enumerate(counts):
-                bar = list("#" * int(round(count * scale)) + " " * (width + 1))[:width + 1]
+                bar = list("#" * round(count * scale) + " " * (width + 1))[:width + 1]
                 bar[mark] = "|" if bar[mark] == " " else "+"
                 flag = " *" if count < low or count > high else ""
                 lines.append(f"  [{b / bins:.2f}, {(b + 1) / bins:.2f}) {''.join(bar)} {count}{flag}")
@@ -191,7 +192,7 @@ def thin_draws(draws: np.ndarray, num_draws: int, ess: float | None = None) -> n
     draws = np.atleast_2d(np.asarray(draws, dtype=float))
     stride = 1
     if ess is not None and np.isfinite(ess) and ess > 0:
-        stride = max(1, int(math.ceil(draws.size / ess)))
+        stride = max(1, math.ceil(draws.size / ess))
     pooled = np.concatenate([chain[stride - 1::stride] for chain in draws])
     if pooled.size > num_draws:
         pooled = pooled[np.round(np.linspace(0, pooled.size - 1, num_draws)).astype(int)]
@@ -383,7 +384,6 @@ class EngineFit:
 
     def fit_many(self, model: Model, datasets: Sequence[dict], seed: int) -> list[dict[str, np.ndarray]]:
         """Posterior draws of every data set, by parameter name, each ``(chain, draw, ...)``."""
-        from gpdsl.inference.driver import run_chains
         from gpdsl.inference.families.latent_gp import latent_gp
         from gpdsl.inference.methods.latent_chains import prior_initial_thetas
         from gpdsl.registry import get_method
@@ -392,49 +392,80 @@ class EngineFit:
         chain_engine = get_method(self.method).chain_engine
         problem = latent_gp(model, datasets[0], self.method, marginalise=self.method != "gibbs")
         target = problem.node.likelihood.target.name
-        _require_same_inputs(datasets, target)
+        require_same_inputs(datasets, target)
         ys = jnp.stack([jnp.asarray(data[target], dtype=float) for data in datasets])
-        replicates, chains = len(datasets), self.chains
-        key_init, key_estimate, key_run = jax.random.split(jax.random.PRNGKey(seed), 3)
-        thetas = jnp.concatenate([prior_initial_thetas(problem, key, chains)
-                                  for key in jax.random.split(key_init, replicates)])
-        ys = jnp.repeat(ys, chains, axis=0)
-        engine = lambda y: chain_engine(with_observations(problem, y), settings)  # noqa: E731
+        key_init, key_run = jax.random.split(jax.random.PRNGKey(seed))
+        thetas = prior_initial_thetas(problem, key_init, len(datasets) * self.chains)
 
-        def init(key, theta, y):
-            return y, engine(y)[0](key, theta)
+        def engine(y):
+            init, step, extract = chain_engine(with_observations(problem, y), settings)
+            return init, step, lambda state: extract(state)["theta"]
 
-        def step(key, state, adapting):
-            y, inner = state
-            inner, info = engine(y)[1](key, inner, adapting)
-            return (y, inner), info
+        theta, self.timings = batched_chains(engine, ys, thetas, key_run, self.chains, self.warmup, self.draws,
+                                             self.vectorise, self.progress)
+        return theta_draws(problem, theta, len(datasets), self.chains)
 
-        def extract(state):
-            return engine(state[0])[2](state[1])["theta"]
 
-        started = time.perf_counter()
-        total = replicates * chains
-        keys = jax.random.split(key_estimate, total)
-        if self.vectorise:
-            states = jax.jit(jax.vmap(init))(keys, thetas, ys)
-            result = run_chains(step, states, key_run, self.warmup, self.draws, extract=extract,
-                                progress=self.progress)
-            theta = jnp.asarray(result.draws)
-        else:
-            states = jax.jit(lambda *args: lax.map(lambda a: init(*a), args))(keys, thetas, ys)
+def batched_chains(engine: Callable, inputs, thetas, rng_key, chains: int, warmup: int, draws: int,
+                   vectorise: bool = False, progress: bool = False) -> tuple[np.ndarray, dict]:
+    """The chains of every replicate in one compiled loop, each replicate's data carried in its chains' states.
 
-            def step_all(key, states, adapting):
-                return lax.map(lambda a: step(a[0], a[1], adapting), (jax.random.split(key, total), states))
+    Parameters
+    ----------
+    engine : callable
+        ``engine(inputs_of_one_replicate) -> (init, step, extract)``: ``init(rng_key, theta)``,
+        ``step(rng_key, state, adapting)`` and ``extract(state) -> theta`` of one chain, built on (possibly
+        traced) data.
+    inputs : pytree
+        Each leaf with a leading replicate axis.
+    thetas : jax.Array, shape (replicates * chains, d)
+        Starting unconstrained hyperparameters, replicate-major.
+    rng_key : jax.Array
+        Key of the starts and the chains.
+    chains, warmup, draws : int
+        Chains per replicate, warmup and sampling iterations.
+    vectorise : bool
+        ``vmap`` the chains instead of ``lax.map`` (see :class:`EngineFit`).
+    progress : bool
+        Show a progress bar.
 
-            result = run_chains(step_all, jax.tree.map(lambda leaf: leaf[None], states), key_run, self.warmup,
-                                self.draws, extract=jax.vmap(extract), progress=self.progress)
-            theta = jnp.swapaxes(jnp.asarray(result.draws)[0], 0, 1)
-        theta = jnp.reshape(theta, (-1, problem.theta_dim))
-        values = jax.vmap(lambda t: problem.theta_values(t))(theta)
-        self.timings = {**result.timings, "total": time.perf_counter() - started}
-        shaped = {name: np.reshape(np.asarray(v), (replicates, chains, self.draws) + np.shape(v)[1:])
-                  for name, v in values.items()}
-        return [{name: v[r] for name, v in shaped.items()} for r in range(replicates)]
+    Returns
+    -------
+    theta : numpy.ndarray, shape (replicates * chains, draws, d)
+    timings : dict
+        The driver's timings and their ``total``.
+    """
+    from gpdsl.inference.driver import run_chains
+
+    started = time.perf_counter()
+    inputs = jax.tree.map(lambda leaf: jnp.repeat(jnp.asarray(leaf), chains, axis=0), inputs)
+    key_init, key_run = jax.random.split(rng_key)
+
+    def init(key, theta, data):
+        return data, engine(data)[0](key, theta)
+
+    def step(key, state, adapting):
+        data, inner = state
+        inner, info = engine(data)[1](key, inner, adapting)
+        return (data, inner), info
+
+    def extract(state):
+        return engine(state[0])[2](state[1])
+
+    init_all = jax.vmap(init) if vectorise else (lambda *args: lax.map(lambda a: init(*a), args))
+    states = jax.jit(init_all)(jax.random.split(key_init, thetas.shape[0]), thetas, inputs)
+    result = run_chains(step, states, key_run, warmup, draws, extract=extract, progress=progress,
+                        vectorised=vectorise)
+    return np.asarray(result.draws), {**result.timings, "total": time.perf_counter() - started}
+
+
+def theta_draws(problem, theta: np.ndarray, replicates: int, chains: int) -> list[dict[str, np.ndarray]]:
+    """Constrained draws by name, ``(chain, draw, ...)`` per replicate, from :func:`batched_chains`'s ``theta``."""
+    draws = theta.shape[1]
+    values = jax.vmap(problem.theta_values)(jnp.reshape(jnp.asarray(theta), (-1, problem.theta_dim)))
+    shaped = {name: np.reshape(np.asarray(v), (replicates, chains, draws) + np.shape(v)[1:])
+              for name, v in values.items()}
+    return [{name: v[r] for name, v in shaped.items()} for r in range(replicates)]
 
 
 def with_observations(problem, y):
@@ -444,7 +475,8 @@ def with_observations(problem, y):
     return dataclasses.replace(problem, jax_model=jax_model, y=y)
 
 
-def _require_same_inputs(datasets: Sequence[dict], target: str) -> None:
+def require_same_inputs(datasets: Sequence[dict], target: str) -> None:
+    """Raise ValueError unless every data set has the first one's values of everything but ``target``."""
     first = datasets[0]
     for data in datasets[1:]:
         for name, value in first.items():
