@@ -2,9 +2,9 @@
 
 For every shipped model (and a few the docs describe), every method and every value of its choice settings
 (``--approximation ep|laplace``), the listing's answer is the answer of :func:`gpdsl.api.prepare`, which runs
-nothing. Then every "yes" runs for a few iterations on small data of the model's declared shapes: the pairs of
-``tests/test_method_flags.py`` run there, NUTS (a Stan compile per model) and ``pm-gplvm`` (a long compile) in
-the slow tier, the rest here. (The pairs of ``CASES`` there are left out here.)
+nothing. Then every "yes" runs for a few iterations on small data of the model's declared shapes, in the slow
+tier (the pairs of ``tests/test_method_flags.py``'s ``CASES`` run there, in the default tier, and are left out
+here).
 """
 
 from __future__ import annotations
@@ -140,8 +140,9 @@ def yes_pairs() -> list[tuple[str, str]]:
 
 
 def case_marks(model: str, method: str):
-    """NUTS compiles a Stan program per model and pm-gplvm compiles for about 40 s: the slow tier."""
-    return [pytest.mark.slow] if method in ("nuts", "pm-gplvm") else []
+    """Every run is in the slow tier (a compile per model and method: about 2 min for the JAX engines, 25 min with
+    NUTS's Stan builds); the default tier runs each method once in ``tests/test_method_flags.py``."""
+    return [pytest.mark.slow]
 
 
 def test_every_answer_of_the_listing_is_the_run_s(sweep):

@@ -175,7 +175,8 @@ def acts_elementwise(likelihood: ir.LikelihoodStatement, name: str) -> bool:
 
 def _depends_elementwise(expr: ir.Expr, name: str) -> bool:
     """Element ``i`` of ``expr`` depends on the latent ``name`` through element ``i`` alone: elementwise functions
-    and operators of the latent and of terms free of it that are scalars or of the same shape."""
+    and operators of the latent (never an element of it, ``g[1]``) and of terms free of it that are scalars or of
+    the same shape."""
     if name not in expression_refs(expr):
         return True
     if isinstance(expr, ir.Apply) and len(expr.args) == 1:
@@ -186,7 +187,7 @@ def _depends_elementwise(expr: ir.Expr, name: str) -> bool:
         return all(_depends_elementwise(side, name) if name in expression_refs(side)
                    else not side.type.shape or side.type.shape == expr.type.shape
                    for side in (expr.left, expr.right))
-    return _is_offset_of(expr, name, _is_elementwise_of, either_sign=True)
+    return isinstance(expr, ir.Ref) and expr.name == name
 
 
 def latent_offset(expr: ir.Expr, name: str) -> ir.Expr | None:

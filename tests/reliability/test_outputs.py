@@ -223,7 +223,7 @@ def tiny_device(tmp_path):
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip() or mounted.returncode}")
     yield mount_point
-    subprocess.run(["umount", str(mount_point)], check=False)
+    subprocess.run(["umount", "--lazy", str(mount_point)], check=False)
 
 
 @pytest.mark.parametrize("target", ["results", "checkpoint"])

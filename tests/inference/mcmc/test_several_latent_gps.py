@@ -62,10 +62,15 @@ def test_pm_and_predictions_are_refused_before_running():
     assert "predicts at new inputs for" in get_method("gibbs").prediction_refusal(model)
 
 
-def test_a_likelihood_on_a_product_of_latents_is_refused_naming_the_statement():
-    model, _ = check_text(ADDITIVE.replace("normal(f + g, 0.3)", "normal(f * g, 0.3)"))
+def test_a_likelihood_on_one_element_of_a_latent_is_refused_naming_the_statement():
+    model, _ = check_text(ADDITIVE.replace("normal(f + g, 0.3)", "normal(f + g[1], 0.3)"))
     refusal = classify(model).refusals[LATENT_GPS]
     assert "does not act on their elements one by one" in refusal.detail and refusal.span.line == 6
+
+
+def test_a_likelihood_on_a_product_of_latents_acts_element_by_element():
+    model, _ = check_text(ADDITIVE.replace("normal(f + g, 0.3)", "normal(f * g, 0.3)"))
+    assert LATENT_GPS in classify(model).facts and get_method("gibbs").refusal(model) is None
 
 
 def test_gibbs_on_two_additive_gps_matches_the_exact_posterior_mean():
