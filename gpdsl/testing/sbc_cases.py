@@ -162,7 +162,7 @@ class SBCCase:
     fixed : dict, optional
         Values held fixed in the simulation (:func:`~gpdsl.testing.sbc.run_sbc`).
     note : str
-        What the documentation says about the case.
+        A line about the case, kept in its record (``docs/validation/NAME.json``).
     """
 
     name: str
