@@ -162,7 +162,7 @@ class SBCCase:
     fixed : dict, optional
         Values held fixed in the simulation (:func:`~gpdsl.testing.sbc.run_sbc`).
     note : str
-        What the documentation says about the case.
+        A line about the case, kept in its record (``docs/validation/NAME.json``).
     """
 
     name: str
@@ -212,19 +212,19 @@ CASES = (
     SBCCase("gibbs-surr", "gibbs", _gibbs("surr"), "classification", 400, 11),
     SBCCase("pm-ep", "pm", _pm("ep"), "classification", 400, 12),
     SBCCase("pm-laplace", "pm", _pm("laplace"), "classification", 400, 13),
-    SBCCase("gibbs-sa", "gibbs", _gibbs("sa", warmup=500, draws=4000), "classification", 200, 14,
+    SBCCase("gibbs-sa", "gibbs", _gibbs("sa", warmup=500, draws=4000), "classification", 400, 14,
             note="SA mixes slowly (the length-scale's ESS is about 3 per 1000 iterations), hence the long chains"),
     SBCCase("gibbs-aa", "gibbs", _gibbs("aa", draws=1500), "classification", 400, 15),
-    SBCCase("gibbs-surr-slice", "gibbs", _gibbs("surr_slice"), "classification", 200, 16),
+    SBCCase("gibbs-surr-slice", "gibbs", _gibbs("surr_slice"), "classification", 400, 16),
     SBCCase("gibbs-sdss", "gibbs", _gibbs("sdss"), "classification-lognormal", 400, 17),
     SBCCase("gibbs-fixed-nu", "gibbs", _gibbs("fixed_nu"), "classification-lognormal", 400, 18),
     SBCCase("sequential-fixed", "sequential",
             SequentialSettings(states=200, window=2, burn_in=200, thin=5, repeat_f=10, final_repeat_f=10),
-            "sequential-fixed", 100, 19, fit="run", parameters=("f",),
+            "sequential-fixed", 200, 19, fit="run", parameters=("f",),
             note="hyperparameters fixed (given as data); each f[t, n] checked, step t conditioning on y[1:t]"),
     SBCCase("pm-gplvm", "pm-gplvm",
             PMGPLVMSettings(num_importance=64, laplace_starts=2, g0=150, chains=2, warmup=300, draws=1000),
-            "dynamical-gplvm", 100, 20, fit="gplvm", note="the hyperparameters' posterior (latent inputs integrated)"),
+            "dynamical-gplvm", 200, 20, fit="gplvm", note="the hyperparameters' posterior (latent inputs integrated)"),
     SBCCase("nuts", "nuts", NUTSSettings(chains=2, warmup=500, draws=500), "classification", 100, 21, fit="run"),
 )
 """Every case, in the order of the documentation's table."""
