@@ -12,6 +12,7 @@ from __future__ import annotations
 from gpdsl.errors import ModelCheckError
 from gpdsl.priors.base import Prior, StanArguments, ZSpace
 from gpdsl.priors.bounded import SCALED_SIGMOID_NORMAL, UNIFORM
+from gpdsl.priors.exponential import EXPONENTIAL, WEIBULL
 from gpdsl.priors.gamma import GAMMA, INV_GAMMA
 from gpdsl.priors.normal import HALF_NORMAL, LOGNORMAL, NORMAL
 from gpdsl.priors.student_t import STUDENT_T
@@ -27,6 +28,8 @@ PRIORS: dict[str, Prior] = {prior.name: prior for prior in [
     STUDENT_T,
     UNIFORM,
     SCALED_SIGMOID_NORMAL,
+    EXPONENTIAL,
+    WEIBULL,
 ]}
 """Every prior by name: the built-in ones in the order the docs and messages list them, then those added by
 :func:`register_prior`."""

@@ -20,7 +20,7 @@ from gpdsl.semantics import catalog
 from gpdsl.testing.imports import loaded_by
 
 NUM_DRAWS = 200_000
-Z_LIMIT = 5.0  # standard errors; with 8 priors x 2 moments a false alarm has probability ~1e-5
+Z_LIMIT = 5.0  # standard errors; with 10 priors x 2 moments a false alarm has probability ~1e-5
 
 
 def _ssn_reference(lower, upper, mu, sigma):
@@ -69,6 +69,12 @@ def _frozen(name, args):
     elif name == "uniform":
         lower, upper = args
         dist = stats.uniform(lower, upper - lower)
+    elif name == "exponential":
+        (rate,) = args
+        dist = stats.expon(scale=1 / rate)
+    elif name == "weibull":
+        alpha, sigma = args
+        dist = stats.weibull_min(alpha, scale=sigma)
     return dist.logpdf, dist.cdf, (dist.mean(), dist.var())
 
 
@@ -82,6 +88,8 @@ CASES = {
     "student_t": ((7.0, 0.4, 1.2), [-5.0, 0.4, 2.2]),
     "uniform": ((-0.5, 2.0), [-0.4, 0.7, 1.99]),
     "scaled_sigmoid_normal": ((0.1, 2.0, 0.3, 1.4), [0.11, 1.0, 1.95]),
+    "exponential": ((1.7,), [0.01, 0.5, 3.0]),
+    "weibull": ((1.8, 0.9), [0.05, 0.8, 2.5]),
 }
 
 
