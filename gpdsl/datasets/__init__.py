@@ -10,7 +10,9 @@ Simulated data from the papers' generators need no file: :func:`sinusoids` (Gadd
 from gpdsl.datasets.dataset import Dataset
 from gpdsl.datasets.oil_flow import oil_flow
 from gpdsl.datasets.model_data import loaders, model_data, write_data_json
+from gpdsl.datasets.r_counts import bio_chemists
 from gpdsl.datasets.r_datasets import air_passengers, airquality, pima_tr
+from gpdsl.datasets.r_survival import lung, veteran
 from gpdsl.datasets.synthetic import sinusoids, tegner_sequential
 from gpdsl.datasets.registry import (
     REGISTRY,
@@ -53,7 +55,7 @@ __all__ = [
     "concrete", "energy", "wine_quality_red", "boston", "uci_regression", "uci_split",
     "pima", "breast_cancer_wisconsin", "ionosphere", "glass", "glass_window", "new_thyroid",
     "abalone", "abalone_male_female",
-    "airquality", "air_passengers", "pima_tr",
+    "airquality", "air_passengers", "pima_tr", "veteran", "lung", "bio_chemists",
     "loaders", "model_data", "write_data_json",
     "sinusoids", "tegner_sequential",
 ]

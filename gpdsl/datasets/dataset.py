@@ -29,6 +29,9 @@ class Dataset:
         For classification, ``class_names[k]`` names class ``y == k``; ``None`` for regression.
     extras : Mapping of str to ndarray
         Further per-row arrays (length n), e.g. one-hot labels or original codes; read-only mapping.
+    outcome_extras : tuple of str
+        Names of extras that belong with the outcome (a censoring indicator), written beside ``y`` in the
+        data of a model.
     """
 
     name: str
@@ -38,9 +41,13 @@ class Dataset:
     target_name: str
     class_names: tuple[str, ...] | None = None
     extras: Mapping[str, np.ndarray] = field(default_factory=dict)
+    outcome_extras: tuple[str, ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "extras", MappingProxyType(dict(self.extras)))
+        unknown = [name for name in self.outcome_extras if name not in self.extras]
+        if unknown:
+            raise ValueError(f"{self.name}: outcome_extras {unknown} are not among the extras")
 
     @property
     def n(self) -> int:

@@ -13,8 +13,9 @@ Forms, by the model they feed:
   inputs ``X`` (N x k) rather than outputs, for supervised GPLVMs;
 - ``times`` -- ``t`` only: the positions of rows, new times for a dynamical GPLVM's ``--predict``.
 
-``standardize`` centres and scales each input column and a regression target by its mean and sd over
-every row of the dataset, so files of different rows (training and new inputs) are on one scale; the
+``standardize`` centres and scales each input column and a real-valued regression target (not counts,
+nor survival times, which keep their censoring indicator beside them) by its mean and sd over every row
+of the dataset, so files of different rows (training and new inputs) are on one scale; the
 outputs ``Y`` of the gplvm form by their mean and sd over the rows kept. Class labels, series (``gpdsl
 forecast`` standardises them itself) and times are kept as they are. What was done is written beside the
 values (``X__centre``, ``X__scale``, ``y__centre``, ...: :mod:`gpdsl.data.scaling`), and runs keep it in
@@ -79,6 +80,11 @@ def loaders() -> dict[str, Loader | Simulator]:
         "airquality_complete": Loader(lambda: d.airquality(complete_cases=True),
                                       "airquality, the 111 days without a missing value; offline"),
         "air_passengers": Loader(d.air_passengers, entry("air_passengers") + "; offline"),
+        "veteran": Loader(d.veteran, entry("veteran") + "; cens beside y; offline"),
+        "lung": Loader(d.lung, entry("lung") + "; cens beside y; offline"),
+        "lung_complete": Loader(lambda: d.lung(complete_cases=True),
+                                "lung, the 168 patients without a missing covariate; cens beside y; offline"),
+        "bio_chemists": Loader(d.bio_chemists, entry("bio_chemists") + "; offline"),
         "oil_flow": Loader(d.oil_flow, entry("oil_flow") + " (training split)"),
         "oil_flow_test": Loader(lambda: d.oil_flow("test"), "oil flow, test split"),
         "usps_3_vs_5": Loader(lambda: d.usps_pair(3, 5, "train"), "USPS digits 3 (1) against 5 (0), training split"),
@@ -158,13 +164,14 @@ def model_data(dataset, form: str = "xy", *, rows: int | None = None, offset: in
     recorded = {}
     if standardize:
         X, recorded = _standardized(dataset, X, "X")
-        if form == "xy" and dataset.class_names is None:
+        if form == "xy" and _real_outcome(dataset):
             y, y_scaling = _standardized(dataset, y, "y")
             recorded.update(y_scaling)
     X, y = X[positions], y[positions]
     n = len(positions)
     if form == "xy":
-        return {"N": n, "D": X.shape[1], "X": X, "y": y, **recorded}
+        beside = {name: dataset.extras[name][positions] for name in dataset.outcome_extras}
+        return {"N": n, "D": X.shape[1], "X": X, "y": y, **beside, **recorded}
     if form == "inputs":
         return {"X": X, **recorded}
     if form == "labels":
@@ -187,6 +194,12 @@ def model_data(dataset, form: str = "xy", *, rows: int | None = None, offset: in
         data["X"] = X[:, observed]
         data.update({key: value[observed] for key, value in recorded.items()})
     return {**data, "t": positions + 1.0} if time else data
+
+
+def _real_outcome(dataset) -> bool:
+    """Whether ``standardize`` scales the outcome: real-valued, neither classes, counts nor censored times."""
+    return (dataset.class_names is None and np.issubdtype(dataset.y.dtype, np.floating)
+            and not dataset.outcome_extras)
 
 
 def _standardized(dataset, values: np.ndarray, name: str) -> tuple[np.ndarray, dict]:

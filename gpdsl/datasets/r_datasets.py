@@ -19,7 +19,8 @@ AIRQUALITY_INPUTS = ("Solar.R", "Wind", "Temp", "Month", "Day")
 PIMA_TR_INPUTS = ("npreg", "glu", "bp", "skin", "bmi", "ped", "age")
 
 
-def _read_table(name: str, file_name: str, mirror, cache_dir) -> pd.DataFrame:
+def read_r_table(name: str, file_name: str, mirror, cache_dir) -> pd.DataFrame:
+    """The Rdatasets CSV ``file_name`` of the registry entry ``name``, its first column as the index."""
     path = fetch_file(name, file_name, mirror=mirror, cache_dir=cache_dir)
     return pd.read_csv(path, index_col=0)
 
@@ -45,7 +46,7 @@ def airquality(
         ``X`` columns ``Solar.R``, ``Wind``, ``Temp``, ``Month``, ``Day``; ``y`` ozone (ppb).
         Missing values are NaN (37 in ``y``, 7 in ``Solar.R``) unless ``complete_cases``.
     """
-    table = _read_table("airquality", "airquality.csv", mirror, cache_dir)
+    table = read_r_table("airquality", "airquality.csv", mirror, cache_dir)
     missing = [column for column in ("Ozone",) + AIRQUALITY_INPUTS if column not in table.columns]
     if missing:
         raise DatasetError(f"airquality.csv lacks the columns {missing}; found {list(table.columns)}")
@@ -70,7 +71,7 @@ def air_passengers(
     Dataset
         ``X`` (144, 1) time in decimal years (1949.0 is January 1949); ``y`` passengers in thousands.
     """
-    table = _read_table("air_passengers", "AirPassengers.csv", mirror, cache_dir)
+    table = read_r_table("air_passengers", "AirPassengers.csv", mirror, cache_dir)
     if table.shape[1] != 2 or "time" not in table.columns:
         raise DatasetError(f"AirPassengers.csv should have columns time and a value; found {list(table.columns)}")
     value = next(column for column in table.columns if column != "time")
@@ -94,7 +95,7 @@ def pima_tr(*, mirror: str | os.PathLike | None = None, cache_dir: str | os.Path
         ``X`` (200, 7) columns ``npreg``, ``glu``, ``bp``, ``skin``, ``bmi``, ``ped``, ``age``; ``y`` 1 for
         diabetic (``type == "Yes"``, 68 rows), 0 otherwise.
     """
-    table = _read_table("pima_tr", "Pima.tr.csv", mirror, cache_dir)
+    table = read_r_table("pima_tr", "Pima.tr.csv", mirror, cache_dir)
     expected = [*PIMA_TR_INPUTS, "type"]
     if list(table.columns) != expected:
         raise DatasetError(f"Pima.tr.csv should have columns {expected}; found {list(table.columns)}")

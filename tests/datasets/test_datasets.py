@@ -80,8 +80,9 @@ def sha256_bytes(content: bytes) -> str:
 
 def test_registry_lists_every_dataset():
     assert datasets.list_datasets() == sorted([
-        "abalone", "air_passengers", "airquality", "births_usa_1969", "boston", "breast_cancer_wisconsin", "concrete",
-        "energy", "glass", "ionosphere", "new_thyroid", "oil_flow", "pima", "pima_tr", "usps", "wine_quality_red",
+        "abalone", "air_passengers", "airquality", "bio_chemists", "births_usa_1969", "boston",
+        "breast_cancer_wisconsin", "concrete", "energy", "glass", "ionosphere", "lung", "new_thyroid", "oil_flow",
+        "pima", "pima_tr", "usps", "veteran", "wine_quality_red",
     ])
 
 
@@ -235,6 +236,36 @@ def test_r_datasets_load_from_the_packaged_copy(monkeypatch):
     pima_tr = datasets.pima_tr()
     assert pima_tr.X.shape == (200, 7) and pima_tr.y.sum() == 68 and pima_tr.feature_names[1] == "glu"
     assert registry.REGISTRY["pima_tr"].files[0].packaged.member == "resources/rdata/csv/MASS/Pima.tr.csv"
+
+
+def test_survival_and_count_datasets_load_from_the_packaged_copy(monkeypatch):
+    if package_directory("pydataset") is None:
+        pytest.skip("pydataset (which ships veteran, lung and bioChemists) is not installed")
+    monkeypatch.setattr(storage, "download_file", lambda *args, **kwargs: pytest.fail("should not download"))
+    veteran = datasets.veteran()
+    assert veteran.X.shape == (137, 5) and veteran.y[:3].tolist() == [72, 411, 228]
+    assert veteran.extras["cens"].sum() == 9 and set(veteran.extras["celltype"].tolist()) == {1, 2, 3, 4}
+    lung = datasets.lung()
+    assert lung.X.shape == (228, 7) and lung.extras["cens"].sum() == 63 and np.isnan(lung.X).any()
+    assert datasets.lung(complete_cases=True).n == 168
+    chemists = datasets.bio_chemists()
+    assert chemists.X.shape == (915, 5) and chemists.y.dtype == np.int64 and (chemists.y == 0).sum() == 275
+    assert set(np.unique(chemists.X[:, :2]).tolist()) == {0.0, 1.0}
+    assert registry.REGISTRY["veteran"].files[0].packaged.member == "resources/rdata/csv/survival/veteran.csv"
+
+
+def test_survival_data_keep_times_and_censoring_and_counts_stay_counts():
+    survival = datasets.model_data(datasets.veteran(), "xy", standardize=True)
+    assert np.array_equal(survival["y"], datasets.veteran().y) and "y__scale" not in survival
+    assert survival["cens"].tolist() == datasets.veteran().extras["cens"].tolist()
+    assert np.allclose(survival["X"].mean(axis=0), 0.0, atol=1e-12)
+    counts = datasets.model_data(datasets.bio_chemists(), "xy", standardize=True, rows=10)
+    assert counts["y"].dtype == np.int64 and "y__centre" not in counts
+
+
+def test_outcome_extras_must_be_extras():
+    with pytest.raises(ValueError, match="outcome_extras"):
+        datasets.Dataset("toy", np.zeros((2, 1)), np.zeros(2), ("x",), "y", outcome_extras=("cens",))
 
 
 def test_r_dataset_falls_back_to_an_unverified_download(tmp_path, serve, monkeypatch, isolated_cache):
