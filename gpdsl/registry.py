@@ -176,8 +176,8 @@ class Method:
         classification = classification or classify(model)
         accepted = [family for family in self.families if family in classification.facts]
         if not accepted:
-            suggested_here = [f for f in self.families if f"--method {self.name}" in classification.refusals[f].detail]
-            family = next((f for f in self.families if f not in suggested_here), self.families[0])
+            family = next((f for f in self.families if classification.refusals[f].suggests != self.name),
+                          self.families[0])
             refusal = classification.refusals[family]
             return (f"needs {describe(family)}: {refusal.detail}",
                     MethodError(refusal.message(self.name), refusal.span))

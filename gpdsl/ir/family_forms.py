@@ -119,11 +119,13 @@ class DeepGPFacts:
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a model is not of a family: what the family needs (with ``{method}``) and what is missing."""
+    """Why a model is not of a family: what the family needs (with ``{method}``), what is missing, where, and
+    the method that runs the model instead when the detail names one (``suggests``)."""
 
     needs: str
     detail: str
     span: Span | None = None
+    suggests: str | None = None
 
     def message(self, method: str) -> str:
         """The refusal as a sentence for ``method``."""
@@ -156,8 +158,8 @@ def latent_gp_form(model: ir.Model, nodes: list[GPNode], marginalise: bool, seve
         if node.loops or var.type.container != "vector" or var.type.array_dims:
             return Refusal(LATENT_GP_NEEDS, f"'{node.name}' is {var.type.describe()}", node.statement.span)
     if len(sampled) > 1 and not several:
-        return refuse(f"this model samples {len(sampled)} latent GPs ({', '.join(n.name for n in sampled)}); "
-                      "--method gibbs samples each in turn")
+        return Refusal(LATENT_GP_NEEDS, f"this model samples {len(sampled)} latent GPs "
+                       f"({', '.join(n.name for n in sampled)}); --method gibbs samples each in turn", suggests="gibbs")
     if len(sampled) > 1:
         return _several_latent_gps(model, sampled, marginalise)
     node = sampled[0]

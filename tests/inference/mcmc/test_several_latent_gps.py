@@ -49,6 +49,7 @@ def test_several_latent_gps_are_their_own_family_that_only_gibbs_runs():
     classification = classify(model)
     assert [n.name for n in classification.facts[LATENT_GPS].nodes] == ["f", "g"]
     assert "samples 2 latent GPs (f, g)" in classification.refusals[LATENT_GP].detail
+    assert classification.refusals[LATENT_GP].suggests == "gibbs"
     assert get_method("gibbs").refusal(model, classification) is None
     for name in ("pm", "mcmc-ep", "ep-ml"):
         assert "gibbs samples each in turn" in get_method(name).refusal(model, classification)
@@ -66,6 +67,7 @@ def test_a_likelihood_on_one_element_of_a_latent_is_refused_naming_the_statement
     model, _ = check_text(ADDITIVE.replace("normal(f + g, 0.3)", "normal(f + g[1], 0.3)"))
     refusal = classify(model).refusals[LATENT_GPS]
     assert "does not act on their elements one by one" in refusal.detail and refusal.span.line == 6
+    assert "--method gibbs" not in get_method("gibbs").refusal(model)
 
 
 def test_a_likelihood_on_a_product_of_latents_acts_element_by_element():
