@@ -59,7 +59,8 @@ class Warp(Kernel):
     ``k(x, x') = kernel(w(x), w(x'))``, where ``w`` acts on the columns ``active_dims`` (each with its own
     ``a_d``, ``b_d`` when they are vectors) and leaves the others as they are; a monotone map of [0, 1]
     onto itself, the identity for ``a = b = 1`` (Snoek et al. 2014's input warping, PyMC's
-    ``WarpedInput`` example).
+    ``WarpedInput`` example). Inputs outside [0, 1] are clamped to it, as in the Stan function (the data
+    checks refuse such data inputs).
 
     Parameters
     ----------
@@ -78,7 +79,7 @@ class Warp(Kernel):
 
     def warped(self, x):
         """A single point (all input columns) with the warped columns replaced by ``w(x)``."""
-        columns = select_columns(x, self.active_dims)
+        columns = jnp.clip(select_columns(x, self.active_dims), 0.0, 1.0)
         check_ard(self.a, "a", self.spec.name, columns.shape[-1])
         check_ard(self.b, "b", self.spec.name, columns.shape[-1])
         values = 1.0 - _power(1.0 - _power(columns, self.a), self.b)

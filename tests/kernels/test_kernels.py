@@ -266,6 +266,8 @@ def test_warp_matches_numpy_on_the_warped_columns(U):
     every = Warp(RBF(lengthscale=0.4), 0.7, 2.0)
     np.testing.assert_allclose(every(U), RBF(lengthscale=0.4)(_kumaraswamy(U, 0.7, 2.0)), rtol=1e-13)
     np.testing.assert_allclose(Warp(inner, 1.0, 1.0)(U), inner(U), rtol=1e-14)
+    outside, ends = np.array([[0.3, -0.5, 1.5]]), np.array([[0.3, 0.0, 1.0]])
+    np.testing.assert_allclose(kernel(outside, U), kernel(ends, U), rtol=1e-14)
     K = np.asarray(kernel(U))
     assert np.linalg.eigvalsh(K).min() >= -1e-10
 
