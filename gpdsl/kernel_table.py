@@ -44,6 +44,9 @@ class KernelParam:
     integer : bool
         Whether the value is a constant whole number of at least 1 (a polynomial's degree); in Stan an
         ``int``.
+    half_integer : bool
+        Whether the value is a constant half-integer ``p + 1/2`` with ``p >= 0`` whole (a Matérn order);
+        in Stan a ``real``.
     """
 
     name: str
@@ -53,6 +56,12 @@ class KernelParam:
     support: str = "positive"
     per_component: bool = False
     integer: bool = False
+    half_integer: bool = False
+
+    @property
+    def static(self) -> bool:
+        """Whether the value is a constant of the model (a Python number in a kernel, not a pytree leaf)."""
+        return self.integer or self.half_integer
 
     @property
     def vector_allowed(self) -> bool:
@@ -85,12 +94,19 @@ class StanCall:
         The Stan definition of ``function`` for a kernel added at run time
         (:func:`gpdsl.kernels.register_kernel`), which the code generator puts in the functions block
         of a program that calls it; empty for a function of ``stan_templates/kernels.stan``.
+    warps_points : bool
+        Whether the function maps a point set to a point set (``array[] vector function(array[] vector x,
+        <params>)``) on which the kernel's sub-kernel is evaluated, rather than returning a matrix.
+
+    A kernel with kernel-valued arguments (:attr:`KernelSpec.kernels`) receives their matrices
+    ``K(x1, x2)`` as ``matrix`` arguments after the point sets, before its hyperparameters.
     """
 
     function: str
     params: tuple[str, ...]
     same_points: bool = False
     code: str = ""
+    warps_points: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,6 +128,9 @@ class KernelSpec:
         The covariance function, as written in the docs.
     input_dim : int or None
         The number of input columns the kernel acts on, when it is fixed (None for any).
+    kernels : tuple of str
+        Names of kernel-valued arguments (a combinator such as ``changepoint``), which come first,
+        before the hyperparameters, positionally or by keyword.
     """
 
     name: str
@@ -120,6 +139,7 @@ class KernelSpec:
     exclusive: tuple[tuple[str, ...], ...] = ()
     doc: str = ""
     input_dim: int | None = None
+    kernels: tuple[str, ...] = ()
 
     def param(self, name: str) -> KernelParam | None:
         """The hyperparameter called ``name``, or None."""
@@ -127,13 +147,13 @@ class KernelSpec:
 
     @property
     def positional(self) -> tuple[str, ...]:
-        """Parameter names in the order positional arguments bind to them."""
-        return tuple(p.name for p in self.params)
+        """Argument names in the order positional arguments bind to them: kernels, then hyperparameters."""
+        return self.kernels + tuple(p.name for p in self.params)
 
     @property
     def required(self) -> frozenset[str]:
-        """Names a Python call must always give."""
-        return frozenset(p.name for p in self.params if p.required)
+        """Names a Python call must always give (kernel-valued arguments included)."""
+        return frozenset(self.kernels) | frozenset(p.name for p in self.params if p.required)
 
     def stan_call(self, given: Collection[str]) -> StanCall | None:
         """The first Stan spelling whose parameters are all in ``given``; None if there is none."""
@@ -269,6 +289,28 @@ KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
                    "over one input column: Q Gaussians in frequency, with means means_q and standard "
                    "deviations scales_q (Wilson & Adams 2013)",
                input_dim=1),
+    KernelSpec("matern", (KernelParam("nu", required=True, half_integer=True), _VARIANCE, _LENGTHSCALE),
+               stan=(StanCall("matern_kernel", ("nu", "variance", "lengthscale")),),
+               doc="variance exp(-s) p!/(2p)! sum_{i=0}^{p} (p+i)!/(i!(p-i)!) (2s)^(p-i), s = sqrt(2 nu) r, "
+                   "r as for rbf: the Matérn kernel of half-integer order nu = p + 1/2 (Rasmussen & Williams "
+                   "eq. 4.16); matern(0.5), matern(1.5), matern(2.5) are matern12, matern32, matern52"),
+    KernelSpec("changepoint", (KernelParam("location", required=True, support="real"),
+                               KernelParam("steepness", default=1.0)),
+               stan=(StanCall("changepoint_kernel", ("location", "steepness")),),
+               doc="(1 - s(x)) before(x, x') (1 - s(x')) + s(x) after(x, x') s(x'), "
+                   "s(x) = 1 / (1 + exp(-steepness (x - location))) over one input column",
+               input_dim=1, kernels=("before", "after")),
+    KernelSpec("warp", (KernelParam("a", default=1.0, ard_allowed=True),
+                        KernelParam("b", default=1.0, ard_allowed=True)),
+               stan=(StanCall("kumaraswamy_warp", ("a", "b"), warps_points=True),),
+               doc="kernel(w(x), w(x')), w(x)_d = 1 - (1 - x_d^a_d)^b_d (the Kumaraswamy CDF) on inputs in "
+                   "[0, 1]", kernels=("kernel",)),
+    KernelSpec("gibbs", (_VARIANCE, KernelParam("lengthscale", default=1.0, required=True),
+                         KernelParam("slope", default=0.0, support="real")),
+               stan=(StanCall("gibbs_kernel", ("variance", "lengthscale", "slope")),),
+               doc="variance sqrt(2 l(x) l(x') / (l(x)^2 + l(x')^2)) exp(-(x - x')^2 / (l(x)^2 + l(x')^2)), "
+                   "l(x) = lengthscale exp(slope x) over one input column (Gibbs 1997; Rasmussen & Williams "
+                   "eq. 4.32)", input_dim=1),
 ]}
 """Every kernel of the language by name, in the order error hints list them."""
 

@@ -265,3 +265,93 @@ matrix spectral_mixture_kernel(array[] vector x1, array[] vector x2, vector weig
   }
   return k;
 }
+
+/**
+ * matern: the Matérn kernel of half-integer order nu = p + 1/2,
+ * variance exp(-s) p!/(2p)! sum_{i=0}^{p} (p+i)!/(i!(p-i)!) (2s)^(p-i), s = sqrt(2 nu) r,
+ * r = sqrt(sum_d (x_d - x'_d)^2 / lengthscale_d^2) (Rasmussen & Williams eq. 4.16), by Horner's rule.
+ *
+ * @param nu           the order, a constant p + 1/2 with p = 0, 1, 2, ...
+ * @param variance     marginal variance
+ * @param lengthscale  vector[D] of length-scales
+ */
+matrix matern_kernel(array[] vector x1, array[] vector x2, real nu, real variance, vector lengthscale) {
+  matrix[size(x1), size(x2)] s = sqrt(2 * nu) * distances(weighted_sq_dist(x1, x2, inv(square(lengthscale))));
+  real p = nu - 0.5;
+  real log_lead = lgamma(p + 1) - lgamma(2 * p + 1);
+  matrix[size(x1), size(x2)] polynomial = rep_matrix(exp(log_lead + p * log2()), size(x1), size(x2));
+  real i = 1;
+  while (i <= p) {
+    polynomial = polynomial .* s
+                 + exp(log_lead + lgamma(p + i + 1) - lgamma(i + 1) - lgamma(p - i + 1) + (p - i) * log2());
+    i += 1;
+  }
+  return variance * (polynomial .* exp(-s));
+}
+
+/**
+ * changepoint: (1 - s(x)) before(x, x') (1 - s(x')) + s(x) after(x, x') s(x'),
+ * s(x) = inv_logit(steepness (x - location)) over one input column.
+ *
+ * @param before     matrix K_before(x1, x2) of the kernel below the location
+ * @param after      matrix K_after(x1, x2) of the kernel above it
+ * @param location   where s is 1/2
+ * @param steepness  rate of the sigmoid
+ */
+matrix changepoint_kernel(array[] vector x1, array[] vector x2, matrix before, matrix after, real location,
+                          real steepness) {
+  vector[size(x1)] s1;
+  vector[size(x2)] s2;
+  for (i in 1:size(x1)) {
+    s1[i] = inv_logit(steepness * (x1[i][1] - location));
+  }
+  for (j in 1:size(x2)) {
+    s2[j] = inv_logit(steepness * (x2[j][1] - location));
+  }
+  return diag_post_multiply(diag_pre_multiply(1 - s1, before), 1 - s2)
+         + diag_post_multiply(diag_pre_multiply(s1, after), s2);
+}
+
+/**
+ * kumaraswamy_warp: the points x (in [0, 1]) mapped through the Kumaraswamy CDF, w_d = 1 - (1 - x_d^a_d)^b_d,
+ * the inputs of the kernel inside warp(...). Exact 0 and 1 at the ends, so gradients stay finite there.
+ *
+ * @param a  vector[D] of first shapes
+ * @param b  vector[D] of second shapes
+ */
+array[] vector kumaraswamy_warp(array[] vector x, vector a, vector b) {
+  array[size(x)] vector[rows(a)] w;
+  for (i in 1:size(x)) {
+    for (d in 1:rows(a)) {
+      if (x[i][d] <= 0) {
+        w[i][d] = 0;
+      } else if (x[i][d] >= 1) {
+        w[i][d] = 1;
+      } else {
+        w[i][d] = 1 - pow(1 - pow(x[i][d], a[d]), b[d]);
+      }
+    }
+  }
+  return w;
+}
+
+/**
+ * gibbs: variance sqrt(2 l(x) l(x') / (l(x)^2 + l(x')^2)) exp(-(x - x')^2 / (l(x)^2 + l(x')^2)),
+ * l(x) = lengthscale exp(slope x) over one input column (Gibbs 1997; Rasmussen & Williams eq. 4.32).
+ *
+ * @param variance     marginal variance
+ * @param lengthscale  the length-scale at x = 0
+ * @param slope        rate of change of log l(x)
+ */
+matrix gibbs_kernel(array[] vector x1, array[] vector x2, real variance, real lengthscale, real slope) {
+  matrix[size(x1), size(x2)] k;
+  for (i in 1:size(x1)) {
+    real l1 = lengthscale * exp(slope * x1[i][1]);
+    for (j in 1:size(x2)) {
+      real l2 = lengthscale * exp(slope * x2[j][1]);
+      real total = square(l1) + square(l2);
+      k[i, j] = variance * sqrt(2 * l1 * l2 / total) * exp(-square(x1[i][1] - x2[j][1]) / total);
+    }
+  }
+  return k;
+}

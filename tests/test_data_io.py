@@ -458,3 +458,23 @@ def test_valid_data_accepted(case):
             assert values[name].dtype == (np.int64 if variable.type.base == "int" else np.float64)
         else:
             assert type(values[name]) is (int if variable.type.base == "int" else float)
+
+
+WARPED = """
+data { int N; vector[N] t; matrix[N, 2] X; vector[N] y; }
+model {
+  f ~ gp((t, X), warp(X[:, 2], rbf(lengthscale = 0.3), 2, 0.5) + rbf(t, lengthscale = 1));
+  y ~ normal(f, 0.1);
+}
+"""
+
+
+def test_warp_inputs_outside_the_unit_interval_are_named():
+    model, _ = check_text(WARPED)
+    X = np.array([[5.0, 0.2], [-3.0, 1.0], [0.0, 0.0]])
+    data = {"t": [0.0, 7.0, -2.0], "X": X, "y": [0.1, 0.2, 0.3]}
+    validate_data(model, data)  # t and X[:, 1] are not warped
+    X[1, 1] = 1.25
+    with pytest.raises(DataError, match=r"data 'X' must lie in \[0, 1\] as the input of warp \(the Kumaraswamy "
+                                        r"CDF\): X\[2, 2\] = 1.25"):
+        validate_data(model, {**data, "X": X})

@@ -12,7 +12,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from gpdsl.errors import DataError
-from gpdsl.ir.nodes import Constant, LikelihoodStatement, Model, Ref, Variable
+from gpdsl.ir.nodes import Constant, GPStatement, KernelCombination, LikelihoodStatement, Model, Ref, Variable
+from gpdsl.ir.structure import kernel_nodes
 from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.ir.types import VarType
 
@@ -81,6 +82,7 @@ def validate_data(
         else:
             values[name] = _check_variable(variable, arrays[name], sizes, inferred, name in allowed)
     _check_observations(model, values, sizes)
+    _check_warped_inputs(model, values)
     return values, warnings
 
 
@@ -342,6 +344,32 @@ def _check_observations(model: Model, values: dict, sizes: dict[str, int]) -> No
             raise DataError(f"data '{name}' must hold {requirement} for {likelihood.name}: "
                             f"{_element(name, index)} = {_number(y[index])}"
                             + (f" ({', '.join(shown)})" if shown else ""))
+
+
+def _check_warped_inputs(model: Model, values: dict) -> None:
+    """Data inputs of a ``warp`` kernel outside [0, 1], where the Kumaraswamy CDF is defined."""
+    for statement, _ in model.walk():
+        if not isinstance(statement, GPStatement):
+            continue
+        for node in kernel_nodes(statement.kernel):
+            if not (isinstance(node, KernelCombination) and node.name == "warp"):
+                continue
+            inputs = statement.inputs
+            components = range(len(inputs.components)) if node.component is None else [node.component]
+            for c in components:
+                expr = inputs.components[c]
+                if not (isinstance(expr, Ref) and expr.role == "data"):
+                    continue
+                array = np.asarray(values[expr.name], dtype=float)
+                outside = ~((array >= 0) & (array <= 1))
+                if node.columns is not None and array.ndim >= 2:
+                    selected = np.zeros(array.shape[-1], dtype=bool)
+                    selected[node.columns[0]:node.columns[1]] = True
+                    outside &= selected
+                if outside.any():
+                    index = _first(outside)
+                    raise DataError(f"data '{expr.name}' must lie in [0, 1] as the input of warp (the Kumaraswamy "
+                                    f"CDF): {_element(expr.name, index)} = {_number(array[index])}")
 
 
 def _argument_value(expr, values: dict, sizes: dict[str, int], own_shape: bool):

@@ -167,6 +167,23 @@ class KernelLeaf(Kernel):
 
 
 @dataclass(frozen=True)
+class KernelCombination(KernelLeaf):
+    """A kernel of the catalog with kernel-valued arguments (``changepoint(t, k1, k2, ...)``, ``warp(k, ...)``).
+
+    ``kernels`` are the sub-kernels by argument name; ``params``, ``component``, ``columns`` and
+    ``input_dim`` are as for :class:`KernelLeaf` and describe the combinator's own hyperparameters and
+    the inputs it reads (a changepoint's column, the columns a warp transforms). Code that does not
+    know the combinator treats it as one opaque leaf.
+    """
+
+    kernels: tuple[tuple[str, Kernel], ...] = ()
+
+    def leaves(self):
+        for _, kernel in self.kernels:
+            yield from kernel.leaves()
+
+
+@dataclass(frozen=True)
 class KernelPair(Kernel):
     """Two kernels combined pointwise: the base of :class:`KernelSum` and :class:`KernelProduct`."""
 

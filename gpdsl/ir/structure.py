@@ -106,11 +106,26 @@ def expression_refs(expr: ir.Expr) -> set[str]:
 
 def kernel_exprs(kernel: ir.Kernel) -> list[ir.Expr]:
     """A kernel's hyperparameter expressions, leaves and scales in order."""
+    if isinstance(kernel, ir.KernelCombination):
+        return [e for _, e in kernel.params] + [e for _, k in kernel.kernels for e in kernel_exprs(k)]
     if isinstance(kernel, ir.KernelLeaf):
         return [e for _, e in kernel.params]
     if isinstance(kernel, ir.KernelScale):
         return [kernel.scale] + kernel_exprs(kernel.kernel)
     return kernel_exprs(kernel.left) + kernel_exprs(kernel.right)
+
+
+def kernel_nodes(kernel: ir.Kernel) -> Iterator[ir.Kernel]:
+    """Every node of a kernel tree, parents before children (a combinator's kernel arguments included)."""
+    yield kernel
+    if isinstance(kernel, ir.KernelCombination):
+        for _, sub in kernel.kernels:
+            yield from kernel_nodes(sub)
+    elif isinstance(kernel, ir.KernelScale):
+        yield from kernel_nodes(kernel.kernel)
+    elif isinstance(kernel, ir.KernelPair):
+        yield from kernel_nodes(kernel.left)
+        yield from kernel_nodes(kernel.right)
 
 
 def kernel_refs(kernel: ir.Kernel) -> set[str]:

@@ -10,13 +10,15 @@ that SDE (:meth:`Kernel.state_space`, :mod:`gpdsl.kernels.state_space`).
 import gpdsl.numerics.float64  # noqa: F401  (float64 before any array is made)
 from gpdsl.kernel_table import KernelParam, KernelSpec
 from gpdsl.kernels.base import Kernel
+from gpdsl.kernels.combinators import Changepoint, Warp
 from gpdsl.kernels.composite import Product, Scale, Sum
 from gpdsl.kernels.dot_product import MLP, Linear, Polynomial
+from gpdsl.kernels.nonstationary import Gibbs
 from gpdsl.kernels.registry import KERNEL_SPECS, KERNELS, build_kernel, kernel_spec, register_kernel, unregister_kernel
 from gpdsl.kernels.state_space import StateSpace
 from gpdsl.kernels.spectral import Cosine, SpectralMixture
 from gpdsl.kernels.static import Constant, Same, White
-from gpdsl.kernels.stationary import RBF, Matern12, Matern32, Matern52, Periodic, RationalQuadratic
+from gpdsl.kernels.stationary import RBF, Matern, Matern12, Matern32, Matern52, Periodic, RationalQuadratic
 
 __all__ = [
     "Kernel",
@@ -25,6 +27,10 @@ __all__ = [
     "Matern32",
     "Matern52",
     "Periodic",
+    "Matern",
+    "Gibbs",
+    "Changepoint",
+    "Warp",
     "RationalQuadratic",
     "Cosine",
     "SpectralMixture",

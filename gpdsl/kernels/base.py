@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from gpdsl.errors import MethodError
+from gpdsl.errors import MethodError, ModelCheckError
 from gpdsl.kernel_table import KernelSpec
 from gpdsl.kernels.params import as_param, normalise_active_dims, select_columns
 from gpdsl.kernels.state_space import StateSpace
@@ -34,7 +34,8 @@ class Kernel:
     adds a :class:`Constant` kernel.
 
     A kernel of the language has its :mod:`gpdsl.kernel_table` entry as the class attribute ``spec``; its
-    integer hyperparameters (a polynomial's degree) are Python ints and static, not leaves.
+    constant hyperparameters (a polynomial's degree, a Matérn order) are Python numbers and static, not
+    leaves; kernel-valued arguments of a combinator are child pytrees.
     A kernel of a scalar input that is the covariance of a linear SDE has ``has_state_space`` true and
     implements :meth:`state_space` (:mod:`gpdsl.kernels.state_space`).
     """
@@ -154,7 +155,7 @@ class Kernel:
 
     def tree_flatten(self):
         static = tuple((name, getattr(self, name)) for name in self._param_names
-                       if self.spec is not None and self.spec.param(name).integer)
+                       if self.spec is not None and self.spec.param(name) is not None and self.spec.param(name).static)
         leaves = tuple(name for name in self._param_names if name not in dict(static))
         return tuple(getattr(self, name) for name in leaves), (self._param_names, self.active_dims, static)
 
@@ -178,8 +179,15 @@ class Kernel:
         """
         spec = self.spec
         spec.verify_required(name for name, value in values.items() if value is not None)
-        converted = {n: as_param(v, n, spec.name, spec.param(n).vector_allowed, spec.param(n).integer)
-                     for n, v in values.items()}
+        converted = {}
+        for n, v in values.items():
+            if n in spec.kernels:
+                if not isinstance(v, Kernel):
+                    raise ModelCheckError(f"{spec.name}() argument '{n}' must be a kernel, got {type(v).__name__}")
+                converted[n] = v
+            else:
+                param = spec.param(n)
+                converted[n] = as_param(v, n, spec.name, param.vector_allowed, param.integer, param.half_integer)
         self._set_params(converted, active_dims)
 
     def _set_params(self, values: dict, active_dims=None) -> None:

@@ -9,7 +9,8 @@ import numpy as np
 from gpdsl.errors import ModelCheckError
 
 
-def as_param(value, name: str, kernel: str, vector_allowed: bool, integer: bool = False):
+def as_param(value, name: str, kernel: str, vector_allowed: bool, integer: bool = False,
+             half_integer: bool = False):
     """Convert a hyperparameter to a float64 JAX array (an integer one to a Python int), checking it.
 
     Parameters
@@ -22,14 +23,19 @@ def as_param(value, name: str, kernel: str, vector_allowed: bool, integer: bool 
         Whether a vector (one value per input dimension or per component) is accepted.
     integer : bool
         Whether the value must be a constant whole number of at least 1.
+    half_integer : bool
+        Whether the value must be a constant ``p + 1/2`` with a whole ``p >= 0`` (returned as a float).
 
     Raises
     ------
     ModelCheckError
-        The value has too many dimensions, or is not a whole number of at least 1 where one is needed.
+        The value has too many dimensions, or is not a whole number of at least 1 (a half-integer) where
+        one is needed.
     """
     if integer:
         return _whole(value, name, kernel)
+    if half_integer:
+        return _half_integer(value, name, kernel)
     array = jnp.asarray(value, dtype=jnp.float64)
     max_ndim = 1 if vector_allowed else 0
     if array.ndim > max_ndim:
@@ -48,6 +54,23 @@ def _whole(value, name: str, kernel: str) -> int:
     if not (number.is_integer() and number >= 1):
         raise ModelCheckError(f"{kernel}() parameter '{name}' must be a whole number of at least 1, got {number:g}")
     return int(number)
+
+
+def _half_integer(value, name: str, kernel: str) -> float:
+    """A constant ``p + 1/2`` (``p >= 0`` whole) as a Python float (converted without tracing)."""
+    if isinstance(value, jax.core.Tracer):
+        raise ModelCheckError(f"{kernel}() parameter '{name}' must be a constant half-integer, not a traced value")
+    if np.ndim(value) != 0:
+        raise ModelCheckError(f"{kernel}() parameter '{name}' must be a scalar, got shape {np.shape(value)}")
+    number = float(value)
+    if not is_half_integer(number):
+        raise ModelCheckError(f"{kernel}() parameter '{name}' must be one of 1/2, 3/2, 5/2, ..., got {number:g}")
+    return number
+
+
+def is_half_integer(number: float) -> bool:
+    """Whether ``number`` is ``p + 1/2`` for a whole ``p >= 0``."""
+    return number > 0 and (number - 0.5).is_integer()
 
 
 def check_ard(param, name: str, kernel: str, input_dim: int) -> None:

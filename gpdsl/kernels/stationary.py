@@ -248,3 +248,48 @@ class RationalQuadratic(Kernel):
         check_ard(self.lengthscale, "lengthscale", self.spec.name, x1.shape[-1])
         r2 = scaled_sqdist(x1, x2, self.lengthscale)
         return self.variance * jnp.exp(-self.alpha * jnp.log1p(r2 / (2.0 * self.alpha)))
+
+
+class Matern(Kernel):
+    """Matérn kernel of a half-integer order ``nu = p + 1/2`` (``p = 0, 1, 2, ...``).
+
+    ``k = variance exp(-s) p!/(2p)! sum_{i=0}^{p} (p+i)! / (i! (p-i)!) (2 s)^(p-i)`` with
+    ``s = sqrt(2 nu) r`` and ``r`` as for :class:`RBF` (Rasmussen & Williams 2006, eq. 4.16): the
+    closed form of ``variance 2^(1-nu) / Gamma(nu) s^nu K_nu(s)`` at half-integer ``nu``. ``nu = 1/2, 3/2,
+    5/2`` are :class:`Matern12`, :class:`Matern32`, :class:`Matern52`; the kernel tends to :class:`RBF`
+    as ``nu -> inf``. Other orders have no closed form and are not accepted.
+
+    Parameters
+    ----------
+    nu : float
+        The order, a constant ``p + 1/2`` (static, not a pytree leaf).
+    variance : float
+        Marginal variance.
+    lengthscale : float or array of shape (d,)
+        Isotropic or ARD length-scale.
+    active_dims : tuple of int or slice, optional
+        Input columns the kernel sees.
+    """
+
+    spec = KERNEL_SPECS["matern"]
+
+    def __init__(self, nu=None, variance=1.0, lengthscale=None, *, active_dims=None):
+        self._set_hyperparameters(active_dims, nu=nu, variance=variance, lengthscale=lengthscale)
+
+    def evaluate(self, x1, x2):
+        check_ard(self.lengthscale, "lengthscale", self.spec.name, x1.shape[-1])
+        s = math.sqrt(2.0 * self.nu) * safe_sqrt(scaled_sqdist(x1, x2, self.lengthscale))
+        polynomial = 0.0
+        for coefficient in half_integer_matern_coefficients(self.nu):
+            polynomial = polynomial * s + coefficient
+        return self.variance * polynomial * jnp.exp(-s)
+
+
+def half_integer_matern_coefficients(nu: float) -> list[float]:
+    """Coefficients of the Matérn polynomial in ``s`` of order ``nu = p + 1/2``, highest power first.
+
+    ``c_i = p!/(2p)! (p+i)!/(i! (p-i)!) 2^(p-i)`` multiplies ``s^(p-i)``; the constant term is 1.
+    """
+    p = int(nu - 0.5)
+    return [math.factorial(p) * math.factorial(p + i) * 2.0 ** (p - i)
+            / (math.factorial(2 * p) * math.factorial(i) * math.factorial(p - i)) for i in range(p + 1)]

@@ -1,13 +1,16 @@
 """Kernels: the second argument of ``gp(inputs, kernel)``.
 
 A kernel expression is kernels of the catalog (``rbf(lengthscale = l)``) added, multiplied and scaled
-by scalars. Each kernel's hyperparameters are checked against its entry in the catalog: names,
+by scalars; a combinator of the catalog (``changepoint``, ``warp``) takes kernel expressions as its first
+arguments. Kernels inside a ``warp`` act on the warp's (warped) inputs and cannot bind inputs themselves. Each kernel's hyperparameters are checked against its entry in the catalog: names,
 defaults, groups of which one is given, scalar or one per input column (ARD), and constant values
 against their support. A kernel may be bound to one input of the GP (``rbf(t, ...)``) or to columns of
 a matrix input (``rbf(X[:, 2:3], ...)``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from gpdsl.ir import nodes as ir
 from gpdsl.semantics import catalog
@@ -22,7 +25,7 @@ from gpdsl.suggest import closest, did_you_mean, edit_distance
 from gpdsl.syntax import ast
 
 
-def check_kernel(ctx: CheckContext, expr: ast.Expr, inputs: ir.Inputs) -> ir.Kernel:
+def check_kernel(ctx: CheckContext, expr: ast.Expr, inputs: ir.Inputs, within: "Binding | None" = None) -> ir.Kernel:
     """Check a kernel expression over a GP's inputs.
 
     Parameters
@@ -32,6 +35,8 @@ def check_kernel(ctx: CheckContext, expr: ast.Expr, inputs: ir.Inputs) -> ir.Ker
         The second argument of ``gp``.
     inputs : gpdsl.ir.nodes.Inputs
         The GP's checked inputs, which set the input dimension of each kernel.
+    within : Binding, optional
+        The inputs of an enclosing ``warp``, which every kernel inside it acts on.
 
     Returns
     -------
@@ -50,19 +55,20 @@ def check_kernel(ctx: CheckContext, expr: ast.Expr, inputs: ir.Inputs) -> ir.Ker
                 bad = expr.right if left_is_kernel else expr.left
                 fail("a kernel can only be added to another kernel", bad.span,
                      "to add a constant covariance write constant(c)")
-            return ir.KernelSum(expr.span, check_kernel(ctx, expr.left, inputs), check_kernel(ctx, expr.right, inputs))
+            return ir.KernelSum(expr.span, check_kernel(ctx, expr.left, inputs, within),
+                                check_kernel(ctx, expr.right, inputs, within))
         if left_is_kernel and right_is_kernel:
-            return ir.KernelProduct(expr.span, check_kernel(ctx, expr.left, inputs),
-                                    check_kernel(ctx, expr.right, inputs))
+            return ir.KernelProduct(expr.span, check_kernel(ctx, expr.left, inputs, within),
+                                    check_kernel(ctx, expr.right, inputs, within))
         if left_is_kernel or right_is_kernel:
             scale_ast, kernel_ast = (expr.right, expr.left) if left_is_kernel else (expr.left, expr.right)
             scale = check_expr(ctx, scale_ast)
             if scale.type.shape:
                 fail("a kernel can only be scaled by a scalar", scale_ast.span)
-            return ir.KernelScale(expr.span, scale, check_kernel(ctx, kernel_ast, inputs))
+            return ir.KernelScale(expr.span, scale, check_kernel(ctx, kernel_ast, inputs, within))
     if isinstance(expr, ast.Call):
         if expr.function in catalog.KERNELS:
-            return _kernel_leaf(ctx, expr, inputs)
+            return _kernel_leaf(ctx, expr, inputs, within)
         if expr.function in catalog.DISTRIBUTIONS:
             fail(f"'{expr.function}' is a distribution, not a kernel", expr.name_span,
                  "kernels are: " + ", ".join(catalog.KERNELS))
@@ -89,6 +95,9 @@ def verify_kernel_names(ctx: CheckContext, expr: ast.Expr):
     if isinstance(expr, ast.BinaryOp) and expr.op in "+*":
         verify_kernel_names(ctx, expr.left)
         verify_kernel_names(ctx, expr.right)
+    elif isinstance(expr, ast.Call) and expr.function in catalog.KERNELS and catalog.KERNELS[expr.function].kernels:
+        for arg in _kernel_arguments(ctx, expr).values():
+            verify_kernel_names(ctx, arg)
     elif isinstance(expr, ast.Call) and expr.function not in catalog.known_callables():
         fail_unknown_callable(expr, "kernel")
     elif isinstance(expr, ast.Name) and expr.name in catalog.KERNELS:
@@ -102,27 +111,48 @@ def verify_kernel_names(ctx: CheckContext, expr: ast.Expr):
             fail(f"unknown kernel '{expr.name}'", expr.span, f"did you mean '{kernel}(...)'?")
 
 
-def _kernel_leaf(ctx: CheckContext, call: ast.Call, inputs: ir.Inputs) -> ir.KernelLeaf:
+@dataclass(frozen=True)
+class Binding:
+    """The inputs a kernel acts on: a GP input component (None: all), a column range, their width."""
+
+    component: int | None
+    columns: tuple[int, int] | None
+    input_dim: Dim
+
+
+def _kernel_leaf(ctx: CheckContext, call: ast.Call, inputs: ir.Inputs, within: Binding | None) -> ir.KernelLeaf:
     spec = catalog.KERNELS[call.function]
     args = list(call.args)
     component, columns = None, None
     if args and _names_input_part(ctx, args[0]):
+        if within is not None:
+            fail(f"{spec.name} inside warp acts on the warp's inputs and cannot bind its own", args[0].span,
+                 "bind the warp instead: warp(t, rbf(lengthscale = 0.3), a, b)")
         component, columns = _input_part(ctx, args[0], inputs)
         args = args[1:]
     input_dim = inputs.dims[component] if component is not None else inputs.dim
     if columns is not None:
         input_dim = columns[1] - columns[0]
+    if within is not None:
+        component, columns, input_dim = within.component, within.columns, within.input_dim
+    kernel_args = _kernel_arguments(ctx, call)
+    args = args[len(kernel_args) - sum(kw.name in spec.kernels for kw in call.kwargs):]
+    sub_kernels = _sub_kernels(ctx, spec, kernel_args, inputs, Binding(component, columns, input_dim), within)
     values: dict[str, ir.Expr] = {}
     if len(args) > len(spec.params):
         fail(f"{spec.name} takes at most {len(spec.params)} positional hyperparameters", call.span)
     for param, arg in zip(spec.params, args):
+        if is_kernel(arg):
+            fail(f"{spec.name} parameter '{param.name}' must be a number, not a kernel", arg.span,
+                 f"{spec.name} takes the kernels {', '.join(spec.kernels)} first" if spec.kernels else None)
         values[param.name] = check_expr(ctx, arg)
     for kw in call.kwargs:
+        if kw.name in spec.kernels:
+            continue
         param = spec.param(kw.name)
         if param is None:
             fail(f"kernel {spec.name} has no parameter '{kw.name}'", kw.name_span,
-                 did_you_mean(kw.name, [p.name for p in spec.params])
-                 or "its parameters are " + ", ".join(p.name for p in spec.params))
+                 did_you_mean(kw.name, spec.positional) or "its parameters are " + ", ".join(spec.positional))
         if kw.name in values:
             fail(f"parameter '{kw.name}' of {spec.name} given twice", kw.name_span)
         values[kw.name] = check_expr(ctx, kw.value)
@@ -168,8 +198,42 @@ def _kernel_leaf(ctx: CheckContext, call: ast.Call, inputs: ir.Inputs) -> ir.Ker
             if not support.contains(x):
                 fail(f"{spec.name} parameter '{name}' must be in {support.describe()}, got {x:g}", span)
         note_parameter_argument(ctx, f"{spec.name} parameter '{name}'", support, value)
+        if param.half_integer:
+            _verify_half_integer(spec.name, name, value)
     ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
+    if spec.kernels:
+        return ir.KernelCombination(call.span, spec.name, ordered, component, input_dim, columns, sub_kernels)
     return ir.KernelLeaf(call.span, spec.name, ordered, component, input_dim, columns)
+
+
+def _kernel_arguments(ctx: CheckContext, call: ast.Call) -> dict[str, ast.Expr]:
+    """The kernel-valued arguments of a combinator's call by name (positional after an input part, or keywords)."""
+    spec = catalog.KERNELS[call.function]
+    if not spec.kernels:
+        return {}
+    args = list(call.args)
+    if args and _names_input_part(ctx, args[0]):
+        args = args[1:]
+    keywords = {kw.name: kw.value for kw in call.kwargs if kw.name in spec.kernels}
+    positional = [name for name in spec.kernels if name not in keywords]
+    found = dict(zip(positional, args))
+    for name in positional:
+        if name not in found:
+            fail(f"{spec.name} needs the kernel '{name}'", call.span,
+                 f"{spec.name}'s first arguments are the kernels {', '.join(spec.kernels)}")
+    return {name: {**found, **keywords}[name] for name in spec.kernels}
+
+
+def _sub_kernels(ctx: CheckContext, spec, arguments: dict[str, ast.Expr], inputs: ir.Inputs, own: Binding,
+                 within: Binding | None) -> tuple[tuple[str, ir.Kernel], ...]:
+    """Check a combinator's kernel arguments; a warp's act on its own inputs, a changepoint's on any."""
+    checked = []
+    for name, arg in arguments.items():
+        if not is_kernel(arg):
+            fail(f"{spec.name} argument '{name}' must be a kernel", arg.span,
+                 f"e.g. {spec.name}(" + ", ".join("rbf(lengthscale = 1)" for _ in spec.kernels) + ", ...)")
+        checked.append((name, check_kernel(ctx, arg, inputs, own if spec.stan[0].warps_points else within)))
+    return tuple(checked)
 
 
 def _verify_whole(kernel: str, name: str, value: ir.Expr) -> None:
@@ -181,6 +245,18 @@ def _verify_whole(kernel: str, name: str, value: ir.Expr) -> None:
     for x, span in items:
         if not (float(x).is_integer() and x >= 1):
             fail(f"{kernel} parameter '{name}' must be a whole number of at least 1, got {x:g}", span)
+
+
+def _verify_half_integer(kernel: str, name: str, value: ir.Expr) -> None:
+    """Fail unless ``value`` is a constant ``p + 1/2`` with a whole ``p >= 0``."""
+    items = constant_items(value)
+    if not items:
+        fail(f"{kernel} parameter '{name}' must be a constant half-integer", value.span,
+             f"e.g. {kernel}({name} = 7/2)")
+    for x, span in items:
+        if not (x > 0 and float(x - 0.5).is_integer()):
+            fail(f"{kernel} parameter '{name}' must be a half-integer 1/2, 3/2, 5/2, ..., got {x:g}", span,
+                 "the Matérn kernel has a closed form at half-integer orders only")
 
 
 def _names_input_part(ctx: CheckContext, arg: ast.Expr) -> bool:

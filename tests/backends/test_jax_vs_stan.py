@@ -50,6 +50,34 @@ model {
 }
 """
 
+KERNEL_ARGUMENTS = """
+data { int N; int D; matrix[N, D] X; vector[N] y; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 1);
+  vector<lower=0>[D] ell ~ gamma(2, 2);
+  real loc ~ normal(0.5, 0.3);
+  real<lower=0> steep ~ lognormal(2, 0.5);
+  vector<lower=0>[D] a ~ lognormal(0, 0.5);
+  real<lower=0> b ~ lognormal(0, 0.5);
+  real slope ~ normal(0, 1);
+  real<lower=0> noise ~ half_normal(1);
+}
+model {
+  f ~ gp(X, s * matern(9/2, lengthscale = ell)
+            + changepoint(X[:, 1], rbf(lengthscale = ell), matern(3/2, s, 0.4) + white(0.01), loc, steep)
+            + warp(X, matern52(lengthscale = ell), a, b)
+            + warp(X[:, 2], changepoint(rbf(0.5), linear(1), location = loc), 2, b)
+            + gibbs(X[:, 2], 0.8, 0.3, slope));
+  y ~ normal(f, noise);
+}
+"""
+
+
+def unit_interval_data(rng):
+    N, D = 10, 2
+    return {"N": N, "D": D, "X": rng.uniform(size=(N, D)), "y": rng.normal(size=N)}
+
+
 LIKELIHOODS = """
 data {
   int N; matrix[N, 1] X;
@@ -173,6 +201,7 @@ def indexing_data(rng):
     pytest.param("models/bayesian_gplvm_priors.gpm", gplvm_data, 0.7, marks=pytest.mark.slow),  # also in the sweep
     pytest.param(ALL_KERNELS, regression_data, 0.5, marks=pytest.mark.slow),
     pytest.param(NEW_KERNELS, regression_data, 0.5, marks=pytest.mark.slow, id="new_kernels"),
+    pytest.param(KERNEL_ARGUMENTS, unit_interval_data, 0.5, marks=pytest.mark.slow, id="kernel_arguments"),
     (LIKELIHOODS, likelihoods_data, 0.7),
     (INDEXING, indexing_data, 0.7),
 ])

@@ -74,7 +74,9 @@ model {
             + periodic(lengthscale = 1, period = p) + linear(ls) + constant(0.5)
             + mlp(a, ls, 0.1) + white(1e-6) + rbf(inv_ls2 = ls));
   g ~ gp(t, rbf(lengthscale = a) + spectral_mixture([a, 0.5], [0.2, 1.5], 0.1));
-  h ~ gp(X, rbf(lengthscale = ls) + rational_quadratic(a, ls, 2) + cosine(period = ls) + polynomial(ls, 1, 3));
+  h ~ gp(X, rbf(lengthscale = ls) + rational_quadratic(a, ls, 2) + cosine(period = ls) + polynomial(ls, 1, 3)
+            + matern(7/2, a, ls) + changepoint(X[:, 1], rbf(lengthscale = ls), matern32(X[:, 2], 1, a), a, 5)
+            + warp(X, matern52(lengthscale = ls), a, ls) + gibbs(X[:, 2], 1, a, -0.5));
   counts ~ poisson_log(f + c[1] * c[2] / 2);
   labels ~ bernoulli_probit(-g / s);
   Y ~ normal(h * target, s);
@@ -125,8 +127,14 @@ def test_every_kernel_and_distribution_passes_stanc():
     check_program(program.code)
     code = program.code
     for kernel in ("matern12", "matern32", "matern52", "periodic", "linear", "constant", "mlp", "white",
-                   "rbf_inv_ls2", "rbf", "rational_quadratic", "cosine", "polynomial", "spectral_mixture"):
+                   "rbf_inv_ls2", "rbf", "rational_quadratic", "cosine", "polynomial", "spectral_mixture",
+                   "matern", "changepoint", "gibbs"):
         assert f"{kernel}_kernel(" in code
+    assert ("changepoint_kernel(X_columns_1_1_points, X_columns_1_1_points, rbf_kernel(X_points, X_points, 1.0, ls), "
+            "matern32_kernel(X_columns_2_2_points, X_columns_2_2_points, 1, rep_vector(a, 1)), a, 5)") in code
+    warped = "kumaraswamy_warp(X_points, rep_vector(a, D), ls)"
+    assert f"matern52_kernel({warped}, {warped}, 1.0, ls)" in code
+    assert "matern_kernel(X_points, X_points, 7.0 / 2, a, ls)" in code
     assert "spectral_mixture_kernel(t_points, t_points, [a, 0.5]', [0.2, 1.5]', rep_vector(0.1, 2))" in code
     assert "polynomial_kernel(X_points, X_points, ls, 1, 3)" in code
     assert "target_ ~" not in code and "real target_;" in code

@@ -4,6 +4,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy.special import gamma as gamma_function
+from scipy.special import kv
 
 from gpdsl.errors import ModelCheckError
 from gpdsl.kernels import (
@@ -11,10 +13,13 @@ from gpdsl.kernels import (
     KERNELS,
     MLP,
     RBF,
+    Changepoint,
     Constant,
     Cosine,
+    Gibbs,
     Kernel,
     Linear,
+    Matern,
     Matern12,
     Matern32,
     Matern52,
@@ -25,6 +30,7 @@ from gpdsl.kernels import (
     Scale,
     SpectralMixture,
     Sum,
+    Warp,
     White,
     build_kernel,
     kernel_spec,
@@ -65,6 +71,11 @@ def all_kernels():
         "cosine": Cosine(0.9, period=ARD_PERIOD),
         "polynomial": Polynomial(ARD_W, 0.5, 3),
         "spectral_mixture": SpectralMixture([0.5, 1.2], [0.3, 1.1], [0.2, 0.6], active_dims=(0,)),
+        "matern_7_2": Matern(3.5, 1.2, lengthscale=ARD_LS),
+        "matern_13_2": Matern(6.5, 0.8, lengthscale=0.9),
+        "gibbs": Gibbs(1.3, 0.6, 0.8, active_dims=(1,)),
+        "changepoint": Changepoint(RBF(1.0, lengthscale=0.5, active_dims=(0,)),
+                                   Matern32(2.0, lengthscale=ARD_LS) + White(0.1), 0.2, 3.0, active_dims=(0,)),
     }
 
 
@@ -182,6 +193,112 @@ def test_limits_and_special_cases_of_the_new_kernels(X, X2):
     np.testing.assert_allclose(SpectralMixture(w, m, s, active_dims=(0,))(X, X2), component(X, X2), rtol=1e-12)
     x = jnp.array([0.3])
     np.testing.assert_allclose(Cosine(1.0, period=1.7).evaluate(x, x + 3 * 1.7), 1.0, rtol=1e-12)
+
+
+def _matern_bessel(nu, variance, r):
+    """The Matérn covariance of any order from the modified Bessel function (Rasmussen & Williams eq. 4.14)."""
+    s = np.sqrt(2 * nu) * r
+    with np.errstate(invalid="ignore"):
+        value = variance * 2 ** (1 - nu) / gamma_function(nu) * s ** nu * kv(nu, s)
+    return np.where(r == 0, variance, value)
+
+
+@pytest.mark.parametrize("nu", [0.5, 1.5, 2.5, 3.5, 4.5, 7.5, 10.5])
+def test_half_integer_matern_matches_the_bessel_form(nu, X, X2):
+    kernel = Matern(nu, 1.4, lengthscale=ARD_LS)
+    for A, B in ((X, X2), (X, X)):
+        r = np.sqrt((_differences(A, B) ** 2 / ARD_LS**2).sum(-1))
+        np.testing.assert_allclose(kernel(A, B), _matern_bessel(nu, 1.4, r), rtol=1e-10, atol=1e-14)
+
+
+def test_matern_of_order_1_2_3_2_5_2_is_the_named_kernel(X, X2):
+    for nu, named in ((0.5, Matern12), (1.5, Matern32), (2.5, Matern52)):
+        np.testing.assert_allclose(Matern(nu, 1.1, ARD_LS)(X, X2), named(1.1, ARD_LS)(X, X2), rtol=1e-13)
+    np.testing.assert_allclose(Matern(40.5, 1.1, 0.8)(X, X2), RBF(1.1, lengthscale=0.8)(X, X2), rtol=0, atol=0.02)
+
+
+def _gibbs_numpy(variance, lengthscale, slope, a, b):
+    la, lb = lengthscale * np.exp(slope * a)[:, None], lengthscale * np.exp(slope * b)[None, :]
+    total = la**2 + lb**2
+    return variance * np.sqrt(2 * la * lb / total) * np.exp(-((a[:, None] - b[None, :]) ** 2) / total)
+
+
+def test_gibbs_matches_numpy_and_is_rbf_without_slope(X, X2):
+    kernel = Gibbs(1.3, 0.6, 0.8, active_dims=(1,))
+    np.testing.assert_allclose(kernel(X, X2), _gibbs_numpy(1.3, 0.6, 0.8, X[:, 1], X2[:, 1]), rtol=1e-12)
+    np.testing.assert_allclose(kernel(X), _gibbs_numpy(1.3, 0.6, 0.8, X[:, 1], X[:, 1]), rtol=1e-12)
+    np.testing.assert_allclose(Gibbs(1.3, 0.6, 0.0, active_dims=(2,))(X, X2),
+                               RBF(1.3, lengthscale=0.6, active_dims=(2,))(X, X2), rtol=1e-13)
+
+
+def test_changepoint_matches_numpy_and_its_limits(X, X2):
+    before, after = RBF(1.0, lengthscale=0.5, active_dims=(0,)), Matern32(2.0, lengthscale=ARD_LS) + White(0.1)
+    kernel = Changepoint(before, after, 0.2, 3.0, active_dims=(0,))
+    s1, s2 = 1 / (1 + np.exp(-3.0 * (X[:, 0] - 0.2))), 1 / (1 + np.exp(-3.0 * (X2[:, 0] - 0.2)))
+    expected = (np.outer(1 - s1, 1 - s2) * np.asarray(before(X, X2)) + np.outer(s1, s2) * np.asarray(after(X, X2)))
+    np.testing.assert_allclose(kernel(X, X2), expected, rtol=1e-13)
+    same = np.outer(1 - s1, 1 - s1) * np.asarray(before(X)) + np.outer(s1, s1) * np.asarray(after(X))
+    np.testing.assert_allclose(kernel(X), same, rtol=1e-13)
+    steep = Changepoint(before, after, 0.0, 1e4, active_dims=(0,))
+    left, right = X[:, 0] < -0.01, X[:, 0] > 0.01
+    np.testing.assert_allclose(np.asarray(steep(X))[np.ix_(left, left)], np.asarray(before(X))[np.ix_(left, left)],
+                               atol=1e-12)
+    np.testing.assert_allclose(np.asarray(steep(X))[np.ix_(right, right)],
+                               np.asarray(after(X))[np.ix_(right, right)], atol=1e-12)
+    np.testing.assert_allclose(np.asarray(steep(X))[np.ix_(left, right)], 0.0, atol=1e-12)
+
+
+@pytest.fixture
+def U():
+    return np.random.default_rng(3).uniform(size=(12, 3))
+
+
+def _kumaraswamy(x, a, b):
+    return 1 - (1 - x**a) ** b
+
+
+def test_warp_matches_numpy_on_the_warped_columns(U):
+    inner = Matern52(1.2, lengthscale=ARD_LS)
+    warped = U.copy()
+    warped[:, 1:] = _kumaraswamy(U[:, 1:], np.array([2.0, 0.5]), np.array([1.5, 3.0]))
+    kernel = Warp(inner, [2.0, 0.5], [1.5, 3.0], active_dims=(1, 2))
+    np.testing.assert_allclose(kernel(U, U[::-1]), inner(warped, warped[::-1]), rtol=1e-13)
+    every = Warp(RBF(lengthscale=0.4), 0.7, 2.0)
+    np.testing.assert_allclose(every(U), RBF(lengthscale=0.4)(_kumaraswamy(U, 0.7, 2.0)), rtol=1e-13)
+    np.testing.assert_allclose(Warp(inner, 1.0, 1.0)(U), inner(U), rtol=1e-14)
+    outside, ends = np.array([[0.3, -0.5, 1.5]]), np.array([[0.3, 0.0, 1.0]])
+    np.testing.assert_allclose(kernel(outside, U), kernel(ends, U), rtol=1e-14)
+    K = np.asarray(kernel(U))
+    assert np.linalg.eigvalsh(K).min() >= -1e-10
+
+
+def test_warp_gradients_match_finite_differences_also_at_the_ends_of_the_interval(U):
+    points = np.vstack([U, [[0.0, 1.0, 0.5], [1.0, 0.0, 0.0]]])
+    weights = np.random.default_rng(4).normal(size=(14, 14))
+
+    def objective(t):
+        warped = Warp(RBF(lengthscale=t[0]), t[1:3], t[3], active_dims=(0, 2)) * Warp(Linear(1.0), 0.5, 2.0)
+        return jnp.sum(weights * warped(points))
+
+    theta = np.array([0.8, 1.7, 0.6, 2.2])
+    grad = jax.grad(objective)(jnp.asarray(theta))
+    assert np.all(np.isfinite(grad))
+    np.testing.assert_allclose(grad, _finite_difference(lambda t: float(objective(t)), theta), rtol=1e-6, atol=1e-8)
+
+
+def test_kernel_arguments_and_orders_are_checked(X):
+    with pytest.raises(ModelCheckError, match="'nu' must be one of 1/2, 3/2, 5/2, ..., got 2"):
+        Matern(2.0, lengthscale=1.0)
+    with pytest.raises(ModelCheckError, match="missing required parameter 'nu'"):
+        Matern(lengthscale=1.0)
+    with pytest.raises(ModelCheckError, match="argument 'after' must be a kernel, got float"):
+        Changepoint(RBF(lengthscale=1.0), 1.0, 0.5)
+    with pytest.raises(ModelCheckError, match="one input column, got 3"):
+        Changepoint(RBF(lengthscale=1.0), RBF(lengthscale=2.0), 0.0)(X)
+    with pytest.raises(ModelCheckError, match="one input column, got 3"):
+        Gibbs(1.0, 0.5)(X)
+    with pytest.raises(ModelCheckError, match="'a' has 2 values"):
+        Warp(RBF(lengthscale=1.0), [1.0, 2.0])(X)
 
 
 def test_new_kernels_refuse_bad_hyperparameters(X):
@@ -311,6 +428,10 @@ BUILDERS = {
     "polynomial": (lambda t: Polynomial(t[:3], t[3], 3), [0.3, 0.7, 1.1, 0.4]),
     "spectral_mixture": (lambda t: SpectralMixture(t[:2], t[2:4], t[4:], active_dims=(1,)),
                          [0.5, 1.2, 0.3, 1.1, 0.2, 0.6]),
+    "matern_9_2": (lambda t: Matern(4.5, t[0], t[1:]), [1.3, 0.7, 1.1, 0.9]),
+    "gibbs": (lambda t: Gibbs(t[0], t[1], t[2], active_dims=(2,)), [1.3, 0.7, -0.4]),
+    "changepoint": (lambda t: Changepoint(RBF(t[0], lengthscale=t[1]), Matern32(t[2], lengthscale=0.8), t[3], t[4],
+                                          active_dims=(1,)), [1.3, 0.7, 0.5, 0.2, 2.5]),
     "composite": (
         lambda t: t[0] * RBF(lengthscale=t[1], active_dims=(0,)) * Matern32(lengthscale=t[2], active_dims=(1, 2))
         + White(t[3]),
@@ -352,7 +473,7 @@ def test_vmap_over_hyperparameters(X):
 def test_registry_covers_all_kernels():
     assert set(KERNELS) == {
         "rbf", "matern12", "matern32", "matern52", "periodic", "linear", "white", "constant", "same", "mlp",
-        "rational_quadratic", "cosine", "polynomial", "spectral_mixture",
+        "rational_quadratic", "cosine", "polynomial", "spectral_mixture", "matern", "changepoint", "warp", "gibbs",
     }
     for name, cls in KERNELS.items():
         assert issubclass(cls, Kernel)

@@ -12,10 +12,13 @@ from gpdsl.errors import MethodError
 from gpdsl.kernels import (
     MLP,
     RBF,
+    Changepoint,
     Constant,
     Cosine,
+    Gibbs,
     Kernel,
     Linear,
+    Matern,
     Matern32,
     Periodic,
     Polynomial,
@@ -251,8 +254,11 @@ ANY_KERNELS = {
     "cosine": Cosine(0.8, period=[2.0, 3.0, 4.0]),
     "polynomial": Polynomial([0.5, 1.0, 0.7], 0.3, 2),
     "spectral_mixture": SpectralMixture([0.5, 1.2], [0.2, 0.5], [0.1, 0.2], active_dims=(1,)),
+    "matern": Matern(3.5, 1.1, lengthscale=[0.9, 1.3, 1.6]),
+    "gibbs": Gibbs(0.9, 1.2, 0.3, active_dims=(0,)),
+    "changepoint": Changepoint(RBF(1.0, lengthscale=1.5), Cosine(0.7, period=4.0), 0.1, 2.0, active_dims=(2,)),
 }
-NO_CLOSED_FORM = ("rational_quadratic", "cosine", "polynomial", "spectral_mixture")
+NO_CLOSED_FORM = ("rational_quadratic", "cosine", "polynomial", "spectral_mixture", "matern", "gibbs", "changepoint")
 QUADRATURES = {"unscented": UNSCENTED, "gauss_hermite": PsiMethod("gauss_hermite", nodes=3),
                "monte_carlo": PsiMethod("monte_carlo", samples=4)}
 ANY_CASES = [(name, "unscented") for name in sorted(ANY_KERNELS)] + [

@@ -28,17 +28,19 @@ def table_gaps(table: dict[str, KernelSpec], classes: dict[str, type]) -> list[s
             gaps.append(f"{name}: the JAX constructor's parameters are not the table's")
         if not spec.stan:
             gaps.append(f"{name}: no Stan spelling")
-        if {p for call in spec.stan for p in call.params} != set(spec.positional):
+        if {p for call in spec.stan for p in call.params} != {p.name for p in spec.params}:
             gaps.append(f"{name}: the Stan spellings do not pass every parameter")
         for call in spec.stan:
             if call.function not in library:
                 gaps.append(f"{name}: Stan function {call.function} is not in stan_templates")
                 continue
-            expected = ["array[] vector x1", "array[] vector x2"]
+            expected = ["array[] vector x"] if call.warps_points else ["array[] vector x1", "array[] vector x2"]
+            expected += [] if call.warps_points else [f"matrix {k}" for k in spec.kernels]
             expected += [f"{spec.param(p).stan_type} {p}" for p in call.params]
             expected += ["int same_points"] if call.same_points else []
             text = library[call.function].text
-            signature = re.search(rf"\bmatrix {call.function}\((.*?)\)\s*\{{", text, re.DOTALL)
+            returns = r"array\[\] vector" if call.warps_points else "matrix"
+            signature = re.search(rf"\b{returns} {call.function}\((.*?)\)\s*\{{", text, re.DOTALL)
             args = [" ".join(arg.split()) for arg in signature.group(1).split(",")]
             if args != expected:
                 gaps.append(f"{name}: {call.function} takes ({', '.join(args)}), not ({', '.join(expected)})")

@@ -281,6 +281,8 @@ class JaxModel:
         if isinstance(kernel, ir.KernelScale):
             return self.evaluate(kernel.scale, env) * self._kernel(kernel.kernel, env, offsets)
         params = {name: self.evaluate(value, env) for name, value in kernel.params}
+        if isinstance(kernel, ir.KernelCombination):
+            params.update({name: self._kernel(sub, env, offsets) for name, sub in kernel.kernels})
         active = kernel.active_columns(offsets)
         if kernel.columns is not None and len(active) < kernel.columns[1] - kernel.columns[0]:
             width = int(offsets[kernel.component + 1] - offsets[kernel.component])

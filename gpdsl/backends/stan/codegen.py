@@ -651,6 +651,8 @@ class _Generator:
         return self._kernel(gp.kernel, points)[0]
 
     def _kernel(self, kernel: ir.Kernel, points: Callable[..., str]) -> tuple[str, int]:
+        if isinstance(kernel, ir.KernelCombination):
+            return self._kernel_combination(kernel, points), ATOM
         if isinstance(kernel, ir.KernelLeaf):
             return self._kernel_leaf(kernel, points), ATOM
         if isinstance(kernel, ir.KernelScale):
@@ -665,16 +667,40 @@ class _Generator:
         right = right if right_level > PRODUCT else f"({right})"
         return f"{left} .* {right}", PRODUCT
 
+    def _kernel_combination(self, kernel: ir.KernelCombination, points: Callable[..., str]) -> str:
+        """K(X, X) of a kernel with kernel-valued arguments: a warp evaluates its kernel on the warped points
+        of its inputs; any other combinator's function receives its kernels' matrices after the points."""
+        spec = catalog.KERNELS[kernel.name]
+        call = spec.stan_call(dict(kernel.params))
+        x = points(kernel.component, kernel.columns)
+        arguments = self._kernel_arguments(kernel, call)
+        if call.warps_points:
+            warped = f"{call.function}({', '.join([x] + arguments)})"
+            (_, inner), = kernel.kernels
+            return self._kernel(inner, lambda component, columns=None: warped)[0]
+        matrices = [self._kernel(sub, points)[0] for _, sub in kernel.kernels]
+        return f"{call.function}({', '.join([x, x] + matrices + arguments)})"
+
     def _kernel_leaf(self, leaf: ir.KernelLeaf, points: Callable[..., str]) -> str:
         """K(X, X) of a kernel leaf: the call its :attr:`~gpdsl.kernel_table.KernelSpec.stan` entry spells (whose
         :attr:`~gpdsl.kernel_table.StanCall.code`, for a kernel added at run time, joins the functions block)."""
         x = points(leaf.component, leaf.columns)
-        params = dict(leaf.params)
-
-        def scalar(name: str) -> str:
-            return self.translate(params[name])
-
         spec = catalog.KERNELS.get(leaf.name)
+        call = spec.stan_call(dict(leaf.params)) if spec is not None else None
+        if call is not None:
+            if call.code and call.function not in self.kernel_functions:
+                self.kernel_functions.add(call.function)
+                self.blocks.add("functions", call.code.strip())
+            args = [x, x] + self._kernel_arguments(leaf, call)
+            if call.same_points:
+                args.append("1")
+            return f"{call.function}({', '.join(args)})"
+        raise MethodError(f"the Stan backend has no translation of the kernel '{leaf.name}'", leaf.span)
+
+    def _kernel_arguments(self, leaf: ir.KernelLeaf, call) -> list[str]:
+        """A kernel's hyperparameters as its Stan function takes them (:attr:`KernelParam.stan_type`)."""
+        params = dict(leaf.params)
+        spec = catalog.KERNELS[leaf.name]
 
         def vector(name: str) -> str:
             expr = params[name]
@@ -691,18 +717,9 @@ class _Generator:
             kind = spec.param(name).stan_type
             if kind == "int":
                 return str(int(constant_vector(params[name])[0]))
-            return vector(name) if kind == "vector" else scalar(name)
+            return vector(name) if kind == "vector" else self.translate(params[name])
 
-        call = spec.stan_call(params) if spec is not None else None
-        if call is not None:
-            if call.code and call.function not in self.kernel_functions:
-                self.kernel_functions.add(call.function)
-                self.blocks.add("functions", call.code.strip())
-            args = [x, x] + [argument(n) for n in call.params]
-            if call.same_points:
-                args.append("1")
-            return f"{call.function}({', '.join(args)})"
-        raise MethodError(f"the Stan backend has no translation of the kernel '{leaf.name}'", leaf.span)
+        return [argument(n) for n in call.params]
 
     def _points(self, gp: ir.GPStatement, component: int | None, local: list[str],
                 columns: tuple[int, int] | None = None) -> str:
