@@ -83,6 +83,23 @@ class Apply(Expr):
 
 
 @dataclass(frozen=True)
+class Reduction(Expr):
+    """A scalar from whole containers: a function of :data:`~gpdsl.semantics.catalog.REDUCTIONS`
+    (``sum(v)``, ``mean(M)``, ``dot_product(a, b)``)."""
+
+    function: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class MatrixProduct(Expr):
+    """``A * b`` or ``A * B``: the matrix product of a matrix with a vector or with a matrix of another shape."""
+
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
 class VectorLiteral(Expr):
     items: tuple[Expr, ...]
 

@@ -90,8 +90,10 @@ def _children(expr: ir.Expr) -> tuple[ir.Expr, ...]:
         return expr.left, expr.right
     if isinstance(expr, ir.Negate):
         return (expr.operand,)
-    if isinstance(expr, ir.Apply):
+    if isinstance(expr, (ir.Apply, ir.Reduction)):
         return expr.args
+    if isinstance(expr, ir.MatrixProduct):
+        return expr.left, expr.right
     if isinstance(expr, ir.VectorLiteral):
         return expr.items
     if isinstance(expr, ir.Project):

@@ -105,6 +105,6 @@ def fail_unknown_callable(call: ast.Call, kind: str):
     """
     pool = {"distribution": list(catalog.DISTRIBUTIONS) + ["gp", catalog.EXTERNAL],
             "kernel": list(catalog.KERNELS),
-            "function": list(catalog.FUNCTIONS) + ["project"]}[kind]
+            "function": list(catalog.FUNCTIONS) + list(catalog.REDUCTIONS) + ["project"]}[kind]
     hint = did_you_mean(call.function, pool) or did_you_mean(call.function, catalog.known_callables())
     fail(f"unknown {kind} '{call.function}'", call.name_span, hint or f"{kind}s are: " + ", ".join(pool))

@@ -78,6 +78,9 @@ def _binary(ctx: CheckContext, expr: ast.BinaryOp) -> ir.Expr:
         if isinstance(side, ir.StringConstant):
             fail("strings cannot be used in arithmetic", side.span)
     lt, rt = left.type, right.type
+    product = _matrix_product(left, right, expr.span) if expr.op == "*" else None
+    if product is not None:
+        return product
     if not lt.shape:
         shape_type = rt
     elif not rt.shape:
@@ -203,12 +206,44 @@ def _call(ctx: CheckContext, expr: ast.Call) -> ir.Expr:
         fail(f"'{name}' can only appear on the right of '~'", expr.name_span)
     if name == "project":
         return check_project(ctx, expr)
+    if name in catalog.REDUCTIONS:
+        return _reduction(ctx, expr)
     if name not in catalog.FUNCTIONS:
         fail_unknown_callable(expr, "function")
     if len(expr.args) != 1 or expr.kwargs:
         fail(f"{name} takes one argument", expr.span)
     arg = check_expr(ctx, expr.args[0])
     return ir.Apply(replace(arg.type, base="real"), expr.span, name, (arg,))
+
+
+def _reduction(ctx: CheckContext, call: ast.Call) -> ir.Reduction:
+    """``sum(x)`` and ``mean(x)`` of a vector or matrix, ``dot_product(a, b)`` of two vectors of one length."""
+    name, arity = call.function, 2 if call.function == "dot_product" else 1
+    if len(call.args) != arity or call.kwargs:
+        fail(f"{name} takes {'two arguments: dot_product(a, b)' if arity == 2 else 'one argument'}", call.span)
+    args = tuple(check_expr(ctx, a) for a in call.args)
+    wanted = ("vector",) if arity == 2 else ("vector", "matrix")
+    for arg in args:
+        if arg.type.container not in wanted or arg.type.array_dims:
+            fail(f"{name} needs {' or '.join(wanted)} arguments, got {arg.type.describe()}", arg.span)
+    if arity == 2 and args[0].type.dims != args[1].type.dims:
+        fail(f"dot_product needs two vectors of the same length, got {args[0].type.describe()} and "
+             f"{args[1].type.describe()}", call.span)
+    return ir.Reduction(ir.REAL, call.span, name, args)
+
+
+def _matrix_product(left: ir.Expr, right: ir.Expr, span: Span) -> ir.MatrixProduct | None:
+    """``A * b`` (matrix times vector) or ``A * B`` (matrices of different shapes) as a matrix product; None
+    for operands that ``*`` multiplies element by element."""
+    lt, rt = left.type, right.type
+    if lt.container != "matrix" or rt.container not in ("vector", "matrix") or lt.array_dims or rt.array_dims \
+            or lt.dims == rt.dims:
+        return None
+    if lt.dims[1] != rt.dims[0]:
+        fail(f"shapes do not match for the matrix product '*': {lt.describe()} and {rt.describe()}", span,
+             "A * b needs as many columns in A as rows in b")
+    dims = (lt.dims[0],) + rt.dims[1:]
+    return ir.MatrixProduct(VarType("real", rt.container, dims), span, left, right)
 
 
 def check_project(ctx: CheckContext, call: ast.Call) -> ir.Project:

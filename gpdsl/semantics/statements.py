@@ -15,6 +15,7 @@ from gpdsl.semantics.gp import check_gp
 from gpdsl.semantics.likelihoods import check_external, check_likelihood
 from gpdsl.semantics.priors import check_prior
 from gpdsl.semantics.shapes import value_type
+from gpdsl.semantics.vectorise import vectorised_likelihood
 from gpdsl.suggest import did_you_mean
 from gpdsl.syntax import ast
 
@@ -72,7 +73,8 @@ def _for(ctx: CheckContext, loop: ast.For) -> ir.ForLoop:
     ctx.loops[loop.variable] = (loop.start, loop.stop)
     body = tuple(check_statement(ctx, s) for s in loop.body)
     del ctx.loops[loop.variable]
-    return ir.ForLoop(loop.span, loop.variable, start, stop, body)
+    checked = ir.ForLoop(loop.span, loop.variable, start, stop, body)
+    return vectorised_likelihood(ctx, loop, checked, check_statement) or checked
 
 
 def _target(ctx: CheckContext, target: ast.Target) -> ir.Target:

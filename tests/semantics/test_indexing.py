@@ -114,7 +114,7 @@ def test_gibbs_runs_a_group_effect_and_refuses_it_in_a_loop_at_the_statement():
     data = {"N": 6, "G": 2, "y": rng.normal(size=6), "x": rng.normal(size=6), "Z": np.zeros((2, 2)),
             "group": np.array([1, 2, 1, 2, 1, 2])}
     looped = GROUP_EFFECT.replace("y ~ normal(f + u[group], noise);",
-                                  "for (i in 1:N) y[i] ~ normal(f[i] + u[group[i]], noise);")
+                                  "for (i in 1:N) y[i] ~ normal(f[i] + u[group[i]], noise * i);")
     with pytest.raises(MethodError, match="sits in a loop") as caught:
         sample(looped, data, "gibbs", seed=1)
     assert (caught.value.span.line, caught.value.span.column) == (looped.splitlines().index(

@@ -70,6 +70,10 @@ class ExpressionTranslator:
         if isinstance(expr, ir.Apply):
             name = STAN_FUNCTIONS.get(expr.function, expr.function)
             return f"{name}({', '.join(self(a) for a in expr.args)})", ATOM
+        if isinstance(expr, ir.Reduction):
+            return f"{expr.function}({', '.join(self(a) for a in expr.args)})", ATOM
+        if isinstance(expr, ir.MatrixProduct):
+            return f"{self.operand(expr.left, PRODUCT)} * {self.operand(expr.right, PRODUCT + 1)}", PRODUCT
         if isinstance(expr, ir.VectorLiteral):
             return "[" + ", ".join(self(i) for i in expr.items) + "]'", ATOM
         if isinstance(expr, ir.Project):
