@@ -291,6 +291,18 @@ class ForLoop(Statement):
 
 # ---- declarations and the model --------------------------------------------------------------
 @dataclass(frozen=True)
+class TransformedParameter:
+    """``type name = value;`` of the transformed parameters block: ``value`` stands in for ``name`` in the
+    model's statements; the results report it."""
+
+    name: str
+    type: VarType
+    value: Expr
+    span: Span = field(repr=False, compare=False)
+
+
+
+@dataclass(frozen=True)
 class Variable:
     """A declared (or, for latent GP values, inferred) variable."""
 
@@ -315,6 +327,8 @@ class Model:
         Declared data, parameters (with effective bounds) and latent variables, in order.
     statements : tuple of Statement
         The model statements in source order, with parameter priors from declarations first.
+    transformed : dict of str to TransformedParameter
+        The transformed parameters, in order (their values already stand in for them in ``statements``).
     """
 
     source: Source
@@ -323,6 +337,7 @@ class Model:
     parameters: dict[str, Variable]
     latents: dict[str, Variable]
     statements: tuple[Statement, ...]
+    transformed: dict[str, TransformedParameter] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

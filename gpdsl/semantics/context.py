@@ -50,6 +50,8 @@ class CheckContext:
         Every declaration in the program, by name, to tell "used before its declaration" from "not declared".
     parameter_arguments : list of (str, Interval, Ref)
         Parameters passed where an argument needs a support, judged once all constraints are known.
+    transformed : dict of str to Expr
+        The checked value of each transformed parameter, which stands in for its name.
     """
 
     program: ast.Program
@@ -61,6 +63,7 @@ class CheckContext:
     defined: dict[str, Span] = field(default_factory=dict)
     declarations: dict[str, ast.Declaration] = field(default_factory=dict)
     parameter_arguments: list[tuple[str, Interval, ir.Ref]] = field(default_factory=list)
+    transformed: dict[str, ir.Expr] = field(default_factory=dict)
 
     @property
     def source(self) -> Source:

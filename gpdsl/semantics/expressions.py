@@ -60,6 +60,8 @@ def _name(ctx: CheckContext, expr: ast.Name) -> ir.Expr:
         fail(f"'{expr.name}' is not declared", expr.span,
              did_you_mean(expr.name, list(ctx.variables) + list(ctx.loops)))
     ctx.used.add(expr.name)
+    if var.role == "transformed":
+        return ctx.transformed[expr.name]
     return ir.Ref(value_type(var.type), expr.span, expr.name, var.role)
 
 

@@ -86,6 +86,9 @@ def _target(ctx: CheckContext, target: ast.Target) -> ir.Target:
              did_you_mean(target.name, ctx.variables) or
              "declare data in the data block, parameters in the parameters block, latent values "
              "in a latent block (GP values may also be introduced by 'f ~ gp(...)')")
+    if var.role == "transformed":
+        fail(f"'{target.name}' is a transformed parameter: its value is computed, so it takes no distribution",
+             target.span, "put the prior on the parameters it is computed from")
     ctx.used.add(target.name)
     base = ir.Ref(value_type(var.type), target.span, target.name, var.role)
     for i in target.indices:

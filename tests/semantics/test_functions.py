@@ -1,5 +1,5 @@
-"""Matrix products and reductions: their types, their shape errors, their JAX values (against NumPy) and their Stan
-spelling (checked by stanc)."""
+"""Matrix products and reductions: their types, their shape errors, their JAX values (against NumPy) the results'
+NumPy evaluator, and their Stan spelling (checked by stanc)."""
 
 import jax.numpy as jnp
 import numpy as np
@@ -13,6 +13,7 @@ from gpdsl.backends.stan.codegen import generate_stan
 from gpdsl.backends.stan.stanc import check_program
 from gpdsl.errors import GpdslError
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.values import value
 
 MODEL = """
 data { int N; int K; matrix[N, K] PHI; matrix[K, 2] B; matrix[N, K] C; vector[N] x; vector[N] y; }
@@ -70,6 +71,8 @@ def test_jax_values_agree_with_numpy_and_stan_spells_them():
     expected = (stats.norm.logpdf(data["y"], mu, 0.8).sum() + stats.norm.logpdf(z).sum()
                 + stats.norm.logpdf(0.3) + stats.halfnorm.logpdf(0.8))
     np.testing.assert_allclose(float(jax_model.log_joint(free)), expected, rtol=1e-12)
+    numpy_mu = value(model.statements[-1].distribution.arg("mu"), {**data, "z": z, "a": 0.3})
+    np.testing.assert_allclose(numpy_mu, mu, rtol=1e-12)  # the results' evaluator of transformed parameters
     code = generate_stan(model).code
     assert ("normal_lpdf(y | PHI * z + sum(z) * x + mean(PHI * B) + dot_product(x, y) * a - mean(z), s)"
             in code)
