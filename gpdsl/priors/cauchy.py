@@ -49,7 +49,7 @@ def _beta_cdf(x, alpha, beta):
 CAUCHY = Prior("cauchy", ("mu", "sigma"),
                "density 1 / (pi sigma (1 + ((x - mu)/sigma)^2)); half-Cauchy on a parameter declared <lower=0>",
                log_density=_cauchy_log_density, sample=_cauchy_sample, stan=stan_lpdf("cauchy", ("mu", "sigma")),
-               arg_support={"sigma": "positive"}, cdf=_cauchy_cdf)
+               arg_support={"sigma": "positive"}, cdf=_cauchy_cdf, centre="mu")
 """Heavy-tailed real values around ``mu`` with no mean (Stan's ``cauchy(mu, sigma)``)."""
 
 BETA = Prior("beta", ("alpha", "beta"),

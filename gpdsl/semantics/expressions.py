@@ -145,13 +145,14 @@ def check_indexed_type(ctx: CheckContext, t: VarType, indices, span: Span) -> Va
     Raises
     ------
     ModelCheckError
-        For too many indices, more than one int array, a constant index or range out of range, an empty range.
+        For too many indices, two int arrays other than ``G[a, b]`` on a matrix with arrays of one length (the
+        entries at the pairs ``(a[n], b[n])``), a constant index or range out of range, an empty range.
     """
     shape = list(t.shape)
     if len(indices) > len(shape):
         fail(f"too many indices: {t.describe()} has {len(shape)} dimension(s)", span)
     if sum(map(_is_multi_index, indices)) > 1:
-        fail("at most one index may be an int array", span, "index one dimension at a time")
+        return _pairs_type(t, indices, span)
     new_dims = []
     column = len(t.array_dims) + 1 if t.container == "matrix" else None
     for position, (index, dim) in enumerate(zip(indices, shape)):
@@ -181,6 +182,18 @@ def check_indexed_type(ctx: CheckContext, t: VarType, indices, span: Span) -> Va
     if t.base == "int" and container != "scalar":
         array_dims, container_dims, container = array_dims + container_dims, [], "scalar"
     return VarType(t.base, container, tuple(container_dims), tuple(array_dims))
+
+
+def _pairs_type(t: VarType, indices, span: Span) -> VarType:
+    """``G[a, b]`` with two int arrays of one length on a matrix: the entries at the pairs ``(a[n], b[n])``."""
+    if t.container != "matrix" or t.array_dims or len(indices) != 2:
+        fail("two int arrays may only index a matrix, as G[a, b]", span,
+             "G[a, b] picks the entries G[a[n], b[n]]; index other containers one dimension at a time")
+    rows, columns = (i.type.array_dims[0] for i in indices)
+    if rows != columns:
+        fail(f"the int arrays of G[a, b] must have the same length, got {rows} and {columns}", span,
+             "G[a, b] picks one entry G[a[n], b[n]] per n")
+    return VarType(t.base, "vector", (rows,))
 
 
 def _is_multi_index(index) -> bool:

@@ -6,7 +6,7 @@ checks the loop as written (so errors point into it), then replaces it with the 
 the rewrite keeps its meaning: the loop runs over ``1:N`` and its body is one likelihood on ``y[n]`` with
 ``y`` one-dimensional of length ``N``; every part of an argument that involves ``n`` is a scalar inside the
 loop; ``n`` appears only as the first index of a variable of length ``N`` (``x[n]``, ``X[n, 2]``) or inside
-the index of a one-dimensional variable (``u[group[n]]``). Engines that need a vectorised likelihood (gibbs,
+indices (``u[group[n]]`` becomes ``u[group]``, ``G[a[n], b[n]]`` the pairs ``G[a, b]``). Engines that need a vectorised likelihood (gibbs,
 pm, vem) then run the model; a loop that cannot be rewritten stays a loop.
 """
 
@@ -91,7 +91,7 @@ def _mentions(expr: ir.Expr, variable: str) -> bool:
 
 def _strip(ctx: CheckContext, expr: ast.Expr, variable: str, length: Dim) -> ast.Expr:
     """``expr`` over all ``n`` at once: ``x[n]`` becomes ``x``, ``X[n, j]`` becomes ``X[:, j]``, ``u[g[n]]``
-    becomes ``u[g]``."""
+    becomes ``u[g]``, ``G[a[n], b[n]]`` becomes ``G[a, b]``."""
     if isinstance(expr, ast.Index):
         return _strip_index(ctx, expr, variable, length)
     if isinstance(expr, ast.BinaryOp):
@@ -113,10 +113,9 @@ def _strip_index(ctx: CheckContext, expr: ast.Index, variable: str, length: Dim)
         raise _Keep
     shape = ctx.variables[expr.base.name].type.shape
     first, rest = expr.indices[0], expr.indices[1:]
-    if any(name.name == variable for item in rest for name in ast.references(item)):
-        raise _Keep
     if isinstance(first, ast.Name) and first.name == variable:
-        if shape[0] != length or len(expr.indices) != len(shape):
+        if shape[0] != length or len(expr.indices) != len(shape) \
+                or any(name.name == variable for item in rest for name in ast.references(item)):
             raise _Keep
         return expr.base if not rest else replace(expr, indices=(ast.Slice(first.span, None, None), *rest))
-    return replace(expr, indices=(_strip(ctx, first, variable, length), *rest))
+    return replace(expr, indices=tuple(_strip(ctx, item, variable, length) for item in expr.indices))

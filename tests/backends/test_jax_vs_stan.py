@@ -202,7 +202,7 @@ def assert_agrees_with_stan(model, data, scales, rng):
     assert np.ptp(difference) < 1e-8, difference
 
 
-SWEEP_SIZES = {"N": 7, "D": 2, "Q": 2, "L": 2, "T": 3}
+SWEEP_SIZES = {"N": 7, "D": 2, "Q": 2, "L": 2, "T": 3, "G": 3, "R": 2}
 SWEEP_EXCLUDED = {"models/local_volatility.gpm": "its likelihood is an external Python function, which Stan "
                                                    "cannot call"}
 

@@ -81,6 +81,7 @@ def _index_type(expression: str) -> str:
     ("u[group]", "vector[N]"),
     ("u[group[2]]", "real"),
     ("Z[group, 1]", "vector[N]"),
+    ("Z[group, group]", "vector[N]"),   # the entries at the pairs (group[n], group[n])
 ])
 def test_an_int_array_index_keeps_its_dimension_at_the_array_length(expression, described):
     assert _index_type(expression) == described
@@ -93,7 +94,7 @@ def test_an_int_array_selects_matrix_rows():
 
 @pytest.mark.parametrize("expression, message", [
     ("u[x]", r"an index must be an integer or a one-dimensional int array, got vector\[N\]"),
-    ("Z[group, group]", "at most one index may be an int array"),
+    ("Z[group, group[1:2]]", "the int arrays of G\\[a, b\\] must have the same length, got N and 2"),
 ])
 def test_bad_multi_indices_are_refused(expression, message):
     with pytest.raises(GpdslError, match=message):

@@ -11,6 +11,7 @@ from typing import Callable
 
 from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.structure import is_pairs_index
 
 STAN_FUNCTIONS = {"softplus": "log1p_exp"}
 """gpdsl elementwise functions whose Stan name differs; the others keep their name."""
@@ -63,6 +64,9 @@ class ExpressionTranslator:
             return (text, ATOM) if expr.value >= 0 else (text, UNARY)
         if isinstance(expr, ir.Ref):
             return self.stan_name(expr.name), ATOM
+        if isinstance(expr, ir.Index) and is_pairs_index(expr):
+            rows, columns = expr.indices
+            return f"matrix_pairs({self(expr.base)}, {self(rows)}, {self(columns)})", ATOM
         if isinstance(expr, ir.Index):
             return self.index(self.operand(expr.base, ATOM), expr.indices), ATOM
         if isinstance(expr, ir.Negate):
