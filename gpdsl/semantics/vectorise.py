@@ -6,8 +6,8 @@ checks the loop as written (so errors point into it), then replaces it with the 
 the rewrite keeps its meaning: the loop runs over ``1:N`` and its body is one likelihood on ``y[n]`` with
 ``y`` one-dimensional of length ``N``; every part of an argument that involves ``n`` is a scalar inside the
 loop; ``n`` appears only as the first index of a variable of length ``N`` (``x[n]``, ``X[n, 2]``) or inside
-indices (``u[group[n]]`` becomes ``u[group]``, ``G[a[n], b[n]]`` the pairs ``G[a, b]``). Engines that need a vectorised likelihood (gibbs,
-pm, vem) then run the model; a loop that cannot be rewritten stays a loop.
+indices (``u[group[n]]`` becomes ``u[group]``, ``G[a[n], b[n]]`` the pairs ``G[a, b]``). Engines that need a
+vectorised likelihood (gibbs, pm, vem) then run the model; a loop that cannot be rewritten stays a loop.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def vectorised_likelihood(ctx: CheckContext, loop: ast.For, checked: ir.ForLoop,
     statement, body = loop.body[0], checked.body[0]
     length = _loop_length(ctx, loop)
     variable = ctx.variables[statement.target.name]
-    if length is None or variable.type.shape != (length,) or statement.target.indices != (ast.Name(None, loop.variable),):
+    whole = (ast.Name(None, loop.variable),)
+    if length is None or variable.type.shape != (length,) or statement.target.indices != whole:
         return None
     if any(_mentions(e, loop.variable) and e.type.shape for _, arg in body.distribution.args
            for e in sub_expressions(arg)):
