@@ -158,3 +158,20 @@ array[] vector matrix_columns(matrix y) {
   }
   return columns;
 }
+
+/**
+ * gpdsl's G[a, b] with two int arrays: the entries at the pairs (a[n], b[n]), one per n (Stan's G[a, b]
+ * would be the size(a) x size(b) sub-matrix).
+ *
+ * @param G  matrix[R, C]
+ * @param a  array[N] int of rows in 1..R
+ * @param b  array[N] int of columns in 1..C
+ * @return   vector[N] with entry n G[a[n], b[n]]
+ */
+vector matrix_pairs(matrix G, array[] int a, array[] int b) {
+  vector[size(a)] out;
+  for (n in 1:size(a)) {
+    out[n] = G[a[n], b[n]];
+  }
+  return out;
+}

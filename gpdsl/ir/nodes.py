@@ -83,6 +83,23 @@ class Apply(Expr):
 
 
 @dataclass(frozen=True)
+class Reduction(Expr):
+    """A scalar from whole containers: a function of :data:`~gpdsl.semantics.catalog.REDUCTIONS`
+    (``sum(v)``, ``mean(M)``, ``dot_product(a, b)``)."""
+
+    function: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class MatrixProduct(Expr):
+    """``A * b`` or ``A * B``: the matrix product of a matrix with a vector or with a matrix of another shape."""
+
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True)
 class VectorLiteral(Expr):
     items: tuple[Expr, ...]
 
@@ -291,6 +308,18 @@ class ForLoop(Statement):
 
 # ---- declarations and the model --------------------------------------------------------------
 @dataclass(frozen=True)
+class TransformedParameter:
+    """``type name = value;`` of the transformed parameters block: ``value`` stands in for ``name`` in the
+    model's statements; the results report it."""
+
+    name: str
+    type: VarType
+    value: Expr
+    span: Span = field(repr=False, compare=False)
+
+
+
+@dataclass(frozen=True)
 class Variable:
     """A declared (or, for latent GP values, inferred) variable."""
 
@@ -315,6 +344,8 @@ class Model:
         Declared data, parameters (with effective bounds) and latent variables, in order.
     statements : tuple of Statement
         The model statements in source order, with parameter priors from declarations first.
+    transformed : dict of str to TransformedParameter
+        The transformed parameters, in order (their values already stand in for them in ``statements``).
     """
 
     source: Source
@@ -323,6 +354,7 @@ class Model:
     parameters: dict[str, Variable]
     latents: dict[str, Variable]
     statements: tuple[Statement, ...]
+    transformed: dict[str, TransformedParameter] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.types import is_label_array
 from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.priors import PRIORS
 
@@ -90,13 +91,21 @@ def _children(expr: ir.Expr) -> tuple[ir.Expr, ...]:
         return expr.left, expr.right
     if isinstance(expr, ir.Negate):
         return (expr.operand,)
-    if isinstance(expr, ir.Apply):
+    if isinstance(expr, (ir.Apply, ir.Reduction)):
         return expr.args
+    if isinstance(expr, ir.MatrixProduct):
+        return expr.left, expr.right
     if isinstance(expr, ir.VectorLiteral):
         return expr.items
     if isinstance(expr, ir.Project):
         return expr.weights, expr.inputs
     return ()
+
+
+def is_pairs_index(index: ir.Index) -> bool:
+    """Whether ``index`` is ``G[a, b]`` with two int arrays: the entries at the pairs ``(a[n], b[n])``."""
+    return len(index.indices) == 2 and all(not isinstance(i, ir.Slice) and is_label_array(i.type)
+                                           for i in index.indices)
 
 
 def expression_refs(expr: ir.Expr) -> set[str]:

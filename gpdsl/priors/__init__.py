@@ -12,6 +12,7 @@ from __future__ import annotations
 from gpdsl.errors import ModelCheckError
 from gpdsl.priors.base import Prior, StanArguments, ZSpace
 from gpdsl.priors.bounded import SCALED_SIGMOID_NORMAL, UNIFORM
+from gpdsl.priors.cauchy import BETA, CAUCHY
 from gpdsl.priors.exponential import EXPONENTIAL, WEIBULL
 from gpdsl.priors.gamma import GAMMA, INV_GAMMA
 from gpdsl.priors.normal import HALF_NORMAL, LOGNORMAL, NORMAL
@@ -30,6 +31,8 @@ PRIORS: dict[str, Prior] = {prior.name: prior for prior in [
     SCALED_SIGMOID_NORMAL,
     EXPONENTIAL,
     WEIBULL,
+    CAUCHY,
+    BETA,
 ]}
 """Every prior by name: the built-in ones in the order the docs and messages list them, then those added by
 :func:`register_prior`."""

@@ -69,6 +69,9 @@ class Prior:
         ``cdf(x, *params)``: ``P(X <= x)`` elementwise in JAX, for every real ``x`` (0 below the support, 1
         above). Draws truncated to a parameter's declared bounds invert it; without one they are rejection
         sampled (:mod:`gpdsl.backends.jax.truncated_draws`).
+    centre : str or None
+        The parameter the density is symmetric about (``mu`` of ``normal``); a parameter bounded at a constant
+        centre (``real<lower=0> s ~ cauchy(0, 1)``) has the half-distribution as its prior, with no warning.
     """
 
     name: str
@@ -83,6 +86,7 @@ class Prior:
     ordered: tuple[str, str] | None = None
     z_space: ZSpace | None = None
     cdf: Callable | None = None
+    centre: str | None = None
 
     @property
     def signature(self) -> str:

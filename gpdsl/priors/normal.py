@@ -71,7 +71,8 @@ def _half_normal_stan(x: str, args: StanArguments, count: str | None) -> str:
 
 NORMAL = Prior("normal", ("mu", "sigma"), "mean mu, standard deviation sigma",
                log_density=_normal_log_density, sample=_normal_sample, stan=stan_lpdf("normal", ("mu", "sigma")),
-               arg_support={"sigma": "positive"}, z_space=ZSpace("unbounded", "without bounds"), cdf=_normal_cdf)
+               arg_support={"sigma": "positive"}, z_space=ZSpace("unbounded", "without bounds"), cdf=_normal_cdf,
+               centre="mu")
 """Gaussian values; Gaussian in z-space on an unbounded parameter."""
 
 LOGNORMAL = Prior("lognormal", ("mu", "sigma"), "log(x) ~ normal(mu, sigma)",

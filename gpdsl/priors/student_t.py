@@ -28,5 +28,5 @@ def _cdf(x, nu, mu, sigma):
 
 STUDENT_T = Prior("student_t", ("nu", "mu", "sigma"), "degrees of freedom nu, location mu, scale sigma",
                   log_density=_log_density, sample=_sample, stan=stan_lpdf("student_t", ("nu", "mu", "sigma")),
-                  arg_support={"nu": "positive", "sigma": "positive"}, cdf=_cdf)
+                  arg_support={"nu": "positive", "sigma": "positive"}, cdf=_cdf, centre="mu")
 """Heavy-tailed real values around ``mu``."""

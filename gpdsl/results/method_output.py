@@ -26,6 +26,7 @@ import numpy as np
 
 import gpdsl
 from gpdsl.ir.nodes import Model
+from gpdsl.ir.values import transformed_draws
 from gpdsl.results.arviz_compat import root_attrs
 from gpdsl.results.build import build_results
 
@@ -154,8 +155,9 @@ def method_results(model: Model, data: dict, method: str, engine: str, settings,
     -------
     arviz.InferenceData or xarray.DataTree
     """
-    variables = {**model.parameters, **model.latents}
-    dims = {name: list(variables[name].type.dim_names(name)) for name in output.posterior if name in variables}
+    posterior = {**output.posterior, **transformed_draws(model, data, output.posterior)}
+    variables = {**model.parameters, **model.transformed, **model.latents}
+    dims = {name: list(variables[name].type.dim_names(name)) for name in posterior if name in variables}
     dims.update(output.dims)
     observed, constant, data_dims = data_groups(model, data)
     dims.update(data_dims)
@@ -170,7 +172,7 @@ def method_results(model: Model, data: dict, method: str, engine: str, settings,
         "versions": json.dumps(versions), "timings": json.dumps(timings),
         "report": json.dumps(output.report, default=float), **output.attrs,
     }
-    return build_results(output.posterior, dims=dims, sample_stats=output.sample_stats, observed_data=observed,
+    return build_results(posterior, dims=dims, sample_stats=output.sample_stats, observed_data=observed,
                          constant_data=constant, predictions=output.predictions,
                          log_likelihood=output.log_likelihood, posterior_predictive=output.posterior_predictive,
                          attrs=attrs)

@@ -1,4 +1,5 @@
-"""The blocks of a program: ``data``, ``parameters``, ``latent`` and ``model``, each at most once, in that order."""
+"""The blocks of a program: ``data``, ``parameters``, ``transformed parameters``, ``latent`` and ``model``, each at
+most once, in that order."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from gpdsl.semantics.context import fail
 from gpdsl.source import Span
 from gpdsl.syntax import ast
 
-BLOCK_ORDER = ("data", "parameters", "latent", "model")
+BLOCK_ORDER = ("data", "parameters", "transformed parameters", "latent", "model")
 """The blocks in the order a program writes them."""
 
 

@@ -122,6 +122,12 @@ FUNCTIONS: dict[str, str] = {
 }
 """Elementwise functions of expressions."""
 
+REDUCTIONS: dict[str, str] = {
+    "sum": "sum of the elements of a vector or matrix", "mean": "mean of the elements of a vector or matrix",
+    "dot_product": "dot_product(a, b): sum of a[i] * b[i] over two vectors of the same length",
+}
+"""Functions of whole vectors and matrices whose value is a real."""
+
 SPECIAL_FUNCTIONS = {"gp", "project", EXTERNAL}
 
 CONSTANTS = {"pi": math.pi}
@@ -129,4 +135,4 @@ CONSTANTS = {"pi": math.pi}
 
 def known_callables() -> list[str]:
     """Every name that may be called in a model file (for 'did you mean' suggestions)."""
-    return sorted(set(DISTRIBUTIONS) | set(KERNELS) | set(FUNCTIONS) | SPECIAL_FUNCTIONS)
+    return sorted(set(DISTRIBUTIONS) | set(KERNELS) | set(FUNCTIONS) | set(REDUCTIONS) | SPECIAL_FUNCTIONS)

@@ -10,6 +10,7 @@ This module only sets the order of the checks. Each concern has its own module i
 ========================  =========================================================
 ``blocks``                which blocks, in which order
 ``declarations``          declared variables: roles, types, sizes, bounds
+``transformed``           transformed parameters: typed values that stand in for their names
 ``latents``               types of undeclared GP targets; no cyclic latent values
 ``statements``            ``~`` statements and loops, dispatched by their target
 ``gp``                    ``gp(inputs, kernel, mean = m)`` and its inputs
@@ -33,6 +34,7 @@ from gpdsl.semantics.context import CheckContext
 from gpdsl.semantics.declarations import LARGEST_SIZE, declare
 from gpdsl.semantics.latents import infer_latents, verify_latents_acyclic
 from gpdsl.semantics.statements import check_declared_prior, check_statement
+from gpdsl.semantics.transformed import define
 from gpdsl.semantics.whole_program import verify_whole_program
 from gpdsl.syntax import ast
 
@@ -67,6 +69,7 @@ def check_program(program: ast.Program) -> tuple[ir.Model, list[CheckWarning]]:
     statements: list[ir.Statement] = []
     for decl in blocks["parameters"].declarations:
         declare(ctx, decl, "parameter")
+    transformed = [define(ctx, decl) for decl in blocks["transformed parameters"].declarations]
     for decl in blocks["latent"].declarations:
         declare(ctx, decl, "latent")
     verify_latents_acyclic(ctx, blocks)
@@ -84,5 +87,6 @@ def check_program(program: ast.Program) -> tuple[ir.Model, list[CheckWarning]]:
         parameters={n: v for n, v in ctx.variables.items() if v.role == "parameter"},
         latents={n: v for n, v in ctx.variables.items() if v.role == "latent"},
         statements=tuple(statements),
+        transformed={t.name: t for t in transformed},
     )
     return model, ctx.warnings

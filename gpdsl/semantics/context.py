@@ -50,6 +50,8 @@ class CheckContext:
         Every declaration in the program, by name, to tell "used before its declaration" from "not declared".
     parameter_arguments : list of (str, Interval, Ref)
         Parameters passed where an argument needs a support, judged once all constraints are known.
+    transformed : dict of str to Expr
+        The checked value of each transformed parameter, which stands in for its name.
     """
 
     program: ast.Program
@@ -61,6 +63,7 @@ class CheckContext:
     defined: dict[str, Span] = field(default_factory=dict)
     declarations: dict[str, ast.Declaration] = field(default_factory=dict)
     parameter_arguments: list[tuple[str, Interval, ir.Ref]] = field(default_factory=list)
+    transformed: dict[str, ir.Expr] = field(default_factory=dict)
 
     @property
     def source(self) -> Source:
@@ -105,6 +108,6 @@ def fail_unknown_callable(call: ast.Call, kind: str):
     """
     pool = {"distribution": list(catalog.DISTRIBUTIONS) + ["gp", catalog.EXTERNAL],
             "kernel": list(catalog.KERNELS),
-            "function": list(catalog.FUNCTIONS) + ["project"]}[kind]
+            "function": list(catalog.FUNCTIONS) + list(catalog.REDUCTIONS) + ["project"]}[kind]
     hint = did_you_mean(call.function, pool) or did_you_mean(call.function, catalog.known_callables())
     fail(f"unknown {kind} '{call.function}'", call.name_span, hint or f"{kind}s are: " + ", ".join(pool))

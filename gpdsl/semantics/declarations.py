@@ -38,7 +38,8 @@ def declare(ctx: CheckContext, decl: ast.Declaration, role: str):
     if decl.name in ctx.variables:
         previous = ctx.variables[decl.name]
         fail(f"'{decl.name}' is already declared (line {previous.span.line})", decl.name_span)
-    if decl.name in catalog.known_callables() or decl.name in catalog.CONSTANTS:
+    if (decl.name in catalog.known_callables() and decl.name not in catalog.DISTRIBUTIONS) \
+            or decl.name in catalog.CONSTANTS:
         fail(f"'{decl.name}' is a built-in name and cannot be declared", decl.name_span)
     if role == "data" and decl.prior is not None:
         fail(f"data '{decl.name}' cannot have a prior", decl.prior.span,

@@ -60,6 +60,8 @@ def _name(ctx: CheckContext, expr: ast.Name) -> ir.Expr:
         fail(f"'{expr.name}' is not declared", expr.span,
              did_you_mean(expr.name, list(ctx.variables) + list(ctx.loops)))
     ctx.used.add(expr.name)
+    if var.role == "transformed":
+        return ctx.transformed[expr.name]
     return ir.Ref(value_type(var.type), expr.span, expr.name, var.role)
 
 
@@ -78,6 +80,9 @@ def _binary(ctx: CheckContext, expr: ast.BinaryOp) -> ir.Expr:
         if isinstance(side, ir.StringConstant):
             fail("strings cannot be used in arithmetic", side.span)
     lt, rt = left.type, right.type
+    product = _matrix_product(left, right, expr.span) if expr.op == "*" else None
+    if product is not None:
+        return product
     if not lt.shape:
         shape_type = rt
     elif not rt.shape:
@@ -140,13 +145,14 @@ def check_indexed_type(ctx: CheckContext, t: VarType, indices, span: Span) -> Va
     Raises
     ------
     ModelCheckError
-        For too many indices, more than one int array, a constant index or range out of range, an empty range.
+        For too many indices, two int arrays other than ``G[a, b]`` on a matrix with arrays of one length (the
+        entries at the pairs ``(a[n], b[n])``), a constant index or range out of range, an empty range.
     """
     shape = list(t.shape)
     if len(indices) > len(shape):
         fail(f"too many indices: {t.describe()} has {len(shape)} dimension(s)", span)
     if sum(map(_is_multi_index, indices)) > 1:
-        fail("at most one index may be an int array", span, "index one dimension at a time")
+        return _pairs_type(t, indices, span)
     new_dims = []
     column = len(t.array_dims) + 1 if t.container == "matrix" else None
     for position, (index, dim) in enumerate(zip(indices, shape)):
@@ -178,6 +184,18 @@ def check_indexed_type(ctx: CheckContext, t: VarType, indices, span: Span) -> Va
     return VarType(t.base, container, tuple(container_dims), tuple(array_dims))
 
 
+def _pairs_type(t: VarType, indices, span: Span) -> VarType:
+    """``G[a, b]`` with two int arrays of one length on a matrix: the entries at the pairs ``(a[n], b[n])``."""
+    if t.container != "matrix" or t.array_dims or len(indices) != 2:
+        fail("two int arrays may only index a matrix, as G[a, b]", span,
+             "G[a, b] picks the entries G[a[n], b[n]]; index other containers one dimension at a time")
+    rows, columns = (i.type.array_dims[0] for i in indices)
+    if rows != columns:
+        fail(f"the int arrays of G[a, b] must have the same length, got {rows} and {columns}", span,
+             "G[a, b] picks one entry G[a[n], b[n]] per n")
+    return VarType(t.base, "vector", (rows,))
+
+
 def _is_multi_index(index) -> bool:
     """Whether an index is an int array (``u[group]``): it keeps its dimension, at the array's length."""
     return not isinstance(index, ir.Slice) and is_label_array(index.type)
@@ -203,12 +221,44 @@ def _call(ctx: CheckContext, expr: ast.Call) -> ir.Expr:
         fail(f"'{name}' can only appear on the right of '~'", expr.name_span)
     if name == "project":
         return check_project(ctx, expr)
+    if name in catalog.REDUCTIONS:
+        return _reduction(ctx, expr)
     if name not in catalog.FUNCTIONS:
         fail_unknown_callable(expr, "function")
     if len(expr.args) != 1 or expr.kwargs:
         fail(f"{name} takes one argument", expr.span)
     arg = check_expr(ctx, expr.args[0])
     return ir.Apply(replace(arg.type, base="real"), expr.span, name, (arg,))
+
+
+def _reduction(ctx: CheckContext, call: ast.Call) -> ir.Reduction:
+    """``sum(x)`` and ``mean(x)`` of a vector or matrix, ``dot_product(a, b)`` of two vectors of one length."""
+    name, arity = call.function, 2 if call.function == "dot_product" else 1
+    if len(call.args) != arity or call.kwargs:
+        fail(f"{name} takes {'two arguments: dot_product(a, b)' if arity == 2 else 'one argument'}", call.span)
+    args = tuple(check_expr(ctx, a) for a in call.args)
+    wanted = ("vector",) if arity == 2 else ("vector", "matrix")
+    for arg in args:
+        if arg.type.container not in wanted or arg.type.array_dims:
+            fail(f"{name} needs {' or '.join(wanted)} arguments, got {arg.type.describe()}", arg.span)
+    if arity == 2 and args[0].type.dims != args[1].type.dims:
+        fail(f"dot_product needs two vectors of the same length, got {args[0].type.describe()} and "
+             f"{args[1].type.describe()}", call.span)
+    return ir.Reduction(ir.REAL, call.span, name, args)
+
+
+def _matrix_product(left: ir.Expr, right: ir.Expr, span: Span) -> ir.MatrixProduct | None:
+    """``A * b`` (matrix times vector) or ``A * B`` (matrices of different shapes) as a matrix product; None
+    for operands that ``*`` multiplies element by element."""
+    lt, rt = left.type, right.type
+    if lt.container != "matrix" or rt.container not in ("vector", "matrix") or lt.array_dims or rt.array_dims \
+            or lt.dims == rt.dims:
+        return None
+    if lt.dims[1] != rt.dims[0]:
+        fail(f"shapes do not match for the matrix product '*': {lt.describe()} and {rt.describe()}", span,
+             "A * b needs as many columns in A as rows in b")
+    dims = (lt.dims[0],) + rt.dims[1:]
+    return ir.MatrixProduct(VarType("real", rt.container, dims), span, left, right)
 
 
 def check_project(ctx: CheckContext, call: ast.Call) -> ir.Project:

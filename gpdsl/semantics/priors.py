@@ -18,6 +18,7 @@ from gpdsl.semantics.context import CheckContext, fail, fail_unknown_callable
 from gpdsl.semantics.distributions import check_distribution
 from gpdsl.semantics.support import SUPPORTS, Interval, declared_interval
 from gpdsl.ir.types import VarType, number_text
+from gpdsl.priors import PRIORS
 from gpdsl.syntax import ast
 
 
@@ -96,6 +97,8 @@ def _fit_bounds(ctx: CheckContext, target: ir.Target, spec: catalog.Distribution
         fail(f"{spec.name} has support {support.describe()} but '{target.name}' is declared "
              f"{var.type.describe()}", call.name_span,
              f"declare it with <{bounds}>, e.g. '{fitted.describe()} {target.name}'")
+    if _halves(spec, distribution, declared):
+        return
     if declared.lower > support.lower or declared.upper < support.upper:
         message = (f"{spec.name} has support {support.describe()} but '{target.name}' is declared "
                    f"{var.type.describe()}: the prior is truncated to {declared.describe()}")
@@ -103,6 +106,16 @@ def _fit_bounds(ctx: CheckContext, target: ir.Target, spec: catalog.Distribution
             message += (f", and the truncation's normalising constant, which depends on the arguments of "
                         f"{spec.name}, is not included")
         ctx.warnings.append(CheckWarning(message, call.name_span))
+
+
+def _halves(spec: catalog.DistributionSpec, distribution: ir.Distribution, declared: Interval) -> bool:
+    """Whether the constraint keeps one half of a symmetric prior, cut at its constant centre (a half-Cauchy:
+    ``real<lower=0> s ~ cauchy(0, 1)``): the prior is then the half-distribution, exactly, up to a factor 2."""
+    prior = PRIORS.get(spec.name)
+    centre = None if prior is None or prior.centre is None else constant_vector(distribution.arg(prior.centre))
+    if centre is None or len(set(centre)) != 1:
+        return False
+    return (declared.lower, declared.upper) in ((centre[0], math.inf), (-math.inf, centre[0]))
 
 
 def _disjoint(name: str, vartype: VarType, distribution: str, support: str, call: ast.Call):

@@ -15,6 +15,7 @@ from gpdsl.semantics.gp import check_gp
 from gpdsl.semantics.likelihoods import check_external, check_likelihood
 from gpdsl.semantics.priors import check_prior
 from gpdsl.semantics.shapes import value_type
+from gpdsl.semantics.vectorise import vectorised_likelihood
 from gpdsl.suggest import did_you_mean
 from gpdsl.syntax import ast
 
@@ -72,7 +73,8 @@ def _for(ctx: CheckContext, loop: ast.For) -> ir.ForLoop:
     ctx.loops[loop.variable] = (loop.start, loop.stop)
     body = tuple(check_statement(ctx, s) for s in loop.body)
     del ctx.loops[loop.variable]
-    return ir.ForLoop(loop.span, loop.variable, start, stop, body)
+    checked = ir.ForLoop(loop.span, loop.variable, start, stop, body)
+    return vectorised_likelihood(ctx, loop, checked, check_statement) or checked
 
 
 def _target(ctx: CheckContext, target: ast.Target) -> ir.Target:
@@ -84,6 +86,9 @@ def _target(ctx: CheckContext, target: ast.Target) -> ir.Target:
              did_you_mean(target.name, ctx.variables) or
              "declare data in the data block, parameters in the parameters block, latent values "
              "in a latent block (GP values may also be introduced by 'f ~ gp(...)')")
+    if var.role == "transformed":
+        fail(f"'{target.name}' is a transformed parameter: its value is computed, so it takes no distribution",
+             target.span, "put the prior on the parameters it is computed from")
     ctx.used.add(target.name)
     base = ir.Ref(value_type(var.type), target.span, target.name, var.role)
     for i in target.indices:

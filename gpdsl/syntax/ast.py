@@ -102,10 +102,13 @@ class TypeSpec(Node):
 
 @dataclass(frozen=True)
 class Declaration(Node):
+    """``type name;``, ``type name ~ prior;``, or in the transformed parameters block ``type name = value;``."""
+
     type: TypeSpec
     name: str
     prior: Call | None
     name_span: Span = field(repr=False, compare=False, default=None)
+    value: Expr | None = None
 
 
 # ---- statements ------------------------------------------------------------------------------

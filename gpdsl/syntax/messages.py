@@ -17,21 +17,21 @@ from gpdsl.errors import ModelSyntaxError
 from gpdsl.source import Source, Span
 from gpdsl.suggest import did_you_mean
 
-BLOCK_NAMES = ("data", "parameters", "latent", "model")
+BLOCK_NAMES = ("data", "parameters", "transformed parameters", "latent", "model")
 _TOKEN_SPELLING = {
     "SEMICOLON": "';'", "LBRACE": "'{'", "RBRACE": "'}'", "LPAR": "'('", "RPAR": "')'",
     "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "TILDE": "'~'", "EQUAL": "'='", "COLON": "':'",
     "PLUS": "'+'", "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "CIRCUMFLEX": "'^'",
     "LESSTHAN": "'<'", "MORETHAN": "'>'", "NAME": "a name", "NUMBER": "a number",
     "STRING": "a string", "BOUND_NAME": "'lower' or 'upper'", "$END": "end of file",
-    "DATA": "'data'", "PARAMETERS": "'parameters'", "LATENT": "'latent'", "MODEL": "'model'",
+    "DATA": "'data'", "PARAMETERS": "'parameters'", "TRANSFORMED": "'transformed parameters'", "LATENT": "'latent'", "MODEL": "'model'",
     "ARRAY": "'array'", "INT": "'int'", "REAL": "'real'", "VECTOR": "'vector'",
     "MATRIX": "'matrix'", "FOR": "'for'", "IN": "'in'",
 }
 _TYPE_WORDS = ("int", "real", "vector", "matrix", "array")
 _OPENERS = {"(": ")", "[": "]"}
 _CLOSERS = {")": "(", "]": "["}
-_BLOCK_TOKENS = {"DATA", "PARAMETERS", "LATENT", "MODEL"}
+_BLOCK_TOKENS = {"DATA", "PARAMETERS", "TRANSFORMED", "LATENT", "MODEL"}
 _TYPE_TOKENS = {"INT", "REAL", "VECTOR", "MATRIX", "ARRAY"}
 
 
@@ -40,8 +40,8 @@ _GROUPS = (
     ({"NAME", "NUMBER", "LPAR"}, {"NAME", "NUMBER", "STRING", "LPAR", "MINUS", "LSQB"}, "an expression"),
     ({"PLUS", "STAR", "SLASH"}, {"PLUS", "MINUS", "STAR", "SLASH", "CIRCUMFLEX"}, "an operator"),
     ({"INT", "REAL", "VECTOR"}, {"INT", "REAL", "VECTOR", "MATRIX", "ARRAY"}, "a type"),
-    ({"DATA", "MODEL"}, {"DATA", "PARAMETERS", "LATENT", "MODEL"},
-     "a block (data, parameters, latent or model)"),
+    ({"DATA", "MODEL"}, {"DATA", "PARAMETERS", "TRANSFORMED", "LATENT", "MODEL"},
+     "a block (data, parameters, transformed parameters, latent or model)"),
 )
 
 

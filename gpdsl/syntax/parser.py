@@ -149,6 +149,9 @@ class _ToAst(Transformer):
     def parameters_block(self, meta, _kw, *items):
         return self._block(meta, "parameters", items)
 
+    def transformed_parameters_block(self, meta, _kw, _kw2, *items):
+        return self._block(meta, "transformed parameters", items)
+
     def latent_block(self, meta, _kw, *items):
         return self._block(meta, "latent", items)
 
@@ -158,6 +161,9 @@ class _ToAst(Transformer):
     # declarations
     def declaration(self, meta, type_spec, name, prior=None):
         return ast.Declaration(self._s(meta), type_spec, str(name), prior, _span(self.source, name))
+
+    def definition(self, meta, type_spec, name, value):
+        return ast.Declaration(self._s(meta), type_spec, str(name), None, _span(self.source, name), value)
 
     def prior(self, meta, call):
         return call

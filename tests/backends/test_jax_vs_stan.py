@@ -138,6 +138,33 @@ model {
 }
 """
 
+CONSTRUCTS = """
+data {
+  int N; int G; int K; vector[N] t; vector[N] y; array[N] int<lower=0> c; matrix[N, K] PHI;
+  array[N] int<lower=1, upper=G> group; array[N] int<lower=1, upper=K> year;
+}
+parameters {
+  real<lower=0> tau ~ cauchy(0, 1);
+  real<lower=0> scale ~ cauchy(0.5, 2);
+  vector<lower=0, upper=1>[2] share ~ beta(2, 3);
+  vector[K] b ~ normal(0, 1);
+  vector[G] z ~ normal(0, 1);
+  matrix[G, K] E ~ normal(0, 0.5);
+  real<lower=0> noise ~ half_normal(1);
+}
+transformed parameters {
+  vector[G] u = tau * z;
+  vector[N] mu = PHI * b + mean(u) - sum(z) / G + dot_product(b, b) * share[1];
+  real ell = inv_logit(share[2]) + exp(log(scale));
+}
+model {
+  f ~ gp(t, rbf(lengthscale = ell));
+  for (n in 1:N) y[n] ~ normal(mu[n] + f[n] + u[group[n]] + E[group[n], year[n]], noise);
+  g ~ gp(t, rbf(lengthscale = 0.7));
+  for (n in 1:N) c[n] ~ poisson_log(g[n] + E[group[n], year[n]] * share[2]);
+}
+"""
+
 
 def stan_vector(jax_model, z):
     """Our unconstrained vector reordered to Stan's: arrays row-major, each vector or matrix column-major; the
@@ -189,6 +216,13 @@ def likelihoods_data(rng):
             "y_hu": rng.poisson(2.0, N)}
 
 
+def constructs_data(rng):
+    N, G, K = 9, 3, 2
+    return {"N": N, "G": G, "K": K, "t": rng.normal(size=N), "y": rng.normal(size=N), "c": rng.poisson(2.0, N),
+            "PHI": rng.normal(size=(N, K)), "group": np.r_[1, 2, 3, rng.integers(1, G + 1, N - 3)],
+            "year": rng.integers(1, K + 1, N)}
+
+
 def indexing_data(rng):
     N, G = 11, 3
     return {"N": N, "G": G, "X": rng.normal(size=(N, 3)), "y": rng.normal(size=N), "z": rng.normal(size=N),
@@ -204,6 +238,7 @@ def indexing_data(rng):
     pytest.param(KERNEL_ARGUMENTS, unit_interval_data, 0.5, marks=pytest.mark.slow, id="kernel_arguments"),
     (LIKELIHOODS, likelihoods_data, 0.7),
     (INDEXING, indexing_data, 0.7),
+    pytest.param(CONSTRUCTS, constructs_data, 0.7, marks=pytest.mark.slow, id="constructs"),
 ])
 def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, scale):
     rng = np.random.default_rng(11)
@@ -231,7 +266,7 @@ def assert_agrees_with_stan(model, data, scales, rng):
     assert np.ptp(difference) < 1e-8, difference
 
 
-SWEEP_SIZES = {"N": 7, "D": 2, "Q": 2, "L": 2, "T": 3}
+SWEEP_SIZES = {"N": 7, "D": 2, "Q": 2, "L": 2, "T": 3, "G": 3, "R": 2}
 SWEEP_EXCLUDED = {"models/local_volatility.gpm": "its likelihood is an external Python function, which Stan "
                                                    "cannot call"}
 

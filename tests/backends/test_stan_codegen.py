@@ -65,6 +65,8 @@ parameters {
   vector[2] c ~ student_t(3, 0, 1);
   real<lower=0> s ~ inv_gamma(2, 1);
   real target ~ normal(0, 1);
+  real<lower=0> hc ~ cauchy(0, 2.5);
+  vector<lower=0, upper=1>[2] q ~ beta(2, 3);
 }
 latent {
   matrix[N, 2] h;
@@ -140,6 +142,7 @@ def test_every_kernel_and_distribution_passes_stanc():
     assert "target_ ~" not in code and "real target_;" in code
     assert program.variables["target"].stan_name == "target_"
     assert "std_normal_lcdf((2 * to_vector(labels) - 1) .* (-g / s))" in code
+    assert "target += cauchy_lpdf(hc | 0, 2.5);" in code and "target += beta_lpdf(q | 2, 3);" in code
 
 
 def test_regression_is_marginalised_with_jitter():

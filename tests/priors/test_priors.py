@@ -20,7 +20,7 @@ from gpdsl.semantics import catalog
 from gpdsl.testing.imports import loaded_by
 
 NUM_DRAWS = 200_000
-Z_LIMIT = 5.0  # standard errors; with 10 priors x 2 moments a false alarm has probability ~1e-5
+Z_LIMIT = 5.0  # standard errors; with 12 priors x 2 moments a false alarm has probability ~1e-5
 
 
 def _ssn_reference(lower, upper, mu, sigma):
@@ -75,6 +75,13 @@ def _frozen(name, args):
     elif name == "weibull":
         alpha, sigma = args
         dist = stats.weibull_min(alpha, scale=sigma)
+    elif name == "cauchy":
+        mu, sigma = args
+        dist = stats.cauchy(mu, sigma)
+        return dist.logpdf, dist.cdf, None
+    elif name == "beta":
+        alpha, beta = args
+        dist = stats.beta(alpha, beta)
     return dist.logpdf, dist.cdf, (dist.mean(), dist.var())
 
 
@@ -90,6 +97,8 @@ CASES = {
     "scaled_sigmoid_normal": ((0.1, 2.0, 0.3, 1.4), [0.11, 1.0, 1.95]),
     "exponential": ((1.7,), [0.01, 0.5, 3.0]),
     "weibull": ((1.8, 0.9), [0.05, 0.8, 2.5]),
+    "cauchy": ((0.4, 1.2), [-30.0, 0.4, 2.2]),
+    "beta": ((2.5, 1.5), [0.02, 0.5, 0.97]),
 }
 
 
@@ -114,19 +123,25 @@ def test_density_and_cdf_agree_with_scipy(name):
 @pytest.mark.parametrize("name", sorted(PRIORS))
 def test_draws_follow_the_density(name):
     args, _ = CASES[name]
-    _, cdf, (mean, variance) = _frozen(name, args)
+    _, cdf, moments = _frozen(name, args)
     draws = np.asarray(PRIORS[name].sample(jax.random.PRNGKey(0), (NUM_DRAWS,), *(jnp.asarray(a) for a in args)))
     assert draws.shape == (NUM_DRAWS,)
     assert np.all(np.isfinite(PRIORS[name].log_density(jnp.asarray(draws), *args)))
+    assert stats.kstest(draws, cdf).pvalue > 1e-4
+    if moments is None:  # no mean (cauchy): the fraction below each quartile, a binomial proportion
+        for q in (0.25, 0.5, 0.75):
+            below = np.mean(draws <= stats.cauchy(*args).ppf(q))
+            assert abs(below - q) < Z_LIMIT * np.sqrt(q * (1 - q) / NUM_DRAWS), (q, below)
+        return
+    mean, variance = moments
     squares = (draws - draws.mean()) ** 2
     assert abs(draws.mean() - mean) < Z_LIMIT * draws.std() / np.sqrt(NUM_DRAWS), (draws.mean(), mean)
     assert abs(squares.mean() - variance) < Z_LIMIT * squares.std() / np.sqrt(NUM_DRAWS), (squares.mean(), variance)
-    assert stats.kstest(draws, cdf).pvalue > 1e-4
 
 
 def _declaration(name: str, variate: str, container: str) -> str:
     """A parameter declaration that the prior fits: its support's bounds, or none where the prior implies them."""
-    bounds = "<lower=0>" if PRIORS[name].support == "positive" else ""
+    bounds = {"positive": "<lower=0>", "unit": "<lower=0, upper=1>"}.get(PRIORS[name].support, "")
     return f"{container}{bounds}{'[N]' if container == 'vector' else ''} {variate}"
 
 

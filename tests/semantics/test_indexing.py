@@ -81,6 +81,7 @@ def _index_type(expression: str) -> str:
     ("u[group]", "vector[N]"),
     ("u[group[2]]", "real"),
     ("Z[group, 1]", "vector[N]"),
+    ("Z[group, group]", "vector[N]"),   # the entries at the pairs (group[n], group[n])
 ])
 def test_an_int_array_index_keeps_its_dimension_at_the_array_length(expression, described):
     assert _index_type(expression) == described
@@ -93,7 +94,7 @@ def test_an_int_array_selects_matrix_rows():
 
 @pytest.mark.parametrize("expression, message", [
     ("u[x]", r"an index must be an integer or a one-dimensional int array, got vector\[N\]"),
-    ("Z[group, group]", "at most one index may be an int array"),
+    ("Z[group, group[1:2]]", "the int arrays of G\\[a, b\\] must have the same length, got N and 2"),
 ])
 def test_bad_multi_indices_are_refused(expression, message):
     with pytest.raises(GpdslError, match=message):
@@ -114,7 +115,7 @@ def test_gibbs_runs_a_group_effect_and_refuses_it_in_a_loop_at_the_statement():
     data = {"N": 6, "G": 2, "y": rng.normal(size=6), "x": rng.normal(size=6), "Z": np.zeros((2, 2)),
             "group": np.array([1, 2, 1, 2, 1, 2])}
     looped = GROUP_EFFECT.replace("y ~ normal(f + u[group], noise);",
-                                  "for (i in 1:N) y[i] ~ normal(f[i] + u[group[i]], noise);")
+                                  "for (i in 1:N) y[i] ~ normal(f[i] + u[group[i]], noise * i);")
     with pytest.raises(MethodError, match="sits in a loop") as caught:
         sample(looped, data, "gibbs", seed=1)
     assert (caught.value.span.line, caught.value.span.column) == (looped.splitlines().index(

@@ -483,7 +483,8 @@ def test_arguments_inside_their_support_check(declaration):
 
 
 @pytest.mark.parametrize("declaration, truncated", [
-    ("real<lower=0> s ~ normal(0, 1)", "[0, inf)"), ("real<lower=0.5> s ~ gamma(2, 1)", "[0.5, inf)"),
+    ("real<lower=0> s ~ normal(0.5, 1)", "[0, inf)"), ("real<lower=0.5> s ~ gamma(2, 1)", "[0.5, inf)"),
+    ("real<lower=0> s ~ cauchy(1, 1)", "[0, inf)"), ("real<upper=0> s ~ normal(1, 1)", "(-inf, 0]"),
     ("real<lower=0, upper=1> s ~ student_t(3, 0, 1)", "[0, 1]"),
 ])
 def test_a_constraint_inside_the_support_truncates_the_prior_with_a_warning(declaration, truncated):
@@ -494,6 +495,16 @@ def test_a_constraint_inside_the_support_truncates_the_prior_with_a_warning(decl
     (warning,) = warnings
     assert warning.message.endswith(f"the prior is truncated to {truncated}")
     assert warning.span.line == 2 and "s" in model.parameters
+
+
+@pytest.mark.parametrize("declaration", ["real<lower=0> s ~ cauchy(0, 2.5)", "real<lower=0> s ~ normal(0, 1)",
+                                         "real<upper=1> s ~ student_t(3, 1, 2)", "real<lower=-1> s ~ normal(-1, 2)"])
+def test_a_bound_at_the_centre_of_a_symmetric_prior_gives_its_half_without_a_warning(declaration):
+    import gpdsl
+
+    _, warnings = gpdsl.check(f"data {{ vector[3] y; }}\nparameters {{ {declaration}; }}\n"
+                              "model { y ~ normal(s, 1); }\n")
+    assert warnings == []
 
 
 @pytest.mark.parametrize("declaration", ["real<lower=0> s ~ lognormal(0, 1)", "real<lower=0> s ~ gamma(2, 1)",

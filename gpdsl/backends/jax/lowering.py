@@ -355,6 +355,11 @@ class JaxModel:
             return -self.evaluate(expr.operand, env)
         if isinstance(expr, ir.Apply):
             return _FUNCTIONS[expr.function](self.evaluate(expr.args[0], env))
+        if isinstance(expr, ir.Reduction):
+            return _REDUCTIONS[expr.function](*(jnp.asarray(self.evaluate(a, env), dtype=float) for a in expr.args))
+        if isinstance(expr, ir.MatrixProduct):
+            return jnp.matmul(jnp.asarray(self.evaluate(expr.left, env), dtype=float),
+                              jnp.asarray(self.evaluate(expr.right, env), dtype=float))
         if isinstance(expr, ir.VectorLiteral):
             return jnp.stack([jnp.asarray(self.evaluate(i, env), dtype=float) for i in expr.items])
         if isinstance(expr, ir.Project):
@@ -463,6 +468,7 @@ _BINARY = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
     "/": _ieee(lambda a, b: a / b, jnp.true_divide), "^": _ieee(lambda a, b: a ** b, jnp.power),
 }
+_REDUCTIONS = {"sum": jnp.sum, "mean": jnp.mean, "dot_product": jnp.dot}
 _FUNCTIONS = {
     "sqrt": jnp.sqrt, "exp": jnp.exp, "log": jnp.log, "inv_sqrt": jax.lax.rsqrt,
     "inv": _ieee(lambda x: 1.0 / x, lambda x: 1.0 / x),

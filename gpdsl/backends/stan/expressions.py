@@ -11,6 +11,7 @@ from typing import Callable
 
 from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.structure import is_pairs_index
 
 STAN_FUNCTIONS = {"softplus": "log1p_exp"}
 """gpdsl elementwise functions whose Stan name differs; the others keep their name."""
@@ -63,6 +64,9 @@ class ExpressionTranslator:
             return (text, ATOM) if expr.value >= 0 else (text, UNARY)
         if isinstance(expr, ir.Ref):
             return self.stan_name(expr.name), ATOM
+        if isinstance(expr, ir.Index) and is_pairs_index(expr):
+            rows, columns = expr.indices
+            return f"matrix_pairs({self(expr.base)}, {self(rows)}, {self(columns)})", ATOM
         if isinstance(expr, ir.Index):
             return self.index(self.operand(expr.base, ATOM), expr.indices), ATOM
         if isinstance(expr, ir.Negate):
@@ -70,6 +74,10 @@ class ExpressionTranslator:
         if isinstance(expr, ir.Apply):
             name = STAN_FUNCTIONS.get(expr.function, expr.function)
             return f"{name}({', '.join(self(a) for a in expr.args)})", ATOM
+        if isinstance(expr, ir.Reduction):
+            return f"{expr.function}({', '.join(self(a) for a in expr.args)})", ATOM
+        if isinstance(expr, ir.MatrixProduct):
+            return f"{self.operand(expr.left, PRODUCT)} * {self.operand(expr.right, PRODUCT + 1)}", PRODUCT
         if isinstance(expr, ir.VectorLiteral):
             return "[" + ", ".join(self(i) for i in expr.items) + "]'", ATOM
         if isinstance(expr, ir.Project):
