@@ -44,6 +44,11 @@ class KernelParam:
     integer : bool
         Whether the value is a constant whole number of at least 1 (a polynomial's degree); in Stan an
         ``int``.
+    matrix : bool
+        Whether the value is a matrix (a coregionalisation's ``W``, one row per output); in Stan a ``matrix``.
+    per_output : bool
+        Whether the value is one entry per output, i.e. per row of the kernel's matrix parameter (a scalar
+        is shared by all outputs); in Stan always a vector.
     """
 
     name: str
@@ -53,15 +58,24 @@ class KernelParam:
     support: str = "positive"
     per_component: bool = False
     integer: bool = False
+    matrix: bool = False
+    per_output: bool = False
 
     @property
     def vector_allowed(self) -> bool:
-        """Whether a vector value is accepted (one per input dimension or one per component)."""
-        return self.ard_allowed or self.per_component
+        """Whether a vector value is accepted (one per input dimension, component or output)."""
+        return self.ard_allowed or self.per_component or self.per_output
+
+    @property
+    def max_ndim(self) -> int:
+        """The most array dimensions a value may have: 2 for a matrix, 1 for a vector, else 0."""
+        return 2 if self.matrix else 1 if self.vector_allowed else 0
 
     @property
     def stan_type(self) -> str:
-        """The type of the argument in the kernel's Stan function: ``vector``, ``int`` or ``real``."""
+        """The type of the argument in the kernel's Stan function: ``matrix``, ``vector``, ``int`` or ``real``."""
+        if self.matrix:
+            return "matrix"
         return "vector" if self.vector_allowed else "int" if self.integer else "real"
 
 
@@ -71,7 +85,7 @@ class StanCall:
 
     The call is ``function(x1, x2, <params>[, same_points])`` on two point sets; each parameter is passed
     as its :attr:`KernelParam.stan_type`: a vector (``rep_vector`` of a scalar value) where it may be
-    one (ARD or per component), an int for an integer, else a real.
+    one (ARD, per component or per output), a matrix for a matrix, an int for an integer, else a real.
 
     Parameters
     ----------
@@ -112,6 +126,9 @@ class KernelSpec:
         The covariance function, as written in the docs.
     input_dim : int or None
         The number of input columns the kernel acts on, when it is fixed (None for any).
+    index_input : bool
+        Whether the kernel acts on an output index: its input is an ``int`` data array declared with
+        ``<lower=1, upper=P>``, ``P`` the rows of its matrix parameter.
     """
 
     name: str
@@ -120,6 +137,7 @@ class KernelSpec:
     exclusive: tuple[tuple[str, ...], ...] = ()
     doc: str = ""
     input_dim: int | None = None
+    index_input: bool = False
 
     def param(self, name: str) -> KernelParam | None:
         """The hyperparameter called ``name``, or None."""
@@ -269,6 +287,12 @@ KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
                    "over one input column: Q Gaussians in frequency, with means means_q and standard "
                    "deviations scales_q (Wilson & Adams 2013)",
                input_dim=1),
+    KernelSpec("coregion", (KernelParam("W", required=True, matrix=True, support="real"),
+                            KernelParam("kappa", required=True, per_output=True)),
+               stan=(StanCall("coregion_kernel", ("W", "kappa")),),
+               doc="B[i, j] with B = W W' + diag(kappa), i and j the output indices (1..P) of the two points: "
+                   "the intrinsic coregionalisation model (GPy's Coregionalize); W is P x R, kappa one per output",
+               input_dim=1, index_input=True),
 ]}
 """Every kernel of the language by name, in the order error hints list them."""
 

@@ -265,3 +265,21 @@ matrix spectral_mixture_kernel(array[] vector x1, array[] vector x2, vector weig
   }
   return k;
 }
+
+/**
+ * coregion: B[i, j], B = W W' + diag(kappa), over one input column of output indices i, j in 1..P
+ * (the intrinsic coregionalisation model; GPy's Coregionalize). The indices are data (to_int needs data).
+ *
+ * @param W      matrix[P, R] of mixing weights
+ * @param kappa  vector[P] of each output's own variance
+ */
+matrix coregion_kernel(data array[] vector x1, data array[] vector x2, matrix W, vector kappa) {
+  matrix[rows(W), rows(W)] B = add_diag(tcrossprod(W), kappa);
+  matrix[size(x1), size(x2)] k;
+  for (i in 1:size(x1)) {
+    for (j in 1:size(x2)) {
+      k[i, j] = B[to_int(x1[i][1]), to_int(x2[j][1])];
+    }
+  }
+  return k;
+}

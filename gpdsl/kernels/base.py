@@ -178,7 +178,8 @@ class Kernel:
         """
         spec = self.spec
         spec.verify_required(name for name, value in values.items() if value is not None)
-        converted = {n: as_param(v, n, spec.name, spec.param(n).vector_allowed, spec.param(n).integer)
+        converted = {n: as_param(v, n, spec.name, spec.param(n).vector_allowed, spec.param(n).integer,
+                                 spec.param(n).matrix)
                      for n, v in values.items()}
         self._set_params(converted, active_dims)
 

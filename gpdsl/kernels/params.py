@@ -9,7 +9,7 @@ import numpy as np
 from gpdsl.errors import ModelCheckError
 
 
-def as_param(value, name: str, kernel: str, vector_allowed: bool, integer: bool = False):
+def as_param(value, name: str, kernel: str, vector_allowed: bool, integer: bool = False, matrix: bool = False):
     """Convert a hyperparameter to a float64 JAX array (an integer one to a Python int), checking it.
 
     Parameters
@@ -22,6 +22,8 @@ def as_param(value, name: str, kernel: str, vector_allowed: bool, integer: bool 
         Whether a vector (one value per input dimension or per component) is accepted.
     integer : bool
         Whether the value must be a constant whole number of at least 1.
+    matrix : bool
+        Whether the value must be a matrix.
 
     Raises
     ------
@@ -31,6 +33,10 @@ def as_param(value, name: str, kernel: str, vector_allowed: bool, integer: bool 
     if integer:
         return _whole(value, name, kernel)
     array = jnp.asarray(value, dtype=jnp.float64)
+    if matrix:
+        if array.ndim != 2:
+            raise ModelCheckError(f"{kernel}() parameter '{name}' must be a matrix, got shape {array.shape}")
+        return array
     max_ndim = 1 if vector_allowed else 0
     if array.ndim > max_ndim:
         allowed = "a scalar or a vector" if vector_allowed else "a scalar"

@@ -685,6 +685,9 @@ class _Generator:
                 lengths = [params[p.name].type.shape[0] for p in spec.params
                            if p.per_component and params[p.name].type.shape]
                 return f"rep_vector({text}, {_stan_dim(lengths[0]) if lengths else 1})"
+            if spec.param(name).per_output:
+                matrix = next(p.name for p in spec.params if p.matrix)
+                return f"rep_vector({text}, rows({self.translate(params[matrix])}))"
             return f"rep_vector({text}, {_stan_dim(leaf.input_dim)})"
 
         def argument(name: str) -> str:

@@ -1,0 +1,44 @@
+"""The coregionalisation kernel: covariances between the outputs of a multi-output GP."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from gpdsl.kernel_table import KERNEL_SPECS
+from gpdsl.kernels.base import Kernel
+
+
+class Coregion(Kernel):
+    """``k(i, j) = B[i, j]`` with ``B = W W^T + diag(kappa)`` over output indices ``i, j`` in ``1..P``.
+
+    Multiplied by a kernel over the other inputs it is the intrinsic coregionalisation model
+    (Bonilla, Chai & Williams 2008; GPy's ``Coregionalize``, GPflow's ``Coregion``): the outputs share
+    one input kernel and are correlated through ``B``; a sum of such products is the linear model of
+    coregionalisation. The input is one column holding each point's output index (1-based, as in the model
+    language); an index outside ``1..P`` is not checked here (the model's data checks refuse it).
+
+    Parameters
+    ----------
+    W : array_like, shape (P, R)
+        Mixing weights of ``R`` shared latent functions; ``W W^T`` has rank ``R``.
+    kappa : float or array_like, shape (P,)
+        Each output's own variance (a scalar is shared).
+    active_dims : tuple of int or slice, optional
+        The column of output indices.
+    """
+
+    spec = KERNEL_SPECS["coregion"]
+
+    def __init__(self, W=None, kappa=None, *, active_dims=None):
+        self._set_hyperparameters(active_dims, W=W, kappa=kappa)
+
+    def output_covariance(self):
+        """``B = W W^T + diag(kappa)``, shape ``(P, P)``."""
+        P = self.W.shape[0]
+        return self.W @ self.W.T + jnp.diag(jnp.broadcast_to(self.kappa, (P,)))
+
+    def evaluate(self, x1, x2):
+        i = jnp.asarray(x1[0], dtype=jnp.int32) - 1
+        j = jnp.asarray(x2[0], dtype=jnp.int32) - 1
+        kappa = jnp.broadcast_to(self.kappa, (self.W.shape[0],))
+        return self.W[i] @ self.W[j] + jnp.where(i == j, kappa[i], 0.0)
