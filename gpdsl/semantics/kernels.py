@@ -139,9 +139,7 @@ def _kernel_leaf(ctx: CheckContext, call: ast.Call, inputs: ir.Inputs) -> ir.Ker
                      f"e.g. {spec.name}(1e-6)" if spec.name == "white" else f"e.g. {spec.name}({param.name} = 1)")
             if param.default is not None:
                 values[param.name] = ir.Constant(ir.REAL, call.span, float(param.default))
-    if spec.index_input:
-        _verify_output_index(ctx, spec, call, values, inputs, component)
-    if spec.input_dim is not None and input_dim != spec.input_dim:
+    if spec.input_dim is not None and input_dim != spec.input_dim and not spec.index_input:
         columns = "one input column" if spec.input_dim == 1 else f"{spec.input_dim} input columns"
         fail(f"{spec.name} acts on {columns}, here on {input_dim}", call.span,
              f"bind it to a vector input or to one column: {spec.name}(X[:, 1], ...)")
@@ -176,6 +174,8 @@ def _kernel_leaf(ctx: CheckContext, call: ast.Call, inputs: ir.Inputs) -> ir.Ker
             if not support.contains(x):
                 fail(f"{spec.name} parameter '{name}' must be in {support.describe()}, got {x:g}", span)
         note_parameter_argument(ctx, f"{spec.name} parameter '{name}'", support, value)
+    if spec.index_input:
+        _verify_output_index(ctx, spec, call, values, inputs, component)
     ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
     return ir.KernelLeaf(call.span, spec.name, ordered, component, input_dim, columns)
 

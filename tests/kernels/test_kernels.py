@@ -352,7 +352,7 @@ def test_vmap_over_hyperparameters(X):
 def test_registry_covers_all_kernels():
     assert set(KERNELS) == {
         "rbf", "matern12", "matern32", "matern52", "periodic", "linear", "white", "constant", "same", "mlp",
-        "rational_quadratic", "cosine", "polynomial", "spectral_mixture",
+        "rational_quadratic", "cosine", "polynomial", "spectral_mixture", "coregion",
     }
     for name, cls in KERNELS.items():
         assert issubclass(cls, Kernel)
