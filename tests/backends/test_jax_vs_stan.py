@@ -50,6 +50,21 @@ model {
 }
 """
 
+COREGION = """
+data { int N; int P; vector[N] x; array[N] int<lower=1, upper=P> output; array[N] int<lower=0> c; }
+parameters {
+  real<lower=0> ell ~ gamma(2, 2);
+  matrix[P, 2] W ~ normal(0, 1);
+  vector<lower=0>[P] kappa ~ gamma(2, 4);
+  matrix[P, 1] V ~ normal(0, 1);
+}
+model {
+  f ~ gp((x, output), rbf(x, lengthscale = ell) * coregion(output, W, kappa)
+                      + matern32(x, lengthscale = 2) * coregion(output, V, 0.1));
+  c ~ poisson_log(f);
+}
+"""
+
 LIKELIHOODS = """
 data {
   int N; matrix[N, 1] X;
@@ -161,6 +176,12 @@ def likelihoods_data(rng):
             "y_hu": rng.poisson(2.0, N)}
 
 
+def coregion_data(rng):
+    N, P = 12, 3
+    return {"N": N, "P": P, "x": rng.uniform(0, 3, N), "output": np.r_[1, 2, 3, rng.integers(1, P + 1, N - 3)],
+            "c": rng.poisson(2.0, N)}
+
+
 def indexing_data(rng):
     N, G = 11, 3
     return {"N": N, "G": G, "X": rng.normal(size=(N, 3)), "y": rng.normal(size=N), "z": rng.normal(size=N),
@@ -175,6 +196,7 @@ def indexing_data(rng):
     pytest.param(NEW_KERNELS, regression_data, 0.5, marks=pytest.mark.slow, id="new_kernels"),
     (LIKELIHOODS, likelihoods_data, 0.7),
     (INDEXING, indexing_data, 0.7),
+    pytest.param(COREGION, coregion_data, 0.7, marks=pytest.mark.slow, id="coregion"),
 ])
 def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, scale):
     rng = np.random.default_rng(11)
@@ -202,7 +224,7 @@ def assert_agrees_with_stan(model, data, scales, rng):
     assert np.ptp(difference) < 1e-8, difference
 
 
-SWEEP_SIZES = {"N": 7, "D": 2, "Q": 2, "L": 2, "T": 3}
+SWEEP_SIZES = {"N": 7, "D": 2, "Q": 2, "L": 2, "T": 3, "P": 2, "R": 1}
 SWEEP_EXCLUDED = {"models/local_volatility.gpm": "its likelihood is an external Python function, which Stan "
                                                    "cannot call"}
 
