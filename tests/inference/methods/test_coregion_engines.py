@@ -151,3 +151,27 @@ def test_gibbs_agrees_with_nuts_on_two_outputs():
     names = ["B11", "B12", "B22", "lengthscale", "noise"]
     failures = disagreements(output_covariance_draws(ours), output_covariance_draws(nuts), names)
     assert not failures, f"posterior means differ by more than 4 combined MCSEs for {failures}"
+
+
+GPLVM = """
+data { int N; int P; int D; array[N] int<lower=1, upper=P> output; matrix[N, D] Y; }
+parameters {
+  matrix[P, 1] W ~ normal(0, 1);
+  vector<lower=0>[P] kappa ~ gamma(2, 4);
+  real<lower=0> noise ~ gamma(2, 4);
+}
+latent { matrix[N, 2] X; }
+model {
+  X ~ normal(0, 1);
+  F ~ gp((X, output), rbf(X) * coregion(output, W, kappa));
+  Y ~ normal(F, noise);
+}
+"""
+
+
+def test_vem_refuses_a_coregion_over_latent_inputs_and_says_why():
+    rng = np.random.default_rng(0)
+    data = {"N": 6, "P": 2, "D": 3, "output": np.r_[1, 2, 1, 2, 1, 2], "Y": rng.normal(size=(6, 3))}
+    with pytest.raises(gpdsl.errors.MethodError, match=r"the kernel of 'F' has coregion\(\.\.\.\) over an observed "
+                                                      r"output index, and the Psi statistics of a GPLVM"):
+        gpdsl.fit(check_text(GPLVM)[0], data, "vem", seed=1)
