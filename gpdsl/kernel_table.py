@@ -293,6 +293,13 @@ KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
                doc="B[i, j] with B = W W' + diag(kappa), i and j the output indices (1..P) of the two points: "
                    "the intrinsic coregionalisation model (GPy's Coregionalize); W is P x R, kappa one per output",
                input_dim=1, index_input=True),
+    KernelSpec("coregion_corr", (KernelParam("L", required=True, matrix=True, support="real"),
+                                 KernelParam("sigma", required=True, per_output=True)),
+               stan=(StanCall("coregion_corr_kernel", ("L", "sigma")),),
+               doc="B[i, j] with B = diag(sigma) L L' diag(sigma), i and j the output indices (1..P): the "
+                   "coregionalisation by a correlation matrix L L' (L a cholesky_factor_corr[P], e.g. with an "
+                   "lkj_corr_cholesky prior) and each output's standard deviation sigma",
+               input_dim=1, index_input=True),
 ]}
 """Every kernel of the language by name, in the order error hints list them."""
 

@@ -283,3 +283,21 @@ matrix coregion_kernel(data array[] vector x1, data array[] vector x2, matrix W,
   }
   return k;
 }
+
+/**
+ * coregion_corr: B[i, j], B = diag(sigma) L L' diag(sigma), over one input column of output indices i, j in
+ * 1..P: coregionalisation by the outputs' correlation matrix L L' and standard deviations sigma.
+ *
+ * @param L      matrix[P, P], the Cholesky factor of the correlation matrix
+ * @param sigma  vector[P] of each output's standard deviation
+ */
+matrix coregion_corr_kernel(data array[] vector x1, data array[] vector x2, matrix L, vector sigma) {
+  matrix[rows(L), rows(L)] B = quad_form_diag(tcrossprod(L), sigma);
+  matrix[size(x1), size(x2)] k;
+  for (i in 1:size(x1)) {
+    for (j in 1:size(x2)) {
+      k[i, j] = B[to_int(x1[i][1]), to_int(x2[j][1])];
+    }
+  }
+  return k;
+}

@@ -10,7 +10,7 @@ that SDE (:meth:`Kernel.state_space`, :mod:`gpdsl.kernels.state_space`).
 import gpdsl.numerics.float64  # noqa: F401  (float64 before any array is made)
 from gpdsl.kernel_table import KernelParam, KernelSpec
 from gpdsl.kernels.base import Kernel
-from gpdsl.kernels.coregion import Coregion
+from gpdsl.kernels.coregion import Coregion, CoregionCorr
 from gpdsl.kernels.composite import Product, Scale, Sum
 from gpdsl.kernels.dot_product import MLP, Linear, Polynomial
 from gpdsl.kernels.registry import KERNEL_SPECS, KERNELS, build_kernel, kernel_spec, register_kernel, unregister_kernel
@@ -36,6 +36,7 @@ __all__ = [
     "Constant",
     "Same",
     "Coregion",
+    "CoregionCorr",
     "Sum",
     "Product",
     "Scale",

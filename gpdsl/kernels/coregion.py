@@ -1,4 +1,4 @@
-"""The coregionalisation kernel: covariances between the outputs of a multi-output GP."""
+"""The coregionalisation kernels: covariances between the outputs of a multi-output GP."""
 
 from __future__ import annotations
 
@@ -42,3 +42,37 @@ class Coregion(Kernel):
         j = jnp.asarray(x2[0], dtype=jnp.int32) - 1
         kappa = jnp.broadcast_to(self.kappa, (self.W.shape[0],))
         return self.W[i] @ self.W[j] + jnp.where(i == j, kappa[i], 0.0)
+
+
+class CoregionCorr(Kernel):
+    """``k(i, j) = B[i, j]`` with ``B = diag(sigma) L L^T diag(sigma)`` over output indices ``i, j`` in ``1..P``.
+
+    The same intrinsic coregionalisation as :class:`Coregion`, parameterised by the correlation matrix
+    ``L L^T`` of the outputs (``L`` its Cholesky factor, in a model a ``cholesky_factor_corr[P]`` parameter with
+    an LKJ prior) and their standard deviations ``sigma``.
+
+    Parameters
+    ----------
+    L : array_like, shape (P, P)
+        Cholesky factor of the outputs' correlation matrix.
+    sigma : float or array_like, shape (P,)
+        Each output's standard deviation (a scalar is shared).
+    active_dims : tuple of int or slice, optional
+        The column of output indices.
+    """
+
+    spec = KERNEL_SPECS["coregion_corr"]
+
+    def __init__(self, L=None, sigma=None, *, active_dims=None):
+        self._set_hyperparameters(active_dims, L=L, sigma=sigma)
+
+    def output_covariance(self):
+        """``B = diag(sigma) L L^T diag(sigma)``, shape ``(P, P)``."""
+        scaled = jnp.broadcast_to(self.sigma, (self.L.shape[0],))[:, None] * self.L
+        return scaled @ scaled.T
+
+    def evaluate(self, x1, x2):
+        i = jnp.asarray(x1[0], dtype=jnp.int32) - 1
+        j = jnp.asarray(x2[0], dtype=jnp.int32) - 1
+        sigma = jnp.broadcast_to(self.sigma, (self.L.shape[0],))
+        return sigma[i] * sigma[j] * (self.L[i] @ self.L[j])

@@ -353,6 +353,7 @@ def test_registry_covers_all_kernels():
     assert set(KERNELS) == {
         "rbf", "matern12", "matern32", "matern52", "periodic", "linear", "white", "constant", "same", "mlp",
         "rational_quadratic", "cosine", "polynomial", "spectral_mixture", "coregion",
+        "coregion_corr",
     }
     for name, cls in KERNELS.items():
         assert issubclass(cls, Kernel)

@@ -232,6 +232,8 @@ def _product(dims) -> str:
 
 def stan_type(t: VarType, lower: str | None = None, upper: str | None = None) -> str:
     """Stan's spelling of a type, e.g. ``array[Q] vector<lower=0>[D]``, with bounds given as text."""
+    if t.structure is not None:
+        return f"{t.structure}[{_stan_dim(t.dims[0])}]"
     bounds = [f"{k}={v}" for k, v in (("lower", lower), ("upper", upper)) if v is not None]
     inner = "int" if t.base == "int" else {"scalar": "real", "vector": "vector", "matrix": "matrix"}[t.container]
     if bounds:
@@ -589,7 +591,8 @@ class _Generator:
         variate = stan_name(target.name) + (f"[{', '.join(indices)}]" if indices else "")
         flat_dims = t.shape[len(loop_dims):]
         args = self._arguments(distribution, loop_vars)
-        if t.container == "matrix":
+        declared = self.model.parameters.get(target.name)
+        if t.container == "matrix" and (declared is None or declared.type.structure is None):
             variate = f"to_vector({variate})"
         if isinstance(statement, ir.LikelihoodStatement):
             density = _likelihood_density(distribution.name, variate, bool(flat_dims), args)
