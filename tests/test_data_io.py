@@ -420,12 +420,13 @@ MODEL_NAMES = sorted(p.stem for p in MODELS.glob("*.gpm"))
 @st.composite
 def valid_data(draw):
     model = model_of(draw(st.sampled_from(MODEL_NAMES)))
-    sizes = {name: draw(st.integers(0, 4)) for name in model.sizes}
+    bounding = {v.type.upper for v in model.data.values() if isinstance(v.type.upper, str)}
+    sizes = {name: draw(st.integers(1 if name in bounding else 0, 4)) for name in model.sizes}
     data = {}
     for name, variable in model.data.items():
         if name in model.sizes:
             continue
-        vtype = variable.type
+        vtype = variable.type.concrete_bounds(sizes)
         shape = vtype.concrete_shape(sizes)
         count = int(np.prod(shape))
         if vtype.base == "int":
