@@ -65,6 +65,19 @@ model {
 }
 """
 
+COREGION_CORR = """
+data { int N; int P; vector[N] x; array[N] int<lower=1, upper=P> output; array[N] int<lower=0> c; }
+parameters {
+  real<lower=0> ell ~ gamma(2, 2);
+  cholesky_factor_corr[P] L ~ lkj_corr_cholesky(1.5);
+  vector<lower=0>[P] sigma ~ half_normal(1);
+}
+model {
+  f ~ gp((x, output), rbf(x, lengthscale = ell) * coregion_corr(output, L, sigma));
+  c ~ poisson_log(f);
+}
+"""
+
 LIKELIHOODS = """
 data {
   int N; matrix[N, 1] X;
@@ -197,6 +210,7 @@ def indexing_data(rng):
     (LIKELIHOODS, likelihoods_data, 0.7),
     (INDEXING, indexing_data, 0.7),
     pytest.param(COREGION, coregion_data, 0.7, marks=pytest.mark.slow, id="coregion"),
+    pytest.param(COREGION_CORR, coregion_data, 0.7, marks=pytest.mark.slow, id="coregion_corr"),
 ])
 def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, scale):
     rng = np.random.default_rng(11)
