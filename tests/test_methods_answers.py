@@ -26,7 +26,7 @@ from tests.test_method_flags import CASES
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((REPO / "models").glob("*.gpm"))
-SIZES = {"N": 12, "D": 2, "Q": 2, "L": 2, "T": 3}
+SIZES = {"N": 12, "D": 2, "Q": 2, "L": 2, "T": 3, "P": 2, "R": 1}
 EXTERNAL_MODULE = "mypkg.pricing"
 """The user's module ``models/local_volatility.gpm`` names; the tests supply one (a Gaussian likelihood)."""
 
@@ -67,8 +67,8 @@ def model_files(root: Path) -> dict[str, Path]:
 
 
 def small_data(model, seed: int = 0) -> dict:
-    """Data of the declared shapes: :data:`SIZES`, standard normal reals (sorted times ``t``), 0/1 labels for
-    ints bounded above, counts otherwise."""
+    """Data of the declared shapes: :data:`SIZES`, standard normal reals (sorted times ``t``), two labels from the
+    lower bound (0 by default) for ints bounded above, counts otherwise."""
     rng = np.random.default_rng(seed)
     data = {}
     for name, variable in model.data.items():
@@ -78,7 +78,8 @@ def small_data(model, seed: int = 0) -> dict:
             continue
         shape = declared.concrete_shape(SIZES)
         if declared.base == "int":
-            data[name] = rng.integers(0, 2 if declared.upper is not None else 6, size=shape)
+            low = int(declared.concrete_bounds(SIZES).lower or 0)
+            data[name] = rng.integers(low, low + 2 if declared.upper is not None else 6, size=shape)
         elif name == "t":
             data[name] = np.sort(rng.uniform(0.0, 1.0, size=shape))
         else:
