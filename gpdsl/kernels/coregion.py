@@ -8,6 +8,11 @@ from gpdsl.kernel_table import KERNEL_SPECS
 from gpdsl.kernels.base import Kernel
 
 
+def _output(x):
+    """The 0-based output of a point's index column (rounded: an inducing input's may be a k-means centre)."""
+    return jnp.round(x[0]).astype(jnp.int32) - 1
+
+
 class Coregion(Kernel):
     """``k(i, j) = B[i, j]`` with ``B = W W^T + diag(kappa)`` over output indices ``i, j`` in ``1..P``.
 
@@ -38,8 +43,7 @@ class Coregion(Kernel):
         return self.W @ self.W.T + jnp.diag(jnp.broadcast_to(self.kappa, (P,)))
 
     def evaluate(self, x1, x2):
-        i = jnp.asarray(x1[0], dtype=jnp.int32) - 1
-        j = jnp.asarray(x2[0], dtype=jnp.int32) - 1
+        i, j = _output(x1), _output(x2)
         kappa = jnp.broadcast_to(self.kappa, (self.W.shape[0],))
         return self.W[i] @ self.W[j] + jnp.where(i == j, kappa[i], 0.0)
 
@@ -72,7 +76,6 @@ class CoregionCorr(Kernel):
         return scaled @ scaled.T
 
     def evaluate(self, x1, x2):
-        i = jnp.asarray(x1[0], dtype=jnp.int32) - 1
-        j = jnp.asarray(x2[0], dtype=jnp.int32) - 1
+        i, j = _output(x1), _output(x2)
         sigma = jnp.broadcast_to(self.sigma, (self.L.shape[0],))
         return sigma[i] * sigma[j] * (self.L[i] @ self.L[j])

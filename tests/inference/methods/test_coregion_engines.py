@@ -6,6 +6,8 @@
   that likelihood) of the ``B`` the data were drawn from;
 - on held-out points of an output observed only on half of the input range, the coregionalised fit predicts
   better than a GP fitted to that output alone;
+- ``sgpr`` with every point an inducing input reaches ``ml``'s estimates (slow tier);
+- ``vem`` refuses a coregion kernel over a GPLVM's inputs and says why;
 - ``gibbs`` and Stan's NUTS agree on a small two-output set within four combined Monte Carlo standard errors
   for ``B``'s entries, the length-scale and the noise (slow tier); ``W`` itself is identified only up to its
   sign, so its draws are compared through ``B``.
@@ -181,3 +183,16 @@ def test_vem_refuses_a_coregion_over_latent_inputs_and_says_why():
     with pytest.raises(gpdsl.errors.MethodError, match=r"the kernel of 'F' has coregion\(\.\.\.\) over an observed "
                                                       r"output index, and the Psi statistics of a GPLVM"):
         gpdsl.fit(check_text(GPLVM)[0], data, "vem", seed=1)
+
+
+@pytest.mark.slow
+def test_sgpr_with_every_point_inducing_reaches_ml():
+    """With the inducing inputs held at all N points the collapsed bound is the exact log marginal likelihood."""
+    model = check_file("models/gp_multi_output.gpm")[0]
+    data = two_outputs(seed=4, n_per=25, upper=8, B=TRUE_W @ TRUE_W.T + np.diag(TRUE_KAPPA))
+    ml = gpdsl.fit(model, data, "ml", seed=1)
+    sgpr = gpdsl.fit(model, data, "sgpr", seed=1, num_inducing=50, inducing_init="random", fix_inducing=True)
+    B_ml, B_sgpr = (point(r, "W") @ point(r, "W").T + np.diag(point(r, "kappa")) for r in (ml, sgpr))
+    np.testing.assert_allclose(B_sgpr, B_ml, rtol=2e-3, atol=1e-4)
+    for name in ("lengthscale", "noise"):
+        np.testing.assert_allclose(point(sgpr, name), point(ml, name), rtol=2e-3)
