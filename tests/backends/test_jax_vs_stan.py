@@ -195,6 +195,12 @@ def coregion_data(rng):
             "c": rng.poisson(2.0, N)}
 
 
+def isotopic_data(rng):
+    """Both outputs at the same 6 points, output-major: the Stan program takes its Kronecker branch."""
+    x = rng.uniform(0, 3, 6)
+    return {"N": 12, "P": 2, "R": 1, "x": np.r_[x, x], "output": np.repeat([1, 2], 6), "y": rng.normal(size=12)}
+
+
 def indexing_data(rng):
     N, G = 11, 3
     return {"N": N, "G": G, "X": rng.normal(size=(N, 3)), "y": rng.normal(size=N), "z": rng.normal(size=N),
@@ -211,6 +217,7 @@ def indexing_data(rng):
     (INDEXING, indexing_data, 0.7),
     pytest.param(COREGION, coregion_data, 0.7, marks=pytest.mark.slow, id="coregion"),
     pytest.param(COREGION_CORR, coregion_data, 0.7, marks=pytest.mark.slow, id="coregion_corr"),
+    pytest.param("models/gp_multi_output.gpm", isotopic_data, 0.7, marks=pytest.mark.slow, id="coregion_kronecker"),
 ])
 def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, scale):
     rng = np.random.default_rng(11)

@@ -107,3 +107,49 @@ def test_an_output_index_outside_one_to_p_is_a_data_error_naming_the_entry(bad, 
     data["output"][3] = bad
     with pytest.raises(DataError, match=message):
         gpdsl.load_data(data, model)
+
+
+KRONECKER_CHECK = """
+functions {
+  FUNCTIONS
+}
+data {
+  int M; int P;
+  vector[M * P] y; matrix[M, M] Kx; matrix[P, P] B; real s2;
+  array[M * P] int output; array[M * P] vector[1] points;
+}
+transformed data {
+  int isotopic = isotopic_design(output, points, P);
+  matrix[M * P, M * P] C;
+  for (p in 1:P) for (q in 1:P) for (i in 1:M) for (j in 1:M)
+    C[(p - 1) * M + i, (q - 1) * M + j] = B[p, q] * Kx[i, j];
+}
+parameters { real z; }
+model {
+  target += kronecker_normal_lpdf(y | Kx, B, s2) - multi_normal_lpdf(y | rep_vector(0, M * P), add_diag(C, s2))
+            + isotopic;
+}
+"""
+
+
+@pytest.mark.slow
+def test_kronecker_log_density_and_isotopic_design_in_stan():
+    """The Stan program's isotopic route: its Kronecker log density is multi_normal's with B ⊗ Kx + s2 I, and
+    isotopic_design is 1 exactly for output-major designs with every output at the same points (log_prob of a
+    program whose target is their difference plus the flag)."""
+    from gpdsl.backends.stan.fragments import function_library
+    from gpdsl.backends.stan.runners import log_prob_pystan
+
+    library = function_library()
+    code = KRONECKER_CHECK.replace("FUNCTIONS", "\n".join(library[name].text for name in
+                                                          ("kronecker_normal_lpdf", "isotopic_design")))
+    rng = np.random.default_rng(6)
+    x = rng.uniform(0, 3, 5)
+    Kx = numpy_rbf(x, x, 0.8)
+    isotopic = {"M": 5, "P": 3, "y": rng.normal(size=15), "Kx": Kx, "B": W @ W.T + np.diag(KAPPA), "s2": 0.05,
+                "output": np.repeat([1, 2, 3], 5), "points": np.r_[x, x, x][:, None]}
+    shuffled = dict(isotopic, output=np.r_[np.repeat([1, 2, 3], 5)[1:], 1])
+    moved = dict(isotopic, points=np.r_[x, x, x + 0.1][:, None])
+    values = [float(log_prob_pystan(code, data, np.zeros((1, 1)), jacobian=True)[0])
+              for data in (isotopic, shuffled, moved)]
+    np.testing.assert_allclose(values, [1.0, 0.0, 0.0], atol=1e-8)

@@ -501,7 +501,49 @@ class _Generator:
             observed = self._transformed_data(f"{observed}_columns", columns_type, f"matrix_columns({observed})")
         cholesky = f"cholesky_decompose(add_diag({self.covariance_name}, square({sigma}) + {self.jitter}))"
         line = f"target += multi_normal_cholesky_lpdf({observed} | {self._marginal_location(gp, n)}, {cholesky});"
-        return ["{", *_indented(local + [line]), "}"]
+        kronecker = self._kronecker(gp, likelihood, observed, sigma)
+        if kronecker is None:
+            return ["{", *_indented(local + [line]), "}"]
+        isotopic, kronecker_line = kronecker
+        return [f"if ({isotopic}) {{", INDENT + kronecker_line, "} else {", *_indented(local + [line]), "}"]
+
+    def _kronecker(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement, observed: str,
+                   sigma: str) -> tuple[str, str] | None:
+        """For ``k(x) * coregion(output, ...)`` under ``normal(f, sigma)``: a transformed-data flag that the data are
+        isotopic (every output at the same points, output-major) and the Kronecker log density used then; None for
+        other GPs (a mean or offset, a sum of kernels, inputs that are not data)."""
+        kernel = gp.kernel
+        if (likelihood.target.type.container != "vector" or self._marginal_offset(gp) is not None
+                or len(gp.inputs.index_shape) != 1 or not isinstance(kernel, ir.KernelProduct)):
+            return None
+        indexed = [k for k in (kernel.left, kernel.right) if isinstance(k, ir.KernelLeaf)
+                   and k.name in catalog.KERNELS and catalog.KERNELS[k.name].index_input]
+        if len(indexed) != 1 or indexed[0].component is None:
+            return None
+        coregion = indexed[0]
+        other = kernel.right if coregion is kernel.left else kernel.left
+        if any(leaf.component in (None, coregion.component) for leaf in other.leaves()):
+            return None
+        index = gp.inputs.components[coregion.component]
+        outputs = _bound(self.model.data[index.name].type.upper)
+        per_output = f"{_stan_dim(gp.inputs.index_shape[0])} %/% {outputs}"
+        point_sets, scratch = [], []
+
+        def first_output_points(component: int | None, columns: tuple[int, int] | None = None) -> str:
+            name = self._points(gp, component, scratch, columns)
+            point_sets.append(name)
+            return f"{name}[1:{per_output}]"
+
+        input_kernel = self._kernel(other, first_output_points)[0]
+        if scratch:
+            return None
+        levels = self._transformed_data("output_levels", f"array[{outputs}] vector[1]", f"output_levels({outputs})")
+        output_covariance = self._kernel_leaf(coregion, lambda component, columns=None: levels)
+        design = " && ".join(f"isotopic_design({stan_name(index.name)}, {name}, {outputs})"
+                             for name in dict.fromkeys(point_sets))
+        isotopic = self._transformed_data(f"{stan_name(gp.target.name)}_isotopic", "int", design)
+        return isotopic, (f"target += kronecker_normal_lpdf({observed} | {input_kernel}, {output_covariance}, "
+                          f"square({sigma}) + {self.jitter});")
 
     def _marginal_location(self, gp: ir.GPStatement, n: str) -> str:
         """The location of an integrated-out GP's observations: zero plus the terms added to the latent."""

@@ -93,6 +93,65 @@ functions {
     }
     return k;
   }
+
+  /**
+   * Log density of y ~ multi_normal(0, B ⊗ Kx + noise_variance I) for outputs observed at the same M points
+   * (isotopic data), y output-major: y[(p - 1) M + i] is output p at point i. By the eigendecompositions
+   * Kx = Qx diag(lambda_x) Qx' and B = Qb diag(lambda_b) Qb', the covariance's eigenvalues are
+   * lambda_x[i] lambda_b[p] + noise_variance with eigenvectors Qb ⊗ Qx: O(M^3 + P^3), not O((M P)^3).
+   *
+   * @param y               vector[M * P] of observations
+   * @param Kx              matrix[M, M], the input kernel at the M points
+   * @param B               matrix[P, P], the outputs' covariance
+   * @param noise_variance  the variance added to every observation (noise plus jitter)
+   */
+  real kronecker_normal_lpdf(vector y, matrix Kx, matrix B, real noise_variance) {
+    int M = rows(Kx);
+    int P = rows(B);
+    matrix[M, P] Z = eigenvectors_sym(Kx)' * to_matrix(y, M, P) * eigenvectors_sym(B);
+    matrix[M, P] D = eigenvalues_sym(Kx) * eigenvalues_sym(B)' + noise_variance;
+    return -0.5 * (sum(square(Z) ./ D) + sum(log(D)) + M * P * log(2 * pi()));
+  }
+
+  /**
+   * Whether a design is isotopic in output-major order: N = M P observations, observation (p - 1) M + i of output
+   * p at the same point as observation i, for every output p and point i.
+   *
+   * @param output  array[N] int, the output index of each observation (1..P)
+   * @param points  array[N] vector, the inputs of each observation (without the index)
+   * @param P       the number of outputs
+   * @return        1 when isotopic, else 0
+   */
+  int isotopic_design(array[] int output, array[] vector points, int P) {
+    int N = size(output);
+    int M = N %/% P;
+    if (P < 1 || M * P != N) {
+      return 0;
+    }
+    for (p in 1:P) {
+      for (i in 1:M) {
+        int n = (p - 1) * M + i;
+        if (output[n] != p || max(abs(points[n] - points[i])) > 0) {
+          return 0;
+        }
+      }
+    }
+    return 1;
+  }
+
+  /**
+   * The output levels 1..P as one-dimensional points (the rows of a coregionalisation matrix).
+   *
+   * @param P  the number of outputs
+   * @return   array[P] vector[1]
+   */
+  array[] vector output_levels(int P) {
+    array[P] vector[1] points;
+    for (p in 1:P) {
+      points[p] = rep_vector(p, 1);
+    }
+    return points;
+  }
 }
 data {
   int N;
@@ -106,6 +165,8 @@ transformed data {
   real jitter = 1e-08;
   array[N] vector[1] x_points = values_as_points(x);
   array[N] vector[1] output_points = labels_as_points(output);
+  array[P] vector[1] output_levels_ = output_levels(P);
+  int f_isotopic = isotopic_design(output, x_points, P);
 }
 parameters {
   real<lower=0> lengthscale;
@@ -118,7 +179,9 @@ model {
   target += normal_lpdf(to_vector(W) | 0, 1);
   target += gamma_lpdf(kappa | 2, 4);
   target += normal_lpdf(noise | 0, 0.5) + log2();
-  {
+  if (f_isotopic) {
+    target += kronecker_normal_lpdf(y | rbf_kernel(x_points[1:N %/% P], x_points[1:N %/% P], 1.0, rep_vector(lengthscale, 1)), coregion_kernel(output_levels_, output_levels_, W, kappa), square(noise) + jitter);
+  } else {
     matrix[N, N] K = rbf_kernel(x_points, x_points, 1.0, rep_vector(lengthscale, 1)) .* coregion_kernel(output_points, output_points, W, kappa);
     target += multi_normal_cholesky_lpdf(y | rep_vector(0, N), cholesky_decompose(add_diag(K, square(noise) + jitter)));
   }
