@@ -47,6 +47,11 @@ class KernelParam:
     half_integer : bool
         Whether the value is a constant half-integer ``p + 1/2`` with ``p >= 0`` whole (a Matérn order);
         in Stan a ``real``.
+    matrix : bool
+        Whether the value is a matrix (a coregionalisation's ``W``, one row per output); in Stan a ``matrix``.
+    per_output : bool
+        Whether the value is one entry per output, i.e. per row of the kernel's matrix parameter (a scalar
+        is shared by all outputs); in Stan always a vector.
     """
 
     name: str
@@ -57,6 +62,8 @@ class KernelParam:
     per_component: bool = False
     integer: bool = False
     half_integer: bool = False
+    matrix: bool = False
+    per_output: bool = False
 
     @property
     def static(self) -> bool:
@@ -65,12 +72,19 @@ class KernelParam:
 
     @property
     def vector_allowed(self) -> bool:
-        """Whether a vector value is accepted (one per input dimension or one per component)."""
-        return self.ard_allowed or self.per_component
+        """Whether a vector value is accepted (one per input dimension, component or output)."""
+        return self.ard_allowed or self.per_component or self.per_output
+
+    @property
+    def max_ndim(self) -> int:
+        """The most array dimensions a value may have: 2 for a matrix, 1 for a vector, else 0."""
+        return 2 if self.matrix else 1 if self.vector_allowed else 0
 
     @property
     def stan_type(self) -> str:
-        """The type of the argument in the kernel's Stan function: ``vector``, ``int`` or ``real``."""
+        """The type of the argument in the kernel's Stan function: ``matrix``, ``vector``, ``int`` or ``real``."""
+        if self.matrix:
+            return "matrix"
         return "vector" if self.vector_allowed else "int" if self.integer else "real"
 
 
@@ -80,7 +94,7 @@ class StanCall:
 
     The call is ``function(x1, x2, <params>[, same_points])`` on two point sets; each parameter is passed
     as its :attr:`KernelParam.stan_type`: a vector (``rep_vector`` of a scalar value) where it may be
-    one (ARD or per component), an int for an integer, else a real.
+    one (ARD, per component or per output), a matrix for a matrix, an int for an integer, else a real.
 
     Parameters
     ----------
@@ -131,6 +145,9 @@ class KernelSpec:
     kernels : tuple of str
         Names of kernel-valued arguments (a combinator such as ``changepoint``), which come first,
         before the hyperparameters, positionally or by keyword.
+    index_input : bool
+        Whether the kernel acts on an output index: its input is an ``int`` data array declared with
+        ``<lower=1, upper=P>``, ``P`` the rows of its matrix parameter.
     """
 
     name: str
@@ -140,6 +157,7 @@ class KernelSpec:
     doc: str = ""
     input_dim: int | None = None
     kernels: tuple[str, ...] = ()
+    index_input: bool = False
 
     def param(self, name: str) -> KernelParam | None:
         """The hyperparameter called ``name``, or None."""
@@ -311,6 +329,19 @@ KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
                doc="variance sqrt(2 l(x) l(x') / (l(x)^2 + l(x')^2)) exp(-(x - x')^2 / (l(x)^2 + l(x')^2)), "
                    "l(x) = lengthscale exp(slope x) over one input column (Gibbs 1997; Rasmussen & Williams "
                    "eq. 4.32)", input_dim=1),
+    KernelSpec("coregion", (KernelParam("W", required=True, matrix=True, support="real"),
+                            KernelParam("kappa", required=True, per_output=True)),
+               stan=(StanCall("coregion_kernel", ("W", "kappa")),),
+               doc="B[i, j] with B = W W' + diag(kappa), i and j the output indices (1..P) of the two points: "
+                   "the intrinsic coregionalisation model (GPy's Coregionalize); W is P x R, kappa one per output",
+               input_dim=1, index_input=True),
+    KernelSpec("coregion_corr", (KernelParam("L", required=True, matrix=True, support="real"),
+                                 KernelParam("sigma", required=True, per_output=True)),
+               stan=(StanCall("coregion_corr_kernel", ("L", "sigma")),),
+               doc="B[i, j] with B = diag(sigma) L L' diag(sigma), i and j the output indices (1..P): the "
+                   "coregionalisation by a correlation matrix L L' (L a cholesky_factor_corr[P], e.g. with an "
+                   "lkj_corr_cholesky prior) and each output's standard deviation sigma",
+               input_dim=1, index_input=True),
 ]}
 """Every kernel of the language by name, in the order error hints list them."""
 

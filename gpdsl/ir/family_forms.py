@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpdsl.ir import nodes as ir
+from gpdsl.kernel_table import KERNEL_SPECS
 from gpdsl.ir.structure import GPNode, acts_elementwise, statement_refs
 from gpdsl.source import Span
 
@@ -231,6 +232,11 @@ def gplvm_form(model: ir.Model, nodes: list[GPNode], gp_prior: bool) -> GPLVMFac
                       "standard deviation")
     node = outputs[0]
     components = node.statement.inputs.components
+    indexed = [leaf.name for leaf in node.statement.kernel.leaves()
+               if leaf.name in KERNEL_SPECS and KERNEL_SPECS[leaf.name].index_input]
+    if indexed:
+        return refuse(f"the kernel of '{node.name}' has {indexed[0]}(...) over an observed output index, and the Psi "
+                      "statistics of a GPLVM take kernels of its latent inputs only: sample the model with nuts")
     if len(components) != 1 or not isinstance(components[0], ir.Ref) or components[0].name not in model.latents:
         return refuse(f"the inputs of '{node.name}' are not a latent variable")
     latent = components[0].name

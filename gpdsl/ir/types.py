@@ -25,6 +25,9 @@ class VarType:
         Outer ``array[...]`` dimensions, ``()`` when not an array.
     lower, upper : float or str, optional
         Bounds from ``<lower=..., upper=...>``: constant-folded numbers, or (on data) a size symbol.
+    structure : {"cholesky_factor_corr"}, optional
+        A matrix constrained to a set of its own: ``cholesky_factor_corr[K]`` is a ``matrix[K, K]`` that is the
+        Cholesky factor of a correlation matrix (lower triangular, rows of unit length, positive diagonal).
     """
 
     base: Literal["int", "real"]
@@ -33,6 +36,7 @@ class VarType:
     array_dims: tuple[Dim, ...] = ()
     lower: float | str | None = None
     upper: float | str | None = None
+    structure: str | None = None
 
     @property
     def shape(self) -> tuple[Dim, ...]:
@@ -51,14 +55,17 @@ class VarType:
     def concrete_bounds(self, sizes: Mapping[str, int]) -> "VarType":
         """The type with size-symbol bounds replaced by their values."""
         lower, upper = (int(sizes[b]) if isinstance(b, str) else b for b in (self.lower, self.upper))
-        return VarType(self.base, self.container, self.dims, self.array_dims, lower, upper)
+        return VarType(self.base, self.container, self.dims, self.array_dims, lower, upper, self.structure)
 
     def dim_names(self, var: str) -> tuple[str, ...]:
         """Dimension names for results: the size symbol, or ``<var>_dim_<i>`` for literal sizes."""
-        return tuple(d if isinstance(d, str) else f"{var}_dim_{i}" for i, d in enumerate(self.shape))
+        return tuple(d if isinstance(d, str) and d not in self.shape[:i] else f"{var}_dim_{i}"
+                     for i, d in enumerate(self.shape))
 
     def describe(self) -> str:
         """Stan-like spelling, e.g. ``array[T] matrix[N, 2]`` or ``vector<lower=0>[D]``."""
+        if self.structure is not None:
+            return f"{self.structure}[{self.dims[0]}]"
         bounds = []
         if self.lower is not None:
             bounds.append(f"lower={number_text(self.lower)}")

@@ -11,6 +11,7 @@ import gpdsl.numerics.float64  # noqa: F401  (float64 before any array is made)
 from gpdsl.kernel_table import KernelParam, KernelSpec
 from gpdsl.kernels.base import Kernel
 from gpdsl.kernels.combinators import Changepoint, Warp
+from gpdsl.kernels.coregion import Coregion, CoregionCorr
 from gpdsl.kernels.composite import Product, Scale, Sum
 from gpdsl.kernels.dot_product import MLP, Linear, Polynomial
 from gpdsl.kernels.nonstationary import Gibbs
@@ -40,6 +41,8 @@ __all__ = [
     "White",
     "Constant",
     "Same",
+    "Coregion",
+    "CoregionCorr",
     "Sum",
     "Product",
     "Scale",

@@ -187,7 +187,8 @@ class Kernel:
                 converted[n] = v
             else:
                 param = spec.param(n)
-                converted[n] = as_param(v, n, spec.name, param.vector_allowed, param.integer, param.half_integer)
+                converted[n] = as_param(v, n, spec.name, param.vector_allowed, param.integer, param.half_integer,
+                                        param.matrix)
         self._set_params(converted, active_dims)
 
     def _set_params(self, values: dict, active_dims=None) -> None:

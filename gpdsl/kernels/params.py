@@ -10,7 +10,7 @@ from gpdsl.errors import ModelCheckError
 
 
 def as_param(value, name: str, kernel: str, vector_allowed: bool, integer: bool = False,
-             half_integer: bool = False):
+             half_integer: bool = False, matrix: bool = False):
     """Convert a hyperparameter to a float64 JAX array (an integer one to a Python int), checking it.
 
     Parameters
@@ -25,6 +25,8 @@ def as_param(value, name: str, kernel: str, vector_allowed: bool, integer: bool 
         Whether the value must be a constant whole number of at least 1.
     half_integer : bool
         Whether the value must be a constant ``p + 1/2`` with a whole ``p >= 0`` (returned as a float).
+    matrix : bool
+        Whether the value must be a matrix.
 
     Raises
     ------
@@ -37,6 +39,10 @@ def as_param(value, name: str, kernel: str, vector_allowed: bool, integer: bool 
     if half_integer:
         return _half_integer(value, name, kernel)
     array = jnp.asarray(value, dtype=jnp.float64)
+    if matrix:
+        if array.ndim != 2:
+            raise ModelCheckError(f"{kernel}() parameter '{name}' must be a matrix, got shape {array.shape}")
+        return array
     max_ndim = 1 if vector_allowed else 0
     if array.ndim > max_ndim:
         allowed = "a scalar or a vector" if vector_allowed else "a scalar"

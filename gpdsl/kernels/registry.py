@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpdsl.errors import ModelCheckError
 from gpdsl.kernel_table import KERNEL_SPECS, KernelSpec, kernel_spec
 from gpdsl.kernels.combinators import Changepoint, Warp
+from gpdsl.kernels.coregion import Coregion, CoregionCorr
 from gpdsl.kernels.dot_product import MLP, Linear, Polynomial
 from gpdsl.kernels.nonstationary import Gibbs
 from gpdsl.kernels.spectral import Cosine, SpectralMixture
@@ -16,7 +17,8 @@ __all__ = ["KERNELS", "KERNEL_SPECS", "KernelSpec", "build_kernel", "kernel_spec
 
 KERNELS = {cls.spec.name: cls
            for cls in (RBF, Matern12, Matern32, Matern52, Periodic, Linear, White, Constant, Same, MLP,
-                        RationalQuadratic, Cosine, Polynomial, SpectralMixture, Matern, Changepoint, Warp, Gibbs)}
+                        RationalQuadratic, Cosine, Polynomial, SpectralMixture, Matern, Changepoint, Warp, Gibbs,
+                        Coregion, CoregionCorr)}
 """Kernel classes by model-language name; each class's ``spec`` is its :data:`KERNEL_SPECS` entry."""
 
 

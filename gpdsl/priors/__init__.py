@@ -15,6 +15,7 @@ from gpdsl.priors.bounded import SCALED_SIGMOID_NORMAL, UNIFORM
 from gpdsl.priors.cauchy import BETA, CAUCHY
 from gpdsl.priors.exponential import EXPONENTIAL, WEIBULL
 from gpdsl.priors.gamma import GAMMA, INV_GAMMA
+from gpdsl.priors.lkj import LKJ_CORR_CHOLESKY
 from gpdsl.priors.normal import HALF_NORMAL, LOGNORMAL, NORMAL
 from gpdsl.priors.student_t import STUDENT_T
 
@@ -33,6 +34,7 @@ PRIORS: dict[str, Prior] = {prior.name: prior for prior in [
     WEIBULL,
     CAUCHY,
     BETA,
+    LKJ_CORR_CHOLESKY,
 ]}
 """Every prior by name: the built-in ones in the order the docs and messages list them, then those added by
 :func:`register_prior`."""

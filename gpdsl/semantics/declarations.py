@@ -54,10 +54,22 @@ def declare(ctx: CheckContext, decl: ast.Declaration, role: str):
     if spec.base == "int" and role != "data":
         fail(f"{role} '{decl.name}' cannot be an int", spec.span,
              "only data may be integer; use real, vector or matrix")
-    base = "int" if spec.base == "int" else "real"
-    container = {"int": "scalar", "real": "scalar"}.get(spec.base, spec.base)
-    vartype = VarType(base, container, dims, array_dims, lower, upper)
+    if spec.base == "cholesky_factor_corr":
+        vartype = _cholesky_factor_corr(decl, role, dims, array_dims)
+    else:
+        base = "int" if spec.base == "int" else "real"
+        container = {"int": "scalar", "real": "scalar"}.get(spec.base, spec.base)
+        vartype = VarType(base, container, dims, array_dims, lower, upper)
     ctx.variables[decl.name] = ir.Variable(decl.name, role, vartype, decl.name_span)
+
+
+def _cholesky_factor_corr(decl: ast.Declaration, role: str, dims: tuple[Dim, ...],
+                          array_dims: tuple[Dim, ...]) -> VarType:
+    """The type of ``cholesky_factor_corr[K] L``: a ``matrix[K, K]`` parameter with the structure's name."""
+    if role != "parameter" or array_dims:
+        fail(f"cholesky_factor_corr declares a single parameter, not {'an array' if array_dims else role}",
+             decl.type.span, "e.g. 'cholesky_factor_corr[P] L ~ lkj_corr_cholesky(2);' in the parameters block")
+    return VarType("real", "matrix", (dims[0], dims[0]), structure="cholesky_factor_corr")
 
 
 def check_dim(ctx: CheckContext, expr: ast.Expr) -> Dim:

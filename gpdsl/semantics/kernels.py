@@ -19,7 +19,7 @@ from gpdsl.semantics.context import CheckContext, fail, fail_unknown_callable
 from gpdsl.semantics.expressions import check_expr, is_kernel
 from gpdsl.semantics.shapes import shape_text
 from gpdsl.semantics.support import SUPPORTS
-from gpdsl.ir.types import Dim
+from gpdsl.ir.types import Dim, is_label_array
 from gpdsl.semantics.whole_program import note_parameter_argument
 from gpdsl.suggest import closest, did_you_mean, edit_distance
 from gpdsl.syntax import ast
@@ -169,7 +169,7 @@ def _kernel_leaf(ctx: CheckContext, call: ast.Call, inputs: ir.Inputs, within: B
                      f"e.g. {spec.name}(1e-6)" if spec.name == "white" else f"e.g. {spec.name}({param.name} = 1)")
             if param.default is not None:
                 values[param.name] = ir.Constant(ir.REAL, call.span, float(param.default))
-    if spec.input_dim is not None and input_dim != spec.input_dim:
+    if spec.input_dim is not None and input_dim != spec.input_dim and not spec.index_input:
         columns = "one input column" if spec.input_dim == 1 else f"{spec.input_dim} input columns"
         fail(f"{spec.name} acts on {columns}, here on {input_dim}", call.span,
              f"bind it to a vector input or to one column: {spec.name}(X[:, 1], ...)")
@@ -177,9 +177,13 @@ def _kernel_leaf(ctx: CheckContext, call: ast.Call, inputs: ir.Inputs, within: B
     for name, value in values.items():
         param = spec.param(name)
         shape = value.type.shape
-        if value.type.container == "matrix" or value.type.array_dims or isinstance(value, ir.StringConstant):
+        if param.matrix:
+            if value.type.container != "matrix" or value.type.array_dims:
+                fail(f"{spec.name} parameter '{name}' must be a matrix, one row per output", value.span,
+                     f"e.g. a parameter matrix[P, R] {name}, with P outputs and R shared latent functions")
+        elif value.type.container == "matrix" or value.type.array_dims or isinstance(value, ir.StringConstant):
             fail(f"{spec.name} parameter '{name}' must be a scalar or a vector", value.span)
-        if shape:
+        if shape and not param.matrix:
             if not param.vector_allowed:
                 fail(f"{spec.name} parameter '{name}' must be a scalar", value.span)
             if param.ard_allowed and not _dims_agree(shape[0], input_dim):
@@ -191,6 +195,8 @@ def _kernel_leaf(ctx: CheckContext, call: ast.Call, inputs: ir.Inputs, within: B
                      f"{components[1]}", value.span, "each has one entry per component (a scalar is shared)")
             if param.per_component:
                 components = components or (name, shape[0])
+            if param.per_output:
+                _verify_per_output(spec, name, value, values)
         if param.integer:
             _verify_whole(spec.name, name, value)
         support = SUPPORTS[param.support]
@@ -200,6 +206,8 @@ def _kernel_leaf(ctx: CheckContext, call: ast.Call, inputs: ir.Inputs, within: B
         note_parameter_argument(ctx, f"{spec.name} parameter '{name}'", support, value)
         if param.half_integer:
             _verify_half_integer(spec.name, name, value)
+    if spec.index_input:
+        _verify_output_index(ctx, spec, call, values, inputs, component)
     ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
     if spec.kernels:
         return ir.KernelCombination(call.span, spec.name, ordered, component, input_dim, columns, sub_kernels)
@@ -234,6 +242,40 @@ def _sub_kernels(ctx: CheckContext, spec, arguments: dict[str, ast.Expr], inputs
                  f"e.g. {spec.name}(" + ", ".join("rbf(lengthscale = 1)" for _ in spec.kernels) + ", ...)")
         checked.append((name, check_kernel(ctx, arg, inputs, own if spec.stan[0].warps_points else within)))
     return tuple(checked)
+def _output_matrix(spec, values: dict) -> tuple[str, ir.Expr]:
+    """The matrix parameter whose rows are the outputs, and its checked value."""
+    name = next(p.name for p in spec.params if p.matrix)
+    return name, values[name]
+
+
+def _verify_per_output(spec, name: str, value: ir.Expr, values: dict) -> None:
+    """Fail unless a vector given one entry per output has as many entries as the matrix has rows."""
+    matrix_name, matrix = _output_matrix(spec, values)
+    if matrix.type.container == "matrix" and value.type.shape[0] != matrix.type.shape[0]:
+        fail(f"{spec.name} parameter '{name}' has length {value.type.shape[0]} but '{matrix_name}' has "
+             f"{matrix.type.shape[0]} rows", value.span, "one entry per output (a scalar is shared)")
+
+
+def _verify_output_index(ctx: CheckContext, spec, call: ast.Call, values: dict, inputs: ir.Inputs,
+                         component: int | None) -> None:
+    """Fail unless the kernel acts on an int data array declared ``<lower=1, upper=P>``, P the outputs."""
+    if component is None and len(inputs.components) != 1:
+        fail(f"{spec.name} acts on the output index: name it first, {spec.name}(output, ...)", call.span,
+             "with array[N] int<lower=1, upper=P> output in the data and gp((x, output), ...)")
+    span = call.args[0].span if component is not None else inputs.span
+    index = inputs.components[component or 0]
+    declared = ctx.variables.get(index.name) if isinstance(index, ir.Ref) else None
+    example = "array[N] int<lower=1, upper=P> output"
+    if declared is None or declared.role != "data" or not is_label_array(declared.type):
+        fail(f"{spec.name} acts on an output index, an int data array; here on {index.type.describe()}", span,
+             f"declare the index as {example}")
+    _, matrix = _output_matrix(spec, values)
+    outputs = matrix.type.shape[0] if matrix.type.container == "matrix" else None
+    t = declared.type
+    if t.lower != 1 or outputs is None or t.upper != outputs:
+        fail(f"the output index '{index.name}' of {spec.name} must be declared <lower=1, upper={outputs}>, "
+             f"one value per row of its matrix; it is {t.describe()}", span,
+             f"the data are then checked against 1..{outputs}")
 
 
 def _verify_whole(kernel: str, name: str, value: ir.Expr) -> None:

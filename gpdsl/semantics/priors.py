@@ -53,9 +53,32 @@ def check_prior(ctx: CheckContext, target: ir.Target, call: ast.Call) -> ir.Prio
         fail(f"'{spec.name}' is a likelihood for data; '{target.name}' is a {target.role}", call.name_span,
              "priors are: " + ", ".join(priors))
     distribution = check_distribution(ctx, call, spec, target)
-    if target.role == "parameter" and not target.indices:
+    variable = ctx.variables.get(target.name)
+    if spec.support == STRUCTURED_SUPPORT or (variable is not None and variable.type.structure is not None):
+        _verify_structure(target, variable, spec, call)
+    elif target.role == "parameter" and not target.indices:
         _fit_bounds(ctx, target, spec, distribution, call)
     return ir.PriorStatement(call.span, target, distribution)
+
+
+STRUCTURED_SUPPORT = "cholesky_corr"
+"""The support of a prior on a whole ``cholesky_factor_corr`` parameter (``lkj_corr_cholesky``)."""
+
+
+def _verify_structure(target: ir.Target, variable, spec: catalog.DistributionSpec, call: ast.Call) -> None:
+    """Fail unless a prior of Cholesky factors sits on a whole ``cholesky_factor_corr`` parameter, and only there."""
+    structured = variable is not None and variable.type.structure is not None
+    if spec.support != STRUCTURED_SUPPORT:
+        fail(f"'{target.name}' is declared {variable.type.describe()}, whose prior is lkj_corr_cholesky(eta), "
+             f"not {spec.name}", call.name_span,
+             "a Cholesky factor of a correlation matrix has its own set of values; lkj_corr_cholesky(1) is uniform "
+             "over correlation matrices")
+    if not structured:
+        described = variable.type.describe() if variable is not None else "not a parameter"
+        fail(f"{spec.name} is a prior of a cholesky_factor_corr parameter; '{target.name}' is {described}",
+             call.name_span, f"declare 'cholesky_factor_corr[K] {target.name}' in the parameters block")
+    if target.indices:
+        fail(f"{spec.name} is a prior of the whole of '{target.name}', not of an element", call.name_span)
 
 
 def _fit_bounds(ctx: CheckContext, target: ir.Target, spec: catalog.DistributionSpec,

@@ -62,9 +62,11 @@ SUPPORTS: dict[str, Interval] = {
     "binary": Interval(0.0, 1.0, True, True),
     "count": Interval(0.0, closed_lower=True),
     "ordinal": Interval(1.0, closed_lower=True),
+    "cholesky_corr": Interval(-1.0, 1.0, True, True),
 }
 """Every support by the name the catalog and the likelihoods use; ``"bounded"`` takes its ends from the
-distribution's ``lower`` and ``upper`` arguments."""
+distribution's ``lower`` and ``upper`` arguments. ``"cholesky_corr"`` (the entries of a Cholesky factor of a
+correlation matrix) belongs to a ``cholesky_factor_corr`` declaration, which its prior requires."""
 
 
 def declared_interval(lower: float | None, upper: float | None) -> Interval:

@@ -196,6 +196,9 @@ class _ToAst(Transformer):
     def matrix_type(self, meta, _kw, *rest):
         return self._element(meta, "matrix", rest)
 
+    def cholesky_factor_corr_type(self, meta, _kw, size):
+        return self._element(meta, "cholesky_factor_corr", (size,))
+
     def constraint(self, meta, *bounds):
         found = {}
         for name, value, span in bounds:

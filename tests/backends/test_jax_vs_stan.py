@@ -77,6 +77,33 @@ def unit_interval_data(rng):
     N, D = 10, 2
     return {"N": N, "D": D, "X": rng.uniform(size=(N, D)), "y": rng.normal(size=N)}
 
+COREGION = """
+data { int N; int P; vector[N] x; array[N] int<lower=1, upper=P> output; array[N] int<lower=0> c; }
+parameters {
+  real<lower=0> ell ~ gamma(2, 2);
+  matrix[P, 2] W ~ normal(0, 1);
+  vector<lower=0>[P] kappa ~ gamma(2, 4);
+  matrix[P, 1] V ~ normal(0, 1);
+}
+model {
+  f ~ gp((x, output), rbf(x, lengthscale = ell) * coregion(output, W, kappa)
+                      + matern32(x, lengthscale = 2) * coregion(output, V, 0.1));
+  c ~ poisson_log(f);
+}
+"""
+
+COREGION_CORR = """
+data { int N; int P; vector[N] x; array[N] int<lower=1, upper=P> output; array[N] int<lower=0> c; }
+parameters {
+  real<lower=0> ell ~ gamma(2, 2);
+  cholesky_factor_corr[P] L ~ lkj_corr_cholesky(1.5);
+  vector<lower=0>[P] sigma ~ half_normal(1);
+}
+model {
+  f ~ gp((x, output), rbf(x, lengthscale = ell) * coregion_corr(output, L, sigma));
+  c ~ poisson_log(f);
+}
+"""
 
 LIKELIHOODS = """
 data {
@@ -223,6 +250,18 @@ def constructs_data(rng):
             "year": rng.integers(1, K + 1, N)}
 
 
+def coregion_data(rng):
+    N, P = 12, 3
+    return {"N": N, "P": P, "x": rng.uniform(0, 3, N), "output": np.r_[1, 2, 3, rng.integers(1, P + 1, N - 3)],
+            "c": rng.poisson(2.0, N)}
+
+
+def isotopic_data(rng):
+    """Both outputs at the same 6 points, output-major: the Stan program takes its Kronecker branch."""
+    x = rng.uniform(0, 3, 6)
+    return {"N": 12, "P": 2, "R": 1, "x": np.r_[x, x], "output": np.repeat([1, 2], 6), "y": rng.normal(size=12)}
+
+
 def indexing_data(rng):
     N, G = 11, 3
     return {"N": N, "G": G, "X": rng.normal(size=(N, 3)), "y": rng.normal(size=N), "z": rng.normal(size=N),
@@ -239,6 +278,9 @@ def indexing_data(rng):
     (LIKELIHOODS, likelihoods_data, 0.7),
     (INDEXING, indexing_data, 0.7),
     pytest.param(CONSTRUCTS, constructs_data, 0.7, marks=pytest.mark.slow, id="constructs"),
+    pytest.param(COREGION, coregion_data, 0.7, marks=pytest.mark.slow, id="coregion"),
+    pytest.param(COREGION_CORR, coregion_data, 0.7, marks=pytest.mark.slow, id="coregion_corr"),
+    pytest.param("models/gp_multi_output.gpm", isotopic_data, 0.7, marks=pytest.mark.slow, id="coregion_kronecker"),
 ])
 def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, scale):
     rng = np.random.default_rng(11)
@@ -266,7 +308,7 @@ def assert_agrees_with_stan(model, data, scales, rng):
     assert np.ptp(difference) < 1e-8, difference
 
 
-SWEEP_SIZES = {"N": 7, "D": 2, "Q": 2, "L": 2, "T": 3, "G": 3, "R": 2}
+SWEEP_SIZES = {"N": 7, "D": 2, "Q": 2, "L": 2, "T": 3, "G": 3, "P": 2, "R": 2}
 SWEEP_EXCLUDED = {"models/local_volatility.gpm": "its likelihood is an external Python function, which Stan "
                                                    "cannot call"}
 

@@ -28,6 +28,8 @@ SUPPORTED = [
     "dynamical_gplvm",
     "deep_mahalanobis_gp",
     "sequential_latent_gp",
+    "gp_multi_output",
+    "gp_multi_output_lkj",
 ]
 
 LOGIT_CLASSIFICATION = """

@@ -474,6 +474,7 @@ def test_registry_covers_all_kernels():
     assert set(KERNELS) == {
         "rbf", "matern12", "matern32", "matern52", "periodic", "linear", "white", "constant", "same", "mlp",
         "rational_quadratic", "cosine", "polynomial", "spectral_mixture", "matern", "changepoint", "warp", "gibbs",
+        "coregion", "coregion_corr",
     }
     for name, cls in KERNELS.items():
         assert issubclass(cls, Kernel)

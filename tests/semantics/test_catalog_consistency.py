@@ -34,7 +34,8 @@ def table_gaps(table: dict[str, KernelSpec], classes: dict[str, type]) -> list[s
             if call.function not in library:
                 gaps.append(f"{name}: Stan function {call.function} is not in stan_templates")
                 continue
-            expected = ["array[] vector x"] if call.warps_points else ["array[] vector x1", "array[] vector x2"]
+            points = "data array[] vector" if spec.index_input else "array[] vector"
+            expected = [f"{points} x"] if call.warps_points else [f"{points} x1", f"{points} x2"]
             expected += [] if call.warps_points else [f"matrix {k}" for k in spec.kernels]
             expected += [f"{spec.param(p).stan_type} {p}" for p in call.params]
             expected += ["int same_points"] if call.same_points else []

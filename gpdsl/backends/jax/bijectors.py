@@ -1,4 +1,5 @@
-"""Maps from the unconstrained space to bounded parameters, with log-Jacobians (Stan's transforms)."""
+"""Maps from the unconstrained space to bounded parameters and Cholesky factors of correlation matrices, with
+log-Jacobians (Stan's transforms)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,48 @@ def unconstrain(x, lower=None, upper=None):
         return jnp.log(upper - x)
     p = (x - lower) / (upper - lower)
     return jnp.log(p) - jnp.log1p(-p)
+
+
+def cholesky_corr_free_size(K: int) -> int:
+    """The number of unconstrained coordinates of a ``K x K`` Cholesky factor of a correlation matrix."""
+    return K * (K - 1) // 2
+
+
+def cholesky_corr_constrain(z, K: int):
+    """Map ``K (K - 1) / 2`` unconstrained values to the Cholesky factor of a correlation matrix, as Stan does.
+
+    Each ``z`` becomes a canonical partial correlation ``w = tanh(z)``; row ``i`` of ``L`` is built left to right,
+    ``L[i, j] = w sqrt(1 - sum_{l<j} L[i, l]^2)``, and its diagonal closes it to unit length. The coordinates
+    fill the strict lower triangle row by row (Stan's order). Returns ``(L, log_abs_det_jacobian)``: the
+    log-Jacobian of the map from ``z`` to the strict lower triangle, ``sum log(1 - w^2)`` plus
+    ``1/2 log(1 - sum_{l<j} L[i, l]^2)`` for each entry after the first of a row.
+    """
+    w = jnp.tanh(jnp.asarray(z))
+    log_jac = jnp.sum(jnp.log1p(-jnp.square(w)))
+    rows = [jnp.ones((1,))]
+    position = 0
+    for i in range(1, K):
+        entries, sum_squares = [], jnp.zeros(())
+        for j in range(i):
+            if j > 0:
+                log_jac = log_jac + 0.5 * jnp.log1p(-sum_squares)
+            entry = w[position] * jnp.sqrt(1.0 - sum_squares)
+            position += 1
+            entries.append(entry)
+            sum_squares = sum_squares + jnp.square(entry)
+        rows.append(jnp.stack(entries + [jnp.sqrt(1.0 - sum_squares)]))
+    L = jnp.stack([jnp.concatenate([row, jnp.zeros(K - len(row))]) for row in rows])
+    return L, log_jac
+
+
+def cholesky_corr_unconstrain(L):
+    """Inverse of :func:`cholesky_corr_constrain` (without the Jacobian): the flat unconstrained vector."""
+    L = jnp.asarray(L)
+    K = L.shape[-1]
+    values = []
+    for i in range(1, K):
+        sum_squares = jnp.zeros(())
+        for j in range(i):
+            values.append(jnp.arctanh(L[i, j] / jnp.sqrt(1.0 - sum_squares)))
+            sum_squares = sum_squares + jnp.square(L[i, j])
+    return jnp.stack(values) if values else jnp.zeros((0,))

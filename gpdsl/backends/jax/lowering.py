@@ -24,7 +24,8 @@ import numpy as np
 
 from gpdsl.storage import compilation_cache
 from gpdsl.backends.jax import densities
-from gpdsl.backends.jax.bijectors import constrain, unconstrain
+from gpdsl.backends.jax.bijectors import (
+    cholesky_corr_constrain, cholesky_corr_free_size, cholesky_corr_unconstrain, constrain, unconstrain)
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds
@@ -55,6 +56,9 @@ class Block:
         Bounds of the constrained variable.
     role : str
         ``"parameter"``, ``"latent"`` or ``"latent_raw"``.
+    structure : str or None
+        ``"cholesky_factor_corr"`` for the Cholesky factor of a correlation matrix, whose ``K (K - 1) / 2``
+        unconstrained coordinates map to a ``K x K`` matrix; None for an elementwise (bounded) variable.
     """
 
     name: str
@@ -63,10 +67,31 @@ class Block:
     lower: np.ndarray | None
     upper: np.ndarray | None
     role: str
+    structure: str | None = None
 
     @property
     def size(self) -> int:
+        """The number of unconstrained coordinates."""
+        if self.structure == "cholesky_factor_corr":
+            return cholesky_corr_free_size(self.shape[-1])
         return int(np.prod(self.shape, dtype=int))
+
+    @property
+    def free_shape(self) -> tuple[int, ...]:
+        """The shape of the unconstrained coordinates: :attr:`shape`, or ``(size,)`` for a structured matrix."""
+        return self.shape if self.structure is None else (self.size,)
+
+    def constrain(self, u):
+        """The constrained value of unconstrained coordinates ``u`` (of :attr:`free_shape`) and the log-Jacobian."""
+        if self.structure == "cholesky_factor_corr":
+            return cholesky_corr_constrain(u, self.shape[-1])
+        return constrain(u, self.lower, self.upper)
+
+    def unconstrain(self, x):
+        """Inverse of :meth:`constrain` (without the Jacobian)."""
+        if self.structure == "cholesky_factor_corr":
+            return cholesky_corr_unconstrain(x)
+        return unconstrain(x, self.lower, self.upper)
 
 
 @dataclass
@@ -111,7 +136,7 @@ class JaxModel:
 
     def unflatten(self, z) -> dict:
         """Split a flat unconstrained vector into named arrays (still unconstrained)."""
-        return {b.name: jnp.reshape(z[b.start:b.start + b.size], b.shape) for b in self.blocks}
+        return {b.name: jnp.reshape(z[b.start:b.start + b.size], b.free_shape) for b in self.blocks}
 
     def flatten(self, values: dict) -> jax.Array:
         """Concatenate named unconstrained arrays into the flat vector."""
@@ -122,15 +147,14 @@ class JaxModel:
         """Free variables on their constrained scale and the summed log-Jacobian."""
         values, log_jac = {}, jnp.zeros(())
         for name, u in self.unflatten(z).items():
-            b = self.block(name)
-            x, lj = constrain(u, b.lower, b.upper)
+            x, lj = self.block(name).constrain(u)
             values[name] = x
             log_jac = log_jac + lj
         return values, log_jac
 
     def unconstrain_values(self, values: dict) -> jax.Array:
         """The flat unconstrained vector of constrained free-variable values."""
-        return self.flatten({b.name: unconstrain(values[b.name], b.lower, b.upper) for b in self.blocks})
+        return self.flatten({b.name: b.unconstrain(values[b.name]) for b in self.blocks})
 
     # ---- evaluation --------------------------------------------------------------------------
     def environment(self, free: dict) -> dict:
@@ -404,8 +428,8 @@ def constrain_blocks(flat, blocks: list[Block]) -> tuple[dict, jax.Array]:
     ignoring their ``start``), and the summed log-Jacobian."""
     values, log_jac, start = {}, jnp.zeros(()), 0
     for block in blocks:
-        u = jnp.reshape(flat[start:start + block.size], block.shape)
-        values[block.name], lj = constrain(u, block.lower, block.upper)
+        u = jnp.reshape(flat[start:start + block.size], block.free_shape)
+        values[block.name], lj = block.constrain(u)
         log_jac = log_jac + lj
         start += block.size
     return values, log_jac
@@ -415,8 +439,7 @@ def unconstrain_blocks(values: dict, blocks: list[Block]) -> jax.Array:
     """Inverse of :func:`constrain_blocks`: the flat unconstrained vector of values by name."""
     if not blocks:
         return jnp.zeros((0,))
-    return jnp.concatenate([jnp.ravel(unconstrain(jnp.asarray(values[b.name], dtype=float), b.lower, b.upper))
-                            for b in blocks])
+    return jnp.concatenate([jnp.ravel(b.unconstrain(jnp.asarray(values[b.name], dtype=float))) for b in blocks])
 
 
 def _zero_based(index, length: int, expr: ir.Expr):
@@ -519,7 +542,7 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
         hi = None if upper_bound is None else np.asarray(upper_bound, dtype=float).reshape(-1)
         lo = None if lo is None else (lo[0] if lo.size == 1 else lo)
         hi = None if hi is None else (hi[0] if hi.size == 1 else hi)
-        block = Block(name, shape, start, lo, hi, role)
+        block = Block(name, shape, start, lo, hi, role, vartype.structure)
         blocks.append(block)
         start += block.size
 

@@ -232,6 +232,8 @@ def _product(dims) -> str:
 
 def stan_type(t: VarType, lower: str | None = None, upper: str | None = None) -> str:
     """Stan's spelling of a type, e.g. ``array[Q] vector<lower=0>[D]``, with bounds given as text."""
+    if t.structure is not None:
+        return f"{t.structure}[{_stan_dim(t.dims[0])}]"
     bounds = [f"{k}={v}" for k, v in (("lower", lower), ("upper", upper)) if v is not None]
     inner = "int" if t.base == "int" else {"scalar": "real", "vector": "vector", "matrix": "matrix"}[t.container]
     if bounds:
@@ -499,7 +501,49 @@ class _Generator:
             observed = self._transformed_data(f"{observed}_columns", columns_type, f"matrix_columns({observed})")
         cholesky = f"cholesky_decompose(add_diag({self.covariance_name}, square({sigma}) + {self.jitter}))"
         line = f"target += multi_normal_cholesky_lpdf({observed} | {self._marginal_location(gp, n)}, {cholesky});"
-        return ["{", *_indented(local + [line]), "}"]
+        kronecker = self._kronecker(gp, likelihood, observed, sigma)
+        if kronecker is None:
+            return ["{", *_indented(local + [line]), "}"]
+        isotopic, kronecker_line = kronecker
+        return [f"if ({isotopic}) {{", INDENT + kronecker_line, "} else {", *_indented(local + [line]), "}"]
+
+    def _kronecker(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement, observed: str,
+                   sigma: str) -> tuple[str, str] | None:
+        """For ``k(x) * coregion(output, ...)`` under ``normal(f, sigma)``: a transformed-data flag that the data are
+        isotopic (every output at the same points, output-major) and the Kronecker log density used then; None for
+        other GPs (a mean or offset, a sum of kernels, inputs that are not data)."""
+        kernel = gp.kernel
+        if (likelihood.target.type.container != "vector" or self._marginal_offset(gp) is not None
+                or len(gp.inputs.index_shape) != 1 or not isinstance(kernel, ir.KernelProduct)):
+            return None
+        indexed = [k for k in (kernel.left, kernel.right) if isinstance(k, ir.KernelLeaf)
+                   and k.name in catalog.KERNELS and catalog.KERNELS[k.name].index_input]
+        if len(indexed) != 1 or indexed[0].component is None:
+            return None
+        coregion = indexed[0]
+        other = kernel.right if coregion is kernel.left else kernel.left
+        if any(leaf.component in (None, coregion.component) for leaf in other.leaves()):
+            return None
+        index = gp.inputs.components[coregion.component]
+        outputs = _bound(self.model.data[index.name].type.upper)
+        per_output = f"{_stan_dim(gp.inputs.index_shape[0])} %/% {outputs}"
+        point_sets, scratch = [], []
+
+        def first_output_points(component: int | None, columns: tuple[int, int] | None = None) -> str:
+            name = self._points(gp, component, scratch, columns)
+            point_sets.append(name)
+            return f"{name}[1:{per_output}]"
+
+        input_kernel = self._kernel(other, first_output_points)[0]
+        if scratch:
+            return None
+        levels = self._transformed_data("output_levels", f"array[{outputs}] vector[1]", f"output_levels({outputs})")
+        output_covariance = self._kernel_leaf(coregion, lambda component, columns=None: levels)
+        design = " && ".join(f"isotopic_design({stan_name(index.name)}, {name}, {outputs})"
+                             for name in dict.fromkeys(point_sets))
+        isotopic = self._transformed_data(f"{stan_name(gp.target.name)}_isotopic", "int", design)
+        return isotopic, (f"target += kronecker_normal_lpdf({observed} | {input_kernel}, {output_covariance}, "
+                          f"square({sigma}) + {self.jitter});")
 
     def _marginal_location(self, gp: ir.GPStatement, n: str) -> str:
         """The location of an integrated-out GP's observations: zero plus the terms added to the latent."""
@@ -589,7 +633,8 @@ class _Generator:
         variate = stan_name(target.name) + (f"[{', '.join(indices)}]" if indices else "")
         flat_dims = t.shape[len(loop_dims):]
         args = self._arguments(distribution, loop_vars)
-        if t.container == "matrix":
+        declared = self.model.parameters.get(target.name)
+        if t.container == "matrix" and (declared is None or declared.type.structure is None):
             variate = f"to_vector({variate})"
         if isinstance(statement, ir.LikelihoodStatement):
             density = _likelihood_density(distribution.name, variate, bool(flat_dims), args)
@@ -711,6 +756,9 @@ class _Generator:
                 lengths = [params[p.name].type.shape[0] for p in spec.params
                            if p.per_component and params[p.name].type.shape]
                 return f"rep_vector({text}, {_stan_dim(lengths[0]) if lengths else 1})"
+            if spec.param(name).per_output:
+                matrix = next(p.name for p in spec.params if p.matrix)
+                return f"rep_vector({text}, rows({self.translate(params[matrix])}))"
             return f"rep_vector({text}, {_stan_dim(leaf.input_dim)})"
 
         def argument(name: str) -> str:

@@ -88,6 +88,10 @@ def initial_theta(problem: GPRegression, initial_values: dict) -> np.ndarray:
                           f"(its parameters: {', '.join(problem.theta_names)})")
     parts = []
     for block in problem.theta_blocks:
+        if block.structure is not None:
+            value = np.asarray(initial_values.get(block.name, np.eye(block.shape[-1])), dtype=float)
+            parts.append(np.ravel(np.asarray(block.unconstrain(value))))
+            continue
         value = np.asarray(initial_values.get(block.name, 1.0), dtype=float)
         try:
             value = np.broadcast_to(value, block.shape).astype(float)

@@ -16,7 +16,7 @@ from gpdsl.inference.families.latent_gp import latent_gp
 from gpdsl.inference.methods.latent_chains import prior_initial_thetas
 from gpdsl.priors import PRIORS
 from gpdsl.registry import get_method
-from tests.priors.test_priors import CASES, _frozen
+from tests.priors.test_priors import CASES, SCALAR_PRIORS, _frozen
 
 NUM_CHAINS = 2000
 KS_LEVEL = 1e-3  # a fixed seed; a draw that ignores a bound that cuts off 10% of the mass fails at this size
@@ -44,7 +44,7 @@ def _accepted_parameters() -> dict[str, tuple[str, str, tuple]]:
     parameter name: its declaration, the prior and its arguments. Bounds lie at 0, at the prior's test points and
     at a bounded prior's own ends."""
     accepted = {}
-    for index, (name, prior) in enumerate(PRIORS.items()):
+    for index, (name, prior) in enumerate((name, PRIORS[name]) for name in SCALAR_PRIORS):
         args, points = CASES[name]
         ends = dict(zip(prior.params, args))
         lowers = sorted({0.0, points[1], ends.get("lower", 0.0)})
@@ -79,8 +79,8 @@ def test_every_prior_and_constraint_form_is_covered(every_combination):
     forms = {(statement.distribution.name, model.parameters[statement.target.name].type.lower is not None,
               model.parameters[statement.target.name].type.upper is not None)
              for statement in model.priors().values()}
-    assert {name for name, _, _ in forms} == set(PRIORS)
-    for name, prior in PRIORS.items():
+    assert {name for name, _, _ in forms} == set(SCALAR_PRIORS)
+    for name, prior in ((name, PRIORS[name]) for name in SCALAR_PRIORS):
         expected = ({(True, True)} if prior.support == "bounded" else
                     {(True, False), (True, True)} if prior.support == "positive" else
                     {(False, False), (True, False), (False, True), (True, True)})
@@ -105,6 +105,19 @@ def _restricted(cdf, lower, upper):
     low = cdf(lower) if lower > -np.inf else 0.0
     high = cdf(upper) if upper < np.inf else 1.0
     return lambda x: (cdf(x) - low) / (high - low)
+
+
+def test_initial_cholesky_factors_are_lkj_draws():
+    """The chains of a cholesky_factor_corr[3] start at draws of its LKJ prior: each correlation of L L' is
+    2 Beta(b, b) - 1 with b = eta + 1/2."""
+    model, _ = check_text(GP_PART % "cholesky_factor_corr[3] C ~ lkj_corr_cholesky(2);")
+    X = np.linspace(-1.0, 1.0, 3)[:, None]
+    problem = latent_gp(model, {"N": 3, "X": X, "y": np.array([0, 1, 1])}, "pm")
+    thetas = prior_initial_thetas(problem, jax.random.PRNGKey(2), NUM_CHAINS)
+    L = np.asarray(jax.vmap(lambda theta: problem.constrain(theta)[0]["C"])(thetas))
+    R = np.einsum("nij,nkj->nik", L, L)
+    for i, j in ((0, 1), (0, 2), (1, 2)):
+        assert stats.kstest((1 + R[:, i, j]) / 2, stats.beta(2.5, 2.5).cdf).pvalue > KS_LEVEL, (i, j)
 
 
 def test_given_initial_values_win():
