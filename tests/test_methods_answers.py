@@ -26,7 +26,7 @@ from tests.test_method_flags import CASES
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((REPO / "models").glob("*.gpm"))
-SIZES = {"N": 12, "D": 2, "Q": 2, "L": 2, "T": 3}
+SIZES = {"N": 12, "D": 2, "Q": 2, "L": 2, "T": 3, "K": 3}
 EXTERNAL_MODULE = "mypkg.pricing"
 """The user's module ``models/local_volatility.gpm`` names; the tests supply one (a Gaussian likelihood)."""
 
@@ -77,8 +77,11 @@ def small_data(model, seed: int = 0) -> dict:
             data[name] = SIZES[name]
             continue
         shape = declared.concrete_shape(SIZES)
-        if declared.base == "int":
-            data[name] = rng.integers(0, 2 if declared.upper is not None else 6, size=shape)
+        if declared.base == "int" and declared.lower is not None and declared.upper is not None:
+            low, high = (SIZES[b] if isinstance(b, str) else int(b) for b in (declared.lower, declared.upper))
+            data[name] = rng.integers(low, high + 1, size=shape)
+        elif declared.base == "int":
+            data[name] = rng.integers(0, 6, size=shape)
         elif name == "t":
             data[name] = np.sort(rng.uniform(0.0, 1.0, size=shape))
         else:

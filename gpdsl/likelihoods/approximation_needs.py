@@ -33,6 +33,10 @@ def likelihood_refusal(approximation: str, likelihood: str, what: str = "likelih
         What to use instead, ending the message (``"use --method gibbs"``); by default the options of ``pm``.
     """
     found = LIKELIHOODS.get(likelihood)
+    if found is not None and found.latent_param in found.row_params:
+        return (f"the Laplace and EP approximations here take one latent value per observation; {what} is "
+                f"{likelihood}, with a row of latent values per observation (its Hessian in a row is not diagonal): "
+                f"{alternatives or 'use --method gibbs (elliptical slice sampling of f) or nuts'}")
     if approximation == "laplace" and found is not None and not found.log_concave:
         return (f"the Laplace approximation needs a likelihood whose log density is concave in the latent value; "
                 f"{what} is {likelihood}, which is not ({found.not_log_concave}): "
