@@ -1,0 +1,94 @@
+"""Multiclass GP classification, ``y ~ categorical_logit(f)`` with ``matrix[N, K] f`` of independent GP columns.
+
+Fast tier: the data check names a label outside ``1..K``; the methods built on one latent value per observation
+(pm, mcmc-ep, ep-ml) refuse the model and say why; predictions at new inputs are refused before the run; a short
+gibbs run fills the posterior (``f`` as ``(chain, draw, N, K)``), ``log_likelihood`` (each equal to the softmax's
+log probability of the observed label at the recorded ``f``) and ``posterior_predictive`` (labels in ``1..K``).
+
+Slow tier: on 15 points of a three-class problem over one input, gibbs (ESS of the latent matrix) and Stan's
+NUTS agree on the posterior means of the hyperparameters, of the class probabilities ``softmax(f[n])`` at five
+points, and of the replicates' class frequencies, within four combined Monte Carlo standard errors.
+"""
+
+import numpy as np
+import pytest
+import xarray as xr
+from scipy.special import softmax
+
+import gpdsl
+from gpdsl.api import check_file, run
+from gpdsl.errors import DataError, MethodError
+from gpdsl.registry import get_method
+from gpdsl.results.arviz_compat import groups
+from gpdsl.settings import GibbsSettings, NUTSSettings
+from tests.inference.methods.test_pm_vs_nuts import disagreements
+
+MODEL = "models/gp_multiclass.gpm"
+SHOWN_POINTS = [0, 4, 7, 10, 14]
+
+
+def three_class_data(N=15, seed=3):
+    """Labels 1, 2, 3 from the left, middle and right of ``(-2, 2)``, one in five drawn at random instead."""
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(-2, 2, N))
+    y = np.where(x < -0.7, 1, np.where(x < 0.7, 2, 3))
+    noisy = rng.uniform(size=N) < 0.2
+    y[noisy] = rng.integers(1, 4, noisy.sum())
+    return {"N": N, "D": 1, "K": 3, "X": x[:, None], "y": y}
+
+
+def class_probabilities(results) -> xr.Dataset:
+    """Per draw: ``softmax(f[n])`` at :data:`SHOWN_POINTS` and the replicates' frequency of each class."""
+    found = groups(results)
+    f = found["posterior"]["f"].transpose("chain", "draw", "N", "K").values
+    replicates = found["posterior_predictive"]["y"].transpose("chain", "draw", ...).values
+    frequencies = np.stack([(replicates == k).mean(axis=-1) for k in (1, 2, 3)], axis=-1)
+    return xr.Dataset({"p": (("chain", "draw", "point", "class"), softmax(f[:, :, SHOWN_POINTS], axis=-1)),
+                       "frequency": (("chain", "draw", "class"), frequencies)})
+
+
+def test_a_label_outside_the_classes_is_named():
+    model, _ = check_file(MODEL)
+    data = three_class_data()
+    data["y"][5] = 4
+    with pytest.raises(DataError, match=r"y\[6\] = 4"):
+        gpdsl.sample(model, data, "gibbs", seed=1, chains=1, warmup=2, draws=2)
+
+
+@pytest.mark.parametrize("method", ["pm", "mcmc-ep", "ep-ml"])
+def test_methods_of_one_latent_value_per_observation_refuse_it(method):
+    model, _ = check_file(MODEL)
+    assert "with a row of latent values per observation" in get_method(method).refusal(model)
+    with pytest.raises(MethodError, match="categorical_logit, with a row of latent values per observation"):
+        run(model, three_class_data(), method, seed=1)
+
+
+def test_predictions_at_new_inputs_are_refused_before_the_run():
+    model, _ = check_file(MODEL)
+    for method in ("gibbs", "nuts"):
+        assert "predictions at new inputs of the matrix latent 'f'" in get_method(method).prediction_refusal(model)
+
+
+def test_gibbs_fills_the_posterior_and_the_pointwise_groups():
+    model, _ = check_file(MODEL)
+    data = three_class_data()
+    found = groups(run(model, data, "gibbs", GibbsSettings(chains=2, warmup=5, draws=30), seed=2))
+    f = found["posterior"]["f"].transpose("chain", "draw", "N", "K").values
+    assert f.shape == (2, 30, 15, 3)
+    log_lik = found["log_likelihood"]["y"].transpose("chain", "draw", ...).values
+    log_probabilities = np.log(softmax(f, axis=-1))
+    expected = np.take_along_axis(log_probabilities, (data["y"] - 1)[None, None, :, None], axis=-1)[..., 0]
+    np.testing.assert_allclose(log_lik, expected, rtol=1e-10)
+    replicates = found["posterior_predictive"]["y"].values
+    assert replicates.shape == (2, 30, 15) and set(np.unique(replicates)) <= {1, 2, 3}
+
+
+@pytest.mark.slow
+def test_gibbs_agrees_with_nuts_on_class_probabilities():
+    model, _ = check_file(MODEL)
+    data = three_class_data()
+    ours = run(model, data, "gibbs", GibbsSettings(chains=4, warmup=1000, draws=4000), seed=5)
+    nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=6)
+    failures = disagreements(ours, nuts, ["sigma", "ell"])
+    failures += disagreements(class_probabilities(ours), class_probabilities(nuts), ["p", "frequency"])
+    assert not failures, f"posterior means differ by more than 4 combined MCSEs for {failures}"
