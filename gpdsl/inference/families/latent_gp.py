@@ -210,8 +210,9 @@ class LatentGP(HyperparameterBlocks):
             raise MethodError(f"the Laplace and EP approximations need the latent argument of {self.likelihood} to "
                               f"be '{self.name}' plus terms free of it (an offset)", argument.span,
                               "write the location as offset + f, or use --method gibbs")
-        return jnp.broadcast_to(jnp.asarray(self.latent_argument_at_zero(theta), dtype=float), (self.n,)) \
-            + self.mean(theta)
+        shape = self.jax_model.block(self.name).shape
+        at_zero = jnp.asarray(self.latent_argument_at_zero(theta), dtype=float)
+        return jnp.reshape(jnp.broadcast_to(at_zero, shape), (self.n,)) + self.mean(theta)
 
     def latent_argument_at_zero(self, theta):
         """The likelihood's latent argument with ``f`` replaced by a scalar 0: the offset (``mu`` of ``mu + f``,

@@ -1,12 +1,14 @@
 """Multiclass GP classification, ``y ~ categorical_logit(f)`` with ``matrix[N, K] f`` of independent GP columns.
 
-Fast tier: the data check names a label outside ``1..K``; the methods built on one latent value per observation
-(pm, mcmc-ep, ep-ml) refuse the model and say why; predictions at new inputs are refused before the run; a short
-gibbs run fills the posterior (``f`` as ``(chain, draw, N, K)``), ``log_likelihood`` (each equal to the softmax's
-log probability of the observed label at the recorded ``f``) and ``posterior_predictive`` (labels in ``1..K``).
+Fast tier: the data check names a label outside ``1..K``; the methods on expectation propagation (pm's default,
+mcmc-ep, ep-ml) refuse the model, say why and name pm's multiclass Laplace approximation; predictions at new
+inputs are refused before the run.
 
-Slow tier: on 15 points of a three-class problem over one input, gibbs (ESS of the latent matrix) and Stan's
-NUTS agree on the posterior means of the hyperparameters, of the class probabilities ``softmax(f[n])`` at five
+Slow tier: a short gibbs run fills the posterior (``f`` as ``(chain, draw, N, K)``), ``log_likelihood`` (each
+equal to the softmax's log probability of the observed label at the recorded ``f``) and ``posterior_predictive``
+(labels in ``1..K``). On 15 points of a three-class problem over one input, gibbs (ESS of the latent matrix),
+pm with the multiclass Laplace approximation as importance density (and exact draws of ``f``) and Stan's NUTS
+agree on the posterior means of the hyperparameters, of the class probabilities ``softmax(f[n])`` at five
 points, and of the replicates' class frequencies, within four combined Monte Carlo standard errors.
 """
 
@@ -20,7 +22,7 @@ from gpdsl.api import check_file, run
 from gpdsl.errors import DataError, MethodError
 from gpdsl.registry import get_method
 from gpdsl.results.arviz_compat import groups
-from gpdsl.settings import GibbsSettings, NUTSSettings
+from gpdsl.settings import GibbsSettings, NUTSSettings, PseudoMarginalSettings
 from tests.inference.methods.test_pm_vs_nuts import disagreements
 
 MODEL = "models/gp_multiclass.gpm"
@@ -56,11 +58,14 @@ def test_a_label_outside_the_classes_is_named():
 
 
 @pytest.mark.parametrize("method", ["pm", "mcmc-ep", "ep-ml"])
-def test_methods_of_one_latent_value_per_observation_refuse_it(method):
+def test_expectation_propagation_refuses_it_and_names_the_laplace_approximation(method):
     model, _ = check_file(MODEL)
-    assert "with a row of latent values per observation" in get_method(method).refusal(model)
+    refusal = get_method(method).refusal(model)
+    assert "expectation propagation takes one latent value per observation" in refusal
+    assert "--approximation laplace" in refusal
     with pytest.raises(MethodError, match="categorical_logit, with a row of latent values per observation"):
         run(model, three_class_data(), method, seed=1)
+    assert get_method("pm").refusal(model, settings=PseudoMarginalSettings(approximation="laplace")) is None
 
 
 def test_predictions_at_new_inputs_are_refused_before_the_run():
@@ -69,6 +74,7 @@ def test_predictions_at_new_inputs_are_refused_before_the_run():
         assert "predictions at new inputs of the matrix latent 'f'" in get_method(method).prediction_refusal(model)
 
 
+@pytest.mark.slow
 def test_gibbs_fills_the_posterior_and_the_pointwise_groups():
     model, _ = check_file(MODEL)
     data = three_class_data()
@@ -83,12 +89,24 @@ def test_gibbs_fills_the_posterior_and_the_pointwise_groups():
     assert replicates.shape == (2, 30, 15) and set(np.unique(replicates)) <= {1, 2, 3}
 
 
-@pytest.mark.slow
-def test_gibbs_agrees_with_nuts_on_class_probabilities():
+ENGINES = {
+    "gibbs": GibbsSettings(chains=4, warmup=1000, draws=4000),
+    "pm": PseudoMarginalSettings(chains=4, warmup=1000, draws=4000, approximation="laplace", num_importance=4,
+                                 sample_latent=True),
+}
+
+
+@pytest.fixture(scope="module")
+def nuts_reference():
     model, _ = check_file(MODEL)
-    data = three_class_data()
-    ours = run(model, data, "gibbs", GibbsSettings(chains=4, warmup=1000, draws=4000), seed=5)
-    nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=6)
-    failures = disagreements(ours, nuts, ["sigma", "ell"])
-    failures += disagreements(class_probabilities(ours), class_probabilities(nuts), ["p", "frequency"])
+    return run(model, three_class_data(), "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", list(ENGINES))
+def test_an_engine_agrees_with_nuts_on_class_probabilities(method, nuts_reference):
+    model, _ = check_file(MODEL)
+    ours = run(model, three_class_data(), method, ENGINES[method], seed=5)
+    failures = disagreements(ours, nuts_reference, ["sigma", "ell"])
+    failures += disagreements(class_probabilities(ours), class_probabilities(nuts_reference), ["p", "frequency"])
     assert not failures, f"posterior means differ by more than 4 combined MCSEs for {failures}"
