@@ -110,3 +110,22 @@ def test_an_engine_agrees_with_nuts_on_class_probabilities(method, nuts_referenc
     failures = disagreements(ours, nuts_reference, ["sigma", "ell"])
     failures += disagreements(class_probabilities(ours), class_probabilities(nuts_reference), ["p", "frequency"])
     assert not failures, f"posterior means differ by more than 4 combined MCSEs for {failures}"
+
+
+def test_simulated_labels_follow_the_simulated_latent_matrix():
+    """Draws from the model: ``f`` of shape ``(N, K)`` and labels in ``1..K``; with ``f`` held at 40 times a one-hot
+    row per point (the other classes have probability ``e^-40``) the labels are those classes."""
+    import jax
+
+    from gpdsl.backends.jax.lowering import lower
+    from gpdsl.backends.jax.simulate import simulate
+
+    model, _ = check_file(MODEL)
+    data = three_class_data(N=6)
+    jax_model = lower(model, data)
+    truth, observed = simulate(jax_model, jax.random.PRNGKey(3))
+    assert np.asarray(truth["f"]).shape == (6, 3)
+    assert set(np.unique(observed["y"])) <= {1, 2, 3} and np.asarray(observed["y"]).shape == (6,)
+    classes = np.array([3, 1, 2, 2, 1, 3])
+    _, observed = simulate(jax_model, jax.random.PRNGKey(4), fixed={"f": 40.0 * np.eye(3)[classes - 1]})
+    np.testing.assert_array_equal(observed["y"], classes)
