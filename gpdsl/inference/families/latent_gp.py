@@ -85,8 +85,10 @@ class LatentGP(HyperparameterBlocks):
     def columns(self) -> int:
         """Independent GP columns of each latent: ``K`` of a ``matrix[N, K]`` latent (``categorical_logit``),
         else 1. ``f`` holds such a matrix row by row, so its covariance is ``K(theta)`` kron ``I_K``."""
-        shape = self.jax_model.block(self.node.name).shape
-        return shape[1] if len(shape) == 2 else 1
+        declared = self.jax_model.model.latents[self.node.name].type
+        if declared.container != "matrix" or declared.array_dims:
+            return 1
+        return declared.concrete_shape(self.jax_model.sizes)[1]
 
     def split(self, f) -> dict:
         """The latent GP values of ``f`` (last axis) by name, each in its declared shape."""
