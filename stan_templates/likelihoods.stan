@@ -117,3 +117,19 @@ int hurdle_poisson_log_rng(real eta, real hu) {
   real rest = rate + log1m(uniform_rng(0, 1) * -expm1(-rate));
   return rest > 0 ? 1 + poisson_rng(rest) : 1;
 }
+
+/**
+ * Log pmf of labels under a softmax of the rows of a matrix of logits: label y[n] in 1..K has probability
+ * softmax(logits[n]')[y[n]], so the sum is of Stan's categorical_logit_lpmf over the rows.
+ *
+ * @param y       labels in 1..K, one per row of logits
+ * @param logits  matrix with one row of K logits per label
+ * @return        log probability of all the labels
+ */
+real categorical_logit_rows_lpmf(array[] int y, matrix logits) {
+  real total = 0;
+  for (n in 1:size(y)) {
+    total += categorical_logit_lpmf(y[n] | logits[n]');
+  }
+  return total;
+}

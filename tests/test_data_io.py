@@ -420,8 +420,8 @@ MODEL_NAMES = sorted(p.stem for p in MODELS.glob("*.gpm"))
 @st.composite
 def valid_data(draw):
     model = model_of(draw(st.sampled_from(MODEL_NAMES)))
-    labels = {v.type.upper for v in model.data.values() if isinstance(v.type.upper, str)}
-    sizes = {name: draw(st.integers(1 if name in labels else 0, 4)) for name in model.sizes}
+    bounds = {b for v in model.data.values() for b in (v.type.lower, v.type.upper) if isinstance(b, str)}
+    sizes = {name: draw(st.integers(1 if name in bounds else 0, 4)) for name in model.sizes}
     data = {}
     for name, variable in model.data.items():
         if name in model.sizes:
@@ -430,8 +430,9 @@ def valid_data(draw):
         shape = vtype.concrete_shape(sizes)
         count = int(np.prod(shape))
         if vtype.base == "int":
-            low = int(vtype.lower) if vtype.lower is not None else -5
-            high = int(vtype.upper) if vtype.upper is not None else low + 5
+            low, high = (sizes[b] if isinstance(b, str) else b for b in (vtype.lower, vtype.upper))
+            low = int(low) if low is not None else -5
+            high = int(high) if high is not None else low + 5
             elements = st.integers(low, high)
         else:
             low = vtype.lower if vtype.lower is not None else -1e6

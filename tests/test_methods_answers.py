@@ -26,7 +26,7 @@ from tests.test_method_flags import CASES
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted((REPO / "models").glob("*.gpm"))
-SIZES = {"N": 12, "D": 2, "Q": 2, "L": 2, "T": 3, "G": 3, "P": 2, "R": 2}
+SIZES = {"N": 12, "D": 2, "Q": 2, "L": 2, "T": 3, "G": 3, "P": 2, "R": 2, "K": 3}
 EXTERNAL_MODULE = "mypkg.pricing"
 """The user's module ``models/local_volatility.gpm`` names; the tests supply one (a Gaussian likelihood)."""
 

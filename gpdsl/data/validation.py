@@ -331,15 +331,15 @@ def _check_observations(model: Model, values: dict, sizes: dict[str, int]) -> No
         if likelihood is None or likelihood.invalid_observations is None:
             continue
         y = np.asarray(values[statement.target.name], dtype=float)
-        args = {name: _argument_value(expr, values, sizes, name in likelihood.own_shape)
-                for name, expr in statement.distribution.args}
+        shaped = (*likelihood.own_shape, *likelihood.row_params)
+        args = {name: _argument_value(expr, values, sizes, name in shaped) for name, expr in statement.distribution.args}
         invalid, requirement = likelihood.invalid_observations(y, args)
         invalid = np.asarray(invalid)
         if invalid.any():
             index = _first(np.broadcast_to(invalid, y.shape)) if y.ndim else ()
             name = statement.target.name
             shown = [f"{_element(arg, index)} = {_number(value[index] if np.ndim(value) else value)}"
-                     for arg, value in args.items() if value is not None and arg not in likelihood.own_shape
+                     for arg, value in args.items() if value is not None and arg not in shaped
                      and isinstance(dict(statement.distribution.args)[arg], Ref)]
             raise DataError(f"data '{name}' must hold {requirement} for {likelihood.name}: "
                             f"{_element(name, index)} = {_number(y[index])}"
@@ -373,9 +373,10 @@ def _check_warped_inputs(model: Model, values: dict) -> None:
 
 
 def _argument_value(expr, values: dict, sizes: dict[str, int], own_shape: bool):
-    """A likelihood argument's value when it is data or a constant; zeros of its length when ``own_shape``."""
+    """A likelihood argument's value when it is data or a constant; zeros of its shape when ``own_shape`` (a vector
+    shared by every observation, or a matrix with a row per observation)."""
     if own_shape:
-        return np.zeros(expr.type.concrete_shape(sizes)[0])
+        return np.zeros(expr.type.concrete_shape(sizes))
     if isinstance(expr, Ref) and expr.role == "data":
         return np.asarray(values[expr.name])
     if isinstance(expr, Constant):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from gpdsl.ir import nodes as ir
 from gpdsl.kernel_table import KERNEL_SPECS
 from gpdsl.ir.structure import GPNode, acts_elementwise, statement_refs
+from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.source import Span
 
 
@@ -156,7 +157,8 @@ def latent_gp_form(model: ir.Model, nodes: list[GPNode], marginalise: bool, seve
         return refuse(f"this model also has latent {', '.join(others)}")
     for node in sampled:
         var = model.latents[node.name]
-        if node.loops or var.type.container != "vector" or var.type.array_dims:
+        rows = var.type.container == "matrix" and takes_rows(node)
+        if node.loops or var.type.container != "vector" and not rows or var.type.array_dims:
             return Refusal(LATENT_GP_NEEDS, f"'{node.name}' is {var.type.describe()}", node.statement.span)
     if len(sampled) > 1 and not several:
         return Refusal(LATENT_GP_NEEDS, f"this model samples {len(sampled)} latent GPs "
@@ -174,6 +176,16 @@ def latent_gp_form(model: ir.Model, nodes: list[GPNode], marginalise: bool, seve
     likelihood = node.likelihood
     name = likelihood.distribution.name if isinstance(likelihood, ir.LikelihoodStatement) else "external"
     return LatentGPFacts(node, name, likelihood.target.name, marginalise)
+
+
+def takes_rows(node: GPNode) -> bool:
+    """The likelihood of ``node`` reads it as a matrix with one row per observation (the logits of
+    ``categorical_logit``): its columns are independent latent GPs over the same points."""
+    likelihood = node.likelihood
+    if not isinstance(likelihood, ir.LikelihoodStatement) or likelihood.distribution.name not in LIKELIHOODS:
+        return False
+    found = LIKELIHOODS[likelihood.distribution.name]
+    return found.latent_param in found.row_params
 
 
 def latent_gps_form(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:

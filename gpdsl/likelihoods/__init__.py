@@ -14,6 +14,7 @@ from gpdsl.errors import MethodError, ModelCheckError
 from gpdsl.likelihoods.base import Likelihood, StanArguments
 from gpdsl.likelihoods.bernoulli import BERNOULLI_LOGIT, BERNOULLI_PROBIT
 from gpdsl.likelihoods.binomial import BINOMIAL_LOGIT
+from gpdsl.likelihoods.categorical import CATEGORICAL_LOGIT
 from gpdsl.likelihoods.gamma_log import GAMMA_LOG
 from gpdsl.likelihoods.hurdle import HURDLE_POISSON_LOG
 from gpdsl.likelihoods.neg_binomial import NEG_BINOMIAL_2_LOG
@@ -35,6 +36,7 @@ LIKELIHOODS: dict[str, Likelihood] = {likelihood.name: likelihood for likelihood
     NEG_BINOMIAL_2_LOG,
     BINOMIAL_LOGIT,
     ORDERED_LOGISTIC,
+    CATEGORICAL_LOGIT,
     GAMMA_LOG,
     ZERO_INFLATED_POISSON_LOG,
     ZERO_INFLATED_NEG_BINOMIAL_2_LOG,

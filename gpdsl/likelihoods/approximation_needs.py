@@ -24,7 +24,8 @@ def likelihood_refusal(approximation: str, likelihood: str, what: str = "likelih
     ----------
     approximation : {"laplace", "ep"}
         A key of :data:`LIKELIHOOD_NEEDS`: the Laplace approximation needs ``derivatives`` of a log density
-        concave in the latent value, expectation propagation ``tilted_moments``.
+        concave in the latent value, expectation propagation ``tilted_moments``; a likelihood on rows of latent
+        values (``categorical_logit``) has the multiclass Laplace approximation and no EP.
     likelihood : str
         A likelihood name.
     what : str
@@ -33,6 +34,12 @@ def likelihood_refusal(approximation: str, likelihood: str, what: str = "likelih
         What to use instead, ending the message (``"use --method gibbs"``); by default the options of ``pm``.
     """
     found = LIKELIHOODS.get(likelihood)
+    if found is not None and found.latent_param in found.row_params:
+        if approximation == "laplace":
+            return None
+        return (f"expectation propagation takes one latent value per observation; {what} is {likelihood}, with a "
+                f"row of latent values per observation (a softmax): "
+                f"{alternatives or 'use --approximation laplace (the multiclass Laplace approximation) or --method gibbs'}")
     if approximation == "laplace" and found is not None and not found.log_concave:
         return (f"the Laplace approximation needs a likelihood whose log density is concave in the latent value; "
                 f"{what} is {likelihood}, which is not ({found.not_log_concave}): "

@@ -61,6 +61,9 @@ class Likelihood:
     own_shape : tuple of str
         Parameters that are one vector shared by every observation (ordinal cutpoints), not scalars or
         the variate's shape.
+    row_params : tuple of str
+        Parameters that are a matrix with one row per observation (the ``matrix[N, K]`` logits of
+        ``categorical_logit``): ``log_density`` gets the whole matrix and gives one value per row.
     integer_params : tuple of str
         Parameters that must be integer data (binomial trials).
     not_log_concave : str
@@ -69,8 +72,8 @@ class Likelihood:
     invalid_observations : callable or None
         ``invalid_observations(y, args) -> (mask, requirement)``: the observations (a NumPy array) that the
         likelihood gives zero probability, and what each must be, as in ``"a count from 0 to trials"``;
-        ``args`` holds the value of each parameter that is data (else None), and a zero vector of the
-        right length for each ``own_shape`` parameter.
+        ``args`` holds the value of each parameter that is data (else None), and zeros of the parameter's
+        shape for each ``own_shape`` and ``row_params`` parameter.
     """
 
     name: str
@@ -87,6 +90,7 @@ class Likelihood:
     param_support: Mapping[str, str] = field(default_factory=dict, hash=False)
     latent: str | None = None
     own_shape: tuple[str, ...] = ()
+    row_params: tuple[str, ...] = ()
     integer_params: tuple[str, ...] = ()
     not_log_concave: str = ""
     invalid_observations: Callable | None = None

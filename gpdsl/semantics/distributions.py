@@ -70,6 +70,7 @@ def check_distribution(ctx: CheckContext, call: ast.Call, spec: catalog.Distribu
     likelihood = LIKELIHOODS.get(spec.name) if spec.likelihood else None
     own_shape = likelihood.own_shape if likelihood is not None else ()
     integers = likelihood.integer_params if likelihood is not None else ()
+    rows = likelihood.row_params if likelihood is not None else ()
     for name, value in values.items():
         if isinstance(value, ir.StringConstant):
             fail(f"argument '{name}' of {spec.name} cannot be a string", value.span)
@@ -77,6 +78,9 @@ def check_distribution(ctx: CheckContext, call: ast.Call, spec: catalog.Distribu
         if name in integers and value.type.base != "int":
             fail(f"argument '{name}' of {spec.name} must be integer data, got {value.type.describe()}",
                  value.span, f"declare it e.g. 'array[N] int<lower=0> {name};' in the data block")
+        if name in rows:
+            _verify_rows(ctx, spec, name, value, target)
+            continue
         if name in own_shape:
             if len(vshape) != 1 or value.type.container != "vector":
                 fail(f"argument '{name}' of {spec.name} must be a vector, got {value.type.describe()}",
@@ -99,6 +103,33 @@ def check_distribution(ctx: CheckContext, call: ast.Call, spec: catalog.Distribu
                  "arguments are scalars (applied to every element) or match the variate's shape")
     _verify_arguments(ctx, spec, values, call)
     return ir.Distribution(spec.name, tuple((n, values[n]) for n in spec.params), call.span)
+
+
+def _verify_rows(ctx: CheckContext, spec: catalog.DistributionSpec, name: str, value: ir.Expr, target: ir.Target):
+    """Fail unless the row argument ``value`` is a matrix with one row per observation of a one-dimensional
+    ``target``, and one column per label the target's declared upper bound allows."""
+    shape = target.type.shape
+    if len(shape) != 1:
+        fail(f"{spec.name} needs one label per row of '{name}': its data must be a one-dimensional array, but "
+             f"'{target.name}' has shape {shape_text(shape)}", target.span,
+             f"declare it e.g. 'array[N] int<lower=1, upper=K> {target.name};'")
+    if value.type.container != "matrix" or value.type.array_dims:
+        fail(f"argument '{name}' of {spec.name} must be a matrix with one row per label and one column per class, "
+             f"got {value.type.describe()}", value.span,
+             "declare the latent values e.g. 'latent { matrix[N, K] f; }' and write 'f ~ gp(X, k);' for K "
+             "independent GP columns")
+    rows, columns = value.type.dims
+    if not same_dim(rows, shape[0]):
+        fail(f"argument '{name}' of {spec.name} has {rows} rows but '{target.name}' has {shape[0]} labels",
+             value.span, "one row of logits per label")
+    declared = ctx.variables[target.name].type if not target.indices else None
+    upper = declared.upper if declared is not None else None
+    if isinstance(upper, float) and upper == int(upper):
+        upper = int(upper)
+    if isinstance(upper, (int, str)) and type(upper) is type(columns) and not same_dim(upper, columns):
+        fail(f"the labels of '{target.name}' go up to {upper} but argument '{name}' of {spec.name} has {columns} "
+             f"columns, one per class", value.span,
+             f"declare '{target.name}' as array[...] int<lower=1, upper={columns}>, or give '{name}' {upper} columns")
 
 
 def _verify_arguments(ctx: CheckContext, spec: catalog.DistributionSpec, values: dict[str, ir.Expr],

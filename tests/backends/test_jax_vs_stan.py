@@ -269,8 +269,32 @@ def indexing_data(rng):
             "group": np.r_[1, 2, 3, rng.integers(1, G + 1, N - 3)]}
 
 
+CATEGORICAL = """
+data { int N; int K; matrix[N, 2] X; array[N] int<lower=1, upper=K> y; array[N] int<lower=1, upper=K> z; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 1);
+  real<lower=0> ell ~ gamma(2, 2);
+  real m ~ normal(0, 1);
+  real b ~ normal(0, 1);
+}
+latent { matrix[N, K] f; }
+model {
+  f ~ gp(X, s * rbf(lengthscale = ell), mean = m);
+  y ~ categorical_logit(f);
+  z ~ categorical_logit(b + f);
+}
+"""
+
+
+def categorical_data(rng):
+    N, K = 8, 3
+    return {"N": N, "K": K, "X": rng.normal(size=(N, 2)), "y": rng.integers(1, K + 1, N),
+            "z": rng.integers(1, K + 1, N)}
+
+
 @pytest.mark.parametrize("model_file, make_data, scale", [
     ("models/gp_classification.gpm", classification_data, 1.0),
+    pytest.param(CATEGORICAL, categorical_data, 0.7, marks=pytest.mark.slow, id="categorical_logit"),
     pytest.param("models/bayesian_gplvm_priors.gpm", gplvm_data, 0.7, marks=pytest.mark.slow),  # also in the sweep
     pytest.param(ALL_KERNELS, regression_data, 0.5, marks=pytest.mark.slow),
     pytest.param(NEW_KERNELS, regression_data, 0.5, marks=pytest.mark.slow, id="new_kernels"),
@@ -308,7 +332,7 @@ def assert_agrees_with_stan(model, data, scales, rng):
     assert np.ptp(difference) < 1e-8, difference
 
 
-SWEEP_SIZES = {"N": 7, "D": 2, "Q": 2, "L": 2, "T": 3, "G": 3, "P": 2, "R": 2}
+SWEEP_SIZES = {"N": 7, "D": 2, "Q": 2, "L": 2, "T": 3, "G": 3, "P": 2, "R": 2, "K": 3}
 SWEEP_EXCLUDED = {"models/local_volatility.gpm": "its likelihood is an external Python function, which Stan "
                                                    "cannot call"}
 

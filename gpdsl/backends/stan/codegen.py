@@ -646,11 +646,13 @@ class _Generator:
         return lines
 
     def _arguments(self, distribution: ir.Distribution, loop_vars: list[str]) -> dict[str, tuple[str, bool]]:
-        """Each argument's Stan text indexed like the variate; a likelihood's own-shape vectors (cutpoints) whole."""
+        """Each argument's Stan text indexed like the variate; a likelihood's own-shape vectors (cutpoints) whole,
+        and its row matrices (logits) whole or, inside the variate's loops, the row of the loop's element."""
         likelihood = LIKELIHOODS.get(distribution.name)
         whole = likelihood.own_shape if likelihood is not None else ()
-        return {name: (self.translate(expr), True) if name in whole else self._argument(expr, loop_vars)
-                for name, expr in distribution.args}
+        rows = likelihood.row_params if likelihood is not None else ()
+        return {name: (self.translate(expr), True) if name in whole or (name in rows and not loop_vars)
+                else self._argument(expr, loop_vars) for name, expr in distribution.args}
 
     def _argument(self, expr: ir.Expr, loop_vars: list[str]) -> tuple[str, bool]:
         """A distribution argument indexed like the variate inside the loops; and whether it is shaped."""

@@ -81,13 +81,30 @@ class LatentGP(HyperparameterBlocks):
         size = self.n // len(self.nodes)
         return [slice(i * size, (i + 1) * size) for i in range(len(self.nodes))]
 
+    @property
+    def columns(self) -> int:
+        """Independent GP columns of each latent: ``K`` of a ``matrix[N, K]`` latent (``categorical_logit``),
+        else 1. ``f`` holds such a matrix row by row, so its covariance is ``K(theta)`` kron ``I_K``."""
+        declared = self.jax_model.model.latents[self.node.name].type
+        if declared.container != "matrix" or declared.array_dims:
+            return 1
+        return declared.concrete_shape(self.jax_model.sizes)[1]
+
     def split(self, f) -> dict:
-        """The latent GP vectors of ``f`` (last axis) by name."""
-        return {node.name: f[..., block] for node, block in zip(self.nodes, self.blocks)}
+        """The latent GP values of ``f`` (last axis) by name, each in its declared shape."""
+        return {node.name: jnp.reshape(f[..., block], f.shape[:-1] + self.jax_model.block(node.name).shape)
+                if isinstance(f, jax.Array) else
+                np.reshape(f[..., block], np.shape(f)[:-1] + self.jax_model.block(node.name).shape)
+                for node, block in zip(self.nodes, self.blocks)}
 
     def stack(self, values: dict):
-        """``f`` from the latent GP vectors by name (the inverse of :meth:`split`)."""
-        return np.concatenate([np.asarray(values[node.name]) for node in self.nodes], axis=-1)
+        """``f`` from the latent GP values by name (the inverse of :meth:`split`)."""
+        flat = []
+        for node in self.nodes:
+            value = np.asarray(values[node.name])
+            shape = self.jax_model.block(node.name).shape
+            flat.append(np.reshape(value, value.shape[:value.ndim - len(shape)] + (-1,)))
+        return np.concatenate(flat, axis=-1)
 
     def require_one_latent(self, method: str) -> None:
         """Refuse a model with several latent GP vectors for ``method`` (the Laplace and EP approximations,
@@ -126,8 +143,9 @@ class LatentGP(HyperparameterBlocks):
         """The GP means at ``theta``, shape ``(n,)`` (zeros without ``mean =``)."""
         env = self.environment(theta) if env is None else env
         size = self.n // len(self.nodes)
-        return jnp.concatenate([jnp.broadcast_to(self.jax_model.gp_mean(node.statement, env), (size,))
-                                for node in self.nodes])
+        means = [jnp.reshape(self.jax_model.gp_mean(node.statement, env), (-1, 1)) for node in self.nodes]
+        return jnp.concatenate([jnp.reshape(jnp.broadcast_to(mean, (size // self.columns, self.columns)), (size,))
+                                for mean in means])
 
     def with_mean(self, theta_draws, f_draws) -> np.ndarray:
         """Reported latent values from the engines' centred draws, ``(chain, draw, n)``."""
@@ -146,9 +164,12 @@ class LatentGP(HyperparameterBlocks):
         return np.asarray(f_draws) - over_draws(self.mean, theta_draws)
 
     def covariance(self, theta) -> jax.Array:
-        """``K(theta) + jitter I``, shape ``(n, n)``; block-diagonal over several latent GP vectors."""
+        """``K(theta) + jitter I``, shape ``(n, n)``; block-diagonal over several latent GP vectors; ``K(theta)``
+        kron ``I_K`` for a ``matrix[N, K]`` latent of independent columns held row by row."""
         env = self.environment(theta)
         covariances = [self.jax_model.gp_covariance(node.statement, env) for node in self.nodes]
+        if self.columns > 1:
+            covariances = [jnp.kron(block, jnp.eye(self.columns)) for block in covariances]
         if len(covariances) == 1:
             return covariances[0]
         size = covariances[0].shape[0]
@@ -191,8 +212,9 @@ class LatentGP(HyperparameterBlocks):
             raise MethodError(f"the Laplace and EP approximations need the latent argument of {self.likelihood} to "
                               f"be '{self.name}' plus terms free of it (an offset)", argument.span,
                               "write the location as offset + f, or use --method gibbs")
-        return jnp.broadcast_to(jnp.asarray(self.latent_argument_at_zero(theta), dtype=float), (self.n,)) \
-            + self.mean(theta)
+        shape = self.jax_model.block(self.name).shape
+        at_zero = jnp.asarray(self.latent_argument_at_zero(theta), dtype=float)
+        return jnp.reshape(jnp.broadcast_to(at_zero, shape), (self.n,)) + self.mean(theta)
 
     def latent_argument_at_zero(self, theta):
         """The likelihood's latent argument with ``f`` replaced by a scalar 0: the offset (``mu`` of ``mu + f``,
