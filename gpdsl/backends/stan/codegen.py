@@ -154,7 +154,7 @@ class StanProgram:
         from gpdsl.data.missing import observed_masks
 
         masks = observed_masks(model, data)
-        unexpected = sorted(set(masks) - set(self.observed_indices))
+        unexpected = [name for name in masks if name not in self.observed_indices]
         if unexpected:
             raise DataError(f"data '{unexpected[0]}' has missing values (NaN), which this Stan program does not "
                             "take: generate it with missing=" + repr(tuple(masks)))
