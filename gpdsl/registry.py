@@ -356,11 +356,11 @@ register(Method(
     "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact)",
     (LATENT_GP,), PseudoMarginalSettings, run_pm, predicts=True, checkpoints=True,
     chain_engine=pm_engine, chain_groups=True, needs_parameters=(LATENT_GP,), refuses=pm_refusal,
-    predictive=("joint", "marginal")))
+    predictive=("joint", "marginal"), missing_outputs=(LATENT_GP,)))
 register(Method(
     "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)", (LATENT_GP,), MCMCEPSettings,
     run_mcmc_ep, predicts=True, checkpoints=True, chain_engine=mcmc_ep_engine, chain_groups=True,
-    needs_parameters=(LATENT_GP,), refuses=ep_refusal, predictive=("joint", "marginal")))
+    needs_parameters=(LATENT_GP,), refuses=ep_refusal, predictive=("joint", "marginal"), missing_outputs=(LATENT_GP,)))
 register(Method(
     "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "
     "the variational E-step at each proposal (exact)", PM_GPLVM_FAMILIES, PMGPLVMSettings,
@@ -375,7 +375,7 @@ register(Method(
 register(Method(
     "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",
     (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True, needs_parameters=(LATENT_GP,), refuses=ep_refusal,
-    predictive=("joint", "marginal")))
+    predictive=("joint", "marginal"), missing_outputs=(LATENT_GP,)))
 register(Method(
     "vem", "variational EM with Psi statistics (analytic, unscented, Gauss-Hermite, Monte Carlo)",
     (BAYESIAN_GPLVM, GP_PRIOR_GPLVM), VEMSettings, run_vem, command="fit", requires_priors=False,

@@ -5,8 +5,9 @@ posterior predictive.
   complete data's; SciPy's Poisson pmf), and the GP regression marginal is the observed rows' exactly;
 * ``ml`` on data with missing outcomes finds the same hyperparameters as on the observed rows alone, to the bit,
   and its imputations are the closed-form GP predictive (NumPy) from the observed rows;
+* the Laplace and EP approximations with missing sites are those of the observed rows' model;
 * the Stan programs with index arrays pass ``stanc``, and their ``log_prob`` agrees with the JAX log density up
-  to a constant (slow); ``gibbs`` and NUTS agree on a Poisson latent GP with missing counts within four combined
+  to a constant (slow); ``gibbs`` and ``pm`` (Laplace) each agree with NUTS on a Poisson latent GP with missing counts within four combined
   Monte Carlo standard errors, imputations included (slow);
 * bad data gets one clear line: NaN in an input, an outcome with no observed entry, an outcome the model also reads
   elsewhere, a method that does not take missing outcomes.
@@ -135,6 +136,29 @@ def test_the_gp_regression_marginal_with_missing_outcomes_is_the_observed_rows_m
         assert float(missing_model.log_density(jnp.asarray(z))) == float(subset_model.log_density(jnp.asarray(z)))
 
 
+@pytest.mark.parametrize("approximation", ["laplace", "ep parallel", "ep sequential"])
+def test_laplace_and_ep_with_missing_outcomes_are_those_of_the_observed_rows(approximation):
+    """Missing sites add nothing (Laplace: no gradient or curvature; EP: the tilted distribution is the cavity), so
+    the approximate marginal and the mean at the observed rows are those of the observed rows' model."""
+    from gpdsl.inference.approximations.ep import ep
+    from gpdsl.inference.approximations.laplace import laplace
+
+    rng = np.random.default_rng(0)
+    N = 12
+    x = np.sort(rng.uniform(0, 3, N))
+    K = np.exp(-0.5 * (x[:, None] - x[None]) ** 2) + 1e-8 * np.eye(N)
+    observed = np.setdiff1d(np.arange(N), MISSING)
+    if approximation == "laplace":
+        y = rng.poisson(2.0, N).astype(float)
+        fit = lambda K, y: laplace(K, y, "poisson_log", tol=1e-12, offset=0.3)  # noqa: E731
+    else:
+        y = (rng.uniform(size=N) < 0.5).astype(float)
+        fit = lambda K, y: ep(K, y, tol=1e-12, schedule=approximation.split()[1])  # noqa: E731
+    with_nan, subset = fit(K, with_missing({"y": y}, "y", MISSING)["y"]), fit(K[np.ix_(observed, observed)], y[observed])
+    np.testing.assert_allclose(float(with_nan.log_marginal), float(subset.log_marginal), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(with_nan.mean)[observed], np.asarray(subset.mean), atol=1e-12)
+
+
 # ---- ml: the estimate and the imputations ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def ml_fits():
@@ -243,13 +267,20 @@ def poisson_data(seed=4, N=20):
     return {"N": N, "D": 1, "X": x[:, None], "y": y}
 
 
+@pytest.fixture(scope="module")
+def nuts_on_missing_counts():
+    return run("models/gp_poisson.gpm", poisson_data(), "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=6)
+
+
 @pytest.mark.slow
-def test_gibbs_and_nuts_agree_on_a_poisson_latent_gp_with_missing_counts():
+@pytest.mark.parametrize("method, settings", [
+    ("gibbs", GibbsSettings(chains=4, warmup=1000, draws=4000)),
+    ("pm", PseudoMarginalSettings(chains=4, warmup=1000, draws=4000, approximation="laplace", sample_latent=True)),
+])
+def test_an_engine_and_nuts_agree_on_a_poisson_latent_gp_with_missing_counts(method, settings, nuts_on_missing_counts):
     from tests.inference.methods.test_pm_vs_nuts import disagreements
 
-    data = poisson_data()
-    ours = run("models/gp_poisson.gpm", data, "gibbs", GibbsSettings(chains=4, warmup=1000, draws=4000), seed=5)
-    nuts = run("models/gp_poisson.gpm", data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=6)
+    ours, nuts = run("models/gp_poisson.gpm", poisson_data(), method, settings, seed=5), nuts_on_missing_counts
     for results in (ours, nuts):
         assert groups(results)["log_likelihood"]["y"].sizes["N_observed"] == 17
         assert groups(results)["posterior_predictive"]["y"].sizes["N"] == 20
