@@ -389,7 +389,8 @@ register(Method(
 register(Method(
     "sgpr", "sparse GP regression: Titsias's collapsed bound over inducing inputs, kernel and noise (a point "
     "estimate, stored as one draw, with the inducing inputs)", (GP_REGRESSION,), SGPRSettings, run_sgpr,
-    command="fit", requires_priors=False, predicts=True, checkpoints=True, report=sgpr_report))
+    command="fit", requires_priors=False, predicts=True, checkpoints=True, report=sgpr_report,
+    missing_outputs=(GP_REGRESSION,)))
 register(Method(
     "svi-gplvm", "Bayesian GPLVM by Adam on minibatches of the uncollapsed bound (explicit q(u); q(X), inducing "
     "inputs, point estimates)", (BAYESIAN_GPLVM,), SVIGPLVMSettings, run_svi_gplvm, command="fit",

@@ -213,6 +213,28 @@ def test_ml_imputes_the_closed_form_gp_predictive_from_the_observed_rows(ml_fits
     assert np.isnan(np.asarray(groups(with_nan)["observed_data"]["y"])[MISSING]).all()
 
 
+@pytest.mark.slow
+def test_sgpr_with_missing_outcomes_fits_the_observed_rows_and_imputes_the_others():
+    from gpdsl.settings import SGPRSettings
+
+    data = regression_data()
+    observed = np.setdiff1d(np.arange(len(data["y"])), MISSING)
+    settings = SGPRSettings(num_inducing=6)
+    with_nan = run("models/gp_regression.gpm", with_missing(data, "y", MISSING), "sgpr", settings, seed=2)
+    subset = run("models/gp_regression.gpm", {"X": data["X"][observed], "y": data["y"][observed]}, "sgpr", settings,
+                 seed=2)
+    for name in ("variance", "lengthscale", "noise", "inducing_inputs"):
+        np.testing.assert_array_equal(np.asarray(with_nan.posterior[name]), np.asarray(subset.posterior[name]))
+    variance, lengthscale, noise, Z = (np.asarray(with_nan.posterior[n])[0, 0] for n in (
+        "variance", "lengthscale", "noise", "inducing_inputs"))
+    X, y = data["X"], data["y"]
+    K_uf = matern52(Z, X[observed], variance, lengthscale)
+    Sigma = matern52(Z, Z, variance, lengthscale) + K_uf @ K_uf.T / noise ** 2
+    expected = matern52(X, Z, variance, lengthscale) @ np.linalg.solve(Sigma, K_uf @ y[observed]) / noise ** 2
+    mean = np.asarray(groups(with_nan)["posterior_predictive"]["y_mean"])[0, 0]
+    np.testing.assert_allclose(mean, expected, rtol=1e-5, atol=1e-8)  # Titsias's predictive mean
+
+
 # ---- Stan -------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("model_file", ["models/gp_regression.gpm", "models/gp_poisson.gpm",
                                         "models/gp_classification.gpm", LIKELIHOODS])
@@ -252,8 +274,8 @@ def test_log_density_with_missing_outcomes_agrees_with_stan_up_to_a_constant():
         data = with_missing(data, outcome, MISSING)
     assert_agrees_with_stan(model, data, np.full((10, 1), 0.7), rng)
     model, _ = check_file("models/gp_regression.gpm")
-    assert_agrees_with_stan(model, {"N": 10, "D": 2, "X": rng.normal(size=(10, 2)),
-                                    "y": with_missing({"y": rng.normal(size=10)}, "y", MISSING)["y"]},
+    assert_agrees_with_stan(model, {"N": 12, "D": 2, "X": rng.normal(size=(12, 2)),
+                                    "y": with_missing({"y": rng.normal(size=12)}, "y", MISSING)["y"]},
                             np.full((10, 1), 0.5), rng)
     model, _ = check_text(INDEXING)  # an integrated-out GP with a mean and an offset
     assert_agrees_with_stan(model, with_missing(indexing_data(rng), "v", MISSING), np.full((10, 1), 0.7), rng)
