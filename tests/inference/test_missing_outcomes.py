@@ -352,8 +352,10 @@ model {
 
 
 def test_a_method_that_does_not_take_missing_outcomes_refuses_them():
-    with pytest.raises(DataError, match=r"data 'y' contains NaN at y\[4\]"):
-        prepare("models/gp_poisson.gpm", poisson_data(), "pm", PseudoMarginalSettings(approximation="laplace"))
+    Y = np.random.default_rng(0).normal(size=(8, 3))
+    Y[2, 1] = np.nan
+    with pytest.raises(DataError, match=r"data 'Y' contains NaN at Y\[3, 2\]"):
+        prepare("models/bayesian_gplvm_priors.gpm", {"Q": 2, "Y": Y}, "pm-gplvm")
 
 
 def test_json_null_and_csv_na_mark_a_missing_integer_outcome(tmp_path):
