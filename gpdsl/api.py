@@ -189,9 +189,10 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     from gpdsl.storage.checkpoint import resumed_seed, run_identity, verify_resumable
     from gpdsl.data.io import read_scaled_data
     from gpdsl.data.outcome_scale import outcome_scale_warnings
+    from gpdsl.data.missing import verify_missing_outcomes
     from gpdsl.data.validation import validate_data
     from gpdsl.errors import MethodError
-    from gpdsl.ir.families import classify
+    from gpdsl.ir.families import GP_REGRESSION, LATENT_GP, classify
     from gpdsl.data.new_inputs import verify_new_inputs
     from gpdsl.data.preflight import verify_runnable
     from gpdsl.registry import get_method
@@ -224,7 +225,10 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
         check_writable(out, "results", inputs=[*read, *([checkpoint] if checkpoint is not None else [])],
                        overwrite=overwrite)
     values, scalings = read_scaled_data(data, model)
-    data, warnings = validate_data(model, values, output_variables(model) if entry.missing_outputs else ())
+    missing_family = next((f for f in entry.missing_outputs if f in classification.facts), None)
+    data, warnings = validate_data(model, values, output_variables(model) if missing_family else ())
+    if missing_family:
+        verify_missing_outcomes(model, data, whole_vectors=missing_family in (LATENT_GP, GP_REGRESSION))
     warnings += outcome_scale_warnings(model, data, scalings)
     verify_runnable(model, data, settings)
     verify_new_inputs(model, data, new_inputs, by_name=entry.prediction_file == "variables")
@@ -533,9 +537,10 @@ def verify_seed(seed) -> int:
 
 
 def output_variables(model: Model) -> list[str]:
-    """Real-valued observed variables (their missing entries are allowed for methods that say so)."""
-    return [s.target.name for s in model.likelihoods()
-            if s.target.name in model.data and model.data[s.target.name].type.base == "real"]
+    """Observed variables (their missing entries are allowed for methods that say so)."""
+    from gpdsl.data.missing import outcome_names
+
+    return outcome_names(model)
 
 
 def _methods_with(capability: str):

@@ -73,8 +73,9 @@ class Method:
         Who runs it.
     requires_priors : bool
         Every parameter needs a prior (samplers); otherwise parameters without one are point-estimated.
-    missing_outputs : bool
-        Missing (NaN) entries of the observed outputs are allowed.
+    missing_outputs : tuple of str
+        The families in which missing (NaN) entries of the observed outputs are allowed: left out of the
+        likelihood, and imputed in the posterior predictive (:mod:`gpdsl.data.missing`).
     predicts : bool
         It can predict at new inputs (``--predict``).
     predicts_for : tuple of str
@@ -120,7 +121,7 @@ class Method:
     command: str = "sample"
     engine: str = "gpdsl"
     requires_priors: bool = True
-    missing_outputs: bool = False
+    missing_outputs: tuple[str, ...] = ()
     predicts: bool = False
     predicts_for: tuple[str, ...] = ()
     checkpoints: bool = False
@@ -353,16 +354,17 @@ def get_method(name: str) -> Method:
 register(Method(
     "nuts", "Stan's NUTS on the generated program (cmdstanpy or PyStan): the baseline", (ANY,), NUTSSettings,
     run_nuts, engine="stan", predicts=True, predicts_for=predicting_families(), needs_parameters=(GP_REGRESSION,),
-    refuses=nuts_refusal, predictive=("joint", "marginal")))
+    refuses=nuts_refusal, predictive=("joint", "marginal"),
+    missing_outputs=(LATENT_GP, GP_REGRESSION)))
 register(Method(
     "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact)",
     (LATENT_GP,), PseudoMarginalSettings, run_pm, predicts=True, checkpoints=True,
     chain_engine=pm_engine, chain_groups=True, needs_parameters=(LATENT_GP,), refuses=pm_refusal,
-    predictive=("joint", "marginal")))
+    predictive=("joint", "marginal"), missing_outputs=(LATENT_GP,)))
 register(Method(
     "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)", (LATENT_GP,), MCMCEPSettings,
     run_mcmc_ep, predicts=True, checkpoints=True, chain_engine=mcmc_ep_engine, chain_groups=True,
-    needs_parameters=(LATENT_GP,), refuses=ep_refusal, predictive=("joint", "marginal")))
+    needs_parameters=(LATENT_GP,), refuses=ep_refusal, predictive=("joint", "marginal"), missing_outputs=(LATENT_GP,)))
 register(Method(
     "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "
     "the variational E-step at each proposal (exact)", PM_GPLVM_FAMILIES, PMGPLVMSettings,
@@ -372,29 +374,31 @@ register(Method(
     "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters, or ESS "
     "in z-space (SDSS, fixed-nu)",
     (LATENT_GP, GP_REGRESSION, LATENT_GPS, LATENT_GP_EXTERNAL), GibbsSettings, run_gibbs, predicts=True,
-    predicts_for=predicting_families(), checkpoints=True,
+    predicts_for=predicting_families(), checkpoints=True, missing_outputs=(LATENT_GP, GP_REGRESSION),
     chain_engine=gibbs_engine, chain_groups=True, predictive=("joint", "marginal")))
 register(Method(
     "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",
     (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True, needs_parameters=(LATENT_GP,), refuses=ep_refusal,
-    predictive=("joint", "marginal")))
+    predictive=("joint", "marginal"), missing_outputs=(LATENT_GP,)))
 register(Method(
     "vem", "variational EM with Psi statistics (analytic, unscented, Gauss-Hermite, Monte Carlo)",
     (BAYESIAN_GPLVM, GP_PRIOR_GPLVM), VEMSettings, run_vem, command="fit", requires_priors=False,
-    missing_outputs=True, predicts=True, report=vem_report, prediction_file="variables",
+    missing_outputs=(BAYESIAN_GPLVM, GP_PRIOR_GPLVM), predicts=True, report=vem_report, prediction_file="variables",
     latent_fit=fit_from_results))
 register(Method(
     "ml", "type-II maximum likelihood (MAP where there are priors) of GP regression, f integrated out exactly "
     "(a point estimate, stored as one draw)", (GP_REGRESSION,), MLSettings, run_ml, command="fit",
-    requires_priors=False, predicts=True, report=ml_report, needs_parameters=(GP_REGRESSION,), predictive=("joint", "marginal")))
+    requires_priors=False, predicts=True, report=ml_report, needs_parameters=(GP_REGRESSION,), predictive=("joint", "marginal"),
+    missing_outputs=(GP_REGRESSION,)))
 register(Method(
     "sgpr", "sparse GP regression: Titsias's collapsed bound over inducing inputs, kernel and noise (a point "
     "estimate, stored as one draw, with the inducing inputs)", (GP_REGRESSION,), SGPRSettings, run_sgpr,
-    command="fit", requires_priors=False, predicts=True, checkpoints=True, report=sgpr_report))
+    command="fit", requires_priors=False, predicts=True, checkpoints=True, report=sgpr_report,
+    missing_outputs=(GP_REGRESSION,)))
 register(Method(
     "svi-gplvm", "Bayesian GPLVM by Adam on minibatches of the uncollapsed bound (explicit q(u); q(X), inducing "
     "inputs, point estimates)", (BAYESIAN_GPLVM,), SVIGPLVMSettings, run_svi_gplvm, command="fit",
-    requires_priors=False, missing_outputs=True, predicts=True, checkpoints=True, report=svi_gplvm_report,
+    requires_priors=False, missing_outputs=(BAYESIAN_GPLVM,), predicts=True, checkpoints=True, report=svi_gplvm_report,
     prediction_file="variables"))
 register(Method(
     "dmgp", "the deep Mahalanobis GP by its collapsed variational bound and Adam (de Souza 2020)",

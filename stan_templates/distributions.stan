@@ -57,3 +57,24 @@ vector normal_gp_replicate_rng(vector y, matrix L, real noise_variance) {
   matrix[rows(L), rows(L)] covariance = noise_variance * add_diag(-noise_variance * precision, 2);
   return multi_normal_rng(y - noise_variance * (precision * y), 0.5 * (covariance + covariance'));
 }
+
+/**
+ * A replicate of y at every one of N points from its posterior predictive under GP regression with f
+ * integrated out, given the observed entries alone (the others missing): f at all N points given
+ * y_obs has mean K[:, obs] C^-1 y_obs and covariance K - K[:, obs] C^-1 K[obs, :], with
+ * C = K[obs, obs] + s2 I = L L'; the replicate is f + e, e ~ normal(0, s2 I). Its entries at the missing
+ * points are draws of the missing outcomes (imputations).
+ *
+ * @param y_obs           vector[M] of the observed entries (residuals from the location)
+ * @param K               matrix[N, N], the GP covariance at every point
+ * @param observed        array[M] int, the indices of the observed points
+ * @param L               matrix[M, M], the Cholesky factor of C
+ * @param noise_variance  s2
+ * @return                vector[N], one replicate
+ */
+vector normal_gp_impute_rng(vector y_obs, matrix K, array[] int observed, matrix L, real noise_variance) {
+  matrix[rows(L), rows(K)] V = mdivide_left_tri_low(L, K[observed, :]);
+  matrix[rows(K), rows(K)] covariance = K - crossprod(V);
+  return multi_normal_rng(V' * mdivide_left_tri_low(L, y_obs),
+                          add_diag(0.5 * (covariance + covariance'), noise_variance));
+}

@@ -299,9 +299,9 @@ def test_inf_even_when_missing_allowed():
     bad(model, {"Q": 1, "Y": Y}, "data 'Y' contains NaN at Y[1, 2]")
 
 
-def test_allow_missing_names_checked(classification, classification_data):
-    bad(classification, classification_data, "allow_missing names 'y', declared array[N] int",
-        allow_missing={"y"})
+def test_allow_missing_names_checked(classification, classification_data, bounded, bounded_data):
+    bad(bounded, bounded_data | {"counts": [0, np.nan, 1]}, "allow_missing names 'counts', declared array[N] int",
+        "only real variables and the outcomes of a likelihood", allow_missing={"counts"})
     bad(classification, classification_data, "allow_missing names 'W', which is not a data variable",
         allow_missing={"W"})
 

@@ -216,13 +216,15 @@ def _json_numbers(name: str, value: Any, origin: str, outside: list) -> Any:
         return [_json_numbers(name, item, origin, outside) for item in value]
     if isinstance(value, str) and value.strip().lower() in _JSON_SPECIAL:
         return _JSON_SPECIAL[value.strip().lower()]
+    if value is None:  # null: a missing value, as NaN
+        return math.nan
     if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
         outside.append(value)
         return value
     if isinstance(value, (bool, int, float)):
         return value
     raise DataError(f"{origin} '{name}' holds {json.dumps(value)}: values must be numbers, nested "
-                    f"lists of numbers, or \"NaN\", \"Inf\", \"-Inf\"")
+                    f"lists of numbers, null (missing), or \"NaN\", \"Inf\", \"-Inf\"")
 
 
 # ---- NetCDF ----------------------------------------------------------------------------------

@@ -44,7 +44,9 @@ def validate_data(
         Values by variable name (e.g. from :func:`gpdsl.data.io.read_data`). Sizes may be omitted
         when another variable's shape determines them.
     allow_missing : iterable of str
-        Real data variables that may contain NaN (missing values); infinities are never allowed.
+        Data variables that may contain NaN (missing values); infinities are never allowed. A real variable
+        stays ``float64``; an ``int`` one with missing entries is returned as ``float64`` with NaN there
+        (its other entries checked as integers), without any as ``int64``.
 
     Returns
     -------
@@ -164,10 +166,11 @@ def _check_allow_missing(model: Model, names: Iterable[str]) -> set[str]:
         variable = model.data.get(name)
         if variable is None:
             raise DataError(f"allow_missing names '{name}', which is not a data variable of the model")
-        if variable.type.base != "real":
+        outcome = any(statement.target.name == name for statement in model.likelihoods())
+        if variable.type.base != "real" and not outcome:
             raise DataError(
-                f"allow_missing names '{name}', declared {variable.type.describe()}: only real "
-                f"variables can hold missing values (NaN)")
+                f"allow_missing names '{name}', declared {variable.type.describe()}: only real variables and "
+                f"the outcomes of a likelihood can hold missing values (NaN)")
     return allowed
 
 
@@ -218,6 +221,12 @@ def _check_variable(variable: Variable, array: np.ndarray, sizes: dict[str, int]
     expected = vtype.concrete_shape(sizes)
     array = _check_shape(variable, array, expected, sizes, inferred)
     _check_finite(variable, array, allow_missing)
+    missing = np.isnan(array) if array.dtype.kind == "f" else np.zeros(array.shape, bool)
+    if vtype.base == "int" and missing.any():
+        if not missing.all():
+            filled = np.where(missing, array[~missing][0], array)  # checked where observed, indices kept
+            _check_bounds(variable, _as_integers(variable, filled), sizes)
+        return np.where(missing, np.nan, np.round(array)).astype(np.float64)
     if vtype.base == "int":
         array = _as_integers(variable, array)
     else:
@@ -334,7 +343,7 @@ def _check_observations(model: Model, values: dict, sizes: dict[str, int]) -> No
         shaped = (*likelihood.own_shape, *likelihood.row_params)
         args = {name: _argument_value(expr, values, sizes, name in shaped) for name, expr in statement.distribution.args}
         invalid, requirement = likelihood.invalid_observations(y, args)
-        invalid = np.asarray(invalid)
+        invalid = np.asarray(invalid) & ~np.isnan(y)
         if invalid.any():
             index = _first(np.broadcast_to(invalid, y.shape)) if y.ndim else ()
             name = statement.target.name

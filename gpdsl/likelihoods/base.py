@@ -96,6 +96,12 @@ class Likelihood:
     invalid_observations: Callable | None = None
 
     @property
+    def placeholder(self) -> float:
+        """A value in the support of the observations, which stands in for a missing one (whose term is then
+        dropped): 1 for positive and ordinal observations, else 0."""
+        return 1.0 if self.support in ("positive", "ordinal") else 0.0
+
+    @property
     def latent_param(self) -> str:
         """The parameter that carries the latent value: ``latent``, or the first parameter."""
         return self.latent or self.params[0]

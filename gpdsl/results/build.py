@@ -39,7 +39,9 @@ def build_results(
     posterior : mapping of str to numpy.ndarray
         Each parameter's draws, shaped ``(chain, draw, *shape)``.
     dims : mapping of str to list of str, optional
-        Each variable's dims after ``(chain, draw)``, named after the model's size symbols
+        Each variable's dims after ``(chain, draw)`` (``"<group>/<variable>"`` for one group's variable alone,
+        e.g. the pointwise log-likelihood of the observed entries of an outcome with missing ones), named after
+        the model's size symbols
         (``"N"``, ``"D"``). Applies to every group. A variable without an entry gets
         ``<name>_dim_<i>``. Variables that share a dim must agree in its length. A dim
         repeated within one variable (``K`` with dims ``["D", "D"]``) is stored as ``D``,
@@ -154,7 +156,7 @@ def _dim_names(
                         f"{sample_shape[0][0]} x {sample_shape[0][1]}"
                     )
             extra = array.ndim - len(leading)
-            given = dims.get(var, [f"{var}_dim_{i}" for i in range(extra)])
+            given = dims.get(f"{group}/{var}", dims.get(var, [f"{var}_dim_{i}" for i in range(extra)]))
             if len(given) != extra:
                 raise DataError(
                     f"{group} variable '{var}' has shape {array.shape} but dims {given} name "

@@ -172,10 +172,27 @@ def method_results(model: Model, data: dict, method: str, engine: str, settings,
         "versions": json.dumps(versions), "timings": json.dumps(timings),
         "report": json.dumps(output.report, default=float), **output.attrs,
     }
+    coords = observed_entry_dims(model, data, output.log_likelihood or {}, dims)
     return build_results(posterior, dims=dims, sample_stats=output.sample_stats, observed_data=observed,
                          constant_data=constant, predictions=output.predictions,
                          log_likelihood=output.log_likelihood, posterior_predictive=output.posterior_predictive,
-                         attrs=attrs)
+                         attrs=attrs, coords=coords)
+
+
+def observed_entry_dims(model: Model, data: dict, log_likelihood: dict, dims: dict) -> dict:
+    """For each outcome with missing entries whose pointwise log-likelihood covers its observed entries alone:
+    that group's dim ``<N>_observed`` (added to ``dims``), whose coordinates (returned) are the observed entries'
+    1-based indices, so that ``log_likelihood.y`` lines up with ``observed_data.y``."""
+    from gpdsl.data.missing import observed_masks
+
+    coords = {}
+    for name, mask in observed_masks(model, data).items():
+        if name not in log_likelihood or mask.ndim != 1 or np.shape(log_likelihood[name])[-1] != mask.sum():
+            continue
+        dim = f"{model.data[name].type.dim_names(name)[0]}_observed"
+        dims[f"log_likelihood/{name}"] = [dim]
+        coords[dim] = np.flatnonzero(mask) + 1
+    return coords
 
 
 JSON_ATTRIBUTES = ("settings", "sizes", "versions", "timings", "report")

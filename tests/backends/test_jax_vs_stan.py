@@ -316,7 +316,7 @@ def assert_agrees_with_stan(model, data, scales, rng):
     """Stan's unconstrained layout is ours reordered, and the log densities differ by one constant at random points
     (standard normal times ``scales``, one per point)."""
     jax_model = lower(model, data)
-    program = generate_stan(model)
+    program = generate_stan(model, missing=tuple(jax_model.observed))  # outcomes with missing entries (NaN)
     stan_data = program.stan_data(model, data)
     points = rng.normal(size=(len(scales), jax_model.dim)) * scales
 

@@ -26,6 +26,7 @@ from gpdsl.storage import compilation_cache
 from gpdsl.backends.jax import densities
 from gpdsl.backends.jax.bijectors import (
     cholesky_corr_constrain, cholesky_corr_free_size, cholesky_corr_unconstrain, constrain, unconstrain)
+from gpdsl.data.missing import observed_masks
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds
@@ -114,6 +115,10 @@ class JaxModel:
         ``"whitened"`` or ``"centred"``.
     gp_nodes : list of GPNode
         Structural facts: latent GP values, marginalised or not.
+    observed : dict of str to numpy.ndarray
+        For each outcome with missing (NaN) entries, the mask of its observed entries: its likelihood sums over
+        those alone (an integrated-out GP's marginal is over their rows), so the missing entries are
+        marginalised exactly (:mod:`gpdsl.data.missing`).
     """
 
     model: ir.Model
@@ -124,6 +129,7 @@ class JaxModel:
     parameterisation: str
     gp_nodes: list[GPNode]
     allow_external: bool = False
+    observed: dict = field(default_factory=dict)
     _externals: dict = field(default_factory=dict, repr=False)
 
     # ---- layout ------------------------------------------------------------------------------
@@ -241,9 +247,14 @@ class JaxModel:
             node = self._marginalised_node(statement)
             if node is not None:
                 return self._marginal_loglik(node, statement, env)
+            likelihood = LIKELIHOODS[statement.distribution.name]
             y = self._target_value(statement.target, env)
             args = [self.evaluate(v, env) for _, v in statement.distribution.args]
-            return jnp.sum(LIKELIHOODS[statement.distribution.name].log_density(y, *args))
+            mask = self.observed.get(statement.target.name)
+            if mask is None:
+                return jnp.sum(likelihood.log_density(y, *args))
+            terms = likelihood.log_density(np.where(mask, y, likelihood.placeholder), *args)
+            return jnp.sum(jnp.where(mask, terms, 0.0))
         if isinstance(statement, ir.GPStatement):
             if self.parameterisation == "centred":
                 node = self._node(statement)
@@ -352,16 +363,24 @@ class JaxModel:
     def _marginal_loglik(self, node: GPNode, likelihood: ir.LikelihoodStatement, env):
         y = np.asarray(self._target_value(likelihood.target, env), dtype=float)
         sigma = self.evaluate(likelihood.distribution.arg("sigma"), env)
-        K = self.gp_covariance(node.statement, env)
+        mask = self.observed.get(likelihood.target.name)
+        y = y if mask is None else np.where(mask, y, 0.0)
+        if mask is not None and mask.ndim != 1:
+            raise MethodError(f"'{likelihood.target.name}' has missing values; the exact marginal likelihood "
+                              "of a matrix with missing entries is computed by the variational engine, not here")
+        residual = y - self.gp_mean(node.statement, env)
+        if node.offset is not None:
+            residual = residual - self.evaluate(node.offset, env)
+        if mask is None:
+            K = self.gp_covariance(node.statement, env)
+        else:
+            rows = np.flatnonzero(mask)
+            points = self.gp_inputs(node.statement, env)[rows]
+            K = self.gp_kernel(node.statement, env)(points) + GP_JITTER * jnp.eye(rows.size)
+            residual = jnp.broadcast_to(residual, y.shape)[rows]
         n = K.shape[0]
         L = cholesky(K + sigma ** 2 * jnp.eye(n))
-        if not np.isnan(y).any():
-            residual = y - self.gp_mean(node.statement, env)
-            if node.offset is not None:
-                residual = residual - self.evaluate(node.offset, env)
-            return _mvn_logpdf_columns(jnp.reshape(residual, (n, -1)), L)
-        raise MethodError(f"'{likelihood.target.name}' has missing values; the exact marginal likelihood "
-                          "with missing entries is computed by the variational engine, not here")
+        return _mvn_logpdf_columns(jnp.reshape(residual, (n, -1)), L)
 
     # ---- expressions -------------------------------------------------------------------------
     def evaluate(self, expr, env):
@@ -566,4 +585,5 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
              for k, v in data.items()}
     for name in model.sizes:
         clean[name] = int(data[name])
-    return JaxModel(model, clean, sizes, blocks, start, parameterisation, nodes, allow_external)
+    return JaxModel(model, clean, sizes, blocks, start, parameterisation, nodes, allow_external,
+                    observed_masks(model, clean))

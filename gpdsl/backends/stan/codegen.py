@@ -30,6 +30,14 @@ the GP is integrated out (``y ~ normal(f, s)`` above) ``log_lik_<y>`` holds the 
 predictive log densities ``log p(y_i | y_-i, theta)`` and ``<y>_rep`` a draw from the posterior predictive
 of ``y`` given ``theta`` (templates ``normal_loo_log_densities`` and ``normal_gp_replicate_rng``; each
 column of a matrix ``Y`` on its own).
+
+Missing outcomes (``generate_stan(model, missing=("y",))``, :mod:`gpdsl.data.missing`): an outcome ``y`` with
+missing entries gets two data variables, its number of observed entries ``N_obs_y`` and their indices
+``array[N_obs_y] int y_obs_idx``; its likelihood is over ``y[y_obs_idx]`` (``f[y_obs_idx]``, and an integrated-out
+GP's covariance ``K[y_obs_idx, y_obs_idx]``); ``log_lik_<y>`` runs over the observed entries alone and ``<y>_rep``
+over every entry, so that its draws at the missing ones are imputations (where the GP is integrated out, from
+``f`` given the observed outcomes: template ``normal_gp_impute_rng``). :meth:`StanProgram.stan_data` passes a
+placeholder in the support of the likelihood for each missing entry.
 """
 
 from __future__ import annotations
@@ -131,19 +139,47 @@ class StanProgram:
     jitter: float = GP_JITTER
     log_likelihood: dict[str, str] = field(default_factory=dict)
     replicates: dict[str, str] = field(default_factory=dict)
+    observed_indices: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def stan_data(self, model: ir.Model, data: Mapping[str, np.ndarray]) -> dict:
-        """The Stan data dictionary of ``data`` for this program's model (see :func:`stan_data`)."""
-        return stan_data(model, data)
+        """The Stan data dictionary of ``data`` for this program's model (see :func:`stan_data`), with the
+        count and indices of each missing-outcome variable's observed entries, and a placeholder in the
+        support of its likelihood at each missing entry.
+
+        Raises
+        ------
+        DataError
+            An outcome has missing entries this program was not generated for.
+        """
+        from gpdsl.data.missing import observed_masks
+
+        masks = observed_masks(model, data)
+        unexpected = [name for name in masks if name not in self.observed_indices]
+        if unexpected:
+            raise DataError(f"data '{unexpected[0]}' has missing values (NaN), which this Stan program does not "
+                            "take: generate it with missing=" + repr(tuple(masks)))
+        filled = dict(data)
+        placeholders = {s.target.name: LIKELIHOODS[s.distribution.name].placeholder
+                        for s in model.likelihoods() if isinstance(s, ir.LikelihoodStatement)}
+        counts = {}
+        for name, (count, indices) in self.observed_indices.items():
+            mask = masks.get(name, np.ones(np.shape(data[name]), dtype=bool))
+            filled[name] = np.where(mask, data[name], placeholders[name])
+            counts[count] = int(mask.sum())
+            counts[indices] = [int(i) + 1 for i in np.flatnonzero(mask)]
+        return {**stan_data(model, filled), **counts}
 
 
-def generate_stan(model: ir.Model) -> StanProgram:
+def generate_stan(model: ir.Model, missing=()) -> StanProgram:
     """Generate the Stan program of a checked model.
 
     Parameters
     ----------
     model : gpdsl.ir.nodes.Model
         The typed IR from the checker.
+    missing : collection of str
+        Outcomes with missing entries (see the module docstring): vectors or one-dimensional arrays observed
+        whole by one likelihood outside loops (:func:`gpdsl.data.missing.verify_missing_outcomes`).
 
     Returns
     -------
@@ -155,7 +191,7 @@ def generate_stan(model: ir.Model) -> StanProgram:
         If Stan cannot express the model (an ``external`` likelihood, a latent with both a GP and
         another distribution, inputs with more than two levels).
     """
-    return _Generator(model).run()
+    return _Generator(model, missing).run()
 
 
 def stan_name(name: str) -> str:
@@ -255,6 +291,13 @@ def _indented(lines: list[str]) -> list[str]:
     return [INDENT + line for line in lines]
 
 
+def _loops(variables, dims, lines: list[str]) -> list[str]:
+    """``lines`` inside ``for`` loops of ``variables`` over ``1:dim``, the first variable outermost."""
+    for var, dim in reversed(list(zip(variables, dims))):
+        lines = [f"for ({var} in 1:{_stan_dim(dim)}) {{", *_indented(lines), "}"]
+    return lines
+
+
 def _in_definition_order(statements) -> list:
     """Top-level statements (a loop as one) reordered so that a latent is set before a statement that uses it:
     ``f ~ gp(Z, k); Z ~ gp(X, k)`` sets ``Z`` first. Otherwise source order; the checker refuses cycles."""
@@ -276,8 +319,10 @@ def _in_definition_order(statements) -> list:
 
 
 class _Generator:
-    def __init__(self, model: ir.Model):
+    def __init__(self, model: ir.Model, missing=()):
         self.model = model
+        self.missing = tuple(missing)
+        self.observed_indices: dict[str, tuple[str, str]] = {}  # outcome -> (its count, its indices)
         self.blocks = StanBlocks()
         self.translate = ExpressionTranslator(stan_name)
         names = set(model.data) | set(model.parameters) | set(model.latents)
@@ -327,7 +372,8 @@ class _Generator:
         order = [*self.model.data, *self.model.parameters, *self.model.latents]
         variables = {name: self.variables[name] for name in order}
         return StanProgram(self.blocks.render(header), tuple(self.parameter_names), variables, warnings,
-                           log_likelihood=self.log_likelihood, replicates=self.replicates)
+                           log_likelihood=self.log_likelihood, replicates=self.replicates,
+                           observed_indices=self.observed_indices)
 
     def _refuse_unsupported(self):
         for statement, _ in self.model.walk():
@@ -385,6 +431,12 @@ class _Generator:
             self.blocks.add("data", f"{stan_type(var.type, _bound(var.type.lower), _bound(var.type.upper))} "
                                     f"{sname};")
             self.variables[name] = StanVariable(name, "data", sname, "data")
+        for name in self.missing:
+            count, indices = self.fresh(f"N_obs_{stan_name(name)}"), self.fresh(f"{stan_name(name)}_obs_idx")
+            self.blocks.add("data", f"int<lower=0> {count};",
+                            f"array[{count}] int<lower=1, upper={_product(self.model.data[name].type.shape)}> "
+                            f"{indices};")
+            self.observed_indices[name] = (count, indices)
 
     def _parameters_block(self):
         priors = self.model.priors()
@@ -499,9 +551,17 @@ class _Generator:
         if likelihood.target.type.container == "matrix":
             columns_type = f"array[{_stan_dim(likelihood.target.type.dims[1])}] vector[{n}]"
             observed = self._transformed_data(f"{observed}_columns", columns_type, f"matrix_columns({observed})")
-        cholesky = f"cholesky_decompose(add_diag({self.covariance_name}, square({sigma}) + {self.jitter}))"
-        line = f"target += multi_normal_cholesky_lpdf({observed} | {self._marginal_location(gp, n)}, {cholesky});"
-        kronecker = self._kronecker(gp, likelihood, observed, sigma)
+        location, covariance = self._marginal_location(gp, n), self.covariance_name
+        if likelihood.target.name in self.observed_indices:
+            count, indices = self.observed_indices[likelihood.target.name]
+            offset = self._marginal_offset(gp)
+            observed = f"{observed}[{indices}]"
+            location = f"rep_vector(0, {count})" if offset is None else f"(rep_vector(0, {n}) + {offset})[{indices}]"
+            covariance = f"{covariance}[{indices}, {indices}]"
+        cholesky = f"cholesky_decompose(add_diag({covariance}, square({sigma}) + {self.jitter}))"
+        line = f"target += multi_normal_cholesky_lpdf({observed} | {location}, {cholesky});"
+        kronecker = None if likelihood.target.name in self.observed_indices else \
+            self._kronecker(gp, likelihood, observed, sigma)
         if kronecker is None:
             return ["{", *_indented(local + [line]), "}"]
         isotopic, kronecker_line = kronecker
@@ -565,9 +625,11 @@ class _Generator:
                 t = self.model.data[name].type
                 self.log_likelihood[name] = self.fresh(f"log_lik_{stan_name(name)}")
                 self.replicates[name] = self.fresh(f"{stan_name(name)}_rep")
+                pointwise = stan_type(replace(t, base='real', lower=None, upper=None))
+                if name in self.observed_indices:
+                    pointwise = f"vector[{self.observed_indices[name][0]}]"
                 self.blocks.add("generated quantities",
-                                f"{stan_type(replace(t, base='real', lower=None, upper=None))} "
-                                f"{self.log_likelihood[name]};",
+                                f"{pointwise} {self.log_likelihood[name]};",
                                 f"{stan_type(replace(t, lower=None, upper=None))} {self.replicates[name]};")
         self.blocks.add("generated quantities", *self._tree(self.model.statements, self._pointwise))
 
@@ -586,12 +648,22 @@ class _Generator:
         element = f"[{', '.join(index)}]" if index else ""
         args = self._arguments(distribution, loop_vars)
         variate = stan_name(target.name) + element
-        lines = [f"{self.log_likelihood[target.name]}{element} = "
-                 f"{_likelihood_density(distribution.name, variate, False, args)};",
-                 f"{self.replicates[target.name]}{element} = {rng(args)};"]
-        for var, dim in reversed(list(zip(loop_vars, target.type.shape))):
-            lines = [f"for ({var} in 1:{_stan_dim(dim)}) {{", *_indented(lines), "}"]
-        return lines
+        log_lik = [f"{self.log_likelihood[target.name]}{element} = "
+                   f"{_likelihood_density(distribution.name, variate, False, args)};"]
+        replicate = [f"{self.replicates[target.name]}{element} = {rng(args)};"]
+        if target.name in self.observed_indices:
+            return self._observed_pointwise(statement) + _loops(loop_vars, target.type.shape, replicate)
+        return _loops(loop_vars, target.type.shape, log_lik + replicate)
+
+    def _observed_pointwise(self, statement: ir.LikelihoodStatement) -> list[str]:
+        """The log-likelihood of each observed entry of an outcome with missing entries (a whole vector)."""
+        target, distribution = statement.target, statement.distribution
+        count, indices = self.observed_indices[target.name]
+        k = self.fresh("k")
+        element = f"{indices}[{k}]"
+        args = self._arguments(distribution, [element])
+        density = _likelihood_density(distribution.name, f"{stan_name(target.name)}[{element}]", False, args)
+        return _loops([k], [count], [f"{self.log_likelihood[target.name]}[{k}] = {density};"])
 
     def _marginal_pointwise(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement) -> list[str]:
         """Leave-one-out log densities and a posterior-predictive replicate of ``y ~ normal(f, s)``, f integrated out."""
@@ -601,6 +673,8 @@ class _Generator:
         name = likelihood.target.name
         observed, log_lik, replicate = stan_name(name), self.log_likelihood[name], self.replicates[name]
         factor = self.fresh("L")
+        if name in self.observed_indices:
+            return self._imputing_pointwise(gp, likelihood, local, factor)
         local.append(f"matrix[{n}, {n}] {factor} = "
                      f"cholesky_decompose(add_diag({self.covariance_name}, square({sigma}) + {self.jitter}));")
         if likelihood.target.type.container != "matrix":
@@ -622,6 +696,26 @@ class _Generator:
                 "}"]
         return ["{", *_indented(local + loop), "}"]
 
+    def _imputing_pointwise(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement, local: list[str],
+                            factor: str) -> list[str]:
+        """Leave-one-out log densities over the observed entries of a vector outcome with missing entries, f
+        integrated out, and a replicate at every entry (template ``normal_gp_impute_rng``)."""
+        sigma = self.translate(likelihood.distribution.arg("sigma"))
+        name = likelihood.target.name
+        count, indices = self.observed_indices[name]
+        offset = self._marginal_offset(gp)
+        n = _stan_dim(gp.inputs.index_shape[0])
+        residual = stan_name(name) if offset is None else f"({stan_name(name)} - {offset})"
+        local.append(f"matrix[{count}, {count}] {factor} = cholesky_decompose(add_diag("
+                     f"{self.covariance_name}[{indices}, {indices}], square({sigma}) + {self.jitter}));")
+        replicate = (f"normal_gp_impute_rng({residual}[{indices}], add_diag({self.covariance_name}, {self.jitter}), "
+                     f"{indices}, {factor}, square({sigma}))")
+        if offset is not None:
+            replicate = f"rep_vector(0, {n}) + {offset} + {replicate}"
+        return ["{", *_indented(local + [
+            f"{self.log_likelihood[name]} = normal_loo_log_densities({residual}[{indices}], {factor});",
+            f"{self.replicates[name]} = {replicate};"]), "}"]
+
     # ---- densities ---------------------------------------------------------------------------
     def _density(self, statement: ir.Statement) -> list[str]:
         """``target += <dist>_lpdf(...)`` for a prior or likelihood, looping over array dimensions."""
@@ -636,6 +730,10 @@ class _Generator:
         declared = self.model.parameters.get(target.name)
         if t.container == "matrix" and (declared is None or declared.type.structure is None):
             variate = f"to_vector({variate})"
+        if target.name in self.observed_indices and isinstance(statement, ir.LikelihoodStatement):
+            indices = self.observed_indices[target.name][1]
+            variate = f"{variate}[{indices}]"
+            args = self._observed_arguments(distribution, indices)
         if isinstance(statement, ir.LikelihoodStatement):
             density = _likelihood_density(distribution.name, variate, bool(flat_dims), args)
         else:
@@ -653,6 +751,12 @@ class _Generator:
         rows = likelihood.row_params if likelihood is not None else ()
         return {name: (self.translate(expr), True) if name in whole or (name in rows and not loop_vars)
                 else self._argument(expr, loop_vars) for name, expr in distribution.args}
+
+    def _observed_arguments(self, distribution: ir.Distribution, indices: str) -> dict[str, tuple[str, bool]]:
+        """A likelihood's arguments at the observed entries ``indices`` (an index array) of a vector outcome."""
+        whole = LIKELIHOODS[distribution.name].own_shape
+        return {name: (self.translate(expr), name in whole) if name in whole or not expr.type.shape
+                else (f"{self.translate.operand(expr, ATOM)}[{indices}]", True) for name, expr in distribution.args}
 
     def _argument(self, expr: ir.Expr, loop_vars: list[str]) -> tuple[str, bool]:
         """A distribution argument indexed like the variate inside the loops; and whether it is shaped."""

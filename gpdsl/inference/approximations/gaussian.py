@@ -142,8 +142,38 @@ def iteration_setup(K, y, tol, likelihood: str, approximation: str):
         The likelihood's capability that ``approximation`` needs (``derivatives`` or ``tilted_moments``).
     """
     n = K.shape[-1]
-    needed = getattr(LIKELIHOODS[likelihood], LIKELIHOOD_NEEDS[approximation][0])
+    capability_name = LIKELIHOOD_NEEDS[approximation][0]
+    needed = _observed_only(LIKELIHOODS[likelihood], capability_name)
     return n, (n / 1e4 if tol is None else tol), y.astype(K.dtype), needed
+
+
+def _observed_only(likelihood, capability_name: str):
+    """A likelihood's ``derivatives`` or ``tilted_moments`` with a missing observation (NaN in ``y``) left out: it
+    adds nothing to the log density, its gradient or ``W``, and its tilted distribution is the cavity. The
+    approximation is then exact at the missing sites (their posterior is the GP conditional)."""
+    capability_function = getattr(likelihood, capability_name)
+
+    if capability_name == "tilted_moments":
+        def tilted_moments(y, cavity_mean, cavity_var):
+            missing = jnp.isnan(y)
+            log_z, mean, var = capability_function(jnp.where(missing, likelihood.placeholder, y), cavity_mean,
+                                                   cavity_var)
+            return jnp.where(missing, 0.0, log_z), jnp.where(missing, cavity_mean, mean), \
+                jnp.where(missing, cavity_var, var)
+
+        return tilted_moments
+    position = likelihood.params.index(likelihood.latent_param)
+
+    def derivatives(y, f, *others):
+        missing = jnp.isnan(y)
+        y = jnp.where(missing, likelihood.placeholder, y)
+        total, grad, W = capability_function(y, f, *others)
+        params = [*others[:position], f, *others[position:]]
+        total = jnp.where(jnp.any(missing), jnp.sum(jnp.where(missing, 0.0, likelihood.log_density(y, *params))),
+                          total)
+        return total, jnp.where(missing, 0.0, grad), jnp.where(missing, 0.0, W)
+
+    return derivatives
 
 
 def posterior_mean_cov(approx: GaussianApproximation, K) -> tuple[jax.Array, jax.Array]:

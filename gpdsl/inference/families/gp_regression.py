@@ -3,6 +3,10 @@
 ``f ~ gp(X, k); y ~ normal(f, s)`` with scalar ``s``: the marginal likelihood ``N(y; 0, K + s^2 I)``
 is exact, so the hyperparameters ``theta`` (one flat unconstrained vector) can be estimated by
 maximising it, plus their log prior where they have one.
+
+Where ``y`` has missing (NaN) entries the view is the GP regression of the observed rows: :attr:`GPRegression.y`
+and :meth:`GPRegression.inputs` hold those rows alone (the missing ones are integrated out exactly), and
+:meth:`GPRegression.missing_inputs` the rows whose outcome the predictive imputes.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.ir.families import GP_REGRESSION, LatentGPFacts, classify
 from gpdsl.ir.structure import GPNode
 from gpdsl.kernels import Kernel
+from gpdsl.numerics import GP_JITTER
 from gpdsl.numerics.linalg import cholesky, solve_triangular
 
 
@@ -49,18 +54,39 @@ class GPRegression(HyperparameterBlocks, NormalObservations):
         return self.node.name
 
     @property
+    def observed(self) -> np.ndarray:
+        """Boolean mask of the observed outputs over every row, shape ``(N,)``."""
+        values = np.asarray(self.jax_model.data[self.target], dtype=float).reshape(-1)
+        return ~np.isnan(values)
+
+    @property
+    def complete(self) -> bool:
+        """No output is missing."""
+        return bool(self.observed.all())
+
+    @property
     def y(self) -> np.ndarray:
-        """Training outputs, shape ``(n,)``."""
-        return np.asarray(self.jax_model.data[self.target], dtype=float).reshape(-1)
+        """Observed training outputs, shape ``(n,)`` (the missing ones left out)."""
+        values = np.asarray(self.jax_model.data[self.target], dtype=float).reshape(-1)
+        return values[self.observed]
 
     @property
     def observed_gp(self) -> GPNode:
         """The GP (observed through ``normal(f, s)``)."""
         return self.node
 
-    def inputs(self, theta) -> jax.Array:
-        """Training inputs, shape ``(n, d)``."""
+    def all_inputs(self, theta) -> jax.Array:
+        """The inputs of every row, missing outputs included, shape ``(N, d)``."""
         return self.jax_model.gp_inputs(self.node.statement, self.environment(theta))
+
+    def inputs(self, theta) -> jax.Array:
+        """Training inputs of the observed outputs, shape ``(n, d)``."""
+        points = self.all_inputs(theta)
+        return points if self.complete else points[np.flatnonzero(self.observed)]
+
+    def missing_inputs(self, theta) -> jax.Array:
+        """Inputs of the rows whose output is missing, shape ``(N - n, d)``."""
+        return self.all_inputs(theta)[np.flatnonzero(~self.observed)]
 
     def kernel(self, theta) -> Kernel:
         """The GP's kernel at ``theta``."""
@@ -68,8 +94,11 @@ class GPRegression(HyperparameterBlocks, NormalObservations):
 
     def log_marginal(self, theta) -> jax.Array:
         """``log N(y; 0, K + s^2 I)``, ``K`` with the lowering's jitter (traceable)."""
-        env = self.environment(theta)
-        K = self.jax_model.gp_covariance(self.node.statement, env)
+        if self.complete:
+            K = self.jax_model.gp_covariance(self.node.statement, self.environment(theta))
+        else:
+            points = self.inputs(theta)
+            K = self.kernel(theta)(points) + GP_JITTER * jnp.eye(points.shape[0])
         L = cholesky(K + self.noise_variance(theta) * jnp.eye(K.shape[0]))
         alpha = solve_triangular(L, jnp.asarray(self.y), lower=True)
         return -0.5 * alpha @ alpha - jnp.sum(jnp.log(jnp.diag(L))) - 0.5 * K.shape[0] * jnp.log(2 * jnp.pi)

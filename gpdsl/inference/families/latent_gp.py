@@ -71,6 +71,11 @@ class LatentGP(HyperparameterBlocks):
     others: tuple[GPNode, ...] = ()
 
     @property
+    def observed(self) -> np.ndarray:
+        """Boolean mask of the observed entries of :attr:`y` (False where missing, NaN)."""
+        return ~np.isnan(np.asarray(self.y, dtype=float))
+
+    @property
     def nodes(self) -> tuple[GPNode, ...]:
         """Every latent GP vector in ``f``, ``node`` first."""
         return (self.node, *self.others)

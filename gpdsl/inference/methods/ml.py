@@ -7,6 +7,10 @@ posterior (``chain = 1``, ``draw = 1``) with ``sample_stats.lp`` (the objective)
 (``--predict``) the ``predictions`` group holds the exact predictive ``<y>_mean`` and ``<y>_variance``
 (noise included) and ``<f>_variance`` (noise excluded), and one draw each of ``<f>_new`` and ``<y>_new``, jointly
 over the new points or point by point (``context.predictive``), dim ``<N>_new``.
+
+Missing outputs (NaN) are integrated out: the estimate maximises the marginal likelihood of the observed rows
+(the same as on the data without the missing rows), and the ``posterior_predictive`` group imputes every row at the
+estimate: ``<y>_mean`` and ``<y>_variance`` of ``y_i | y_obs`` (noise included) and one joint draw ``<y>``.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ def run_ml(model, data, settings: MLSettings, context):
     with stage("type-II maximum likelihood: L-BFGS on the log marginal likelihood", enabled=context.progress):
         fit = fit_gp_regression(model, data, settings, context.facts)
     output = ml_output(fit)
+    if not fit.problem.complete:
+        output.posterior_predictive, dims = ml_imputations(fit, context.seed)
+        output.dims.update(dims)
     if context.new_inputs is not None:
         with stage(f"predictions at {counted(len(context.new_inputs), 'new input')}", enabled=context.progress):
             output.predictions, dims = ml_predictions(fit, context.new_inputs, context.seed,
@@ -65,6 +72,26 @@ def ml_predictions(fit, new_inputs, seed: int = 0, joint: bool = True) -> tuple[
                                      jax.random.PRNGKey(seed), joint=joint)
     points = f"{fit.problem.node.statement.inputs.index_shape[0]}_new"
     return values, {name: [points] for name in values}
+
+
+def ml_imputations(fit, seed: int = 0) -> tuple[dict, dict]:
+    """The posterior predictive of a fit with missing outputs at every training row, each ``(1, 1, N)``, and its
+    dims: ``<y>_mean`` and ``<y>_variance`` of ``y_i | y_obs`` (the imputations' moments at the missing rows) and
+    one joint draw ``<y>``."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from gpdsl.inference.predict.draws import gp_regression_imputation_moments, gp_regression_replicates
+
+    problem, theta = fit.problem, np.asarray(fit.theta)
+    mean, variance = gp_regression_imputation_moments(problem, jnp.asarray(theta))
+    target = problem.target
+    replicate = gp_regression_replicates(problem, theta[None, None], jax.random.PRNGKey(seed))
+    values = {target: replicate, f"{target}_mean": np.asarray(mean)[None, None],
+              f"{target}_variance": np.asarray(variance)[None, None]}
+    points = problem.node.statement.inputs.index_shape[0]
+    return values, {f"{target}_mean": [points], f"{target}_variance": [points]}
 
 
 def regression_predictions(problem, y, f) -> tuple[dict, dict]:

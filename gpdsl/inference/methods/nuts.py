@@ -5,7 +5,9 @@ subprocess) -> :class:`~gpdsl.results.method_output.MethodOutput`.
 
 The program's generated quantities give the pointwise ``log_likelihood`` and the ``posterior_predictive``
 replicates of every observed variable (for GP regression, f integrated out, the exact leave-one-out
-predictive densities; see :mod:`gpdsl.backends.stan.codegen`). Predictions at new inputs of latent-GP and
+predictive densities; see :mod:`gpdsl.backends.stan.codegen`). Missing outcomes (NaN) are left out of the
+likelihood through index arrays of the observed entries: the pointwise log-likelihood covers the observed entries
+alone, the replicates every entry (at the missing ones, imputations). Predictions at new inputs of latent-GP and
 GP-regression models are computed from NUTS's draws by the engines' code
 (:mod:`gpdsl.inference.methods.draw_groups`), joint over the new points or point by point as for every sampler
 (``context.predictive``); other models are refused before anything runs.
@@ -55,7 +57,9 @@ def run_nuts(model, data, settings: NUTSSettings, context):
     """
     from gpdsl.results.method_output import MethodOutput
 
-    program = generate_stan(model)
+    from gpdsl.data.missing import observed_masks
+
+    program = generate_stan(model, missing=tuple(observed_masks(model, data)))
     check_program(program.code, model.name)
     fit = sample_stan(program.code, program.stan_data(model, data), chains=settings.chains, warmup=settings.warmup,
                       draws=settings.draws, seed=context.seed, adapt_delta=settings.adapt_delta,

@@ -7,7 +7,9 @@ one-draw posterior (``chain = 1``, ``draw = 1``): the hyperparameters, and the i
 and ``bound_trace`` (the objective after each iteration, dim ``iteration``); the optimiser's report is
 under ``report.optimizer``. With new inputs (``--predict``) the ``predictions`` group holds the
 predictive ``<y>_mean`` and ``<y>_variance`` (noise included) and ``<f>_variance`` (noise excluded), dim
-``<N>_new``, as ``ml``.
+``<N>_new``, as ``ml``. Missing outputs (NaN) are left out of the bound (it is the observed rows'), and the
+``posterior_predictive`` group holds the predictive ``<y>_mean`` and ``<y>_variance`` of every training row, which
+at the missing rows impute them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from gpdsl.settings.fitting import SGPRSettings
 
 def run_sgpr(model, data, settings: SGPRSettings, context):
     """Run ``sgpr``; returns a one-draw :class:`~gpdsl.results.method_output.MethodOutput`."""
+    import jax.numpy as jnp
+    import numpy as np
+
     from gpdsl.inference.families.gp_regression import gp_regression_view
     from gpdsl.inference.variational.sgpr_fit import fit_sgpr
 
@@ -28,6 +33,12 @@ def run_sgpr(model, data, settings: SGPRSettings, context):
         fit = fit_sgpr(problem, replace(settings, seed=context.seed), progress=context.progress,
                        checkpoint=context.checkpoint, identity=context.checkpoint_identity)
     output = sgpr_output(fit)
+    if not problem.complete:
+        prediction = fit.predict(np.asarray(problem.all_inputs(jnp.asarray(fit.theta))))
+        target, points = problem.target, problem.node.statement.inputs.index_shape[0]
+        output.posterior_predictive = {f"{target}_mean": prediction.mean[None, None],
+                                       f"{target}_variance": prediction.variance[None, None]}
+        output.dims.update({name: [points] for name in output.posterior_predictive})
     if context.new_inputs is not None:
         with stage(f"predictions at {counted(len(context.new_inputs), 'new input')}", enabled=context.progress):
             output.predictions, dims = sgpr_predictions(fit, context.new_inputs)

@@ -54,12 +54,14 @@ def likelihood_arguments(problem: LatentGP, env: dict) -> list:
 
 
 def latent_log_likelihood(problem: LatentGP, theta_draws, f_draws) -> np.ndarray:
-    """``log p(y_i | f_i, theta)`` for every draw and observation, ``(chain, draw, n)``."""
-    density = LIKELIHOODS[problem.likelihood].log_density
-    y = jnp.asarray(problem.y, dtype=float)
+    """``log p(y_i | f_i, theta)`` for every draw and observed output, ``(chain, draw, n_observed)`` (missing
+    outputs left out)."""
+    likelihood = LIKELIHOODS[problem.likelihood]
+    observed = problem.observed
+    y = jnp.asarray(np.where(observed, problem.y, likelihood.placeholder), dtype=float)
 
     def one(theta, f):
-        return density(y, *likelihood_arguments(problem, problem.environment(theta, f)))
+        return likelihood.log_density(y, *likelihood_arguments(problem, problem.environment(theta, f)))[..., observed]
 
     return over_draws(one, theta_draws, f_draws)
 
@@ -132,15 +134,38 @@ def _posterior_at(problem: GPRegression, theta):
 
 
 def gp_regression_log_likelihood(problem: GPRegression, theta_draws) -> np.ndarray:
-    """``log p(y_i | y_-i, theta)`` for every draw and observation, ``(chain, draw, n)``."""
+    """``log p(y_i | y_-i, theta)`` for every draw and observed output, ``(chain, draw, n)`` (missing outputs left
+    out: ``i`` and ``-i`` run over the observed ones)."""
     return over_draws(lambda theta: loo_log_densities(_posterior_at(problem, theta)), theta_draws)
 
 
 def gp_regression_replicates(problem: GPRegression, theta_draws, key) -> np.ndarray:
-    """A replicate ``y_rep ~ p(y_rep | y, theta)`` for every draw, ``(chain, draw, n)``."""
+    """A replicate ``y_rep ~ p(y_rep | y, theta)`` for every draw, ``(chain, draw, N)``.
+
+    With missing outputs, ``y_rep`` runs over every row: ``f`` drawn jointly at all of them from ``p(f | y_obs,
+    theta)`` plus noise, so its entries at the missing rows are imputations."""
     y = jnp.asarray(problem.y)
-    return over_draws(lambda theta, k: posterior_replicate(_posterior_at(problem, theta), y, k), theta_draws,
-                      draw_keys(key, theta_draws))
+    if problem.complete:
+        return over_draws(lambda theta, k: posterior_replicate(_posterior_at(problem, theta), y, k), theta_draws,
+                          draw_keys(key, theta_draws))
+
+    def one(theta, draw_key):
+        kernel, X = problem.kernel(theta), problem.inputs(theta)
+        posterior = _posterior_at(problem, theta)
+        mean, covariance = exact_moments(posterior, kernel, X, problem.all_inputs(theta), include_noise=False,
+                                         full=True)
+        latent_key, noise_key = jax.random.split(draw_key)
+        f = joint_normal(latent_key, mean, covariance)
+        return f + jnp.sqrt(posterior.noise_variance) * jax.random.normal(noise_key, mean.shape)
+
+    return over_draws(one, theta_draws, draw_keys(key, theta_draws), batch=draw_batch(int(problem.observed.size)))
+
+
+def gp_regression_imputation_moments(problem: GPRegression, theta) -> tuple[jax.Array, jax.Array]:
+    """Mean and variance (noise included) of ``y_i | y_obs, theta`` at every row, shape ``(N,)`` each: the exact
+    predictive, which at a missing row imputes its output (traceable)."""
+    kernel, X = problem.kernel(theta), problem.inputs(theta)
+    return exact_moments(_posterior_at(problem, theta), kernel, X, problem.all_inputs(theta))
 
 
 def gp_regression_new_draws(problem: GPRegression, theta_draws, X_new, key,
