@@ -105,10 +105,11 @@ def _tilde(ctx: CheckContext, statement: ast.Tilde) -> ir.Statement:
     if call.function in catalog.PROCESSES:
         if target.role != "latent":
             what = "data" if target.role == "data" else "a parameter"
+            example = "gp(X, k)" if call.function == "gp" else f"{call.function}(nu, X, k)"
             fail(f"'{target.name}' is {what}; only latent values can have a {call.function} prior",
                  statement.target.span,
-                 f"process values are latent: write 'f ~ {call.function}(...);' and put the data on top, "
-                 f"e.g. '{target.name} ~ normal(f, sigma);'")
+                 f"{'GP' if call.function == 'gp' else 'process'} values are latent: write 'f ~ {example};' and put "
+                 f"the data on top, e.g. '{target.name} ~ normal(f, sigma);'")
         _define(ctx, target, statement)
         if call.function == catalog.STUDENT_T_PROCESS:
             return check_student_t_process(ctx, statement, target)
