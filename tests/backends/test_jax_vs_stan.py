@@ -175,6 +175,8 @@ def indexing_data(rng):
     pytest.param(NEW_KERNELS, regression_data, 0.5, marks=pytest.mark.slow, id="new_kernels"),
     (LIKELIHOODS, likelihoods_data, 0.7),
     (INDEXING, indexing_data, 0.7),
+    pytest.param("models/student_t_process.gpm", regression_data, 0.7, marks=pytest.mark.slow,
+                 id="student_t_process"),  # multi_student_t_lpdf against the JAX MVT marginal
 ])
 def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, scale):
     rng = np.random.default_rng(11)
