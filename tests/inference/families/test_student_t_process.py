@@ -199,3 +199,23 @@ def test_ml_is_scipys_optimum():
         == pytest.approx(best.fun, abs=1e-6)
     for name in ours:
         assert ours[name] == pytest.approx(theirs[name], rel=2e-3), name
+
+
+def test_simulated_outputs_are_the_marginal_mvt(regression):
+    """With ``C = K + s^2 I``, ``y' C^-1 y nu / ((nu - 2) n)`` of ``y ~ MVT(nu, 0, C)`` (covariance C) is F(n, nu)."""
+    import jax
+
+    from gpdsl.backends.jax.lowering import lower
+    from gpdsl.backends.jax.simulate import simulate
+
+    model, data = regression
+    values = VALUES[0]
+    jax_model = lower(model, data)
+    X = data["X"]
+    C = matern52(X, X, values["variance"], values["lengthscale"]) + (values["noise"] ** 2 + 1e-8) * np.eye(9)
+    statistics = []
+    for key in jax.random.split(jax.random.PRNGKey(0), 1000):
+        _, observed = simulate(jax_model, key, fixed=values)
+        y = np.asarray(observed["y"])
+        statistics.append(y @ np.linalg.solve(C, y) * values["nu"] / ((values["nu"] - 2) * 9))
+    assert scipy.stats.kstest(statistics, scipy.stats.f(9, values["nu"]).cdf).pvalue > 1e-3
