@@ -268,6 +268,12 @@ def student_t_process_nodes(model: ir.Model) -> list[GPNode]:
     return found
 
 
+def process_nodes(model: ir.Model) -> list[GPNode]:
+    """Every latent GP (:func:`gp_nodes`) and Student-t process (:func:`student_t_process_nodes`): whatever takes
+    inputs and a kernel, for the checks of inputs, new inputs and memory."""
+    return gp_nodes(model) + student_t_process_nodes(model)
+
+
 def _constant_values(expr: ir.Expr) -> list[float] | None:
     if isinstance(expr, ir.Constant):
         return [expr.value]

@@ -219,3 +219,17 @@ def test_simulated_outputs_are_the_marginal_mvt(regression):
         y = np.asarray(observed["y"])
         statistics.append(y @ np.linalg.solve(C, y) * values["nu"] / ((values["nu"] - 2) * 9))
     assert scipy.stats.kstest(statistics, scipy.stats.f(9, values["nu"]).cdf).pvalue > 1e-3
+
+
+def test_a_predict_file_names_the_process_inputs(tmp_path, regression):
+    import json
+
+    from gpdsl.api import new_inputs_from_file
+
+    model, _ = regression
+    path = tmp_path / "new.json"
+    path.write_text(json.dumps({"X": [[0.5], [1.5]]}))
+    np.testing.assert_array_equal(np.asarray(new_inputs_from_file(path, model, "ml")), [[0.5], [1.5]])
+    path.write_text(json.dumps({"Z": [[0.5]]}))
+    with pytest.raises(DataError, match=r"under the model's input name \(X\)"):
+        new_inputs_from_file(path, model, "ml")
