@@ -10,6 +10,7 @@ the GP is over, which the target's shape must match, and the input dimension its
 from __future__ import annotations
 
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.structure import expression_refs, statement_refs
 from gpdsl.semantics.constants import fold
 from gpdsl.semantics.context import CheckContext, fail
 from gpdsl.semantics.expressions import check_expr, check_project
@@ -145,8 +146,6 @@ def verify_student_t_processes(statements: list[ir.Statement]) -> None:
     ModelCheckError
         At the first statement that reads a Student-t process otherwise, or at the process with no likelihood.
     """
-    from gpdsl.ir.structure import statement_refs
-
     walked = list(_walk(statements, ()))
     for process, loops in walked:
         if not isinstance(process, ir.StudentTProcessStatement):
@@ -178,17 +177,11 @@ def _verify_observation(name: str, user: ir.Statement, loops, process: ir.Studen
     mu, sigma = distribution.arg("mu"), distribution.arg("sigma")
     if not (isinstance(mu, ir.Ref) and mu.name == name):
         fail(needs + f"its location must be '{name}' itself", mu.span)
-    if sigma.type.shape or name in _refs(sigma):
+    if sigma.type.shape or name in expression_refs(sigma):
         fail(needs + "its standard deviation must be a scalar free of the process", sigma.span)
     if loops or user.target.indices or user.target.type.shape != process.target.type.shape \
             or user.target.type.container != "vector" or user.target.type.array_dims:
-        fail(needs + f"the observations must be one vector of the process's shape, outside any loop", user.span)
-
-
-def _refs(expr: ir.Expr) -> set[str]:
-    from gpdsl.ir.structure import expression_refs
-
-    return expression_refs(expr)
+        fail(needs + "the observations must be one vector of the process's shape, outside any loop", user.span)
 
 
 def _walk(statements, loops):

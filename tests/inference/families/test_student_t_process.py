@@ -233,3 +233,64 @@ def test_a_predict_file_names_the_process_inputs(tmp_path, regression):
     path.write_text(json.dumps({"Z": [[0.5]]}))
     with pytest.raises(DataError, match=r"under the model's input name \(X\)"):
         new_inputs_from_file(path, model, "ml")
+
+
+NUTS_MODEL = """
+data { int N; matrix[N, 1] X; vector[N] y; }
+parameters { real<lower=2> nu ~ gamma(2, 0.1); real<lower=0> variance ~ lognormal(0, 1); }
+model {
+  f ~ student_t_process(nu, X, variance * rbf(lengthscale = 0.8));
+  y ~ normal(f, 0.3);
+}
+"""
+
+
+def quadrature_posterior(X, y):
+    """Posterior means of ``nu`` and ``variance`` of NUTS_MODEL by quadrature on a grid of ``(log(nu - 2),
+    log(variance))``, the MVT marginal from the eigendecomposition of the RBF Gram matrix (checked against SciPy's
+    multivariate_t at a few points)."""
+    n, noise = len(y), 0.3 ** 2 + 1e-8
+    eigenvalues, vectors = np.linalg.eigh(rbf(X, X, 1.0, 0.8))
+    projected = (vectors.T @ y) ** 2
+    u, w = np.meshgrid(np.linspace(-16, 9, 1201), np.linspace(-7, 6, 651), indexing="ij")
+    nu, variance = 2 + np.exp(u), np.exp(w)
+    spectrum = variance[..., None] * eigenvalues + noise
+    beta = np.sum(projected / spectrum, axis=-1)
+    log_marginal = (scipy.special.gammaln((nu + n) / 2) - scipy.special.gammaln(nu / 2) - n / 2 * np.log((nu - 2) * np.pi)
+                    - 0.5 * np.sum(np.log(spectrum), axis=-1) - (nu + n) / 2 * np.log1p(beta / (nu - 2)))
+    for i, j in ((500, 200), (800, 300), (1100, 500)):
+        covariance = variance[i, j] * rbf(X, X, 1.0, 0.8) + noise * np.eye(n)
+        assert log_marginal[i, j] == pytest.approx(mvt_logpdf(y, covariance, nu[i, j]), rel=1e-9)
+    log_posterior = (log_marginal + scipy.stats.gamma.logpdf(nu, 2, scale=10)
+                     + scipy.stats.lognorm.logpdf(variance, 1.0) + u + w)  # the Jacobian of the grid's coordinates
+    weights = np.exp(log_posterior - log_posterior.max())
+    assert max(weights[0].max(), weights[-1].max(), weights[:, 0].max(), weights[:, -1].max()) < 1e-10  # it holds it
+    return {"nu": np.sum(weights * nu) / weights.sum(), "variance": np.sum(weights * variance) / weights.sum()}
+
+
+@pytest.mark.slow
+def test_nuts_agrees_with_quadrature_of_the_exact_posterior():
+    """NUTS on the MVT marginal (Stan's multi_student_t_lpdf) against the posterior means by quadrature, within
+    four MCSEs; Stan's leave-one-out densities against SciPy's ``log MVT(y) - log MVT(y_-i)`` at some draws."""
+    from gpdsl.results.arviz_compat import groups
+    from gpdsl.settings import NUTSSettings
+    from tests.inference.methods.test_pm_vs_nuts import means_and_mcse
+
+    model, _ = check_text(NUTS_MODEL)
+    rng = np.random.default_rng(12)
+    X, y = tp_draw(rng, 20, nu=4.0, variance=1.0, lengthscale=0.8, noise=0.3)
+    exact = quadrature_posterior(X, y)
+    results = run(model, {"N": 20, "X": X, "y": y}, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=3)
+    table = means_and_mcse(results, ["nu", "variance"])
+    for name, (mean, error) in table.items():
+        print(f"{name}: NUTS {mean:.4f} (MCSE {error:.4f}), quadrature {exact[name]:.4f}")
+        assert abs(mean - exact[name]) < 4 * error, name
+    posterior, log_likelihood = groups(results)["posterior"], groups(results)["log_likelihood"]
+    for chain, draw in ((0, 0), (1, 500), (3, 999)):
+        nu, variance = (float(posterior[name].values[chain, draw]) for name in ("nu", "variance"))
+        covariance = variance * rbf(X, X, 1.0, 0.8) + (0.09 + 1e-8) * np.eye(20)
+        full = mvt_logpdf(y, covariance, nu)
+        for i in (0, 7, 19):
+            rest = np.delete(np.arange(20), i)
+            loo = full - mvt_logpdf(y[rest], covariance[np.ix_(rest, rest)], nu)
+            assert float(log_likelihood["y"].values[chain, draw, i]) == pytest.approx(loo, abs=1e-6)
