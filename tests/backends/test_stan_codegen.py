@@ -28,6 +28,7 @@ SUPPORTED = [
     "dynamical_gplvm",
     "deep_mahalanobis_gp",
     "sequential_latent_gp",
+    "student_t_process",
 ]
 
 LOGIT_CLASSIFICATION = """
