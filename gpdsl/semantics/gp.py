@@ -114,7 +114,8 @@ def _verify_degrees_of_freedom(ctx: CheckContext, dof: ir.Expr, expr: ast.Expr) 
     needs = "the degrees of freedom nu of student_t_process"
     if isinstance(dof, ir.StringConstant) or dof.type.shape or dof.type.array_dims \
             or dof.type.base not in ("real", "int"):
-        fail(f"{needs} must be a real number, got {dof.type.describe()}", dof.span)
+        got = "a string" if isinstance(dof, ir.StringConstant) else dof.type.describe()
+        fail(f"{needs} must be a real number, got {got}", dof.span)
     value = fold(expr)
     if value is not None:
         if not value > 2:
