@@ -294,3 +294,28 @@ def test_nuts_agrees_with_quadrature_of_the_exact_posterior():
             rest = np.delete(np.arange(20), i)
             loo = full - mvt_logpdf(y[rest], covariance[np.ix_(rest, rest)], nu)
             assert float(log_likelihood["y"].values[chain, draw, i]) == pytest.approx(loo, abs=1e-6)
+    replicates = groups(results)["posterior_predictive"]["y"].transpose("chain", "draw", ...).values
+    assert not replicate_disagreements(X, y, posterior["nu"].values, posterior["variance"].values, replicates)
+
+
+def replicate_disagreements(X, y, nu, variance, replicates):
+    """Observations whose replicates' mean or squared deviation from the conditional mean, less the conditional MVT's
+    (mean ``y - s^2 C^-1 y``, covariance ``(nu + beta - 2) / (nu + n - 2) s^2 (2 I - s^2 C^-1)``) at each draw,
+    averages further than four MCSEs from zero."""
+    import arviz as az
+
+    n, s2 = len(y), 0.09
+    K = rbf(X, X, 1.0, 0.8)
+    means, variances = np.empty(replicates.shape), np.empty(replicates.shape)
+    for index in np.ndindex(nu.shape):
+        precision = np.linalg.inv(variance[index] * K + (s2 + 1e-8) * np.eye(n))
+        beta = y @ precision @ y
+        means[index] = y - s2 * precision @ y
+        variances[index] = (nu[index] + beta - 2) / (nu[index] + n - 2) * s2 * (2 - s2 * np.diag(precision))
+    failures = []
+    for what, gap in (("mean", replicates - means), ("variance", (replicates - means) ** 2 - variances)):
+        errors = az.mcse(az.convert_to_dataset({"gap": gap}))["gap"].values
+        averages = gap.mean(axis=(0, 1))
+        print(what, np.round(averages / errors, 2))
+        failures += [(what, i) for i in range(n) if not abs(averages[i]) < 4 * errors[i]]
+    return failures
