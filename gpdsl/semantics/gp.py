@@ -87,7 +87,7 @@ def check_student_t_process(ctx: CheckContext, statement: ast.Tilde,
     """Check a Student-t process statement ``target ~ student_t_process(nu, inputs, kernel)``.
 
     Its inputs and kernel are checked as those of ``gp``; ``nu`` is a real scalar, above 2 when it is a
-    constant, and declared ``<lower=2>`` (or more) when it is a parameter. Where it may be used (only under
+    constant, and declared ``<lower=2>`` (or more) when it is data or a parameter. Where it may be used (only under
     ``y ~ normal(f, s)``) is judged once the whole program is checked (:func:`verify_student_t_processes`).
 
     Returns
@@ -122,15 +122,14 @@ def _verify_degrees_of_freedom(ctx: CheckContext, dof: ir.Expr, expr: ast.Expr) 
             fail(f"{needs} must be greater than 2, got {value:g}", dof.span,
                  "the process's covariance is its kernel's (Shah et al. 2014), which needs nu > 2")
         return
-    if isinstance(dof, ir.Ref) and dof.role == "data":
-        return
-    if isinstance(dof, ir.Ref) and dof.role == "parameter":
+    if isinstance(dof, ir.Ref) and dof.role in ("data", "parameter"):
         declared = ctx.variables[dof.name].type
         if declared.lower is None or declared.lower < 2:
-            fail(f"{needs} is the parameter '{dof.name}', declared {declared.describe()}, which may be 2 or less",
+            what = "data" if dof.role == "data" else "the parameter"
+            fail(f"{needs} is {what} '{dof.name}', declared {declared.describe()}, which may be 2 or less",
                  dof.span, f"declare it 'real<lower=2> {dof.name}'")
         return
-    fail(f"{needs} must be a constant, a data value or a parameter declared <lower=2>", dof.span)
+    fail(f"{needs} must be a constant, or data or a parameter declared <lower=2>", dof.span)
 
 
 def verify_student_t_processes(statements: list[ir.Statement]) -> None:
@@ -175,14 +174,14 @@ def _verify_observation(name: str, user: ir.Statement, loops, process: ir.Studen
     if distribution.name != "normal":
         fail(needs + f"'{distribution.name}' has no Student-t process marginal", user.span,
              "for a non-Gaussian likelihood use a GP: f ~ gp(X, k)")
+    if loops or user.target.indices or user.target.type.shape != process.target.type.shape \
+            or user.target.type.container != "vector" or user.target.type.array_dims:
+        fail(needs + "the observations must be one vector of the process's shape, outside any loop", user.span)
     mu, sigma = distribution.arg("mu"), distribution.arg("sigma")
     if not (isinstance(mu, ir.Ref) and mu.name == name):
         fail(needs + f"its location must be '{name}' itself", mu.span)
     if sigma.type.shape or name in expression_refs(sigma):
         fail(needs + "its standard deviation must be a scalar free of the process", sigma.span)
-    if loops or user.target.indices or user.target.type.shape != process.target.type.shape \
-            or user.target.type.container != "vector" or user.target.type.array_dims:
-        fail(needs + "the observations must be one vector of the process's shape, outside any loop", user.span)
 
 
 def _walk(statements, loops):

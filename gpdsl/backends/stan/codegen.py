@@ -510,7 +510,7 @@ class _Generator:
         sigma = self.translate(likelihood.distribution.arg("sigma"))
         nu = self.translate.operand(process.dof, ATOM)
         n = _stan_dim(process.inputs.index_shape[0])
-        scale = f"(({nu} - 2) / {nu}) * add_diag({self.covariance_name}, square({sigma}) + {self.jitter})"
+        scale = f"(({nu} - 2.0) / {nu}) * add_diag({self.covariance_name}, square({sigma}) + {self.jitter})"
         line = (f"target += multi_student_t_lpdf({stan_name(likelihood.target.name)} | {nu}, rep_vector(0, {n}), "
                 f"{scale});")
         return ["{", *_indented(local + [line]), "}"]

@@ -134,7 +134,7 @@ model {
   target += normal_lpdf(noise | 0, 1) + log2();
   {
     matrix[N, N] K = variance * matern52_kernel(X_points, X_points, 1.0, lengthscale);
-    target += multi_student_t_lpdf(y | nu, rep_vector(0, N), ((nu - 2) / nu) * add_diag(K, square(noise) + jitter));
+    target += multi_student_t_lpdf(y | nu, rep_vector(0, N), ((nu - 2.0) / nu) * add_diag(K, square(noise) + jitter));
   }
 }
 generated quantities {

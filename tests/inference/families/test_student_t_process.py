@@ -20,7 +20,7 @@ from gpdsl.ir.families import FAMILIES, STUDENT_T_PROCESS, classify
 MODEL = "models/student_t_process.gpm"
 
 DATA_NU = """
-data { int N; matrix[N, 1] X; vector[N] y; real nu; }
+data { int N; matrix[N, 1] X; vector[N] y; real<lower=2> nu; }
 parameters { real<lower=0> variance; real<lower=0> ell; real<lower=0> noise; }
 model {
   f ~ student_t_process(nu, X, variance * rbf(lengthscale = ell));
