@@ -280,7 +280,9 @@ def test_nuts_agrees_with_quadrature_of_the_exact_posterior():
     rng = np.random.default_rng(12)
     X, y = tp_draw(rng, 20, nu=4.0, variance=1.0, lengthscale=0.8, noise=0.3)
     exact = quadrature_posterior(X, y)
-    results = run(model, {"N": 20, "X": X, "y": y}, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=3)
+    X_new = np.array([[0.7], [4.5]])
+    results = run(model, {"N": 20, "X": X, "y": y}, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=3,
+                  new_inputs=X_new)
     table = means_and_mcse(results, ["nu", "variance"])
     for name, (mean, error) in table.items():
         print(f"{name}: NUTS {mean:.4f} (MCSE {error:.4f}), quadrature {exact[name]:.4f}")
@@ -294,6 +296,17 @@ def test_nuts_agrees_with_quadrature_of_the_exact_posterior():
             rest = np.delete(np.arange(20), i)
             loo = full - mvt_logpdf(y[rest], covariance[np.ix_(rest, rest)], nu)
             assert float(log_likelihood["y"].values[chain, draw, i]) == pytest.approx(loo, abs=1e-6)
+    predictions = groups(results)["predictions"]
+    for chain, draw in ((0, 3), (2, 700)):  # Shah et al.'s conditional MVT at the draw, in NumPy
+        nu, variance = (float(posterior[name].values[chain, draw]) for name in ("nu", "variance"))
+        train = variance * rbf(X, X, 1.0, 0.8) + (0.09 + 1e-8) * np.eye(20)
+        cross = variance * rbf(X_new, X, 1.0, 0.8)
+        factor = (nu + y @ np.linalg.solve(train, y) - 2) / (nu + 20 - 2)
+        f_variance = factor * (variance - np.sum(cross * np.linalg.solve(train, cross.T).T, axis=1))
+        expected = {"y_mean": cross @ np.linalg.solve(train, y), "f_variance": f_variance,
+                    "y_variance": f_variance + factor * 0.09, "y_dof": np.full(2, nu + 20)}
+        for name, value in expected.items():
+            np.testing.assert_allclose(predictions[name].values[chain, draw], value, rtol=1e-6, err_msg=name)
     replicates = groups(results)["posterior_predictive"]["y"].transpose("chain", "draw", ...).values
     assert not replicate_disagreements(X, y, posterior["nu"].values, posterior["variance"].values, replicates)
 
