@@ -508,13 +508,13 @@ def new_inputs_from_file(path, model: Model, method: str):
     """
     from gpdsl.data.io import read_data
     from gpdsl.errors import DataError
-    from gpdsl.ir.structure import gp_nodes
+    from gpdsl.ir.structure import process_nodes
     from gpdsl.registry import get_method
 
     values = read_data(path)
     if get_method(method).prediction_file == "variables":
         return values
-    names = {name for node in gp_nodes(model) for name in node.statement.inputs.names if name}
+    names = {name for node in process_nodes(model) for name in node.statement.inputs.names if name}
     found = [name for name in names if name in values]
     if len(found) != 1:
         raise DataError(f"{path} must hold the new inputs under the model's input name "

@@ -36,7 +36,7 @@ from gpdsl.inference.methods.svi_gplvm import run_svi_gplvm, svi_gplvm_report
 from gpdsl.inference.methods.vem import fit_from_results, run_vem, vem_report
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANOBIS_GP, FAMILIES, GP_PRIOR_GPLVM,
                                 GP_REGRESSION, LATENT_GP, LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP,
-                                Classification, classify, describe, predicting_families, require_priors)
+                                STUDENT_T_PROCESS, Classification, classify, describe, predicting_families, require_priors)
 from gpdsl.ir.structure import mean_prediction_refusal
 from gpdsl.settings import (DMGPSettings, DSDGPSettings, EPMLSettings, GibbsSettings, MCMCEPSettings, MLSettings,
                             NUTSSettings, PMGPLVMSettings, PseudoMarginalSettings, SegmentedChainSettings,
@@ -353,7 +353,8 @@ def get_method(name: str) -> Method:
 
 register(Method(
     "nuts", "Stan's NUTS on the generated program (cmdstanpy or PyStan): the baseline", (ANY,), NUTSSettings,
-    run_nuts, engine="stan", predicts=True, predicts_for=predicting_families(), needs_parameters=(GP_REGRESSION,),
+    run_nuts, engine="stan", predicts=True, predicts_for=predicting_families(),
+    needs_parameters=(GP_REGRESSION, STUDENT_T_PROCESS),
     refuses=nuts_refusal, predictive=("joint", "marginal"),
     missing_outputs=(LATENT_GP, GP_REGRESSION)))
 register(Method(
@@ -387,8 +388,9 @@ register(Method(
     latent_fit=fit_from_results))
 register(Method(
     "ml", "type-II maximum likelihood (MAP where there are priors) of GP regression, f integrated out exactly "
-    "(a point estimate, stored as one draw)", (GP_REGRESSION,), MLSettings, run_ml, command="fit",
-    requires_priors=False, predicts=True, report=ml_report, needs_parameters=(GP_REGRESSION,), predictive=("joint", "marginal"),
+    "(a point estimate, stored as one draw); Student-t process regression likewise", (GP_REGRESSION, STUDENT_T_PROCESS),
+    MLSettings, run_ml, command="fit", requires_priors=False, predicts=True, report=ml_report,
+    needs_parameters=(GP_REGRESSION, STUDENT_T_PROCESS), predictive=("joint", "marginal"),
     missing_outputs=(GP_REGRESSION,)))
 register(Method(
     "sgpr", "sparse GP regression: Titsias's collapsed bound over inducing inputs, kernel and noise (a point "

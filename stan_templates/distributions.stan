@@ -78,3 +78,50 @@ vector normal_gp_impute_rng(vector y_obs, matrix K, array[] int observed, matrix
   return multi_normal_rng(V' * mdivide_left_tri_low(L, y_obs),
                           add_diag(0.5 * (covariance + covariance'), noise_variance));
 }
+
+/**
+ * Leave-one-out predictive log densities of y ~ MVT(nu, 0, C) with covariance C = L L' (nu > 2), the exact
+ * marginal of Student-t process regression with the noise inside its kernel (Shah, Wilson & Ghahramani 2014).
+ * With P = C^-1, g = P y and beta = y' g: y_i | y_-i is Student-t with nu + N - 1 degrees of freedom, location
+ * y_i - g_i / P_ii and squared scale (nu - 2 + beta - g_i^2 / P_ii) / ((nu + N - 1) P_ii).
+ *
+ * @param y   vector[N] of observations
+ * @param L   matrix[N, N], the Cholesky factor of their covariance C
+ * @param nu  the degrees of freedom
+ * @return    vector[N], log p(y_i | y_-i) for each i
+ */
+vector student_t_process_loo_log_densities(vector y, matrix L, real nu) {
+  int n = rows(L);
+  matrix[n, n] precision = chol2inv(L);
+  vector[n] p = diagonal(precision);
+  vector[n] g = precision * y;
+  real beta = dot_product(y, g);
+  vector[n] densities;
+  for (i in 1:n) {
+    real scale = sqrt((nu - 2 + beta - square(g[i]) / p[i]) / ((nu + n - 1) * p[i]));
+    densities[i] = student_t_lpdf(g[i] / p[i] | nu + n - 1, 0, scale);
+  }
+  return densities;
+}
+
+/**
+ * A replicate of y from its posterior predictive under Student-t process regression, y ~ MVT(nu, 0, C) with
+ * covariance C = K + s2 I = L L' (jitter counted in K): a new y at the same inputs is jointly MVT with y, with
+ * cross-covariance K, so given y it is MVT with nu + N degrees of freedom, mean y - s2 C^-1 y and covariance
+ * (nu + beta - 2) / (nu + N - 2) s2 (2 I - s2 C^-1), beta = y' C^-1 y (Stan's scale matrix: times
+ * (nu + N - 2) / (nu + N)).
+ *
+ * @param y               vector[N] of observations
+ * @param L               matrix[N, N], the Cholesky factor of C
+ * @param noise_variance  s2
+ * @param nu              the degrees of freedom
+ * @return                vector[N], one replicate
+ */
+vector student_t_process_replicate_rng(vector y, matrix L, real noise_variance, real nu) {
+  int n = rows(L);
+  matrix[n, n] precision = chol2inv(L);
+  vector[n] g = precision * y;
+  matrix[n, n] covariance = noise_variance * add_diag(-noise_variance * precision, 2);
+  real factor = (nu + dot_product(y, g) - 2) / (nu + n);
+  return multi_student_t_rng(nu + n, y - noise_variance * g, factor * 0.5 * (covariance + covariance'));
+}

@@ -74,16 +74,16 @@ def verify_new_inputs(model: Model, data: dict, new_inputs, by_name: bool) -> No
 
 
 def _inputs(model: Model) -> list[str]:
-    from gpdsl.ir.structure import gp_nodes
+    from gpdsl.ir.structure import process_nodes
 
-    names = [name for node in gp_nodes(model) for name in node.statement.inputs.names if name in model.data]
+    names = [name for node in process_nodes(model) for name in node.statement.inputs.names if name in model.data]
     return list(dict.fromkeys(names))
 
 
 def _points(model: Model) -> set:
-    from gpdsl.ir.structure import gp_nodes
+    from gpdsl.ir.structure import process_nodes
 
-    return {node.statement.inputs.index_shape[-1] for node in gp_nodes(model) if node.statement.inputs.index_shape}
+    return {node.statement.inputs.index_shape[-1] for node in process_nodes(model) if node.statement.inputs.index_shape}
 
 
 def _free_axis(model: Model, name: str, points: set) -> int | None:

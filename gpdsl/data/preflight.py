@@ -119,10 +119,10 @@ def verify_initial_values(model: Model, data: dict, initial_values: dict) -> Non
 
 def verify_inducing(model: Model, data: dict, num_inducing: int | None) -> None:
     """Refuse more inducing inputs (``--num-inducing``) than the points they summarise."""
-    from gpdsl.ir.structure import gp_nodes
+    from gpdsl.ir.structure import process_nodes
 
     points = [int(d) if isinstance(d, int) else int(data[d])
-              for d in (node.statement.inputs.index_shape[-1] for node in gp_nodes(model))]
+              for d in (node.statement.inputs.index_shape[-1] for node in process_nodes(model))]
     if isinstance(num_inducing, int) and points and num_inducing > min(points):
         raise MethodError(f"--num-inducing {num_inducing} exceeds the {min(points)} points of the data: inducing "
                           f"inputs must be from 1 to {min(points)}")
@@ -151,12 +151,12 @@ def _allocations(model: Model, data: dict, plan: RunPlan):
     if chains is not None and draws is not None:
         yield (f"the draws (--chains {chains} x --draws {draws} x {recorded} parameter values)",
                chains * draws * recorded)
-    from gpdsl.ir.structure import gp_nodes
+    from gpdsl.ir.structure import process_nodes
 
     inducing, importance = plan.inducing, plan.importance
     copies = chains if chains is not None else 1
     per_chain = f"--chains {copies} x " if chains is not None else ""
-    for node in gp_nodes(model):
+    for node in process_nodes(model):
         points = sizes[node.name][0] if sizes.get(node.name) else 0
         values = math.prod(sizes[node.name])
         if plan.full_kernel:

@@ -29,6 +29,9 @@ Families
     2017). A model whose GP inputs read another GP but that is neither (a dynamical GPLVM) is of no deep family.
 ``sequential_latent_gp``
     A latent GP over ``(t, x)`` with a likelihood per time step (Tegner et al. 2018).
+``student_t_process``
+    Student-t process regression ``f ~ student_t_process(nu, X, k); y ~ normal(f, s)``: the exact marginal
+    ``MVT(nu, 0, K + s^2 I)`` (noise inside the process's kernel, Shah et al. 2014) for ``ml`` and NUTS.
 ``latent_gp_external``
     One latent GP vector under an ``external(...)`` likelihood, which need not factorise: engines that
     need only the log likelihood of the whole vector (ESS) run it.
@@ -49,14 +52,14 @@ from gpdsl.ir.family_forms import (DEEP_GP_CHAIN_NEEDS, DEEP_MAHALANOBIS_NEEDS, 
                                    LATENT_GP_NEEDS, LATENT_GPS_NEEDS, SEQUENTIAL_NEEDS, DeepGPFacts, GPLVMFacts,
                                    LatentGPFacts, Refusal, deep_gp_chain_form, deep_mahalanobis_form,
                                    gp_regression_form, gplvm_form, latent_gp_external_form, latent_gp_form,
-                                   latent_gps_form, sequential_form)
+                                   latent_gps_form, sequential_form, student_t_process_form)
 from gpdsl.ir.structure import gp_nodes
 
 __all__ = [
     "ANY", "BAYESIAN_GPLVM", "DEEP_GP_CHAIN", "DEEP_GP_CHAIN_NEEDS", "DEEP_MAHALANOBIS_GP", "DEEP_MAHALANOBIS_NEEDS",
     "FAMILIES", "GPLVM_NEEDS", "GP_PRIOR_GPLVM", "GP_PRIOR_GPLVM_NEEDS", "GP_REGRESSION", "LATENT_GP",
     "LATENT_GPS", "LATENT_GPS_NEEDS", "LATENT_GP_EXTERNAL", "LATENT_GP_NEEDS", "SEQUENTIAL_LATENT_GP",
-    "SEQUENTIAL_NEEDS", "Classification", "DeepGPFacts", "Family", "GPLVMFacts", "LatentGPFacts", "Refusal",
+    "SEQUENTIAL_NEEDS", "STUDENT_T_PROCESS", "Classification", "DeepGPFacts", "Family", "GPLVMFacts", "LatentGPFacts", "Refusal",
     "classify", "describe", "predicting_families", "register_family", "require_priors", "unregister_family",
 ]
 
@@ -68,6 +71,7 @@ GP_PRIOR_GPLVM = "gp_prior_gplvm"
 DEEP_MAHALANOBIS_GP = "deep_mahalanobis_gp"
 DEEP_GP_CHAIN = "deep_gp_chain"
 SEQUENTIAL_LATENT_GP = "sequential_latent_gp"
+STUDENT_T_PROCESS = "student_t_process"
 LATENT_GP_EXTERNAL = "latent_gp_external"
 ANY = "any"
 
@@ -184,6 +188,9 @@ for _family in (
                f"{_VIEWS}.deep_gp:deep_gp_view"),
         Family(SEQUENTIAL_LATENT_GP, "a latent GP over (t, x) with a likelihood per time step", sequential_form,
                f"{_VIEWS}.sequential:sequential_view"),
+        Family(STUDENT_T_PROCESS, "Student-t process regression with a Gaussian likelihood inside its kernel",
+               student_t_process_form, f"{_VIEWS}.student_t_process:student_t_process_view",
+               f"{_DRAWS}:student_t_process_groups", predicts=True),
         Family(LATENT_GP_EXTERNAL, "a latent GP vector under an external likelihood", latent_gp_external_form,
                f"{_VIEWS}.latent_gp:latent_gp_view")):
     register_family(_family)

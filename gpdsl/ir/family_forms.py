@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gpdsl.ir import nodes as ir
 from gpdsl.kernel_table import KERNEL_SPECS
-from gpdsl.ir.structure import GPNode, acts_elementwise, statement_refs
+from gpdsl.ir.structure import GPNode, acts_elementwise, statement_refs, student_t_process_nodes
 from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.source import Span
 
@@ -41,6 +41,10 @@ DEEP_GP_CHAIN_NEEDS = ("{method} needs a deep GP written as a chain: H ~ gp(X, k
 
 SEQUENTIAL_NEEDS = ("{method} needs a latent GP f ~ gp((t, X), k) over time and inputs with a likelihood "
                     "per time step (y[i] ~ ...(f[i] ...) in a loop over t)")
+
+
+STUDENT_T_PROCESS_NEEDS = ("{method} needs Student-t process regression: f ~ student_t_process(nu, X, k) over observed "
+                           "inputs and y ~ normal(f, s) with scalar s")
 
 
 @dataclass(frozen=True)
@@ -226,6 +230,21 @@ def gp_regression_form(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | 
     if isinstance(facts, Refusal):
         return Refusal(needs, facts.detail)
     return facts
+
+
+def student_t_process_form(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
+    """Student-t process regression: one process integrated out under ``y ~ normal(f, s)`` (the only use the checker
+    admits), over inputs and a kernel free of latent values, and nothing else latent."""
+    processes = student_t_process_nodes(model)
+    if len(processes) != 1:
+        return Refusal(STUDENT_T_PROCESS_NEEDS, f"this model has {len(processes)} Student-t processes")
+    node = processes[0]
+    if nodes or set(model.latents) - {node.name}:
+        others = sorted(set(model.latents) - {node.name})
+        return Refusal(STUDENT_T_PROCESS_NEEDS, f"this model also has latent {', '.join(others)}")
+    if _reads_latents(node.statement, model):
+        return Refusal(STUDENT_T_PROCESS_NEEDS, f"the inputs or kernel of '{node.name}' depend on latent values")
+    return LatentGPFacts(node, "normal", node.likelihood.target.name)
 
 
 def gplvm_form(model: ir.Model, nodes: list[GPNode], gp_prior: bool) -> GPLVMFacts | Refusal:

@@ -260,6 +260,20 @@ class GPStatement(Statement):
 
 
 @dataclass(frozen=True)
+class StudentTProcessStatement(Statement):
+    """``target ~ student_t_process(nu, inputs, kernel)``: a Student-t process prior (Shah, Wilson & Ghahramani
+    2014), ``dof`` its degrees of freedom ``nu > 2``. The checker admits it only under ``y ~ normal(target, s)``
+    with scalar ``s``, the noise entering the process's kernel: ``y ~ MVT(nu, 0, K + s^2 I)`` with that
+    covariance (the scale matrix is ``(nu - 2) / nu`` times it). ``mean`` is always None (a zero mean)."""
+
+    target: Target = None
+    inputs: Inputs = None
+    kernel: Kernel = None
+    dof: Expr = None
+    mean: Expr | None = None
+
+
+@dataclass(frozen=True)
 class Distribution:
     """A distribution with its arguments by canonical parameter name (defaults filled in)."""
 
@@ -380,6 +394,10 @@ class Model:
     def gp_statements(self) -> list[GPStatement]:
         """Statements that define latent GP values."""
         return [s for s, _ in self.walk() if isinstance(s, GPStatement)]
+
+    def student_t_processes(self) -> list[StudentTProcessStatement]:
+        """Statements that define Student-t process values."""
+        return [s for s, _ in self.walk() if isinstance(s, StudentTProcessStatement)]
 
     def likelihoods(self) -> list[Statement]:
         """Likelihood statements (built-in and external)."""

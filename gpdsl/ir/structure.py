@@ -148,6 +148,8 @@ def statement_exprs(statement: ir.Statement) -> list[ir.Expr]:
     if isinstance(statement, ir.GPStatement):
         mean = [] if statement.mean is None else [statement.mean]
         return [*statement.inputs.components, *kernel_exprs(statement.kernel), *mean]
+    if isinstance(statement, ir.StudentTProcessStatement):
+        return [statement.dof, *statement.inputs.components, *kernel_exprs(statement.kernel)]
     if isinstance(statement, (ir.PriorStatement, ir.LikelihoodStatement)):
         return [e for _, e in statement.distribution.args]
     if isinstance(statement, ir.ExternalLikelihood):
@@ -276,6 +278,24 @@ def gp_nodes(model: ir.Model) -> list[GPNode]:
         found.append(GPNode(name, statement, loops, marginalised, likelihood, elementwise, shifted, offset,
                             likelihood_loops))
     return found
+
+
+def student_t_process_nodes(model: ir.Model) -> list[GPNode]:
+    """The model's Student-t processes, each as a node integrated out under its ``y ~ normal(f, s)`` (the checker
+    admits no other use, :func:`gpdsl.semantics.gp.verify_student_t_processes`)."""
+    likelihoods = [s for s, _ in model.walk() if isinstance(s, ir.LikelihoodStatement)]
+    found = []
+    for statement in model.student_t_processes():
+        name = statement.target.name
+        likelihood = next(s for s in likelihoods if name in statement_refs(s))
+        found.append(GPNode(name, statement, (), True, likelihood, True, True))
+    return found
+
+
+def process_nodes(model: ir.Model) -> list[GPNode]:
+    """Every latent GP (:func:`gp_nodes`) and Student-t process (:func:`student_t_process_nodes`): whatever takes
+    inputs and a kernel, for the checks of inputs, new inputs and memory."""
+    return gp_nodes(model) + student_t_process_nodes(model)
 
 
 def _constant_values(expr: ir.Expr) -> list[float] | None:

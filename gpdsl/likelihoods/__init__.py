@@ -45,7 +45,7 @@ LIKELIHOODS: dict[str, Likelihood] = {likelihood.name: likelihood for likelihood
 """Every likelihood by name: the built-in ones in the order the docs and messages list them, then those
 added by :func:`register_likelihood`."""
 
-RESERVED = ("external", "gp")
+RESERVED = ("external", "gp", "student_t_process")
 """Names the language gives another meaning in likelihood position."""
 
 

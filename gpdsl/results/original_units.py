@@ -65,7 +65,7 @@ def outcome_units(model, scalings: dict[str, Scaling]) -> dict[str, Scaling]:
     dict of str to Scaling
         By variable name.
     """
-    gp_values = {statement.target.name for statement in model.gp_statements()}
+    gp_values = {statement.target.name for statement in (*model.gp_statements(), *model.student_t_processes())}
     units = {}
     for statement in model.likelihoods():
         scaling = scalings.get(statement.target.name)

@@ -128,7 +128,14 @@ REDUCTIONS: dict[str, str] = {
 }
 """Functions of whole vectors and matrices whose value is a real."""
 
-SPECIAL_FUNCTIONS = {"gp", "project", EXTERNAL}
+STUDENT_T_PROCESS = "student_t_process"
+"""``f ~ student_t_process(nu, inputs, kernel)``: a Student-t process prior, checked like ``gp``."""
+
+PROCESSES = ("gp", STUDENT_T_PROCESS)
+"""The priors of latent function values over inputs (what may stand right of ``~`` with a latent target and take
+inputs and a kernel)."""
+
+SPECIAL_FUNCTIONS = {*PROCESSES, "project", EXTERNAL}
 
 CONSTANTS = {"pi": math.pi}
 

@@ -13,7 +13,7 @@ This module only sets the order of the checks. Each concern has its own module i
 ``transformed``           transformed parameters: typed values that stand in for their names
 ``latents``               types of undeclared GP targets; no cyclic latent values
 ``statements``            ``~`` statements and loops, dispatched by their target
-``gp``                    ``gp(inputs, kernel, mean = m)`` and its inputs
+``gp``                    ``gp(inputs, kernel, mean = m)``, ``student_t_process(nu, inputs, kernel)``
 ``kernels``               kernel expressions and their hyperparameters
 ``distributions``         the arguments of a distribution
 ``priors``                priors, and their fit to declared constraints
@@ -32,6 +32,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.semantics.blocks import BLOCK_ORDER, find_blocks
 from gpdsl.semantics.context import CheckContext
 from gpdsl.semantics.declarations import LARGEST_SIZE, declare
+from gpdsl.semantics.gp import verify_student_t_processes
 from gpdsl.semantics.latents import infer_latents, verify_latents_acyclic
 from gpdsl.semantics.statements import check_declared_prior, check_statement
 from gpdsl.semantics.transformed import define
@@ -80,6 +81,7 @@ def check_program(program: ast.Program) -> tuple[ir.Model, list[CheckWarning]]:
     for statement in blocks["model"].statements:
         statements.append(check_statement(ctx, statement))
     verify_whole_program(ctx)
+    verify_student_t_processes(statements)
     model = ir.Model(
         source=program.source,
         sizes=tuple(ctx.sizes),

@@ -106,7 +106,7 @@ def fail_unknown_callable(call: ast.Call, kind: str):
     ModelCheckError
         Always: ``unknown kernel 'rbg'``, with a suggestion or the list of known names.
     """
-    pool = {"distribution": list(catalog.DISTRIBUTIONS) + ["gp", catalog.EXTERNAL],
+    pool = {"distribution": list(catalog.DISTRIBUTIONS) + [*catalog.PROCESSES, catalog.EXTERNAL],
             "kernel": list(catalog.KERNELS),
             "function": list(catalog.FUNCTIONS) + list(catalog.REDUCTIONS) + ["project"]}[kind]
     hint = did_you_mean(call.function, pool) or did_you_mean(call.function, catalog.known_callables())

@@ -217,7 +217,7 @@ def _call(ctx: CheckContext, expr: ast.Call) -> ir.Expr:
     name = expr.function
     if name in catalog.KERNELS:
         fail(f"kernel '{name}' can only appear inside gp(inputs, kernel)", expr.name_span)
-    if name in catalog.DISTRIBUTIONS or name in ("gp", catalog.EXTERNAL):
+    if name in catalog.DISTRIBUTIONS or name in (*catalog.PROCESSES, catalog.EXTERNAL):
         fail(f"'{name}' can only appear on the right of '~'", expr.name_span)
     if name == "project":
         return check_project(ctx, expr)

@@ -1,4 +1,5 @@
-"""GP statements: ``f ~ gp(inputs, kernel)`` and ``f ~ gp(inputs, kernel, mean = m)``.
+"""GP statements: ``f ~ gp(inputs, kernel)`` and ``f ~ gp(inputs, kernel, mean = m)``; and the Student-t process
+``f ~ student_t_process(nu, inputs, kernel)``, whose inputs and kernel are checked alike.
 
 The inputs are one value or a tuple of them (``gp((t, X), k)``): vectors (one input per point),
 matrices (one row per point), int arrays (a label per point) or ``project(W, X)``. They set the points
@@ -9,6 +10,8 @@ the GP is over, which the target's shape must match, and the input dimension its
 from __future__ import annotations
 
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.structure import expression_refs, statement_refs
+from gpdsl.semantics.constants import fold
 from gpdsl.semantics.context import CheckContext, fail
 from gpdsl.semantics.expressions import check_expr, check_project
 from gpdsl.semantics.kernels import check_kernel, verify_kernel_names
@@ -60,9 +63,141 @@ def check_gp(ctx: CheckContext, statement: ast.Tilde, target: ir.Target) -> ir.G
     """
     call = statement.distribution
     verify_gp_arguments(call)
-    inputs = check_inputs(ctx, call.args[0])
-    verify_kernel_names(ctx, call.args[1])
-    kernel = check_kernel(ctx, call.args[1], inputs)
+    inputs, kernel = _process_inputs_and_kernel(ctx, statement, target, call.args[0], call.args[1])
+    mean = _gp_mean(ctx, call, target) if call.kwargs else None
+    return ir.GPStatement(statement.span, target, inputs, kernel, mean)
+
+
+def verify_student_t_process_arguments(call: ast.Call) -> None:
+    """Fail unless the call is ``student_t_process(nu, inputs, kernel)``.
+
+    Raises
+    ------
+    ModelCheckError
+        For another number of arguments, or any keyword argument.
+    """
+    if len(call.args) != 3 or call.kwargs:
+        fail("student_t_process takes three arguments: student_t_process(nu, inputs, kernel)",
+             call.kwargs[0].span if call.kwargs else call.span,
+             "nu > 2 is the degrees of freedom; the Student-t process has a zero mean")
+
+
+def check_student_t_process(ctx: CheckContext, statement: ast.Tilde,
+                            target: ir.Target) -> ir.StudentTProcessStatement:
+    """Check a Student-t process statement ``target ~ student_t_process(nu, inputs, kernel)``.
+
+    Its inputs and kernel are checked as those of ``gp``; ``nu`` is a real scalar, above 2 when it is a
+    constant, and declared ``<lower=2>`` (or more) when it is data or a parameter. Where it may be used (only under
+    ``y ~ normal(f, s)``) is judged once the whole program is checked (:func:`verify_student_t_processes`).
+
+    Returns
+    -------
+    gpdsl.ir.nodes.StudentTProcessStatement
+
+    Raises
+    ------
+    ModelCheckError
+        For bad arguments, a ``nu`` that is not a scalar or may be 2 or less, or what :func:`check_gp` refuses.
+    """
+    call = statement.distribution
+    verify_student_t_process_arguments(call)
+    dof = check_expr(ctx, call.args[0])
+    _verify_degrees_of_freedom(ctx, dof, call.args[0])
+    if target.type.container != "vector" or target.type.array_dims or target.indices:
+        fail(f"'{target.name}' is {target.type.describe()}; a Student-t process gives one vector[N] over its "
+             "inputs' points", statement.target.span)
+    inputs, kernel = _process_inputs_and_kernel(ctx, statement, target, call.args[1], call.args[2])
+    return ir.StudentTProcessStatement(statement.span, target, inputs, kernel, dof)
+
+
+def _verify_degrees_of_freedom(ctx: CheckContext, dof: ir.Expr, expr: ast.Expr) -> None:
+    needs = "the degrees of freedom nu of student_t_process"
+    if isinstance(dof, ir.StringConstant) or dof.type.shape or dof.type.array_dims \
+            or dof.type.base not in ("real", "int"):
+        got = "a string" if isinstance(dof, ir.StringConstant) else dof.type.describe()
+        fail(f"{needs} must be a real number, got {got}", dof.span)
+    value = fold(expr)
+    if value is not None:
+        if not value > 2:
+            fail(f"{needs} must be greater than 2, got {value:g}", dof.span,
+                 "the process's covariance is its kernel's (Shah et al. 2014), which needs nu > 2")
+        return
+    if isinstance(dof, ir.Ref) and dof.role in ("data", "parameter"):
+        declared = ctx.variables[dof.name].type
+        if declared.lower is None or declared.lower < 2:
+            what = "data" if dof.role == "data" else "the parameter"
+            fail(f"{needs} is {what} '{dof.name}', declared {declared.describe()}, which may be 2 or less",
+                 dof.span, f"declare it 'real<lower=2> {dof.name}'")
+        return
+    fail(f"{needs} must be a constant, or data or a parameter declared <lower=2>", dof.span)
+
+
+def verify_student_t_processes(statements: list[ir.Statement]) -> None:
+    """Fail unless each Student-t process is observed directly through one ``y ~ normal(f, s)`` with scalar ``s``
+    and nothing else reads it: the exact marginal ``y ~ MVT(nu, 0, K + s^2 I)`` is the only form gpdsl has.
+
+    Parameters
+    ----------
+    statements : list of gpdsl.ir.nodes.Statement
+        The model's checked statements (loops included).
+
+    Raises
+    ------
+    ModelCheckError
+        At the first statement that reads a Student-t process otherwise, or at the process with no likelihood.
+    """
+    walked = list(_walk(statements, ()))
+    for process, loops in walked:
+        if not isinstance(process, ir.StudentTProcessStatement):
+            continue
+        name = process.target.name
+        if loops:
+            fail(f"the Student-t process '{name}' sits in a loop; write it as one statement over all its points",
+                 process.span)
+        users = [(s, inner) for s, inner in walked if s is not process and name in statement_refs(s, indices=True)]
+        if not users:
+            fail(f"the Student-t process '{name}' is never observed; write e.g. 'y ~ normal({name}, sigma);'",
+                 process.target.span)
+        for user, inner in users:
+            _verify_observation(name, user, inner, process)
+        if len(users) > 1:
+            fail(f"the Student-t process '{name}' is read by more than one statement; only 'y ~ normal({name}, s)' "
+                 "may read it", users[1][0].span)
+
+
+def _verify_observation(name: str, user: ir.Statement, loops, process: ir.StudentTProcessStatement) -> None:
+    needs = (f"a Student-t process is observed only through y ~ normal({name}, s) with scalar s (its exact "
+             "marginal); ")
+    if not isinstance(user, ir.LikelihoodStatement):
+        fail(needs + f"this statement reads '{name}' otherwise", user.span)
+    distribution = user.distribution
+    if distribution.name != "normal":
+        fail(needs + f"'{distribution.name}' has no Student-t process marginal", user.span,
+             "for a non-Gaussian likelihood use a GP: f ~ gp(X, k)")
+    if loops or user.target.indices or user.target.type.shape != process.target.type.shape \
+            or user.target.type.container != "vector" or user.target.type.array_dims:
+        fail(needs + "the observations must be one vector of the process's shape, outside any loop", user.span)
+    mu, sigma = distribution.arg("mu"), distribution.arg("sigma")
+    if not (isinstance(mu, ir.Ref) and mu.name == name):
+        fail(needs + f"its location must be '{name}' itself", mu.span)
+    if sigma.type.shape or name in expression_refs(sigma):
+        fail(needs + "its standard deviation must be a scalar free of the process", sigma.span)
+
+
+def _walk(statements, loops):
+    for statement in statements:
+        if isinstance(statement, ir.ForLoop):
+            yield from _walk(statement.body, loops + (statement,))
+        else:
+            yield statement, loops
+
+
+def _process_inputs_and_kernel(ctx: CheckContext, statement: ast.Tilde, target: ir.Target, inputs_arg: ast.Expr,
+                               kernel_arg: ast.Expr) -> tuple[ir.Inputs, ir.Kernel]:
+    """The checked inputs and kernel of a GP or Student-t process whose target is already checked."""
+    inputs = check_inputs(ctx, inputs_arg)
+    verify_kernel_names(ctx, kernel_arg)
+    kernel = check_kernel(ctx, kernel_arg, inputs)
     points = inputs.index_shape
     t = target.type
     if t.container == "matrix" and not t.array_dims:
@@ -74,8 +209,7 @@ def check_gp(ctx: CheckContext, statement: ast.Tilde, target: ir.Target) -> ir.G
         fail(f"'{target.name}' has shape {shape_text(t.shape)} but its gp inputs have "
              f"{shape_text(points)} points", statement.target.span,
              "a GP over N points gives vector[N] (or matrix[N, C] for C independent columns)")
-    mean = _gp_mean(ctx, call, target) if call.kwargs else None
-    return ir.GPStatement(statement.span, target, inputs, kernel, mean)
+    return inputs, kernel
 
 
 def _gp_mean(ctx: CheckContext, call: ast.Call, target: ir.Target) -> ir.Expr:

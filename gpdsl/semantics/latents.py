@@ -11,7 +11,8 @@ from __future__ import annotations
 from gpdsl.ir import nodes as ir
 from gpdsl.semantics.context import CheckContext, fail
 from gpdsl.semantics.dependencies import distributions, verify_acyclic
-from gpdsl.semantics.gp import check_inputs, verify_gp_arguments
+from gpdsl.semantics.catalog import PROCESSES, STUDENT_T_PROCESS
+from gpdsl.semantics.gp import check_inputs, verify_gp_arguments, verify_student_t_process_arguments
 from gpdsl.semantics.shapes import same_dim
 from gpdsl.ir.types import VarType
 from gpdsl.syntax import ast
@@ -42,7 +43,7 @@ def infer_latents(ctx: CheckContext, statements):
                 loop_variables.add(s.variable)
                 visit(s.body)
             elif isinstance(s, ast.Tilde):
-                if s.distribution.function == "gp":
+                if s.distribution.function in PROCESSES:
                     gp_targets.append(s)
                 var = ctx.variables.get(s.target.name)
                 first = s.distribution.args[0] if s.distribution.args else None
@@ -58,11 +59,16 @@ def infer_latents(ctx: CheckContext, statements):
         if s.target.indices:
             fail(f"cannot infer the shape of latent '{name}' from an indexed statement", s.target.span,
                  f"declare it in a latent block, e.g. 'latent {{ array[Q] matrix[N, D] {name}; }}'")
-        verify_gp_arguments(s.distribution)
-        if any(ref.name in loop_variables for ref in ast.references(s.distribution.args[0])):
+        if s.distribution.function == STUDENT_T_PROCESS:
+            verify_student_t_process_arguments(s.distribution)
+            inputs_arg = s.distribution.args[1]
+        else:
+            verify_gp_arguments(s.distribution)
+            inputs_arg = s.distribution.args[0]
+        if any(ref.name in loop_variables for ref in ast.references(inputs_arg)):
             fail(f"cannot infer the shape of latent '{name}' inside a loop", s.target.span,
                  f"declare it in a latent block, e.g. 'latent {{ array[T] vector[N] {name}; }}'")
-        inputs = check_inputs(ctx, s.distribution.args[0])
+        inputs = check_inputs(ctx, inputs_arg)
         observed = likelihood_shapes.get(name)
         index_shape = inputs.index_shape
         if (observed is not None and observed.container == "matrix" and not observed.array_dims

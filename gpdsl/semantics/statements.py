@@ -11,7 +11,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.semantics import catalog
 from gpdsl.semantics.context import CheckContext, fail
 from gpdsl.semantics.expressions import check_expr, check_indexed_type
-from gpdsl.semantics.gp import check_gp
+from gpdsl.semantics.gp import check_gp, check_student_t_process
 from gpdsl.semantics.likelihoods import check_external, check_likelihood
 from gpdsl.semantics.priors import check_prior
 from gpdsl.semantics.shapes import value_type
@@ -107,13 +107,17 @@ def _target(ctx: CheckContext, target: ast.Target) -> ir.Target:
 def _tilde(ctx: CheckContext, statement: ast.Tilde) -> ir.Statement:
     call = statement.distribution
     target = _target(ctx, statement.target)
-    if call.function == "gp":
+    if call.function in catalog.PROCESSES:
         if target.role != "latent":
             what = "data" if target.role == "data" else "a parameter"
-            fail(f"'{target.name}' is {what}; only latent values can have a gp prior", statement.target.span,
-                 "GP values are latent: write 'f ~ gp(X, k);' and put the data on top, "
-                 f"e.g. '{target.name} ~ normal(f, sigma);'")
+            example = "gp(X, k)" if call.function == "gp" else f"{call.function}(nu, X, k)"
+            fail(f"'{target.name}' is {what}; only latent values can have a {call.function} prior",
+                 statement.target.span,
+                 f"{'GP' if call.function == 'gp' else 'process'} values are latent: write 'f ~ {example};' and put "
+                 f"the data on top, e.g. '{target.name} ~ normal(f, sigma);'")
         _define(ctx, target, statement)
+        if call.function == catalog.STUDENT_T_PROCESS:
+            return check_student_t_process(ctx, statement, target)
         return check_gp(ctx, statement, target)
     if call.function == catalog.EXTERNAL:
         if target.role != "data":

@@ -105,6 +105,16 @@ model {
 }
 """
 
+
+STUDENT_T_PROCESS_INTEGER_NU = """
+data { int N; int D; matrix[N, D] X; vector[N] y; }
+parameters { real<lower=0> ell ~ inv_gamma(5, 5); real<lower=0> noise ~ half_normal(1); }
+model {
+  f ~ student_t_process(4, X, rbf(lengthscale = ell) + linear(0.5));
+  y ~ normal(f, noise);
+}
+"""
+
 LIKELIHOODS = """
 data {
   int N; matrix[N, 1] X;
@@ -305,6 +315,10 @@ def categorical_data(rng):
     pytest.param(COREGION, coregion_data, 0.7, marks=pytest.mark.slow, id="coregion"),
     pytest.param(COREGION_CORR, coregion_data, 0.7, marks=pytest.mark.slow, id="coregion_corr"),
     pytest.param("models/gp_multi_output.gpm", isotopic_data, 0.7, marks=pytest.mark.slow, id="coregion_kronecker"),
+    pytest.param("models/student_t_process.gpm", regression_data, 0.7, marks=pytest.mark.slow,
+                 id="student_t_process"),  # multi_student_t_lpdf against the JAX MVT marginal
+    pytest.param(STUDENT_T_PROCESS_INTEGER_NU, regression_data, 0.7, marks=pytest.mark.slow,
+                 id="student_t_process_integer_nu"),  # (4 - 2.0) / 4, never Stan's integer division
 ])
 def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, scale):
     rng = np.random.default_rng(11)

@@ -30,6 +30,7 @@ SUPPORTED = [
     "sequential_latent_gp",
     "gp_multi_output",
     "gp_multi_output_lkj",
+    "student_t_process",
 ]
 
 LOGIT_CLASSIFICATION = """

@@ -11,6 +11,9 @@ Latent GP values are handled in one of three ways:
 * ``"whitened"`` (non-centred, the default): the free variable is ``<name>_raw ~ N(0, I)`` and
   ``<name> = L <name>_raw`` with ``L L^T = K``, as in the generated Stan program;
 * ``"centred"``: the latent itself is the free variable, with density ``N(0, K)``.
+
+A Student-t process ``f ~ student_t_process(nu, X, k)`` is always integrated out under its ``y ~ normal(f, s)``:
+``MVT(y; nu, 0, K + s^2 I)`` with that covariance (:mod:`gpdsl.backends.jax.student_t_process`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from gpdsl.backends.jax.bijectors import (
 from gpdsl.data.missing import observed_masks
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds
+from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds, student_t_process_nodes
 from gpdsl.kernels import Kernel, build_kernel
 from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.numerics.linalg import cholesky, solve_triangular
@@ -131,6 +134,7 @@ class JaxModel:
     allow_external: bool = False
     observed: dict = field(default_factory=dict)
     _externals: dict = field(default_factory=dict, repr=False)
+    process_nodes: list[GPNode] = field(default_factory=list)
 
     # ---- layout ------------------------------------------------------------------------------
     def block(self, name: str) -> Block:
@@ -247,6 +251,9 @@ class JaxModel:
             node = self._marginalised_node(statement)
             if node is not None:
                 return self._marginal_loglik(node, statement, env)
+            process = next((n for n in self.process_nodes if n.likelihood is statement), None)
+            if process is not None:
+                return self._student_t_process_loglik(process, statement, env)
             likelihood = LIKELIHOODS[statement.distribution.name]
             y = self._target_value(statement.target, env)
             args = [self.evaluate(v, env) for _, v in statement.distribution.args]
@@ -261,6 +268,8 @@ class JaxModel:
                 if not node.marginalised:
                     return self._centred_gp_logpdf(statement, env)
             return jnp.zeros(())
+        if isinstance(statement, ir.StudentTProcessStatement):
+            return jnp.zeros(())  # integrated out: its likelihood carries the marginal
         if isinstance(statement, ir.ExternalLikelihood):
             function = self._external(statement)
             y = self._target_value(statement.target, env)
@@ -381,6 +390,18 @@ class JaxModel:
         n = K.shape[0]
         L = cholesky(K + sigma ** 2 * jnp.eye(n))
         return _mvn_logpdf_columns(jnp.reshape(residual, (n, -1)), L)
+
+    def _student_t_process_loglik(self, node: GPNode, likelihood: ir.LikelihoodStatement, env):
+        from gpdsl.backends.jax.student_t_process import student_t_process_log_marginal
+
+        y = np.asarray(self._target_value(likelihood.target, env), dtype=float)
+        if np.isnan(y).any():
+            raise MethodError(f"'{likelihood.target.name}' has missing values; the Student-t process marginal "
+                              "needs every observation", likelihood.span)
+        sigma = self.evaluate(likelihood.distribution.arg("sigma"), env)
+        K = self.gp_covariance(node.statement, env)
+        L = cholesky(K + sigma ** 2 * jnp.eye(K.shape[0]))
+        return student_t_process_log_marginal(jnp.asarray(y), L, self.evaluate(node.statement.dof, env))
 
     # ---- expressions -------------------------------------------------------------------------
     def evaluate(self, expr, env):
@@ -586,4 +607,4 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
     for name in model.sizes:
         clean[name] = int(data[name])
     return JaxModel(model, clean, sizes, blocks, start, parameterisation, nodes, allow_external,
-                    observed_masks(model, clean))
+                    observed_masks(model, clean), process_nodes=student_t_process_nodes(model))

@@ -1,6 +1,10 @@
 """Forward simulation from a model: hyperparameters from their priors, latent values, then data.
 
 Used for simulation-based calibration and for simulated case-study data.
+
+A Student-t process is the normal scale mixture of its MVT: one mixing scale ``w = (nu - 2) / chi2_nu`` per
+process, ``f = sqrt(w) L z`` (``L L' = K``), and its observations ``y = f + sqrt(w) s e``: the noise shares the
+mixing scale, so ``y ~ MVT(nu, 0, K + s^2 I)`` with that covariance, the model's density.
 """
 
 from __future__ import annotations
@@ -63,6 +67,8 @@ def simulate(jax_model: JaxModel, key, fixed: dict | None = None, observe: bool 
     env.update({k: jnp.asarray(v) for k, v in fixed.items()})
     variables = {**model.parameters, **model.latents, **model.data}
     truth, observed = {}, {}
+    mixing = {}  # id(likelihood of a Student-t process) -> its mixing scale
+    processes = {id(node.likelihood): node.name for node in jax_model.process_nodes}
     for statement, loops in model.walk():
         target = statement.target
         store = observed if isinstance(statement, (ir.LikelihoodStatement, ir.ExternalLikelihood)) else truth
@@ -84,6 +90,12 @@ def simulate(jax_model: JaxModel, key, fixed: dict | None = None, observe: bool 
                 L = cholesky(jax_model.gp_covariance(statement, scope))
                 value = jnp.reshape(L @ jax.random.normal(sub, (L.shape[0], int(np.prod(shape)) // L.shape[0])),
                                     shape) + jax_model.gp_mean(statement, scope)
+            elif isinstance(statement, ir.StudentTProcessStatement):
+                value, mixing[target.name] = _student_t_process_draw(jax_model, statement, scope, sub)
+            elif id(statement) in processes:
+                process = processes[id(statement)]
+                sigma = jnp.asarray(jax_model.evaluate(statement.distribution.arg("sigma"), scope))
+                value = env[process] + jnp.sqrt(mixing[process]) * sigma * jax.random.normal(sub, shape)
             elif isinstance(statement, ir.ExternalLikelihood):
                 raise MethodError(f"cannot simulate '{target.name}' from an external likelihood", statement.span)
             else:
@@ -93,6 +105,15 @@ def simulate(jax_model: JaxModel, key, fixed: dict | None = None, observe: bool 
             env[target.name] = env[target.name].at[index].set(value) if index else value
         store[target.name] = env[target.name]
     return truth, observed
+
+
+def _student_t_process_draw(jax_model: JaxModel, statement: ir.StudentTProcessStatement, env, key):
+    """``f = sqrt(w) L z`` and the mixing scale ``w = (nu - 2) / chi2_nu`` of a Student-t process."""
+    nu = jnp.asarray(jax_model.evaluate(statement.dof, env), dtype=float)
+    mixing_key, value_key = jax.random.split(key)
+    w = (nu - 2) / (2.0 * jax.random.gamma(mixing_key, nu / 2))
+    L = cholesky(jax_model.gp_covariance(statement, env))
+    return jnp.sqrt(w) * (L @ jax.random.normal(value_key, (L.shape[0],))), w
 
 
 def _loop_bindings(jax_model: JaxModel, loops, env):

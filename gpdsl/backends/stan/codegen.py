@@ -16,6 +16,10 @@ How gpdsl variables become Stan variables (see :class:`StanVariable`):
   ``y ~ multi_normal_cholesky(0, cholesky_decompose(K + (s^2 + GP_JITTER) I))`` (each column of a
   matrix ``Y`` independently); the latent has no Stan variable. The structural fact is
   :attr:`gpdsl.ir.structure.GPNode.marginalised_whole`.
+* Student-t process values (``f ~ student_t_process(nu, X, k); y ~ normal(f, s)``, the only use the checker admits):
+  always integrated out, ``target += multi_student_t_lpdf(y | nu, 0, (nu - 2) / nu * (K + (s^2 + GP_JITTER) I))``,
+  the noise inside the process's kernel and the covariance (not the scale) ``K + s^2 I``, as the JAX lowering; its
+  generated quantities are the exact leave-one-out Student-t densities and a replicate from the conditional MVT.
 * latent GP values, otherwise: non-centred. A parameter ``<name>_raw`` of the latent's shape with a
   ``std_normal`` prior, and ``<name> = cholesky_decompose(K + GP_JITTER I) * <name>_raw`` in
   ``transformed parameters`` (column-wise for matrices). Two-level inputs ``gp((t, X), k)`` with
@@ -63,7 +67,7 @@ from gpdsl.backends.stan.expressions import (
 from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.structure import GPNode, expression_refs, gp_nodes, statement_refs
+from gpdsl.ir.structure import GPNode, expression_refs, gp_nodes, statement_refs, student_t_process_nodes
 from gpdsl.likelihoods import LIKELIHOODS, capability
 from gpdsl.numerics import GP_JITTER
 from gpdsl.priors import PRIORS
@@ -330,6 +334,7 @@ class _Generator:
         self.taken = {stan_name(n) for n in names} | set(function_library())
         self.variables: dict[str, StanVariable] = {}
         self.marginal_of: dict[int, ir.GPStatement] = {}  # id(likelihood) -> its marginalised GP
+        self.process_of: dict[int, ir.StudentTProcessStatement] = {}  # id(likelihood) -> its Student-t process
         self.transformed_data: dict[str, str] = {}  # defining expression -> name
         self.parameter_names: list[str] = []
         self.jitter = ""
@@ -391,7 +396,12 @@ class _Generator:
         for statement, loops in self.model.walk():
             if isinstance(statement, (ir.GPStatement, ir.PriorStatement)) and statement.target.role == "latent":
                 defining[statement.target.name].append((statement, loops))
+        for node in student_t_process_nodes(self.model):
+            self.process_of[id(node.likelihood)] = node.statement
+            self.variables[node.name] = StanVariable(node.name, "marginalised", None, None)
         for name, var in self.model.latents.items():
+            if name in self.variables:
+                continue
             statements = defining[name]
             gps = [s for s, _ in statements if isinstance(s, ir.GPStatement)]
             sname = stan_name(name)
@@ -541,7 +551,23 @@ class _Generator:
             return [f"target += std_normal_lpdf({raw});"]
         if isinstance(statement, ir.LikelihoodStatement) and id(statement) in self.marginal_of:
             return self._marginal(self.marginal_of[id(statement)], statement)
+        if isinstance(statement, ir.StudentTProcessStatement):
+            return []
+        if isinstance(statement, ir.LikelihoodStatement) and id(statement) in self.process_of:
+            return self._student_t_process_marginal(self.process_of[id(statement)], statement)
         return self._density(statement)
+
+    def _student_t_process_marginal(self, process: ir.StudentTProcessStatement,
+                                    likelihood: ir.LikelihoodStatement) -> list[str]:
+        """``y ~ MVT(nu, 0, K + s^2 I)`` with that covariance: Stan's scale matrix is ``(nu - 2) / nu`` times it."""
+        local = self._covariance(process)
+        sigma = self.translate(likelihood.distribution.arg("sigma"))
+        nu = self.translate.operand(process.dof, ATOM)
+        n = _stan_dim(process.inputs.index_shape[0])
+        scale = f"(({nu} - 2.0) / {nu}) * add_diag({self.covariance_name}, square({sigma}) + {self.jitter})"
+        line = (f"target += multi_student_t_lpdf({stan_name(likelihood.target.name)} | {nu}, rep_vector(0, {n}), "
+                f"{scale});")
+        return ["{", *_indented(local + [line]), "}"]
 
     def _marginal(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement) -> list[str]:
         local = self._covariance(gp)
@@ -639,6 +665,8 @@ class _Generator:
             return []
         if id(statement) in self.marginal_of:
             return self._marginal_pointwise(self.marginal_of[id(statement)], statement)
+        if id(statement) in self.process_of:
+            return self._student_t_process_pointwise(self.process_of[id(statement)], statement)
         target, distribution = statement.target, statement.distribution
         rng = capability(distribution.name, "stan_rng")
         if rng is None:
@@ -715,6 +743,22 @@ class _Generator:
         return ["{", *_indented(local + [
             f"{self.log_likelihood[name]} = normal_loo_log_densities({residual}[{indices}], {factor});",
             f"{self.replicates[name]} = {replicate};"]), "}"]
+
+    def _student_t_process_pointwise(self, process: ir.StudentTProcessStatement,
+                                     likelihood: ir.LikelihoodStatement) -> list[str]:
+        """Leave-one-out log densities and a posterior-predictive replicate of Student-t process regression."""
+        local = self._covariance(process)
+        sigma = self.translate(likelihood.distribution.arg("sigma"))
+        nu = self.translate(process.dof)
+        n = _stan_dim(process.inputs.index_shape[0])
+        name = likelihood.target.name
+        observed, log_lik, replicate = stan_name(name), self.log_likelihood[name], self.replicates[name]
+        factor = self.fresh("L")
+        local.append(f"matrix[{n}, {n}] {factor} = "
+                     f"cholesky_decompose(add_diag({self.covariance_name}, square({sigma}) + {self.jitter}));")
+        return ["{", *_indented(local + [
+            f"{log_lik} = student_t_process_loo_log_densities({observed}, {factor}, {nu});",
+            f"{replicate} = student_t_process_replicate_rng({observed}, {factor}, square({sigma}), {nu});"]), "}"]
 
     # ---- densities ---------------------------------------------------------------------------
     def _density(self, statement: ir.Statement) -> list[str]:

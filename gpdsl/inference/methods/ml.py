@@ -1,5 +1,8 @@
 """The ``ml`` method: type-II maximum likelihood (MAP with priors) of GP regression, f integrated out.
 
+Student-t process regression is fitted alike on its exact marginal (``nu`` with the kernel and noise), and its
+predictions are the conditional Student-t's moments, with ``<y>_dof`` (:mod:`gpdsl.inference.predict.student_t_process`).
+
 The hyperparameters maximise the exact log marginal likelihood, plus the log prior of those that have
 one (:mod:`gpdsl.inference.optimise.marginal_likelihood`). The estimate is stored like a one-draw
 posterior (``chain = 1``, ``draw = 1``) with ``sample_stats.lp`` (the objective) and
@@ -19,8 +22,9 @@ from gpdsl.inference.progress import counted, stage
 from gpdsl.settings.fitting import MLSettings
 
 
-def fit_gp_regression(model, data, settings: MLSettings, facts=None):
-    """Fit the GP regression ``model`` to ``data`` (validated) by :func:`fit_marginal_likelihood`.
+def fit_gp_regression(model, data, settings: MLSettings, facts=None, family: str | None = None):
+    """Fit the GP regression ``model`` to ``data`` (validated) by :func:`fit_marginal_likelihood`; with ``family``
+    (and its ``facts``), that family's view (Student-t process regression).
 
     Returns
     -------
@@ -28,8 +32,14 @@ def fit_gp_regression(model, data, settings: MLSettings, facts=None):
     """
     from gpdsl.inference.families.gp_regression import gp_regression, gp_regression_view
     from gpdsl.inference.optimise.marginal_likelihood import fit_marginal_likelihood
+    from gpdsl.ir.families import FAMILIES
 
-    problem = gp_regression(model, data) if facts is None else gp_regression_view(model, data, facts)
+    if facts is None:
+        problem = gp_regression(model, data)
+    elif family is None:
+        problem = gp_regression_view(model, data, facts)
+    else:
+        problem = FAMILIES[family].view(model, data, facts)
     return fit_marginal_likelihood(problem, settings.initial_values, max_iterations=settings.max_iterations,
                                    max_evaluations=settings.max_evaluations, ftol=settings.ftol,
                                    gtol=settings.gtol, restarts=settings.restarts)
@@ -38,7 +48,7 @@ def fit_gp_regression(model, data, settings: MLSettings, facts=None):
 def run_ml(model, data, settings: MLSettings, context):
     """Run ``ml``; returns a one-draw :class:`~gpdsl.results.method_output.MethodOutput`."""
     with stage("type-II maximum likelihood: L-BFGS on the log marginal likelihood", enabled=context.progress):
-        fit = fit_gp_regression(model, data, settings, context.facts)
+        fit = fit_gp_regression(model, data, settings, context.facts, context.family)
     output = ml_output(fit)
     if not fit.problem.complete:
         output.posterior_predictive, dims = ml_imputations(fit, context.seed)
@@ -66,9 +76,9 @@ def ml_predictions(fit, new_inputs, seed: int = 0, joint: bool = True) -> tuple[
     import jax
     import numpy as np
 
-    from gpdsl.inference.predict.draws import gp_regression_new_draws
+    from gpdsl.inference.predict.draws import regression_new_draws
 
-    values = gp_regression_new_draws(fit.problem, np.asarray(fit.theta)[None, None], new_inputs,
+    values = regression_new_draws(fit.problem, np.asarray(fit.theta)[None, None], new_inputs,
                                      jax.random.PRNGKey(seed), joint=joint)
     points = f"{fit.problem.node.statement.inputs.index_shape[0]}_new"
     return values, {name: [points] for name in values}

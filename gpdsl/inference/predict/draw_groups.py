@@ -11,6 +11,8 @@ latent GP, f recorded     ``log p(y_i | f_i, theta)``; y_rep       f* from the G
 latent GP, theta only     not written (needs f draws)           f* from the Gaussian approximation, y*
 GP regression             exact LOO ``log p(y_i | y_-i, theta)``;  the exact predictive at each theta
                           y_rep from the exact conditional
+Student-t process         from Stan's generated quantities      the conditional MVT at each theta
+                          (NUTS, the only sampler of it)
 ========================  ====================================  ==========================================
 
 ``f*`` is drawn jointly over the new points or point by point as ``context.predictive`` says
@@ -49,6 +51,30 @@ def gp_regression_groups(output, model, data, facts, context, pointwise: bool = 
                                                    jax.random.fold_in(key, _PREDICTION_STREAM),
                                                    joint=context.predictive == "joint")
         _set_predictions(output, problem, values)
+
+
+def student_t_process_groups(output, model, data, facts, context, pointwise: bool = False, **_) -> None:
+    """The predictions of Student-t process regression at each draw's hyperparameters (the conditional MVT); its
+    pointwise groups come from Stan's generated quantities (NUTS is its only sampler), so ``pointwise`` is refused."""
+    import jax
+
+    from gpdsl.errors import MethodError
+    from gpdsl.inference.families.student_t_process import student_t_process_view
+    from gpdsl.inference.predict import draws
+
+    if pointwise:
+        raise MethodError("the pointwise groups of Student-t process regression come from Stan's generated quantities")
+    new_inputs = context.new_inputs
+    if new_inputs is None:
+        return
+    problem = student_t_process_view(model, data, facts)
+    theta = draws.unconstrained_draws(problem, output.posterior)
+    with draw_stage(f"predictions at {counted(len(new_inputs), 'new input')}", theta, context.progress):
+        values = draws.student_t_process_new_draws(problem, theta, new_inputs,
+                                                   jax.random.fold_in(jax.random.PRNGKey(context.seed),
+                                                                      _PREDICTION_STREAM),
+                                                   joint=context.predictive == "joint")
+    _set_predictions(output, problem, values)
 
 
 def latent_gp_groups(output, model, data, facts, context, pointwise: bool = True, approximation: str = "ep",

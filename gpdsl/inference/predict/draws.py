@@ -12,6 +12,8 @@ and GP-regression families (:mod:`gpdsl.ir.families`), from hyperparameter draws
   ``log p(y_i | y_-i, theta)`` (Sundararajan & Keerthi 2001), which make PSIS-LOO over the ``theta`` draws
   valid for this non-factorised model (Bürkner, Gabry & Vehtari 2021); replicates and draws at new inputs
   from the exact conditional given ``theta``.
+* Student-t process regression (``f`` integrated out): draws at new inputs from the conditional MVT given ``theta``
+  (:mod:`gpdsl.inference.predict.student_t_process`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from gpdsl.inference.families.gp_regression import GPRegression
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.predict.gp_regression import (exact_moments, exact_posterior, loo_log_densities,
                                                    posterior_replicate)
+from gpdsl.inference.families.student_t_process import StudentTProcessRegression
 from gpdsl.inference.predict.joint import check_draws, draw_batch, joint_normal
+from gpdsl.inference.predict.student_t_process import student_t_draw, student_t_process_moments
 from gpdsl.inference.predict.latent_gp import approximate_moments, check_new_inputs, conditional_moments
 from gpdsl.likelihoods import LIKELIHOODS, capability
 
@@ -200,3 +204,48 @@ def gp_regression_new_draws(problem: GPRegression, theta_draws, X_new, key,
     if joint:
         check_draws(values[f"{latent}_new"], f"{latent}_new")
     return values
+
+
+def student_t_process_new_draws(problem: StudentTProcessRegression, theta_draws, X_new, key,
+                                joint: bool = False) -> dict[str, np.ndarray]:
+    """The Student-t process's predictive at new inputs for every draw, each ``(chain, draw, m)``: ``<y>_mean``,
+    ``<y>_variance`` (noise included), ``<f>_variance``, ``<y>_dof`` (``nu + n``), and one draw each of ``<f>_new``
+    and ``<y>_new``.
+
+    With ``joint``, ``<f>_new`` is drawn from the joint MVT over the new points and ``<y>_new`` adds noise with the
+    same mixing scale (one MVT over ``(f*, y*)``); else each point from its own marginal Student-t.
+    """
+    X_new = jnp.asarray(check_new_inputs(problem, X_new))
+    target, latent = problem.target, problem.name
+
+    def one(theta, draw_key):
+        mean, f_covariance, noise, dof = student_t_process_moments(problem, theta, X_new, full=joint)
+        f_variance = jnp.maximum(jnp.diag(f_covariance) if joint else f_covariance, 0.0)
+        y_variance = f_variance + noise
+        latent_key, observation_key, mixing_key, second_key = jax.random.split(draw_key, 4)
+        shrink = (dof - 2) / dof
+        noise_draw = jax.random.normal(observation_key, mean.shape)
+        if joint:
+            scale = jnp.sqrt(student_t_draw(mixing_key, dof, ()) * shrink)
+            f_new = mean + scale * joint_normal(latent_key, jnp.zeros_like(mean), f_covariance)
+            y_new = f_new + scale * jnp.sqrt(noise) * noise_draw
+        else:
+            f_scale = jnp.sqrt(student_t_draw(mixing_key, dof, mean.shape) * shrink * f_variance)
+            y_scale = jnp.sqrt(student_t_draw(second_key, dof, mean.shape) * shrink * y_variance)
+            f_new = mean + f_scale * jax.random.normal(latent_key, mean.shape)
+            y_new = mean + y_scale * noise_draw
+        return {f"{target}_mean": mean, f"{target}_variance": y_variance, f"{latent}_variance": f_variance,
+                f"{target}_dof": jnp.broadcast_to(dof, mean.shape), f"{latent}_new": f_new, f"{target}_new": y_new}
+
+    values = over_draws(one, theta_draws, draw_keys(key, theta_draws), batch=draw_batch(len(X_new)) if joint else 256)
+    if joint:
+        check_draws(values[f"{latent}_new"], f"{latent}_new")
+    return values
+
+
+def regression_new_draws(problem: GPRegression, theta_draws, X_new, key, joint: bool = False) -> dict[str, np.ndarray]:
+    """The exact predictive at new inputs of GP regression (:func:`gp_regression_new_draws`) or of Student-t process
+    regression (:func:`student_t_process_new_draws`), as ``problem`` is."""
+    new_draws = (student_t_process_new_draws if isinstance(problem, StudentTProcessRegression)
+                 else gp_regression_new_draws)
+    return new_draws(problem, theta_draws, X_new, key, joint=joint)
