@@ -62,9 +62,11 @@ SUPPORTS: dict[str, Interval] = {
     "binary": Interval(0.0, 1.0, True, True),
     "count": Interval(0.0, closed_lower=True),
     "ordinal": Interval(1.0, closed_lower=True),
+    "censoring": Interval(-1.0, 2.0, True, True),
 }
 """Every support by the name the catalog and the likelihoods use; ``"bounded"`` takes its ends from the
-distribution's ``lower`` and ``upper`` arguments."""
+distribution's ``lower`` and ``upper`` arguments. ``"censoring"`` holds brms' censoring codes -1, 0, 1 and 2 (the
+checker adds that they are integers)."""
 
 
 def declared_interval(lower: float | None, upper: float | None) -> Interval:

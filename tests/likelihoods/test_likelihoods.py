@@ -27,11 +27,13 @@ NUM_DRAWS = 20_000
 Z_LIMIT = 4.5  # per frequency; with about 20 frequencies per likelihood a false alarm has probability ~1e-4
 CUTPOINTS = np.array([-0.5, 0.7, 1.5])
 PARAMETER_VALUES = {"f": 0.4, "eta": np.log(3.0), "mu": 0.3, "sigma": 1.7, "nu": 4.0, "phi": 2.5, "trials": 12,
-                    "c": CUTPOINTS, "shape": 2.0, "zi": 0.3, "hu": 0.25}
+                    "c": CUTPOINTS, "shape": 2.0, "zi": 0.3, "hu": 0.25, "cens": 0, "upper": 1.0}
 SUPPORT_DATA = {"real": "vector[N]", "positive": "vector<lower=0>[N]", "binary": "array[N] int<lower=0, upper=1>",
-                "count": "array[N] int<lower=0>", "ordinal": "array[N] int<lower=1, upper=4>"}
+                "count": "array[N] int<lower=0>", "ordinal": "array[N] int<lower=1, upper=4>",
+                "unit": "vector<lower=0, upper=1>[N]"}
 SUPPORT_SCALAR = {"real": "real", "positive": "real<lower=0>", "binary": "int<lower=0, upper=1>",
-                  "count": "int<lower=0>", "ordinal": "int<lower=1, upper=4>"}
+                  "count": "int<lower=0>", "ordinal": "int<lower=1, upper=4>", "unit": "real<lower=0, upper=1>"}
+CENSORED = ("normal_censored", "lognormal_censored", "weibull_censored")
 
 
 def with_capability(field):
@@ -66,6 +68,14 @@ def random_point(name, rng, n):
     if name == "hurdle_poisson_log":
         y = np.where(rng.uniform(size=n) < 0.4, 0.0, rng.poisson(3.0, n) * 1.0)
         return y, {"eta": eta, "hu": np.concatenate([[0.0, 1.0], rng.uniform(0, 1, n - 2)])}
+    if name == "beta_logit":
+        return rng.beta(2.0, 3.0, n), {"eta": eta, "phi": rng.uniform(0.3, 30, n)}
+    if name in CENSORED:
+        cens = np.resize([0, 1, -1, 2], n)
+        y = rng.normal(size=n) * 2 if name == "normal_censored" else rng.gamma(2.0, 1.5, n)
+        scale = {"sigma": rng.uniform(0.3, 3, n)} if "normal" in name else {"shape": rng.uniform(0.3, 5, n)}
+        location = "mu" if "normal" in name else "eta"
+        return y, {location: eta, **scale, "cens": cens, "upper": y + rng.uniform(0.05, 3, n)}
     raise AssertionError(f"no random point for {name}")
 
 
@@ -102,7 +112,30 @@ def scipy_log_density(name, y, a):
         with np.errstate(divide="ignore"):
             return np.where(y == 0, np.log(a["hu"]), np.log1p(-a["hu"]) + stats.poisson.logpmf(y, rate)
                             - stats.poisson.logsf(0, rate))
+    if name == "beta_logit":
+        mean = expit(a["eta"])
+        return stats.beta.logpdf(y, mean * a["phi"], (1 - mean) * a["phi"])
+    if name in CENSORED:
+        return scipy_censored_log_density(name, y, a)
     raise AssertionError(f"no scipy density for {name}")
+
+
+def scipy_censored_log_density(name, y, a):
+    """brms' censoring codes by scipy.stats: the log pdf, log survival, log CDF or the log of the CDF's difference
+    (from the log survival functions above the median, the log CDFs below it)."""
+    if name == "normal_censored":
+        dist = stats.norm(a["mu"], a["sigma"])
+    elif name == "lognormal_censored":
+        dist = stats.lognorm(a["sigma"], scale=np.exp(a["mu"]))
+    else:
+        dist = stats.weibull_min(a["shape"], scale=np.exp(a["eta"]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        survival = dist.logsf(y) + np.log(-np.expm1(dist.logsf(a["upper"]) - dist.logsf(y)))
+        cumulative = dist.logcdf(a["upper"]) + np.log(-np.expm1(dist.logcdf(y) - dist.logcdf(a["upper"])))
+    interval = np.where(y > dist.median(), survival, cumulative)
+    cens = a["cens"]
+    return np.select([cens == 0, cens == 1, cens == -1, cens == 2],
+                     [dist.logpdf(y), dist.logsf(y), dist.logcdf(y), interval])
 
 
 @pytest.mark.parametrize("name", list(LIKELIHOODS))
@@ -141,7 +174,8 @@ def test_derivatives_are_those_of_the_log_density(likelihood):
     log_lik, grad, W = jax.jit(likelihood.derivatives)(y, f, *others)
     assert float(log_lik) == pytest.approx(float(total(f)), rel=1e-13)
     np.testing.assert_allclose(grad, jax.jit(jax.grad(total))(f), rtol=1e-11, atol=1e-300)
-    np.testing.assert_allclose(W, -jnp.diag(jax.jit(jax.hessian(total))(f)), rtol=1e-9, atol=1e-300)
+    # atol: a censored Weibull's W of 1e-9 (a tiny cumulative hazard) is rounded differently by the two orders
+    np.testing.assert_allclose(W, -jnp.diag(jax.jit(jax.hessian(total))(f)), rtol=1e-9, atol=1e-12)
     assert np.all(np.asarray(W) >= 0)  # log-concave: what the Laplace approximation's Newton steps need
     step = 1e-5
     central = (np.asarray(jax.vmap(jax.grad(total))(f + step * jnp.eye(50))).diagonal()
@@ -176,7 +210,8 @@ def _frequencies_and_probabilities(likelihood, draws, params):
         return (np.array([np.mean(draws == v) for v in values]),
                 np.asarray(density(jnp.asarray(values, dtype=float))))
     edges = np.quantile(draws, np.linspace(0.0, 1.0, 21)[1:-1])
-    edges = np.concatenate([[0.0 if likelihood.support == "positive" else -np.inf], edges, [np.inf]])
+    low, high = {"positive": (0.0, np.inf), "unit": (0.0, 1.0)}.get(likelihood.support, (-np.inf, np.inf))
+    edges = np.concatenate([[low], edges, [high]])
     observed = np.histogram(draws, edges)[0] / draws.size
     expected = [integrate.quad(lambda y: float(density(y)), lo, hi, epsrel=1e-12)[0]
                 for lo, hi in itertools.pairwise(edges)]
@@ -191,11 +226,12 @@ def test_simulation_frequencies_match_the_density(likelihood):
     observed, expected = _frequencies_and_probabilities(likelihood, draws, params)
     standard_error = np.sqrt(expected * (1 - expected) / NUM_DRAWS)
     assert np.all(np.abs(observed - expected) < Z_LIMIT * standard_error + 1e-12), (observed, expected)
-    if likelihood.support not in ("real", "positive"):
+    if likelihood.support not in ("real", "positive", "unit"):
         assert observed.sum() > 1 - 1e-3  # the listed values hold (nearly) all the draws
 
 
-STAN_ARGUMENT = {"trials": ("int<lower=0> tr;", "tr"), "c": ("vector[3] cut;", "cut")}
+STAN_ARGUMENT = {"trials": ("int<lower=0> tr;", "tr"), "c": ("vector[3] cut;", "cut"),
+                 "cens": ("int<lower=-1, upper=2> cens;", "cens"), "upper": ("real up;", "up")}
 """Arguments that are data in :func:`stan_model` (their declaration and name); the others are parameters."""
 STAN_PARAMETER = {p: f"real<lower=0, upper=1> a_{p} ~ uniform(0, 1);" for p in ("zi", "hu")}
 """Parameters of :func:`stan_model` other than ``real<lower=0> a_<name> ~ gamma(2, 2)``."""
@@ -269,8 +305,9 @@ def test_approximations_refuse_a_likelihood_without_the_capability(monkeypatch):
     K, y = np.eye(3), np.array([0, 1, 1])
     monkeypatch.setitem(LIKELIHOODS, "poisson_log", replace(LIKELIHOODS["poisson_log"], derivatives=None))
     with pytest.raises(MethodError, match="Laplace approximation supports bernoulli_probit, bernoulli_logit, "
-                                          "neg_binomial_2_log, binomial_logit, ordered_logistic, gamma_log and "
-                                          "hurdle_poisson_log; "
+                                          "neg_binomial_2_log, binomial_logit, ordered_logistic, gamma_log, "
+                                          "hurdle_poisson_log, normal_censored, lognormal_censored and "
+                                          "weibull_censored; "
                                           "likelihood is poisson_log: use --method gibbs"):
         laplace(K, y, likelihood="poisson_log")
     with pytest.raises(MethodError, match="expectation propagation supports bernoulli_probit; "
