@@ -67,8 +67,8 @@ def model_files(root: Path) -> dict[str, Path]:
 
 
 def small_data(model, seed: int = 0) -> dict:
-    """Data of the declared shapes: :data:`SIZES`, standard normal reals (sorted times ``t``), 0/1 labels for
-    ints bounded above, counts otherwise."""
+    """Data of the declared shapes: :data:`SIZES`, standard normal reals (sorted times ``t``, folded above a lower
+    bound), 0/1 labels for ints bounded above, counts otherwise."""
     rng = np.random.default_rng(seed)
     data = {}
     for name, variable in model.data.items():
@@ -81,6 +81,8 @@ def small_data(model, seed: int = 0) -> dict:
             data[name] = rng.integers(0, 2 if declared.upper is not None else 6, size=shape)
         elif name == "t":
             data[name] = np.sort(rng.uniform(0.0, 1.0, size=shape))
+        elif declared.lower is not None:
+            data[name] = declared.lower + np.abs(rng.normal(size=shape))
         else:
             data[name] = rng.normal(size=shape)
     return data
