@@ -96,9 +96,7 @@ def for_latent_gp(approximate, approximation: str, options: str):
 
     def adapted(problem, theta, **options) -> GaussianApproximation:
         check_likelihood(approximation, problem.likelihood, "the model's likelihood")
-        options = {"offset": problem.location_offset(theta), **options}
-        if approximation == "laplace":
-            options = {"args": problem.likelihood_arguments(theta), **options}
+        options = {"offset": problem.location_offset(theta), "args": problem.likelihood_arguments(theta), **options}
         return approximate(problem.covariance(theta), problem.y, likelihood=problem.likelihood, **options)
 
     adapted.__name__ = adapted.__qualname__ = f"{name}_for"
