@@ -133,3 +133,111 @@ real categorical_logit_rows_lpmf(array[] int y, matrix logits) {
   }
   return total;
 }
+
+/**
+ * Log density of a censored normal outcome, with brms' censoring codes: cens = 0 observes y
+ * (normal_lpdf), 1 says the value is above y (normal_lccdf), -1 below y (normal_lcdf) and 2 between y and
+ * y_upper (the log of the CDF's difference, taken in the upper tail where y is above mu). y_upper is read
+ * only where cens = 2. The vector form sums over independent entries with per-entry arguments.
+ *
+ * @param y      observed value, or the lower end of the censoring interval (vector of them)
+ * @param mu     location
+ * @param sigma  scale, positive
+ * @param cens   censoring code: 0 observed, 1 right, -1 left, 2 interval
+ * @param y_upper  upper end of the interval where cens = 2
+ * @return       log probability of the observation or censoring event
+ */
+real normal_censored_lpdf(real y, real mu, real sigma, int cens, real y_upper) {
+  if (cens == 0) {
+    return normal_lpdf(y | mu, sigma);
+  }
+  if (cens == 1) {
+    return normal_lccdf(y | mu, sigma);
+  }
+  if (cens == -1) {
+    return normal_lcdf(y | mu, sigma);
+  }
+  if (y > mu) {
+    return log_diff_exp(normal_lccdf(y | mu, sigma), normal_lccdf(y_upper | mu, sigma));
+  }
+  return log_diff_exp(normal_lcdf(y_upper | mu, sigma), normal_lcdf(y | mu, sigma));
+}
+
+real normal_censored_lpdf(vector y, vector mu, vector sigma, array[] int cens, vector y_upper) {
+  real total = 0;
+  for (n in 1:rows(y)) {
+    total += normal_censored_lpdf(y[n] | mu[n], sigma[n], cens[n], y_upper[n]);
+  }
+  return total;
+}
+
+/**
+ * Log density of a censored lognormal outcome (log y normal with mean mu and standard deviation sigma),
+ * with brms' censoring codes as in normal_censored_lpdf: a survival time observed (cens = 0), right- (1),
+ * left- (-1) or interval-censored (2, between y and y_upper). The vector form sums over independent entries.
+ *
+ * @param y      positive time, or the lower end of the censoring interval (vector of them)
+ * @param mu     mean of log y
+ * @param sigma  standard deviation of log y, positive
+ * @param cens   censoring code: 0 observed, 1 right, -1 left, 2 interval
+ * @param y_upper  upper end of the interval where cens = 2
+ * @return       log probability of the observation or censoring event
+ */
+real lognormal_censored_lpdf(real y, real mu, real sigma, int cens, real y_upper) {
+  if (cens == 0) {
+    return lognormal_lpdf(y | mu, sigma);
+  }
+  if (cens == 1) {
+    return lognormal_lccdf(y | mu, sigma);
+  }
+  if (cens == -1) {
+    return lognormal_lcdf(y | mu, sigma);
+  }
+  if (log(y) > mu) {
+    return log_diff_exp(lognormal_lccdf(y | mu, sigma), lognormal_lccdf(y_upper | mu, sigma));
+  }
+  return log_diff_exp(lognormal_lcdf(y_upper | mu, sigma), lognormal_lcdf(y | mu, sigma));
+}
+
+real lognormal_censored_lpdf(vector y, vector mu, vector sigma, array[] int cens, vector y_upper) {
+  real total = 0;
+  for (n in 1:rows(y)) {
+    total += lognormal_censored_lpdf(y[n] | mu[n], sigma[n], cens[n], y_upper[n]);
+  }
+  return total;
+}
+
+/**
+ * Log density of a censored Weibull survival time with a log-scale link: weibull(shape, exp(eta)), whose
+ * survival function is exp(-(y / exp(eta))^shape), with brms' censoring codes as in normal_censored_lpdf:
+ * observed (cens = 0), right- (1), left- (-1) or interval-censored (2, between y and y_upper). The vector form
+ * sums over independent entries.
+ *
+ * @param y      positive time, or the lower end of the censoring interval (vector of them)
+ * @param eta    log scale
+ * @param shape  Weibull shape, positive
+ * @param cens   censoring code: 0 observed, 1 right, -1 left, 2 interval
+ * @param y_upper  upper end of the interval where cens = 2
+ * @return       log probability of the observation or censoring event
+ */
+real weibull_censored_lpdf(real y, real eta, real shape, int cens, real y_upper) {
+  real scale = exp(eta);
+  if (cens == 0) {
+    return weibull_lpdf(y | shape, scale);
+  }
+  if (cens == 1) {
+    return weibull_lccdf(y | shape, scale);
+  }
+  if (cens == -1) {
+    return weibull_lcdf(y | shape, scale);
+  }
+  return log_diff_exp(weibull_lccdf(y | shape, scale), weibull_lccdf(y_upper | shape, scale));
+}
+
+real weibull_censored_lpdf(vector y, vector eta, vector shape, array[] int cens, vector y_upper) {
+  real total = 0;
+  for (n in 1:rows(y)) {
+    total += weibull_censored_lpdf(y[n] | eta[n], shape[n], cens[n], y_upper[n]);
+  }
+  return total;
+}

@@ -437,7 +437,8 @@ def valid_data(draw):
         else:
             low = vtype.lower if vtype.lower is not None else -1e6
             high = vtype.upper if vtype.upper is not None else low + 2e6
-            elements = st.floats(low, high, allow_nan=False)
+            # a real lower bound excluded: positive likelihoods (weibull_censored) need data above it
+            elements = st.floats(low, high, allow_nan=False, exclude_min=vtype.lower is not None)
         data[name] = np.array(draw(st.lists(elements, min_size=count, max_size=count))).reshape(shape)
     inferable = {d for v in model.data.values() for d in v.type.shape if isinstance(d, str)}
     for name, value in sizes.items():

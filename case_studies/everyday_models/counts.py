@@ -1,7 +1,7 @@
 """Counts with excess zeros: Poisson against zero-inflated Poisson on pscl's ``bioChemists``.
 
 Articles of PhD students in biochemistry (Long 1990; the textbook case of zero inflation, 275 of 915 zeros)
-on a latent GP of the five covariates (standardised) with an intercept. Each model runs on NUTS and on
+on a latent GP of the five covariates (standardised) with an intercept (a constant kernel). Each model runs on NUTS and on
 gpdsl's Gibbs sampler (ESS for f); ``gpdsl.compare`` puts the fits side by side with their elpd_loo, and the
 figure sets the observed share of zeros against each model's posterior predictive share.
 """

@@ -13,8 +13,10 @@ from __future__ import annotations
 from gpdsl.errors import MethodError, ModelCheckError
 from gpdsl.likelihoods.base import Likelihood, StanArguments
 from gpdsl.likelihoods.bernoulli import BERNOULLI_LOGIT, BERNOULLI_PROBIT
+from gpdsl.likelihoods.beta import BETA_LOGIT
 from gpdsl.likelihoods.binomial import BINOMIAL_LOGIT
 from gpdsl.likelihoods.categorical import CATEGORICAL_LOGIT
+from gpdsl.likelihoods.censored import LOGNORMAL_CENSORED, NORMAL_CENSORED, WEIBULL_CENSORED
 from gpdsl.likelihoods.gamma_log import GAMMA_LOG
 from gpdsl.likelihoods.hurdle import HURDLE_POISSON_LOG
 from gpdsl.likelihoods.neg_binomial import NEG_BINOMIAL_2_LOG
@@ -41,6 +43,10 @@ LIKELIHOODS: dict[str, Likelihood] = {likelihood.name: likelihood for likelihood
     ZERO_INFLATED_POISSON_LOG,
     ZERO_INFLATED_NEG_BINOMIAL_2_LOG,
     HURDLE_POISSON_LOG,
+    BETA_LOGIT,
+    NORMAL_CENSORED,
+    LOGNORMAL_CENSORED,
+    WEIBULL_CENSORED,
 ]}
 """Every likelihood by name: the built-in ones in the order the docs and messages list them, then those
 added by :func:`register_likelihood`."""

@@ -15,6 +15,9 @@ LIKELIHOOD_NEEDS = {
 }
 """What each approximation needs of the likelihood: a capability, and the method as messages name it."""
 
+LAPLACE_ALTERNATIVES = "use --method gibbs (elliptical slice sampling of f) or nuts, or --approximation ep"
+"""What the Laplace approximation's refusal of a likelihood that is not log-concave suggests."""
+
 
 def likelihood_refusal(approximation: str, likelihood: str, what: str = "likelihood",
                        alternatives: str | None = None) -> str | None:
@@ -24,8 +27,9 @@ def likelihood_refusal(approximation: str, likelihood: str, what: str = "likelih
     ----------
     approximation : {"laplace", "ep"}
         A key of :data:`LIKELIHOOD_NEEDS`: the Laplace approximation needs ``derivatives`` of a log density
-        concave in the latent value, expectation propagation ``tilted_moments``; a likelihood on rows of latent
-        values (``categorical_logit``) has the multiclass Laplace approximation and no EP.
+        concave in the latent value, expectation propagation ``tilted_moments`` (which every registered scalar
+        likelihood has, by quadrature where it gives no closed form); a likelihood on rows of latent values
+        (``categorical_logit``) has the multiclass Laplace approximation and no EP.
     likelihood : str
         A likelihood name.
     what : str
@@ -43,7 +47,7 @@ def likelihood_refusal(approximation: str, likelihood: str, what: str = "likelih
     if approximation == "laplace" and found is not None and not found.log_concave:
         return (f"the Laplace approximation needs a likelihood whose log density is concave in the latent value; "
                 f"{what} is {likelihood}, which is not ({found.not_log_concave}): "
-                f"{alternatives or 'use --method gibbs (elliptical slice sampling of f) or nuts'}")
+                f"{alternatives or LAPLACE_ALTERNATIVES}")
     field, method = LIKELIHOOD_NEEDS[approximation]
     if capability(likelihood, field) is not None:
         return None
@@ -52,10 +56,12 @@ def likelihood_refusal(approximation: str, likelihood: str, what: str = "likelih
     elif alternatives is None:
         laplace_runs = found is not None and found.log_concave and found.derivatives is not None
         alternatives = f"use {'--approximation laplace or ' if laplace_runs else ''}--method gibbs"
+    if approximation == "ep":
+        return (f"{method} needs the tilted moments of a built-in likelihood (every one has them, by quadrature "
+                f"where no closed form); {what} is {likelihood}: {alternatives}")
     names = supporting(field)
     listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-    closed_form = " (no closed-form tilted moments)" if approximation == "ep" else ""
-    return f"{method} supports {listed}; {what} is {likelihood}{closed_form}: {alternatives}"
+    return f"{method} supports {listed}; {what} is {likelihood}: {alternatives}"
 
 
 def check_likelihood(approximation: str, likelihood: str, what: str = "likelihood") -> None:

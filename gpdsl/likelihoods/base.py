@@ -46,9 +46,11 @@ class Likelihood:
         the values of the other parameters in positional order: what the Laplace approximation's Newton
         steps use. Only a likelihood log-concave in ``f`` has them.
     tilted_moments : callable or None
-        ``tilted_moments(y, cavity_mean, cavity_var)``: log normaliser, mean and variance of the tilted
-        distribution ``p(y | f) N(f | cavity_mean, cavity_var)`` elementwise, with ``y`` as floats: what
-        expectation propagation's site updates use.
+        ``tilted_moments(y, cavity_mean, cavity_var, *others)``: log normaliser, mean and variance of the tilted
+        distribution ``p(y | f, others) N(f | cavity_mean, cavity_var)`` elementwise, with ``y`` as floats and
+        ``others`` as in ``derivatives``: what expectation propagation's site updates use. A likelihood given
+        None gets them by adaptive Gauss-Hermite quadrature (:mod:`gpdsl.likelihoods.quadrature`), so every
+        likelihood has them; closed forms (probit, normal) are exact.
     class_probability : callable or None
         ``class_probability(mean, var)``: ``p(y = 1)`` when ``f ~ N(mean, var)`` elementwise, the
         predictive probability of the approximations.
@@ -94,6 +96,17 @@ class Likelihood:
     integer_params: tuple[str, ...] = ()
     not_log_concave: str = ""
     invalid_observations: Callable | None = None
+
+    def __post_init__(self):
+        if not self.row_params and (self.tilted_moments is None or getattr(self.tilted_moments, "by_quadrature", False)):
+            from gpdsl.likelihoods.quadrature import quadrature_tilted_moments
+
+            object.__setattr__(self, "tilted_moments", quadrature_tilted_moments(self))
+
+    @property
+    def closed_form_tilted_moments(self) -> bool:
+        """Whether :attr:`tilted_moments` is a closed form (not the quadrature default)."""
+        return not getattr(self.tilted_moments, "by_quadrature", False)
 
     @property
     def placeholder(self) -> float:

@@ -21,6 +21,16 @@ def _sample(key, shape, mu, sigma):
     return mu + sigma * jax.random.normal(key, shape)
 
 
+def _tilted_moments(y, cavity_mean, cavity_var, sigma):
+    """Closed form: ``N(y | f, sigma^2) N(f | m, v)`` is ``N(y | m, v + sigma^2)`` times a Gaussian in ``f``."""
+    import jax.numpy as jnp
+    from jax.scipy import stats
+
+    total = cavity_var + sigma**2
+    return (stats.norm.logpdf(y, cavity_mean, jnp.sqrt(total)), cavity_mean + cavity_var * (y - cavity_mean) / total,
+            cavity_var - cavity_var**2 / total)
+
+
 def _stan(y: str, args: StanArguments, vectorised: bool) -> str:
     return f"normal_lpdf({y} | {args['mu'][0]}, {args['sigma'][0]})"
 
@@ -31,5 +41,6 @@ def _stan_rng(args: StanArguments) -> str:
 
 NORMAL = Likelihood("normal", ("mu", "sigma"), "real", "mean mu, standard deviation sigma",
                     log_density=_log_density, stan=_stan, stan_rng=_stan_rng, sample=_sample,
+                    tilted_moments=_tilted_moments,
                     param_support={"sigma": "positive"})
 """Gaussian observations; the approximations, which take no noise parameter, do not use it."""

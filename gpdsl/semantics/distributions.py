@@ -22,6 +22,9 @@ from gpdsl.semantics.whole_program import note_parameter_argument
 from gpdsl.suggest import did_you_mean
 from gpdsl.syntax import ast
 
+_INTEGER_DECLARATIONS = {"count": "int<lower=0>", "censoring": "int<lower=-1, upper=2>"}
+"""The declaration a hint suggests for integer data of each support."""
+
 
 def check_distribution(ctx: CheckContext, call: ast.Call, spec: catalog.DistributionSpec,
                        target: ir.Target) -> ir.Distribution:
@@ -76,8 +79,9 @@ def check_distribution(ctx: CheckContext, call: ast.Call, spec: catalog.Distribu
             fail(f"argument '{name}' of {spec.name} cannot be a string", value.span)
         vshape = value.type.shape
         if name in integers and value.type.base != "int":
+            declared = _INTEGER_DECLARATIONS.get(spec.argument_support(name), "int")
             fail(f"argument '{name}' of {spec.name} must be integer data, got {value.type.describe()}",
-                 value.span, f"declare it e.g. 'array[N] int<lower=0> {name};' in the data block")
+                 value.span, f"declare it e.g. 'array[N] {declared} {name};' in the data block")
         if name in rows:
             _verify_rows(ctx, spec, name, value, target)
             continue

@@ -120,7 +120,8 @@ data {
   int N; matrix[N, 1] X;
   vector[N] y_t; array[N] int<lower=0> y_nb; array[N] int<lower=0> trials; array[N] int<lower=0> y_bin;
   array[N] int<lower=1, upper=4> y_ord; vector<lower=0>[N] y_g; array[N] int<lower=0> y_zinb;
-  array[N] int<lower=0> y_hu;
+  array[N] int<lower=0> y_hu; vector<lower=0, upper=1>[N] y_beta; vector<lower=0>[N] t;
+  array[N] int<lower=-1, upper=2> cens; vector<lower=0>[N] t_up; vector[N] y_c; vector[N] y_c_up;
 }
 parameters {
   real<lower=0> ell ~ lognormal(0, 0.5);
@@ -143,6 +144,10 @@ model {
   y_g ~ gamma_log(f, alpha);
   y_zinb ~ zero_inflated_neg_binomial_2_log(f, phi, zi);
   y_hu ~ hurdle_poisson_log(f, hu);
+  y_beta ~ beta_logit(f, phi);
+  t ~ weibull_censored(f, alpha, cens, t_up);
+  t ~ lognormal_censored(f, sigma, cens, t_up);
+  y_c ~ normal_censored(f, sigma, cens, y_c_up);
 }
 """
 
@@ -247,10 +252,12 @@ def gplvm_data(rng):
 def likelihoods_data(rng):
     N = 12
     trials = rng.integers(0, 15, N)
+    t, y_c = rng.gamma(2.0, 1.0, N), rng.normal(size=N)
     return {"N": N, "X": rng.uniform(size=(N, 1)), "y_t": rng.standard_t(3, N), "y_nb": rng.poisson(4.0, N),
             "trials": trials, "y_bin": rng.binomial(trials, 0.3), "y_ord": rng.integers(1, 5, N),
             "y_g": rng.gamma(2.0, 1.0, N), "y_zinb": rng.poisson(2.0, N) * (rng.uniform(size=N) > 0.3),
-            "y_hu": rng.poisson(2.0, N)}
+            "y_hu": rng.poisson(2.0, N), "y_beta": rng.beta(2.0, 3.0, N), "t": t, "cens": np.resize([0, 1, -1, 2], N),
+            "t_up": t + rng.uniform(0.1, 2.0, N), "y_c": y_c, "y_c_up": y_c + rng.uniform(0.1, 2.0, N)}
 
 
 def constructs_data(rng):

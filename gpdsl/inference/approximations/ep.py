@@ -40,6 +40,7 @@ from gpdsl.inference.approximations.gaussian import (
     for_latent_gp,
     iteration_setup,
 )
+from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
 
 CUBIC_OPS_PER_SWEEP = 5
@@ -55,7 +56,7 @@ def check_ep_likelihood(likelihood: str, what: str = "likelihood") -> None:
 
 def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
        damping: float = 0.7, likelihood: str = "bernoulli_probit", initial_sites=None,
-       offset=None) -> GaussianApproximation:
+       offset=None, args=()) -> GaussianApproximation:
     """EP approximation ``q(f | y) = N(mu, (K^-1 + diag(tau_tilde))^-1)`` and its ``log Z_EP``.
 
     Sweeps from ``tau_tilde = nu_tilde = 0`` (or from ``initial_sites``) until the squared norm of the change in the
@@ -81,8 +82,9 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
     damping : float
         Parallel schedule only: the new site parameters are ``damping * new + (1 - damping) * old``.
     likelihood : str
-        A likelihood of :mod:`gpdsl.likelihoods` with ``tilted_moments``; ``"bernoulli_probit"``
-        (``p(y_i = 1 | f_i) = Phi(f_i)``) is the one. Static under ``jit``.
+        A likelihood of :mod:`gpdsl.likelihoods`: ``"bernoulli_probit"`` (``p(y_i = 1 | f_i) = Phi(f_i)``) and
+        ``"normal"`` match closed-form tilted moments, every other one moments by adaptive Gauss-Hermite
+        quadrature (:mod:`gpdsl.likelihoods.quadrature`). Static under ``jit``.
     initial_sites : tuple of array_like, optional
         ``(tau_tilde, nu_tilde)``, each of shape ``(n,)``, to start from (a warm start, for example the
         sites of a fit at other hyperparameters, see the module docstring); site precisions are
@@ -90,6 +92,10 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
         sites give under ``K``.
     offset : array_like, shape (n,), optional
         The likelihood acts on ``f + offset``; ``f`` keeps its zero-mean prior and the approximation is of ``f``.
+    args : tuple of array_like
+        Values of the likelihood's other parameters (``phi``, ``trials``, ...) in positional order
+        (:attr:`~gpdsl.likelihoods.base.Likelihood.other_params`): scalars, one per site, or (``own_shape``, the
+        cutpoints) one vector for all sites.
 
     Returns
     -------
@@ -114,26 +120,28 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
         initial_sites = (jnp.maximum(tau, _SMALLEST_SITE_PRECISION), nu)
     offset = jnp.zeros(K.shape[0]) if offset is None else jnp.broadcast_to(jnp.asarray(offset, dtype=K.dtype),
                                                                           K.shape[:1])
+    args = tuple(jnp.asarray(a, dtype=K.dtype) for a in args)
     if schedule == "parallel":
-        return _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites, offset)
-    return _ep(K, y, tol, max_sweeps, likelihood, initial_sites, offset)
+        return _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites, offset, args)
+    return _ep(K, y, tol, max_sweeps, likelihood, initial_sites, offset, args)
 
 
 ep_for = for_latent_gp(ep, "ep", "``tol``, ``max_sweeps``, ``schedule`` and ``damping``")
 
 
 @partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
-def _ep(K, y, tol, max_sweeps, likelihood, initial_sites, offset):
-    n, tol, y, tilted_moments = iteration_setup(K, y, tol, likelihood, "ep")
-    tilted_moments = _shifted(tilted_moments)
+def _ep(K, y, tol, max_sweeps, likelihood, initial_sites, offset, args):
+    n, tol, y, moments = iteration_setup(K, y, tol, likelihood, "ep")
+    tilted_moments = _shifted(moments, args)
+    site_moments = _shifted(moments, args, _per_site(likelihood, args, n))
 
     def update_site(i, state):
         tau, nu, Sigma = state
         column = Sigma[:, i]  # Sigma is symmetric: the column is the row, and mu_i = Sigma[i] @ nu
         cavity_precision = 1.0 / column[i] - tau[i]
         cavity_location = (column @ nu) / column[i] - nu[i]
-        _, mean_hat, var_hat = tilted_moments(y[i], cavity_location / cavity_precision,
-                                              1.0 / cavity_precision, offset[i])
+        _, mean_hat, var_hat = site_moments(y[i], cavity_location / cavity_precision,
+                                            1.0 / cavity_precision, offset[i], i)
         tau_i = jnp.maximum(1.0 / var_hat - cavity_precision, _SMALLEST_SITE_PRECISION)
         delta_tau = tau_i - tau[i]
         tau, nu = tau.at[i].set(tau_i), nu.at[i].set(mean_hat / var_hat - cavity_location)
@@ -166,9 +174,9 @@ def _ep(K, y, tol, max_sweeps, likelihood, initial_sites, offset):
 
 
 @partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
-def _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites, offset):
+def _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites, offset, args):
     n, tol, y, tilted_moments = iteration_setup(K, y, tol, likelihood, "ep")
-    tilted_moments = _shifted(tilted_moments)
+    tilted_moments = _shifted(tilted_moments, args)
 
     def sweep(tau, nu, sigma_diag, mu):
         cavity_precision = 1.0 / sigma_diag - tau
@@ -206,14 +214,24 @@ def _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites, offs
         cubic_ops=CUBIC_OPS_PER_PARALLEL_SWEEP * sweeps - 1 + start_ops, log_marginal_ops=jnp.asarray(1))
 
 
-def _shifted(tilted_moments):
-    """Tilted moments of ``f`` when the likelihood acts on ``f + offset``: those of ``f + offset``, shifted back."""
+def _shifted(tilted_moments, args, per_site=None):
+    """Tilted moments of ``f`` when the likelihood acts on ``f + offset``: those of ``f + offset``, shifted back,
+    with the likelihood's other parameters ``args``; with ``per_site`` (which of them have one value per site),
+    of one site ``i``."""
 
-    def moments(y, mean, variance, offset):
-        log_z, mean_hat, var_hat = tilted_moments(y, mean + offset, variance)
+    def moments(y, mean, variance, offset, i=None):
+        values = args if per_site is None else tuple(a[i] if site else a for a, site in zip(args, per_site))
+        log_z, mean_hat, var_hat = tilted_moments(y, mean + offset, variance, *values)
         return log_z, mean_hat - offset, var_hat
 
     return moments
+
+
+def _per_site(likelihood: str, args, n: int) -> tuple[bool, ...]:
+    """Which of ``args`` hold one value per site (the others are scalars or vectors shared by every site)."""
+    shared = LIKELIHOODS[likelihood].own_shape
+    names = LIKELIHOODS[likelihood].other_params
+    return tuple(a.ndim == 1 and a.shape[0] == n and name not in shared for a, name in zip(args, names))
 
 
 def gaussian_from_sites(K, site_precision, site_location) -> GaussianApproximation:

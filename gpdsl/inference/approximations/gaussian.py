@@ -96,9 +96,7 @@ def for_latent_gp(approximate, approximation: str, options: str):
 
     def adapted(problem, theta, **options) -> GaussianApproximation:
         check_likelihood(approximation, problem.likelihood, "the model's likelihood")
-        options = {"offset": problem.location_offset(theta), **options}
-        if approximation == "laplace":
-            options = {"args": problem.likelihood_arguments(theta), **options}
+        options = {"offset": problem.location_offset(theta), "args": problem.likelihood_arguments(theta), **options}
         return approximate(problem.covariance(theta), problem.y, likelihood=problem.likelihood, **options)
 
     adapted.__name__ = adapted.__qualname__ = f"{name}_for"
@@ -154,10 +152,10 @@ def _observed_only(likelihood, capability_name: str):
     capability_function = getattr(likelihood, capability_name)
 
     if capability_name == "tilted_moments":
-        def tilted_moments(y, cavity_mean, cavity_var):
+        def tilted_moments(y, cavity_mean, cavity_var, *others):
             missing = jnp.isnan(y)
             log_z, mean, var = capability_function(jnp.where(missing, likelihood.placeholder, y), cavity_mean,
-                                                   cavity_var)
+                                                   cavity_var, *others)
             return jnp.where(missing, 0.0, log_z), jnp.where(missing, cavity_mean, mean), \
                 jnp.where(missing, cavity_var, var)
 

@@ -213,7 +213,8 @@ def _approximate(problem: LatentGP, approximation: str, tol, max_iter, ep_schedu
     if approximation == "ep":
         return lambda K, sites, theta: ep(K, y, tol=tol, max_sweeps=max_iter, schedule=ep_schedule,
                                           initial_sites=None if sites is None else (sites[0], sites[1]),
-                                          offset=problem.location_offset(theta))
+                                          offset=problem.location_offset(theta), likelihood=problem.likelihood,
+                                          args=problem.likelihood_arguments(theta))
     return lambda K, sites, theta: laplace(K, y, likelihood=problem.likelihood, tol=tol, max_iter=max_iter,
                                            args=problem.likelihood_arguments(theta),
                                            offset=problem.location_offset(theta))

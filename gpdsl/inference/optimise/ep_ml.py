@@ -35,7 +35,8 @@ def ep_type2_ml(problem: LatentGP, starts, tol=None, max_sweeps: int = 100):
     check_ep_likelihood(problem.likelihood)
     y = jnp.asarray(problem.y)
     objective = jax.jit(lambda theta: -ep(problem.covariance(theta), y, tol=tol, max_sweeps=max_sweeps,
-                                          offset=problem.location_offset(theta)).log_marginal)
+                                          offset=problem.location_offset(theta), likelihood=problem.likelihood,
+                                          args=problem.likelihood_arguments(theta)).log_marginal)
 
     def safe(theta):
         value = float(objective(jnp.asarray(theta)))

@@ -90,7 +90,8 @@ def approximate_moments(problem: LatentGP, theta, X_new, approximation: str = "e
     y = jnp.asarray(problem.y)
     offset = problem.location_offset(theta)
     if approximation == "ep":
-        approx = ep(K, y, tol=tol, offset=offset)
+        approx = ep(K, y, tol=tol, offset=offset, likelihood=problem.likelihood,
+                    args=problem.likelihood_arguments(theta))
     else:
         approx = laplace(K, y, problem.likelihood, tol=tol, args=problem.likelihood_arguments(theta), offset=offset)
     K_star, k_prior = new_input_covariances(problem, theta, X_new, full)

@@ -66,6 +66,47 @@ def test_observations_outside_the_support_are_named_by_entry(name, values, messa
         validate_data(model, {**all_data(), name: np.array(values)})
 
 
+CENSORED_AND_BETA = """
+data {
+  int N; matrix[N, 1] X;
+  vector<lower=0>[N] t; array[N] int cens; vector[N] t_up; vector[N] p;
+}
+parameters {
+  real<lower=0> k ~ gamma(2, 1);
+  real<lower=0> phi ~ gamma(2, 0.1);
+}
+model {
+  f ~ gp(X, rbf(lengthscale = 0.5));
+  t ~ weibull_censored(f, k, cens, t_up);
+  p ~ beta_logit(f, phi);
+}
+"""
+
+
+def censored_and_beta_data(n=6):
+    return {"N": n, "X": np.linspace(0, 1, n)[:, None], "t": np.arange(1.0, n + 1), "cens": np.array([0, 1, -1, 2, 0, 0]),
+            "t_up": np.arange(1.0, n + 1) + 0.5, "p": np.linspace(0.1, 0.9, n)}
+
+
+@pytest.mark.parametrize("name, values, message", [
+    ("cens", [0, 1, 3, 2, 0, 0], r"data 't' must hold entries whose censoring code cens is 0 \(observed\), 1 \(right\), "
+                                 r"-1 \(left\) or 2 \(interval, up to upper\) for weibull_censored: t\[3\] = 3 "
+                                 r"\(cens\[3\] = 3, upper\[3\] = 3.5\)"),
+    ("t_up", [1.5, 2.5, 3.5, 3.0, 5.5, 6.5], r"data 't' must hold a lower end below its upper bound where cens = 2 "
+                                             r"\(interval-censored\) for weibull_censored: t\[4\] = 4 "
+                                             r"\(cens\[4\] = 2, upper\[4\] = 3\)"),
+    ("t", [1.0, 2.0, 0.0, 4.0, 5.0, 6.0], r"data 't' must hold a positive value for weibull_censored: t\[3\] = 0"),
+    ("p", [0.1, 0.5, 1.0, 0.2, 0.3, 0.4], r"data 'p' must hold a proportion strictly between 0 and 1 for beta_logit: "
+                                          r"p\[3\] = 1"),
+    ("p", [0.1, 0.0, 0.5, 0.2, 0.3, 0.4], r"p\[2\] = 0"),
+])
+def test_censoring_codes_intervals_and_proportions_are_checked_by_entry(name, values, message):
+    model, _ = check_text(CENSORED_AND_BETA)
+    validate_data(model, censored_and_beta_data())
+    with pytest.raises(DataError, match=message):
+        validate_data(model, {**censored_and_beta_data(), name: np.array(values)})
+
+
 def newton_mode(K, log_lik, n):
     """The mode of ``log_lik(f) - f' K^-1 f / 2`` by plain Newton steps with dense autodiff Hessians."""
     K_inv = np.linalg.inv(K)
@@ -87,6 +128,13 @@ LAPLACE_CASES = {
     "ordered_logistic": (lambda rng, n: rng.integers(1, 4, n), {"c": np.array([-0.4, 0.9])}),
     "gamma_log": (lambda rng, n: rng.gamma(2.0, 1.0, n), {"shape": 2.5}),
     "hurdle_poisson_log": (lambda rng, n: rng.poisson(1.5, n), {"hu": 0.3}),  # zeros give W = 0
+    # every censoring code, the interval ones up to 30 (above every draw)
+    "normal_censored": (lambda rng, n: rng.normal(1.0, 1.0, n), {"sigma": 0.8, "cens": np.resize([0, 1, -1, 2], 10),
+                                                                 "upper": np.full(10, 30.0)}),
+    "lognormal_censored": (lambda rng, n: rng.lognormal(0.5, 0.7, n), {"sigma": 0.7, "cens": np.resize([0, 1, -1, 2], 10),
+                                                                       "upper": np.full(10, 30.0)}),
+    "weibull_censored": (lambda rng, n: 2.0 * rng.weibull(1.5, n), {"shape": 1.5, "cens": np.resize([0, 1, -1, 2], 10),
+                                                                    "upper": np.full(10, 30.0)}),
 }
 
 
