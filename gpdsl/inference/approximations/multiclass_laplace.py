@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from gpdsl.numerics.linalg import cho_solve, cholesky, cholesky_with_jitter, solve_triangular
+from gpdsl.numerics.linalg import cho_solve, cholesky, cholesky_with_jitter, eigh, solve_triangular
 
 _MAX_HALVINGS = 10
 
@@ -97,7 +97,7 @@ def block_diagonal(blocks) -> jax.Array:
 
 
 def _symmetric_root(block):
-    values, vectors = jnp.linalg.eigh(block)
+    values, vectors = eigh(block)
     return (vectors * jnp.sqrt(jnp.clip(values, 0.0, None))) @ vectors.T
 
 

@@ -81,7 +81,7 @@ def test_every_prior_and_constraint_form_is_covered(every_combination):
              for statement in model.priors().values()}
     assert {name for name, _, _ in forms} == set(SCALAR_PRIORS)
     for name, prior in ((name, PRIORS[name]) for name in SCALAR_PRIORS):
-        expected = ({(True, True)} if prior.support == "bounded" else
+        expected = ({(True, True)} if prior.support in ("bounded", "unit") else
                     {(True, False), (True, True)} if prior.support == "positive" else
                     {(False, False), (True, False), (False, True), (True, True)})
         assert {(lower, upper) for n, lower, upper in forms if n == name} == expected, name
