@@ -4,7 +4,10 @@ Each part is one data set and a pair of models a statistician would choose betwe
 Stan's NUTS and on a gpdsl engine that its family allows, through the public API (``gpdsl.sample``), and
 ``gpdsl.compare`` tables the fits (convergence, ESS per second, elpd_loo):
 
-- ``counts``: pscl's ``bioChemists``, Poisson against zero-inflated Poisson (:mod:`counts`).
+- ``counts``: pscl's ``bioChemists``, Poisson against zero-inflated Poisson (:mod:`counts`);
+- ``survival``: survival's ``veteran``, Weibull against log-normal times with right censoring (:mod:`survival`);
+- ``multiclass``: UCI's glass, one shared length-scale against one per input (:mod:`multiclass`);
+- ``multi_output``: airquality's ozone and temperature, independent against coregionalised (:mod:`multi_output`).
 
 Usage::
 
@@ -36,47 +39,44 @@ import gpdsl  # noqa: E402  (sets BLAS thread variables before numpy/jax load)
 
 from matplotlib.figure import Figure  # noqa: E402
 
-from case_studies.everyday_models import counts  # noqa: E402
+from case_studies.everyday_models import counts, multi_output, multiclass, survival  # noqa: E402
 from gpdsl.storage.atomic import atomic_target, atomic_write_text  # noqa: E402
 
 RESULTS = HERE / "results"
-PARTS = {"counts": counts}
+PARTS = {"counts": counts, "survival": survival, "multiclass": multiclass, "multi_output": multi_output}
 
 
 @dataclass(frozen=True)
 class Size:
-    """How big a run is: rows of data, and chains, warmup and draws per sampler."""
+    """How long the chains are: their number, and warmup and draws of each engine."""
 
-    rows: int
     chains: int
-    nuts: tuple[int, int]
-    gibbs: tuple[int, int]
+    iterations: dict
 
 
-SIZES = {"full": Size(rows=150, chains=4, nuts=(1000, 1000), gibbs=(2000, 5000)),
-         "quick": Size(rows=40, chains=2, nuts=(100, 100), gibbs=(100, 200))}
-ENGINES = ("nuts", "gibbs")
+SIZES = {"full": Size(chains=4, iterations={"nuts": (1000, 1000), "gibbs": (2000, 10000), "pm": (1000, 3000)}),
+         "quick": Size(chains=2, iterations={"nuts": (100, 100), "gibbs": (200, 400), "pm": (100, 200)})}
 
 
 def run_part(name: str, size: Size, suffix: str, seed: int) -> dict:
     """Run every model of a part on every engine, write the results files, the tables and the figure."""
     part = PARTS[name]
-    data = part.data(size.rows, seed)
+    data = part.data(suffix == "_quick", seed)
     fits, paths, seconds = {}, {}, {}
     for model_name, model_path in part.MODELS.items():
-        for engine in ENGINES:
+        for engine, settings in part.ENGINES.items():
             label = f"{model_name} / {engine}"
-            warmup, draws = getattr(size, engine)
+            warmup, draws = size.iterations[engine]
             path = RESULTS / f"{name}_{model_name}_{engine}{suffix}.nc"
             started = time.perf_counter()
             fits[label] = gpdsl.sample(model_path, data, engine, seed=seed, out=path, overwrite=True,
-                                       chains=size.chains, warmup=warmup, draws=draws)
+                                       chains=size.chains, warmup=warmup, draws=draws, **settings)
             seconds[label] = time.perf_counter() - started
             paths[label] = path
             print(f"{name}: {label} in {seconds[label]:.0f} s", file=sys.stderr)
     comparison = gpdsl.compare({label: str(path) for label, path in paths.items()})
     by_model = {model_name: gpdsl.compare({f"{model_name} / {engine}": str(paths[f'{model_name} / {engine}'])
-                                           for engine in ENGINES})
+                                           for engine in part.ENGINES})
                 for model_name in part.MODELS}
     write_report(name, part, comparison, by_model, size, seed, seconds, suffix)
     figure = Figure(figsize=(6.5, 4.2), layout="constrained")
@@ -90,11 +90,14 @@ def write_report(name, part, comparison, by_model, size, seed, seconds, suffix) 
     """``<part>.md``: the models' fits side by side (elpd_loo), each model's engines against NUTS, settings."""
     lines = [f"# {part.TITLE}", "", part.__doc__.strip().split("\n\n")[1].replace("\n", " "), "",
              "## Every fit (the model choice: elpd_loo)", "", comparison.to_markdown(), ""]
+    others = " and ".join(engine for engine in part.ENGINES if engine != "nuts")
     for model_name, model_comparison in by_model.items():
-        lines += [f"## {model_name}: gibbs against NUTS", "", model_comparison.to_markdown(), ""]
+        lines += [f"## {model_name}: {others} against NUTS", "", model_comparison.to_markdown(), ""]
+    iterations = "; ".join(f"{engine} {' '.join(f'{k}={v}' for k, v in settings.items())} warmup "
+                           f"{size.iterations[engine][0]}, draws {size.iterations[engine][1]}".replace("  ", " ")
+                           for engine, settings in part.ENGINES.items())
     lines += ["## Settings", "",
-              f"- {size.rows} rows (seed {seed}); {size.chains} chains; NUTS warmup {size.nuts[0]}, draws "
-              f"{size.nuts[1]}; gibbs warmup {size.gibbs[0]}, draws {size.gibbs[1]}.",
+              f"- Data: {part.data.__doc__.strip()} Seed {seed}; {size.chains} chains; {iterations}.",
               "- Wall times (s): " + ", ".join(f"{label} {value:.0f}" for label, value in seconds.items()) + ".",
               f"- Machine: {platform.platform()}, Python {platform.python_version()}."]
     atomic_write_text(RESULTS / f"{name}{suffix}.md", "\n".join(lines) + "\n")
