@@ -25,9 +25,10 @@ class VarType:
         Outer ``array[...]`` dimensions, ``()`` when not an array.
     lower, upper : float or str, optional
         Bounds from ``<lower=..., upper=...>``: constant-folded numbers, or (on data) a size symbol.
-    structure : {"cholesky_factor_corr"}, optional
-        A matrix constrained to a set of its own: ``cholesky_factor_corr[K]`` is a ``matrix[K, K]`` that is the
-        Cholesky factor of a correlation matrix (lower triangular, rows of unit length, positive diagonal).
+    structure : {"cholesky_factor_corr", "simplex"}, optional
+        A matrix or vector constrained to a set of its own: ``cholesky_factor_corr[K]`` is a ``matrix[K, K]``
+        that is the Cholesky factor of a correlation matrix (lower triangular, rows of unit length, positive
+        diagonal); ``simplex[K]`` is a ``vector[K]`` of non-negative entries that sum to one.
     """
 
     base: Literal["int", "real"]

@@ -13,6 +13,7 @@ from gpdsl.errors import ModelCheckError
 from gpdsl.priors.base import Prior, StanArguments, ZSpace
 from gpdsl.priors.bounded import SCALED_SIGMOID_NORMAL, UNIFORM
 from gpdsl.priors.cauchy import BETA, CAUCHY
+from gpdsl.priors.dirichlet import DIRICHLET
 from gpdsl.priors.exponential import EXPONENTIAL, WEIBULL
 from gpdsl.priors.gamma import GAMMA, INV_GAMMA
 from gpdsl.priors.lkj import LKJ_CORR_CHOLESKY
@@ -35,6 +36,7 @@ PRIORS: dict[str, Prior] = {prior.name: prior for prior in [
     CAUCHY,
     BETA,
     LKJ_CORR_CHOLESKY,
+    DIRICHLET,
 ]}
 """Every prior by name: the built-in ones in the order the docs and messages list them, then those added by
 :func:`register_prior`."""

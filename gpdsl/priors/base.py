@@ -56,8 +56,10 @@ class Prior:
         of elements of ``x`` when it is a container, None when it is a scalar.
     defaults : mapping
         Default values of optional parameters.
-    support : {"real", "positive", "bounded"}
-        Support of the variate; ``"bounded"`` takes its bounds from the ``lower`` and ``upper`` arguments.
+    support : {"real", "positive", "bounded", "cholesky_corr", "simplex"}
+        Support of the variate; ``"bounded"`` takes its bounds from the ``lower`` and ``upper`` arguments;
+        ``"cholesky_corr"`` and ``"simplex"`` are the priors of a whole structured parameter, whose
+        ``log_density`` is that of the whole matrix or vector.
     arg_support : mapping
         Support of each parameter by name, a key of :data:`gpdsl.semantics.support.SUPPORTS`; a parameter
         not listed is real.

@@ -54,8 +54,8 @@ def declare(ctx: CheckContext, decl: ast.Declaration, role: str):
     if spec.base == "int" and role != "data":
         fail(f"{role} '{decl.name}' cannot be an int", spec.span,
              "only data may be integer; use real, vector or matrix")
-    if spec.base == "cholesky_factor_corr":
-        vartype = _cholesky_factor_corr(decl, role, dims, array_dims)
+    if spec.base in STRUCTURES:
+        vartype = _structured(decl, role, dims, array_dims)
     else:
         base = "int" if spec.base == "int" else "real"
         container = {"int": "scalar", "real": "scalar"}.get(spec.base, spec.base)
@@ -63,13 +63,24 @@ def declare(ctx: CheckContext, decl: ast.Declaration, role: str):
     ctx.variables[decl.name] = ir.Variable(decl.name, role, vartype, decl.name_span)
 
 
-def _cholesky_factor_corr(decl: ast.Declaration, role: str, dims: tuple[Dim, ...],
-                          array_dims: tuple[Dim, ...]) -> VarType:
-    """The type of ``cholesky_factor_corr[K] L``: a ``matrix[K, K]`` parameter with the structure's name."""
+STRUCTURES = {
+    "cholesky_factor_corr": ("matrix", "cholesky_factor_corr[P] L ~ lkj_corr_cholesky(2);"),
+    "simplex": ("vector", "simplex[3] w ~ dirichlet([2, 2, 2]);"),
+}
+"""Each structured type: its container (``cholesky_factor_corr[K]`` is a ``matrix[K, K]``, ``simplex[K]`` a
+``vector[K]``) and the declaration an error's hint shows."""
+
+
+def _structured(decl: ast.Declaration, role: str, dims: tuple[Dim, ...], array_dims: tuple[Dim, ...]) -> VarType:
+    """The type of a structured parameter (``cholesky_factor_corr[K] L``, ``simplex[K] w``): its container with
+    the structure's name."""
+    structure = decl.type.base
+    container, example = STRUCTURES[structure]
     if role != "parameter" or array_dims:
-        fail(f"cholesky_factor_corr declares a single parameter, not {'an array' if array_dims else role}",
-             decl.type.span, "e.g. 'cholesky_factor_corr[P] L ~ lkj_corr_cholesky(2);' in the parameters block")
-    return VarType("real", "matrix", (dims[0], dims[0]), structure="cholesky_factor_corr")
+        fail(f"{structure} declares a single parameter, not {'an array' if array_dims else role}",
+             decl.type.span, f"e.g. '{example}' in the parameters block")
+    shape = (dims[0], dims[0]) if container == "matrix" else (dims[0],)
+    return VarType("real", container, shape, structure=structure)
 
 
 def check_dim(ctx: CheckContext, expr: ast.Expr) -> Dim:

@@ -54,29 +54,37 @@ def check_prior(ctx: CheckContext, target: ir.Target, call: ast.Call) -> ir.Prio
              "priors are: " + ", ".join(priors))
     distribution = check_distribution(ctx, call, spec, target)
     variable = ctx.variables.get(target.name)
-    if spec.support == STRUCTURED_SUPPORT or (variable is not None and variable.type.structure is not None):
+    if spec.support in STRUCTURED_SUPPORTS or (variable is not None and variable.type.structure is not None):
         _verify_structure(target, variable, spec, call)
     elif target.role == "parameter" and not target.indices:
         _fit_bounds(ctx, target, spec, distribution, call)
     return ir.PriorStatement(call.span, target, distribution)
 
 
-STRUCTURED_SUPPORT = "cholesky_corr"
-"""The support of a prior on a whole ``cholesky_factor_corr`` parameter (``lkj_corr_cholesky``)."""
+STRUCTURED_SUPPORTS = {
+    "cholesky_corr": ("cholesky_factor_corr", "lkj_corr_cholesky(eta)",
+                      "a Cholesky factor of a correlation matrix has its own set of values; lkj_corr_cholesky(1) is "
+                      "uniform over correlation matrices"),
+    "simplex": ("simplex", "dirichlet(alpha)",
+                "a simplex has its own set of values (entries >= 0 summing to one); dirichlet(1) is uniform over it"),
+}
+"""The support of each prior on a whole structured parameter: the structure it needs, the prior a hint names for
+it and why no other prior fits."""
 
 
 def _verify_structure(target: ir.Target, variable, spec: catalog.DistributionSpec, call: ast.Call) -> None:
-    """Fail unless a prior of Cholesky factors sits on a whole ``cholesky_factor_corr`` parameter, and only there."""
-    structured = variable is not None and variable.type.structure is not None
-    if spec.support != STRUCTURED_SUPPORT:
-        fail(f"'{target.name}' is declared {variable.type.describe()}, whose prior is lkj_corr_cholesky(eta), "
-             f"not {spec.name}", call.name_span,
-             "a Cholesky factor of a correlation matrix has its own set of values; lkj_corr_cholesky(1) is uniform "
-             "over correlation matrices")
-    if not structured:
+    """Fail unless a prior of a structure (``lkj_corr_cholesky``, ``dirichlet``) sits on a whole parameter of
+    that structure, and only such a prior sits there."""
+    structure = variable.type.structure if variable is not None else None
+    own = next((facts for facts in STRUCTURED_SUPPORTS.values() if facts[0] == structure), None)
+    if own is not None and STRUCTURED_SUPPORTS.get(spec.support) is not own:
+        fail(f"'{target.name}' is declared {variable.type.describe()}, whose prior is {own[1]}, not {spec.name}",
+             call.name_span, own[2])
+    needed = STRUCTURED_SUPPORTS[spec.support][0]
+    if structure != needed:
         described = variable.type.describe() if variable is not None else "not a parameter"
-        fail(f"{spec.name} is a prior of a cholesky_factor_corr parameter; '{target.name}' is {described}",
-             call.name_span, f"declare 'cholesky_factor_corr[K] {target.name}' in the parameters block")
+        fail(f"{spec.name} is a prior of a {needed} parameter; '{target.name}' is {described}",
+             call.name_span, f"declare '{needed}[K] {target.name}' in the parameters block")
     if target.indices:
         fail(f"{spec.name} is a prior of the whole of '{target.name}', not of an element", call.name_span)
 

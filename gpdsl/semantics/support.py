@@ -63,11 +63,13 @@ SUPPORTS: dict[str, Interval] = {
     "count": Interval(0.0, closed_lower=True),
     "ordinal": Interval(1.0, closed_lower=True),
     "cholesky_corr": Interval(-1.0, 1.0, True, True),
+    "simplex": Interval(0.0, 1.0, True, True),
     "censoring": Interval(-1.0, 2.0, True, True),
 }
 """Every support by the name the catalog and the likelihoods use; ``"bounded"`` takes its ends from the
 distribution's ``lower`` and ``upper`` arguments. ``"cholesky_corr"`` (the entries of a Cholesky factor of a
-correlation matrix) belongs to a ``cholesky_factor_corr`` declaration, which its prior requires. ``"censoring"``
+correlation matrix) belongs to a ``cholesky_factor_corr`` declaration, which its prior requires, as
+``"simplex"`` belongs to a ``simplex`` declaration. ``"censoring"``
 holds brms' censoring codes -1, 0, 1 and 2 (the checker adds that they are integers)."""
 
 

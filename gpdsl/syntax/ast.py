@@ -93,7 +93,7 @@ class VectorLiteral(Expr):
 class TypeSpec(Node):
     """A declared type before checking: sizes and bounds are still expressions."""
 
-    base: str  # "int" | "real" | "vector" | "matrix" | "cholesky_factor_corr"
+    base: str  # "int" | "real" | "vector" | "matrix" | "cholesky_factor_corr" | "simplex"
     dims: tuple[Expr, ...] = ()
     array_dims: tuple[Expr, ...] = ()
     lower: Expr | None = None

@@ -199,6 +199,9 @@ class _ToAst(Transformer):
     def cholesky_factor_corr_type(self, meta, _kw, size):
         return self._element(meta, "cholesky_factor_corr", (size,))
 
+    def simplex_type(self, meta, _kw, size):
+        return self._element(meta, "simplex", (size,))
+
     def constraint(self, meta, *bounds):
         found = {}
         for name, value, span in bounds:

@@ -106,6 +106,26 @@ model {
 """
 
 
+SIMPLEX = """
+data { int N; int D; matrix[N, D] X; vector[N] y; vector<lower=0>[3] a; }
+parameters {
+  real<lower=0> ell ~ gamma(2, 2);
+  real<lower=0> noise ~ half_normal(1);
+  simplex[D] w ~ dirichlet(1.5);
+  simplex[3] v ~ dirichlet(a);
+  simplex[4] u;
+}
+model {
+  f ~ gp(X, v[1] * rbf(lengthscale = ell) + v[2] * matern32(lengthscale = ell) + v[3] * linear(u[4]));
+  y ~ normal(X * w + u[1] + f, noise);
+}
+"""
+
+
+def simplex_data(rng):
+    return {**regression_data(rng), "a": np.array([0.7, 2.0, 3.5])}
+
+
 STUDENT_T_PROCESS_INTEGER_NU = """
 data { int N; int D; matrix[N, D] X; vector[N] y; }
 parameters { real<lower=0> ell ~ inv_gamma(5, 5); real<lower=0> noise ~ half_normal(1); }
@@ -324,6 +344,7 @@ def categorical_data(rng):
     pytest.param("models/gp_multi_output.gpm", isotopic_data, 0.7, marks=pytest.mark.slow, id="coregion_kronecker"),
     pytest.param("models/student_t_process.gpm", regression_data, 0.7, marks=pytest.mark.slow,
                  id="student_t_process"),  # multi_student_t_lpdf against the JAX MVT marginal
+    pytest.param(SIMPLEX, simplex_data, 0.7, marks=pytest.mark.slow, id="simplex"),  # Stan 2.35's stick-breaking
     pytest.param(STUDENT_T_PROCESS_INTEGER_NU, regression_data, 0.7, marks=pytest.mark.slow,
                  id="student_t_process_integer_nu"),  # (4 - 2.0) / 4, never Stan's integer division
 ])

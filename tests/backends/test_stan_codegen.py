@@ -70,6 +70,7 @@ parameters {
   real target ~ normal(0, 1);
   real<lower=0> hc ~ cauchy(0, 2.5);
   vector<lower=0, upper=1>[2] q ~ beta(2, 3);
+  simplex[3] weights ~ dirichlet([2, 3, 1.5]);
 }
 latent {
   matrix[N, 2] h;
@@ -82,7 +83,7 @@ model {
   h ~ gp(X, rbf(lengthscale = ls) + rational_quadratic(a, ls, 2) + cosine(period = ls) + polynomial(ls, 1, 3)
             + matern(7/2, a, ls) + changepoint(X[:, 1], rbf(lengthscale = ls), matern32(X[:, 2], 1, a), a, 5)
             + warp(X, matern52(lengthscale = ls), a, ls) + gibbs(X[:, 2], 1, a, -0.5));
-  counts ~ poisson_log(f + c[1] * c[2] / 2);
+  counts ~ poisson_log(f + c[1] * c[2] / 2 + weights[3]);
   labels ~ bernoulli_probit(-g / s);
   Y ~ normal(h * target, s);
 }
@@ -146,6 +147,7 @@ def test_every_kernel_and_distribution_passes_stanc():
     assert program.variables["target"].stan_name == "target_"
     assert "std_normal_lcdf((2 * to_vector(labels) - 1) .* (-g / s))" in code
     assert "target += cauchy_lpdf(hc | 0, 2.5);" in code and "target += beta_lpdf(q | 2, 3);" in code
+    assert "simplex[3] weights;" in code and "target += dirichlet_lpdf(weights | [2, 3, 1.5]');" in code
 
 
 def test_regression_is_marginalised_with_jitter():

@@ -102,8 +102,8 @@ CASES = {
 }
 
 
-MATRIX_PRIORS = {"lkj_corr_cholesky"}
-"""Priors of a whole matrix, tested in their own module (tests/priors/test_lkj.py)."""
+MATRIX_PRIORS = {"lkj_corr_cholesky", "dirichlet"}
+"""Priors of a whole matrix or simplex, tested in their own modules (tests/priors/test_lkj.py, test_dirichlet.py)."""
 SCALAR_PRIORS = sorted(set(PRIORS) - MATRIX_PRIORS)
 
 

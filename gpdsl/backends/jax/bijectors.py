@@ -1,5 +1,5 @@
-"""Maps from the unconstrained space to bounded parameters and Cholesky factors of correlation matrices, with
-log-Jacobians (Stan's transforms)."""
+"""Maps from the unconstrained space to bounded parameters, Cholesky factors of correlation matrices and
+simplexes, with log-Jacobians (Stan's transforms)."""
 
 from __future__ import annotations
 
@@ -81,3 +81,35 @@ def cholesky_corr_unconstrain(L):
             values.append(jnp.arctanh(L[i, j] / jnp.sqrt(1.0 - sum_squares)))
             sum_squares = sum_squares + jnp.square(L[i, j])
     return jnp.stack(values) if values else jnp.zeros((0,))
+
+
+def simplex_free_size(K: int) -> int:
+    """The number of unconstrained coordinates of a ``K``-simplex."""
+    return K - 1
+
+
+def simplex_constrain(z):
+    """Map ``K - 1`` unconstrained values to a ``K``-simplex by Stan's centred stick-breaking (Stan 2.35).
+
+    Entry ``k`` (0-based) takes the share ``inv_logit(z_k - log(K - 1 - k))`` of the stick left after the
+    earlier entries, so ``z = 0`` gives the uniform simplex; the last entry is what is left. Returns
+    ``(x, log_abs_det_jacobian)``: the log-Jacobian of the map from ``z`` to the first ``K - 1`` entries,
+    ``sum_k [log(stick_k) + log(share_k) + log(1 - share_k)]``.
+    """
+    z = jnp.asarray(z)
+    Km1 = z.shape[-1]
+    adjusted = z - jnp.log(jnp.arange(Km1, 0, -1, dtype=z.dtype))
+    log_share, log_rest = jax.nn.log_sigmoid(adjusted), jax.nn.log_sigmoid(-adjusted)
+    log_stick = jnp.concatenate([jnp.zeros(1, dtype=z.dtype), jnp.cumsum(log_rest)])
+    x = jnp.concatenate([jnp.exp(log_stick[:-1] + log_share), jnp.exp(log_stick[-1:])])
+    log_jac = jnp.sum(log_stick[:-1] + log_share + log_rest)
+    return x, log_jac
+
+
+def simplex_unconstrain(x):
+    """Inverse of :func:`simplex_constrain` (without the Jacobian): the ``K - 1`` unconstrained values."""
+    x = jnp.asarray(x)
+    Km1 = x.shape[-1] - 1
+    stick = 1.0 - jnp.concatenate([jnp.zeros(1, dtype=x.dtype), jnp.cumsum(x[:-1])])[:-1]
+    share = x[:-1] / stick
+    return jnp.log(share) - jnp.log1p(-share) + jnp.log(jnp.arange(Km1, 0, -1, dtype=x.dtype))

@@ -28,7 +28,8 @@ import numpy as np
 from gpdsl.storage import compilation_cache
 from gpdsl.backends.jax import densities
 from gpdsl.backends.jax.bijectors import (
-    cholesky_corr_constrain, cholesky_corr_free_size, cholesky_corr_unconstrain, constrain, unconstrain)
+    cholesky_corr_constrain, cholesky_corr_free_size, cholesky_corr_unconstrain, constrain, simplex_constrain,
+    simplex_free_size, simplex_unconstrain, unconstrain)
 from gpdsl.data.missing import observed_masks
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
@@ -62,7 +63,8 @@ class Block:
         ``"parameter"``, ``"latent"`` or ``"latent_raw"``.
     structure : str or None
         ``"cholesky_factor_corr"`` for the Cholesky factor of a correlation matrix, whose ``K (K - 1) / 2``
-        unconstrained coordinates map to a ``K x K`` matrix; None for an elementwise (bounded) variable.
+        unconstrained coordinates map to a ``K x K`` matrix; ``"simplex"`` for a ``K``-simplex, from ``K - 1``
+        coordinates; None for an elementwise (bounded) variable.
     """
 
     name: str
@@ -78,23 +80,29 @@ class Block:
         """The number of unconstrained coordinates."""
         if self.structure == "cholesky_factor_corr":
             return cholesky_corr_free_size(self.shape[-1])
+        if self.structure == "simplex":
+            return simplex_free_size(self.shape[-1])
         return int(np.prod(self.shape, dtype=int))
 
     @property
     def free_shape(self) -> tuple[int, ...]:
-        """The shape of the unconstrained coordinates: :attr:`shape`, or ``(size,)`` for a structured matrix."""
+        """The shape of the unconstrained coordinates: :attr:`shape`, or ``(size,)`` for a structured variable."""
         return self.shape if self.structure is None else (self.size,)
 
     def constrain(self, u):
         """The constrained value of unconstrained coordinates ``u`` (of :attr:`free_shape`) and the log-Jacobian."""
         if self.structure == "cholesky_factor_corr":
             return cholesky_corr_constrain(u, self.shape[-1])
+        if self.structure == "simplex":
+            return simplex_constrain(u)
         return constrain(u, self.lower, self.upper)
 
     def unconstrain(self, x):
         """Inverse of :meth:`constrain` (without the Jacobian)."""
         if self.structure == "cholesky_factor_corr":
             return cholesky_corr_unconstrain(x)
+        if self.structure == "simplex":
+            return simplex_unconstrain(x)
         return unconstrain(x, self.lower, self.upper)
 
 

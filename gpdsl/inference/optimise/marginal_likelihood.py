@@ -89,7 +89,8 @@ def initial_theta(problem: GPRegression, initial_values: dict) -> np.ndarray:
     parts = []
     for block in problem.theta_blocks:
         if block.structure is not None:
-            value = np.asarray(initial_values.get(block.name, np.eye(block.shape[-1])), dtype=float)
+            default = block.constrain(np.zeros(block.free_shape))[0]
+            value = np.asarray(initial_values.get(block.name, default), dtype=float)
             parts.append(np.ravel(np.asarray(block.unconstrain(value))))
             continue
         value = np.asarray(initial_values.get(block.name, 1.0), dtype=float)

@@ -120,6 +120,19 @@ def test_initial_cholesky_factors_are_lkj_draws():
         assert stats.kstest((1 + R[:, i, j]) / 2, stats.beta(2.5, 2.5).cdf).pvalue > KS_LEVEL, (i, j)
 
 
+def test_initial_simplexes_are_dirichlet_draws():
+    """The chains of a simplex[3] start at draws of its Dirichlet prior: entry k is Beta(alpha_k, sum - alpha_k)."""
+    alpha = np.array([0.5, 2.0, 3.0])
+    model, _ = check_text(GP_PART % "simplex[3] w ~ dirichlet([0.5, 2, 3]);")
+    X = np.linspace(-1.0, 1.0, 3)[:, None]
+    problem = latent_gp(model, {"N": 3, "X": X, "y": np.array([0, 1, 1])}, "pm")
+    thetas = prior_initial_thetas(problem, jax.random.PRNGKey(4), NUM_CHAINS)
+    w = np.asarray(jax.vmap(lambda theta: problem.constrain(theta)[0]["w"])(thetas))
+    np.testing.assert_allclose(w.sum(axis=1), 1.0, rtol=1e-12)
+    for k in range(3):
+        assert stats.kstest(w[:, k], stats.beta(alpha[k], alpha.sum() - alpha[k]).cdf).pvalue > KS_LEVEL, k
+
+
 def test_given_initial_values_win():
     model, _ = check_text(HALF_PRIORS)
     X = np.linspace(-1.0, 1.0, 3)[:, None]
