@@ -1,8 +1,7 @@
 """Multiclass GP classification, ``y ~ categorical_logit(f)`` with ``matrix[N, K] f`` of independent GP columns.
 
 Fast tier: the data check names a label outside ``1..K``; the methods on expectation propagation (pm's default,
-mcmc-ep, ep-ml) refuse the model, say why and name pm's multiclass Laplace approximation; predictions at new
-inputs are refused before the run.
+mcmc-ep, ep-ml) refuse the model, say why and name pm's multiclass Laplace approximation.
 
 Slow tier: a short gibbs run fills the posterior (``f`` as ``(chain, draw, N, K)``), ``log_likelihood`` (each
 equal to the softmax's log probability of the observed label at the recorded ``f``) and ``posterior_predictive``
@@ -66,12 +65,6 @@ def test_expectation_propagation_refuses_it_and_names_the_laplace_approximation(
     with pytest.raises(MethodError, match="categorical_logit, with a row of latent values per observation"):
         run(model, three_class_data(), method, seed=1)
     assert get_method("pm").refusal(model, settings=PseudoMarginalSettings(approximation="laplace")) is None
-
-
-def test_predictions_at_new_inputs_are_refused_before_the_run():
-    model, _ = check_file(MODEL)
-    for method in ("gibbs", "nuts"):
-        assert "predictions at new inputs of the matrix latent 'f'" in get_method(method).prediction_refusal(model)
 
 
 @pytest.mark.slow
