@@ -15,6 +15,9 @@ Student-t process         from Stan's generated quantities      the conditional 
                           (NUTS, the only sampler of it)
 ========================  ====================================  ==========================================
 
+A ``matrix[N, K]`` latent of independent GP columns (``categorical_logit``) is predicted column by column, or from
+the multiclass Laplace approximation without ``f`` draws (:mod:`gpdsl.inference.predict.multiclass`), its
+``<f>_new`` and ``<y>_prob`` with a class dim after ``<N>_new``.
 ``f*`` is drawn jointly over the new points or point by point as ``context.predictive`` says
 (:mod:`gpdsl.inference.predict.joint`). NUTS writes its pointwise groups from Stan's generated quantities (the same quantities,
 :mod:`gpdsl.backends.stan.codegen`) and takes only the predictions from here.

@@ -8,7 +8,9 @@ equal to the softmax's log probability of the observed label at the recorded ``f
 (labels in ``1..K``). On 15 points of a three-class problem over one input, gibbs (ESS of the latent matrix),
 pm with the multiclass Laplace approximation as importance density (and exact draws of ``f``) and Stan's NUTS
 agree on the posterior means of the hyperparameters, of the class probabilities ``softmax(f[n])`` at five
-points, and of the replicates' class frequencies, within four combined Monte Carlo standard errors.
+points, of the replicates' class frequencies, and of the class probabilities ``softmax(f*)`` at four new inputs
+(the predictions group; NUTS's from the GP conditional given its draws of ``f``), within four combined Monte Carlo
+standard errors.
 """
 
 import numpy as np
@@ -26,6 +28,7 @@ from tests.inference.methods.test_pm_vs_nuts import disagreements
 
 MODEL = "models/gp_multiclass.gpm"
 SHOWN_POINTS = [0, 4, 7, 10, 14]
+NEW_INPUTS = np.array([[-1.6], [-0.2], [0.5], [2.4]])
 
 
 def three_class_data(N=15, seed=3):
@@ -46,6 +49,12 @@ def class_probabilities(results) -> xr.Dataset:
     frequencies = np.stack([(replicates == k).mean(axis=-1) for k in (1, 2, 3)], axis=-1)
     return xr.Dataset({"p": (("chain", "draw", "point", "class"), softmax(f[:, :, SHOWN_POINTS], axis=-1)),
                        "frequency": (("chain", "draw", "class"), frequencies)})
+
+
+def new_class_probabilities(results) -> xr.Dataset:
+    """Per draw: ``softmax(f*[j])`` at each of :data:`NEW_INPUTS` (the predictions group's ``y_prob``)."""
+    probabilities = groups(results)["predictions"]["y_prob"].transpose("chain", "draw", "N_new", "K").values
+    return xr.Dataset({"p_new": (("chain", "draw", "point", "class"), probabilities)})
 
 
 def test_a_label_outside_the_classes_is_named():
@@ -92,16 +101,18 @@ ENGINES = {
 @pytest.fixture(scope="module")
 def nuts_reference():
     model, _ = check_file(MODEL)
-    return run(model, three_class_data(), "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=6)
+    return run(model, three_class_data(), "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=6,
+               new_inputs=NEW_INPUTS)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", list(ENGINES))
 def test_an_engine_agrees_with_nuts_on_class_probabilities(method, nuts_reference):
     model, _ = check_file(MODEL)
-    ours = run(model, three_class_data(), method, ENGINES[method], seed=5)
+    ours = run(model, three_class_data(), method, ENGINES[method], seed=5, new_inputs=NEW_INPUTS)
     failures = disagreements(ours, nuts_reference, ["sigma", "ell"])
     failures += disagreements(class_probabilities(ours), class_probabilities(nuts_reference), ["p", "frequency"])
+    failures += disagreements(new_class_probabilities(ours), new_class_probabilities(nuts_reference), ["p_new"])
     assert not failures, f"posterior means differ by more than 4 combined MCSEs for {failures}"
 
 
