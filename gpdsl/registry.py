@@ -240,10 +240,6 @@ class Method:
             return (f"{self.name} predicts at new inputs for {families}; this model is "
                     f"{classification.describe()}")
         facts = classification.facts.get(LATENT_GP)
-        if facts is not None and model.latents[facts.name].type.container == "matrix":
-            return (f"predictions at new inputs of the matrix latent '{facts.name}' (one GP per column, "
-                    f"{facts.likelihood}'s logits) are not implemented; the posterior, log_likelihood and "
-                    "posterior_predictive groups are")
         return None if facts is None else mean_prediction_refusal(model, facts.node)
 
     def predictive_choice(self, requested: str | None, new_inputs) -> str | None:

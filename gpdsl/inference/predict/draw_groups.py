@@ -15,6 +15,9 @@ Student-t process         from Stan's generated quantities      the conditional 
                           (NUTS, the only sampler of it)
 ========================  ====================================  ==========================================
 
+A ``matrix[N, K]`` latent of independent GP columns (``categorical_logit``) is predicted column by column, or from
+the multiclass Laplace approximation without ``f`` draws (:mod:`gpdsl.inference.predict.multiclass`), its
+``<f>_new`` and ``<y>_prob`` with a class dim after ``<N>_new``.
 ``f*`` is drawn jointly over the new points or point by point as ``context.predictive`` says
 (:mod:`gpdsl.inference.predict.joint`). NUTS writes its pointwise groups from Stan's generated quantities (the same quantities,
 :mod:`gpdsl.backends.stan.codegen`) and takes only the predictions from here.
@@ -101,9 +104,14 @@ def latent_gp_groups(output, model, data, facts, context, pointwise: bool = True
     if new_inputs is not None:
         how = "" if f is not None else f" ({approximation} at each draw)"
         with draw_stage(f"predictions at {counted(len(new_inputs), 'new input')}{how}", theta, context.progress):
-            values = draws.latent_new_draws(problem, theta, f, new_inputs,
-                                            jax.random.fold_in(key, _PREDICTION_STREAM), approximation, tol,
-                                            joint=context.predictive == "joint")
+            prediction_key, joint = jax.random.fold_in(key, _PREDICTION_STREAM), context.predictive == "joint"
+            if problem.columns > 1:
+                from gpdsl.inference.predict.multiclass import multiclass_new_draws
+
+                values = multiclass_new_draws(problem, theta, f, new_inputs, prediction_key, tol, joint=joint)
+            else:
+                values = draws.latent_new_draws(problem, theta, f, new_inputs, prediction_key, approximation, tol,
+                                                joint=joint)
         _set_predictions(output, problem, values)
 
 
@@ -111,3 +119,6 @@ def _set_predictions(output, problem, values: dict) -> None:
     points = f"{problem.node.statement.inputs.index_shape[0]}_new"
     output.predictions = dict(values)
     output.dims.update({name: [points] for name in values})
+    if getattr(problem, "columns", 1) > 1:  # a matrix latent: (chain, draw, new point, class)
+        classes = problem.jax_model.model.latents[problem.name].type.dim_names(problem.name)[-1]
+        output.dims.update({name: [points, classes] for name, value in values.items() if value.ndim == 4})

@@ -1,15 +1,16 @@
 """Multiclass GP classification, ``y ~ categorical_logit(f)`` with ``matrix[N, K] f`` of independent GP columns.
 
 Fast tier: the data check names a label outside ``1..K``; the methods on expectation propagation (pm's default,
-mcmc-ep, ep-ml) refuse the model, say why and name pm's multiclass Laplace approximation; predictions at new
-inputs are refused before the run.
+mcmc-ep, ep-ml) refuse the model, say why and name pm's multiclass Laplace approximation.
 
 Slow tier: a short gibbs run fills the posterior (``f`` as ``(chain, draw, N, K)``), ``log_likelihood`` (each
 equal to the softmax's log probability of the observed label at the recorded ``f``) and ``posterior_predictive``
 (labels in ``1..K``). On 15 points of a three-class problem over one input, gibbs (ESS of the latent matrix),
 pm with the multiclass Laplace approximation as importance density (and exact draws of ``f``) and Stan's NUTS
 agree on the posterior means of the hyperparameters, of the class probabilities ``softmax(f[n])`` at five
-points, and of the replicates' class frequencies, within four combined Monte Carlo standard errors.
+points, of the replicates' class frequencies, and of the class probabilities ``softmax(f*)`` at four new inputs
+(the predictions group; NUTS's from the GP conditional given its draws of ``f``), within four combined Monte Carlo
+standard errors.
 """
 
 import numpy as np
@@ -27,6 +28,7 @@ from tests.inference.methods.test_pm_vs_nuts import disagreements
 
 MODEL = "models/gp_multiclass.gpm"
 SHOWN_POINTS = [0, 4, 7, 10, 14]
+NEW_INPUTS = np.array([[-1.6], [-0.2], [0.5], [2.4]])
 
 
 def three_class_data(N=15, seed=3):
@@ -49,6 +51,12 @@ def class_probabilities(results) -> xr.Dataset:
                        "frequency": (("chain", "draw", "class"), frequencies)})
 
 
+def new_class_probabilities(results) -> xr.Dataset:
+    """Per draw: ``softmax(f*[j])`` at each of :data:`NEW_INPUTS` (the predictions group's ``y_prob``)."""
+    probabilities = groups(results)["predictions"]["y_prob"].transpose("chain", "draw", "N_new", "K").values
+    return xr.Dataset({"p_new": (("chain", "draw", "point", "class"), probabilities)})
+
+
 def test_a_label_outside_the_classes_is_named():
     model, _ = check_file(MODEL)
     data = three_class_data()
@@ -66,12 +74,6 @@ def test_expectation_propagation_refuses_it_and_names_the_laplace_approximation(
     with pytest.raises(MethodError, match="categorical_logit, with a row of latent values per observation"):
         run(model, three_class_data(), method, seed=1)
     assert get_method("pm").refusal(model, settings=PseudoMarginalSettings(approximation="laplace")) is None
-
-
-def test_predictions_at_new_inputs_are_refused_before_the_run():
-    model, _ = check_file(MODEL)
-    for method in ("gibbs", "nuts"):
-        assert "predictions at new inputs of the matrix latent 'f'" in get_method(method).prediction_refusal(model)
 
 
 @pytest.mark.slow
@@ -99,16 +101,18 @@ ENGINES = {
 @pytest.fixture(scope="module")
 def nuts_reference():
     model, _ = check_file(MODEL)
-    return run(model, three_class_data(), "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=6)
+    return run(model, three_class_data(), "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=6,
+               new_inputs=NEW_INPUTS)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", list(ENGINES))
 def test_an_engine_agrees_with_nuts_on_class_probabilities(method, nuts_reference):
     model, _ = check_file(MODEL)
-    ours = run(model, three_class_data(), method, ENGINES[method], seed=5)
+    ours = run(model, three_class_data(), method, ENGINES[method], seed=5, new_inputs=NEW_INPUTS)
     failures = disagreements(ours, nuts_reference, ["sigma", "ell"])
     failures += disagreements(class_probabilities(ours), class_probabilities(nuts_reference), ["p", "frequency"])
+    failures += disagreements(new_class_probabilities(ours), new_class_probabilities(nuts_reference), ["p_new"])
     assert not failures, f"posterior means differ by more than 4 combined MCSEs for {failures}"
 
 
