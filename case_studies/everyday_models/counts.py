@@ -16,7 +16,7 @@ from gpdsl.datasets import bio_chemists, model_data
 
 HERE = Path(__file__).resolve().parent
 MODELS = {"poisson": HERE / "counts_poisson.gpm", "zero_inflated": HERE / "counts_zero_inflated.gpm"}
-ENGINES = {"nuts": {}, "gibbs": {"repeat_theta": 4}}
+ENGINES = {"nuts": {}, "gibbs": {"repeat_f": 5, "repeat_theta": 5}}
 TITLE = "Counts with excess zeros (pscl::bioChemists)"
 
 

@@ -16,7 +16,7 @@ from gpdsl.datasets import airquality
 
 HERE = Path(__file__).resolve().parent
 MODELS = {"independent": HERE / "multi_output_independent.gpm", "coregion": HERE / "multi_output_coregion.gpm"}
-ENGINES = {"nuts": {}, "gibbs": {}}
+ENGINES = {"nuts": {}, "gibbs": {"repeat_f": 5, "repeat_theta": 5}}
 TITLE = "Ozone and temperature as two outputs (datasets::airquality)"
 
 

@@ -16,7 +16,8 @@ from gpdsl.datasets import glass, model_data
 
 HERE = Path(__file__).resolve().parent
 MODELS = {"isotropic": HERE / "multiclass_isotropic.gpm", "ard": HERE / "multiclass_ard.gpm"}
-ENGINES = {"nuts": {}, "gibbs": {}, "pm": {"approximation": "laplace", "sample_latent": True}}
+ENGINES = {"nuts": {}, "gibbs": {"repeat_f": 5, "repeat_theta": 5},
+           "pm": {"approximation": "laplace", "sample_latent": True}}
 TITLE = "Multiclass classification (UCI glass, six types)"
 COLUMNS = ("RI", "Mg", "Al", "Ba")
 

@@ -14,6 +14,7 @@ Usage::
     python case_studies/everyday_models/run.py                  # every part at its full size
     python case_studies/everyday_models/run.py --quick          # small data and short chains (smoke test)
     python case_studies/everyday_models/run.py --parts counts   # some parts
+    python case_studies/everyday_models/run.py --reuse nuts     # NUTS from its results files, the others afresh
 
 Outputs, written atomically to ``case_studies/everyday_models/results/`` (``*_quick.*`` from ``--quick``):
 per part, ``<part>_<model>_<method>.nc`` (the results), ``<part>.md`` (the comparison tables and the
@@ -40,6 +41,7 @@ import gpdsl  # noqa: E402  (sets BLAS thread variables before numpy/jax load)
 from matplotlib.figure import Figure  # noqa: E402
 
 from case_studies.everyday_models import counts, multi_output, multiclass, survival  # noqa: E402
+from gpdsl.results import results_json  # noqa: E402
 from gpdsl.storage.atomic import atomic_target, atomic_write_text  # noqa: E402
 
 RESULTS = HERE / "results"
@@ -54,12 +56,13 @@ class Size:
     iterations: dict
 
 
-SIZES = {"full": Size(chains=4, iterations={"nuts": (1000, 1000), "gibbs": (2000, 10000), "pm": (1000, 3000)}),
+SIZES = {"full": Size(chains=4, iterations={"nuts": (1000, 1000), "gibbs": (2000, 10000), "pm": (1000, 12000)}),
          "quick": Size(chains=2, iterations={"nuts": (100, 100), "gibbs": (200, 400), "pm": (100, 200)})}
 
 
-def run_part(name: str, size: Size, suffix: str, seed: int) -> dict:
-    """Run every model of a part on every engine, write the results files, the tables and the figure."""
+def run_part(name: str, size: Size, suffix: str, seed: int, reuse: tuple[str, ...] = ()) -> dict:
+    """Run every model of a part on every engine (reading the results files of the engines in ``reuse`` where they
+    exist), write the results files, the tables and the figure."""
     part = PARTS[name]
     data = part.data(suffix == "_quick", seed)
     fits, paths, seconds = {}, {}, {}
@@ -69,9 +72,13 @@ def run_part(name: str, size: Size, suffix: str, seed: int) -> dict:
             warmup, draws = size.iterations[engine]
             path = RESULTS / f"{name}_{model_name}_{engine}{suffix}.nc"
             started = time.perf_counter()
-            fits[label] = gpdsl.sample(model_path, data, engine, seed=seed, out=path, overwrite=True,
-                                       chains=size.chains, warmup=warmup, draws=draws, **settings)
-            seconds[label] = time.perf_counter() - started
+            if engine in reuse and path.exists():
+                fits[label] = gpdsl.read_results(path)
+                seconds[label] = results_json(fits[label], "timings")["total"]
+            else:
+                fits[label] = gpdsl.sample(model_path, data, engine, seed=seed, out=path, overwrite=True,
+                                           chains=size.chains, warmup=warmup, draws=draws, **settings)
+                seconds[label] = time.perf_counter() - started
             paths[label] = path
             print(f"{name}: {label} in {seconds[label]:.0f} s", file=sys.stderr)
     comparison = gpdsl.compare({label: str(path) for label, path in paths.items()})
@@ -108,11 +115,13 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small data and short chains (smoke test)")
     parser.add_argument("--parts", nargs="+", choices=sorted(PARTS), default=sorted(PARTS))
     parser.add_argument("--seed", type=int, default=1990)
+    parser.add_argument("--reuse", nargs="+", default=(), choices=("nuts", "gibbs", "pm"),
+                        help="read these engines' results files where they exist instead of running them again")
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"
     suffix = "_quick" if args.quick else ""
     RESULTS.mkdir(exist_ok=True)
-    summary = {name: run_part(name, SIZES[mode], suffix, args.seed) for name in args.parts}
+    summary = {name: run_part(name, SIZES[mode], suffix, args.seed, tuple(args.reuse)) for name in args.parts}
     atomic_write_text(RESULTS / f"summary{suffix}.json", json.dumps(summary, indent=1, default=str) + "\n")
     return 0
 

@@ -16,7 +16,8 @@ from gpdsl.datasets import model_data, veteran
 
 HERE = Path(__file__).resolve().parent
 MODELS = {"weibull": HERE / "survival_weibull.gpm", "lognormal": HERE / "survival_lognormal.gpm"}
-ENGINES = {"nuts": {}, "gibbs": {}, "pm": {"approximation": "laplace", "sample_latent": True}}
+ENGINES = {"nuts": {}, "gibbs": {"repeat_f": 5, "repeat_theta": 5},
+           "pm": {"approximation": "laplace", "sample_latent": True}}
 TITLE = "Survival with right censoring (survival::veteran)"
 COLUMNS = ("karno", "age", "diagtime")
 
