@@ -24,6 +24,7 @@ settings), ``<part>.json`` (the fits table) and ``<part>.png`` (the fit).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import sys
@@ -41,7 +42,8 @@ import gpdsl  # noqa: E402  (sets BLAS thread variables before numpy/jax load)
 from matplotlib.figure import Figure  # noqa: E402
 
 from case_studies.everyday_models import counts, multi_output, multiclass, survival  # noqa: E402
-from gpdsl.results import results_json  # noqa: E402
+from gpdsl.registry import get_method  # noqa: E402
+from gpdsl.results import results_json, root_attrs  # noqa: E402
 from gpdsl.storage.atomic import atomic_target, atomic_write_text  # noqa: E402
 
 RESULTS = HERE / "results"
@@ -85,7 +87,7 @@ def run_part(name: str, size: Size, suffix: str, seed: int, reuse: tuple[str, ..
     by_model = {model_name: gpdsl.compare({f"{model_name} / {engine}": str(paths[f'{model_name} / {engine}'])
                                            for engine in part.ENGINES})
                 for model_name in part.MODELS}
-    write_report(name, part, comparison, by_model, size, seed, seconds, suffix)
+    write_report(name, part, comparison, by_model, fits, seed, seconds, suffix)
     figure = Figure(figsize=(6.5, 4.2), layout="constrained")
     part.plot(figure.subplots(), fits)
     with atomic_target(RESULTS / f"{name}{suffix}.png", "figure") as temporary:
@@ -93,18 +95,28 @@ def run_part(name: str, size: Size, suffix: str, seed: int, reuse: tuple[str, ..
     return {"fits": json.loads(comparison.fits.to_json(orient="index")), "seconds": seconds}
 
 
-def write_report(name, part, comparison, by_model, size, seed, seconds, suffix) -> None:
+def _settings_line(results) -> str:
+    """The chains, warmup and draws of a fit and the settings it changed from the method's defaults."""
+    method = get_method(root_attrs(results)["method"])
+    settings = results_json(results, "settings")
+    defaults = dataclasses.asdict(method.settings())
+    changed = [f"{key} {value}" for key, value in settings.items()
+               if key not in ("chains", "warmup", "draws") and defaults.get(key) != value]
+    return (f"{settings['chains']} x ({settings['warmup']} + {settings['draws']})"
+            + (f", {', '.join(changed)}" if changed else ""))
+
+
+def write_report(name, part, comparison, by_model, fits, seed, seconds, suffix) -> None:
     """``<part>.md``: the models' fits side by side (elpd_loo), each model's engines against NUTS, settings."""
     lines = [f"# {part.TITLE}", "", part.__doc__.strip().split("\n\n")[1].replace("\n", " "), "",
              "## Every fit (the model choice: elpd_loo)", "", comparison.to_markdown(), ""]
     others = " and ".join(engine for engine in part.ENGINES if engine != "nuts")
     for model_name, model_comparison in by_model.items():
         lines += [f"## {model_name}: {others} against NUTS", "", model_comparison.to_markdown(), ""]
-    iterations = "; ".join(f"{engine} {' '.join(f'{k}={v}' for k, v in settings.items())} warmup "
-                           f"{size.iterations[engine][0]}, draws {size.iterations[engine][1]}".replace("  ", " ")
-                           for engine, settings in part.ENGINES.items())
     lines += ["## Settings", "",
-              f"- Data: {part.data.__doc__.strip()} Seed {seed}; {size.chains} chains; {iterations}.",
+              f"- Data: {part.data.__doc__.strip()} Seed {seed}.",
+              "- Each fit's settings, as its results file records them: " + "; ".join(
+                  f"{label}: {_settings_line(results)}" for label, results in fits.items()) + ".",
               "- Wall times (s): " + ", ".join(f"{label} {value:.0f}" for label, value in seconds.items()) + ".",
               f"- Machine: {platform.platform()}, Python {platform.python_version()}."]
     atomic_write_text(RESULTS / f"{name}{suffix}.md", "\n".join(lines) + "\n")
