@@ -101,7 +101,7 @@ def _laplace(K, y, likelihood, tol, max_iter, args, offset):
         L = cholesky(jnp.eye(n, dtype=K.dtype) + root_w[:, None] * K * root_w[None, :])
         b = W * f + grad
         direction = b - root_w * cho_solve((L, True), root_w * (K @ b)) - a
-        a_new, f_new = _halve_until_better(objective, K, a, f, direction)
+        a_new, f_new = halve_until_better(objective, K, a, f, direction)
         return f_new, a_new, W, L, jnp.sum((f_new - f) ** 2), iteration + 1
 
     def not_done(state):
@@ -116,7 +116,9 @@ def _laplace(K, y, likelihood, tol, max_iter, args, offset):
         converged=change < tol, iterations=iterations, cubic_ops=iterations, log_marginal_ops=jnp.asarray(0))
 
 
-def _halve_until_better(objective, K, a, f, direction):
+def halve_until_better(objective, K, a, f, direction):
+    """The Newton step ``a + step direction`` (``f = K a``), its step halved until ``objective`` does not fall (at
+    most :data:`_MAX_HALVINGS` times)."""
     current = objective(a, f)
 
     def trial(step):

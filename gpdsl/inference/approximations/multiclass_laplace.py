@@ -24,9 +24,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from gpdsl.inference.approximations.laplace import halve_until_better
 from gpdsl.numerics.linalg import cho_solve, cholesky, cholesky_with_jitter, eigh, solve_triangular
 
-_MAX_HALVINGS = 10
 
 
 class MulticlassLaplace(NamedTuple):
@@ -149,7 +149,7 @@ def _multiclass_laplace(K, y, classes, tol, max_iter, offset):
         L = cholesky(eye + root @ K @ root)
         b = jnp.ravel(jnp.einsum("nij,nj->ni", blocks, jnp.reshape(f, (-1, classes)))) + grad
         direction = b - root @ cho_solve((L, True), root @ (K @ b)) - a
-        a_new, f_new = _halve_until_better(objective, K, a, f, direction)
+        a_new, f_new = halve_until_better(objective, K, a, f, direction)
         return f_new, a_new, root, L, jnp.sum((f_new - f) ** 2), iteration + 1
 
     def not_done(state):
@@ -161,26 +161,6 @@ def _multiclass_laplace(K, y, classes, tol, max_iter, offset):
     return MulticlassLaplace(mean=f, alpha=a, root_w=root, chol_b=L,
                              log_marginal=objective(a, f) - jnp.sum(jnp.log(jnp.diag(L))),
                              converged=change < tol, iterations=iterations, cubic_ops=iterations)
-
-
-def _halve_until_better(objective, K, a, f, direction):
-    current = objective(a, f)
-
-    def trial(step):
-        a_trial = a + step * direction
-        f_trial = K @ a_trial
-        return a_trial, f_trial, objective(a_trial, f_trial)
-
-    def worse(state):
-        _, halvings, (_, _, value) = state
-        return ~(value >= current) & (halvings < _MAX_HALVINGS)
-
-    def halve(state):
-        step, halvings, _ = state
-        return step / 2.0, halvings + 1, trial(step / 2.0)
-
-    _, _, (a_new, f_new, _) = lax.while_loop(worse, halve, (1.0, 0, trial(1.0)))
-    return a_new, f_new
 
 
 def covariance(approx: MulticlassLaplace, K) -> jax.Array:
