@@ -56,10 +56,15 @@ class Size:
 
     chains: int
     iterations: dict
+    quick: bool = False
+
+    def lengths(self, part) -> dict:
+        """Warmup and draws per engine: the size's, or a full-size part's own where it declares ``ITERATIONS``."""
+        return self.iterations if self.quick else {**self.iterations, **getattr(part, "ITERATIONS", {})}
 
 
 SIZES = {"full": Size(chains=4, iterations={"nuts": (1000, 1000), "gibbs": (2000, 10000), "pm": (1000, 12000)}),
-         "quick": Size(chains=2, iterations={"nuts": (100, 100), "gibbs": (200, 400), "pm": (100, 200)})}
+         "quick": Size(chains=2, iterations={"nuts": (100, 100), "gibbs": (200, 400), "pm": (100, 200)}, quick=True)}
 
 
 def run_part(name: str, size: Size, suffix: str, seed: int, reuse: tuple[str, ...] = ()) -> dict:
@@ -71,7 +76,7 @@ def run_part(name: str, size: Size, suffix: str, seed: int, reuse: tuple[str, ..
     for model_name, model_path in part.MODELS.items():
         for engine, settings in part.ENGINES.items():
             label = f"{model_name} / {engine}"
-            warmup, draws = size.iterations[engine]
+            warmup, draws = size.lengths(part)[engine]
             path = RESULTS / f"{name}_{model_name}_{engine}{suffix}.nc"
             started = time.perf_counter()
             if engine in reuse and path.exists():
