@@ -13,7 +13,24 @@ def _output(x):
     return jnp.round(x[0]).astype(jnp.int32) - 1
 
 
-class Coregion(Kernel):
+def _per_output(value, P):
+    """A per-output vector of length ``P`` (a scalar ``value`` shared by every output)."""
+    return jnp.broadcast_to(value, (P,))
+
+
+class _OutputCovarianceKernel(Kernel):
+    """``k(i, j) = B[i, j]`` over output indices ``i, j`` in ``1..P``, ``B`` the subclass's
+    :meth:`output_covariance`."""
+
+    def output_covariance(self):
+        """``B``, shape ``(P, P)``."""
+        raise NotImplementedError
+
+    def evaluate(self, x1, x2):
+        return self.output_covariance()[_output(x1), _output(x2)]
+
+
+class Coregion(_OutputCovarianceKernel):
     """``k(i, j) = B[i, j]`` with ``B = W W^T + diag(kappa)`` over output indices ``i, j`` in ``1..P``.
 
     Multiplied by a kernel over the other inputs it is the intrinsic coregionalisation model
@@ -39,16 +56,10 @@ class Coregion(Kernel):
 
     def output_covariance(self):
         """``B = W W^T + diag(kappa)``, shape ``(P, P)``."""
-        P = self.W.shape[0]
-        return self.W @ self.W.T + jnp.diag(jnp.broadcast_to(self.kappa, (P,)))
-
-    def evaluate(self, x1, x2):
-        i, j = _output(x1), _output(x2)
-        kappa = jnp.broadcast_to(self.kappa, (self.W.shape[0],))
-        return self.W[i] @ self.W[j] + jnp.where(i == j, kappa[i], 0.0)
+        return self.W @ self.W.T + jnp.diag(_per_output(self.kappa, self.W.shape[0]))
 
 
-class CoregionCorr(Kernel):
+class CoregionCorr(_OutputCovarianceKernel):
     """``k(i, j) = B[i, j]`` with ``B = diag(sigma) L L^T diag(sigma)`` over output indices ``i, j`` in ``1..P``.
 
     The same intrinsic coregionalisation as :class:`Coregion`, parameterised by the correlation matrix
@@ -72,10 +83,5 @@ class CoregionCorr(Kernel):
 
     def output_covariance(self):
         """``B = diag(sigma) L L^T diag(sigma)``, shape ``(P, P)``."""
-        scaled = jnp.broadcast_to(self.sigma, (self.L.shape[0],))[:, None] * self.L
+        scaled = _per_output(self.sigma, self.L.shape[0])[:, None] * self.L
         return scaled @ scaled.T
-
-    def evaluate(self, x1, x2):
-        i, j = _output(x1), _output(x2)
-        sigma = jnp.broadcast_to(self.sigma, (self.L.shape[0],))
-        return sigma[i] * sigma[j] * (self.L[i] @ self.L[j])

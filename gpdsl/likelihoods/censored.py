@@ -45,50 +45,33 @@ def _censored(cens, y, upper, log_pdf, log_cdf, log_ccdf, log_interval):
         cens == -1, log_cdf(y), log_interval(y, upper))))
 
 
-def _normal_event_log_probabilities(z_of, extra_log_pdf):
-    """``log_pdf``, ``log_cdf``, ``log_ccdf`` and ``log_interval`` of a family whose standardised value is
-    ``z_of(v)``, with the Jacobian term ``extra_log_pdf(v)`` added to the density."""
-    def log_pdf(v, sigma):
-        import jax.numpy as jnp
-
-        z = z_of(v)
-        return -0.5 * z * z - 0.5 * jnp.log(2.0 * jnp.pi) - jnp.log(sigma) + extra_log_pdf(v)
-
-    def log_interval(lower, upper):
+def _normal_scale_log_density(on_log_scale: bool):
+    """The censored log density of ``normal(mu, sigma)`` (``on_log_scale`` false) or of ``lognormal(mu, sigma)``
+    (true): the normal's events for the standardised ``(y - mu) / sigma`` or ``(log y - mu) / sigma``, with the
+    Jacobian ``-log y`` in the lognormal's density."""
+    def log_density(y, mu, sigma, cens, upper):
         import jax.numpy as jnp
 
         from gpdsl.numerics.special import log_ndtr
 
-        a, b = z_of(lower), z_of(upper)
-        upper_tail = a > 0.0  # both ends above the location: difference of survival functions
-        return jnp.where(upper_tail, _log_difference(log_ndtr(-a), log_ndtr(-b)),
-                         _log_difference(log_ndtr(b), log_ndtr(a)))
+        def z_of(v):
+            return ((jnp.log(v) if on_log_scale else v) - mu) / sigma
 
-    return log_pdf, log_interval
+        def log_pdf(v):
+            z = z_of(v)
+            jacobian = -jnp.log(v) if on_log_scale else 0.0
+            return -0.5 * z * z - 0.5 * jnp.log(2.0 * jnp.pi) - jnp.log(sigma) + jacobian
 
+        def log_interval(lower, upper):
+            a, b = z_of(lower), z_of(upper)
+            upper_tail = a > 0.0  # both ends above the location: difference of survival functions
+            return jnp.where(upper_tail, _log_difference(log_ndtr(-a), log_ndtr(-b)),
+                             _log_difference(log_ndtr(b), log_ndtr(a)))
 
-def _normal_log_density(y, mu, sigma, cens, upper):
-    from gpdsl.numerics.special import log_ndtr
+        return _censored(cens, y, upper, log_pdf, lambda v: log_ndtr(z_of(v)), lambda v: log_ndtr(-z_of(v)),
+                         log_interval)
 
-    def z_of(v):
-        return (v - mu) / sigma
-
-    log_pdf, log_interval = _normal_event_log_probabilities(z_of, lambda v: 0.0)
-    return _censored(cens, y, upper, lambda v: log_pdf(v, sigma), lambda v: log_ndtr(z_of(v)),
-                     lambda v: log_ndtr(-z_of(v)), log_interval)
-
-
-def _lognormal_log_density(y, mu, sigma, cens, upper):
-    import jax.numpy as jnp
-
-    from gpdsl.numerics.special import log_ndtr
-
-    def z_of(v):
-        return (jnp.log(v) - mu) / sigma
-
-    log_pdf, log_interval = _normal_event_log_probabilities(z_of, lambda v: -jnp.log(v))
-    return _censored(cens, y, upper, lambda v: log_pdf(v, sigma), lambda v: log_ndtr(z_of(v)),
-                     lambda v: log_ndtr(-z_of(v)), log_interval)
+    return log_density
 
 
 def _weibull_log_density(y, eta, shape, cens, upper):
@@ -111,17 +94,16 @@ def _weibull_log_density(y, eta, shape, cens, upper):
                      lambda v: -cumulative_hazard(v), log_interval)
 
 
-def _normal_sample(key, shape, mu, sigma, cens, upper):
-    import jax
+def _normal_scale_sample(on_log_scale: bool):
+    """Draws of the uncensored ``normal(mu, sigma)`` (``on_log_scale`` false) or ``lognormal(mu, sigma)`` (true)."""
+    def sample(key, shape, mu, sigma, cens, upper):
+        import jax
+        import jax.numpy as jnp
 
-    return mu + sigma * jax.random.normal(key, shape)
+        value = mu + sigma * jax.random.normal(key, shape)
+        return jnp.exp(value) if on_log_scale else value
 
-
-def _lognormal_sample(key, shape, mu, sigma, cens, upper):
-    import jax
-    import jax.numpy as jnp
-
-    return jnp.exp(mu + sigma * jax.random.normal(key, shape))
+    return sample
 
 
 def _weibull_sample(key, shape_, eta, shape, cens, upper):
@@ -131,9 +113,10 @@ def _weibull_sample(key, shape_, eta, shape, cens, upper):
     return jnp.exp(eta) * jax.random.exponential(key, shape_) ** (1.0 / shape)
 
 
-def _spellings(function: str, params: tuple[str, str], rng):
+def _spellings(function: str, params: tuple[str, str], rng: str):
     """``stan`` and ``stan_rng`` of a censored likelihood whose Stan log density is the template function
-    ``<function>_lpdf`` (scalar and vector overloads, the codes an ``int`` or an ``array[] int``)."""
+    ``<function>_lpdf`` (scalar and vector overloads, the codes an ``int`` or an ``array[] int``) and whose Stan
+    draw is ``rng`` with each of ``{params}`` replaced by its argument."""
     def stan(y: str, args: StanArguments, vectorised: bool) -> str:
         first, second = (args[p] for p in params)
         cens, upper = args["cens"], args["upper"]
@@ -148,7 +131,7 @@ def _spellings(function: str, params: tuple[str, str], rng):
         return f"{function}_lpdf({y} | {', '.join(values)})"
 
     def stan_rng(args: StanArguments) -> str:
-        return rng(*(args[p][0] for p in params))
+        return rng.format(**{p: args[p][0] for p in params})
 
     return stan, stan_rng
 
@@ -177,33 +160,31 @@ def _invalid(positive: bool):
     return invalid
 
 
-def _censored_likelihood(name, params, support, doc, log_density, sample, function, rng, param_support):
-    stan, stan_rng = _spellings(function, params, rng)
+def _censored_likelihood(name, params, support, uncensored, log_density, sample, rng):
+    """The censored likelihood ``name`` with the Stan template function ``<name>_lpdf``: ``uncensored`` names the
+    outcome's distribution, ``rng`` is Stan's draw of it (a format string of ``params``), and the second of
+    ``params`` is positive."""
+    stan, stan_rng = _spellings(name, params, rng)
+    doc = f"{uncensored} observed (cens = 0), right- (1), left- (-1) or interval-censored (2, up to upper)"
     return Likelihood(
         name, (*params, "cens", "upper"), support, doc, log_density=log_density, stan=stan, stan_rng=stan_rng,
-        sample=sample, derivatives=autodiff_derivatives(log_density), param_support={**param_support, "cens": "censoring"},
-        integer_params=("cens",), invalid_observations=_invalid(support == "positive"))
+        sample=sample, derivatives=autodiff_derivatives(log_density),
+        param_support={params[1]: "positive", "cens": "censoring"}, integer_params=("cens",),
+        invalid_observations=_invalid(support == "positive"))
 
 
 NORMAL_CENSORED = _censored_likelihood(
-    "normal_censored", ("mu", "sigma"), "real",
-    "normal(mu, sigma) observed (cens = 0), right- (1), left- (-1) or interval-censored (2, up to upper)",
-    _normal_log_density, _normal_sample, "normal_censored",
-    lambda mu, sigma: f"normal_rng({mu}, {sigma})", {"sigma": "positive"})
+    "normal_censored", ("mu", "sigma"), "real", "normal(mu, sigma)", _normal_scale_log_density(False),
+    _normal_scale_sample(False), "normal_rng({mu}, {sigma})")
 """Censored real outcomes (a detection limit, a top-coded scale); log-concave in ``mu``."""
 
 LOGNORMAL_CENSORED = _censored_likelihood(
-    "lognormal_censored", ("mu", "sigma"), "positive",
-    "lognormal(mu, sigma) (log y normal with mean mu) observed (cens = 0), right- (1), left- (-1) or "
-    "interval-censored (2, up to upper)",
-    _lognormal_log_density, _lognormal_sample, "lognormal_censored",
-    lambda mu, sigma: f"lognormal_rng({mu}, {sigma})", {"sigma": "positive"})
+    "lognormal_censored", ("mu", "sigma"), "positive", "lognormal(mu, sigma) (log y normal with mean mu)",
+    _normal_scale_log_density(True), _normal_scale_sample(True), "lognormal_rng({mu}, {sigma})")
 """Censored positive outcomes (survival times) with the log-scale location ``mu``; log-concave in ``mu``."""
 
 WEIBULL_CENSORED = _censored_likelihood(
     "weibull_censored", ("eta", "shape"), "positive",
-    "Stan's weibull(shape, exp(eta)) (scale exp(eta), survival exp(-(y / exp(eta))^shape)) observed (cens = 0), "
-    "right- (1), left- (-1) or interval-censored (2, up to upper)",
-    _weibull_log_density, _weibull_sample, "weibull_censored",
-    lambda eta, shape: f"weibull_rng({shape}, exp({eta}))", {"shape": "positive"})
+    "Stan's weibull(shape, exp(eta)) (scale exp(eta), survival exp(-(y / exp(eta))^shape))", _weibull_log_density,
+    _weibull_sample, "weibull_rng({shape}, exp({eta}))")
 """Censored survival times with log scale ``eta`` (an accelerated failure time model); log-concave in ``eta``."""
