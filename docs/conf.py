@@ -55,3 +55,6 @@ html_theme_options = {
 
 # One page per case study: its README, included where it lies (figures and links relative to it).
 study_pages.write(ROOT / "case_studies", DOCS / "studies")
+# One page per benchmark results file: the benchmarks' and the case studies' engine-against-NUTS tables.
+study_pages.write_benchmarks([*ROOT.glob("benchmarks/results/*.md"), *ROOT.glob("case_studies/*/bench*.md")],
+                             DOCS / "benchmark_results")

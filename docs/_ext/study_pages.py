@@ -1,9 +1,10 @@
-"""The case studies' pages: small pages that include each ``case_studies/<name>/README.md`` where it lies.
+"""Pages that include Markdown files of the repository where they lie: the case studies' READMEs, benchmark results.
 
 ``studies/<name>/index.md`` includes the README (its figures taken relative to it), and each Markdown file the
 README links to (a results table) gets a page of its own beside it, at the same relative path, so the README's
 links resolve. The pages are written at build time into a git-ignored folder of the docs: the READMEs, tables and
-figures are never copied into git, and a new case study gets its page without an edit here.
+figures are never copied into git, and a new case study gets its page without an edit here. Each benchmark results
+file (``benchmarks/results/*.md``, a case study's ``bench*.md``) gets one page likewise.
 """
 
 from __future__ import annotations
@@ -51,10 +52,27 @@ def write(studies: Path, pages: Path) -> list[Path]:
                 linked = folder / link
                 _write(linked, include_page(target, linked, orphan=True))
                 written.append(linked)
-    kept = {readme.parent.name for readme in readmes}
+    _remove_stale(pages, written, {readme.parent.name for readme in readmes})
+    return written
+
+
+def write_benchmarks(sources: list[Path], pages: Path) -> list[Path]:
+    """Write one page per benchmark results file of ``sources`` into ``pages``, named ``<folder>_<file>.md`` after
+    the folder that holds it (``results`` of ``benchmarks/results`` left out), pages of removed files deleted."""
+    pages.mkdir(parents=True, exist_ok=True)
+    written = []
+    for source in sorted(sources):
+        folder = source.parent.parent.name if source.parent.name == "results" else source.parent.name
+        page = pages / f"{folder}_{source.stem}.md"
+        _write(page, include_page(source, page))
+        written.append(page)
+    _remove_stale(pages, written, set())
+    return written
+
+
+def _remove_stale(pages: Path, written: list[Path], kept: set[str]) -> None:
     for stale in pages.iterdir() if pages.exists() else ():
         if stale.is_dir() and stale.name not in kept:
             shutil.rmtree(stale)
     for stale in set(pages.rglob("*.md")) - set(written):
         stale.unlink()
-    return written

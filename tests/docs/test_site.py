@@ -28,10 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "docs" / "_build" / "html"
 SCREENSHOTS = ROOT / "docs" / "_build" / "screenshots"
 PAGES = ["index.html", "getting_started.html", "language.html", "reference/catalogue.html",
-         "reference/methods.html", "reference/cli.html", "reference/api.html", "studies.html"]
+         "reference/methods.html", "reference/cli.html", "reference/api.html", "studies.html", "comparisons.html"]
 """Pages every build must render; each case study's page (the ones with figures) is added to them."""
 TOP_LEVEL = ["getting_started.html", "language.html", "inference.html", "reference/catalogue.html",
-             "reference/methods.html", "reference/api.html", "studies.html"]
+             "reference/methods.html", "reference/api.html", "studies.html", "comparisons.html"]
 
 CHECKER = """<!doctype html><html><body><pre id="result">pending</pre>
 <iframe id="page" width="1400" height="1200"></iframe>
