@@ -4,7 +4,8 @@
 # make test: set up .venv at the locked versions (requirements/) and run the default tier (not slow).
 # make test-slow: the tests marked slow.   make test-latest: the default tier on the latest releases.
 # make lock: pin what `make test-latest` installed and passed (README, "Tests").
-# make docs: the documentation site into docs/_build/html (docs/README.md); fails on any warning.
+# make docs: the documentation site into docs/_build/html (docs/README.md), its gallery executed; fails on any
+#   warning or an example that raises. GALLERY=0: the gallery's pages without running its examples (CI).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -44,6 +45,9 @@ DOCS_CONSTRAINTS := requirements/docs-constraints-py$(PYVER).txt
 DOCS_STAMP := $(VENV)/.docs-installed
 DOCS_OUT := docs/_build/html
 SPHINX_FLAGS ?= -W --keep-going -q
+# GALLERY=1 runs every example of docs/examples afresh (its cached outputs removed first), within DOCS_BUDGET_S.
+GALLERY ?= 1
+DOCS_BUDGET_S ?= 600
 
 .PHONY: demo test test-slow test-latest test-latest-py311 test-latest-py312 lock setup clean docs lock-docs
 
@@ -89,7 +93,9 @@ $(DOCS_STAMP): $(STAMP) $(DOCS_REQUIREMENTS) $(DOCS_CONSTRAINTS)
 
 # Sphinx, from the tables and the parsers themselves (docs/_ext); any warning, broken link or failed include fails it.
 docs: $(DOCS_STAMP)
-	$(BIN)/python -m sphinx -b html $(SPHINX_FLAGS) docs $(DOCS_OUT)
+	$(if $(filter 1,$(GALLERY)),rm -rf docs/gallery)
+	timeout $(DOCS_BUDGET_S) $(BIN)/python -m sphinx -b html $(SPHINX_FLAGS) $(if $(filter 1,$(GALLERY)),,-D plot_gallery=0) \
+		docs $(DOCS_OUT)
 	@echo "The site: $(DOCS_OUT)/index.html"
 
 # Pin the docs tools .venv holds now (those beyond the test lock); run after 'make docs' passed with them.
@@ -157,4 +163,5 @@ lock:
 	$(if $(PYTHON312),$(call freeze,$(LOCK_FROM312),$(CONSTRAINTS312)))
 
 clean:
-	rm -rf $(VENV) .venv312 $(LATEST) $(LATEST312) $(DEMO) .pytest_cache docs/_build docs/studies
+	rm -rf $(VENV) .venv312 $(LATEST) $(LATEST312) $(DEMO) .pytest_cache docs/_build docs/studies docs/gallery \
+		docs/benchmark_results

@@ -23,11 +23,12 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
     "gpdsl_sphinx",
+    "sphinx_gallery.gen_gallery",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "README.md", "_ext", "validation/*.json"]
+exclude_patterns = ["_build", "README.md", "_ext", "validation/*.json", "examples"]
 # A page may go from its title to a level-3 heading (docs/inference.md does); nothing else is silenced.
 suppress_warnings = ["myst.header"]
 
@@ -51,6 +52,21 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
+}
+
+# The gallery: docs/examples/plot_*.py, executed (make docs; GALLERY=0 builds the pages without running them). An
+# example that raises fails the build.
+sphinx_gallery_conf = {
+    "examples_dirs": "examples",
+    "gallery_dirs": "gallery",
+    "filename_pattern": r"/plot_",
+    "example_extensions": {".py"},
+    "within_subsection_order": "FileNameSortKey",
+    "abort_on_example_error": True,
+    "only_warn_on_example_error": False,
+    "remove_config_comments": True,
+    "download_all_examples": False,
+    "capture_repr": ("_repr_html_", "__repr__"),
 }
 
 # One page per case study: its README, included where it lies (figures and links relative to it).

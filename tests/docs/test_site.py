@@ -1,4 +1,4 @@
-"""The built site in a real browser: ``make docs``, then Debian's headless Chromium renders pages of it.
+"""The built site in a real browser: ``make docs`` (the gallery executed), then Debian's headless Chromium renders it.
 
 Each page is loaded in an iframe of a checking page served from the same local HTTP server, which waits for the
 page's images and reports, per image, whether it decoded (``naturalWidth > 0``), and the links of the navigation
@@ -28,10 +28,13 @@ ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "docs" / "_build" / "html"
 SCREENSHOTS = ROOT / "docs" / "_build" / "screenshots"
 PAGES = ["index.html", "getting_started.html", "language.html", "reference/catalogue.html",
-         "reference/methods.html", "reference/cli.html", "reference/api.html", "studies.html", "comparisons.html"]
-"""Pages every build must render; each case study's page (the ones with figures) is added to them."""
-TOP_LEVEL = ["getting_started.html", "language.html", "inference.html", "reference/catalogue.html",
-             "reference/methods.html", "reference/api.html", "studies.html", "comparisons.html"]
+         "reference/methods.html", "reference/cli.html", "reference/api.html", "studies.html", "comparisons.html",
+         "gallery/index.html"]
+"""Pages every build must render; each gallery example's page and each case study's page (the ones with figures)
+are added to them."""
+TOP_LEVEL = ["getting_started.html", "gallery/index.html", "language.html", "inference.html",
+             "reference/catalogue.html", "reference/methods.html", "reference/api.html", "studies.html",
+             "comparisons.html"]
 
 CHECKER = """<!doctype html><html><body><pre id="result">pending</pre>
 <iframe id="page" width="1400" height="1200"></iframe>
@@ -119,10 +122,11 @@ def site():
 def test_pages_render_with_their_images_and_working_navigation(site):
     browser = chromium()
     studies = sorted(path.relative_to(SITE).as_posix() for path in (SITE / "studies").glob("*/index.html"))
-    assert studies, "no case study page was built"
+    examples = sorted(path.relative_to(SITE).as_posix() for path in (SITE / "gallery").glob("plot_*.html"))
+    assert studies and examples, "no case study or gallery page was built"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     reached, images = set(), []
-    for page in PAGES + studies:
+    for page in PAGES + examples + studies:
         report = checked(browser, site, page)
         assert report["title"], page
         broken = [image["src"] for image in report["images"] if not image["loaded"]]
@@ -134,5 +138,7 @@ def test_pages_render_with_their_images_and_working_navigation(site):
         shot = SCREENSHOTS / (page.removesuffix(".html").replace("/", "_") + ".png")
         browse(browser, f"{site}/{page}", f"--screenshot={shot}", "--window-size=1400,1800")
         assert shot.stat().st_size > 10_000, f"{page}: the screenshot is empty"
-    assert len(images) >= len(studies), "the case studies' figures are missing from their pages"
+    assert len(images) >= len(studies) + len(examples), "figures are missing from the gallery or the case studies"
+    gallery_figures = [image for image in images if "/_images/sphx_glr_plot_" in image["src"]]
+    assert len({image["src"] for image in gallery_figures}) >= len(examples), "an example drew no figure"
     assert set(TOP_LEVEL) <= reached, f"top-level pages the navigation never links: {set(TOP_LEVEL) - reached}"
