@@ -48,6 +48,7 @@ html_title = f"gpdsl {version}"
 html_static_path = []
 html_theme_options = {
     "navigation_with_keys": False,
+    "header_links_before_dropdown": 6,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
