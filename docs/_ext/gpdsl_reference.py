@@ -43,8 +43,28 @@ def _number(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _supports(support: str) -> str:
-    return {"positive": "> 0", "nonnegative": ">= 0"}.get(support, "")
+def value_range(support: str) -> str:
+    """The values a support (a name of :data:`gpdsl.semantics.support.SUPPORTS`) allows, escaped: ``> 0``,
+    ``in [0, 1]``; empty for the whole real line."""
+    import math
+
+    from gpdsl.semantics.support import SUPPORTS
+
+    interval = SUPPORTS.get(support)
+    if interval is None:
+        return escaped(support)
+    low, high = _number(float(interval.lower)), _number(float(interval.upper))
+    if math.isinf(interval.upper):
+        return "" if math.isinf(interval.lower) else escaped(f"{'>=' if interval.closed_lower else '>'} {low}")
+    if math.isinf(interval.lower):
+        return escaped(f"{'<=' if interval.closed_upper else '<'} {high}")
+    brackets = ("[" if interval.closed_lower else "(", "]" if interval.closed_upper else ")")
+    return escaped(f"in {brackets[0]}{low}, {high}{brackets[1]}")
+
+
+def _with_facts(text: str, facts: list[str]) -> str:
+    facts = [fact for fact in facts if fact]
+    return text + (f" ({'; '.join(facts)})" if facts else "")
 
 
 def kernel_argument(param) -> str:
@@ -62,15 +82,12 @@ def kernel_argument(param) -> str:
     if param.matrix:
         facts.append("a matrix, one row per output")
     if param.integer:
-        facts.append("a constant whole number >= 1")
+        facts.append(escaped("a constant whole number >= 1"))
     if param.half_integer:
         facts.append("a constant half-integer p + 1/2")
-    bound = _supports(param.support) if not (param.integer or param.half_integer) else ""
-    if bound:
-        facts.append(escaped(bound))
-    elif param.support == "real" and not param.matrix:
-        facts.append("any real")
-    return text + (f" ({'; '.join(facts)})" if facts else "")
+    if not (param.integer or param.half_integer or param.matrix):
+        facts.append(value_range(param.support) or "any real")
+    return _with_facts(text, facts)
 
 
 def kernel_rows() -> list[list[str]]:
@@ -99,11 +116,11 @@ def likelihood_rows() -> list[list[str]]:
         for name in likelihood.params:
             facts = [fact for fact, holds in (
                 ("the latent argument", name == likelihood.latent_param),
-                (escaped(_supports(likelihood.param_support.get(name, "")) or ""), name in likelihood.param_support),
+                (value_range(likelihood.param_support.get(name, "real")), True),
                 ("one vector for all observations", name in likelihood.own_shape),
                 ("a matrix, one row per observation", name in likelihood.row_params),
-                ("integer data", name in likelihood.integer_params)) if holds and fact]
-            arguments.append(literal(name) + (f" ({'; '.join(facts)})" if facts else ""))
+                ("integer data", name in likelihood.integer_params)) if holds]
+            arguments.append(_with_facts(literal(name), facts))
         engines = ["Laplace" if likelihood.log_concave and likelihood.derivatives is not None else "",
                    "EP" + ("" if likelihood.closed_form_tilted_moments else " (by quadrature)")
                    if likelihood.tilted_moments is not None else "",
@@ -123,10 +140,8 @@ def prior_rows() -> list[list[str]]:
     for prior in PRIORS.values():
         arguments = []
         for name in prior.params:
-            facts = [escaped(_supports(prior.arg_support.get(name, "")))] if _supports(prior.arg_support.get(name, "")) \
-                else []
             text = f"{name} = {_number(prior.defaults[name])}" if name in prior.defaults else name
-            arguments.append(literal(text) + (f" ({'; '.join(facts)})" if facts else ""))
+            arguments.append(_with_facts(literal(text), [value_range(prior.arg_support.get(name, "real"))]))
         if prior.ordered:
             arguments.append(f"{literal(prior.ordered[0])} < {literal(prior.ordered[1])}")
         z_space = "" if prior.z_space is None else (f"Gaussian in z-space ({escaped(prior.z_space.requirement)})"
@@ -226,7 +241,8 @@ def methods_rst() -> str:
     return "\n".join(parts)
 
 
-def _subcommands(parser) -> dict:
+def subcommands(parser) -> dict:
+    """The commands of an argparse parser by name (``check``, ``sample``, ...), in the order ``--help`` lists them."""
     import argparse
 
     found = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
@@ -234,6 +250,7 @@ def _subcommands(parser) -> dict:
 
 
 def _literal_block(text: str) -> list[str]:
+    """A literal block of ``text``, its lines kept as they are (usage lines, examples)."""
     return ["::", "", *[f"   {line}" if line.strip() else "" for line in text.rstrip().splitlines()], ""]
 
 
@@ -261,7 +278,7 @@ def cli_rst(parser=None) -> str:
     parts = [escaped(parser.description or ""), "", *_literal_block(parser.format_usage().removeprefix("usage: "))]
     if parser.epilog:
         parts += _literal_block(parser.epilog)
-    for name, command in _subcommands(parser).items():
+    for name, command in subcommands(parser).items():
         title = f"gpdsl {name}"
         parts += [title, "-" * len(title), ""]
         if command.description:

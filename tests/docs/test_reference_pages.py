@@ -102,13 +102,27 @@ def test_a_methods_settings_rows_give_the_defaults_of_its_settings_class():
 def test_the_command_line_page_has_every_command_and_every_option():
     parser = build_parser()
     text = gpdsl_reference.cli_rst(parser)
-    commands = gpdsl_reference._subcommands(parser)
+    commands = gpdsl_reference.subcommands(parser)
     assert re.findall(r"^gpdsl (\S+)\n-+\n", text, re.M) == list(commands)
     for name, command in commands.items():
         for action in command._actions:
             for flag in action.option_strings:
                 if flag not in ("-h", "--help"):
                     assert f"``{flag}" in text or f", {flag}" in text, (name, flag)
+
+
+@pytest.mark.parametrize("support, shown", [("real", ""), ("positive", r"\> 0"), ("nonnegative", r"\>= 0"),
+                                            ("unit", r"in \[0, 1\]"), ("censoring", r"in \[-1, 2\]")])
+def test_an_arguments_range_is_read_from_the_checkers_support_intervals(support, shown):
+    assert gpdsl_reference.value_range(support) == shown
+
+
+def test_likelihood_and_prior_rows_give_each_arguments_range_and_default():
+    likelihoods = dict(zip(LIKELIHOODS, gpdsl_reference.likelihood_rows()))
+    assert likelihoods["zero_inflated_neg_binomial_2_log"][1] == (
+        r"``eta`` (the latent argument); ``phi`` (\> 0); ``zi`` (in \[0, 1\])")
+    priors = dict(zip(PRIORS, gpdsl_reference.prior_rows()))
+    assert r"``sigma = 1.5`` (\> 0)" in priors["scaled_sigmoid_normal"][1]
 
 
 def test_reference_text_escapes_inline_markup():
