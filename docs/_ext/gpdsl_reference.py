@@ -251,7 +251,8 @@ def subcommands(parser) -> dict:
 
 def _literal_block(text: str) -> list[str]:
     """A literal block of ``text``, its lines kept as they are (usage lines, examples)."""
-    return ["::", "", *[f"   {line}" if line.strip() else "" for line in text.rstrip().splitlines()], ""]
+    return [".. code-block:: text", "", *[f"   {line}" if line.strip() else "" for line in text.rstrip().splitlines()],
+            ""]
 
 
 def argument_rows(parser) -> list[list[str]]:
@@ -269,8 +270,12 @@ def argument_rows(parser) -> list[list[str]]:
     return rows
 
 
+EXIT_STATUS = "\nexit status:"
+"""Where the exit statuses start in a command's epilog: shown once, with the top-level command, not per command."""
+
+
 def cli_rst(parser=None) -> str:
-    """Every command of ``gpdsl`` from the parser the command line runs: usage, description, arguments, example."""
+    """Every command of ``gpdsl`` from the parser the command line runs: usage, description, arguments, examples."""
     if parser is None:
         from gpdsl.cli.main import build_parser
 
@@ -286,6 +291,7 @@ def cli_rst(parser=None) -> str:
                 else [escaped(command.description), ""]
         parts += ["Usage", "", *_literal_block(command.format_usage().removeprefix("usage: "))]
         parts += [list_table(["argument", "value", "meaning"], argument_rows(command), [24, 18, 58]), ""]
-        if command.epilog:
-            parts += [".. rubric:: Examples", "", *_literal_block(command.epilog)]
+        examples = (command.epilog or "").split(EXIT_STATUS)[0].strip()
+        if examples:
+            parts += [".. rubric:: Examples", "", *_literal_block(examples)]
     return "\n".join(parts)

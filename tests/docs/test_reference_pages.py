@@ -104,6 +104,7 @@ def test_the_command_line_page_has_every_command_and_every_option():
     text = gpdsl_reference.cli_rst(parser)
     commands = gpdsl_reference.subcommands(parser)
     assert re.findall(r"^gpdsl (\S+)\n-+\n", text, re.M) == list(commands)
+    assert text.count("exit status:") == 1, "the exit statuses are shown once, with the top-level command"
     for name, command in commands.items():
         for action in command._actions:
             for flag in action.option_strings:
