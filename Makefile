@@ -4,6 +4,8 @@
 # make test: set up .venv at the locked versions (requirements/) and run the default tier (not slow).
 # make test-slow: the tests marked slow.   make test-latest: the default tier on the latest releases.
 # make lock: pin what `make test-latest` installed and passed (README, "Tests").
+# make docs: the documentation site into docs/_build/html (docs/README.md), its gallery executed; fails on any
+#   warning or an example that raises. GALLERY=0: the gallery's pages without running its examples (CI).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -36,9 +38,24 @@ PARALLEL ?= -n auto --dist loadfile
 # .passed in a venv: its packages passed the default tier since they were installed.
 PASSED := .passed
 
-.PHONY: demo test test-slow test-latest test-latest-py311 test-latest-py312 lock setup clean
+# The docs tools are not package dependencies: requirements/docs.txt names them, a lock per Python pins them (and
+# what they pull in beyond the test lock); they are installed into .venv on top of the test lock.
+DOCS_REQUIREMENTS := requirements/docs.txt
+DOCS_CONSTRAINTS := requirements/docs-constraints-py$(PYVER).txt
+DOCS_STAMP := $(VENV)/.docs-installed
+DOCS_OUT := docs/_build/html
+SPHINX_FLAGS ?= -W --keep-going -q
+# GALLERY=1 runs every example of docs/examples afresh (its cached outputs removed first), within DOCS_BUDGET_S.
+GALLERY ?= 1
+DOCS_BUDGET_S ?= 600
+
+.PHONY: demo test test-slow test-latest test-latest-py311 test-latest-py312 lock setup clean docs lock-docs
 
 setup: $(STAMP)
+
+requirements/docs-constraints-py%.txt:
+	@echo "No docs lock for Python $* ($@): install $(DOCS_REQUIREMENTS) and run 'make lock-docs' (docs/README.md)." >&2
+	@exit 1
 
 requirements/constraints-py%.txt:
 	@echo "No lock for Python $* ($@): run 'make test-latest PYTHON=...' and 'make lock' (README, Tests)." >&2
@@ -69,6 +86,26 @@ demo: $(STAMP)
 	@echo "== 5. Side by side: same posterior (z-scores in Monte Carlo error), times, ESS per second against NUTS"
 	$(BIN)/gpdsl compare $(DEMO)/pima_nuts.nc $(DEMO)/pima_pm.nc -o $(DEMO)/pima_compare.md --overwrite \
 		--plot $(DEMO)/pima_forest.png
+
+$(DOCS_STAMP): $(STAMP) $(DOCS_REQUIREMENTS) $(DOCS_CONSTRAINTS)
+	$(BIN)/python -m pip install --quiet -c $(CONSTRAINTS) -c $(DOCS_CONSTRAINTS) -r $(DOCS_REQUIREMENTS)
+	touch $@
+
+# Sphinx, from the tables and the parsers themselves (docs/_ext); any warning, broken link or failed include fails it.
+docs: $(DOCS_STAMP)
+	$(if $(filter 1,$(GALLERY)),rm -rf docs/gallery)
+	timeout $(DOCS_BUDGET_S) $(BIN)/python -m sphinx -b html $(SPHINX_FLAGS) $(if $(filter 1,$(GALLERY)),,-D plot_gallery=0) \
+		docs $(DOCS_OUT)
+	@echo "The site: $(DOCS_OUT)/index.html"
+
+# Pin the docs tools .venv holds now (those beyond the test lock); run after 'make docs' passed with them.
+lock-docs:
+	{ echo "# The docs tools of $(DOCS_REQUIREMENTS) and what they pull in beyond $(CONSTRAINTS), as 'make lock-docs'"; \
+	  echo "# froze them from .venv ($$($(BIN)/python -V)) on $$(date -u +%Y-%m-%d), after 'make docs' built with no warning."; \
+	  $(BIN)/python -m pip freeze --all --exclude-editable \
+	    | awk -F'==' 'NR==FNR { if ($$0 !~ /^#/) pinned[tolower($$1)] = 1; next } !(tolower($$1) in pinned)' $(CONSTRAINTS) -; \
+	} > $(DOCS_CONSTRAINTS).tmp
+	mv $(DOCS_CONSTRAINTS).tmp $(DOCS_CONSTRAINTS)
 
 $(ARVIZ1_STAMP): pyproject.toml $(CONSTRAINTS312) $(BUILD_CONSTRAINTS)
 	rm -f .venv312/$(PASSED)
@@ -126,4 +163,5 @@ lock:
 	$(if $(PYTHON312),$(call freeze,$(LOCK_FROM312),$(CONSTRAINTS312)))
 
 clean:
-	rm -rf $(VENV) .venv312 $(LATEST) $(LATEST312) $(DEMO) .pytest_cache
+	rm -rf $(VENV) .venv312 $(LATEST) $(LATEST312) $(DEMO) .pytest_cache docs/_build docs/studies docs/gallery \
+		docs/benchmark_results

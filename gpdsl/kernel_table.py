@@ -95,6 +95,8 @@ class StanCall:
     The call is ``function(x1, x2, <params>[, same_points])`` on two point sets; each parameter is passed
     as its :attr:`KernelParam.stan_type`: a vector (``rep_vector`` of a scalar value) where it may be
     one (ARD, per component or per output), a matrix for a matrix, an int for an integer, else a real.
+    A kernel with kernel-valued arguments (:attr:`KernelSpec.kernels`) receives their matrices
+    ``K(x1, x2)`` as ``matrix`` arguments after the point sets, before its hyperparameters.
 
     Parameters
     ----------
@@ -111,9 +113,6 @@ class StanCall:
     warps_points : bool
         Whether the function maps a point set to a point set (``array[] vector function(array[] vector x,
         <params>)``) on which the kernel's sub-kernel is evaluated, rather than returning a matrix.
-
-    A kernel with kernel-valued arguments (:attr:`KernelSpec.kernels`) receives their matrices
-    ``K(x1, x2)`` as ``matrix`` arguments after the point sets, before its hyperparameters.
     """
 
     function: str

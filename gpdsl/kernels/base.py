@@ -154,6 +154,7 @@ class Kernel:
         return {name: getattr(self, name) for name in self._param_names}
 
     def tree_flatten(self):
+        """JAX pytree protocol: the array hyperparameters as leaves; names, active dims and constant ones as aux."""
         static = tuple((name, getattr(self, name)) for name in self._param_names
                        if self.spec is not None and self.spec.param(name) is not None and self.spec.param(name).static)
         leaves = tuple(name for name in self._param_names if name not in dict(static))
@@ -161,6 +162,7 @@ class Kernel:
 
     @classmethod
     def tree_unflatten(cls, aux, children):
+        """JAX pytree protocol: the kernel of :meth:`tree_flatten`'s ``aux`` with ``children`` as its leaves."""
         kernel = object.__new__(cls)
         kernel._param_names, kernel.active_dims, static = aux
         leaves = [name for name in kernel._param_names if name not in dict(static)]

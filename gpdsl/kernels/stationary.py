@@ -154,6 +154,7 @@ def _matrix(rows) -> jax.Array:
 class Matern12(_Matern, name="matern12", title="Matérn-1/2 (exponential)", gpy="Exponential", two_nu=1.0):
     @staticmethod
     def polynomial(s):
+        """The polynomial of ``variance * polynomial(s) * exp(-s)``, ``s = r``: 1."""
         return 1.0
 
     @staticmethod
@@ -165,6 +166,7 @@ class Matern12(_Matern, name="matern12", title="Matérn-1/2 (exponential)", gpy=
 class Matern32(_Matern, name="matern32", title="Matérn-3/2", gpy="Matern32", two_nu=3.0):
     @staticmethod
     def polynomial(s):
+        """The polynomial of ``variance * polynomial(s) * exp(-s)``, ``s = sqrt(3) r``: ``1 + s``."""
         return 1.0 + s
 
     @staticmethod
@@ -176,6 +178,7 @@ class Matern32(_Matern, name="matern32", title="Matérn-3/2", gpy="Matern32", tw
 class Matern52(_Matern, name="matern52", title="Matérn-5/2", gpy="Matern52", two_nu=5.0):
     @staticmethod
     def polynomial(s):
+        """The polynomial of ``variance * polynomial(s) * exp(-s)``, ``s = sqrt(5) r``: ``1 + s + s^2 / 3``."""
         return 1.0 + s + s * s / 3.0
 
     @staticmethod

@@ -1,6 +1,8 @@
 """What the language knows by name: distributions, likelihoods, kernels and functions.
 
-Each entry states its parameterisation; ``docs/language.md`` is generated from the same facts. The
+Each entry states its parameterisation; the documentation site's catalogue page
+(``docs/reference/catalogue.rst``, written by ``docs/_ext/gpdsl_reference.py`` when ``make docs`` builds it) is
+generated from the same facts, so it lists exactly what the checker accepts. The
 priors' entries are read from their objects in :mod:`gpdsl.priors`, the likelihoods' from theirs in
 :mod:`gpdsl.likelihoods`, the kernels' from the table of :mod:`gpdsl.kernel_table`, each when looked up,
 so elements registered after import are known.
