@@ -16,7 +16,7 @@ EP approximation are their site precisions and locations
   integrals ``-1/2 log(1 + lambda v) + (eta (2 mu + eta v) - lambda mu^2) / (2 (1 + lambda v))``
   (:func:`site_log_normaliser`), and the Gaussian log marginal likelihood the sum of ``log N(y_k | mu_k, v_k +
   sigma_k^2)`` (:func:`log_marginal_likelihood`). Both are differentiable by ``jax.grad``.
-* :func:`smooth` adds the Rauch-Tung-Striebel pass backwards (gain ``G_k = P_k A_{k+1}^T (P^-_{k+1})^-1`` by a
+* :func:`smooth` (and :func:`posterior_marginals` for a Gaussian likelihood) adds the Rauch-Tung-Striebel pass backwards (gain ``G_k = P_k A_{k+1}^T (P^-_{k+1})^-1`` by a
   Cholesky factor of the predicted covariance): the posterior marginals of ``f`` at every point, and so at new
   times merged in without sites (:func:`predict`).
 * :func:`prior_draws` draws ``f`` at the sorted times by the same recursion, the noise of each step through a
@@ -261,11 +261,30 @@ def rts_smoother(A, Q, H, filtered: FilterOutput) -> Marginals:
     return Marginals(jnp.append(means, H @ last_mean), jnp.append(variances, H @ last_cov @ H))
 
 
-def smooth(kernel, times, precision, natural_mean, periodic_order: int = PERIODIC_ORDER) -> Marginals:
+class SitePosterior(NamedTuple):
+    """Posterior marginals of ``f`` under Gaussian sites and the sites' log normaliser.
+
+    Attributes
+    ----------
+    mean, variance : jax.Array, shape (N,)
+        ``Sigma eta`` and ``diag(Sigma)``, ``Sigma = (K^-1 + diag(lambda))^-1``, in the caller's order.
+    log_normaliser : jax.Array, shape ()
+        As :func:`site_normaliser`.
+    """
+
+    mean: jax.Array
+    variance: jax.Array
+    log_normaliser: jax.Array
+
+
+def smooth(kernel, times, precision, natural_mean, periodic_order: int = PERIODIC_ORDER) -> SitePosterior:
     """Posterior marginals of ``f`` under Gaussian sites: ``N(f | 0, K) prod_k exp(-lambda_k f_k^2 / 2 + eta_k f_k)``.
 
     The means are ``Sigma eta`` and the variances ``diag(Sigma)``, ``Sigma = (K^-1 + diag(lambda))^-1``, in
-    ``O(N)``; a point with ``lambda = eta = 0`` gets the prediction from the others.
+    ``O(N)``; a point with ``lambda = eta = 0`` gets the prediction from the others. The log normaliser comes from
+    the same filter pass. With a Laplace approximation's sites (``W`` and ``W f_hat + a``) the mean is its mode
+    ``f_hat`` and its log marginal likelihood is ``log p(y | f_hat) + f_hat^T W f_hat / 2 - eta^T f_hat +
+    log_normaliser``.
 
     Parameters
     ----------
@@ -280,7 +299,7 @@ def smooth(kernel, times, precision, natural_mean, periodic_order: int = PERIODI
 
     Returns
     -------
-    Marginals
+    SitePosterior
         In the order of ``times``.
     """
     precision = jnp.asarray(precision, dtype=jnp.float64)
@@ -290,13 +309,14 @@ def smooth(kernel, times, precision, natural_mean, periodic_order: int = PERIODI
     filtered = kalman_filter(A, Q, H, P_inf, precision, natural_mean, keep_states=True)
     marginals = rts_smoother(A, Q, H, filtered)
     unsort = jnp.argsort(sorted_times.order)
-    return Marginals(marginals.mean[unsort], marginals.variance[unsort])
+    return SitePosterior(marginals.mean[unsort], marginals.variance[unsort],
+                         site_log_normaliser(filtered, precision, natural_mean))
 
 
 def posterior_marginals(kernel, times, y, noise_variance, periodic_order: int = PERIODIC_ORDER) -> Marginals:
     """Posterior means and variances of ``f`` at ``times`` given ``y ~ N(f, sigma^2)`` (NaN outcomes missing)."""
     _, _, _, precision, natural_mean = _observations(y, noise_variance)
-    return smooth(kernel, times, precision, natural_mean, periodic_order)
+    return Marginals(*smooth(kernel, times, precision, natural_mean, periodic_order)[:2])
 
 
 def predict(kernel, times, y, noise_variance, new_times, periodic_order: int = PERIODIC_ORDER) -> Marginals:
