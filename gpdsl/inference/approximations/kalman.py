@@ -28,6 +28,7 @@ time steps are computed outside any traced hyperparameter, so gradients flow onl
 
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -169,6 +170,7 @@ def _observations(y, noise_variance):
     return y, noise_variance, observed, precision, precision * y
 
 
+@partial(jax.jit, static_argnames="periodic_order")
 def log_marginal_likelihood(kernel, times, y, noise_variance, periodic_order: int = PERIODIC_ORDER) -> jax.Array:
     """``log N(y | 0, K + diag(sigma^2))`` in ``O(N)`` by the Kalman filter; NaN outcomes are missing.
 
@@ -201,6 +203,7 @@ def log_marginal_likelihood(kernel, times, y, noise_variance, periodic_order: in
     return jnp.sum(jnp.where(observed[order], terms, 0.0))
 
 
+@partial(jax.jit, static_argnames="periodic_order")
 def site_normaliser(kernel, times, precision, natural_mean, periodic_order: int = PERIODIC_ORDER) -> jax.Array:
     """``log int N(f | 0, K) prod_k exp(-lambda_k f_k^2 / 2 + eta_k f_k) df`` in ``O(N)``.
 
@@ -277,6 +280,7 @@ class SitePosterior(NamedTuple):
     log_normaliser: jax.Array
 
 
+@partial(jax.jit, static_argnames="periodic_order")
 def smooth(kernel, times, precision, natural_mean, periodic_order: int = PERIODIC_ORDER) -> SitePosterior:
     """Posterior marginals of ``f`` under Gaussian sites: ``N(f | 0, K) prod_k exp(-lambda_k f_k^2 / 2 + eta_k f_k)``.
 
@@ -313,12 +317,14 @@ def smooth(kernel, times, precision, natural_mean, periodic_order: int = PERIODI
                          site_log_normaliser(filtered, precision, natural_mean))
 
 
+@partial(jax.jit, static_argnames="periodic_order")
 def posterior_marginals(kernel, times, y, noise_variance, periodic_order: int = PERIODIC_ORDER) -> Marginals:
     """Posterior means and variances of ``f`` at ``times`` given ``y ~ N(f, sigma^2)`` (NaN outcomes missing)."""
     _, _, _, precision, natural_mean = _observations(y, noise_variance)
     return Marginals(*smooth(kernel, times, precision, natural_mean, periodic_order)[:2])
 
 
+@partial(jax.jit, static_argnames="periodic_order")
 def predict(kernel, times, y, noise_variance, new_times, periodic_order: int = PERIODIC_ORDER) -> Marginals:
     """Posterior predictive means and variances of ``f`` at ``new_times`` given ``y ~ N(f, sigma^2)`` at ``times``.
 
@@ -360,6 +366,7 @@ def symmetric_square_root(S) -> jax.Array:
     return vectors * jnp.sqrt(jnp.clip(values, 0.0))[..., None, :]
 
 
+@partial(jax.jit, static_argnames=("n_draws", "periodic_order"))
 def prior_draws(key, kernel, times, n_draws: int = 1, periodic_order: int = PERIODIC_ORDER) -> jax.Array:
     """Draws of ``f ~ N(0, K)`` at ``times`` in ``O(N)`` per draw, through the state-space recursion.
 
