@@ -139,7 +139,6 @@ def kalman_filter(A, Q, H, P_inf, precision, natural_mean, keep_states: bool = F
         scale = 1.0 / (1.0 + lam * v)
         mean = mean + column * ((eta - lam * mu) * scale)
         cov = cov - (lam * scale) * jnp.outer(column, column)
-        cov = 0.5 * (cov + cov.T)
         return (mean, cov), ((mu, v, mean, cov) if keep_states else (mu, v))
 
     initial = (jnp.zeros(H.shape[0]), P_inf)
