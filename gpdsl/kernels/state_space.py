@@ -171,9 +171,9 @@ def cosine_series(coefficients, frequency) -> StateSpace:
 def cosine_series_transitions(order: int, frequency, dt) -> jax.Array:
     """``expm(F dt)`` of :func:`cosine_series`: a rotation by ``j frequency dt`` per harmonic, shape ``dt.shape + (d, d)``."""
     dt = jnp.asarray(dt, dtype=jnp.float64)
-    first, second = _harmonic_indices(order)
     angles = dt[..., None] * (frequency * jnp.arange(1, order + 1))
     cos, sin = jnp.cos(angles), jnp.sin(angles)
-    A = jnp.zeros(dt.shape + (2 * order + 1,) * 2).at[..., 0, 0].set(1.0)
-    return (A.at[..., first, first].set(cos).at[..., second, second].set(cos)
-            .at[..., first, second].set(-sin).at[..., second, first].set(sin))
+    rotations = jnp.stack([jnp.stack([cos, -sin], -1), jnp.stack([sin, cos], -1)], -2)  # (..., J, 2, 2)
+    spread = jnp.eye(order)[:, None, :, None] * rotations[..., :, :, None, :]  # (..., J, 2, J, 2)
+    harmonics = jnp.reshape(spread, dt.shape + (2 * order, 2 * order))
+    return block_diagonal(jnp.ones(dt.shape + (1, 1)), harmonics)
