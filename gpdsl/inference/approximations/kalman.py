@@ -34,6 +34,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from gpdsl.errors import DataError
 from gpdsl.kernels.state_space import PERIODIC_ORDER
 from gpdsl.numerics.linalg import cho_solve, cholesky, eigh
 
@@ -155,8 +156,19 @@ def site_log_normaliser(filtered: FilterOutput, precision, natural_mean) -> jax.
 
 
 def _sorted_sites(times, precision, natural_mean):
+    _check_lengths(times, precision=precision, natural_mean=natural_mean)
     sorted_times = sort_times(times)
     return sorted_times, precision[sorted_times.order], natural_mean[sorted_times.order]
+
+
+def _check_lengths(times, **values) -> None:
+    """Raise DataError unless ``times`` is one input per point and each of ``values`` has one entry per time."""
+    if jnp.ndim(times) > 1 and jnp.shape(times)[-1] != 1:
+        raise DataError(f"a state-space GP takes a scalar input; got inputs of shape {jnp.shape(times)}")
+    n = jnp.size(times)
+    for name, value in values.items():
+        if jnp.ndim(value) > 1 or jnp.size(value) not in ((1, n) if name == "noise_variance" else (n,)):
+            raise DataError(f"{name} has shape {jnp.shape(value)}; expected ({n},), one entry per time")
 
 
 def _observations(y, noise_variance):
@@ -191,6 +203,7 @@ def log_marginal_likelihood(kernel, times, y, noise_variance, periodic_order: in
     jax.Array, shape ()
         Differentiable in the kernel's hyperparameters and ``noise_variance``.
     """
+    _check_lengths(times, y=y, noise_variance=noise_variance)
     y, noise_variance, observed, precision, natural_mean = _observations(y, noise_variance)
     sorted_times, precision, natural_mean = _sorted_sites(times, precision, natural_mean)
     A, Q, H, P_inf = transitions(kernel, sorted_times.steps, periodic_order)
@@ -319,6 +332,7 @@ def smooth(kernel, times, precision, natural_mean, periodic_order: int = PERIODI
 @partial(jax.jit, static_argnames="periodic_order")
 def posterior_marginals(kernel, times, y, noise_variance, periodic_order: int = PERIODIC_ORDER) -> Marginals:
     """Posterior means and variances of ``f`` at ``times`` given ``y ~ N(f, sigma^2)`` (NaN outcomes missing)."""
+    _check_lengths(times, y=y, noise_variance=noise_variance)
     _, _, _, precision, natural_mean = _observations(y, noise_variance)
     return Marginals(*smooth(kernel, times, precision, natural_mean, periodic_order)[:2])
 
@@ -347,6 +361,8 @@ def predict(kernel, times, y, noise_variance, new_times, periodic_order: int = P
     Marginals
         Of ``f`` (add ``sigma^2`` for a new outcome), in the order of ``new_times``.
     """
+    _check_lengths(times, y=y, noise_variance=noise_variance)
+    _check_lengths(new_times)
     _, _, _, precision, natural_mean = _observations(y, noise_variance)
     new_times = jnp.ravel(jnp.asarray(new_times, dtype=jnp.float64))
     no_sites = jnp.zeros(new_times.shape)
@@ -387,6 +403,7 @@ def prior_draws(key, kernel, times, n_draws: int = 1, periodic_order: int = PERI
     jax.Array, shape (n_draws, N)
         In the order of ``times``.
     """
+    _check_lengths(times)
     sorted_times = sort_times(times)
     A, Q, H, P_inf = transitions(kernel, sorted_times.steps, periodic_order)
     Q = Q.at[0].set(P_inf)

@@ -15,11 +15,12 @@ import scipy.linalg
 import scipy.special
 import scipy.stats
 
+from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.approximations import kalman
 from gpdsl.inference.approximations.ep import ep
 from gpdsl.inference.approximations.gaussian import posterior_mean_cov
 from gpdsl.inference.approximations.laplace import laplace
-from gpdsl.kernels import Matern12, Matern32, Matern52, Periodic
+from gpdsl.kernels import RBF, Matern12, Matern32, Matern52, Periodic
 
 ORDER = 12  # harmonics past which the periodic kernels here (length-scales >= 0.6) drop nothing above 1e-15
 NOISE = 0.09
@@ -222,3 +223,13 @@ def test_prior_draws_have_the_kernel_covariance(name):
     z = (sample_cov - K) / mcse
     mean_z = draws.mean(0) / np.sqrt(np.diag(K) / n)
     assert np.abs(z).max() < 4.5 and np.abs(mean_z).max() < 4.5, (np.abs(z).max(), np.abs(mean_z).max())
+
+
+def test_bad_input_is_refused_with_the_reason():
+    t = np.linspace(0.0, 1.0, 5)
+    with pytest.raises(DataError, match=r"y has shape \(4,\); expected \(5,\)"):
+        kalman.log_marginal_likelihood(Matern32(1.0, 0.5), t, np.zeros(4), 0.1)
+    with pytest.raises(DataError, match="scalar input"):
+        kalman.prior_draws(jax.random.PRNGKey(0), Matern32(1.0, 0.5), np.zeros((5, 2)))
+    with pytest.raises(MethodError, match="RBF has no state-space form"):
+        kalman.log_marginal_likelihood(RBF(1.0, lengthscale=0.5), t, np.zeros(5), 0.1)
