@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from gpdsl.errors import MethodError, ModelCheckError
 from gpdsl.kernel_table import KernelSpec
 from gpdsl.kernels.params import as_param, normalise_active_dims, select_columns
-from gpdsl.kernels.state_space import StateSpace
+from gpdsl.kernels.state_space import PERIODIC_ORDER, StateSpace
 from gpdsl.numerics.linalg import expm
 
 
@@ -37,7 +37,8 @@ class Kernel:
     constant hyperparameters (a polynomial's degree, a Matérn order) are Python numbers and static, not
     leaves; kernel-valued arguments of a combinator are child pytrees.
     A kernel of a scalar input that is the covariance of a linear SDE has ``has_state_space`` true and
-    implements :meth:`state_space` (:mod:`gpdsl.kernels.state_space`).
+    implements :meth:`state_space` (:mod:`gpdsl.kernels.state_space`); sums, products and scalings have it when
+    all their parts have it.
     """
 
     __array_ufunc__ = None
@@ -69,8 +70,13 @@ class Kernel:
         """Covariance of a point with itself at the same index; ``evaluate(x, x)`` unless overridden."""
         return self.evaluate(x, x)
 
-    def state_space(self) -> StateSpace:
+    def state_space(self, periodic_order: int = PERIODIC_ORDER) -> StateSpace:
         """The linear SDE whose output has this kernel's covariance (traceable).
+
+        Parameters
+        ----------
+        periodic_order : int
+            Number of cosine terms of a periodic kernel's truncated series (static; other kernels ignore it).
 
         Returns
         -------
@@ -82,9 +88,10 @@ class Kernel:
             The kernel has no finite-dimensional state-space form (``has_state_space`` is false).
         """
         raise MethodError(f"{type(self).__name__} has no state-space form (a linear SDE over a scalar input); "
-                          "the half-integer Matérn kernels have one")
+                          "the half-integer Matérn kernels, the periodic and constant kernels, and their sums, "
+                          "products and scalings have one")
 
-    def discretise(self, dt) -> tuple[jax.Array, jax.Array]:
+    def discretise(self, dt, periodic_order: int = PERIODIC_ORDER) -> tuple[jax.Array, jax.Array]:
         """Transition matrices ``A = expm(F dt)`` over time steps ``dt`` and the stationary covariance ``P_inf``.
 
         A step of ``dt`` maps the state's stationary distribution ``N(0, P_inf)`` to itself, with process noise
@@ -95,6 +102,8 @@ class Kernel:
         ----------
         dt : array_like
             Time steps, any shape.
+        periodic_order : int
+            As in :meth:`state_space`.
 
         Returns
         -------
@@ -106,7 +115,7 @@ class Kernel:
         MethodError
             The kernel has no state-space form.
         """
-        F, _, _, _, P_inf = self.state_space()
+        F, _, _, _, P_inf = self.state_space(periodic_order)
         return expm(jnp.asarray(dt, dtype=jnp.float64)[..., None, None] * F), P_inf
 
     def pair(self, x1, x2):

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 
 from gpdsl.errors import ModelCheckError
 from gpdsl.kernels.base import Kernel
+from gpdsl.kernels.state_space import PERIODIC_ORDER, StateSpace, block_diagonal, kron, kronecker, scaled, stacked
 
 
 class Sum(Kernel):
@@ -25,6 +26,19 @@ class Sum(Kernel):
 
     def same(self, x):
         return self.k1.same(x) + self.k2.same(x)
+
+    @property
+    def has_state_space(self) -> bool:
+        return self.k1.has_state_space and self.k2.has_state_space
+
+    def state_space(self, periodic_order: int = PERIODIC_ORDER) -> StateSpace:
+        """The terms' states stacked (:func:`~gpdsl.kernels.state_space.stacked`)."""
+        return stacked(self.k1.state_space(periodic_order), self.k2.state_space(periodic_order))
+
+    def discretise(self, dt, periodic_order: int = PERIODIC_ORDER):
+        """Block-diagonal transitions and stationary covariance of the terms' own :meth:`discretise`."""
+        (A1, P1), (A2, P2) = self.k1.discretise(dt, periodic_order), self.k2.discretise(dt, periodic_order)
+        return block_diagonal(A1, A2), block_diagonal(P1, P2)
 
 
 class Product(Kernel):
@@ -47,6 +61,19 @@ class Product(Kernel):
 
     def same(self, x):
         return self.k1.same(x) * self.k2.same(x)
+
+    @property
+    def has_state_space(self) -> bool:
+        return self.k1.has_state_space and self.k2.has_state_space
+
+    def state_space(self, periodic_order: int = PERIODIC_ORDER) -> StateSpace:
+        """The Kronecker product of the factors' states (:func:`~gpdsl.kernels.state_space.kronecker`)."""
+        return kronecker(self.k1.state_space(periodic_order), self.k2.state_space(periodic_order))
+
+    def discretise(self, dt, periodic_order: int = PERIODIC_ORDER):
+        """Kronecker products of the factors' transitions and stationary covariances."""
+        (A1, P1), (A2, P2) = self.k1.discretise(dt, periodic_order), self.k2.discretise(dt, periodic_order)
+        return kron(A1, A2), kron(P1, P2)
 
 
 class Scale(Kernel):
@@ -74,3 +101,16 @@ class Scale(Kernel):
 
     def same(self, x):
         return self.scale * self.kernel.same(x)
+
+    @property
+    def has_state_space(self) -> bool:
+        return self.kernel.has_state_space
+
+    def state_space(self, periodic_order: int = PERIODIC_ORDER) -> StateSpace:
+        """The kernel's state with ``Qc`` and ``P_inf`` scaled (:func:`~gpdsl.kernels.state_space.scaled`)."""
+        return scaled(self.kernel.state_space(periodic_order), self.scale)
+
+    def discretise(self, dt, periodic_order: int = PERIODIC_ORDER):
+        """The kernel's transitions, its stationary covariance scaled."""
+        A, P_inf = self.kernel.discretise(dt, periodic_order)
+        return A, self.scale * P_inf

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 
 from gpdsl.kernel_table import KERNEL_SPECS
 from gpdsl.kernels.base import Kernel
+from gpdsl.kernels.state_space import PERIODIC_ORDER, StateSpace
 
 
 class _VarianceOnly(Kernel):
@@ -55,9 +56,19 @@ class Constant(_VarianceOnly):
     """
 
     spec = KERNEL_SPECS["constant"]
+    has_state_space = True
 
     def evaluate(self, x1, x2):
         return self.variance
+
+    def state_space(self, periodic_order: int = PERIODIC_ORDER) -> StateSpace:
+        """:meth:`Kernel.state_space`: a state of one dimension that never moves (``F = 0``, no noise)."""
+        return StateSpace(jnp.zeros((1, 1)), jnp.zeros((1, 1)), jnp.zeros((1, 1)), jnp.ones((1, 1)),
+                          jnp.reshape(self.variance, (1, 1)))
+
+    def discretise(self, dt, periodic_order: int = PERIODIC_ORDER):
+        """:meth:`Kernel.discretise`: ``A = 1`` at every step."""
+        return jnp.ones(jnp.shape(dt) + (1, 1)), jnp.reshape(self.variance, (1, 1))
 
 
 class Same(Kernel):

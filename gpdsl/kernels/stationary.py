@@ -11,7 +11,8 @@ from gpdsl.errors import MethodError, ModelCheckError
 from gpdsl.kernel_table import KERNEL_SPECS
 from gpdsl.kernels.base import Kernel
 from gpdsl.kernels.params import check_ard, safe_sqrt, scaled_sqdist, sum_over_inputs
-from gpdsl.kernels.state_space import StateSpace
+from gpdsl.kernels.state_space import (PERIODIC_ORDER, StateSpace, cosine_series, cosine_series_transitions,
+                                       cosine_series_weights)
 
 
 class RBF(Kernel):
@@ -116,7 +117,7 @@ class _Matern(Kernel):
         rate = jnp.sqrt(self.two_nu) / jnp.reshape(self.lengthscale, ())
         return rate, *self.companion(self.variance, rate)
 
-    def state_space(self) -> StateSpace:
+    def state_space(self, periodic_order: int = PERIODIC_ORDER) -> StateSpace:
         """:meth:`Kernel.state_space`, the SDE of the class docstring (``L`` is ``(d, 1)``, ``Qc`` ``(1, 1)``).
 
         Raises :class:`~gpdsl.errors.MethodError` when the kernel has several length-scales.
@@ -129,7 +130,7 @@ class _Matern(Kernel):
         return StateSpace(nilpotent - rate * jnp.eye(d), jnp.eye(d, 1, -p), jnp.reshape(density, (1, 1)),
                           jnp.eye(1, d), P_inf)
 
-    def discretise(self, dt) -> tuple[jax.Array, jax.Array]:
+    def discretise(self, dt, periodic_order: int = PERIODIC_ORDER) -> tuple[jax.Array, jax.Array]:
         """:meth:`Kernel.discretise`, ``expm(F dt)`` by the finite series of the nilpotent part (class docstring).
 
         Raises :class:`~gpdsl.errors.MethodError` when the kernel has several length-scales.
@@ -208,9 +209,24 @@ class Periodic(Kernel):
         Isotropic or per-dimension period (GPy's ``ARD1``).
     active_dims : tuple of int or slice, optional
         Input columns the kernel sees.
+
+    Notes
+    -----
+    Over a scalar input, with ``z = 1 / (4 l^2)`` and ``w = 2 pi / p``, ``sin^2(x) = (1 - cos 2x) / 2`` and the
+    generating function of the modified Bessel functions give the cosine series (Solin & Särkkä 2014)
+
+        ``k(tau) = variance exp(-z) [I_0(z) + 2 sum_{j >= 1} I_j(z) cos(j w tau)]``,
+
+    all of whose coefficients are positive. Its first ``J`` harmonics (``periodic_order``) are the state-space form
+    (:func:`~gpdsl.kernels.state_space.cosine_series`, a state of ``2 J + 1`` dimensions). The truncated kernel
+    differs from the exact one by at most the dropped coefficients' sum, reached at ``tau = 0`` (and every whole
+    period), :meth:`truncation_error`. The coefficients ``exp(-z) I_j(z)`` fall off like ``(z / 2)^j / j!`` once
+    ``j`` passes ``z``, and like ``exp(-j^2 / (2 z))`` before that, so ``J`` must grow like ``1 / l``: the default
+    ``J = 7`` leaves a relative error of 8e-8 at ``l = 0.5``, 6e-5 at ``l = 0.3`` and 2.5e-2 at ``l = 0.15``.
     """
 
     spec = KERNEL_SPECS["periodic"]
+    has_state_space = True
 
     def __init__(self, variance=1.0, lengthscale=None, period=None, *, active_dims=None):
         self._set_hyperparameters(active_dims, variance=variance, lengthscale=lengthscale, period=period)
@@ -220,6 +236,41 @@ class Periodic(Kernel):
         check_ard(self.period, "period", "periodic", x1.shape[-1])
         sines = jnp.sin(jnp.pi * (x1 - x2) / self.period) / self.lengthscale
         return self.variance * jnp.exp(-0.5 * sum_over_inputs(jnp.square(sines)))
+
+    def series_coefficients(self, periodic_order: int = PERIODIC_ORDER) -> tuple[jax.Array, jax.Array]:
+        """The coefficients ``c_0 .. c_J`` of the truncated cosine series (class notes) and its frequency ``w``.
+
+        Raises
+        ------
+        MethodError
+            The kernel has several length-scales or periods (a state space needs a scalar input).
+        """
+        for name in ("lengthscale", "period"):
+            if getattr(self, name).size != 1:
+                raise MethodError(f"periodic() has a state-space form over one input only; "
+                                  f"got {getattr(self, name).size} values of {name}")
+        concentration = 0.25 / jnp.square(jnp.reshape(self.lengthscale, ()))
+        weights = cosine_series_weights(concentration, periodic_order)
+        coefficients = self.variance * weights * jnp.concatenate([jnp.ones(1), jnp.full(periodic_order, 2.0)])
+        return coefficients, 2.0 * jnp.pi / jnp.reshape(self.period, ())
+
+    def truncation_error(self, periodic_order: int = PERIODIC_ORDER) -> jax.Array:
+        """``max_tau |k(tau) - k_J(tau)|`` of the series truncated after ``J`` harmonics: ``variance - sum_j c_j``."""
+        coefficients, _ = self.series_coefficients(periodic_order)
+        return self.variance - jnp.sum(coefficients)
+
+    def state_space(self, periodic_order: int = PERIODIC_ORDER) -> StateSpace:
+        """:meth:`Kernel.state_space` of the truncated cosine series (class notes), ``2 J + 1`` dimensions.
+
+        Raises :class:`~gpdsl.errors.MethodError` when the kernel has several length-scales or periods.
+        """
+        return cosine_series(*self.series_coefficients(periodic_order))
+
+    def discretise(self, dt, periodic_order: int = PERIODIC_ORDER) -> tuple[jax.Array, jax.Array]:
+        """:meth:`Kernel.discretise`: ``expm(F dt)`` is a rotation of each harmonic's two components."""
+        coefficients, frequency = self.series_coefficients(periodic_order)
+        return (cosine_series_transitions(periodic_order, frequency, dt),
+                cosine_series(coefficients, frequency).P_inf)
 
 
 class RationalQuadratic(Kernel):

@@ -1,0 +1,418 @@
+"""A GP over a scalar input in O(N) by its state-space form: Kalman filtering, RTS smoothing and prior draws.
+
+A kernel with ``has_state_space`` (:mod:`gpdsl.kernels.state_space`) makes ``f(t) = H s(t)`` with a Markov
+state ``s``: along sorted times ``t_0 <= ... <= t_{N-1}`` the state starts from ``N(0, P_inf)`` and moves as
+``s_k = A_k s_{k-1} + q_k``, ``q_k ~ N(0, Q_k)``, ``A_k = expm(F (t_k - t_{k-1}))`` and ``Q_k = P_inf - A_k P_inf
+A_k^T`` (a repeated time is a step of zero: ``A = I``, ``Q = 0``). Every point carries a Gaussian site on ``f``,
+``exp(-lambda_k f_k^2 / 2 + eta_k f_k)`` (precision ``lambda``, natural mean ``eta``; ``lambda = eta = 0`` is no
+site: a missing outcome, or a time where only a prediction is wanted). A Gaussian likelihood ``y_k ~ N(f_k,
+sigma_k^2)`` is the site ``lambda = 1 / sigma^2``, ``eta = y / sigma^2`` times a constant; the sites of a Laplace or
+EP approximation are their site precisions and locations
+(:class:`~gpdsl.inference.approximations.gaussian.GaussianApproximation`).
+
+* :func:`kalman_filter` runs forwards in one :func:`jax.lax.scan` and gives, at every point, the predicted mean
+  ``mu_k`` and variance ``v_k`` of ``f_k`` given the sites before it; the log normaliser of the sites,
+  ``log int N(f | 0, K) prod_k exp(-lambda_k f_k^2 / 2 + eta_k f_k) df``, is the sum of the one-dimensional
+  integrals ``-1/2 log(1 + lambda v) + (eta (2 mu + eta v) - lambda mu^2) / (2 (1 + lambda v))``
+  (:func:`site_log_normaliser`), and the Gaussian log marginal likelihood the sum of ``log N(y_k | mu_k, v_k +
+  sigma_k^2)`` (:func:`log_marginal_likelihood`). Both are differentiable by ``jax.grad``.
+* :func:`smooth` (and :func:`posterior_marginals` for a Gaussian likelihood) adds the Rauch-Tung-Striebel pass backwards (gain ``G_k = P_k A_{k+1}^T (P^-_{k+1})^-1`` by a
+  Cholesky factor of the predicted covariance): the posterior marginals of ``f`` at every point, and so at new
+  times merged in without sites (:func:`predict`).
+* :func:`prior_draws` draws ``f`` at the sorted times by the same recursion, the noise of each step through a
+  symmetric square root of ``Q_k`` (singular for a periodic state or a repeated time).
+
+All functions sort the times themselves (stably) and return values in the caller's order; the order and the
+time steps are computed outside any traced hyperparameter, so gradients flow only through the kernel.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from gpdsl.errors import DataError
+from gpdsl.kernels.state_space import PERIODIC_ORDER
+from gpdsl.numerics.linalg import cho_solve, cholesky, eigh
+
+
+class SortedTimes(NamedTuple):
+    """Times sorted for a scan.
+
+    Attributes
+    ----------
+    order : jax.Array, shape (N,)
+        ``times[order]`` is sorted (a stable sort).
+    steps : jax.Array, shape (N,)
+        ``t_k - t_{k-1}`` along the sorted times, 0 at the first.
+    """
+
+    order: jax.Array
+    steps: jax.Array
+
+
+class Marginals(NamedTuple):
+    """Posterior (or predictive) means and variances of ``f`` at points, in the caller's order."""
+
+    mean: jax.Array
+    variance: jax.Array
+
+
+def sort_times(times) -> SortedTimes:
+    """The stable sort of ``times`` (shape ``(N,)``) and the steps between the sorted times."""
+    times = jnp.ravel(jnp.asarray(times, dtype=jnp.float64))
+    order = jnp.argsort(times, stable=True)
+    sorted_times = times[order]
+    return SortedTimes(order, jnp.concatenate([jnp.zeros(1), jnp.diff(sorted_times)]))
+
+
+def transitions(kernel, steps, periodic_order: int = PERIODIC_ORDER):
+    """``(A, Q, H, P_inf)`` of ``kernel`` over time steps: ``A`` and ``Q`` of shape ``(N, d, d)``.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        A kernel with ``has_state_space``.
+    steps : jax.Array, shape (N,)
+        Non-negative time steps.
+    periodic_order : int
+        Harmonics of a periodic kernel's truncated series (:mod:`gpdsl.kernels.state_space`).
+
+    Returns
+    -------
+    A, Q : jax.Array, shape (N, d, d)
+    H : jax.Array, shape (d,)
+    P_inf : jax.Array, shape (d, d)
+    """
+    A, P_inf = kernel.discretise(steps, periodic_order)
+    Q = P_inf - A @ P_inf @ jnp.swapaxes(A, -1, -2)
+    Q = 0.5 * (Q + jnp.swapaxes(Q, -1, -2))
+    return A, Q, kernel.state_space(periodic_order).H[0], P_inf
+
+
+class FilterOutput(NamedTuple):
+    """What :func:`kalman_filter` gives at every sorted point.
+
+    Attributes
+    ----------
+    predicted_mean, predicted_var : jax.Array, shape (N,)
+        ``mu_k``, ``v_k``: the moments of ``f_k`` given the sites before ``k``.
+    filtered_mean : jax.Array, shape (N, d) or None
+        The mean of ``s_k`` given the sites up to and including ``k`` (when asked for).
+    filtered_cov : jax.Array, shape (N, d, d) or None
+        Its covariance (when asked for).
+    """
+
+    predicted_mean: jax.Array
+    predicted_var: jax.Array
+    filtered_mean: jax.Array | None
+    filtered_cov: jax.Array | None
+
+
+def kalman_filter(A, Q, H, P_inf, precision, natural_mean, keep_states: bool = False) -> FilterOutput:
+    """The Kalman filter with Gaussian sites on ``f = H s``, over sorted points (module docstring).
+
+    Parameters
+    ----------
+    A, Q : jax.Array, shape (N, d, d)
+        Transitions and process noise (:func:`transitions`); the state starts from ``N(0, P_inf)``.
+    H : jax.Array, shape (d,)
+    P_inf : jax.Array, shape (d, d)
+    precision, natural_mean : jax.Array, shape (N,)
+        The sites' ``lambda >= 0`` and ``eta``.
+    keep_states : bool
+        Whether to return the filtered moments of the state (the smoother needs them).
+
+    Returns
+    -------
+    FilterOutput
+    """
+    def step(carry, point):
+        mean, cov = carry
+        A_k, Q_k, lam, eta = point
+        mean = A_k @ mean
+        cov = A_k @ cov @ A_k.T + Q_k
+        column = cov @ H
+        mu, v = H @ mean, H @ column
+        scale = 1.0 / (1.0 + lam * v)
+        mean = mean + column * ((eta - lam * mu) * scale)
+        cov = cov - (lam * scale) * jnp.outer(column, column)
+        return (mean, cov), ((mu, v, mean, cov) if keep_states else (mu, v))
+
+    initial = (jnp.zeros(H.shape[0]), P_inf)
+    _, out = jax.lax.scan(step, initial, (A, Q, precision, natural_mean))
+    return FilterOutput(out[0], out[1], *(out[2:] if keep_states else (None, None)))
+
+
+def site_log_normaliser(filtered: FilterOutput, precision, natural_mean) -> jax.Array:
+    """``log int N(f | 0, K) prod_k exp(-lambda_k f_k^2 / 2 + eta_k f_k) df`` from the filter's predictions."""
+    mu, v = filtered.predicted_mean, filtered.predicted_var
+    spread = 1.0 + precision * v
+    return jnp.sum(-0.5 * jnp.log(spread)
+                   + (natural_mean * (2.0 * mu + natural_mean * v) - precision * mu ** 2) / (2.0 * spread))
+
+
+def _sorted_sites(times, precision, natural_mean):
+    _check_lengths(times, precision=precision, natural_mean=natural_mean)
+    sorted_times = sort_times(times)
+    return sorted_times, precision[sorted_times.order], natural_mean[sorted_times.order]
+
+
+def _check_lengths(times, **values) -> None:
+    """Raise DataError unless ``times`` is one input per point and each of ``values`` has one entry per time."""
+    if jnp.ndim(times) > 1 and jnp.shape(times)[-1] != 1:
+        raise DataError(f"a state-space GP takes a scalar input; got inputs of shape {jnp.shape(times)}")
+    n = jnp.size(times)
+    for name, value in values.items():
+        if jnp.ndim(value) > 1 or jnp.size(value) not in ((1, n) if name == "noise_variance" else (n,)):
+            raise DataError(f"{name} has shape {jnp.shape(value)}; expected ({n},), one entry per time")
+
+
+def _observations(y, noise_variance):
+    """Sites of ``y ~ N(f, noise_variance)``; a NaN outcome is missing (no site)."""
+    y = jnp.ravel(jnp.asarray(y, dtype=jnp.float64))
+    noise_variance = jnp.broadcast_to(jnp.asarray(noise_variance, dtype=jnp.float64), y.shape)
+    observed = ~jnp.isnan(y)
+    y = jnp.where(observed, y, 0.0)
+    precision = jnp.where(observed, 1.0 / noise_variance, 0.0)
+    return y, noise_variance, observed, precision, precision * y
+
+
+@partial(jax.jit, static_argnames="periodic_order")
+def log_marginal_likelihood(kernel, times, y, noise_variance, periodic_order: int = PERIODIC_ORDER) -> jax.Array:
+    """``log N(y | 0, K + diag(sigma^2))`` in ``O(N)`` by the Kalman filter; NaN outcomes are missing.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        A kernel with ``has_state_space`` (of the scalar input ``times``).
+    times : array_like, shape (N,)
+        Inputs in any order, repeats allowed.
+    y : array_like, shape (N,)
+        Outcomes; NaN where missing.
+    noise_variance : float or array_like of shape (N,)
+        ``sigma^2``, positive.
+    periodic_order : int
+        Harmonics of a periodic kernel's truncated series.
+
+    Returns
+    -------
+    jax.Array, shape ()
+        Differentiable in the kernel's hyperparameters and ``noise_variance``.
+    """
+    _check_lengths(times, y=y, noise_variance=noise_variance)
+    y, noise_variance, observed, precision, natural_mean = _observations(y, noise_variance)
+    sorted_times, precision, natural_mean = _sorted_sites(times, precision, natural_mean)
+    A, Q, H, P_inf = transitions(kernel, sorted_times.steps, periodic_order)
+    filtered = kalman_filter(A, Q, H, P_inf, precision, natural_mean)
+    order = sorted_times.order
+    total = filtered.predicted_var + noise_variance[order]
+    residual = y[order] - filtered.predicted_mean
+    terms = -0.5 * (jnp.log(2.0 * jnp.pi * total) + residual ** 2 / total)
+    return jnp.sum(jnp.where(observed[order], terms, 0.0))
+
+
+@partial(jax.jit, static_argnames="periodic_order")
+def site_normaliser(kernel, times, precision, natural_mean, periodic_order: int = PERIODIC_ORDER) -> jax.Array:
+    """``log int N(f | 0, K) prod_k exp(-lambda_k f_k^2 / 2 + eta_k f_k) df`` in ``O(N)``.
+
+    With ``Sigma = (K^-1 + diag(lambda))^-1`` this is ``eta^T Sigma eta / 2 - log|I + K diag(lambda)| / 2``: the
+    Gaussian-site part of a Laplace or EP approximation's log marginal likelihood.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        A kernel with ``has_state_space``.
+    times : array_like, shape (N,)
+        Inputs in any order.
+    precision, natural_mean : array_like, shape (N,)
+        Site precisions ``lambda >= 0`` and natural means ``eta``.
+    periodic_order : int
+        Harmonics of a periodic kernel's truncated series.
+
+    Returns
+    -------
+    jax.Array, shape ()
+    """
+    precision = jnp.asarray(precision, dtype=jnp.float64)
+    natural_mean = jnp.asarray(natural_mean, dtype=jnp.float64)
+    sorted_times, precision, natural_mean = _sorted_sites(times, precision, natural_mean)
+    filtered = kalman_filter(*transitions(kernel, sorted_times.steps, periodic_order), precision, natural_mean)
+    return site_log_normaliser(filtered, precision, natural_mean)
+
+
+def rts_smoother(A, Q, H, filtered: FilterOutput) -> Marginals:
+    """The Rauch-Tung-Striebel pass over :func:`kalman_filter`'s states: the posterior marginals of ``f``, sorted.
+
+    Parameters
+    ----------
+    A, Q : jax.Array, shape (N, d, d)
+    H : jax.Array, shape (d,)
+    filtered : FilterOutput
+        With the filtered states (``keep_states=True``).
+
+    Returns
+    -------
+    Marginals
+        Means and variances along the sorted points.
+    """
+    def step(carry, point):
+        later_mean, later_cov = carry
+        mean, cov, A_next, Q_next = point
+        predicted = A_next @ cov @ A_next.T + Q_next
+        factor = cholesky(0.5 * (predicted + predicted.T))
+        gain = cho_solve((factor, True), A_next @ cov).T
+        mean = mean + gain @ (later_mean - A_next @ mean)
+        cov = cov + gain @ (later_cov - predicted) @ gain.T
+        cov = 0.5 * (cov + cov.T)
+        return (mean, cov), (H @ mean, H @ cov @ H)
+
+    last_mean, last_cov = filtered.filtered_mean[-1], filtered.filtered_cov[-1]
+    points = (filtered.filtered_mean[:-1], filtered.filtered_cov[:-1], A[1:], Q[1:])
+    _, (means, variances) = jax.lax.scan(step, (last_mean, last_cov), points, reverse=True)
+    return Marginals(jnp.append(means, H @ last_mean), jnp.append(variances, H @ last_cov @ H))
+
+
+class SitePosterior(NamedTuple):
+    """Posterior marginals of ``f`` under Gaussian sites and the sites' log normaliser.
+
+    Attributes
+    ----------
+    mean, variance : jax.Array, shape (N,)
+        ``Sigma eta`` and ``diag(Sigma)``, ``Sigma = (K^-1 + diag(lambda))^-1``, in the caller's order.
+    log_normaliser : jax.Array, shape ()
+        As :func:`site_normaliser`.
+    """
+
+    mean: jax.Array
+    variance: jax.Array
+    log_normaliser: jax.Array
+
+
+@partial(jax.jit, static_argnames="periodic_order")
+def smooth(kernel, times, precision, natural_mean, periodic_order: int = PERIODIC_ORDER) -> SitePosterior:
+    """Posterior marginals of ``f`` under Gaussian sites: ``N(f | 0, K) prod_k exp(-lambda_k f_k^2 / 2 + eta_k f_k)``.
+
+    The means are ``Sigma eta`` and the variances ``diag(Sigma)``, ``Sigma = (K^-1 + diag(lambda))^-1``, in
+    ``O(N)``; a point with ``lambda = eta = 0`` gets the prediction from the others. The log normaliser comes from
+    the same filter pass. With a Laplace approximation's sites (``W`` and ``W f_hat + a``) the mean is its mode
+    ``f_hat`` and its log marginal likelihood is ``log p(y | f_hat) + f_hat^T W f_hat / 2 - eta^T f_hat +
+    log_normaliser``.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        A kernel with ``has_state_space``.
+    times : array_like, shape (N,)
+        Inputs in any order.
+    precision, natural_mean : array_like, shape (N,)
+        Site precisions ``lambda >= 0`` and natural means ``eta``.
+    periodic_order : int
+        Harmonics of a periodic kernel's truncated series.
+
+    Returns
+    -------
+    SitePosterior
+        In the order of ``times``.
+    """
+    precision = jnp.asarray(precision, dtype=jnp.float64)
+    natural_mean = jnp.asarray(natural_mean, dtype=jnp.float64)
+    sorted_times, precision, natural_mean = _sorted_sites(times, precision, natural_mean)
+    A, Q, H, P_inf = transitions(kernel, sorted_times.steps, periodic_order)
+    filtered = kalman_filter(A, Q, H, P_inf, precision, natural_mean, keep_states=True)
+    marginals = rts_smoother(A, Q, H, filtered)
+    unsort = jnp.argsort(sorted_times.order)
+    return SitePosterior(marginals.mean[unsort], marginals.variance[unsort],
+                         site_log_normaliser(filtered, precision, natural_mean))
+
+
+@partial(jax.jit, static_argnames="periodic_order")
+def posterior_marginals(kernel, times, y, noise_variance, periodic_order: int = PERIODIC_ORDER) -> Marginals:
+    """Posterior means and variances of ``f`` at ``times`` given ``y ~ N(f, sigma^2)`` (NaN outcomes missing)."""
+    _check_lengths(times, y=y, noise_variance=noise_variance)
+    _, _, _, precision, natural_mean = _observations(y, noise_variance)
+    return Marginals(*smooth(kernel, times, precision, natural_mean, periodic_order)[:2])
+
+
+@partial(jax.jit, static_argnames="periodic_order")
+def predict(kernel, times, y, noise_variance, new_times, periodic_order: int = PERIODIC_ORDER) -> Marginals:
+    """Posterior predictive means and variances of ``f`` at ``new_times`` given ``y ~ N(f, sigma^2)`` at ``times``.
+
+    The new times are merged into the data's without sites and the smoother runs over all of them, ``O(N + M)``.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        A kernel with ``has_state_space``.
+    times, y : array_like, shape (N,)
+        Data inputs and outcomes (NaN where missing).
+    noise_variance : float or array_like of shape (N,)
+        ``sigma^2``.
+    new_times : array_like, shape (M,)
+        Where to predict, any order.
+    periodic_order : int
+        Harmonics of a periodic kernel's truncated series.
+
+    Returns
+    -------
+    Marginals
+        Of ``f`` (add ``sigma^2`` for a new outcome), in the order of ``new_times``.
+    """
+    _check_lengths(times, y=y, noise_variance=noise_variance)
+    _check_lengths(new_times)
+    _, _, _, precision, natural_mean = _observations(y, noise_variance)
+    new_times = jnp.ravel(jnp.asarray(new_times, dtype=jnp.float64))
+    no_sites = jnp.zeros(new_times.shape)
+    all_times = jnp.concatenate([jnp.ravel(jnp.asarray(times, dtype=jnp.float64)), new_times])
+    marginals = smooth(kernel, all_times, jnp.concatenate([precision, no_sites]),
+                       jnp.concatenate([natural_mean, no_sites]), periodic_order)
+    return Marginals(marginals.mean[precision.shape[0]:], marginals.variance[precision.shape[0]:])
+
+
+def symmetric_square_root(S) -> jax.Array:
+    """``R`` with ``R R^T = S`` for a symmetric positive semi-definite ``S``, by its eigenvectors.
+
+    Eigenvalues that rounding made negative count as zero, so a singular ``S`` (zero process noise) is fine.
+    """
+    values, vectors = eigh(S)
+    return vectors * jnp.sqrt(jnp.clip(values, 0.0))[..., None, :]
+
+
+@partial(jax.jit, static_argnames=("n_draws", "periodic_order"))
+def prior_draws(key, kernel, times, n_draws: int = 1, periodic_order: int = PERIODIC_ORDER) -> jax.Array:
+    """Draws of ``f ~ N(0, K)`` at ``times`` in ``O(N)`` per draw, through the state-space recursion.
+
+    Parameters
+    ----------
+    key : jax.Array
+        A PRNG key.
+    kernel : Kernel
+        A kernel with ``has_state_space``.
+    times : array_like, shape (N,)
+        Inputs in any order, repeats allowed.
+    n_draws : int
+        Number of independent draws.
+    periodic_order : int
+        Harmonics of a periodic kernel's truncated series.
+
+    Returns
+    -------
+    jax.Array, shape (n_draws, N)
+        In the order of ``times``.
+    """
+    _check_lengths(times)
+    sorted_times = sort_times(times)
+    A, Q, H, P_inf = transitions(kernel, sorted_times.steps, periodic_order)
+    Q = Q.at[0].set(P_inf)
+    noise = jax.random.normal(key, (A.shape[0], A.shape[-1], n_draws))
+
+    def step(state, point):
+        A_k, Q_k, z = point
+        state = A_k @ state + symmetric_square_root(Q_k) @ z
+        return state, H @ state
+
+    _, draws = jax.lax.scan(step, jnp.zeros((A.shape[-1], n_draws)), (A, Q, noise))
+    return draws[jnp.argsort(sorted_times.order)].T
