@@ -5,7 +5,9 @@ left out of it) plus the log prior of the hyperparameters that have one (MAP whe
 ``sgpr``). One flat vector holds the hyperparameters ``theta`` (unconstrained, Stan's coordinates), the inducing
 inputs ``Z``, and ``q``'s mean and lower Cholesky factor; Adam (:mod:`gpdsl.inference.optimise.adam`) moves it over
 the two-phase schedule, on minibatches of ``batch_size`` points drawn with replacement, or (``natural_gradient``)
-moves ``q`` by a natural-gradient step on the same batch before each Adam step of the rest. The likelihood's
+moves ``q`` by a natural-gradient step on the same batch before each Adam step of the rest. Input columns read from
+integer labels (the output index of ``coregion``) are held at values of the training inputs: the inducing inputs
+then start at a random subset of them whatever ``inducing_init`` says. The likelihood's
 latent argument is ``offset + f`` (an offset free of ``f``, and the GP's mean), as for the Laplace and EP
 approximations.
 """
@@ -87,6 +89,16 @@ class SVGPData:
         y, offset, others = self.observations(theta)
         return self.likelihood.tilted_moments(y, offset + mean, var, *others)[0]
 
+    def label_columns(self) -> np.ndarray:
+        """True on the input columns read from integer labels (the output index of ``coregion``, a group): the
+        inducing inputs take the training inputs' values there and keep them."""
+        statement = self.problem.node.statement
+        offsets = self.problem.jax_model.gp_input_offsets(statement)
+        labels = np.zeros(int(offsets[-1]), dtype=bool)
+        for component, start, end in zip(statement.inputs.components, offsets[:-1], offsets[1:]):
+            labels[start:end] = component.type.base == "int"
+        return labels
+
     def likelihood_parameter_names(self) -> set[str]:
         """The hyperparameters the likelihood's arguments other than the latent one read (its scale, dispersion)."""
         given = dict(self.problem.node.likelihood.distribution.args)
@@ -164,11 +176,12 @@ class SVGPSpace:
         theta, Z, mean, chol = jnp.split(x, self.ends[:-1])
         return theta, jnp.reshape(Z, (M, d)), mean, jnp.tril(jnp.reshape(chol, (M, M)))
 
-    def mask(self, theta=None, inducing: bool = False, q: bool = False) -> np.ndarray:
-        """True on the coordinates of ``theta`` where ``theta`` (a mask) is, of ``Z`` with ``inducing``, of ``q``."""
+    def mask(self, theta=None, inducing=False, q: bool = False) -> np.ndarray:
+        """True on the coordinates of ``theta`` where ``theta`` (a mask) is, of ``Z``'s columns where ``inducing`` (a
+        bool, or one per column) is, and of ``q`` with ``q``."""
         M, d = self.shape
         theta = np.zeros(self.size, dtype=bool) if theta is None else np.asarray(theta, dtype=bool)
-        return np.concatenate([theta, np.full(M * d, inducing), np.full(M + M * M, q)])
+        return np.concatenate([theta, np.tile(np.broadcast_to(inducing, (d,)), M), np.full(M + M * M, q)])
 
 
 def fit_svgp(data: SVGPData, settings: SVGPSettings, *, progress: bool = False, checkpoint=None,
@@ -202,7 +215,9 @@ def fit_svgp(data: SVGPData, settings: SVGPSettings, *, progress: bool = False, 
         raise MethodError(f"--num-inducing {settings.num_inducing} is more than the {n} observed points")
     theta0 = initial_theta(problem, settings.initial_values)
     X0 = np.asarray(data.inputs(jnp.asarray(theta0)))
-    Z0 = initial_inducing_inputs(X0, settings.num_inducing, settings.inducing_init, settings.seed)
+    labels = data.label_columns()
+    rule = "random" if labels.any() else settings.inducing_init  # k-means would average labels
+    Z0 = initial_inducing_inputs(X0, settings.num_inducing, rule, settings.seed)
     M = Z0.shape[0]
     chol0 = np.eye(M) if settings.whiten else np.asarray(
         inducing_factor(data.kernel(jnp.asarray(theta0)), jnp.asarray(Z0), settings.jitter))
@@ -233,7 +248,7 @@ def fit_svgp(data: SVGPData, settings: SVGPSettings, *, progress: bool = False, 
         raise NumericalError(f"the SVGP bound is not finite at the start with hyperparameters "
                              f"{problem.constrain(jnp.asarray(theta0))[0]}",
                              hint="give other initial values (--init-value name=value) or standardise the data")
-    held = space.mask(inducing=settings.fix_inducing, q=settings.natural_gradient)
+    held = space.mask(inducing=labels | settings.fix_inducing, q=settings.natural_gradient)
     noise = space.mask(problem.theta_mask(data.likelihood_parameter_names()))
     result = maximise(objective, x0, schedule_phases(settings, noise, held), learning_rate=settings.learning_rate,
                       key=jax.random.PRNGKey(settings.seed), data_size=n if batch else None, batch_size=batch,
