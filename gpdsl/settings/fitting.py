@@ -293,7 +293,7 @@ class SVGPSettings(AdamScheduleSettings):
     noise_fixed_steps: int = option(0, "Adam steps with the likelihood's other parameters (scale, dispersion) held at "
                                        "their initial values (0: none)")
     num_inducing: int = option(100, "inducing inputs", metavar="M")
-    batch_size: int = option(0, "points per step, drawn with replacement (0: all)")
+    batch_size: int = option(0, "points per minibatch (0: all)")
     inducing_init: str = option("kmeans", "initial inducing inputs: k-means centres or a random subset of the "
                                           "training inputs (seeded)", choices=INDUCING_INITS)
     fix_inducing: bool = option(False, "hold the inducing inputs at their initial values")
