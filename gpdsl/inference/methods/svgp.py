@@ -148,9 +148,9 @@ def svgp_report(results, model, settings: SVGPSettings):
     from gpdsl.results.report import RunReport, number, optimiser, point_estimates
 
     report = optimiser(results)
-    how = "natural-gradient steps for q(u) and Adam" if report.get("natural_gradient") else "Adam"
+    how = "a natural-gradient step for q(u), then Adam" if report.get("natural_gradient") else "Adam"
     lines = (f"sparse variational GP (M = {report.get('num_inducing')}, batches of {report.get('batch_size')}): "
-             f"{report.get('steps')} steps of {how} ({report.get('seconds', 0):.1f} s); stop: {report.get('message')}",
+             f"{report.get('steps')} steps ({how}; {report.get('seconds', 0):.1f} s); stop: {report.get('message')}",
              f"bound {number(report, 'bound')} (at the start {number(report, 'start_bound')}), objective "
              f"{number(report, 'objective')}")
     return RunReport(lines, tuple(point_estimates(results)))
