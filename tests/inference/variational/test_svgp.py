@@ -124,3 +124,39 @@ def test_minibatch_gradient_is_unbiased():
     moving = mcse > 0  # coordinates a batch changes (the strict upper triangle of chol does not enter)
     z = np.abs(per_batch.mean(axis=0) - np.asarray(full))[moving] / mcse[moving]
     assert moving.sum() == M + M * (M + 1) // 2 + M + 2 and z.max() < 4.5, z.max()
+
+
+@pytest.mark.parametrize("name", ["poisson_log", "bernoulli_logit"])
+def test_the_optimum_under_a_non_gaussian_likelihood_is_opper_and_archambeaus_fixed_point(name):
+    """M = N, fixed kernel: natural-gradient steps (size 0.5) reach the Gaussian variational posterior, whose mean
+    and covariance at the inputs satisfy m = K E_q[d log p / df] and S^-1 = K^-1 - diag(E_q[d2 log p / df2])
+    (Opper & Archambeau 2009); the expectations of the reference by NumPy's 200-node Gauss-Hermite rule."""
+    rng = np.random.default_rng(8)
+    X = np.linspace(-2, 2, 15)[:, None]
+    kernel = Matern32(variance=1.2, lengthscale=0.8)
+    eta = np.sin(2 * X[:, 0])
+    y = rng.poisson(np.exp(eta)) if name == "poisson_log" else (rng.uniform(size=15) < 1 / (1 + np.exp(-eta)))
+    y = jnp.asarray(y, dtype=float)
+    likelihood = LIKELIHOODS[name]
+
+    def of_moments(m, S):
+        return svgp.svgp_bound_moments(lambda mean, var: likelihood.expected_log_density(y, mean, var), kernel, X, X,
+                                       m, S)
+
+    @jax.jit
+    def optimum():
+        def step(_, q):
+            return svgp.natural_gradient_step(of_moments, *q, 0.5)
+
+        mean, covariance = jax.lax.fori_loop(0, 300, step, (jnp.zeros(15), jnp.eye(15)))
+        L = svgp.inducing_factor(kernel, X)
+        return L @ mean, L @ covariance @ L.T, svgp.inducing_covariance(kernel, X, svgp.DEFAULT_JITTER)
+
+    mean, covariance, K = (np.asarray(a) for a in optimum())
+    nodes, weights = np.polynomial.hermite.hermgauss(200)
+    f = mean[:, None] + np.sqrt(2 * np.diag(covariance))[:, None] * nodes
+    rate = np.exp(f) if name == "poisson_log" else 1 / (1 + np.exp(-f))
+    first = np.asarray(y) - (rate @ weights) / np.sqrt(np.pi)
+    curvature = (rate if name == "poisson_log" else rate * (1 - rate)) @ weights / np.sqrt(np.pi)
+    np.testing.assert_allclose(mean, K @ first, atol=1e-6)
+    np.testing.assert_allclose(covariance, np.linalg.inv(np.linalg.inv(K) + np.diag(curvature)), atol=1e-6)
