@@ -32,6 +32,7 @@ from gpdsl.inference.methods.pseudo_marginal import (ep_refusal, mcmc_ep_engine,
                                                      run_mcmc_ep, run_pm)
 from gpdsl.inference.methods.sequential import run_sequential
 from gpdsl.inference.methods.sgpr import run_sgpr, sgpr_report
+from gpdsl.inference.methods.svgp import run_svgp, svgp_refusal, svgp_report
 from gpdsl.inference.methods.svi_gplvm import run_svi_gplvm, svi_gplvm_report
 from gpdsl.inference.methods.vem import fit_from_results, run_vem, vem_report
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANOBIS_GP, FAMILIES, GP_PRIOR_GPLVM,
@@ -40,7 +41,7 @@ from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANO
 from gpdsl.ir.structure import mean_prediction_refusal
 from gpdsl.settings import (DMGPSettings, DSDGPSettings, EPMLSettings, GibbsSettings, MCMCEPSettings, MLSettings,
                             NUTSSettings, PMGPLVMSettings, PseudoMarginalSettings, SegmentedChainSettings,
-                            SequentialSettings, SGPRSettings, SVIGPLVMSettings, VEMSettings)
+                            SequentialSettings, SGPRSettings, SVGPSettings, SVIGPLVMSettings, VEMSettings)
 
 ENTRY_POINT_GROUP = "gpdsl.methods"
 PREDICTIVE_CHOICES = ("joint", "marginal")
@@ -393,6 +394,11 @@ register(Method(
     "estimate, stored as one draw, with the inducing inputs)", (GP_REGRESSION,), SGPRSettings, run_sgpr,
     command="fit", requires_priors=False, predicts=True, checkpoints=True, report=sgpr_report,
     missing_outputs=(GP_REGRESSION,)))
+register(Method(
+    "svgp", "sparse variational GP for any scalar likelihood (Hensman et al. 2015): q(u) over inducing inputs, "
+    "minibatches, Adam or natural-gradient steps (a point estimate of the hyperparameters, stored as one draw)",
+    (LATENT_GP, GP_REGRESSION), SVGPSettings, run_svgp, command="fit", requires_priors=False, predicts=True,
+    checkpoints=True, report=svgp_report, refuses=svgp_refusal, missing_outputs=(LATENT_GP, GP_REGRESSION)))
 register(Method(
     "svi-gplvm", "Bayesian GPLVM by Adam on minibatches of the uncollapsed bound (explicit q(u); q(X), inducing "
     "inputs, point estimates)", (BAYESIAN_GPLVM,), SVIGPLVMSettings, run_svi_gplvm, command="fit",

@@ -36,6 +36,7 @@ CASES = {
     "ml": ("gp_regression", "reg", ["--max-iterations", 5]),
     "sgpr": ("gp_regression", "reg", ["--num-inducing", 4, "--optimizer", "adam", "--noise-fixed-steps", 0,
                                       "--steps", 5, "--chunk", 5]),
+    "svgp": ("gp_classification", "cls", ["--num-inducing", 4, "--steps", 5, "--chunk", 5]),
     "svi-gplvm": ("bayesian_gplvm", "lvm", ["--num-inducing", 5, "--noise-fixed-steps", 0, "--steps", 5,
                                             "--chunk", 5]),
     "dmgp": ("deep_mahalanobis_gp", "deep", ["--num-inducing", 4, "--num-inducing-fields", 4,

@@ -90,7 +90,8 @@ def unregister_likelihood(name: str) -> None:
     """Remove the likelihood ``name`` from :data:`LIKELIHOODS` (plugins and tests)."""
     LIKELIHOODS.pop(name, None)
 
-CAPABILITIES = ("stan", "stan_rng", "sample", "derivatives", "tilted_moments", "class_probability")
+CAPABILITIES = ("stan", "stan_rng", "sample", "derivatives", "tilted_moments", "expected_log_density",
+                "class_probability")
 """The optional fields of :class:`Likelihood`."""
 
 

@@ -51,6 +51,12 @@ class Likelihood:
         ``others`` as in ``derivatives``: what expectation propagation's site updates use. A likelihood given
         None gets them by adaptive Gauss-Hermite quadrature (:mod:`gpdsl.likelihoods.quadrature`), so every
         likelihood has them; closed forms (probit, normal) are exact.
+    expected_log_density : callable or None
+        ``expected_log_density(y, mean, var, *others)``: ``E[log p(y | f, others)]`` under ``f ~ N(mean, var)``
+        elementwise, with ``y`` and ``others`` as in ``tilted_moments``: the data term of a sparse variational GP's
+        bound. A likelihood given None gets it by Gauss-Hermite quadrature
+        (:func:`~gpdsl.likelihoods.quadrature.quadrature_expected_log_density`); closed forms (normal, Poisson)
+        are exact.
     class_probability : callable or None
         ``class_probability(mean, var)``: ``p(y = 1)`` when ``f ~ N(mean, var)`` elementwise, the
         predictive probability of the approximations.
@@ -96,12 +102,17 @@ class Likelihood:
     integer_params: tuple[str, ...] = ()
     not_log_concave: str = ""
     invalid_observations: Callable | None = None
+    expected_log_density: Callable | None = None
 
     def __post_init__(self):
-        if not self.row_params and (self.tilted_moments is None or getattr(self.tilted_moments, "by_quadrature", False)):
-            from gpdsl.likelihoods.quadrature import quadrature_tilted_moments
+        if self.row_params:
+            return
+        from gpdsl.likelihoods.quadrature import quadrature_expected_log_density, quadrature_tilted_moments
 
+        if self.tilted_moments is None or getattr(self.tilted_moments, "by_quadrature", False):
             object.__setattr__(self, "tilted_moments", quadrature_tilted_moments(self))
+        if self.expected_log_density is None or getattr(self.expected_log_density, "by_quadrature", False):
+            object.__setattr__(self, "expected_log_density", quadrature_expected_log_density(self))
 
     @property
     def closed_form_tilted_moments(self) -> bool:

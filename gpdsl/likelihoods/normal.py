@@ -31,6 +31,13 @@ def _tilted_moments(y, cavity_mean, cavity_var, sigma):
             cavity_var - cavity_var**2 / total)
 
 
+def _expected_log_density(y, mean, var, sigma):
+    """Closed form: ``-log(2 pi sigma^2) / 2 - ((y - mean)^2 + var) / (2 sigma^2)``."""
+    import jax.numpy as jnp
+
+    return -0.5 * jnp.log(2.0 * jnp.pi * sigma**2) - 0.5 * ((y - mean) ** 2 + var) / sigma**2
+
+
 def _stan(y: str, args: StanArguments, vectorised: bool) -> str:
     return f"normal_lpdf({y} | {args['mu'][0]}, {args['sigma'][0]})"
 
@@ -41,6 +48,6 @@ def _stan_rng(args: StanArguments) -> str:
 
 NORMAL = Likelihood("normal", ("mu", "sigma"), "real", "mean mu, standard deviation sigma",
                     log_density=_log_density, stan=_stan, stan_rng=_stan_rng, sample=_sample,
-                    tilted_moments=_tilted_moments,
+                    tilted_moments=_tilted_moments, expected_log_density=_expected_log_density,
                     param_support={"sigma": "positive"})
 """Gaussian observations; the approximations, which take no noise parameter, do not use it."""

@@ -34,7 +34,16 @@ def _derivatives(y, eta):
     return jnp.sum(_log_density(y, eta)), y - rate, rate
 
 
+def _expected_log_density(y, mean, var):
+    """Closed form: ``y mean - exp(mean + var / 2) - log(y!)``."""
+    import jax.numpy as jnp
+    from jax.scipy import special
+
+    return y * mean - jnp.exp(mean + 0.5 * var) - special.gammaln(y + 1.0)
+
+
 POISSON_LOG = Likelihood("poisson_log", ("eta",), "count", "y ~ Poisson(exp(eta))",
                          log_density=_log_density, stan=_stan, stan_rng=_stan_rng, sample=_sample,
-                         derivatives=_derivatives, invalid_observations=count_check)
+                         derivatives=_derivatives, invalid_observations=count_check,
+                         expected_log_density=_expected_log_density)
 """Counts: the Laplace approximation supports them (log-concave, ``W = exp(eta)``); EP has no closed-form moments."""

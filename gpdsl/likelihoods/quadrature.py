@@ -1,4 +1,5 @@
-"""Tilted moments by adaptive Gauss-Hermite quadrature: EP's default for a likelihood without closed-form ones.
+"""Gauss-Hermite quadrature of a likelihood: EP's tilted moments and a sparse variational GP's expected log density,
+the defaults for a likelihood without closed forms.
 
 Expectation propagation matches the moments of the tilted distribution ``p(y | f) N(f | m, v)`` of each site.
 For a likelihood without closed forms (all but ``bernoulli_probit`` and ``normal``) gpdsl integrates in ``f`` by
@@ -10,6 +11,12 @@ gives the result (it covers tilted densities with heavier tails than the Laplace
 Both ratios are smooth where the mass is, so :data:`NODES` nodes give the log normaliser, mean and variance to
 about 1e-8 relative for smooth likelihoods and 1e-5 for a censoring step or a zero-inflation wall for sites whose likelihood is much narrower than the cavity (a count of 50 under a
 cavity variance of 5) as well as for wide ones, where a rule centred on the cavity fails.
+
+The expected log density ``E[log p(y | f)]`` under ``f ~ N(m, v)`` (the data term of the SVGP bound, Hensman et al.
+2015) needs no adaptation: the weight is ``N(f | m, v)`` itself and ``log p`` grows at most polynomially in the
+likelihoods of the table, so the rule for ``N(m, v)`` with :data:`EXPECTATION_NODES` nodes (the rule of GPflow's
+``variational_expectations``, with more nodes) is accurate to about 1e-8 relative for smooth likelihoods and 1e-4
+across a censoring step or a zero-inflation wall, and differentiable in ``m``, ``v`` and the other parameters.
 Importing this module does not import JAX.
 """
 
@@ -26,8 +33,57 @@ deviation long)."""
 
 STEP_LIMIT = 1.0
 
+EXPECTATION_NODES = 64
+"""Gauss-Hermite nodes per point of the expected log density."""
+
 _HERMITE_NODES, _HERMITE_WEIGHTS = np.polynomial.hermite.hermgauss(NODES)
 _LOG_WEIGHTS = np.log(_HERMITE_WEIGHTS) - 0.5 * np.log(np.pi)
+_EXPECTATION_NODES, _EXPECTATION_WEIGHTS = np.polynomial.hermite.hermgauss(EXPECTATION_NODES)
+
+
+def _latent_log_density(likelihood):
+    """``log_density(y, f, others)`` of ``likelihood`` with the latent argument ``f`` and the other parameters as a
+    sequence in :attr:`~gpdsl.likelihoods.base.Likelihood.other_params` order."""
+    latent = likelihood.params.index(likelihood.latent_param)
+
+    def log_density(y, f, others):
+        others = list(others)
+        return likelihood.log_density(y, *others[:latent], f, *others[latent:])
+
+    return log_density
+
+
+def quadrature_expected_log_density(likelihood):
+    """``expected_log_density`` of ``likelihood`` by Gauss-Hermite quadrature in ``N(mean, var)`` (see the module
+    docstring).
+
+    Parameters
+    ----------
+    likelihood : Likelihood
+        Its ``log_density`` is evaluated elementwise at the nodes, with the other parameters as
+        :func:`quadrature_tilted_moments` takes them.
+
+    Returns
+    -------
+    callable
+        ``expected_log_density(y, mean, var, *others) -> E[log p(y | f, others)]`` elementwise, ``f ~ N(mean, var)``.
+    """
+    log_density = _latent_log_density(likelihood)
+
+    def expected_log_density(y, mean, var, *others):
+        import jax
+        import jax.numpy as jnp
+
+        y = jnp.asarray(y, dtype=float)
+        mean, var = jnp.broadcast_arrays(jnp.asarray(mean, dtype=float), jnp.asarray(var, dtype=float))
+        shape = jnp.broadcast_shapes(y.shape, mean.shape)
+        y, mean, var = (jnp.broadcast_to(a, shape) for a in (y, mean, var))
+        nodes = mean[..., None] + jnp.sqrt(2.0 * var)[..., None] * _EXPECTATION_NODES
+        at_nodes = jax.vmap(lambda f: log_density(y, f, others), in_axes=-1, out_axes=-1)(nodes)
+        return at_nodes @ (_EXPECTATION_WEIGHTS / np.sqrt(np.pi))
+
+    expected_log_density.by_quadrature = True
+    return expected_log_density
 
 
 def quadrature_tilted_moments(likelihood):
@@ -45,11 +101,7 @@ def quadrature_tilted_moments(likelihood):
     callable
         ``tilted_moments(y, cavity_mean, cavity_var, *others) -> (log_z, mean, var)`` elementwise.
     """
-    latent = likelihood.params.index(likelihood.latent_param)
-
-    def log_density(y, f, others):
-        others = list(others)
-        return likelihood.log_density(y, *others[:latent], f, *others[latent:])
+    log_density = _latent_log_density(likelihood)
 
     def tilted_moments(y, cavity_mean, cavity_var, *others):
         import jax

@@ -16,7 +16,7 @@ compiles or runs.
 from gpdsl.settings.fields import (LARGEST_INT, SettingError, cli_fields, flag_of, initial_values_from_cli, option, require_choice,
                                    require_covariance, require_number, require_positive_int, require_type)
 from gpdsl.settings.fitting import (DMGPSettings, DSDGPSettings, EPMLSettings, MLSettings, SGPRSettings,
-                                    SVIGPLVMSettings, VEMSettings)
+                                    SVGPSettings, SVIGPLVMSettings, VEMSettings)
 from gpdsl.settings.sampling import (GibbsSettings, MCMCEPSettings, NUTSSettings, PMGPLVMSettings,
                                      PseudoMarginalSettings, SequentialSettings)
 from gpdsl.settings.schedules import AdamScheduleSettings, ChainSettings, LBFGSSettings, SegmentedChainSettings
@@ -24,7 +24,7 @@ from gpdsl.settings.schedules import AdamScheduleSettings, ChainSettings, LBFGSS
 __all__ = [
     "AdamScheduleSettings", "ChainSettings", "DMGPSettings", "DSDGPSettings", "EPMLSettings", "GibbsSettings",
     "LBFGSSettings", "MCMCEPSettings", "MLSettings", "NUTSSettings", "PMGPLVMSettings", "PseudoMarginalSettings",
-    "SGPRSettings", "SVIGPLVMSettings", "SegmentedChainSettings", "SequentialSettings", "SettingError", "VEMSettings",
+    "SGPRSettings", "SVGPSettings", "SVIGPLVMSettings", "SegmentedChainSettings", "SequentialSettings", "SettingError", "VEMSettings",
     "LARGEST_INT", "cli_fields", "flag_of", "initial_values_from_cli", "option", "require_choice", "require_covariance",
     "require_number", "require_positive_int", "require_type",
 ]

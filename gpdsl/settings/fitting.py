@@ -1,4 +1,4 @@
-"""The settings of the fitting methods (``gpdsl fit``): ml, ep-ml, vem, sgpr, svi-gplvm, dmgp, dsdgp.
+"""The settings of the fitting methods (``gpdsl fit``): ml, ep-ml, vem, sgpr, svgp, svi-gplvm, dmgp, dsdgp.
 
 Each class is the method's registry entry's ``settings`` (:mod:`gpdsl.registry`): its fields are the method's
 flags, validated on creation. They live below the engines, which read them.
@@ -260,6 +260,59 @@ class SGPRSettings(AdamScheduleSettings, LBFGSSettings):
         return replace(AdamScheduleSettings.run_plan(self), inducing=self.num_inducing)
 
 
+
+
+@dataclass(frozen=True)
+class SVGPSettings(AdamScheduleSettings):
+    """Settings of ``svgp``.
+
+    Attributes
+    ----------
+    num_inducing : int
+        Inducing inputs ``M`` (at most the number of observed points).
+    batch_size : int
+        Points per step, drawn with replacement (0, or at least the number of points: the whole data).
+    inducing_init : {"kmeans", "random"}
+        Initial inducing inputs: k-means centres of the training inputs, or a random subset of them.
+    fix_inducing : bool
+        Hold the inducing inputs at their initial values.
+    whiten : bool
+        ``q`` over ``v = L^-1 u`` (``L L^T = K(Z)``, prior ``N(0, I)``) rather than over ``u``.
+    natural_gradient : bool
+        Move ``q(u)`` by natural-gradient steps (Salimbeni et al. 2018) and the rest by Adam, instead of all by Adam.
+    natural_step : float
+        The natural-gradient step size ``gamma`` (1 reaches the optimal ``q(u)`` in one full-batch step under a
+        Gaussian likelihood; Salimbeni et al. use 0.1 for others).
+    noise_fixed_steps, steps, learning_rate, chunk, initial_values, seed
+        As :class:`~gpdsl.settings.AdamScheduleSettings`; the first phase holds the hyperparameters the likelihood's
+        arguments other than the latent one read (its scale or dispersion), and is empty by default.
+    jitter : float
+        Added to the diagonal of ``K(Z)``.
+    """
+
+    noise_fixed_steps: int = option(0, "Adam steps with the likelihood's other parameters (scale, dispersion) held at "
+                                       "their initial values (0: none)")
+    num_inducing: int = option(100, "inducing inputs", metavar="M")
+    batch_size: int = option(0, "points per minibatch (0: all)")
+    inducing_init: str = option("kmeans", "initial inducing inputs: k-means centres or a random subset of the "
+                                          "training inputs (seeded)", choices=INDUCING_INITS)
+    fix_inducing: bool = option(False, "hold the inducing inputs at their initial values")
+    whiten: bool = option(True, "q(u) over u itself, not over the whitened v = L^-1 u", negate="--no-whiten")
+    natural_gradient: bool = option(False, "natural-gradient steps for q(u) (Salimbeni et al. 2018), Adam for the rest")
+    natural_step: float = option(0.1, "natural-gradient step size gamma")
+    jitter: float = option(1e-8, "jitter added to the diagonal of K(Z)")
+
+    def __post_init__(self):
+        super().__post_init__()
+        require_positive_int("num_inducing", self.num_inducing)
+        require_positive_int("batch_size", self.batch_size, allow_zero=True)
+        require_choice("inducing-input initialisation", self.inducing_init, INDUCING_INITS)
+        require_number("natural_step", self.natural_step, 0, 1, open_low=True)
+        require_number("jitter", self.jitter, 0)
+
+    def run_plan(self) -> RunPlan:
+        """Adam's plan with ``M`` inducing inputs."""
+        return replace(AdamScheduleSettings.run_plan(self), inducing=self.num_inducing)
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ MODEL_FOR = {"nuts": ("gp_classification", "cls"), "pm": ("gp_classification", "
              "mcmc-ep": ("gp_classification", "cls"), "gibbs": ("gp_classification", "cls"),
              "ep-ml": ("gp_classification", "cls"), "pm-gplvm": ("supervised_gplvm", "sup"),
              "vem": ("bayesian_gplvm", "lvm"), "ml": ("gp_regression", "reg"), "sgpr": ("gp_regression", "reg"),
-             "svi-gplvm": ("bayesian_gplvm", "lvm"), "dmgp": ("deep_mahalanobis_gp", "deep"),
+             "svgp": ("gp_classification", "cls"), "svi-gplvm": ("bayesian_gplvm", "lvm"), "dmgp": ("deep_mahalanobis_gp", "deep"),
              "dsdgp": ("deep_gp", "deep"), "sequential": ("sequential_latent_gp", "seq")}
 ZERO_ALLOWED = {"warmup", "refresh_steps", "latent_sweeps", "warmup_iterations", "restarts", "adapt_epsilon",
                 "start_noise", "defensive", "correlation", "noise_fixed_steps", "batch_size", "burn_in",

@@ -12,6 +12,7 @@ from tests.reliability.helpers import make_work, refused
 RUNS = {
     "ml": ("fit", "gp_regression", "reg", []),
     "sgpr": ("fit", "gp_regression", "reg", ["--num-inducing", 4]),
+    "svgp": ("fit", "gp_classification", "cls", ["--num-inducing", 4]),
     "nuts": ("sample", "gp_classification", "cls", []),
     "pm": ("sample", "gp_classification", "cls", []),
     "gibbs": ("sample", "gp_classification", "cls", []),
@@ -72,7 +73,7 @@ def refused_prediction(work, capsys, method, values, culprit):
 
 
 @pytest.mark.parametrize("values, culprit", [c[1:] for c in INPUTS], ids=[c[0] for c in INPUTS])
-@pytest.mark.parametrize("method", ["ml", "sgpr", "nuts", "pm", "gibbs", "dmgp", "dsdgp"])
+@pytest.mark.parametrize("method", ["ml", "sgpr", "svgp", "nuts", "pm", "gibbs", "dmgp", "dsdgp"])
 def test_new_inputs_that_do_not_fit_are_refused_before_the_run(work, capsys, method, values, culprit):
     refused_prediction(work, capsys, method, values, culprit)
 

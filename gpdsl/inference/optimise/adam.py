@@ -245,7 +245,7 @@ def maximise(objective: Callable, x0, phases, *, learning_rate: float = 0.01, ke
              batch_size: int | None = None, local=None, local_learning_rate: float | None = None,
              sampling: str | None = None, chunk: int = 100,
              progress: bool = False, checkpoint=None, identity: dict | None = None,
-             report: Callable | None = None) -> AdamResult:
+             report: Callable | None = None, inner_step: Callable | None = None) -> AdamResult:
     """Maximise ``objective`` by Adam over the phases of a schedule.
 
     With per-row parameters (``local``) a step is lazy Adam (as TensorFlow Addons' ``LazyAdam``): it gathers
@@ -297,6 +297,10 @@ def maximise(objective: Callable, x0, phases, *, learning_rate: float = 0.01, ke
         The run's identity (:func:`gpdsl.storage.checkpoint.run_identity`) to store in the checkpoint.
     report : callable, optional
         ``report(steps_done, mean_objective)`` after each chunk.
+    inner_step : callable, optional
+        ``inner_step(x, key, batch) -> x`` (traceable): another optimiser's update of some coordinates of the flat
+        vector on the step's batch before each Adam step (the natural-gradient steps of a sparse variational GP's
+        ``q(u)``); the phases should hold those coordinates from Adam. Not with per-row parameters.
 
     Returns
     -------
@@ -321,8 +325,10 @@ def maximise(objective: Callable, x0, phases, *, learning_rate: float = 0.01, ke
     schedule = [int(p.steps) for p in phases]
     if local_learning_rate is None and rows is not None:
         local_learning_rate = learning_rate * (1 - B1 ** (minibatch[0] // minibatch[1])) / (1 - B1)
+    if inner_step is not None and rows is not None:
+        raise ValueError("inner_step is not supported with per-row parameters")
     run_chunk = _chunk_program(objective, (learning_rate, local_learning_rate),
-                               minibatch if sampling == "replacement" else None)
+                               minibatch if sampling == "replacement" else None, inner_step)
 
     phase, done, trace, origin = 0, 0, [], key
     stored = _load(checkpoint, schedule, carry) if checkpoint is not None else None
@@ -389,11 +395,12 @@ def _minibatches(local, data_size, batch_size, sampling):
     return (data_size, batch_size), sampling
 
 
-def _chunk_program(objective, learning_rates, replacement):
+def _chunk_program(objective, learning_rates, replacement, inner_step=None):
     """The jitted chunk: ``run(carry, free, keys, batches) -> (carry, values)``; ``batches`` (one row per step)
     are given for epoch-wise shuffling, drawn inside the step with replacement (``replacement`` is then
     ``(data_size, batch_size)``), or None for the full batch; ``learning_rates`` are the flat vector's and the
-    rows'. The carry is donated: the per-row arrays are updated in place, not copied, from chunk to chunk."""
+    rows'; ``inner_step`` (optional) updates the flat vector before each dense step. The carry is donated: the
+    per-row arrays are updated in place, not copied, from chunk to chunk."""
     learning_rate, local_learning_rate = learning_rates
 
     def global_update(carry, free, gradient):
@@ -402,6 +409,8 @@ def _chunk_program(objective, learning_rates, replacement):
         return carry._replace(x=carry.x + increment, state=state, gradient=gradient)
 
     def dense_step(carry, free, sample_key, batch):
+        if inner_step is not None:
+            carry = carry._replace(x=inner_step(carry.x, sample_key, batch))
         value, gradient = jax.value_and_grad(objective)(carry.x, sample_key, batch)
         return value, global_update(carry, free, gradient)
 

@@ -53,7 +53,7 @@ def gp_regression_groups(output, model, data, facts, context, pointwise: bool = 
             values = draws.gp_regression_new_draws(problem, theta, new_inputs,
                                                    jax.random.fold_in(key, _PREDICTION_STREAM),
                                                    joint=context.predictive == "joint")
-        _set_predictions(output, problem, values)
+        set_predictions(output, problem, values)
 
 
 def student_t_process_groups(output, model, data, facts, context, pointwise: bool = False, **_) -> None:
@@ -77,7 +77,7 @@ def student_t_process_groups(output, model, data, facts, context, pointwise: boo
                                                    jax.random.fold_in(jax.random.PRNGKey(context.seed),
                                                                       _PREDICTION_STREAM),
                                                    joint=context.predictive == "joint")
-    _set_predictions(output, problem, values)
+    set_predictions(output, problem, values)
 
 
 def latent_gp_groups(output, model, data, facts, context, pointwise: bool = True, approximation: str = "ep",
@@ -112,10 +112,11 @@ def latent_gp_groups(output, model, data, facts, context, pointwise: bool = True
             else:
                 values = draws.latent_new_draws(problem, theta, f, new_inputs, prediction_key, approximation, tol,
                                                 joint=joint)
-        _set_predictions(output, problem, values)
+        set_predictions(output, problem, values)
 
 
-def _set_predictions(output, problem, values: dict) -> None:
+def set_predictions(output, problem, values: dict) -> None:
+    """Put ``values`` (each ``(chain, draw, new point[, class])``) in ``output.predictions`` with their dims."""
     points = f"{problem.node.statement.inputs.index_shape[0]}_new"
     output.predictions = dict(values)
     output.dims.update({name: [points] for name in values})

@@ -82,15 +82,16 @@ def latent_replicates(problem: LatentGP, theta_draws, f_draws, key) -> np.ndarra
 
 
 def latent_new_draws(problem: LatentGP, theta_draws, f_draws, X_new, key, approximation: str = "ep",
-                     tol=None, joint: bool = False) -> dict[str, np.ndarray]:
+                     tol=None, joint: bool = False, moments=None) -> dict[str, np.ndarray]:
     """Draws at new inputs: ``<f>_new`` and ``<y>_new``, and ``<y>_prob`` where the likelihood has class
     probabilities, each ``(chain, draw, m)``. ``<y>_new`` and ``<y>_prob`` are left out when another argument
     of the likelihood, or an offset in its latent argument (``log_exposure + f``), has one value per training
     observation (binomial ``trials``): it has none at new inputs.
 
     ``f*`` comes from the GP conditional given each ``(theta, f)`` draw, or, with ``f_draws`` None, from the
-    Gaussian approximation (``approximation``: ``"ep"`` or ``"laplace"``) at each ``theta`` draw: with
-    ``joint`` from the full covariance over the new points, else from each point's marginal.
+    Gaussian approximation (``approximation``: ``"ep"`` or ``"laplace"``) at each ``theta`` draw, or from
+    ``moments(theta, X_new, full) -> (mean, var)`` where given (a variational posterior's ``q(f*)``, the GP's mean
+    included): with ``joint`` from the full covariance over the new points, else from each point's marginal.
     """
     X_new = check_new_inputs(problem, X_new)
     likelihood = LIKELIHOODS[problem.likelihood]
@@ -121,9 +122,9 @@ def latent_new_draws(problem: LatentGP, theta_draws, f_draws, X_new, key, approx
     keys = draw_keys(key, theta_draws)
     batch = draw_batch(len(X_new)) if joint else 256
     if f_draws is None:
-        values = over_draws(lambda t, k: from_moments(
-            t, *approximate_moments(problem, t, X_new, approximation, tol, full=joint), k), theta_draws, keys,
-            batch=batch)
+        if moments is None:
+            moments = lambda t, X, full: approximate_moments(problem, t, X, approximation, tol, full=full)  # noqa: E731
+        values = over_draws(lambda t, k: from_moments(t, *moments(t, X_new, joint), k), theta_draws, keys, batch=batch)
     else:
         values = over_draws(lambda t, f, k: from_moments(t, *conditional_moments(problem, t, f, X_new, full=joint), k),
                             theta_draws, f_draws, keys, batch=batch)
