@@ -667,7 +667,8 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--list", action="store_true", help="list the datasets")
     data.add_argument("--as", dest="form", choices=FORMS, default=None,
                       help="xy (default): N, D, X, y (regression, classification); inputs: X (for --predict); "
-                           "labels; series: y (forecast); gplvm: N, D, Q, centred Y (with --time also t); times: t")
+                           "labels; series: y (forecast); gplvm: N, D, Q, centred Y (with --time also t); times: t; "
+                           "timeseries: N, t (the one --columns NAME), y")
     data.add_argument("--rows", type=int, default=None, help="rows to keep (default: all from --offset); of a "
                       "simulated dataset, rows per step N (default: its own)")
     data.add_argument("--steps", type=int, default=None, metavar="T",

@@ -7,6 +7,7 @@ Simulated data from the papers' generators need no file: :func:`sinusoids` (Gadd
 :func:`tegner_sequential` (Tegner, Bloem-Reddy & Roberts 2018).
 """
 
+from gpdsl.datasets.births import births_usa_1969
 from gpdsl.datasets.dataset import Dataset
 from gpdsl.datasets.oil_flow import oil_flow
 from gpdsl.datasets.model_data import loaders, model_data, write_data_json
@@ -55,7 +56,7 @@ __all__ = [
     "concrete", "energy", "wine_quality_red", "boston", "uci_regression", "uci_split",
     "pima", "breast_cancer_wisconsin", "ionosphere", "glass", "glass_window", "new_thyroid",
     "abalone", "abalone_male_female",
-    "airquality", "air_passengers", "pima_tr", "veteran", "lung", "bio_chemists",
+    "airquality", "air_passengers", "births_usa_1969", "pima_tr", "veteran", "lung", "bio_chemists",
     "loaders", "model_data", "write_data_json",
     "sinusoids", "tegner_sequential",
 ]

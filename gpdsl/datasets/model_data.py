@@ -11,7 +11,9 @@ Forms, by the model they feed:
   ``--with-target`` its target as the first column): Bayesian GPLVMs; with ``time`` also ``t``, the row's
   position (1, 2, ...) in the dataset, for dynamical GPLVMs; with ``inputs`` those columns as observed
   inputs ``X`` (N x k) rather than outputs, for supervised GPLVMs;
-- ``times`` -- ``t`` only: the positions of rows, new times for a dynamical GPLVM's ``--predict``.
+- ``times`` -- ``t`` only: the positions of rows, new times for a dynamical GPLVM's ``--predict``;
+- ``timeseries`` -- ``N``, times ``t`` (the one input column chosen: the dataset's only one, or ``columns``)
+  and targets ``y``: a GP over one time axis, ``f ~ gp(t, k)``.
 
 ``standardize`` centres and scales each input column and a real-valued regression target (not counts,
 nor survival times, which keep their censoring indicator beside them) by its mean and sd over every row
@@ -39,7 +41,7 @@ import numpy as np
 from gpdsl.data.scaling import scaling_entries
 from gpdsl.errors import DatasetError
 
-FORMS = ("xy", "inputs", "labels", "series", "gplvm", "times")
+FORMS = ("xy", "inputs", "labels", "series", "gplvm", "times", "timeseries")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,10 @@ def loaders() -> dict[str, Loader | Simulator]:
         "lung_complete": Loader(lambda: d.lung(complete_cases=True),
                                 "lung, the 168 patients without a missing covariate; cens beside y; offline"),
         "bio_chemists": Loader(d.bio_chemists, entry("bio_chemists") + "; offline"),
+        "births_usa_1969": Loader(d.births_usa_1969, entry("births_usa_1969") + "; y births"),
+        "births_usa_1969_relative": Loader(lambda: d.births_usa_1969(relative=True),
+                                           "births_usa_1969, y births relative to the mean x 100, as the HSGP "
+                                           "paper models them"),
         "oil_flow": Loader(d.oil_flow, entry("oil_flow") + " (training split)"),
         "oil_flow_test": Loader(lambda: d.oil_flow("test"), "oil flow, test split"),
         "usps_3_vs_5": Loader(lambda: d.usps_pair(3, 5, "train"), "USPS digits 3 (1) against 5 (0), training split"),
@@ -115,7 +121,7 @@ def model_data(dataset, form: str = "xy", *, rows: int | None = None, offset: in
     ----------
     dataset : Dataset
         A loaded dataset (or a name of :func:`loaders`).
-    form : {"xy", "inputs", "labels", "series", "gplvm", "times"}
+    form : {"xy", "inputs", "labels", "series", "gplvm", "times", "timeseries"}
         Which variables (see the module's description).
     rows : int, optional
         Keep this many rows (all from ``offset`` by default).
@@ -159,12 +165,17 @@ def model_data(dataset, form: str = "xy", *, rows: int | None = None, offset: in
                            hint=unknown_name_hint(missing[0], dataset.feature_names, f"columns of {dataset.name}"))
     if inputs and any(c not in names for c in inputs):
         raise DatasetError("the observed inputs (--inputs) must be among the chosen --columns")
+    if form == "timeseries" and len(names) != 1:
+        raise DatasetError(f"the timeseries form takes its times t from one input column; {dataset.name} has "
+                           f"{len(names)}: {', '.join(names)}", hint="choose the time column with --columns NAME")
     X = X[:, [dataset.feature_names.index(c) for c in names]]
+    if form == "timeseries":
+        X = X[:, 0]
     y = dataset.y
     recorded = {}
     if standardize:
-        X, recorded = _standardized(dataset, X, "X")
-        if form == "xy" and _real_outcome(dataset):
+        X, recorded = _standardized(dataset, X, "t" if form == "timeseries" else "X")
+        if form in ("xy", "timeseries") and _real_outcome(dataset):
             y, y_scaling = _standardized(dataset, y, "y")
             recorded.update(y_scaling)
     X, y = X[positions], y[positions]
@@ -180,6 +191,8 @@ def model_data(dataset, form: str = "xy", *, rows: int | None = None, offset: in
         return {"y": y}
     if form == "times":
         return {"t": positions + 1.0}
+    if form == "timeseries":
+        return {"N": n, "t": X, "y": y, **recorded}
     if latent_dims is None or isinstance(latent_dims, bool) or int(latent_dims) < 1:
         raise DatasetError("the gplvm form needs the number of latent dimensions (--latent-dims Q, Q >= 1)")
     observed = [names.index(c) for c in inputs or []]
