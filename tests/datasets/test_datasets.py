@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import re
 import shutil
 import socket
 import threading
@@ -114,6 +115,40 @@ def test_registry_covers_the_mirror_file_for_file():
         str(path.relative_to(MIRROR)) for path in MIRROR.rglob("*") if path.is_file() and path.name != "SOURCES.md"
     }
     assert registered == mirrored
+
+
+def sources_md_rows(text: str) -> dict[str, tuple[str, str, int, str]]:
+    """``folder/file`` -> (origin path, commit, bytes, sha256) from the mirror's SOURCES.md tables.
+
+    A table without a commit column takes the commit from its section's ``HEAD `...` `` line.
+    """
+    rows, head = {}, None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            head = None
+        found = re.search(r"HEAD `([0-9a-f]{40})`", line)
+        head = found.group(1) if found else head
+        if line.startswith("| `"):
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            commit = re.match(r"[0-9a-f]{40}", cells[2]).group(0) if len(cells) == 5 else head
+            rows[cells[0].strip("`")] = (cells[1].strip("`"), commit, int(cells[-2]), cells[-1].strip("`"))
+    return rows
+
+
+@needs_mirror
+def test_sources_table_transcribes_the_mirror_s_sources_md():
+    documented = sources_md_rows((MIRROR / "SOURCES.md").read_text(encoding="utf-8"))
+    registered = {
+        f"{folder}/{name}": (path, commit, size, sha256)
+        for folder, source in registry.GITHUB_SOURCES.items()
+        for name, path, commit, size, sha256 in source.files
+    }
+    assert set(documented) == set(registered)
+    differing = {key: (documented[key], registered[key]) for key in documented if documented[key] != registered[key]}
+    assert not differing
+    assert documented["births_usa_1969/births_usa_1969.csv"][1:] == (
+        "4199949163e71a6f3b8f51ea5f7e9fee6a2d9fc9", 216446,
+        "4212048d6377597e9e6f7f3b962a4c3652a7dfc3b56824970704856a578d8baa")
 
 
 @needs_mirror
