@@ -111,7 +111,7 @@ class Family:
 
     def facts(self, model: ir.Model):
         """The model's facts for this family, or the :class:`Refusal` that says why it is not of it."""
-        return self.form(model, gp_nodes(model))
+        return _facts(self, model, gp_nodes(model))
 
     def view(self, model: ir.Model, data: dict, facts, **options):
         """What this family's engines receive for ``model`` and its validated ``data``."""
@@ -236,6 +236,18 @@ class Classification:
         raise MethodError(refusal.message(method), refusal.span)
 
 
+def _facts(family: Family, model: ir.Model, nodes: list):
+    """The family's form of the model, refused when a GP of the model is approximate and the family's engines take
+    exact GPs (every family's engines so far: an approximate GP runs under NUTS on its Stan program)."""
+    approximate = next((node for node in nodes if node.statement.approximation is not None), None)
+    if approximate is None:
+        return family.form(model, nodes)
+    name = approximate.statement.approximation.name
+    return Refusal(f"{{method}} needs {family.description} with an exact GP",
+                   f"'{approximate.name}' uses approx = {name}(...), which gpdsl's engines do not run; nuts runs it "
+                   "on its Stan program", approximate.statement.approximation.span, suggests="nuts")
+
+
 def classify(model: ir.Model) -> Classification:
     """Classify a checked model into the families of the module docstring.
 
@@ -250,7 +262,7 @@ def classify(model: ir.Model) -> Classification:
     nodes = gp_nodes(model)
     found, refusals = {}, {}
     for name, family in FAMILIES.items():
-        result = family.form(model, nodes)
+        result = _facts(family, model, nodes)
         if isinstance(result, Refusal):
             refusals[name] = result
         else:

@@ -26,6 +26,9 @@ class Sum(Kernel):
     def same(self, x):
         return self.k1.same(x) + self.k2.same(x)
 
+    def spectral_density(self, omega):
+        return self.k1.spectral_density(omega) + self.k2.spectral_density(omega)
+
 
 class Product(Kernel):
     """``k1(x, x') * k2(x, x')``; at the same index the factors' same-index values multiply.
@@ -74,3 +77,6 @@ class Scale(Kernel):
 
     def same(self, x):
         return self.scale * self.kernel.same(x)
+
+    def spectral_density(self, omega):
+        return self.scale * self.kernel.spectral_density(omega)
