@@ -53,7 +53,8 @@ def run_nuts(model, data, settings: NUTSSettings, context):
     Returns
     -------
     MethodOutput
-        Draws of every parameter and sampled latent variable, the pointwise log-likelihood and replicates of
+        Draws of every parameter and sampled latent variable (and of an HSGP latent's basis weights, ``<f>_z``), the
+        pointwise log-likelihood and replicates of
         every observed variable, predictions at new inputs, Stan's sampler statistics, and timings:
         ``compile`` (build), ``warmup`` and ``sampling`` (the sampling call's wall time split in the
         proportion of the elapsed times Stan's chains report).
@@ -68,11 +69,14 @@ def run_nuts(model, data, settings: NUTSSettings, context):
                       draws=settings.draws, seed=context.seed, adapt_delta=settings.adapt_delta,
                       max_depth=settings.max_depth, progress=context.progress, backend=settings.backend)
     names = [n for n in list(model.parameters) + list(model.latents) if n in fit.draws]
+    weights = {f"{v.name}_z": v.raw_name for v in program.variables.values() if v.kind == "hsgp"}
     running = fit.sampling_time if fit.sampling_time is not None else fit.wall_time
     share = fit.warmup_share if fit.warmup_share is not None else 0.0
     timings = {"compile": fit.wall_time - running, "warmup": running * share,
                "sampling": running * (1.0 - share), "total": fit.wall_time}
-    output = MethodOutput({n: fit.draws[n] for n in names}, fit.sample_stats, timings=timings,
+    posterior = {n: fit.draws[n] for n in names}
+    posterior.update({name: fit.draws[stan] for name, stan in weights.items()})  # an HSGP's weights (predictions)
+    output = MethodOutput(posterior, fit.sample_stats, timings=timings,
                           attrs={"backend": fit.backend}, versions=dict(fit.versions))
     warnings = hsgp_warnings(model, data, output.posterior)
     if warnings:

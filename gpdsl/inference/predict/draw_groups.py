@@ -13,6 +13,8 @@ GP regression             exact LOO ``log p(y_i | y_-i, theta)``;  the exact pre
                           y_rep from the exact conditional
 Student-t process         from Stan's generated quantities      the conditional MVT at each theta
                           (NUTS, the only sampler of it)
+HSGP latent GP            from Stan's generated quantities      f* = phi(X*) (sqrt(S) .* z) at each draw
+                          (NUTS, the only sampler of it)        (theta, z), y*
 ========================  ====================================  ==========================================
 
 A ``matrix[N, K]`` latent of independent GP columns (``categorical_logit``) is predicted column by column, or from
@@ -113,6 +115,29 @@ def latent_gp_groups(output, model, data, facts, context, pointwise: bool = True
                 values = draws.latent_new_draws(problem, theta, f, new_inputs, prediction_key, approximation, tol,
                                                 joint=joint)
         _set_predictions(output, problem, values)
+
+
+def hsgp_groups(output, model, data, facts, context, pointwise: bool = False, **_) -> None:
+    """The predictions of a Hilbert-space approximate latent GP from each draw of its hyperparameters and weights
+    (:mod:`gpdsl.inference.predict.hsgp`); its pointwise groups come from Stan's generated quantities (NUTS is its only
+    sampler), so ``pointwise`` is refused."""
+    import jax
+
+    from gpdsl.errors import MethodError
+    from gpdsl.inference.families.hsgp import hsgp_view
+    from gpdsl.inference.predict.hsgp import hsgp_new_draws
+
+    if pointwise:
+        raise MethodError("the pointwise groups of an HSGP model come from Stan's generated quantities")
+    new_inputs = context.new_inputs
+    if new_inputs is None:
+        return
+    problem = hsgp_view(model, data, facts)
+    first = next(iter(output.posterior.values()))
+    with draw_stage(f"predictions at {counted(len(new_inputs), 'new input')}", first, context.progress):
+        values = hsgp_new_draws(problem, output.posterior, new_inputs,
+                                jax.random.fold_in(jax.random.PRNGKey(context.seed), _PREDICTION_STREAM))
+    _set_predictions(output, problem, values)
 
 
 def _set_predictions(output, problem, values: dict) -> None:
