@@ -69,3 +69,17 @@ def test_ard_length_scales_are_judged_per_input_column():
     warnings = hsgp_warnings(model, data, {"ell": np.tile([0.3, 1.0], (40, 1))[None]})
     assert len(warnings) == 1 and "(input column 2)" in warnings[0] and "below 1.71" in warnings[0]
     assert hsgp_warnings(model, data, {"ell": np.tile([0.3, 2.0], (40, 1))[None]}) == []
+
+
+def test_inputs_without_spread_are_refused_before_the_run():
+    import pytest
+
+    from gpdsl.api import prepare
+    from gpdsl.errors import DataError
+    from gpdsl.registry import methods
+
+    model, _ = check_text(ONE_D)
+    data = {"N": 3, "t": np.full(3, 2.0), "y": np.array([1, 2, 3])}
+    with pytest.raises(DataError, match=r"data 't' \(the inputs of the hsgp 'f'\): column 1 has the same value at "
+                                        r"every point"):
+        prepare(model, data, "nuts", methods()["nuts"].settings(), seed=1)
