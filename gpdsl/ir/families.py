@@ -260,8 +260,9 @@ def _facts(family: Family, model: ir.Model, nodes: list):
         return family.form(model, nodes)
     name = approximate.statement.approximation.name
     return Refusal(f"{{method}} needs {family.description} with an exact GP",
-                   f"'{approximate.name}' uses approx = {name}(...), which gpdsl's engines do not run; nuts runs it "
-                   "on its Stan program", approximate.statement.approximation.span, suggests="nuts")
+                   f"'{approximate.name}' uses approx = {name}(...), which these engines do not take; the methods "
+                   "of its own family run it (gpdsl methods lists them)", approximate.statement.approximation.span,
+                   suggests="nuts")
 
 
 def classify(model: ir.Model) -> Classification:

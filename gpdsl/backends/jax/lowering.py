@@ -381,7 +381,8 @@ class JaxModel:
         """The basis of an HSGP statement on its training inputs (computed once)."""
         name = statement.target.name
         if name not in self._hsgp_bases:
-            self._hsgp_bases[name] = hsgp_basis(statement, np.asarray(self.gp_inputs(statement, self.data)))
+            with jax.ensure_compile_time_eval():  # data alone: concrete even when first asked for inside a trace
+                self._hsgp_bases[name] = hsgp_basis(statement, np.asarray(self.gp_inputs(statement, self.data)))
         return self._hsgp_bases[name]
 
     def hsgp_latent(self, statement: ir.GPStatement, weights, env):

@@ -1,4 +1,5 @@
-"""Predictions of a Hilbert-space approximate latent GP from any sampler's draws of its hyperparameters and weights.
+"""Predictions and pointwise groups of a Hilbert-space approximate latent GP from any sampler's draws of its
+hyperparameters and weights.
 
 Each draw ``(theta, z)`` fixes ``f`` everywhere: ``f* = phi(X*) (sqrt(S_theta(omega)) .* z) + m(X*)``, one joint
 draw over the new points (the same whether ``--predictive`` is joint or marginal, as nothing else is random), and
@@ -62,6 +63,34 @@ def hsgp_new_draws(problem: HSGPLatent, posterior: dict, X_new, key) -> dict[str
             args = [problem.jax_model.evaluate(arguments[name], env) for name in likelihood.params]
             out[f"{target}_new"] = likelihood.sample(draw_key, f_star.shape, *args)
         return out
+
+    chains, draws = np.shape(posterior[names[0]])[:2]
+    keys = np.asarray(jax.random.split(key, chains * draws)).reshape(chains, draws, -1)
+    return over_draws(one, *[np.asarray(posterior[name], dtype=float) for name in names], keys)
+
+
+def hsgp_pointwise(problem: HSGPLatent, posterior: dict, key) -> tuple[np.ndarray, np.ndarray]:
+    """``log p(y_i | f_i, theta)`` and a replicate of ``y`` for every draw, each ``(chain, draw, *y's shape)``, from
+    the draws of the free variables (the latent ``f`` recomputed from the weights).
+
+    Raises
+    ------
+    MethodError
+        The draws lack a free variable.
+    """
+    names = problem.free_names
+    missing = [name for name in names if name not in posterior]
+    if missing:
+        raise MethodError(f"the pointwise groups of the HSGP '{problem.name}' need draws of {', '.join(missing)}")
+    likelihood = LIKELIHOODS[problem.facts.likelihood]
+    arguments = dict(problem.node.likelihood.distribution.args)
+    y = np.asarray(problem.y)
+
+    def one(*values):
+        *draw, draw_key = values
+        env = problem.jax_model.environment(dict(zip(names, draw)))
+        args = [problem.jax_model.evaluate(arguments[name], env) for name in likelihood.params]
+        return likelihood.log_density(y, *args), likelihood.sample(draw_key, y.shape, *args)
 
     chains, draws = np.shape(posterior[names[0]])[:2]
     keys = np.asarray(jax.random.split(key, chains * draws)).reshape(chains, draws, -1)

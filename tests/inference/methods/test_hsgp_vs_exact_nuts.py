@@ -50,7 +50,7 @@ def one_d_data(seed=3, n=100):
 def two_d_data(seed=4, n=120):
     rng = np.random.default_rng(seed)
     X = rng.uniform(0, 4, (n, 2))
-    return {"N": n, "X": X, "y": np.sin(1.5 * X[:, 0]) * np.cos(X[:, 1]) + 0.2 * rng.normal(size=n)}
+    return {"N": n, "X": X, "y": np.sin(1.5 * X[:, 0]) * np.cos(2 * X[:, 1]) + 0.2 * rng.normal(size=n)}
 
 
 def compare(template, data, approx, names, seed):
