@@ -37,9 +37,9 @@ Families
     need only the log likelihood of the whole vector (ESS) run it.
 ``hsgp_latent_gp``
     One latent GP vector in the Hilbert-space approximation (``approx = hsgp(...)``) under a likelihood on its
-    elements: ``f = PHI (sqrt(S) .* z)`` with standard normal weights ``z``. Its draw groups predict at new inputs
-    from NUTS's draws of ``z`` (the basis functions at the new points); every other family refuses an approximate
-    GP, so only NUTS samples it.
+    elements: ``f = PHI (sqrt(S) .* z)`` with standard normal weights ``z``, which ESS samples (``gibbs``). Its draw
+    groups predict at new inputs from any sampler's draws of ``z`` (the basis functions at the new points); every
+    other family refuses an approximate GP.
 ``any``
     Every model: NUTS samples the flat log density.
 """
