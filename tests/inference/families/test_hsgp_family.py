@@ -59,3 +59,22 @@ def test_methods_of_exact_gps_refuse_the_model_at_the_start(method):
     with pytest.raises(MethodError, match="uses approx = hsgp"):
         gpdsl.sample(model, data, method, seed=1) if methods()[method].command == "sample" else \
             gpdsl.fit(model, data, method, seed=1)
+
+
+@pytest.mark.slow
+def test_a_basis_too_small_for_the_length_scales_is_reported_by_the_summary():
+    # m = 5 over t of half range 5 with c = 1.5 represents Matérn-3/2 length-scales down to 3.42 * 1.5 * 5 / 5 = 5.13,
+    # far above the prior inv_gamma(5, 5)'s bulk: every run of it gets the paper's warning, naming the m to use
+    from gpdsl.api import check_text
+    from gpdsl.results.summary import sampler_warnings
+    from gpdsl.settings import GibbsSettings
+
+    model = check_text(open("models/gp_hsgp.gpm").read().replace("hsgp(m = 40, c = 1.5)", "hsgp(m = 5, c = 1.5)"))[0]
+    rng = np.random.default_rng(3)
+    t = np.r_[0.0, np.sort(rng.uniform(0, 10, 28)), 10.0]
+    results = gpdsl.run(model, {"N": 30, "t": t, "y": rng.poisson(2, 30)}, "gibbs",
+                        GibbsSettings(chains=1, warmup=50, draws=50), seed=1)
+    warnings = [w for w in sampler_warnings(results) if w.startswith("hsgp of 'f'")]
+    assert len(warnings) == 1
+    assert "length-scale draws lie below 5.13, the shortest that m = 5 basis functions with c = 1.5 represent" \
+        in warnings[0]
