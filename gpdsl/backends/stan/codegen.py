@@ -207,7 +207,7 @@ def generate_stan(model: ir.Model, missing=()) -> StanProgram:
 
 
 @dataclass(frozen=True)
-class HSGPBasis:
+class HSGPTransformedData:
     """The transformed data of an HSGP latent: the number of basis functions, the frequencies ``omega`` (M x D)
     and the basis functions at the points ``phi`` (N x M), by Stan name."""
 
@@ -361,7 +361,7 @@ class _Generator:
         self.log_likelihood: dict[str, str] = {}
         self.replicates: dict[str, str] = {}
         self.kernel_functions: set[str] = set()  # functions of run-time kernels already in the functions block
-        self.hsgp_bases: dict[str, HSGPBasis] = {}  # HSGP latent -> its basis in transformed data
+        self.hsgp_bases: dict[str, HSGPTransformedData] = {}  # HSGP latent -> its basis in transformed data
 
     def loop_variable(self, depth: int) -> str:
         """The generated loop variable at nesting depth ``depth`` (reused by sibling loops)."""
@@ -568,7 +568,7 @@ class _Generator:
         return ["{", *_indented(body), "}"]
 
     # ---- the Hilbert-space approximation ------------------------------------------------------
-    def _hsgp_basis(self, name: str) -> "HSGPBasis":
+    def _hsgp_basis(self, name: str) -> "HSGPTransformedData":
         """The transformed-data names of the basis of the HSGP latent ``name`` (declared on first use)."""
         if name not in self.hsgp_bases:
             gp = next(s for s in self.model.gp_statements() if s.target.name == name)
@@ -590,7 +590,7 @@ class _Generator:
                 f"matrix[{size}, {dim}] {names['omega']} = hsgp_frequencies({names['indices']}, {names['L']});",
                 f"matrix[{n}, {size}] {names['phi']} = hsgp_eigenfunctions({points}, {names['centre']}, "
                 f"{names['L']}, {names['omega']});")
-            self.hsgp_bases[name] = HSGPBasis(size, names["omega"], names["phi"])
+            self.hsgp_bases[name] = HSGPTransformedData(size, names["omega"], names["phi"])
         return self.hsgp_bases[name]
 
     def _hsgp_latent(self, statement: ir.GPStatement, mapping: StanVariable) -> list[str]:
