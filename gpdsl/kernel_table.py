@@ -147,6 +147,12 @@ class KernelSpec:
     index_input : bool
         Whether the kernel acts on an output index: its input is an ``int`` data array declared with
         ``<lower=1, upper=P>``, ``P`` the rows of its matrix parameter.
+    spectral_density : tuple of StanCall
+        The Stan spellings of the kernel's spectral density ``S(omega)``, for a stationary kernel that has one
+        (empty otherwise): ``function(matrix omega, <params>)`` returns the vector of ``S`` at the rows of
+        ``omega`` (angular frequencies, one column per input dimension), with ``k(tau) = (2 pi)^-D int S(omega)
+        exp(i omega.tau) d omega``; chosen as :attr:`stan` is (:meth:`spectral_call`). The Hilbert-space
+        approximation (:mod:`gpdsl.ir.approximations`) needs it.
     """
 
     name: str
@@ -157,6 +163,7 @@ class KernelSpec:
     input_dim: int | None = None
     kernels: tuple[str, ...] = ()
     index_input: bool = False
+    spectral_density: tuple[StanCall, ...] = ()
 
     def param(self, name: str) -> KernelParam | None:
         """The hyperparameter called ``name``, or None."""
@@ -175,6 +182,10 @@ class KernelSpec:
     def stan_call(self, given: Collection[str]) -> StanCall | None:
         """The first Stan spelling whose parameters are all in ``given``; None if there is none."""
         return next((call for call in self.stan if set(call.params) <= set(given)), None)
+
+    def spectral_call(self, given: Collection[str]) -> StanCall | None:
+        """The first spectral-density spelling whose parameters are all in ``given``; None if there is none."""
+        return next((call for call in self.spectral_density if set(call.params) <= set(given)), None)
 
     def verify_required(self, given: Iterable[str], span: Span | None = None) -> None:
         """Raise unless every :attr:`required` parameter is in ``given``.
@@ -245,9 +256,11 @@ _FIXED_VARIANCE = KernelParam("variance")
 
 
 def _lengthscale_kernel(name: str, doc: str) -> KernelSpec:
-    """A kernel of ``variance`` and a (required in Python) ``lengthscale``, in Stan ``<name>_kernel``."""
+    """A kernel of ``variance`` and a (required in Python) ``lengthscale``, in Stan ``<name>_kernel``, with its
+    spectral density ``<name>_spd``."""
     return KernelSpec(name, (_VARIANCE, _LENGTHSCALE),
-                      stan=(StanCall(f"{name}_kernel", ("variance", "lengthscale")),), doc=doc)
+                      stan=(StanCall(f"{name}_kernel", ("variance", "lengthscale")),), doc=doc,
+                      spectral_density=(StanCall(f"{name}_spd", ("variance", "lengthscale")),))
 
 
 KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
@@ -257,7 +270,9 @@ KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
                      StanCall("rbf_inv_ls2_kernel", ("variance", "inv_ls2"))),
                exclusive=(("lengthscale", "inv_ls2"),),
                doc="variance * exp(-r^2 / 2), r^2 = sum_d (x_d - x'_d)^2 / lengthscale_d^2 "
-                   "= sum_d inv_ls2_d (x_d - x'_d)^2"),
+                   "= sum_d inv_ls2_d (x_d - x'_d)^2",
+               spectral_density=(StanCall("rbf_spd", ("variance", "lengthscale")),
+                                 StanCall("rbf_inv_ls2_spd", ("variance", "inv_ls2")))),
     _lengthscale_kernel("matern12", "variance * exp(-r)"),
     _lengthscale_kernel("matern32", "variance * (1 + sqrt(3) r) exp(-sqrt(3) r)"),
     _lengthscale_kernel("matern52", "variance * (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)"),
@@ -310,7 +325,8 @@ KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
                stan=(StanCall("matern_kernel", ("nu", "variance", "lengthscale")),),
                doc="variance exp(-s) p!/(2p)! sum_{i=0}^{p} (p+i)!/(i!(p-i)!) (2s)^(p-i), s = sqrt(2 nu) r, "
                    "r as for rbf: the Matérn kernel of half-integer order nu = p + 1/2 (Rasmussen & Williams "
-                   "eq. 4.16); matern(0.5), matern(1.5), matern(2.5) are matern12, matern32, matern52"),
+                   "eq. 4.16); matern(0.5), matern(1.5), matern(2.5) are matern12, matern32, matern52",
+               spectral_density=(StanCall("matern_spd", ("nu", "variance", "lengthscale")),)),
     KernelSpec("changepoint", (KernelParam("location", required=True, support="real"),
                                KernelParam("steepness", default=1.0)),
                stan=(StanCall("changepoint_kernel", ("location", "steepness")),),

@@ -15,7 +15,8 @@ import numpy as np
 
 from gpdsl.data.memory import available_memory, shown_bytes
 from gpdsl.errors import DataError, MethodError
-from gpdsl.ir.nodes import Model
+from gpdsl.ir.nodes import Model, Ref
+from gpdsl.numerics.hsgp import hsgp_box
 from gpdsl.settings.fields import PlannedRun, RunPlan
 
 SMALLEST_SCALE = 1e-100
@@ -45,10 +46,24 @@ def verify_runnable(model: Model, data: dict, settings) -> None:
     """
     plan = settings.run_plan() if isinstance(settings, PlannedRun) else RunPlan()
     verify_sizes(model, data)
+    verify_hsgp_inputs(model, data)
     verify_outputs(model, data)
     verify_initial_values(model, data, plan.initial_values)
     verify_inducing(model, data, plan.inducing)
     verify_memory(model, data, plan)
+
+
+def verify_hsgp_inputs(model: Model, data: dict) -> None:
+    """Refuse inputs of a Hilbert-space approximate GP with a column of one value: its box, ``c`` times their half
+    range, is empty (inputs that are data variables; the Stan program rejects the others at its start)."""
+    for statement in model.gp_statements():
+        if statement.approximation is None:
+            continue
+        for component in statement.inputs.components:
+            if isinstance(component, Ref) and component.name in data:
+                value = np.asarray(data[component.name], dtype=float)
+                hsgp_box(value.reshape(value.shape[0], -1), 1.5,
+                         f"data '{component.name}' (the inputs of the hsgp '{statement.target.name}')")
 
 
 def verify_sizes(model: Model, data: dict) -> None:

@@ -35,6 +35,11 @@ Families
 ``latent_gp_external``
     One latent GP vector under an ``external(...)`` likelihood, which need not factorise: engines that
     need only the log likelihood of the whole vector (ESS) run it.
+``hsgp_latent_gp``
+    One latent GP vector in the Hilbert-space approximation (``approx = hsgp(...)``) under a likelihood on its
+    elements: ``f = PHI (sqrt(S) .* z)`` with standard normal weights ``z``, which ESS samples (``gibbs``). Its draw
+    groups predict at new inputs from any sampler's draws of ``z`` (the basis functions at the new points); every
+    other family refuses an approximate GP.
 ``any``
     Every model: NUTS samples the flat log density.
 """
@@ -48,16 +53,19 @@ from typing import Any, Callable
 
 from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.family_forms import (DEEP_GP_CHAIN_NEEDS, DEEP_MAHALANOBIS_NEEDS, GP_PRIOR_GPLVM_NEEDS, GPLVM_NEEDS,
+from gpdsl.ir.approximations import HSGP
+from gpdsl.ir.family_forms import (HSGP_LATENT_GP_NEEDS, DEEP_GP_CHAIN_NEEDS, DEEP_MAHALANOBIS_NEEDS, GP_PRIOR_GPLVM_NEEDS, GPLVM_NEEDS,
                                    LATENT_GP_NEEDS, LATENT_GPS_NEEDS, SEQUENTIAL_NEEDS, DeepGPFacts, GPLVMFacts,
                                    LatentGPFacts, Refusal, deep_gp_chain_form, deep_mahalanobis_form,
-                                   gp_regression_form, gplvm_form, latent_gp_external_form, latent_gp_form,
+                                   gp_regression_form, gplvm_form, hsgp_latent_gp_form, latent_gp_external_form,
+                                   latent_gp_form,
                                    latent_gps_form, sequential_form, student_t_process_form)
 from gpdsl.ir.structure import gp_nodes
 
 __all__ = [
     "ANY", "BAYESIAN_GPLVM", "DEEP_GP_CHAIN", "DEEP_GP_CHAIN_NEEDS", "DEEP_MAHALANOBIS_GP", "DEEP_MAHALANOBIS_NEEDS",
-    "FAMILIES", "GPLVM_NEEDS", "GP_PRIOR_GPLVM", "GP_PRIOR_GPLVM_NEEDS", "GP_REGRESSION", "LATENT_GP",
+    "FAMILIES", "GPLVM_NEEDS", "GP_PRIOR_GPLVM", "GP_PRIOR_GPLVM_NEEDS", "GP_REGRESSION", "HSGP_LATENT_GP",
+    "HSGP_LATENT_GP_NEEDS", "LATENT_GP",
     "LATENT_GPS", "LATENT_GPS_NEEDS", "LATENT_GP_EXTERNAL", "LATENT_GP_NEEDS", "SEQUENTIAL_LATENT_GP",
     "SEQUENTIAL_NEEDS", "STUDENT_T_PROCESS", "Classification", "DeepGPFacts", "Family", "GPLVMFacts", "LatentGPFacts", "Refusal",
     "classify", "describe", "predicting_families", "register_family", "require_priors", "unregister_family",
@@ -73,6 +81,7 @@ DEEP_GP_CHAIN = "deep_gp_chain"
 SEQUENTIAL_LATENT_GP = "sequential_latent_gp"
 STUDENT_T_PROCESS = "student_t_process"
 LATENT_GP_EXTERNAL = "latent_gp_external"
+HSGP_LATENT_GP = "hsgp_latent_gp"
 ANY = "any"
 
 
@@ -100,6 +109,9 @@ class Family:
         ``log_likelihood``, ``posterior_predictive`` and ``predictions`` groups of any sampler's draws.
     predicts : bool
         Its draw groups predict at new inputs for any sampler, NUTS included.
+    approximations : tuple of str
+        The GP approximations (``approx = NAME(...)``, :mod:`gpdsl.ir.approximations`) its form takes; a model with
+        any other approximate GP is refused before its form is read.
     """
 
     name: str
@@ -108,10 +120,11 @@ class Family:
     view_builder: str
     draw_groups: str | None = None
     predicts: bool = False
+    approximations: tuple[str, ...] = ()
 
     def facts(self, model: ir.Model):
         """The model's facts for this family, or the :class:`Refusal` that says why it is not of it."""
-        return self.form(model, gp_nodes(model))
+        return _facts(self, model, gp_nodes(model))
 
     def view(self, model: ir.Model, data: dict, facts, **options):
         """What this family's engines receive for ``model`` and its validated ``data``."""
@@ -192,7 +205,9 @@ for _family in (
                student_t_process_form, f"{_VIEWS}.student_t_process:student_t_process_view",
                f"{_DRAWS}:student_t_process_groups", predicts=True),
         Family(LATENT_GP_EXTERNAL, "a latent GP vector under an external likelihood", latent_gp_external_form,
-               f"{_VIEWS}.latent_gp:latent_gp_view")):
+               f"{_VIEWS}.latent_gp:latent_gp_view"),
+        Family(HSGP_LATENT_GP, "a latent GP in the Hilbert-space approximation", hsgp_latent_gp_form,
+               f"{_VIEWS}.hsgp:hsgp_view", f"{_DRAWS}:hsgp_groups", predicts=True, approximations=(HSGP,))):
     register_family(_family)
 
 
@@ -236,6 +251,20 @@ class Classification:
         raise MethodError(refusal.message(method), refusal.span)
 
 
+def _facts(family: Family, model: ir.Model, nodes: list):
+    """The family's form of the model, refused when a GP of the model uses an approximation the family does not take
+    (:attr:`Family.approximations`; an approximate GP runs under NUTS on its Stan program)."""
+    approximate = next((node for node in nodes if node.statement.approximation is not None
+                        and node.statement.approximation.name not in family.approximations), None)
+    if approximate is None:
+        return family.form(model, nodes)
+    name = approximate.statement.approximation.name
+    return Refusal(f"{{method}} needs {family.description} with an exact GP",
+                   f"'{approximate.name}' uses approx = {name}(...), which these engines do not take; the methods "
+                   "of its own family run it (gpdsl methods lists them)", approximate.statement.approximation.span,
+                   suggests="nuts")
+
+
 def classify(model: ir.Model) -> Classification:
     """Classify a checked model into the families of the module docstring.
 
@@ -250,7 +279,7 @@ def classify(model: ir.Model) -> Classification:
     nodes = gp_nodes(model)
     found, refusals = {}, {}
     for name, family in FAMILIES.items():
-        result = family.form(model, nodes)
+        result = _facts(family, model, nodes)
         if isinstance(result, Refusal):
             refusals[name] = result
         else:

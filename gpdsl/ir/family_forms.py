@@ -47,6 +47,10 @@ STUDENT_T_PROCESS_NEEDS = ("{method} needs Student-t process regression: f ~ stu
                            "inputs and y ~ normal(f, s) with scalar s")
 
 
+HSGP_LATENT_GP_NEEDS = ("{method} needs one latent GP vector in the Hilbert-space approximation, f ~ gp(x, k, "
+                        "approx = hsgp(...)), and a likelihood on its elements")
+
+
 @dataclass(frozen=True)
 class LatentGPFacts:
     """What latent-GP engines need.
@@ -180,6 +184,20 @@ def latent_gp_form(model: ir.Model, nodes: list[GPNode], marginalise: bool, seve
     likelihood = node.likelihood
     name = likelihood.distribution.name if isinstance(likelihood, ir.LikelihoodStatement) else "external"
     return LatentGPFacts(node, name, likelihood.target.name, marginalise)
+
+
+def hsgp_latent_gp_form(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
+    """One latent GP vector with ``approx = hsgp(...)`` (every GP of the model) under a likelihood on its elements."""
+    approximate = [n for n in nodes if n.statement.approximation is not None]
+    if not approximate:
+        return Refusal(HSGP_LATENT_GP_NEEDS, "this model has no GP with approx = hsgp(...)")
+    exact = [n.name for n in nodes if n.statement.approximation is None]
+    if exact:
+        return Refusal(HSGP_LATENT_GP_NEEDS, f"this model also has the exact GP {', '.join(exact)}")
+    facts = latent_gp_form(model, nodes, marginalise=False, several=False)
+    if isinstance(facts, Refusal):
+        return Refusal(HSGP_LATENT_GP_NEEDS, facts.detail, facts.span)
+    return facts
 
 
 def takes_rows(node: GPNode) -> bool:

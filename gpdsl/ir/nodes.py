@@ -12,6 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from gpdsl.ir.approximations import Approximation
 from gpdsl.ir.types import VarType
 from gpdsl.source import Source, Span
 
@@ -250,13 +251,15 @@ class Statement:
 
 @dataclass(frozen=True)
 class GPStatement(Statement):
-    """``target ~ gp(inputs, kernel, mean = m)``: target holds latent GP values, columns iid for matrices; ``mean``
-    is None for a zero mean, else a scalar or a vector of the target's shape."""
+    """``target ~ gp(inputs, kernel, mean = m, approx = a)``: target holds latent GP values, columns iid for
+    matrices; ``mean`` is None for a zero mean, else a scalar or a vector of the target's shape; ``approximation``
+    None for the exact GP, else the approximation it stands for (:mod:`gpdsl.ir.approximations`)."""
 
     target: Target = None
     inputs: Inputs = None
     kernel: Kernel = None
     mean: Expr | None = None
+    approximation: "Approximation | None" = None
 
 
 @dataclass(frozen=True)

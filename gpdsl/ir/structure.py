@@ -31,7 +31,8 @@ class GPNode:
     marginalised : bool
         True when its only use is in the location of a ``normal`` likelihood with a scalar standard
         deviation on data of the same shape, the location being the latent plus terms free of it
-        (``offset``): backends integrate it out exactly.
+        (``offset``), and it is an exact GP: backends integrate it out exactly. An approximate GP
+        (``approx = hsgp(...)``) is always sampled, through its weights.
     likelihood : Statement or None
         The likelihood statement (built-in or external) that consumes it, if any.
     elementwise : bool
@@ -267,7 +268,8 @@ def gp_nodes(model: ir.Model) -> list[GPNode]:
             shifted = elementwise and _is_shift_of(first, name)
             offset = latent_offset(first, name) if shifted else None
             marginalised = (
-                len(users) == 1 and not loops and not statement.target.indices
+                statement.approximation is None
+                and len(users) == 1 and not loops and not statement.target.indices
                 and likelihood.distribution.name == "normal"
                 and ((isinstance(first, ir.Ref) and first.name == name)
                      or (shifted and not _indexed_latent(first, name) and statement.target.type.container == "vector"))

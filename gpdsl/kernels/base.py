@@ -38,7 +38,9 @@ class Kernel:
     leaves; kernel-valued arguments of a combinator are child pytrees.
     A kernel of a scalar input that is the covariance of a linear SDE has ``has_state_space`` true and
     implements :meth:`state_space` (:mod:`gpdsl.kernels.state_space`); sums, products and scalings have it when
-    all their parts have it.
+    all their parts have it. A stationary kernel whose table entry spells a spectral density
+    (:attr:`~gpdsl.kernel_table.KernelSpec.spectral_density`) implements :meth:`spectral_density`; sums and
+    scalings of such kernels have theirs.
     """
 
     __array_ufunc__ = None
@@ -90,6 +92,28 @@ class Kernel:
         raise MethodError(f"{type(self).__name__} has no state-space form (a linear SDE over a scalar input); "
                           "the half-integer Matérn kernels, the periodic and constant kernels, and their sums, "
                           "products and scalings have one")
+
+    def spectral_density(self, omega) -> jax.Array:
+        """The spectral density ``S`` at angular frequencies ``omega`` (traceable).
+
+        ``k(tau) = (2 pi)^-D int S(omega) exp(i omega.tau) d omega`` over the kernel's ``D`` input columns.
+
+        Parameters
+        ----------
+        omega : array_like, shape (M, D)
+            One frequency vector per row.
+
+        Returns
+        -------
+        jax.Array, shape (M,)
+
+        Raises
+        ------
+        MethodError
+            The kernel has no spectral density here (it is not stationary, or none is implemented).
+        """
+        raise MethodError(f"{type(self).__name__} has no spectral density; the rbf and Matérn kernels, their "
+                          "sums and scalings have one")
 
     def discretise(self, dt, periodic_order: int = PERIODIC_ORDER) -> tuple[jax.Array, jax.Array]:
         """Transition matrices ``A = expm(F dt)`` over time steps ``dt`` and the stationary covariance ``P_inf``.

@@ -40,6 +40,9 @@ class Sum(Kernel):
         (A1, P1), (A2, P2) = self.k1.discretise(dt, periodic_order), self.k2.discretise(dt, periodic_order)
         return block_diagonal(A1, A2), block_diagonal(P1, P2)
 
+    def spectral_density(self, omega):
+        return self.k1.spectral_density(omega) + self.k2.spectral_density(omega)
+
 
 class Product(Kernel):
     """``k1(x, x') * k2(x, x')``; at the same index the factors' same-index values multiply.
@@ -114,3 +117,6 @@ class Scale(Kernel):
         """The kernel's transitions, its stationary covariance scaled."""
         A, P_inf = self.kernel.discretise(dt, periodic_order)
         return A, self.scale * P_inf
+
+    def spectral_density(self, omega):
+        return self.scale * self.kernel.spectral_density(omega)

@@ -53,6 +53,28 @@ class RBF(Kernel):
         r2 = scaled_sqdist(x1, x2, self.lengthscale, self.inv_ls2)
         return self.variance * jnp.exp(-0.5 * r2)
 
+    def spectral_density(self, omega):
+        """``variance (2 pi)^(D/2) prod_d l_d exp(-sum_d l_d^2 omega_d^2 / 2)``."""
+        omega = jnp.atleast_2d(jnp.asarray(omega, dtype=float))
+        scale = self.lengthscale if self.lengthscale is not None else 1.0 / jnp.sqrt(self.inv_ls2)
+        scale = jnp.broadcast_to(scale, omega.shape[-1:])
+        dims = omega.shape[-1]
+        return (self.variance * (2.0 * jnp.pi) ** (dims / 2.0) * jnp.prod(scale)
+                * jnp.exp(-0.5 * jnp.sum(jnp.square(scale * omega), axis=-1)))
+
+
+def matern_spectral_density(nu: float, variance, lengthscale, omega) -> jax.Array:
+    """The spectral density of the Matérn kernel of order ``nu`` at the rows of ``omega`` (M, D), ARD or not:
+    ``variance 2^D pi^(D/2) Gamma(nu + D/2) (2 nu)^nu / Gamma(nu) prod_d l_d (2 nu + sum_d l_d^2
+    omega_d^2)^(-(nu + D/2))`` (Rasmussen & Williams 2006, eq. 4.15, with a length-scale per input)."""
+    omega = jnp.atleast_2d(jnp.asarray(omega, dtype=float))
+    dims = omega.shape[-1]
+    scale = jnp.broadcast_to(lengthscale, omega.shape[-1:])
+    log_constant = (dims * math.log(2.0) + 0.5 * dims * math.log(math.pi) + math.lgamma(nu + dims / 2.0)
+                    + nu * math.log(2.0 * nu) - math.lgamma(nu))
+    quadratic = 2.0 * nu + jnp.sum(jnp.square(scale * omega), axis=-1)
+    return variance * math.exp(log_constant) * jnp.prod(scale) * quadratic ** (-(nu + dims / 2.0))
+
 
 def _matern_doc(title: str, name: str, gpy: str) -> str:
     """The docstring of a Matérn kernel class: its covariance is the table's doc text."""
@@ -102,6 +124,10 @@ class _Matern(Kernel):
         check_ard(self.lengthscale, "lengthscale", self.spec.name, x1.shape[-1])
         s = jnp.sqrt(self.two_nu) * safe_sqrt(scaled_sqdist(x1, x2, self.lengthscale))
         return self.variance * (self.polynomial(s) * jnp.exp(-s))
+
+    def spectral_density(self, omega):
+        """:func:`matern_spectral_density` of order ``nu = two_nu / 2``."""
+        return matern_spectral_density(self.two_nu / 2.0, self.variance, self.lengthscale, omega)
 
     def _rate_and_companion(self) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``(rate, P_inf, N)``: ``F = N - rate I`` with ``N`` nilpotent.
@@ -337,6 +363,10 @@ class Matern(Kernel):
         for coefficient in half_integer_matern_coefficients(self.nu):
             polynomial = polynomial * s + coefficient
         return self.variance * polynomial * jnp.exp(-s)
+
+    def spectral_density(self, omega):
+        """:func:`matern_spectral_density` of order ``nu``."""
+        return matern_spectral_density(self.nu, self.variance, self.lengthscale, omega)
 
 
 def half_integer_matern_coefficients(nu: float) -> list[float]:

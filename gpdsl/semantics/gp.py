@@ -1,4 +1,5 @@
-"""GP statements: ``f ~ gp(inputs, kernel)`` and ``f ~ gp(inputs, kernel, mean = m)``; and the Student-t process
+"""GP statements: ``f ~ gp(inputs, kernel)``, ``f ~ gp(inputs, kernel, mean = m)``, with an optional
+``approx = hsgp(m = 30, c = 1.5)`` (:mod:`gpdsl.semantics.approximations`); and the Student-t process
 ``f ~ student_t_process(nu, inputs, kernel)``, whose inputs and kernel are checked alike.
 
 The inputs are one value or a tuple of them (``gp((t, X), k)``): vectors (one input per point),
@@ -10,6 +11,8 @@ the GP is over, which the target's shape must match, and the input dimension its
 from __future__ import annotations
 
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.approximations import APPROXIMATIONS
+from gpdsl.semantics.approximations import check_approximation
 from gpdsl.ir.structure import expression_refs, statement_refs
 from gpdsl.semantics.constants import fold
 from gpdsl.semantics.context import CheckContext, fail
@@ -21,8 +24,12 @@ from gpdsl.suggest import did_you_mean
 from gpdsl.syntax import ast
 
 
+GP_KEYWORDS = ("mean", "approx")
+"""The optional keyword arguments of ``gp``."""
+
+
 def verify_gp_arguments(call: ast.Call) -> None:
-    """Fail unless the call is ``gp(inputs, kernel)`` or ``gp(inputs, kernel, mean = EXPR)``.
+    """Fail unless the call is ``gp(inputs, kernel)`` with optional ``mean = EXPR`` and ``approx = NAME(...)``.
 
     Parameters
     ----------
@@ -32,12 +39,15 @@ def verify_gp_arguments(call: ast.Call) -> None:
     Raises
     ------
     ModelCheckError
-        For another number of arguments, or a keyword other than ``mean``.
+        For another number of arguments, a keyword other than ``mean`` and ``approx``, or one given twice.
     """
-    if len(call.args) != 2 or len(call.kwargs) > 1 or (call.kwargs and call.kwargs[0].name != "mean"):
-        span = call.kwargs[-1].span if call.kwargs and len(call.args) == 2 else call.span
-        hint = did_you_mean(call.kwargs[-1].name, ["mean"]) if call.kwargs else None
-        fail("gp takes two arguments and an optional mean: gp(inputs, kernel) or gp(inputs, kernel, mean = m)", span,
+    names = [k.name for k in call.kwargs]
+    wrong = next((k for k in call.kwargs if k.name not in GP_KEYWORDS or names.count(k.name) > 1), None)
+    if len(call.args) != 2 or wrong is not None:
+        span = wrong.span if wrong is not None and len(call.args) == 2 else call.span
+        hint = did_you_mean(wrong.name, GP_KEYWORDS) if wrong is not None else None
+        fail("gp takes two arguments and the optional mean and approx: gp(inputs, kernel), "
+             "gp(inputs, kernel, mean = m, approx = hsgp(m = 30))", span,
              hint)
 
 
@@ -64,8 +74,14 @@ def check_gp(ctx: CheckContext, statement: ast.Tilde, target: ir.Target) -> ir.G
     call = statement.distribution
     verify_gp_arguments(call)
     inputs, kernel = _process_inputs_and_kernel(ctx, statement, target, call.args[0], call.args[1])
-    mean = _gp_mean(ctx, call, target) if call.kwargs else None
-    return ir.GPStatement(statement.span, target, inputs, kernel, mean)
+    keywords = {k.name: k for k in call.kwargs}
+    mean = _gp_mean(ctx, keywords["mean"], target) if "mean" in keywords else None
+    if "approx" not in keywords:
+        return ir.GPStatement(statement.span, target, inputs, kernel, mean)
+    approximation = check_approximation(ctx, keywords["approx"], inputs)
+    gp = ir.GPStatement(statement.span, target, inputs, kernel, mean, approximation)
+    APPROXIMATIONS[approximation.name].verifier()(gp, approximation)
+    return gp
 
 
 def verify_student_t_process_arguments(call: ast.Call) -> None:
@@ -212,10 +228,9 @@ def _process_inputs_and_kernel(ctx: CheckContext, statement: ast.Tilde, target: 
     return inputs, kernel
 
 
-def _gp_mean(ctx: CheckContext, call: ast.Call, target: ir.Target) -> ir.Expr:
+def _gp_mean(ctx: CheckContext, argument: ast.KeywordArgument, target: ir.Target) -> ir.Expr:
     """The ``mean = EXPR`` of ``gp(inputs, kernel, mean = EXPR)``: a real scalar, or of the GP's shape (a vector
     over its points, or a matrix of its columns, e.g. ``mean = X`` for a hidden layer of a deep GP)."""
-    argument = call.kwargs[0]
     mean = check_expr(ctx, argument.value)
     t = target.type
     value_shape = t.dims if t.array_dims and target.indices else t.shape

@@ -384,13 +384,12 @@ class EngineFit:
 
     def fit_many(self, model: Model, datasets: Sequence[dict], seed: int) -> list[dict[str, np.ndarray]]:
         """Posterior draws of every data set, by parameter name, each ``(chain, draw, ...)``."""
-        from gpdsl.inference.families.latent_gp import latent_gp
         from gpdsl.inference.methods.latent_chains import prior_initial_thetas
         from gpdsl.registry import get_method
 
         settings = self._settings()
         chain_engine = get_method(self.method).chain_engine
-        problem = latent_gp(model, datasets[0], self.method, marginalise=self.method != "gibbs")
+        problem = engine_view(model, datasets[0], self.method)
         target = problem.node.likelihood.target.name
         require_same_inputs(datasets, target)
         ys = jnp.stack([jnp.asarray(data[target], dtype=float) for data in datasets])
@@ -466,6 +465,19 @@ def theta_draws(problem, theta: np.ndarray, replicates: int, chains: int) -> lis
     shaped = {name: np.reshape(np.asarray(v), (replicates, chains, draws) + np.shape(v)[1:])
               for name, v in values.items()}
     return [{name: v[r] for name, v in shaped.items()} for r in range(replicates)]
+
+
+def engine_view(model: Model, data: dict, method: str):
+    """The latent-GP view a chain engine runs: over the basis weights for a Hilbert-space approximate GP, else the
+    latent GP (kept sampled under a normal likelihood for ``gibbs``)."""
+    from gpdsl.inference.families.hsgp import hsgp_view
+    from gpdsl.inference.families.latent_gp import latent_gp
+    from gpdsl.ir.families import HSGP_LATENT_GP, classify
+
+    facts = classify(model).facts.get(HSGP_LATENT_GP)
+    if facts is not None:
+        return hsgp_view(model, data, facts)
+    return latent_gp(model, data, method, marginalise=method != "gibbs")
 
 
 def with_observations(problem, y):

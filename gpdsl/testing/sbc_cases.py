@@ -120,6 +120,27 @@ def gplvm_data(n: int = 8, d: int = 2, q: int = 1) -> dict:
     return {"N": n, "D": d, "Q": q, "t": np.arange(1.0, n + 1), "Y": np.zeros((n, d))}
 
 
+HSGP_POISSON = """
+data { int N; vector[N] t; array[N] int<lower=0> y; }
+parameters {
+  real mu ~ normal(0, 1);
+  real<lower=0> sigma ~ half_normal(1);
+  real<lower=0> ell ~ inv_gamma(5, 5);
+}
+model {
+  f ~ gp(t, square(sigma) * matern32(lengthscale = ell), mean = mu, approx = hsgp(m = 20, c = 1.5));
+  y ~ poisson_log(f);
+}
+"""
+"""Poisson counts on a Hilbert-space approximate GP (``models/gp_hsgp.gpm`` with 20 basis functions): gibbs samples
+its weights by ESS."""
+
+
+def hsgp_data(n: int = 20) -> dict:
+    """``n`` evenly spaced times on ``[0, 10]`` and placeholder counts."""
+    return {"N": n, "t": np.linspace(0.0, 10.0, n), "y": np.zeros(n, int)}
+
+
 SETUPS = {
     "classification": ModelSetup(f"probit classification, `models/gp_classification.gpm`, N = {N_CLASSIFICATION}, "
                                  "D = 1 (gamma priors)", "gp_classification.gpm", classification_data),
@@ -128,6 +149,8 @@ SETUPS = {
                                            lambda: classification_data(with_d=False)),
     "sequential-fixed": ModelSetup("`models/sequential_latent_gp.gpm` with kappa, alpha given (fixed), T = 3, N = 4",
                                    FIXED_SEQUENTIAL, sequential_data),
+    "hsgp-poisson": ModelSetup("Poisson counts on an HSGP (`models/gp_hsgp.gpm` with m = 20), N = 20",
+                               HSGP_POISSON, hsgp_data),
     "dynamical-gplvm": ModelSetup("`models/dynamical_gplvm.gpm`, N = 8, D = 2, Q = 1", "dynamical_gplvm.gpm",
                                   gplvm_data),
 }
@@ -225,6 +248,8 @@ CASES = (
     SBCCase("pm-gplvm", "pm-gplvm",
             PMGPLVMSettings(num_importance=64, laplace_starts=2, g0=150, chains=2, warmup=300, draws=1000),
             "dynamical-gplvm", 200, 20, fit="gplvm", note="the hyperparameters' posterior (latent inputs integrated)"),
+    SBCCase("gibbs-hsgp", "gibbs", _gibbs("surr", draws=1000), "hsgp-poisson", 200, 22,
+            note="ESS on the basis weights of a Hilbert-space approximate GP"),
     SBCCase("nuts", "nuts", NUTSSettings(chains=2, warmup=500, draws=500), "classification", 100, 21, fit="run"),
 )
 """Every case, in the order of the documentation's table."""

@@ -237,6 +237,9 @@ def stan_vector(jax_model, z):
     pieces = []
     for block in jax_model.blocks:
         value = np.asarray(parts[block.name])
+        if block.role == "hsgp_weights":  # an HSGP's basis weights: one Stan vector
+            pieces.append(value)
+            continue
         name = block.name.removesuffix("_raw") if block.role == "latent_raw" else block.name
         if block.role == "latent_raw" and name in flattened:
             pieces.append(np.ravel(value))
@@ -329,8 +332,35 @@ def categorical_data(rng):
             "z": rng.integers(1, K + 1, N)}
 
 
+HSGP_SPECTRAL = """
+data { int N; vector[N] t; array[N] int<lower=0> y; vector[N] z; matrix[N, 2] X; vector[N] w; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 1);
+  real<lower=0> ell ~ gamma(2, 2);
+  vector<lower=0>[2] ard ~ gamma(2, 2);
+  real mu ~ normal(0, 1);
+  real<lower=0> noise ~ half_normal(1);
+}
+model {
+  f ~ gp(t, square(s) * matern32(lengthscale = ell) + rbf(0.5, 2) + matern12(lengthscale = ell), mean = mu,
+         approx = hsgp(m = 12, c = 1.8));
+  g ~ gp(z, matern52(s, ell) + matern(7/2, 0.3, ell) + rbf(inv_ls2 = ell), approx = hsgp(9));
+  h ~ gp(X, s * rbf(lengthscale = ard) + matern32(0.4, ard), approx = hsgp(m = [5, 4], c = 2.5));
+  y ~ poisson_log(f + g);
+  w ~ normal(h, noise);
+}
+"""
+
+
+def hsgp_data(rng):
+    N = 14
+    return {"N": N, "t": rng.uniform(0, 10, N), "y": rng.poisson(2.0, N), "z": rng.normal(size=N),
+            "X": rng.normal(size=(N, 2)), "w": rng.normal(size=N)}
+
+
 @pytest.mark.parametrize("model_file, make_data, scale", [
     ("models/gp_classification.gpm", classification_data, 1.0),
+    pytest.param(HSGP_SPECTRAL, hsgp_data, 0.7, marks=pytest.mark.slow, id="hsgp"),  # every spectral density
     pytest.param(CATEGORICAL, categorical_data, 0.7, marks=pytest.mark.slow, id="categorical_logit"),
     pytest.param("models/bayesian_gplvm_priors.gpm", gplvm_data, 0.7, marks=pytest.mark.slow),  # also in the sweep
     pytest.param(ALL_KERNELS, regression_data, 0.5, marks=pytest.mark.slow),

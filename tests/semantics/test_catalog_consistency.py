@@ -45,7 +45,27 @@ def table_gaps(table: dict[str, KernelSpec], classes: dict[str, type]) -> list[s
             args = [" ".join(arg.split()) for arg in signature.group(1).split(",")]
             if args != expected:
                 gaps.append(f"{name}: {call.function} takes ({', '.join(args)}), not ({', '.join(expected)})")
+        gaps += spectral_gaps(name, spec, cls, library)
     gaps += [f"{name}: a JAX class without a table entry" for name in classes if name not in table]
+    return gaps
+
+
+def spectral_gaps(name: str, spec: KernelSpec, cls, library) -> list[str]:
+    """A spectral density spelt in the table needs its Stan function ``vector f(matrix omega, <params>)`` and the
+    JAX class's ``spectral_density``; a class with one needs the table's spelling."""
+    gaps = []
+    overrides = cls is not None and cls.spectral_density is not Kernel.spectral_density
+    if bool(spec.spectral_density) != overrides and cls is not None:
+        gaps.append(f"{name}: the table and the JAX class disagree on a spectral density")
+    for call in spec.spectral_density:
+        if call.function not in library:
+            gaps.append(f"{name}: Stan function {call.function} is not in stan_templates")
+            continue
+        expected = ["matrix omega"] + [f"{spec.param(p).stan_type} {p}" for p in call.params]
+        signature = re.search(rf"\bvector {call.function}\((.*?)\)\s*\{{", library[call.function].text, re.DOTALL)
+        args = [" ".join(arg.split()) for arg in signature.group(1).split(",")] if signature else []
+        if args != expected:
+            gaps.append(f"{name}: {call.function} takes ({', '.join(args)}), not ({', '.join(expected)})")
     return gaps
 
 
@@ -67,6 +87,19 @@ def test_an_entry_without_class_or_stan_spelling_is_caught():
     assert table_gaps({"white": wrong_kind}, {})[-1] == (
         "white: white_kernel takes (array[] vector x1, array[] vector x2, real variance, int same_points), "
         "not (array[] vector x1, array[] vector x2, real variance)")
+
+
+def test_a_spectral_density_without_its_stan_function_or_class_method_is_caught():
+    rbf = KERNEL_SPECS["rbf"]
+    misspelt = KernelSpec("rbf", rbf.params, stan=rbf.stan, exclusive=rbf.exclusive,
+                          spectral_density=(StanCall("rbf_spectral", ("variance", "lengthscale")),))
+    assert table_gaps({"rbf": misspelt}, {"rbf": KERNELS["rbf"]}) == [
+        "rbf: the JAX class's spec is not the table entry",
+        "rbf: Stan function rbf_spectral is not in stan_templates"]
+    assert spectral_gaps("periodic", KERNEL_SPECS["periodic"], KERNELS["rbf"], function_library()) == [
+        "periodic: the table and the JAX class disagree on a spectral density"]
+    assert [spec.name for spec in KERNEL_SPECS.values() if spec.spectral_density] == [
+        "rbf", "matern12", "matern32", "matern52", "matern"]
 
 
 def test_one_table_for_checker_jax_and_stan():

@@ -12,6 +12,11 @@ Latent GP values are handled in one of three ways:
   ``<name> = L <name>_raw`` with ``L L^T = K``, as in the generated Stan program;
 * ``"centred"``: the latent itself is the free variable, with density ``N(0, K)``.
 
+A latent GP with the Hilbert-space approximation (``approx = hsgp(...)``) is never integrated out, whatever the
+parameterisation: the free variable is its basis weights ``<name>_z ~ N(0, I)`` (role ``"hsgp_weights"``) and
+``<name> = PHI (sqrt(S(omega)) .* <name>_z)`` plus its mean (:mod:`gpdsl.backends.jax.hsgp`), as in the generated
+Stan program.
+
 A Student-t process ``f ~ student_t_process(nu, X, k)`` is always integrated out under its ``y ~ normal(f, s)``:
 ``MVT(y; nu, 0, K + s^2 I)`` with that covariance (:mod:`gpdsl.backends.jax.student_t_process`).
 """
@@ -27,6 +32,7 @@ import numpy as np
 
 from gpdsl.storage import compilation_cache
 from gpdsl.backends.jax import densities
+from gpdsl.backends.jax.hsgp import HSGPBasis, basis_size, hsgp_basis, hsgp_values
 from gpdsl.backends.jax.bijectors import (
     cholesky_corr_constrain, cholesky_corr_free_size, cholesky_corr_unconstrain, constrain, simplex_constrain,
     simplex_free_size, simplex_unconstrain, unconstrain)
@@ -38,7 +44,7 @@ from gpdsl.kernels import Kernel, build_kernel
 from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.numerics.linalg import cholesky, solve_triangular
 from gpdsl.numerics import GP_JITTER
-from gpdsl.ir.types import is_label_array
+from gpdsl.ir.types import VarType, is_label_array
 
 compilation_cache.enable()  # every lowered model's programs compile once per machine
 
@@ -60,7 +66,7 @@ class Block:
     lower, upper : array or None
         Bounds of the constrained variable.
     role : str
-        ``"parameter"``, ``"latent"`` or ``"latent_raw"``.
+        ``"parameter"``, ``"latent"``, ``"latent_raw"`` or ``"hsgp_weights"``.
     structure : str or None
         ``"cholesky_factor_corr"`` for the Cholesky factor of a correlation matrix, whose ``K (K - 1) / 2``
         unconstrained coordinates map to a ``K x K`` matrix; ``"simplex"`` for a ``K``-simplex, from ``K - 1``
@@ -142,6 +148,7 @@ class JaxModel:
     allow_external: bool = False
     observed: dict = field(default_factory=dict)
     _externals: dict = field(default_factory=dict, repr=False)
+    _hsgp_bases: dict = field(default_factory=dict, repr=False)
     process_nodes: list[GPNode] = field(default_factory=list)
 
     # ---- layout ------------------------------------------------------------------------------
@@ -179,9 +186,12 @@ class JaxModel:
         """Data, free variables and derived latent GP values (``f = L f_raw``) by name."""
         env = dict(self.data)
         env.update(free)
+        for node in self.gp_nodes:
+            if node.statement.approximation is not None:
+                env[node.name] = self.hsgp_latent(node.statement, free[node.name + "_z"], env)
         if self.parameterisation == "whitened":
             for node in self.gp_nodes:
-                if node.marginalised:
+                if node.marginalised or node.statement.approximation is not None:
                     continue
                 raw = free[node.name + "_raw"]
                 env[node.name] = self._whitened_to_latent(node, raw, env, env.get(node.name, jnp.zeros(raw.shape)))
@@ -192,7 +202,7 @@ class JaxModel:
         free, _ = self.constrain_free(z)
         env = self.environment(free)
         names = list(self.model.parameters) + [n for n in self.model.latents if n in env] + \
-            [b.name for b in self.blocks if b.role == "latent_raw"]
+            [b.name for b in self.blocks if b.role in ("latent_raw", "hsgp_weights")]
         return {name: env[name] for name in names}
 
     def log_density(self, z) -> jax.Array:
@@ -206,9 +216,9 @@ class JaxModel:
         total = jnp.zeros(())
         for statement, loops in self.model.walk():
             total = total + self._over_loops(statement, loops, env)
-        if self.parameterisation == "whitened":
-            for name in dict.fromkeys(n.name for n in self.gp_nodes if not n.marginalised):
-                total = total + jnp.sum(jax.scipy.stats.norm.logpdf(free[name + "_raw"]))
+        for block in self.blocks:
+            if block.role in ("latent_raw", "hsgp_weights"):
+                total = total + jnp.sum(jax.scipy.stats.norm.logpdf(free[block.name]))
         return total
 
     def log_terms(self, env: dict, kinds: tuple[str, ...], targets=None) -> jax.Array:
@@ -271,7 +281,7 @@ class JaxModel:
             terms = likelihood.log_density(np.where(mask, y, likelihood.placeholder), *args)
             return jnp.sum(jnp.where(mask, terms, 0.0))
         if isinstance(statement, ir.GPStatement):
-            if self.parameterisation == "centred":
+            if self.parameterisation == "centred" and statement.approximation is None:
                 node = self._node(statement)
                 if not node.marginalised:
                     return self._centred_gp_logpdf(statement, env)
@@ -366,6 +376,20 @@ class JaxModel:
         n = L.shape[0]
         flat = jnp.reshape(raw, (n, -1))
         return jnp.reshape(L @ flat, raw.shape) + self.gp_mean(statement, env)
+
+    def hsgp_basis(self, statement: ir.GPStatement) -> HSGPBasis:
+        """The basis of an HSGP statement on its training inputs (computed once)."""
+        name = statement.target.name
+        if name not in self._hsgp_bases:
+            with jax.ensure_compile_time_eval():  # data alone: concrete even when first asked for inside a trace
+                self._hsgp_bases[name] = hsgp_basis(statement, np.asarray(self.gp_inputs(statement, self.data)))
+        return self._hsgp_bases[name]
+
+    def hsgp_latent(self, statement: ir.GPStatement, weights, env):
+        """An HSGP latent's values from its basis weights: ``PHI (sqrt(S(omega)) .* z)`` plus its mean."""
+        basis = self.hsgp_basis(statement)
+        kernel = self.gp_kernel(statement, env)
+        return hsgp_values(kernel, basis.omega, basis.phi, weights) + self.gp_mean(statement, env)
 
     def gp_mean(self, statement: ir.GPStatement, env):
         """The GP's mean in ``env``: 0 without ``mean =``, else a scalar or a vector of its points."""
@@ -603,6 +627,9 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
         if node is None:
             if name in priors:
                 add(name, var.type, var.type.lower, var.type.upper, "latent")
+            continue
+        if node.statement.approximation is not None:
+            add(name + "_z", VarType("real", "vector", (basis_size(node.statement),)), None, None, "hsgp_weights")
             continue
         if node.marginalised:
             continue

@@ -26,6 +26,13 @@ How gpdsl variables become Stan variables (see :class:`StanVariable`):
   ``array[T] vector[N] f`` flatten the T * N points (point (i, n) at (i - 1) * N + n): ``f_raw`` is a
   ``vector[T * N]`` and ``f[i]`` its i-th segment of length N. The Stan density is then over
   ``<name>_raw``: log p_stan = log p_gpdsl(f) + sum(log(diag(L))) with L the Cholesky factor.
+* latent GP values with the Hilbert-space approximation (``f ~ gp(x, k, approx = hsgp(m = 30, c = 1.5))``), as brms
+  generates them: the basis in ``transformed data`` (index tuples, centre and half-widths ``L`` of the box,
+  frequencies ``omega`` and eigenfunctions ``PHI`` at the points; template ``stan_templates/hsgp.stan``), a
+  parameter ``<name>_z`` of the ``prod(m)`` basis weights with a ``std_normal`` prior, and ``<name> = PHI *
+  (sqrt(S(omega)) .* <name>_z)`` (plus the mean) in ``transformed parameters``, ``S`` the kernel's spectral
+  density (its table entry's ``spectral_density`` spelling; sums and scalings add and scale them). Never
+  integrated out, whatever its likelihood.
 
 Generated quantities: for every observed variable ``y`` of a likelihood, ``log_lik_<y>`` (reals, ``y``'s
 shape) and ``<y>_rep`` (``y``'s type): each observation's log density and a replicate drawn from the
@@ -94,14 +101,15 @@ class StanVariable:
     ----------
     name : str
         The gpdsl name.
-    kind : {"data", "parameter", "latent_parameter", "non_centred", "marginalised"}
-        ``latent_parameter`` is a latent with an ordinary prior, sampled as a Stan parameter.
+    kind : {"data", "parameter", "latent_parameter", "non_centred", "hsgp", "marginalised"}
+        ``latent_parameter`` is a latent with an ordinary prior, sampled as a Stan parameter; ``hsgp`` a latent GP
+        with the Hilbert-space approximation, computed from its basis weights ``raw_name``.
     stan_name : str or None
         Its Stan name (``data``, ``parameters`` or ``transformed parameters``); None if marginalised.
     block : str or None
         The Stan block declaring ``stan_name``.
     raw_name : str or None
-        For ``non_centred``: the ``std_normal`` Stan parameter it is computed from.
+        For ``non_centred`` and ``hsgp``: the ``std_normal`` Stan parameter it is computed from.
     flattened : bool
         For ``non_centred`` over two-level inputs: ``raw_name`` is one vector over all T * N points.
     """
@@ -196,6 +204,16 @@ def generate_stan(model: ir.Model, missing=()) -> StanProgram:
         another distribution, inputs with more than two levels).
     """
     return _Generator(model, missing).run()
+
+
+@dataclass(frozen=True)
+class HSGPTransformedData:
+    """The transformed data of an HSGP latent: the number of basis functions, the frequencies ``omega`` (M x D)
+    and the basis functions at the points ``phi`` (N x M), by Stan name."""
+
+    size: int
+    omega: str
+    phi: str
 
 
 def stan_name(name: str) -> str:
@@ -343,6 +361,7 @@ class _Generator:
         self.log_likelihood: dict[str, str] = {}
         self.replicates: dict[str, str] = {}
         self.kernel_functions: set[str] = set()  # functions of run-time kernels already in the functions block
+        self.hsgp_bases: dict[str, HSGPTransformedData] = {}  # HSGP latent -> its basis in transformed data
 
     def loop_variable(self, depth: int) -> str:
         """The generated loop variable at nesting depth ``depth`` (reused by sibling loops)."""
@@ -414,6 +433,10 @@ class _Generator:
             if var.type.lower is not None or var.type.upper is not None:
                 raise MethodError(f"latent GP values '{name}' cannot have bounds", var.span)
             node = self._node(gps[0])
+            if gps[0].approximation is not None:
+                self.variables[name] = StanVariable(name, "hsgp", sname, "transformed parameters",
+                                                    self.fresh(f"{sname}_z"))
+                continue
             if len(statements) == 1 and node.marginalised_whole:
                 self.marginal_of[id(node.likelihood)] = gps[0]
                 self.variables[name] = StanVariable(name, "marginalised", None, None)
@@ -469,6 +492,8 @@ class _Generator:
                 t = (f"vector[{_product(var.type.shape)}]" if mapping.flattened
                      else stan_type(replace(var.type, lower=None, upper=None)))
                 self._declare_parameter(mapping.raw_name, t)
+            elif mapping.kind == "hsgp":
+                self._declare_parameter(mapping.raw_name, f"vector[{self._hsgp_basis(name).size}]")
 
     def _declare_parameter(self, name: str, type_text: str):
         self.blocks.add("parameters", f"{type_text} {name};")
@@ -491,7 +516,7 @@ class _Generator:
     def _transformed_parameters_block(self):
         for name, var in self.model.latents.items():
             mapping = self.variables[name]
-            if mapping.kind == "non_centred":
+            if mapping.kind in ("non_centred", "hsgp"):
                 self.blocks.add("transformed parameters", f"{stan_type(var.type)} {mapping.stan_name};")
         self.blocks.add("transformed parameters",
                         *self._tree(_in_definition_order(self.model.statements), self._non_centred))
@@ -520,6 +545,8 @@ class _Generator:
         if not isinstance(statement, ir.GPStatement):
             return []
         mapping = self.variables[statement.target.name]
+        if mapping.kind == "hsgp":
+            return self._hsgp_latent(statement, mapping)
         if mapping.kind != "non_centred":
             return []
         local = self._covariance(statement)
@@ -539,6 +566,55 @@ class _Generator:
             "}",
         ]
         return ["{", *_indented(body), "}"]
+
+    # ---- the Hilbert-space approximation ------------------------------------------------------
+    def _hsgp_basis(self, name: str) -> "HSGPTransformedData":
+        """The transformed-data names of the basis of the HSGP latent ``name`` (declared on first use)."""
+        if name not in self.hsgp_bases:
+            gp = next(s for s in self.model.gp_statements() if s.target.name == name)
+            approximation = gp.approximation
+            dim = int(gp.inputs.dim)
+            m = approximation.value("m")
+            m = tuple(m) if isinstance(m, tuple) else (m,) * dim
+            size = int(np.prod(m))
+            points = self._points(gp, 0 if len(gp.inputs.components) == 1 else None, [])
+            base = stan_name(name)
+            names = {part: self.fresh(f"{base}_hsgp_{part}") for part in ("indices", "centre", "L", "omega", "phi")}
+            n = _product(gp.inputs.index_shape)
+            c = format_number(float(approximation.value("c")))
+            self.blocks.add(
+                "transformed data",
+                f"array[{size}, {dim}] int {names['indices']} = hsgp_indices({{{', '.join(map(str, m))}}});",
+                f"vector[{dim}] {names['centre']} = hsgp_centre({points});",
+                f"vector[{dim}] {names['L']} = hsgp_half_widths({points}, {names['centre']}, {c});",
+                f"matrix[{size}, {dim}] {names['omega']} = hsgp_frequencies({names['indices']}, {names['L']});",
+                f"matrix[{n}, {size}] {names['phi']} = hsgp_eigenfunctions({points}, {names['centre']}, "
+                f"{names['L']}, {names['omega']});")
+            self.hsgp_bases[name] = HSGPTransformedData(size, names["omega"], names["phi"])
+        return self.hsgp_bases[name]
+
+    def _hsgp_latent(self, statement: ir.GPStatement, mapping: StanVariable) -> list[str]:
+        """``f = PHI * (sqrt(S(omega)) .* z) + mean`` for an HSGP latent."""
+        basis = self._hsgp_basis(statement.target.name)
+        density = self._spectral_density(statement.kernel, basis.omega)[0]
+        mean = "" if statement.mean is None else f" + {self.translate(statement.mean)}"
+        return [f"{mapping.stan_name} = {basis.phi} * (sqrt({density}) .* {mapping.raw_name}){mean};"]
+
+    def _spectral_density(self, kernel: ir.Kernel, omega: str) -> tuple[str, int]:
+        """The Stan expression of a kernel's spectral density at the rows of ``omega``: a leaf's
+        :attr:`~gpdsl.kernel_table.KernelSpec.spectral_density` spelling, sums and scalings of them (the checker
+        admits no other kernel under an HSGP)."""
+        if isinstance(kernel, ir.KernelSum):
+            return (f"{self._spectral_density(kernel.left, omega)[0]} + "
+                    f"{self._spectral_density(kernel.right, omega)[0]}"), SUM
+        if isinstance(kernel, ir.KernelScale):
+            inner, level = self._spectral_density(kernel.kernel, omega)
+            inner = inner if level >= PRODUCT else f"({inner})"
+            return f"{self.translate.operand(kernel.scale, PRODUCT)} * {inner}", PRODUCT
+        if not isinstance(kernel, ir.KernelLeaf) or isinstance(kernel, ir.KernelCombination):
+            raise MethodError("the Stan backend has no spectral density of this kernel", kernel.span)
+        call = catalog.KERNELS[kernel.name].spectral_call(dict(kernel.params))
+        return f"{call.function}({', '.join([omega] + self._kernel_arguments(kernel, call))})", ATOM
 
     def _model_statement(self, statement: ir.Statement) -> list[str]:
         if isinstance(statement, ir.GPStatement):

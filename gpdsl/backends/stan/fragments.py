@@ -25,7 +25,7 @@ BLOCK_ORDER = (
 )
 """Stan's blocks, in the order a program must list them."""
 
-TEMPLATE_FILES = ("inputs.stan", "distributions.stan", "likelihoods.stan", "kernels.stan")
+TEMPLATE_FILES = ("inputs.stan", "distributions.stan", "likelihoods.stan", "kernels.stan", "hsgp.stan")
 """Template files, in the order their functions are emitted (helpers before their users)."""
 
 INDENT = "  "

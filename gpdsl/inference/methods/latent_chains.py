@@ -16,6 +16,7 @@ import numpy as np
 from gpdsl.backends.jax.simulate import simulate
 from gpdsl.inference.driver import run_chains
 from gpdsl.inference.families.latent_gp import LatentGP, latent_gp_view
+from gpdsl.ir.families import HSGP_LATENT_GP
 from gpdsl.results.method_output import MethodOutput
 
 STAT_NAMES = ("acceptance_rate", "accepted", "cubic_ops", "num_shrinks", "approximation_converged",
@@ -38,7 +39,12 @@ def prior_initial_thetas(problem: LatentGP, key, chains: int, initial_values=Non
 
 
 def view(model, data, context) -> LatentGP:
-    """The latent-GP view of the model the registry classified (``context.facts``)."""
+    """The latent-GP view of the model the registry classified (``context.facts``): over the basis weights for a
+    Hilbert-space approximate GP (:mod:`gpdsl.inference.families.hsgp`)."""
+    if context.family == HSGP_LATENT_GP:
+        from gpdsl.inference.families.hsgp import hsgp_view
+
+        return hsgp_view(model, data, context.facts, allow_external=context.allow_external)
     return latent_gp_view(model, data, context.facts, allow_external=context.allow_external)
 
 

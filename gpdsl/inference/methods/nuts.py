@@ -10,7 +10,9 @@ likelihood through index arrays of the observed entries: the pointwise log-likel
 alone, the replicates every entry (at the missing ones, imputations). Predictions at new inputs of latent-GP and
 GP-regression models are computed from NUTS's draws by the engines' code
 (:mod:`gpdsl.inference.methods.draw_groups`), joint over the new points or point by point as for every sampler
-(``context.predictive``); other models are refused before anything runs.
+(``context.predictive``); other models are refused before anything runs. A model with a Hilbert-space approximate GP
+gets the paper's diagnostics of its length-scale draws in ``report.warnings`` (:mod:`gpdsl.inference.hsgp_diagnostics`,
+shown by ``gpdsl summary``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from gpdsl.backends.stan.codegen import generate_stan
 from gpdsl.backends.stan.runners import sample_stan
 from gpdsl.backends.stan.stanc import check_program
 from gpdsl.errors import MethodError
+from gpdsl.inference.hsgp_diagnostics import hsgp_warnings
 from gpdsl.settings.sampling import NUTSSettings
 
 
@@ -50,7 +53,8 @@ def run_nuts(model, data, settings: NUTSSettings, context):
     Returns
     -------
     MethodOutput
-        Draws of every parameter and sampled latent variable, the pointwise log-likelihood and replicates of
+        Draws of every parameter and sampled latent variable (and of an HSGP latent's basis weights, ``<f>_z``), the
+        pointwise log-likelihood and replicates of
         every observed variable, predictions at new inputs, Stan's sampler statistics, and timings:
         ``compile`` (build), ``warmup`` and ``sampling`` (the sampling call's wall time split in the
         proportion of the elapsed times Stan's chains report).
@@ -65,12 +69,18 @@ def run_nuts(model, data, settings: NUTSSettings, context):
                       draws=settings.draws, seed=context.seed, adapt_delta=settings.adapt_delta,
                       max_depth=settings.max_depth, progress=context.progress, backend=settings.backend)
     names = [n for n in list(model.parameters) + list(model.latents) if n in fit.draws]
+    weights = {f"{v.name}_z": v.raw_name for v in program.variables.values() if v.kind == "hsgp"}
     running = fit.sampling_time if fit.sampling_time is not None else fit.wall_time
     share = fit.warmup_share if fit.warmup_share is not None else 0.0
     timings = {"compile": fit.wall_time - running, "warmup": running * share,
                "sampling": running * (1.0 - share), "total": fit.wall_time}
-    output = MethodOutput({n: fit.draws[n] for n in names}, fit.sample_stats, timings=timings,
+    posterior = {n: fit.draws[n] for n in names}
+    posterior.update({name: fit.draws[stan] for name, stan in weights.items()})  # an HSGP's weights (predictions)
+    output = MethodOutput(posterior, fit.sample_stats, timings=timings,
                           attrs={"backend": fit.backend}, versions=dict(fit.versions))
+    warnings = hsgp_warnings(model, data, output.posterior)
+    if warnings:
+        output.report.setdefault("warnings", []).extend(warnings)
     output.log_likelihood = {name: fit.draws[stan] for name, stan in program.log_likelihood.items()}
     output.posterior_predictive = {name: _as_declared(fit.draws[stan], model.data[name].type.base)
                                    for name, stan in program.replicates.items()}

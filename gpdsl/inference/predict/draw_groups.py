@@ -13,6 +13,8 @@ GP regression             exact LOO ``log p(y_i | y_-i, theta)``;  the exact pre
                           y_rep from the exact conditional
 Student-t process         from Stan's generated quantities      the conditional MVT at each theta
                           (NUTS, the only sampler of it)
+HSGP latent GP            ``log p(y_i | f_i, theta)``; y_rep,   f* = phi(X*) (sqrt(S) .* z) at each draw
+                          f from the weights z (NUTS: Stan's)   (theta, z), y*
 ========================  ====================================  ==========================================
 
 A ``matrix[N, K]`` latent of independent GP columns (``categorical_logit``) is predicted column by column, or from
@@ -112,6 +114,39 @@ def latent_gp_groups(output, model, data, facts, context, pointwise: bool = True
             else:
                 values = draws.latent_new_draws(problem, theta, f, new_inputs, prediction_key, approximation, tol,
                                                 joint=joint)
+        set_predictions(output, problem, values)
+
+
+def hsgp_groups(output, model, data, facts, context, pointwise: bool = True, **_) -> None:
+    """The groups of a Hilbert-space approximate latent GP from each draw of its hyperparameters and weights
+    (:mod:`gpdsl.inference.predict.hsgp`): ``log p(y_i | f_i, theta)`` and replicates (NUTS writes them from Stan's
+    generated quantities), and ``f*`` and ``y*`` at new inputs; with the pointwise groups, the paper's diagnostics of
+    the length-scale draws in the run's report (:mod:`gpdsl.inference.hsgp_diagnostics`)."""
+    import jax
+
+    from gpdsl.inference.families.hsgp import hsgp_view
+    from gpdsl.inference.predict.hsgp import hsgp_new_draws, hsgp_pointwise
+
+    key, new_inputs = jax.random.PRNGKey(context.seed), context.new_inputs
+    if not pointwise and new_inputs is None:
+        return
+    problem = hsgp_view(model, data, facts)
+    first = next(iter(output.posterior.values()))
+    if pointwise:  # a gpdsl sampler (NUTS writes these groups and the diagnostics itself)
+        from gpdsl.inference.hsgp_diagnostics import hsgp_warnings
+
+        warnings = hsgp_warnings(model, data, output.posterior)
+        if warnings:
+            output.report.setdefault("warnings", []).extend(warnings)
+        with draw_stage("pointwise log-likelihood and replicates", first, context.progress):
+            log_likelihood, replicates = hsgp_pointwise(problem, output.posterior,
+                                                        jax.random.fold_in(key, _REPLICATE_STREAM))
+        output.log_likelihood = {problem.facts.target: log_likelihood}
+        output.posterior_predictive = {problem.facts.target: replicates}
+    if new_inputs is not None:
+        with draw_stage(f"predictions at {counted(len(new_inputs), 'new input')}", first, context.progress):
+            values = hsgp_new_draws(problem, output.posterior, new_inputs,
+                                    jax.random.fold_in(key, _PREDICTION_STREAM))
         set_predictions(output, problem, values)
 
 

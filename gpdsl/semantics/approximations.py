@@ -1,0 +1,170 @@
+"""The ``approx = NAME(...)`` argument of a GP statement, checked against :data:`gpdsl.ir.approximations.APPROXIMATIONS`.
+
+:func:`check_approximation` reads the call (its settings are constants of the model file, defaults filled in);
+each approximation's ``verify`` function then judges the checked GP statement: :func:`verify_hsgp` for the
+Hilbert-space approximation.
+"""
+
+from __future__ import annotations
+
+from gpdsl.ir import nodes as ir
+from gpdsl.ir.approximations import APPROXIMATIONS, Approximation, ApproximationSetting, ApproximationSpec
+from gpdsl.ir.structure import sub_expressions
+from gpdsl.semantics import catalog
+from gpdsl.semantics.constants import fold
+from gpdsl.semantics.context import CheckContext, fail
+from gpdsl.suggest import did_you_mean
+from gpdsl.syntax import ast
+
+MAX_HSGP_DIMENSION = 3
+"""The most input columns an HSGP takes: its basis grows as the product of ``m`` over the dimensions."""
+
+
+def check_approximation(ctx: CheckContext, argument: ast.KeywordArgument, inputs: ir.Inputs) -> Approximation:
+    """The approximation named by ``approx = NAME(setting = value, ...)`` (or ``approx = NAME``) of a GP.
+
+    Parameters
+    ----------
+    ctx : CheckContext
+    argument : gpdsl.syntax.ast.KeywordArgument
+        The ``approx = ...`` argument.
+    inputs : gpdsl.ir.nodes.Inputs
+        The GP's checked inputs (a per-dimension setting has one value per input column).
+
+    Returns
+    -------
+    gpdsl.ir.approximations.Approximation
+
+    Raises
+    ------
+    ModelCheckError
+        For an unknown approximation, an unknown, repeated or missing setting, a value that is not a constant
+        of the kind the setting admits, or a GP statement inside a loop.
+    """
+    value = argument.value
+    call = value if isinstance(value, ast.Call) else None
+    name = call.function if call is not None else value.name if isinstance(value, ast.Name) else None
+    if name is None:
+        fail("approx must name an approximation, e.g. approx = hsgp(m = 30, c = 1.5)", value.span,
+             "approximations: " + ", ".join(APPROXIMATIONS))
+    spec = APPROXIMATIONS.get(name)
+    if spec is None:
+        span = call.name_span if call is not None and call.name_span is not None else value.span
+        fail(f"unknown approximation '{name}'", span,
+             did_you_mean(name, APPROXIMATIONS) or "approximations: " + ", ".join(APPROXIMATIONS))
+    if ctx.loops:
+        fail(f"an approximate GP ({name}) is one statement over all its points; it cannot sit in a loop",
+             argument.span)
+    given = _bind(spec, call) if call is not None else {}
+    settings = []
+    for setting in spec.settings:
+        if setting.name in given:
+            settings.append((setting.name, _setting_value(setting, given[setting.name], inputs, spec)))
+        elif setting.default is not None:
+            settings.append((setting.name, setting.default))
+        else:
+            fail(f"{spec.name}() needs the setting '{setting.name}' ({setting.doc})", value.span)
+    return Approximation(spec.name, tuple(settings), value.span)
+
+
+def _bind(spec: ApproximationSpec, call: ast.Call) -> dict[str, ast.Expr]:
+    names = [s.name for s in spec.settings]
+    if len(call.args) > len(names):
+        fail(f"{spec.name}() takes at most {len(names)} settings ({', '.join(names)}), got {len(call.args)}",
+             call.args[len(names)].span)
+    given = dict(zip(names, call.args))
+    for keyword in call.kwargs:
+        if keyword.name not in names:
+            fail(f"{spec.name}() has no setting '{keyword.name}'", keyword.span,
+                 "settings: " + "; ".join(f"{s.name}, {s.doc}" for s in spec.settings))
+        if keyword.name in given:
+            fail(f"{spec.name}() got the setting '{keyword.name}' more than once", keyword.span)
+        given[keyword.name] = keyword.value
+    return given
+
+
+def _setting_value(setting: ApproximationSetting, expr: ast.Expr, inputs: ir.Inputs, spec: ApproximationSpec):
+    what = f"{spec.name}() setting '{setting.name}'"
+    if setting.per_dimension and isinstance(expr, ast.VectorLiteral):
+        values = tuple(_constant(setting, item, what) for item in expr.items)
+        if isinstance(inputs.dim, int) and len(values) != inputs.dim:
+            fail(f"{what} has {len(values)} values but the GP has {inputs.dim} input column(s)", expr.span,
+                 "give one value per input column, or one value for all")
+        return values
+    return _constant(setting, expr, what)
+
+
+def _constant(setting: ApproximationSetting, expr: ast.Expr, what: str) -> float:
+    value = fold(expr)
+    if value is None:
+        hint = "a vector literal [a, b] gives one value per input column" if setting.per_dimension else None
+        fail(f"{what} must be a constant", expr.span, hint)
+    if not setting.admits(value):
+        fail(f"{what} must be {setting.requirement}, got {value:g}", expr.span)
+    return int(value) if setting.integer else float(value)
+
+
+# ---- the Hilbert-space approximation -------------------------------------------------------------
+def verify_hsgp(statement: ir.GPStatement, approximation: Approximation) -> None:
+    """Fail unless the Hilbert-space approximation can stand for this GP.
+
+    It needs one vector of latent values over data inputs of one index level with at most
+    :data:`MAX_HSGP_DIMENSION` columns (a fixed number), and a stationary kernel with a spectral density: a
+    kernel whose table entry spells one (rbf, the Matérn kernels), or sums and scalings of them, each over all
+    the input columns.
+
+    Raises
+    ------
+    ModelCheckError
+        At the part of the statement that the approximation cannot take, with the reason.
+    """
+    target = statement.target
+    if target.indices or target.type.container != "vector" or target.type.array_dims:
+        fail(f"hsgp approximates a GP of one vector of values; '{target.name}' is {target.type.describe()}"
+             + (" (indexed)" if target.indices else ""), target.span,
+             "write one statement over all the points: f ~ gp(x, k, approx = hsgp(...))")
+    inputs = statement.inputs
+    if len(inputs.index_shape) != 1:
+        fail("hsgp needs inputs with one row per point (one index level)", inputs.span)
+    for expr in (e for component in inputs.components for e in sub_expressions(component)):
+        if isinstance(expr, ir.Ref) and expr.role != "data":
+            fail(f"hsgp needs inputs that are data; '{expr.name}' is {_role(expr.role)}", expr.span,
+                 "its basis functions are fixed by the range of the observed inputs; latent inputs (a GPLVM) "
+                 "need the exact GP")
+    if not isinstance(inputs.dim, int):
+        fail(f"hsgp needs a fixed number of input columns; these have {inputs.dim}", inputs.span,
+             "declare the columns as a number, e.g. matrix[N, 2] X")
+    if inputs.dim > MAX_HSGP_DIMENSION:
+        fail(f"hsgp takes inputs of at most {MAX_HSGP_DIMENSION} columns; these have {inputs.dim}", inputs.span,
+             "its basis grows as the product of m over the input columns; use the exact GP or fewer inputs")
+    _verify_spectral(statement.kernel, inputs)
+
+
+def _role(role: str) -> str:
+    return {"parameter": "a parameter", "latent": "a latent variable", "loop": "a loop variable"}.get(role, role)
+
+
+def _verify_spectral(kernel: ir.Kernel, inputs: ir.Inputs) -> None:
+    reason = "hsgp needs a stationary kernel with a spectral density (rbf, matern12, matern32, matern52, matern, " \
+             "their sums and scalings)"
+    if isinstance(kernel, ir.KernelSum):
+        _verify_spectral(kernel.left, inputs)
+        _verify_spectral(kernel.right, inputs)
+    elif isinstance(kernel, ir.KernelScale):
+        _verify_spectral(kernel.kernel, inputs)
+    elif isinstance(kernel, ir.KernelProduct):
+        fail(f"{reason}; a product of kernels is not one of them", kernel.span,
+             "a product over different input columns needs a basis per factor, which gpdsl's hsgp does not "
+             "build; use one kernel over all the columns (ARD length-scales: rbf(lengthscale = ell) with "
+             "vector ell)")
+    elif isinstance(kernel, ir.KernelCombination):
+        fail(f"{reason}; '{kernel.name}' is a combination of kernels", kernel.span)
+    else:
+        spec = catalog.KERNELS.get(kernel.name)
+        if spec is None or spec.spectral_call(dict(kernel.params)) is None:
+            fail(f"{reason}; '{kernel.name}' has none", kernel.span)
+        whole = kernel.component is None or (len(inputs.components) == 1 and kernel.columns is None)
+        if not whole:
+            fail(f"hsgp needs each kernel over all the GP's input columns; this '{kernel.name}' acts on some of "
+                 "them", kernel.span, "an additive model over separate columns is one GP per column, each "
+                 "with its own approx = hsgp(...)")

@@ -1,0 +1,58 @@
+"""The Stan program of a Hilbert-space approximate GP: brms's form (basis in transformed data, spectral densities as
+template functions, std_normal weights, f in transformed parameters), accepted by stanc for every spectral density,
+sums, scalings, ARD length-scales, per-dimension m and 1 to 3 input columns."""
+
+from pathlib import Path
+
+from gpdsl.api import check_file, check_text
+from gpdsl.backends.stan.codegen import generate_stan
+from gpdsl.backends.stan.stanc import check_program
+
+ROOT = Path(__file__).resolve().parents[2]
+
+EVERY_SPECTRAL_DENSITY = """
+data { int N; vector[N] t; matrix[N, 3] X; matrix[N, 2] Z; vector[N] y; array[N] int<lower=0, upper=1> b; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 1);
+  real<lower=0> ell ~ gamma(2, 2);
+  vector<lower=0>[3] ard ~ gamma(2, 2);
+  real<lower=0> noise ~ half_normal(1);
+}
+model {
+  f ~ gp(t, s * rbf(lengthscale = ell) + matern12(1, ell) + rbf(inv_ls2 = ell), approx = hsgp(m = 25));
+  g ~ gp(X, matern52(lengthscale = ard) + 0.5 * matern(7/2, s, ard), approx = hsgp(m = [6, 5, 4], c = 2.2));
+  h ~ gp(Z, square(s) * matern32(lengthscale = ell), mean = 1.5, approx = hsgp(m = 8, c = 1.2));
+  y ~ normal(f + h, noise);
+  b ~ bernoulli_logit(g);
+}
+"""
+
+
+def test_model_file_is_the_brms_form_and_passes_stanc():
+    model, _ = check_file(ROOT / "models" / "gp_hsgp.gpm")
+    program = generate_stan(model)
+    check_program(program.code, "gp_hsgp")
+    code = program.code
+    assert program.parameter_names == ("mu", "sigma", "ell", "f_z")
+    assert program.variables["f"].kind == "hsgp" and program.variables["f"].block == "transformed parameters"
+    assert "vector[40] f_z;" in code and "target += std_normal_lpdf(f_z);" in code
+    for line in ("array[40, 1] int f_hsgp_indices = hsgp_indices({40});",
+                 "vector[1] f_hsgp_L = hsgp_half_widths(t_points, f_hsgp_centre, 1.5);",
+                 "matrix[N, 40] f_hsgp_phi = hsgp_eigenfunctions(t_points, f_hsgp_centre, f_hsgp_L, f_hsgp_omega);",
+                 "f = f_hsgp_phi * (sqrt(square(sigma) * matern32_spd(f_hsgp_omega, 1.0, rep_vector(ell, 1))) .* f_z)"
+                 " + mu;"):
+        assert line in code, line
+    assert "matern32_kernel" not in code and "cholesky_decompose" not in code
+
+
+def test_every_spectral_density_passes_stanc_and_nothing_is_integrated_out():
+    model, _ = check_text(EVERY_SPECTRAL_DENSITY)
+    program = generate_stan(model)
+    check_program(program.code)
+    code = program.code
+    for function in ("rbf_spd", "rbf_inv_ls2_spd", "matern12_spd", "matern52_spd", "matern_spd", "matern32_spd"):
+        assert f"{function}(" in code, function
+    assert "array[120, 3] int g_hsgp_indices = hsgp_indices({6, 5, 4});" in code
+    assert "matrix[64, 2] h_hsgp_omega" in code and "+ 1.5;" in code
+    assert {program.variables[name].kind for name in "fgh"} == {"hsgp"}
+    assert "multi_normal" not in code and "target += normal_lpdf(y | f + h, noise);" in code

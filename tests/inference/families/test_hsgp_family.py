@@ -1,0 +1,80 @@
+"""The HSGP family's view: a latent GP over the basis weights (identity prior covariance) whose likelihood reads
+f = PHI (sqrt(S) .* z) + mean; its pieces add up to the lowered model's log density, and the methods that cannot
+take it refuse it at the start with the reason."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.scipy.stats import norm
+
+import gpdsl
+from gpdsl.api import check_file
+from gpdsl.data.validation import validate_data
+from gpdsl.errors import MethodError
+from gpdsl.inference.families.hsgp import hsgp_view
+from gpdsl.ir.families import HSGP_LATENT_GP, classify
+from gpdsl.registry import methods
+
+jax.config.update("jax_enable_x64", True)
+
+
+def hsgp_problem(seed=0):
+    model = check_file("models/gp_hsgp.gpm")[0]
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.uniform(0, 10, 30))
+    data, _ = validate_data(model, {"N": 30, "t": t, "y": rng.poisson(2, 30)})
+    return model, data, hsgp_view(model, data, classify(model).facts[HSGP_LATENT_GP])
+
+
+def test_view_pieces_add_up_to_the_lowered_log_density():
+    _, _, problem = hsgp_problem()
+    rng = np.random.default_rng(1)
+    assert problem.n == 40 and problem.theta_names == ["mu", "sigma", "ell"]
+    np.testing.assert_array_equal(problem.covariance(jnp.zeros(problem.theta_dim)), np.eye(40))
+    for _ in range(3):
+        theta, z = rng.normal(size=problem.theta_dim), rng.normal(size=problem.n)
+        free = {**problem.theta_values(theta), "f_z": jnp.asarray(z)}
+        whole = problem.jax_model.log_density(problem.jax_model.unconstrain_values(free))
+        parts = problem.log_prior(theta) + jnp.sum(norm.logpdf(z)) + problem.log_likelihood(jnp.asarray(z), theta)
+        assert float(whole) == pytest.approx(float(parts), rel=1e-12)
+
+
+def test_latent_is_the_basis_expansion_plus_the_mean():
+    _, data, problem = hsgp_problem()
+    rng = np.random.default_rng(2)
+    theta, z = rng.normal(size=problem.theta_dim), rng.normal(size=problem.n)
+    values = problem.theta_values(theta)
+    basis = problem.basis
+    kernel = problem.jax_model.gp_kernel(problem.node.statement, {**data, **values})
+    expected = basis.phi @ (np.sqrt(np.asarray(kernel.spectral_density(basis.omega))) * z) + float(values["mu"])
+    np.testing.assert_allclose(problem.latent(theta, jnp.asarray(z)), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["pm", "mcmc-ep", "ep-ml", "ml", "sgpr"])
+def test_methods_of_exact_gps_refuse_the_model_at_the_start(method):
+    model, data, _ = hsgp_problem()
+    reason = methods()[method].refusal(model)
+    assert "'f' uses approx = hsgp(...), which these engines do not take" in reason
+    with pytest.raises(MethodError, match="uses approx = hsgp"):
+        gpdsl.sample(model, data, method, seed=1) if methods()[method].command == "sample" else \
+            gpdsl.fit(model, data, method, seed=1)
+
+
+@pytest.mark.slow
+def test_a_basis_too_small_for_the_length_scales_is_reported_by_the_summary():
+    # m = 5 over t of half range 5 with c = 1.5 represents Matérn-3/2 length-scales down to 3.42 * 1.5 * 5 / 5 = 5.13,
+    # far above the prior inv_gamma(5, 5)'s bulk: every run of it gets the paper's warning, naming the m to use
+    from gpdsl.api import check_text
+    from gpdsl.results.summary import sampler_warnings
+    from gpdsl.settings import GibbsSettings
+
+    model = check_text(open("models/gp_hsgp.gpm").read().replace("hsgp(m = 40, c = 1.5)", "hsgp(m = 5, c = 1.5)"))[0]
+    rng = np.random.default_rng(3)
+    t = np.r_[0.0, np.sort(rng.uniform(0, 10, 28)), 10.0]
+    results = gpdsl.run(model, {"N": 30, "t": t, "y": rng.poisson(2, 30)}, "gibbs",
+                        GibbsSettings(chains=1, warmup=50, draws=50), seed=1)
+    warnings = [w for w in sampler_warnings(results) if w.startswith("hsgp of 'f'")]
+    assert len(warnings) == 1
+    assert "length-scale draws lie below 5.13, the shortest that m = 5 basis functions with c = 1.5 represent" \
+        in warnings[0]
