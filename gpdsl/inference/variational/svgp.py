@@ -33,7 +33,7 @@ from gpdsl.inference.variational.sgpr import (DEFAULT_JITTER, cross_covariance, 
                                               whitened_statistics)
 from gpdsl.inference.variational.uncollapsed_bound import optimal_inducing_q
 from gpdsl.numerics import CHOLESKY_JITTER_CEILING
-from gpdsl.numerics.linalg import cho_solve, cholesky, cholesky_with_jitter, solve_triangular
+from gpdsl.numerics.linalg import cho_solve, cholesky, cholesky_with_jitter, logdet_chol, solve_triangular
 
 SMALLEST_VARIANCE = 1e-12
 """Floor of a marginal variance ``q(f_n)`` (rounding can make it negative where ``x_n`` is an inducing input)."""
@@ -98,7 +98,7 @@ def svgp_bound_moments(expected, kernel, Z, X, mean, covariance, *, whiten: bool
     mean_v, covariance_v = whitened_moments(L, mean, covariance, whiten)
     f_mean, f_variance = marginals_from_whitened(kernel, Z, X, L, mean_v, covariance_v)
     if log_det is None:
-        log_det_v = jnp.linalg.slogdet(covariance_v)[1]
+        log_det_v = logdet_chol(cholesky(covariance_v))
     else:
         log_det_v = log_det if whiten else log_det - 2.0 * jnp.sum(jnp.log(jnp.diag(L)))
     kl = 0.5 * (jnp.trace(covariance_v) + mean_v @ mean_v - mean_v.shape[0] - log_det_v)
