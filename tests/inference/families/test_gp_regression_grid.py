@@ -82,3 +82,20 @@ def test_ml_on_a_grid_reaches_the_dense_optimum():
 def test_no_grid_where_k_is_not_a_kronecker_product(kernel, drop):
     problem = view(kernel, grid_data(np.random.default_rng(2), drop=drop))
     assert problem.grid is None
+
+
+def test_a_coregionalised_multi_output_grid_equals_the_dense_one():
+    rng = np.random.default_rng(4)
+    x = np.repeat(rng.uniform(0, 5, 8), 3)
+    output = np.tile([1, 2, 3], 8)
+    order = rng.permutation(24)
+    data = {"N": 24, "P": 3, "R": 1, "x": x[order], "output": output[order], "y": rng.normal(size=24)}
+    model, _ = check("models/gp_multi_output.gpm")
+    problem = gp_regression(model, data)
+    dense = dataclasses.replace(problem, use_grid=False)
+    assert problem.grid is not None and problem.grid.shape == (8, 3)
+    theta = jnp.asarray(rng.normal(scale=0.5, size=sum(b.size for b in problem.theta_blocks)))
+    value, gradient = jax.value_and_grad(problem.log_marginal)(theta)
+    expected, expected_gradient = jax.value_and_grad(dense.log_marginal)(theta)
+    np.testing.assert_allclose(value, expected, rtol=1e-8)
+    np.testing.assert_allclose(gradient, expected_gradient, rtol=1e-7, atol=1e-9)
