@@ -339,3 +339,27 @@ def mean_prediction_refusal(model: ir.Model, node: GPNode) -> str | None:
                 f"of parameters and of the GP's input variable can be predicted")
     return None
 
+
+
+def column_factors(kernel: ir.Kernel, offsets) -> list[ir.KernelLeaf] | None:
+    """The kernels of a product over input columns, or None when ``kernel`` is not one.
+
+    ``kernel`` is separable by column when it is a product (with scalings) of plain catalog kernels, each acting
+    on one column of the GP's inputs (bound to a one-column tuple component, or to ``X[:, j]``): then ``k(x, x') =
+    c prod_j k_j(x_j, x'_j)``, and on a full grid of points its matrix is a Kronecker product.
+
+    Parameters
+    ----------
+    kernel : ir.Kernel
+    offsets : sequence of int
+        Where each input component's columns start, and (last) the total width.
+    """
+    if isinstance(kernel, ir.KernelScale):
+        return column_factors(kernel.kernel, offsets)
+    if isinstance(kernel, ir.KernelProduct):
+        left, right = column_factors(kernel.left, offsets), column_factors(kernel.right, offsets)
+        return None if left is None or right is None else left + right
+    if type(kernel) is not ir.KernelLeaf:
+        return None
+    active = kernel.active_columns(offsets)
+    return [kernel] if active is not None and len(active) == 1 else None
