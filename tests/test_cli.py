@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from gpdsl.cli import main
+from tests.stan_available import needs_pystan
 
 MODELS = sorted(Path("models").glob("*.gpm"))
 
@@ -77,6 +78,7 @@ def test_sample_bad_data_names_the_variable(tmp_path):
     assert not (tmp_path / "f.nc").exists()
 
 
+@needs_pystan
 def test_sample_summary_plot_round_trip(tmp_path):
     rng = np.random.default_rng(0)
     N = 20

@@ -14,6 +14,7 @@ from gpdsl.cli import main
 from gpdsl.cli.options import settings_from_mapping
 from gpdsl.inference.chain_groups import chain_blocks
 from gpdsl.registry import get_method
+from gpdsl.results import arviz_compat
 from gpdsl.results.io import read_netcdf
 
 distributed = pytest.importorskip("distributed")
@@ -49,13 +50,8 @@ def classification():
 
 def variables(path) -> dict:
     """Every variable of every group of a results file, as numpy arrays by (group, name)."""
-    results = read_netcdf(path)
     found = {}
-    for group in results.groups():
-        name = group.strip("/")
-        if not name:
-            continue
-        dataset = getattr(results, name)
+    for name, dataset in arviz_compat.groups(read_netcdf(path)).items():
         for variable in dataset.data_vars:
             found[(name, variable)] = np.asarray(dataset[variable])
     return found

@@ -19,6 +19,7 @@ from gpdsl.api import check_file
 from gpdsl.cli import EXIT_NOT_CONVERGED, EXIT_OK, EXIT_USER_ERROR, main
 from gpdsl.registry import methods
 from tests.command_line import run_in_process as cli
+from tests.stan_available import needs_pystan
 
 REPO = Path(__file__).resolve().parents[1]
 QUICK = 20.0
@@ -115,7 +116,9 @@ def test_a_flag_a_method_does_not_take_is_refused_before_the_run(work, capsys, n
     assert seconds < QUICK, f"the refusal took {seconds:.1f} s"
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=needs_pystan) if name == "nuts" else name for name in sorted(CASES)]
+)
 def test_every_method_runs_with_every_flag_it_takes(work, capsys, name):
     taken = [value for flag, value in flags(work, name).items() if takes(name, flag)]
     argv = command(work, name, [part for value in taken for part in value])

@@ -9,27 +9,40 @@ nothing from this module.
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import os
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-with warnings.catch_warnings():
-    # ArviZ 0.x announces its 1.x refactor on its first import of each day: a notice to ArviZ's own users,
-    # printed in the middle of gpdsl's output (gpdsl runs on both: this module).
-    warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning)
-    import arviz as az
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-ARVIZ_MAJOR = int(az.__version__.split(".")[0])
+ARVIZ_MAJOR = int(importlib.metadata.version("arviz").split(".")[0])
 NETCDF_ENGINE = "netcdf4"
 
+
+class _ImportedOnFirstUse:
+    """ArviZ 1.x, imported when a diagnostic first needs it: its import also loads JAX where JAX is installed
+    (arviz_base's NumPyro converter), which ``import gpdsl; gpdsl.compare`` must not pay for."""
+
+    def __getattr__(self, name: str) -> Any:
+        import arviz
+
+        return getattr(arviz, name)
+
+
 if ARVIZ_MAJOR == 0:
+    with warnings.catch_warnings():
+        # ArviZ 0.x announces its 1.x refactor on its first import of each day: a notice to ArviZ's own users,
+        # printed in the middle of gpdsl's output (gpdsl runs on both: this module).
+        warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor", category=FutureWarning)
+        import arviz as az
     Container = az.InferenceData
 else:
+    az = _ImportedOnFirstUse()
     Container = xr.DataTree
 
 
@@ -115,7 +128,7 @@ def _not_a_one_chain_notice(record: logging.LogRecord) -> bool:
     return not record.getMessage().startswith("Shape validation failed")
 
 
-if isinstance(getattr(az, "_log", None), logging.Logger):
+if ARVIZ_MAJOR == 0 and isinstance(getattr(az, "_log", None), logging.Logger):
     az._log.addFilter(_not_a_one_chain_notice)
 
 

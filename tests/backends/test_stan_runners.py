@@ -28,6 +28,7 @@ from gpdsl.backends.stan.runners import (
 from gpdsl.backends.stan.stanc import check_program, find_stanc, stanc_version
 from gpdsl.errors import BackendError
 from gpdsl.testing.imports import loaded_by
+from tests.stan_available import PYSTAN_UNAVAILABLE, needs_pystan
 
 PROGRAM = """\
 data {
@@ -102,6 +103,8 @@ def conservative_mcse(values):
 def fit(request) -> StanFit:
     if request.param == "cmdstanpy" and find_cmdstan() is None:
         pytest.skip(CMDSTAN_MISSING)
+    if request.param == "pystan" and PYSTAN_UNAVAILABLE is not None:
+        pytest.skip(PYSTAN_UNAVAILABLE)
     sampler = sample_pystan if request.param == "pystan" else sample_cmdstanpy
     return sampler(PROGRAM, DATA, chains=CHAINS, warmup=1000, draws=DRAWS, seed=20240607, progress=False)
 
@@ -189,6 +192,7 @@ def test_fit_records_settings_and_versions(fit):
     assert fit.wall_time >= fit.sampling_time > 0
 
 
+@needs_pystan
 def test_log_prob_with_and_without_jacobian():
     points = np.array([[0.3, math.log(0.7)], [-1.1, math.log(2.5)]])
     for jacobian in (True, False):
@@ -198,6 +202,7 @@ def test_log_prob_with_and_without_jacobian():
         np.testing.assert_allclose(values, expected, rtol=0, atol=1e-8)
 
 
+@needs_pystan
 def test_log_prob_gradient():
     mu, log_tau = 0.3, math.log(0.7)
     values, gradient = log_prob_grad_pystan(PROGRAM, DATA, np.array([[mu, log_tau]]), jacobian=True)
@@ -211,6 +216,7 @@ def test_log_prob_rejects_points_that_are_not_a_matrix():
         log_prob_pystan(PROGRAM, DATA, np.zeros(2))
 
 
+@needs_pystan
 def test_unconstrain_and_parameter_layout():
     unconstrained = unconstrain_pystan(PROGRAM, DATA, {"mu": 0.3, "tau": 2.0})
     np.testing.assert_allclose(unconstrained, [0.3, math.log(2.0)], rtol=1e-14)
@@ -220,7 +226,9 @@ def test_unconstrain_and_parameter_layout():
     assert layout.constrained_names[2:5] == ("M.1.1", "M.2.1", "M.1.2")
 
 
-@pytest.mark.parametrize("backend", ["pystan", pytest.param("cmdstanpy", marks=needs_cmdstan)])
+@pytest.mark.parametrize(
+    "backend", [pytest.param("pystan", marks=needs_pystan), pytest.param("cmdstanpy", marks=needs_cmdstan)]
+)
 def test_an_initialization_failure_names_stans_reason_in_a_few_lines(backend):
     sampler = sample_pystan if backend == "pystan" else sample_cmdstanpy
     with pytest.raises(BackendError) as caught:
@@ -229,11 +237,13 @@ def test_an_initialization_failure_names_stans_reason_in_a_few_lines(backend):
     assert "check the data" in caught.value.hint
 
 
+@needs_pystan
 def test_bad_data_is_a_backend_error():
     with pytest.raises(BackendError, match="PyStan failed"):
         sample_pystan(PROGRAM, dict(DATA, N=9), chains=1, warmup=10, draws=10, progress=False)
 
 
+@needs_pystan
 def test_progress_callback_receives_worker_lines():
     lines = []
     sample_pystan(PROGRAM, DATA, chains=1, warmup=20, draws=20, progress=lines.append)
@@ -247,6 +257,7 @@ def test_invalid_settings_are_rejected_without_running():
         sample_pystan(PROGRAM, DATA, chains=2, init=[{"mu": 0.0, "tau": 1.0}])
 
 
+@needs_pystan
 def test_user_init_is_passed_per_chain():
     fit = sample_pystan(
         PROGRAM, DATA, chains=2, warmup=0, draws=1, init={"mu": 0.5, "tau": 1.0}, seed=7, progress=False
@@ -434,6 +445,7 @@ def test_cmdstanpy_draws_are_split_by_chain():
     assert draws["M"][1, 2, 1, 0] == 5 * 1000 + 21.0
 
 
+@needs_pystan
 def test_a_seeded_pystan_call_samples_again_and_leaves_no_cached_fit():
     first = sample_pystan(PROGRAM, DATA, chains=1, warmup=30, draws=30, seed=11, progress=False)
     second = sample_pystan(PROGRAM, DATA, chains=1, warmup=30, draws=30, seed=11, progress=False)
@@ -482,6 +494,7 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+@needs_pystan
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_pystan_worker_stops_when_its_parent_is_killed():
     import json

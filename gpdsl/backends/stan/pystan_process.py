@@ -16,6 +16,7 @@ from typing import Any, Callable, Union
 import numpy as np
 
 import gpdsl
+from gpdsl.backends.stan.pystan_support import pystan_unavailable
 from gpdsl.backends.stan.pystan_worker import NOTICE
 from gpdsl.errors import BackendError
 
@@ -78,8 +79,11 @@ def run_worker(
     ------
     BackendError
         With Stan's message if the worker reports an error, or with the worker's last output
-        lines if it dies without a result.
+        lines if it dies without a result, or with :func:`pystan_unavailable`'s reason before it starts.
     """
+    unavailable = pystan_unavailable()
+    if unavailable is not None:
+        raise BackendError(unavailable)
     show = progress_printer(progress)
     with tempfile.TemporaryDirectory(prefix="gpdsl-pystan-") as directory:
         result_dir = Path(directory)

@@ -29,7 +29,7 @@ from gpdsl.inference.predict.draws import (gp_regression_log_likelihood, gp_regr
                                            latent_log_likelihood, latent_new_draws, unconstrained_draws)
 from gpdsl.inference.predict.gp_regression import exact_posterior, posterior_replicate
 from gpdsl.registry import get_method
-from gpdsl.results.arviz_compat import groups, mcse
+from gpdsl.results.arviz_compat import ARVIZ_MAJOR, groups, loo, mcse
 from gpdsl.results.io import read_netcdf, write_netcdf
 
 matplotlib.use("Agg")
@@ -180,17 +180,22 @@ def test_predict_is_refused_before_anything_runs(tmp_path):
 
 # ---- results files through ArviZ ------------------------------------------------------------------
 def passes_arviz(results, other, tmp_path, name):
-    """Write and read back the results; az.loo, az.compare (against ``other``) and az.plot_ppc work on them."""
+    """Write and read back the results; az.loo (pointwise), az.compare (against ``other``) and the posterior
+    predictive plot (az.plot_ppc; az.plot_ppc_dist under ArviZ 1.x) work on them."""
     write_netcdf(results, tmp_path / f"{name}.nc")
     back = read_netcdf(tmp_path / f"{name}.nc")
-    loo = az.loo(back, pointwise=True)
-    assert np.isfinite(loo.elpd_loo) and loo.loo_i.shape == (groups(back)["observed_data"]["y"].size,)
+    psis = az.loo(back, pointwise=True)
+    elpd, pointwise = (psis.elpd_loo, psis.loo_i) if ARVIZ_MAJOR == 0 else (psis.elpd, psis.elpd_i)
+    assert np.isfinite(elpd) and pointwise.shape == (groups(back)["observed_data"]["y"].size,)
     table = az.compare({name: back, "other": other})
     assert set(table.index) == {name, "other"}
-    axes = az.plot_ppc(back, num_pp_samples=20)
-    assert np.size(axes) >= 1
+    if ARVIZ_MAJOR == 0:
+        assert np.size(az.plot_ppc(back, num_pp_samples=20)) >= 1
+    else:
+        drawn = az.plot_ppc_dist(back, num_samples=20).viz
+        assert all("y" in drawn[part].data_vars for part in ("predictive_dist", "observed_dist"))
     matplotlib.pyplot.close("all")
-    return loo
+    return psis
 
 
 def check_latent_pointwise(results, family):
@@ -285,9 +290,10 @@ def test_elpd_of_pm_and_nuts_agree_and_gp_regression_predictions_agree_between_n
     pm = run(model, data, "pm", PseudoMarginalSettings(chains=4, warmup=500, draws=1500, sample_latent=True,
                                                        num_importance=16), seed=1)
     nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=500, draws=500), seed=2)
-    pm_loo, nuts_loo = az.loo(pm), az.loo(nuts)
-    print(f"\nelpd_loo pm {pm_loo.elpd_loo:.3f} ({pm_loo.se:.3f}), NUTS {nuts_loo.elpd_loo:.3f} ({nuts_loo.se:.3f})")
-    assert abs(pm_loo.elpd_loo - nuts_loo.elpd_loo) < 2 * max(pm_loo.se, nuts_loo.se)
+    pm_loo, nuts_loo = loo(pm), loo(nuts)
+    print(f"\nelpd_loo pm {pm_loo['elpd_loo']:.3f} ({pm_loo['se']:.3f}), "
+          f"NUTS {nuts_loo['elpd_loo']:.3f} ({nuts_loo['se']:.3f})")
+    assert abs(pm_loo["elpd_loo"] - nuts_loo["elpd_loo"]) < 2 * max(pm_loo["se"], nuts_loo["se"])
 
     model, data = simulated("regression", n=30, seed=4)
     fits = {"nuts": run(model, data, "nuts", NUTSSettings(chains=4, warmup=500, draws=500), seed=1,
