@@ -121,3 +121,27 @@ def _check(model: Model, data: dict, name: str, value, points: set, missing_allo
                         f"{name}[{', '.join(str(i + 1) for i in index)}]: they must be finite"
                         + (" (NaN marks an unobserved value)" if missing_allowed else ""))
     return values
+
+
+def input_matrix(value, width: int | None, subject: str) -> np.ndarray:
+    """``value`` as a finite float matrix of ``width`` columns (a vector when ``width`` is 1), or a DataError.
+
+    Parameters
+    ----------
+    value : array_like
+        New input points, one per row.
+    width : int or None
+        The training inputs' number of columns (None: no matrix fits, always an error).
+    subject : str
+        What the error names, e.g. ``"new inputs of 'f'"``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (m, width)
+    """
+    points = np.asarray(value, dtype=float)
+    if points.ndim == 1 and width == 1:
+        points = points[:, None]
+    if points.ndim != 2 or points.shape[1] != width or not np.all(np.isfinite(points)):
+        raise DataError(f"{subject} must be a finite matrix with {width} column(s); got shape {points.shape}")
+    return points

@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.backends.jax.hsgp import HSGPBasis, hsgp_values
-from gpdsl.errors import DataError, MethodError
+from gpdsl.data.new_inputs import input_matrix
+from gpdsl.errors import MethodError
 from gpdsl.inference.families.hyperparameters import lowered_with_blocks
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.ir.family_forms import LatentGPFacts
@@ -99,14 +100,7 @@ class HSGPLatent(LatentGP):
 
     def check_new_inputs(self, X_new) -> np.ndarray:
         """``X_new`` as a finite float matrix with the training inputs' number of columns, or a DataError."""
-        X_new = np.asarray(X_new, dtype=float)
-        width = self.basis.centre.size
-        if X_new.ndim == 1 and width == 1:
-            X_new = X_new[:, None]
-        if X_new.ndim != 2 or X_new.shape[1] != width or not np.all(np.isfinite(X_new)):
-            raise DataError(f"new inputs of '{self.name}' must be a finite matrix with {width} column(s); got shape "
-                            f"{X_new.shape}")
-        return X_new
+        return input_matrix(X_new, self.basis.centre.size, f"new inputs of '{self.name}'")
 
     def values_at(self, free: dict, phi_new, X_new):
         """``f`` at the new inputs whose basis functions are ``phi_new``, for one draw ``free`` of every free variable

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from gpdsl.data.new_inputs import input_matrix
 from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.inference.predict.gplvm import Projection, project_new, reconstruct
@@ -102,13 +103,8 @@ def prior_points(fit: VEMFit | GPLVMProblem, new_inputs) -> np.ndarray:
     width = problem.latent_prior_inputs().shape[1]
     if isinstance(new_inputs, Mapping):
         new_inputs = _points_from_components(inputs, new_inputs)
-    points = np.asarray(new_inputs, dtype=float)
-    if points.ndim == 1 and width == 1:
-        points = points[:, None]
-    if points.ndim != 2 or points.shape[1] != width or not np.all(np.isfinite(points)):
-        raise DataError(f"new inputs of the GP prior of '{problem.latent}' must be a finite matrix with {width} "
-                        f"column(s) like {_describe(inputs)}; got shape {points.shape}")
-    return points
+    return input_matrix(new_inputs, width,
+                        f"new inputs of the GP prior of '{problem.latent}' (like {_describe(inputs)})")
 
 
 def count_points(new_inputs) -> int:

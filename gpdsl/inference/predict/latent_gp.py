@@ -12,7 +12,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from gpdsl.errors import DataError, MethodError
+from gpdsl.data.new_inputs import input_matrix
+from gpdsl.errors import MethodError
 from gpdsl.inference.approximations.ep import ep
 from gpdsl.inference.approximations.gaussian import class_probability, predict_latent
 from gpdsl.inference.approximations.laplace import laplace
@@ -37,17 +38,10 @@ def new_input_covariances(problem: LatentGP, theta, X_new, full: bool = False):
 
 def check_new_inputs(problem: LatentGP, X_new) -> np.ndarray:
     """``X_new`` as a float matrix with the training inputs' number of columns, or a DataError."""
-    X_new = np.asarray(X_new, dtype=float)
     statement = problem.node.statement
     width = problem.jax_model.gp_inputs(statement, problem.jax_model.data).shape[1] \
         if len(statement.inputs.components) == 1 else None
-    if X_new.ndim == 1 and width == 1:
-        X_new = X_new[:, None]
-    if X_new.ndim != 2 or X_new.shape[1] != width or not np.all(np.isfinite(X_new)):
-        name = statement.inputs.names[0] or "the inputs"
-        raise DataError(f"new inputs must be a finite matrix with {width} columns like {name}; "
-                        f"got shape {X_new.shape}")
-    return X_new
+    return input_matrix(X_new, width, f"new inputs like {statement.inputs.names[0] or 'the inputs'}")
 
 
 def mean_at_new_inputs(problem: LatentGP, theta, X_new):
