@@ -3,8 +3,9 @@
 ``f(x) = phi(x) (sqrt(S_theta(omega)) .* z) + m(x)`` with ``z ~ N(0, I_M)`` (:mod:`gpdsl.backends.jax.hsgp`). To the
 latent-GP engines the sampled vector is ``z``: its prior covariance is the identity whatever ``theta``, and the
 likelihood reads ``f`` computed from ``(theta, z)``; so elliptical slice sampling updates ``z`` and the
-hyperparameter updates move ``theta`` with ``z`` fixed (``gibbs``). The Laplace and EP approximations, which need a
-likelihood acting on the sampled vector element by element, do not apply. Given one draw ``(theta, z)``, ``f`` is
+hyperparameter updates move ``theta`` with ``z`` fixed (``gibbs``). The likelihood reads ``z`` through the linear map
+``A = PHI diag(sqrt(S_theta(omega)))`` (:meth:`HSGPLatent.likelihood_map`), so the Laplace approximation of ``z``
+(:mod:`gpdsl.inference.approximations.weight_space`) costs ``O(N M^2)`` per Newton step, and ``pm`` runs on it. Given one draw ``(theta, z)``, ``f`` is
 known everywhere: predictions evaluate the basis functions at the new inputs with the same weights.
 """
 
@@ -87,11 +88,31 @@ class HSGPLatent(LatentGP):
     def stack(self, values: dict):
         return np.asarray(values[self.weights])
 
-    def location_offset(self, theta):
-        raise MethodError(f"the Laplace and EP approximations need a likelihood acting on the sampled vector element "
-                          f"by element; the HSGP '{self.name}' samples its basis weights, which the likelihood reads "
-                          "through f = PHI (sqrt(S) .* z)", self.node.statement.approximation.span,
-                          "use --method gibbs (elliptical slice sampling of the weights) or nuts")
+    @property
+    def mapped(self) -> bool:
+        """The likelihood reads the weights through :meth:`likelihood_map`."""
+        return True
+
+    def likelihood_map(self, theta) -> jnp.ndarray:
+        """``A = PHI diag(sqrt(S_theta(omega)))``, shape ``(N, M)``: ``f = A z`` plus :meth:`location_offset`."""
+        kernel = self.jax_model.gp_kernel(self.node.statement, self.environment(theta))
+        basis = self.basis
+        return jnp.asarray(basis.phi) * jnp.sqrt(kernel.spectral_density(jnp.asarray(basis.omega)))[None, :]
+
+    def location_offset(self, theta) -> jnp.ndarray:
+        """What the likelihood's latent argument adds to ``A z`` (:meth:`likelihood_map`), shape ``(N,)``: the GP's
+        mean plus the likelihood's offset (``log_exposure`` of ``poisson_log(log_exposure + f)``).
+
+        Raises
+        ------
+        MethodError
+            The latent argument is not ``f`` plus terms free of it.
+        """
+        self.require_offset_form()
+        env = self.environment(theta)
+        size = self.basis.phi.shape[0]
+        at_zero = jnp.asarray(self.latent_argument_at_zero(theta), dtype=float)
+        return jnp.broadcast_to(at_zero + self.jax_model.gp_mean(self.node.statement, env), (size,))
 
     @property
     def free_names(self) -> list[str]:

@@ -211,15 +211,35 @@ class LatentGP(HyperparameterBlocks):
             The latent argument is not ``f`` plus terms free of it (e.g. ``mu - f`` or ``exp(f)``).
         """
         self.require_one_latent("the Laplace and EP approximations")
+        self.require_offset_form()
+        shape = self.jax_model.block(self.name).shape
+        at_zero = jnp.asarray(self.latent_argument_at_zero(theta), dtype=float)
+        return jnp.reshape(jnp.broadcast_to(at_zero, shape), (self.n,)) + self.mean(theta)
+
+    def require_offset_form(self) -> None:
+        """Refuse a likelihood whose latent argument is not ``f`` plus terms free of it (what the Laplace and EP
+        approximations need).
+
+        Raises
+        ------
+        MethodError
+        """
         likelihood = LIKELIHOODS.get(self.likelihood)
         if likelihood is not None and not self.node.shifted:
             argument = dict(self.node.likelihood.distribution.args)[likelihood.latent_param]
             raise MethodError(f"the Laplace and EP approximations need the latent argument of {self.likelihood} to "
                               f"be '{self.name}' plus terms free of it (an offset)", argument.span,
                               "write the location as offset + f, or use --method gibbs")
-        shape = self.jax_model.block(self.name).shape
-        at_zero = jnp.asarray(self.latent_argument_at_zero(theta), dtype=float)
-        return jnp.reshape(jnp.broadcast_to(at_zero, shape), (self.n,)) + self.mean(theta)
+
+    @property
+    def mapped(self) -> bool:
+        """The likelihood reads the sampled vector through :meth:`likelihood_map` (not the identity)."""
+        return False
+
+    def likelihood_map(self, theta) -> jax.Array | None:
+        """The linear map from the sampled vector to the likelihood's latent argument less :meth:`location_offset`,
+        or None where it is the identity (the sampled vector is ``f``)."""
+        return None
 
     def latent_argument_at_zero(self, theta):
         """The likelihood's latent argument with ``f`` replaced by a scalar 0: the offset (``mu`` of ``mu + f``,

@@ -77,8 +77,10 @@ from jax.scipy.special import logsumexp
 from gpdsl.errors import MethodError
 from gpdsl.inference.approximations.ep import ep, gaussian_from_sites
 from gpdsl.inference.approximations.gaussian import sample
-from gpdsl.likelihoods.approximation_needs import check_likelihood
+from gpdsl.likelihoods.approximation_needs import WEIGHTS_EP_REFUSAL, check_likelihood
 from gpdsl.inference.approximations.laplace import laplace
+from gpdsl.inference.approximations import weight_space
+from gpdsl.inference.approximations.weight_space import laplace_weights
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.mcmc.adaptation import (
     RunningMoments,
@@ -210,14 +212,36 @@ class PMInfo(NamedTuple):
 
 def _approximate(problem: LatentGP, approximation: str, tol, max_iter, ep_schedule: str = "parallel"):
     y = jnp.asarray(problem.y)
+    if approximation == "ep" and problem.mapped:
+        raise MethodError(WEIGHTS_EP_REFUSAL)
     if approximation == "ep":
         return lambda K, sites, theta: ep(K, y, tol=tol, max_sweeps=max_iter, schedule=ep_schedule,
                                           initial_sites=None if sites is None else (sites[0], sites[1]),
                                           offset=problem.location_offset(theta), likelihood=problem.likelihood,
                                           args=problem.likelihood_arguments(theta))
+    if problem.mapped:
+        return lambda K, sites, theta: laplace_weights(problem.likelihood_map(theta), y, likelihood=problem.likelihood,
+                                                       tol=tol, max_iter=max_iter,
+                                                       args=problem.likelihood_arguments(theta),
+                                                       offset=problem.location_offset(theta))
     return lambda K, sites, theta: laplace(K, y, likelihood=problem.likelihood, tol=tol, max_iter=max_iter,
                                            args=problem.likelihood_arguments(theta),
                                            offset=problem.location_offset(theta))
+
+
+def _draws_and_weights(problem: LatentGP, approx, K, chol_k, theta, key, num: int):
+    """``num`` draws of the sampled vector from ``q`` and their ``log N(. | 0, K) - log q(.)``: over ``f`` by
+    Matheron's rule and the identity of the module docstring, or, for a vector read through a linear map
+    (:meth:`~gpdsl.inference.families.latent_gp.LatentGP.likelihood_map`, an HSGP's weights), from ``q``'s factor
+    (:mod:`~gpdsl.inference.approximations.weight_space`)."""
+    if problem.mapped:
+        draws = weight_space.sample(approx, key, num)
+        return draws, weight_space.log_prior_minus_log_q(approx, draws)
+    draws = sample(approx, K, key, num, chol_k=chol_k)
+    deviations = draws - approx.mean
+    return draws, (-draws @ approx.alpha + 0.5 * approx.alpha @ approx.mean
+                   + 0.5 * jnp.sum(approx.site_precision * deviations ** 2, axis=-1)
+                   - jnp.sum(jnp.log(jnp.diag(approx.chol_b))))
 
 
 def make_latent_estimator(problem: LatentGP, approximation: str = "ep", num_importance: int = 1,
@@ -276,15 +300,11 @@ def make_latent_estimator(problem: LatentGP, approximation: str = "ep", num_impo
                 return Estimate(approx.log_marginal, selection, sites, approx.converged, approx.iterations,
                                 approx.cubic_ops + approx.log_marginal_ops)
             chol_k = cholesky(K)
-            f = sample(approx, K, key_draws, 1, chol_k=chol_k)[0]
+            f = _draws_and_weights(problem, approx, K, chol_k, theta, key_draws, 1)[0][0]
             return Estimate(approx.log_marginal, LatentSelection(f, like(f), chol_k), sites, approx.converged,
                             approx.iterations, approx.cubic_ops + approx.log_marginal_ops + 1)
         chol_k = cholesky(K)
-        draws = sample(approx, K, key_draws, num_importance, chol_k=chol_k)
-        deviations = draws - approx.mean
-        log_prior_minus_log_q = (-draws @ approx.alpha + 0.5 * approx.alpha @ approx.mean
-                                 + 0.5 * jnp.sum(approx.site_precision * deviations ** 2, axis=-1)
-                                 - jnp.sum(jnp.log(jnp.diag(approx.chol_b))))
+        draws, log_prior_minus_log_q = _draws_and_weights(problem, approx, K, chol_k, theta, key_draws, num_importance)
         log_lik = jax.vmap(like)(draws)
         log_weights = log_lik + log_prior_minus_log_q
         log_p_hat = logsumexp(log_weights) - jnp.log(num_importance)

@@ -14,7 +14,8 @@ GP regression             exact LOO ``log p(y_i | y_-i, theta)``;  the exact pre
 Student-t process         from Stan's generated quantities      the conditional MVT at each theta
                           (NUTS, the only sampler of it)
 HSGP latent GP            ``log p(y_i | f_i, theta)``; y_rep,   f* = phi(X*) (sqrt(S) .* z) at each draw
-                          f from the weights z (NUTS: Stan's)   (theta, z), y*
+                          f from the weights z (NUTS: Stan's)   (theta, z), y*; theta only (pm): z from the
+                                                                weights' Laplace approximation at theta
 ========================  ====================================  ==========================================
 
 A ``matrix[N, K]`` latent of independent GP columns (``categorical_logit``) is predicted column by column, or from
@@ -30,7 +31,7 @@ from __future__ import annotations
 from gpdsl.inference.progress import counted, draw_stage
 from gpdsl.likelihoods import LIKELIHOODS
 
-_REPLICATE_STREAM, _PREDICTION_STREAM = 1, 2
+_REPLICATE_STREAM, _PREDICTION_STREAM, _WEIGHTS_STREAM = 1, 2, 3
 
 
 def gp_regression_groups(output, model, data, facts, context, pointwise: bool = True, **_) -> None:
@@ -117,15 +118,17 @@ def latent_gp_groups(output, model, data, facts, context, pointwise: bool = True
         set_predictions(output, problem, values)
 
 
-def hsgp_groups(output, model, data, facts, context, pointwise: bool = True, **_) -> None:
+def hsgp_groups(output, model, data, facts, context, pointwise: bool = True, tol=None, **_) -> None:
     """The groups of a Hilbert-space approximate latent GP from each draw of its hyperparameters and weights
     (:mod:`gpdsl.inference.predict.hsgp`): ``log p(y_i | f_i, theta)`` and replicates (NUTS writes them from Stan's
     generated quantities), and ``f*`` and ``y*`` at new inputs; with the pointwise groups, the paper's diagnostics of
-    the length-scale draws in the run's report (:mod:`gpdsl.inference.hsgp_diagnostics`)."""
+    the length-scale draws in the run's report (:mod:`gpdsl.inference.hsgp_diagnostics`). Where the draws hold the
+    hyperparameters alone (``pm`` without ``--sample-latent``) the pointwise groups are not written and predictions
+    take one draw of the weights' Laplace approximation at each draw (``tol`` its convergence threshold)."""
     import jax
 
     from gpdsl.inference.families.hsgp import hsgp_view
-    from gpdsl.inference.predict.hsgp import hsgp_new_draws, hsgp_pointwise
+    from gpdsl.inference.predict.hsgp import hsgp_new_draws, hsgp_pointwise, laplace_weight_draws
 
     key, new_inputs = jax.random.PRNGKey(context.seed), context.new_inputs
     if not pointwise and new_inputs is None:
@@ -138,6 +141,13 @@ def hsgp_groups(output, model, data, facts, context, pointwise: bool = True, **_
         warnings = hsgp_warnings(model, data, output.posterior)
         if warnings:
             output.report.setdefault("warnings", []).extend(warnings)
+    posterior = output.posterior
+    if problem.weights not in posterior:  # pm without --sample-latent: theta alone
+        if new_inputs is None:
+            return
+        with draw_stage("weights from the Laplace approximation at each draw", first, context.progress):
+            posterior = laplace_weight_draws(problem, posterior, jax.random.fold_in(key, _WEIGHTS_STREAM), tol)
+    elif pointwise:
         with draw_stage("pointwise log-likelihood and replicates", first, context.progress):
             log_likelihood, replicates = hsgp_pointwise(problem, output.posterior,
                                                         jax.random.fold_in(key, _REPLICATE_STREAM))
@@ -145,7 +155,7 @@ def hsgp_groups(output, model, data, facts, context, pointwise: bool = True, **_
         output.posterior_predictive = {problem.facts.target: replicates}
     if new_inputs is not None:
         with draw_stage(f"predictions at {counted(len(new_inputs), 'new input')}", first, context.progress):
-            values = hsgp_new_draws(problem, output.posterior, new_inputs,
+            values = hsgp_new_draws(problem, posterior, new_inputs,
                                     jax.random.fold_in(key, _PREDICTION_STREAM))
         set_predictions(output, problem, values)
 

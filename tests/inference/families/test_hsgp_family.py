@@ -51,7 +51,7 @@ def test_latent_is_the_basis_expansion_plus_the_mean():
     np.testing.assert_allclose(problem.latent(theta, jnp.asarray(z)), expected, rtol=1e-12)
 
 
-@pytest.mark.parametrize("method", ["pm", "mcmc-ep", "ep-ml", "ml", "sgpr"])
+@pytest.mark.parametrize("method", ["mcmc-ep", "ep-ml", "sgpr"])
 def test_methods_of_exact_gps_refuse_the_model_at_the_start(method):
     model, data, _ = hsgp_problem()
     reason = methods()[method].refusal(model)
@@ -59,6 +59,18 @@ def test_methods_of_exact_gps_refuse_the_model_at_the_start(method):
     with pytest.raises(MethodError, match="uses approx = hsgp"):
         gpdsl.sample(model, data, method, seed=1) if methods()[method].command == "sample" else \
             gpdsl.fit(model, data, method, seed=1)
+
+
+def test_pm_runs_the_weights_with_laplace_and_refuses_ep_with_the_reason():
+    from gpdsl.settings import PseudoMarginalSettings
+
+    model, data, _ = hsgp_problem()
+    pm = methods()["pm"]
+    assert pm.refusal(model, settings=PseudoMarginalSettings(approximation="laplace")) is None
+    reason = pm.refusal(model, settings=PseudoMarginalSettings(approximation="ep"))
+    assert "expectation propagation over an HSGP's basis weights" in reason and "--approximation laplace" in reason
+    with pytest.raises(MethodError, match="--approximation laplace"):
+        gpdsl.sample(model, data, "pm", approximation="ep", chains=1, warmup=5, draws=5, seed=1)
 
 
 @pytest.mark.slow

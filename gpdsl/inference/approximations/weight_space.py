@@ -1,0 +1,119 @@
+"""Gaussian approximations over basis weights: a prior ``z ~ N(0, I_M)`` and a likelihood on ``f = A z + offset``.
+
+A Hilbert-space approximate GP (:mod:`gpdsl.inference.families.hsgp`) is such a model with
+``A = PHI diag(sqrt(S(omega)))`` (``N x M``). Its Laplace approximation is that of the latent GP with the covariance
+``A A^T`` of rank ``M``, computed in the weights: Newton's method for the mode of ``log p(y | A z + offset) - |z|^2 / 2``
+has the Hessian ``-(I_M + A^T W A)``, ``W`` the likelihood's negative second derivative at ``f``, so each step is one
+``M x M`` Cholesky factorisation and ``O(N M^2)`` work, and no ``N x N`` matrix is formed. By the determinant lemma
+``|I_M + A^T W A| = |I_N + W^1/2 A A^T W^1/2|``, so the approximate log marginal is the one
+:func:`~gpdsl.inference.approximations.laplace.laplace` gives with ``K = A A^T``.
+
+The result is a :class:`~gpdsl.inference.approximations.gaussian.GaussianApproximation` of ``z``: ``mean`` and
+``alpha`` are ``z_hat`` (the prior covariance is the identity), ``site_precision`` and ``site_location`` are the
+Gaussian sites on ``f`` (``W`` and ``W A z_hat + grad``, length ``N``) and ``chol_b`` is the ``M x M`` factor of
+``I_M + A^T diag(site_precision) A``. :func:`sample` and :func:`log_prior_minus_log_q` are what importance sampling
+from it needs (:mod:`gpdsl.inference.mcmc.pseudo_marginal`).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from gpdsl.inference.approximations.gaussian import GaussianApproximation, iteration_setup
+from gpdsl.inference.approximations.laplace import check_laplace_likelihood, halve_until_better
+from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
+
+
+def laplace_weights(A, y, likelihood: str = "bernoulli_logit", tol=None, max_iter: int = 100, args=(),
+                    offset=None) -> GaussianApproximation:
+    """Laplace approximation ``q(z | y) = N(z_hat, (I + A^T W A)^-1)`` and its ``log p(y | theta)``.
+
+    Iterates from ``z = 0`` until the squared norm of the change in ``f = A z`` is below ``tol`` or ``max_iter``
+    iterations, halving a step that does not increase the objective, as
+    :func:`~gpdsl.inference.approximations.laplace.laplace` does; its log marginal is
+    ``log p(y | f_hat) - |z_hat|^2 / 2 - sum(log diag L)`` with ``L`` the factor of the last iteration.
+
+    Parameters
+    ----------
+    A : array_like, shape (N, M)
+        The map from the weights to the likelihood's latent argument.
+    y : array_like, shape (N,)
+        Observations.
+    likelihood : str
+        A likelihood with ``derivatives`` (see :func:`~gpdsl.inference.approximations.laplace.laplace`).
+    tol : float, optional
+        Convergence threshold on ``||f_new - f_old||^2``; ``N / 1e4`` by default.
+    max_iter : int
+        Iteration limit (``converged`` False when reached).
+    args : tuple of array_like
+        The likelihood's other parameters, in positional order.
+    offset : array_like, shape (N,), optional
+        The likelihood acts on ``A z + offset``.
+
+    Returns
+    -------
+    GaussianApproximation
+        Of ``z`` (see the module docstring); ``cubic_ops`` counts the ``M x M`` factorisations.
+
+    Raises
+    ------
+    MethodError
+        For a likelihood without ``derivatives``.
+    """
+    check_laplace_likelihood(likelihood)
+    A = jnp.asarray(A, dtype=jnp.float64)
+    args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
+    offset = jnp.zeros(A.shape[0]) if offset is None else jnp.broadcast_to(jnp.asarray(offset, dtype=A.dtype),
+                                                                          A.shape[:1])
+    return _laplace_weights(A, jnp.asarray(y), likelihood, tol, max_iter, args, offset)
+
+
+@partial(jax.jit, static_argnames=("likelihood", "max_iter"))
+def _laplace_weights(A, y, likelihood, tol, max_iter, args, offset):
+    _, tol, y, derivatives_with_args = iteration_setup(A.T, y, tol, likelihood, "laplace")
+    M = A.shape[1]
+    identity = jnp.eye(M, dtype=A.dtype)
+
+    def derivatives(z):
+        return derivatives_with_args(y, A @ z + offset, *args)
+
+    def objective(z_as_alpha, z):
+        return -0.5 * z_as_alpha @ z + derivatives(z)[0]
+
+    def newton_step(state):
+        z, _, _, _, iteration = state
+        _, grad, W = derivatives(z)
+        L = cholesky(identity + A.T @ (W[:, None] * A))
+        direction = cho_solve((L, True), A.T @ (W * (A @ z) + grad)) - z
+        _, z_new = halve_until_better(objective, identity, z, z, direction)
+        return z_new, W, L, jnp.sum((A @ (z_new - z)) ** 2), iteration + 1
+
+    def not_done(state):
+        return (state[3] >= tol) & (state[4] < max_iter)
+
+    zeros_n = jnp.zeros(A.shape[0], dtype=A.dtype)
+    start = (jnp.zeros(M, dtype=A.dtype), zeros_n, identity, jnp.asarray(jnp.inf, A.dtype), jnp.asarray(0))
+    z, W, L, change, iterations = lax.while_loop(not_done, newton_step, start)
+    return GaussianApproximation(
+        mean=z, alpha=z, site_precision=W, site_location=W * (A @ z) + derivatives(z)[1], chol_b=L,
+        log_marginal=objective(z, z) - jnp.sum(jnp.log(jnp.diag(L))),
+        converged=change < tol, iterations=iterations, cubic_ops=iterations, log_marginal_ops=jnp.asarray(0))
+
+
+def sample(approx: GaussianApproximation, key, num: int) -> jax.Array:
+    """``num`` draws of ``z ~ N(mean, (L L^T)^-1)``, shape ``(num, M)``: ``mean + L^-T e`` with ``e ~ N(0, I)``
+    (``O(M^2)`` each)."""
+    L = approx.chol_b
+    noise = jax.random.normal(key, (L.shape[0], num), dtype=L.dtype)
+    return (approx.mean[:, None] + solve_triangular(L, noise, trans=1, lower=True)).T
+
+
+def log_prior_minus_log_q(approx: GaussianApproximation, draws) -> jax.Array:
+    """``log N(z | 0, I) - log q(z)`` for draws ``z`` (..., M): ``-|z|^2 / 2 + |L^T (z - mean)|^2 / 2 - log|L|``."""
+    whitened = (draws - approx.mean) @ approx.chol_b
+    return (-0.5 * jnp.sum(draws ** 2, axis=-1) + 0.5 * jnp.sum(whitened ** 2, axis=-1)
+            - jnp.sum(jnp.log(jnp.diag(approx.chol_b))))

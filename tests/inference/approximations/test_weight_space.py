@@ -1,0 +1,107 @@
+"""The Laplace approximation over an HSGP's basis weights (z ~ N(0, I_M), likelihood on f = A z + offset) against the
+dense Laplace approximation of the same model in f with covariance A A^T, and pm's importance-sampling estimate of
+p(y | theta) built on it: its weights against SciPy's densities, its mean against the marginal by quadrature."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from numpy.polynomial.hermite_e import hermegauss
+from scipy import stats
+
+from gpdsl.api import check_text
+from gpdsl.data.validation import validate_data
+from gpdsl.inference.approximations import weight_space
+from gpdsl.inference.approximations.laplace import laplace
+from gpdsl.inference.approximations.weight_space import laplace_weights
+from gpdsl.inference.families.hsgp import hsgp_view
+from gpdsl.inference.mcmc.pseudo_marginal import make_importance_estimator
+from gpdsl.ir.families import HSGP_LATENT_GP, classify
+
+jax.config.update("jax_enable_x64", True)
+
+TIGHT = {"tol": 1e-20, "max_iter": 200}
+
+
+def hsgp_problem(m=40, n=30, likelihood="poisson_log", seed=0):
+    text = open("models/gp_hsgp.gpm").read().replace("hsgp(m = 40", f"hsgp(m = {m}")
+    if likelihood != "poisson_log":
+        text = text.replace("array[N] int<lower=0> y;", "array[N] int<lower=0, upper=1> y;")
+        text = text.replace("y ~ poisson_log(f);", f"y ~ {likelihood}(f);")
+    model = check_text(text)[0]
+    rng = np.random.default_rng(seed)
+    t = np.sort(rng.uniform(0, 10, n))
+    y = rng.poisson(np.exp(0.3 + np.sin(t))) if likelihood == "poisson_log" else \
+        (rng.uniform(size=n) < 1 / (1 + np.exp(-2 * np.sin(t)))).astype(int)
+    data, _ = validate_data(model, {"N": n, "t": t, "y": y})
+    return hsgp_view(model, data, classify(model).facts[HSGP_LATENT_GP])
+
+
+@pytest.mark.parametrize("likelihood", ["poisson_log", "bernoulli_logit"])
+def test_laplace_of_the_weights_is_the_dense_laplace_with_covariance_a_a_transpose(likelihood):
+    problem = hsgp_problem(likelihood=likelihood)
+    theta = jnp.asarray([0.2, np.log(0.8), np.log(1.3)])
+    A, offset = problem.likelihood_map(theta), problem.location_offset(theta)
+    weights = laplace_weights(A, problem.y, likelihood, args=problem.likelihood_arguments(theta), offset=offset,
+                              **TIGHT)
+    N = A.shape[0]
+    dense = laplace(A @ A.T + 1e-10 * jnp.eye(N), problem.y, likelihood, offset=offset, **TIGHT)
+    assert bool(weights.converged) and bool(dense.converged)
+    assert float(weights.log_marginal) == pytest.approx(float(dense.log_marginal), abs=1e-6)
+    np.testing.assert_allclose(A @ weights.mean, dense.mean, atol=1e-6)
+    np.testing.assert_allclose(weights.site_precision, dense.site_precision, atol=1e-6)
+    log_det_weights = 2 * np.sum(np.log(np.diag(weights.chol_b)))
+    log_det_dense = 2 * np.sum(np.log(np.diag(dense.chol_b)))
+    assert log_det_weights == pytest.approx(log_det_dense, abs=1e-6)
+    # the mode: the gradient of log p(y | A z + offset) - |z|^2 / 2 vanishes there
+    log_lik = lambda z: problem.log_likelihood(z, theta)  # noqa: E731
+    np.testing.assert_allclose(jax.grad(log_lik)(weights.mean) - weights.mean, 0.0, atol=1e-8)
+
+
+def test_the_importance_weights_are_prior_over_q_by_scipy():
+    problem = hsgp_problem(m=6)
+    theta = jnp.asarray([0.1, np.log(0.9), np.log(1.5)])
+    approx = laplace_weights(problem.likelihood_map(theta), problem.y, "poisson_log",
+                             offset=problem.location_offset(theta))
+    draws = weight_space.sample(approx, jax.random.PRNGKey(3), 5)
+    precision = np.asarray(approx.chol_b @ approx.chol_b.T)
+    q = stats.multivariate_normal(np.asarray(approx.mean), np.linalg.inv(precision))
+    expected = stats.multivariate_normal(np.zeros(6), np.eye(6)).logpdf(draws) - q.logpdf(draws)
+    np.testing.assert_allclose(weight_space.log_prior_minus_log_q(approx, draws), expected, rtol=1e-10)
+
+
+def test_the_draws_have_the_laplace_covariance():
+    problem = hsgp_problem(m=4)
+    theta = jnp.asarray([0.1, np.log(0.9), np.log(1.5)])
+    approx = laplace_weights(problem.likelihood_map(theta), problem.y, "poisson_log",
+                             offset=problem.location_offset(theta))
+    draws = np.asarray(weight_space.sample(approx, jax.random.PRNGKey(4), 200_000))
+    covariance = np.linalg.inv(np.asarray(approx.chol_b @ approx.chol_b.T))
+    np.testing.assert_allclose(draws.mean(axis=0), approx.mean, atol=5 * np.sqrt(np.diag(covariance).max() / 2e5))
+    np.testing.assert_allclose(np.cov(draws.T), covariance, atol=0.02 * np.abs(covariance).max())
+
+
+def test_pm_estimate_is_unbiased_for_the_marginal_by_quadrature():
+    # M = 2 weights: p(y | theta) = integral of p(y | A z + offset) N(z | 0, I) dz by 80 x 80 Gauss-Hermite nodes
+    problem = hsgp_problem(m=2, n=12)
+    theta = jnp.asarray([0.3, np.log(0.7), np.log(2.0)])
+    A, offset = np.asarray(problem.likelihood_map(theta)), np.asarray(problem.location_offset(theta))
+    nodes, weights = hermegauss(80)
+    z1, z2 = np.meshgrid(nodes, nodes, indexing="ij")
+    grid = np.stack([z1.ravel(), z2.ravel()], axis=1)
+    log_lik = stats.poisson.logpmf(problem.y[None, :], np.exp(grid @ A.T + offset)).sum(axis=1)
+    log_w = np.log(np.outer(weights, weights).ravel() / (2 * np.pi))
+    exact = np.logaddexp.reduce(log_lik + log_w)
+    estimate = make_importance_estimator(problem, "laplace", num_importance=1)
+    values = jax.vmap(lambda key: estimate(key, theta)[0])(jax.random.split(jax.random.PRNGKey(0), 4000))
+    ratios = np.exp(np.asarray(values) - exact)
+    assert abs(ratios.mean() - 1.0) <= 4 * ratios.std() / np.sqrt(ratios.size)
+    assert ratios.std() > 0  # a real Monte Carlo estimate, not the exact value
+
+
+def test_pm_with_ep_on_an_hsgp_refuses_with_the_reason():
+    from gpdsl.errors import MethodError
+    from gpdsl.inference.mcmc.pseudo_marginal import make_pseudo_marginal
+
+    with pytest.raises(MethodError, match="use --approximation laplace"):
+        make_pseudo_marginal(hsgp_problem(m=4), "ep")
