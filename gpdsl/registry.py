@@ -25,7 +25,7 @@ from gpdsl.inference.methods.dmgp import dmgp_report, run_dmgp
 from gpdsl.inference.methods.dsdgp import dsdgp_report, run_dsdgp
 from gpdsl.inference.methods.ep_ml import run_ep_ml
 from gpdsl.inference.methods.gibbs import gibbs_engine, run_gibbs
-from gpdsl.inference.methods.ml import ml_report, run_ml
+from gpdsl.inference.methods.ml import ml_refusal, ml_report, run_ml
 from gpdsl.inference.methods.nuts import nuts_refusal, run_nuts
 from gpdsl.inference.methods.pm_gplvm import PM_GPLVM_FAMILIES, run_pm_gplvm
 from gpdsl.inference.methods.pseudo_marginal import (ep_refusal, mcmc_ep_engine, pm_engine, pm_refusal,
@@ -385,9 +385,10 @@ register(Method(
     latent_fit=fit_from_results))
 register(Method(
     "ml", "type-II maximum likelihood (MAP where there are priors) of GP regression, f integrated out exactly "
-    "(a point estimate, stored as one draw); Student-t process regression likewise", (GP_REGRESSION, STUDENT_T_PROCESS),
-    MLSettings, run_ml, command="fit", requires_priors=False, predicts=True, report=ml_report,
-    needs_parameters=(GP_REGRESSION, STUDENT_T_PROCESS), predictive=("joint", "marginal"),
+    "(a point estimate, stored as one draw); Student-t process regression likewise, and an HSGP under a normal "
+    "likelihood with its weights integrated out", (GP_REGRESSION, STUDENT_T_PROCESS, HSGP_LATENT_GP),
+    MLSettings, run_ml, command="fit", requires_priors=False, predicts=True, report=ml_report, refuses=ml_refusal,
+    needs_parameters=(GP_REGRESSION, STUDENT_T_PROCESS, HSGP_LATENT_GP), predictive=("joint", "marginal"),
     missing_outputs=(GP_REGRESSION,)))
 register(Method(
     "sgpr", "sparse GP regression: Titsias's collapsed bound over inducing inputs, kernel and noise (a point "

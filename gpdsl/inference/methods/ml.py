@@ -1,5 +1,9 @@
 """The ``ml`` method: type-II maximum likelihood (MAP with priors) of GP regression, f integrated out.
 
+A Hilbert-space approximate GP under a normal likelihood is fitted alike on its exact marginal with the basis weights
+integrated out in ``O(N M^2)`` (:mod:`gpdsl.inference.families.hsgp_regression`); its predictions come from the
+weights' Gaussian posterior at the estimate.
+
 Student-t process regression is fitted alike on its exact marginal (``nu`` with the kernel and noise), and its
 predictions are the conditional Student-t's moments, with ``<y>_dof`` (:mod:`gpdsl.inference.predict.student_t_process`).
 
@@ -32,10 +36,14 @@ def fit_gp_regression(model, data, settings: MLSettings, facts=None, family: str
     """
     from gpdsl.inference.families.gp_regression import gp_regression, gp_regression_view
     from gpdsl.inference.optimise.marginal_likelihood import fit_marginal_likelihood
-    from gpdsl.ir.families import FAMILIES
+    from gpdsl.ir.families import FAMILIES, HSGP_LATENT_GP
 
     if facts is None:
         problem = gp_regression(model, data)
+    elif family == HSGP_LATENT_GP:
+        from gpdsl.inference.families.hsgp_regression import hsgp_regression_view
+
+        problem = hsgp_regression_view(model, data, facts)
     elif family is None:
         problem = gp_regression_view(model, data, facts)
     else:
@@ -76,10 +84,13 @@ def ml_predictions(fit, new_inputs, seed: int = 0, joint: bool = True) -> tuple[
     import jax
     import numpy as np
 
+    from gpdsl.inference.families.hsgp_regression import HSGPRegression
     from gpdsl.inference.predict.draws import regression_new_draws
+    from gpdsl.inference.predict.hsgp import hsgp_regression_new_draws
 
-    values = regression_new_draws(fit.problem, np.asarray(fit.theta)[None, None], new_inputs,
-                                     jax.random.PRNGKey(seed), joint=joint)
+    new_draws = hsgp_regression_new_draws if isinstance(fit.problem, HSGPRegression) else regression_new_draws
+    values = new_draws(fit.problem, np.asarray(fit.theta)[None, None], new_inputs, jax.random.PRNGKey(seed),
+                       joint=joint)
     points = f"{fit.problem.node.statement.inputs.index_shape[0]}_new"
     return values, {name: [points] for name in values}
 
@@ -111,6 +122,22 @@ def regression_predictions(problem, y, f) -> tuple[dict, dict]:
 
     points = f"{problem.node.statement.inputs.index_shape[0]}_new"
     return predictive_moments(problem.target, problem.name, points, y.mean, y.variance, f.variance)
+
+
+def ml_refusal(model, facts, settings) -> str | None:
+    """Why ``ml`` cannot integrate out the latent values of the model of ``facts``, or None: an HSGP's weights
+    (:mod:`gpdsl.inference.families.hsgp_regression`) only under a normal likelihood whose location is ``f`` plus
+    terms free of it."""
+    node = getattr(facts, "node", None)
+    if node is None or getattr(node.statement, "approximation", None) is None:
+        return None
+    if facts.likelihood != "normal":
+        return (f"ml integrates out an HSGP's weights under a normal likelihood; this model's is {facts.likelihood}: "
+                "use --method pm --approximation laplace, gibbs or nuts")
+    if not facts.node.shifted:
+        return (f"ml needs the location of the normal likelihood to be '{facts.node.name}' plus terms free of it "
+                "(an offset)")
+    return None
 
 
 def ml_report(results, model=None, settings=None):

@@ -115,3 +115,39 @@ def laplace_weight_draws(problem: HSGPLatent, posterior: dict, key, tol=None) ->
         return weight_space.sample(approx, draw_key, 1)[0]
 
     return {**posterior, problem.weights: over_draws(one, theta_draws, draw_keys(key, theta_draws))}
+
+
+def hsgp_regression_new_draws(problem, theta_draws, X_new, key, joint: bool = False) -> dict[str, np.ndarray]:
+    """The predictive at new inputs of an HSGP under a normal likelihood, its weights integrated out
+    (:class:`~gpdsl.inference.families.hsgp_regression.HSGPRegression`), for every draw, each ``(chain, draw, m)``:
+    ``<y>_mean``, ``<y>_variance`` (noise included), ``<f>_variance``, and one draw each of ``<f>_new`` and
+    ``<y>_new``, ``<f>_new`` jointly over the new points with ``joint``, else point by point.
+
+    Raises
+    ------
+    DataError
+        New inputs of the wrong shape.
+    MethodError
+        The noise or the location's offset has one value per training observation.
+    """
+    import jax.numpy as jnp
+
+    from gpdsl.inference.predict.draws import draw_keys
+    from gpdsl.inference.predict.joint import joint_normal
+
+    X_new = jnp.asarray(problem.check_new_inputs(X_new))
+    target, latent = problem.target, problem.name
+
+    def one(theta, draw_key):
+        mean, f_covariance, noise, offset = problem.predictive(theta, X_new, full=joint)
+        f_variance = jnp.maximum(jnp.diag(f_covariance) if joint else f_covariance, 0.0)
+        latent_key, observation_key = jax.random.split(draw_key)
+        if joint:
+            f_new = joint_normal(latent_key, mean, f_covariance)
+        else:
+            f_new = mean + jnp.sqrt(f_variance) * jax.random.normal(latent_key, mean.shape)
+        y_new = f_new + offset + jnp.sqrt(noise) * jax.random.normal(observation_key, mean.shape)
+        return {f"{target}_mean": mean + offset, f"{target}_variance": f_variance + noise,
+                f"{latent}_variance": f_variance, f"{latent}_new": f_new, f"{target}_new": y_new}
+
+    return over_draws(one, theta_draws, draw_keys(key, theta_draws))
