@@ -78,13 +78,6 @@ def check_likelihood(approximation: str, likelihood: str, what: str = "likelihoo
         raise MethodError(refusal)
 
 
-WEIGHTS_EP_REFUSAL = ("expectation propagation over an HSGP's basis weights is not available (its sites would sit on "
-                      "f = PHI (sqrt(S) .* z), each a function of every weight, where the EP here has one site per "
-                      "sampled value): use --approximation laplace (the Laplace approximation of the weights, "
-                      "O(N M^2) per Newton step) or --method gibbs")
-"""Why EP refuses a Hilbert-space approximate GP, whose sampled vector is its basis weights."""
-
-
 def approximation_refusal(facts, approximation: str, alternatives: str | None = None) -> str | None:
     """Why a Gaussian approximation of ``f`` cannot run a latent-GP model, in one sentence, or None.
 
@@ -100,14 +93,12 @@ def approximation_refusal(facts, approximation: str, alternatives: str | None = 
     -------
     str or None
         The likelihood lacks what the approximation needs, the model samples several latent GP vectors, the
-        likelihood's latent argument is not ``f`` plus terms free of it, or EP is asked of an HSGP.
+        likelihood's latent argument is not ``f`` plus terms free of it.
     """
     if facts.others:
         names = ", ".join(node.name for node in facts.nodes)
         return (f"the Laplace and EP approximations need one latent GP vector; this model samples {names}: "
                 "use --method gibbs, which samples each in turn")
-    if approximation == "ep" and facts.node.statement.approximation is not None:
-        return WEIGHTS_EP_REFUSAL
     refusal = likelihood_refusal(approximation, facts.likelihood, "the model's likelihood", alternatives)
     if refusal is None and facts.likelihood in LIKELIHOODS and not facts.node.shifted:
         return (f"the Laplace and EP approximations need the latent argument of {facts.likelihood} to be "

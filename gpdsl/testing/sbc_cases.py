@@ -133,7 +133,7 @@ model {
 }
 """
 """Poisson counts on a Hilbert-space approximate GP (``models/gp_hsgp.gpm`` with 20 basis functions): gibbs samples
-its weights by ESS."""
+its weights by ESS, pm integrates them out by importance sampling from their Laplace approximation."""
 
 
 def hsgp_data(n: int = 20) -> dict:
@@ -250,6 +250,9 @@ CASES = (
             "dynamical-gplvm", 200, 20, fit="gplvm", note="the hyperparameters' posterior (latent inputs integrated)"),
     SBCCase("gibbs-hsgp", "gibbs", _gibbs("surr", draws=1000), "hsgp-poisson", 200, 22,
             note="ESS on the basis weights of a Hilbert-space approximate GP"),
+    SBCCase("pm-hsgp", "pm", PseudoMarginalSettings(approximation="laplace", num_importance=4, chains=2, warmup=300,
+                                                    draws=1000), "hsgp-poisson", 200, 23,
+            note="importance sampling from the Laplace approximation of a Hilbert-space approximate GP's basis weights"),
     SBCCase("nuts", "nuts", NUTSSettings(chains=2, warmup=500, draws=500), "classification", 100, 21, fit="run"),
 )
 """Every case, in the order of the documentation's table."""

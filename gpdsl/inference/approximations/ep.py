@@ -46,7 +46,7 @@ from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
 CUBIC_OPS_PER_SWEEP = 5
 CUBIC_OPS_PER_PARALLEL_SWEEP = 2
 EP_SCHEDULES = ("sequential", "parallel")
-_SMALLEST_SITE_PRECISION = float(jnp.finfo(jnp.float64).eps)
+SMALLEST_SITE_PRECISION = float(jnp.finfo(jnp.float64).eps)
 
 
 def check_ep_likelihood(likelihood: str, what: str = "likelihood") -> None:
@@ -117,7 +117,7 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
     K, y = jnp.asarray(K, dtype=jnp.float64), jnp.asarray(y)
     if initial_sites is not None:
         tau, nu = (jnp.asarray(site, dtype=K.dtype) for site in initial_sites)
-        initial_sites = (jnp.maximum(tau, _SMALLEST_SITE_PRECISION), nu)
+        initial_sites = (jnp.maximum(tau, SMALLEST_SITE_PRECISION), nu)
     offset = jnp.zeros(K.shape[0]) if offset is None else jnp.broadcast_to(jnp.asarray(offset, dtype=K.dtype),
                                                                           K.shape[:1])
     args = tuple(jnp.asarray(a, dtype=K.dtype) for a in args)
@@ -132,8 +132,8 @@ ep_for = for_latent_gp(ep, "ep", "``tol``, ``max_sweeps``, ``schedule`` and ``da
 @partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
 def _ep(K, y, tol, max_sweeps, likelihood, initial_sites, offset, args):
     n, tol, y, moments = iteration_setup(K, y, tol, likelihood, "ep")
-    tilted_moments = _shifted(moments, args)
-    site_moments = _shifted(moments, args, _per_site(likelihood, args, n))
+    tilted_moments = shifted_moments(moments, args)
+    site_moments = shifted_moments(moments, args, _per_site(likelihood, args, n))
 
     def update_site(i, state):
         tau, nu, Sigma = state
@@ -142,7 +142,7 @@ def _ep(K, y, tol, max_sweeps, likelihood, initial_sites, offset, args):
         cavity_location = (column @ nu) / column[i] - nu[i]
         _, mean_hat, var_hat = site_moments(y[i], cavity_location / cavity_precision,
                                             1.0 / cavity_precision, offset[i], i)
-        tau_i = jnp.maximum(1.0 / var_hat - cavity_precision, _SMALLEST_SITE_PRECISION)
+        tau_i = jnp.maximum(1.0 / var_hat - cavity_precision, SMALLEST_SITE_PRECISION)
         delta_tau = tau_i - tau[i]
         tau, nu = tau.at[i].set(tau_i), nu.at[i].set(mean_hat / var_hat - cavity_location)
         Sigma = Sigma - (delta_tau / (1.0 + delta_tau * column[i])) * jnp.outer(column, column)
@@ -176,45 +176,77 @@ def _ep(K, y, tol, max_sweeps, likelihood, initial_sites, offset, args):
 @partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
 def _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites, offset, args):
     n, tol, y, tilted_moments = iteration_setup(K, y, tol, likelihood, "ep")
-    tilted_moments = _shifted(tilted_moments, args)
+
+    def factor(tau, nu):
+        L, alpha = _factor(K, tau, nu)
+        return L, alpha, K @ alpha
+
+    return parallel_sweeps(factor, lambda tau, L: _marginal_variances(K, tau, L), jnp.diag(K), y, tol, max_sweeps,
+                           damping, shifted_moments(tilted_moments, args), initial_sites, offset)
+
+
+def parallel_sweeps(factor, marginal_variances, prior_variances, y, tol, max_sweeps, damping, tilted_moments,
+                    initial_sites, offset) -> GaussianApproximation:
+    """Parallel EP (see the module docstring) for any Gaussian prior of the sampled vector read linearly by the sites.
+
+    Parameters
+    ----------
+    factor : callable
+        ``factor(tau, nu) -> (L, alpha, mu)``: the factor whose log determinant is ``log|B|^1/2``, the sampled
+        vector's posterior mean (or what the caller maps it from) and the sites' posterior means ``mu``, shape ``(n,)``.
+    marginal_variances : callable
+        ``marginal_variances(tau, L)``: the sites' posterior variances, shape ``(n,)``.
+    prior_variances : jax.Array, shape (n,)
+        The sites' prior variances (the marginals at zero sites).
+    y, tol, max_sweeps, damping, initial_sites, offset
+        As in :func:`ep` (``tol`` resolved, ``y`` in the working dtype).
+    tilted_moments : callable
+        ``tilted_moments(y, mean, variance, offset)`` (:func:`shifted_moments`).
+
+    Returns
+    -------
+    GaussianApproximation
+        ``mean`` the sites' posterior means ``mu`` (the posterior mean of ``f``), ``alpha`` that of ``factor``.
+    """
+    n = prior_variances.shape[0]
+    dtype = prior_variances.dtype
 
     def sweep(tau, nu, sigma_diag, mu):
         cavity_precision = 1.0 / sigma_diag - tau
         cavity_location = mu / sigma_diag - nu
         _, mean_hat, var_hat = tilted_moments(y, cavity_location / cavity_precision, 1.0 / cavity_precision, offset)
-        tau_new = jnp.maximum(1.0 / var_hat - cavity_precision, _SMALLEST_SITE_PRECISION)
+        tau_new = jnp.maximum(1.0 / var_hat - cavity_precision, SMALLEST_SITE_PRECISION)
         nu_new = mean_hat / var_hat - cavity_location
-        tau = jnp.maximum(damping * tau_new + (1.0 - damping) * tau, _SMALLEST_SITE_PRECISION)
+        tau = jnp.maximum(damping * tau_new + (1.0 - damping) * tau, SMALLEST_SITE_PRECISION)
         nu = damping * nu_new + (1.0 - damping) * nu
-        L, alpha = _factor(K, tau, nu)
-        return tau, nu, L, alpha, K @ alpha
+        return (tau, nu, *factor(tau, nu))
 
     def next_sweep(state):
         tau, nu, L, _, mu_old, _, sweeps = state
-        tau, nu, L, alpha, mu = sweep(tau, nu, _marginal_variances(K, tau, L), mu_old)
+        tau, nu, L, alpha, mu = sweep(tau, nu, marginal_variances(tau, L), mu_old)
         return tau, nu, L, alpha, mu, jnp.sum((mu - mu_old) ** 2), sweeps + 1
 
     def not_done(state):
         return (state[5] >= tol) & (state[6] < max_sweeps)
 
     if initial_sites is None:
-        zeros = jnp.zeros(n, dtype=K.dtype)
-        tau, nu, sigma_diag, mu_start, start_ops = zeros, zeros, jnp.diag(K), zeros, 0  # Sigma = K at zero sites
+        zeros = jnp.zeros(n, dtype=dtype)
+        tau, nu, sigma_diag, mu_start, start_ops = zeros, zeros, prior_variances, zeros, 0  # Sigma = K at zero sites
     else:
         (tau, nu), start_ops = initial_sites, 2
-        L, alpha = _factor(K, tau, nu)
-        sigma_diag, mu_start = _marginal_variances(K, tau, L), K @ alpha
+        L, _, mu_start = factor(tau, nu)
+        sigma_diag = marginal_variances(tau, L)
     tau, nu, L, alpha, mu = sweep(tau, nu, sigma_diag, mu_start)
     start = (tau, nu, L, alpha, mu, jnp.sum((mu - mu_start) ** 2), jnp.asarray(1))
     tau, nu, L, alpha, mu, change, sweeps = lax.while_loop(not_done, next_sweep, start)
     return GaussianApproximation(
         mean=mu, alpha=alpha, site_precision=tau, site_location=nu, chol_b=L,
-        log_marginal=_log_marginal(tilted_moments, y, tau, nu, _marginal_variances(K, tau, L), mu, L, offset),
+        log_marginal=_log_marginal(tilted_moments, y, tau, nu, marginal_variances(tau, L), mu, L, offset),
         converged=change < tol, iterations=sweeps,
         cubic_ops=CUBIC_OPS_PER_PARALLEL_SWEEP * sweeps - 1 + start_ops, log_marginal_ops=jnp.asarray(1))
 
 
-def _shifted(tilted_moments, args, per_site=None):
+def shifted_moments(tilted_moments, args, per_site=None):
     """Tilted moments of ``f`` when the likelihood acts on ``f + offset``: those of ``f + offset``, shifted back,
     with the likelihood's other parameters ``args``; with ``per_site`` (which of them have one value per site),
     of one site ``i``."""
@@ -253,7 +285,7 @@ def gaussian_from_sites(K, site_precision, site_location) -> GaussianApproximati
     GaussianApproximation
     """
     K = jnp.asarray(K, dtype=jnp.float64)
-    tau = jnp.maximum(jnp.asarray(site_precision, dtype=K.dtype), _SMALLEST_SITE_PRECISION)
+    tau = jnp.maximum(jnp.asarray(site_precision, dtype=K.dtype), SMALLEST_SITE_PRECISION)
     nu = jnp.asarray(site_location, dtype=K.dtype)
     L, alpha = _factor(K, tau, nu)
     return GaussianApproximation(

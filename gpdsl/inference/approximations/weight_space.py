@@ -23,6 +23,9 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from gpdsl.errors import MethodError
+from gpdsl.inference.approximations.ep import (SMALLEST_SITE_PRECISION, check_ep_likelihood, parallel_sweeps,
+                                              shifted_moments)
 from gpdsl.inference.approximations.gaussian import GaussianApproximation, iteration_setup
 from gpdsl.inference.approximations.laplace import check_laplace_likelihood, halve_until_better
 from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
@@ -102,6 +105,75 @@ def _laplace_weights(A, y, likelihood, tol, max_iter, args, offset):
         mean=z, alpha=z, site_precision=W, site_location=W * (A @ z) + derivatives(z)[1], chol_b=L,
         log_marginal=objective(z, z) - jnp.sum(jnp.log(jnp.diag(L))),
         converged=change < tol, iterations=iterations, cubic_ops=iterations, log_marginal_ops=jnp.asarray(0))
+
+
+def ep_weights(A, y, likelihood: str = "bernoulli_logit", tol=None, max_sweeps: int = 100, damping: float = 0.7,
+               initial_sites=None, offset=None, args=()) -> GaussianApproximation:
+    """Parallel expectation propagation over the weights: one Gaussian site per observation on ``f_i = a_i^T z +
+    offset_i``, ``q(z) = N(P^-1 A^T nu, P^-1)`` with ``P = I_M + A^T diag(tau) A``.
+
+    The sweeps of :func:`~gpdsl.inference.approximations.ep.ep` with ``schedule="parallel"``
+    (:func:`~gpdsl.inference.approximations.ep.parallel_sweeps`), the marginals of the ``f_i`` computed from the
+    ``M x M`` factor of ``P`` in ``O(N M^2)``; ``log Z_EP`` is that of the dense EP with ``K = A A^T``. Parameters are
+    those of :func:`~gpdsl.inference.approximations.ep.ep` with ``A`` (``N x M``) in place of ``K``; the schedule is
+    always parallel.
+
+    Returns
+    -------
+    GaussianApproximation
+        Of ``z`` (see the module docstring): ``mean`` and ``alpha`` the posterior mean of the weights.
+
+    Raises
+    ------
+    MethodError
+        For fewer than one sweep, or a likelihood without ``tilted_moments``.
+    """
+    check_ep_likelihood(likelihood)
+    if max_sweeps < 1:
+        raise MethodError(f"EP needs at least one sweep, got max_sweeps={max_sweeps}")
+    A = jnp.asarray(A, dtype=jnp.float64)
+    if initial_sites is not None:
+        tau, nu = (jnp.asarray(site, dtype=A.dtype) for site in initial_sites)
+        initial_sites = (jnp.maximum(tau, SMALLEST_SITE_PRECISION), nu)
+    offset = jnp.zeros(A.shape[0]) if offset is None else jnp.broadcast_to(jnp.asarray(offset, dtype=A.dtype),
+                                                                          A.shape[:1])
+    args = tuple(jnp.asarray(a, dtype=A.dtype) for a in args)
+    return _ep_weights(A, jnp.asarray(y), tol, max_sweeps, damping, likelihood, initial_sites, offset, args)
+
+
+@partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
+def _ep_weights(A, y, tol, max_sweeps, damping, likelihood, initial_sites, offset, args):
+    _, tol, y, tilted_moments = iteration_setup(A.T, y, tol, likelihood, "ep")
+    fit = parallel_sweeps(partial(_factor, A), partial(_marginal_variances, A), jnp.sum(A ** 2, axis=1), y, tol,
+                          max_sweeps, damping, shifted_moments(tilted_moments, args), initial_sites, offset)
+    return fit._replace(mean=fit.alpha)
+
+
+def weights_from_sites(A, site_precision, site_location) -> GaussianApproximation:
+    """The Gaussian of the weights that fixed sites on ``f`` give: ``N(P^-1 A^T nu, P^-1)``, no sweep (the weights'
+    :func:`~gpdsl.inference.approximations.ep.gaussian_from_sites`; ``log_marginal`` NaN, ``cubic_ops`` 1)."""
+    A = jnp.asarray(A, dtype=jnp.float64)
+    tau = jnp.maximum(jnp.asarray(site_precision, dtype=A.dtype), SMALLEST_SITE_PRECISION)
+    nu = jnp.asarray(site_location, dtype=A.dtype)
+    L, z, _ = _factor(A, tau, nu)
+    return GaussianApproximation(
+        mean=z, alpha=z, site_precision=tau, site_location=nu, chol_b=L,
+        log_marginal=jnp.asarray(jnp.nan, A.dtype), converged=jnp.asarray(True), iterations=jnp.asarray(0),
+        cubic_ops=jnp.asarray(1), log_marginal_ops=jnp.asarray(0))
+
+
+def _factor(A, tau, nu):
+    """``L`` with ``L L^T = I_M + A^T diag(tau) A``, the weights' mean ``z = P^-1 A^T nu`` and the sites' means
+    ``A z``."""
+    L = cholesky(jnp.eye(A.shape[1], dtype=A.dtype) + A.T @ (tau[:, None] * A))
+    z = cho_solve((L, True), A.T @ nu)
+    return L, z, A @ z
+
+
+def _marginal_variances(A, tau, L):
+    """The sites' posterior variances, ``diag(A P^-1 A^T)`` (``O(N M^2)``)."""
+    V = solve_triangular(L, A.T, lower=True)
+    return jnp.sum(V ** 2, axis=0)
 
 
 def sample(approx: GaussianApproximation, key, num: int) -> jax.Array:

@@ -63,6 +63,13 @@ The importance weights need no further ``O(n^3)`` or triangular-solve work: with
 
 an exact identity (``f^T K^-1 f - (f - m)^T K^-1 (f - m) = 2 alpha^T f - alpha^T m``), so each
 importance sample costs ``O(n^2)`` (drawing it) plus ``O(n)``.
+
+**A sampled vector read through a linear map.** A Hilbert-space approximate GP samples its basis weights
+``z ~ N(0, I_M)`` and the likelihood reads ``f = A z + offset`` (:meth:`LatentGP.likelihood_map`). The estimate is the
+same with ``z`` for ``f``: ``q(z)`` is the Laplace approximation or (parallel) EP of the weights
+(:mod:`gpdsl.inference.approximations.weight_space`, ``O(N M^2)`` per Newton step or sweep, never an ``N x N``
+matrix), the draws come from the ``M x M`` factor of ``q``'s precision and ``log N(z | 0, I) - log q(z)`` is computed
+from it; EP's sites, warm starts and frozen sites live on ``f`` as for the exact GP.
 """
 
 from __future__ import annotations
@@ -77,10 +84,10 @@ from jax.scipy.special import logsumexp
 from gpdsl.errors import MethodError
 from gpdsl.inference.approximations.ep import ep, gaussian_from_sites
 from gpdsl.inference.approximations.gaussian import sample
-from gpdsl.likelihoods.approximation_needs import WEIGHTS_EP_REFUSAL, check_likelihood
+from gpdsl.likelihoods.approximation_needs import check_likelihood
 from gpdsl.inference.approximations.laplace import laplace
 from gpdsl.inference.approximations import weight_space
-from gpdsl.inference.approximations.weight_space import laplace_weights
+from gpdsl.inference.approximations.weight_space import ep_weights, laplace_weights, weights_from_sites
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.mcmc.adaptation import (
     RunningMoments,
@@ -213,7 +220,11 @@ class PMInfo(NamedTuple):
 def _approximate(problem: LatentGP, approximation: str, tol, max_iter, ep_schedule: str = "parallel"):
     y = jnp.asarray(problem.y)
     if approximation == "ep" and problem.mapped:
-        raise MethodError(WEIGHTS_EP_REFUSAL)
+        return lambda K, sites, theta: ep_weights(problem.likelihood_map(theta), y, tol=tol, max_sweeps=max_iter,
+                                                  initial_sites=None if sites is None else (sites[0], sites[1]),
+                                                  offset=problem.location_offset(theta),
+                                                  likelihood=problem.likelihood,
+                                                  args=problem.likelihood_arguments(theta))
     if approximation == "ep":
         return lambda K, sites, theta: ep(K, y, tol=tol, max_sweeps=max_iter, schedule=ep_schedule,
                                           initial_sites=None if sites is None else (sites[0], sites[1]),
@@ -281,7 +292,8 @@ def make_latent_estimator(problem: LatentGP, approximation: str = "ep", num_impo
             return approximate(K, start_sites, theta)._replace(log_marginal=jnp.asarray(jnp.nan, K.dtype))
 
         def as_they_are():
-            frozen_q = gaussian_from_sites(K, start_sites[0], start_sites[1])
+            frozen_q = weights_from_sites(problem.likelihood_map(theta), start_sites[0], start_sites[1]) \
+                if problem.mapped else gaussian_from_sites(K, start_sites[0], start_sites[1])
             return jax.tree.map(lambda value, like: jnp.asarray(value, like.dtype), frozen_q,
                                 jax.eval_shape(sweeps))
 

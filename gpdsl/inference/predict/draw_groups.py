@@ -15,7 +15,7 @@ Student-t process         from Stan's generated quantities      the conditional 
                           (NUTS, the only sampler of it)
 HSGP latent GP            ``log p(y_i | f_i, theta)``; y_rep,   f* = phi(X*) (sqrt(S) .* z) at each draw
                           f from the weights z (NUTS: Stan's)   (theta, z), y*; theta only (pm): z from the
-                                                                weights' Laplace approximation at theta
+                                                                weights' Laplace or EP q at theta
 ========================  ====================================  ==========================================
 
 A ``matrix[N, K]`` latent of independent GP columns (``categorical_logit``) is predicted column by column, or from
@@ -118,17 +118,19 @@ def latent_gp_groups(output, model, data, facts, context, pointwise: bool = True
         set_predictions(output, problem, values)
 
 
-def hsgp_groups(output, model, data, facts, context, pointwise: bool = True, tol=None, **_) -> None:
+def hsgp_groups(output, model, data, facts, context, pointwise: bool = True, approximation: str = "ep", tol=None,
+                **_) -> None:
     """The groups of a Hilbert-space approximate latent GP from each draw of its hyperparameters and weights
     (:mod:`gpdsl.inference.predict.hsgp`): ``log p(y_i | f_i, theta)`` and replicates (NUTS writes them from Stan's
     generated quantities), and ``f*`` and ``y*`` at new inputs; with the pointwise groups, the paper's diagnostics of
     the length-scale draws in the run's report (:mod:`gpdsl.inference.hsgp_diagnostics`). Where the draws hold the
     hyperparameters alone (``pm`` without ``--sample-latent``) the pointwise groups are not written and predictions
-    take one draw of the weights' Laplace approximation at each draw (``tol`` its convergence threshold)."""
+    take one draw of the weights' Gaussian ``approximation`` (Laplace or EP) at each draw (``tol`` its convergence
+    threshold)."""
     import jax
 
     from gpdsl.inference.families.hsgp import hsgp_view
-    from gpdsl.inference.predict.hsgp import hsgp_new_draws, hsgp_pointwise, laplace_weight_draws
+    from gpdsl.inference.predict.hsgp import approximate_weight_draws, hsgp_new_draws, hsgp_pointwise
 
     key, new_inputs = jax.random.PRNGKey(context.seed), context.new_inputs
     if not pointwise and new_inputs is None:
@@ -145,8 +147,9 @@ def hsgp_groups(output, model, data, facts, context, pointwise: bool = True, tol
     if problem.weights not in posterior:  # pm without --sample-latent: theta alone
         if new_inputs is None:
             return
-        with draw_stage("weights from the Laplace approximation at each draw", first, context.progress):
-            posterior = laplace_weight_draws(problem, posterior, jax.random.fold_in(key, _WEIGHTS_STREAM), tol)
+        with draw_stage(f"weights from {approximation} at each draw", first, context.progress):
+            posterior = approximate_weight_draws(problem, posterior, jax.random.fold_in(key, _WEIGHTS_STREAM),
+                                                 approximation, tol)
     elif pointwise:
         with draw_stage("pointwise log-likelihood and replicates", first, context.progress):
             log_likelihood, replicates = hsgp_pointwise(problem, output.posterior,

@@ -97,21 +97,22 @@ def hsgp_pointwise(problem: HSGPLatent, posterior: dict, key) -> tuple[np.ndarra
     return over_draws(one, *[np.asarray(posterior[name], dtype=float) for name in names], keys)
 
 
-def laplace_weight_draws(problem: HSGPLatent, posterior: dict, key, tol=None) -> dict[str, np.ndarray]:
-    """The posterior with one draw of the weights per hyperparameter draw from the Laplace approximation of the
-    weights at it (:func:`~gpdsl.inference.approximations.weight_space.laplace_weights`): what predictions use where
-    the sampler recorded the hyperparameters alone (``pm`` without ``--sample-latent``). The weights are then
+def approximate_weight_draws(problem: HSGPLatent, posterior: dict, key, approximation: str = "laplace",
+                             tol=None) -> dict[str, np.ndarray]:
+    """The posterior with one draw of the weights per hyperparameter draw from the Gaussian approximation of the
+    weights at it (:mod:`~gpdsl.inference.approximations.weight_space`, Laplace or EP): what predictions use where the
+    sampler recorded the hyperparameters alone (``pm`` without ``--sample-latent``). The weights are then
     approximate: a draw of ``q(z | y, theta)``, not of ``p(z | y, theta)``."""
     from gpdsl.inference.approximations import weight_space
     from gpdsl.inference.predict.draws import draw_keys, unconstrained_draws
 
     theta_draws = unconstrained_draws(problem, posterior)
     y = np.asarray(problem.y)
+    fit = weight_space.ep_weights if approximation == "ep" else weight_space.laplace_weights
 
     def one(theta, draw_key):
-        approx = weight_space.laplace_weights(problem.likelihood_map(theta), y, problem.likelihood, tol=tol,
-                                              args=problem.likelihood_arguments(theta),
-                                              offset=problem.location_offset(theta))
+        approx = fit(problem.likelihood_map(theta), y, problem.likelihood, tol=tol,
+                     args=problem.likelihood_arguments(theta), offset=problem.location_offset(theta))
         return weight_space.sample(approx, draw_key, 1)[0]
 
     return {**posterior, problem.weights: over_draws(one, theta_draws, draw_keys(key, theta_draws))}

@@ -1,6 +1,7 @@
-"""The Laplace approximation over an HSGP's basis weights (z ~ N(0, I_M), likelihood on f = A z + offset) against the
-dense Laplace approximation of the same model in f with covariance A A^T, and pm's importance-sampling estimate of
-p(y | theta) built on it: its weights against SciPy's densities, its mean against the marginal by quadrature."""
+"""The Laplace approximation and EP over an HSGP's basis weights (z ~ N(0, I_M), likelihood on f = A z + offset)
+against the dense Laplace approximation and parallel EP of the same model in f with covariance A A^T, and pm's
+importance-sampling estimate of p(y | theta) built on them: its weights against SciPy's densities, its mean against
+the marginal by quadrature."""
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +14,8 @@ from gpdsl.api import check_text
 from gpdsl.data.validation import validate_data
 from gpdsl.inference.approximations import weight_space
 from gpdsl.inference.approximations.laplace import laplace
-from gpdsl.inference.approximations.weight_space import laplace_weights
+from gpdsl.inference.approximations.ep import ep
+from gpdsl.inference.approximations.weight_space import ep_weights, laplace_weights, weights_from_sites
 from gpdsl.inference.families.hsgp import hsgp_view
 from gpdsl.inference.mcmc.pseudo_marginal import make_importance_estimator
 from gpdsl.ir.families import HSGP_LATENT_GP, classify
@@ -21,6 +23,7 @@ from gpdsl.ir.families import HSGP_LATENT_GP, classify
 jax.config.update("jax_enable_x64", True)
 
 TIGHT = {"tol": 1e-20, "max_iter": 200}
+TIGHT_EP = {"tol": 1e-22, "max_sweeps": 1000}
 
 
 def hsgp_problem(m=40, n=30, likelihood="poisson_log", seed=0):
@@ -81,7 +84,8 @@ def test_the_draws_have_the_laplace_covariance():
     np.testing.assert_allclose(np.cov(draws.T), covariance, atol=0.02 * np.abs(covariance).max())
 
 
-def test_pm_estimate_is_unbiased_for_the_marginal_by_quadrature():
+@pytest.mark.parametrize("approximation", ["laplace", "ep"])
+def test_pm_estimate_is_unbiased_for_the_marginal_by_quadrature(approximation):
     # M = 2 weights: p(y | theta) = integral of p(y | A z + offset) N(z | 0, I) dz by 80 x 80 Gauss-Hermite nodes
     problem = hsgp_problem(m=2, n=12)
     theta = jnp.asarray([0.3, np.log(0.7), np.log(2.0)])
@@ -92,16 +96,28 @@ def test_pm_estimate_is_unbiased_for_the_marginal_by_quadrature():
     log_lik = stats.poisson.logpmf(problem.y[None, :], np.exp(grid @ A.T + offset)).sum(axis=1)
     log_w = np.log(np.outer(weights, weights).ravel() / (2 * np.pi))
     exact = np.logaddexp.reduce(log_lik + log_w)
-    estimate = make_importance_estimator(problem, "laplace", num_importance=1)
+    estimate = make_importance_estimator(problem, approximation, num_importance=1)
     values = jax.vmap(lambda key: estimate(key, theta)[0])(jax.random.split(jax.random.PRNGKey(0), 4000))
     ratios = np.exp(np.asarray(values) - exact)
     assert abs(ratios.mean() - 1.0) <= 4 * ratios.std() / np.sqrt(ratios.size)
     assert ratios.std() > 0  # a real Monte Carlo estimate, not the exact value
 
 
-def test_pm_with_ep_on_an_hsgp_refuses_with_the_reason():
-    from gpdsl.errors import MethodError
-    from gpdsl.inference.mcmc.pseudo_marginal import make_pseudo_marginal
-
-    with pytest.raises(MethodError, match="use --approximation laplace"):
-        make_pseudo_marginal(hsgp_problem(m=4), "ep")
+@pytest.mark.parametrize("likelihood", ["poisson_log", "bernoulli_logit"])
+def test_ep_of_the_weights_is_the_dense_parallel_ep_with_covariance_a_a_transpose(likelihood):
+    problem = hsgp_problem(likelihood=likelihood)
+    theta = jnp.asarray([0.2, np.log(0.8), np.log(1.3)])
+    A, offset = problem.likelihood_map(theta), problem.location_offset(theta)
+    weights = ep_weights(A, problem.y, likelihood, offset=offset, **TIGHT_EP)
+    N = A.shape[0]
+    dense = ep(A @ A.T + 1e-10 * jnp.eye(N), problem.y, schedule="parallel", likelihood=likelihood, offset=offset,
+               **TIGHT_EP)
+    assert bool(weights.converged) and bool(dense.converged)
+    assert float(weights.log_marginal) == pytest.approx(float(dense.log_marginal), abs=1e-6)
+    np.testing.assert_allclose(A @ weights.mean, dense.mean, atol=1e-6)
+    np.testing.assert_allclose(weights.site_precision, dense.site_precision, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(weights.site_location, dense.site_location, rtol=1e-6, atol=1e-8)
+    # fixed sites give back the same Gaussian of the weights without a sweep
+    again = weights_from_sites(A, weights.site_precision, weights.site_location)
+    np.testing.assert_allclose(again.mean, weights.mean, atol=1e-10)
+    np.testing.assert_allclose(again.chol_b, weights.chol_b, atol=1e-10)

@@ -51,7 +51,7 @@ def test_latent_is_the_basis_expansion_plus_the_mean():
     np.testing.assert_allclose(problem.latent(theta, jnp.asarray(z)), expected, rtol=1e-12)
 
 
-@pytest.mark.parametrize("method", ["mcmc-ep", "ep-ml", "sgpr"])
+@pytest.mark.parametrize("method", ["ep-ml", "sgpr"])
 def test_methods_of_exact_gps_refuse_the_model_at_the_start(method):
     model, data, _ = hsgp_problem()
     reason = methods()[method].refusal(model)
@@ -61,16 +61,23 @@ def test_methods_of_exact_gps_refuse_the_model_at_the_start(method):
             gpdsl.fit(model, data, method, seed=1)
 
 
-def test_pm_runs_the_weights_with_laplace_and_refuses_ep_with_the_reason():
+def test_pm_and_mcmc_ep_run_the_weights_and_refuse_what_their_approximation_lacks():
     from gpdsl.settings import PseudoMarginalSettings
 
     model, data, _ = hsgp_problem()
     pm = methods()["pm"]
-    assert pm.refusal(model, settings=PseudoMarginalSettings(approximation="laplace")) is None
-    reason = pm.refusal(model, settings=PseudoMarginalSettings(approximation="ep"))
-    assert "expectation propagation over an HSGP's basis weights" in reason and "--approximation laplace" in reason
-    with pytest.raises(MethodError, match="--approximation laplace"):
-        gpdsl.sample(model, data, "pm", approximation="ep", chains=1, warmup=5, draws=5, seed=1)
+    for approximation in ("laplace", "ep"):
+        assert pm.refusal(model, settings=PseudoMarginalSettings(approximation=approximation)) is None
+    assert methods()["mcmc-ep"].refusal(model) is None
+    from gpdsl.api import check_text
+
+    zero_inflated = check_text(open("models/gp_hsgp.gpm").read().replace(
+        "real<lower=0> ell ~ inv_gamma(5, 5);", "real<lower=0> ell ~ inv_gamma(5, 5);\n  real<lower=0, upper=1> zi "
+        "~ beta(1, 1);").replace("y ~ poisson_log(f);", "y ~ zero_inflated_poisson_log(f, zi);"))[0]
+    reason = pm.refusal(zero_inflated, settings=PseudoMarginalSettings(approximation="laplace"))
+    assert "concave" in reason
+    with pytest.raises(MethodError, match="concave"):
+        gpdsl.sample(zero_inflated, data, "pm", approximation="laplace", chains=1, warmup=5, draws=5, seed=1)
 
 
 @pytest.mark.slow

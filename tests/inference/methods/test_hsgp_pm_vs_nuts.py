@@ -1,5 +1,5 @@
 """pm on a Hilbert-space approximate GP (pseudo-marginal MH on the hyperparameters, p(y | theta) estimated by
-importance sampling from the Laplace approximation of the basis weights) and Stan's NUTS on the same HSGP program
+importance sampling from the Laplace approximation or EP of the basis weights) and Stan's NUTS on the same HSGP program
 agree on the hyperparameters' posterior means and on the replicates' statistics within four combined Monte Carlo
 standard errors, both runs converged (split R-hat below 1.01, bulk ESS at least 400) (slow tier): models/gp_hsgp.gpm,
 60 counts."""
@@ -19,14 +19,15 @@ NAMES = ["mu", "sigma", "ell"]
 
 
 @pytest.mark.slow
-def test_pm_with_laplace_on_the_weights_agrees_with_nuts():
+@pytest.mark.parametrize("approximation", ["laplace", "ep"])
+def test_pm_on_the_weights_agrees_with_nuts(approximation):
     model, data = check_file("models/gp_hsgp.gpm")[0], counts()
     start = time.perf_counter()
-    ours = run(model, data, "pm", PseudoMarginalSettings(chains=4, warmup=1000, draws=6000, approximation="laplace",
+    ours = run(model, data, "pm", PseudoMarginalSettings(chains=4, warmup=1000, draws=6000, approximation=approximation,
                                                          num_importance=8, sample_latent=True), seed=5)
     middle = time.perf_counter()
     nuts = run(model, data, "nuts", NUTSSettings(chains=4, warmup=1000, draws=1000), seed=6)
-    print(f"\npm {middle - start:.0f} s, NUTS {time.perf_counter() - middle:.0f} s")
+    print(f"\npm ({approximation}) {middle - start:.0f} s, NUTS {time.perf_counter() - middle:.0f} s")
     problems = convergence_problems(ours, NAMES, "pm") + convergence_problems(nuts, NAMES, "nuts")
     assert not problems, problems
     failures = disagreements(ours, nuts, NAMES)
