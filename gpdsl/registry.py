@@ -376,7 +376,8 @@ register(Method(
     chain_engine=gibbs_engine, chain_groups=True, predictive=("joint", "marginal")))
 register(Method(
     "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",
-    (LATENT_GP,), EPMLSettings, run_ep_ml, predicts=True, needs_parameters=(LATENT_GP,), refuses=ep_refusal,
+    (LATENT_GP, HSGP_LATENT_GP), EPMLSettings, run_ep_ml, predicts=True, needs_parameters=(LATENT_GP, HSGP_LATENT_GP),
+    refuses=ep_refusal,
     predictive=("joint", "marginal"), missing_outputs=(LATENT_GP,)))
 register(Method(
     "vem", "variational EM with Psi statistics (analytic, unscented, Gauss-Hermite, Monte Carlo)",

@@ -8,13 +8,16 @@ import numpy as np
 from scipy.optimize import minimize
 
 from gpdsl.inference.approximations.ep import check_ep_likelihood, ep
+from gpdsl.inference.approximations.weight_space import ep_weights
 from gpdsl.inference.families.latent_gp import LatentGP
 
 
 def ep_type2_ml(problem: LatentGP, starts, tol=None, max_sweeps: int = 100):
     """Maximise the EP approximation of ``log p(y | theta)`` over unconstrained ``theta``.
 
-    EP's fixed-point iterations are not differentiated through, so the optimiser is derivative-free
+    For a sampled vector read through a linear map (an HSGP's weights) the EP is that of the weights
+    (:func:`~gpdsl.inference.approximations.weight_space.ep_weights`, parallel sweeps). EP's fixed-point iterations
+    are not differentiated through, so the optimiser is derivative-free
     (Nelder-Mead on the unconstrained scale), restarted from each row of ``starts``; the best optimum is
     returned.
 
@@ -34,9 +37,14 @@ def ep_type2_ml(problem: LatentGP, starts, tol=None, max_sweeps: int = 100):
     """
     check_ep_likelihood(problem.likelihood)
     y = jnp.asarray(problem.y)
-    objective = jax.jit(lambda theta: -ep(problem.covariance(theta), y, tol=tol, max_sweeps=max_sweeps,
-                                          offset=problem.location_offset(theta), likelihood=problem.likelihood,
-                                          args=problem.likelihood_arguments(theta)).log_marginal)
+    if problem.mapped:
+        objective = jax.jit(lambda theta: -ep_weights(problem.likelihood_map(theta), y, problem.likelihood, tol=tol,
+                                                      max_sweeps=max_sweeps, offset=problem.location_offset(theta),
+                                                      args=problem.likelihood_arguments(theta)).log_marginal)
+    else:
+        objective = jax.jit(lambda theta: -ep(problem.covariance(theta), y, tol=tol, max_sweeps=max_sweeps,
+                                              offset=problem.location_offset(theta), likelihood=problem.likelihood,
+                                              args=problem.likelihood_arguments(theta)).log_marginal)
 
     def safe(theta):
         value = float(objective(jnp.asarray(theta)))

@@ -121,3 +121,24 @@ def test_ep_of_the_weights_is_the_dense_parallel_ep_with_covariance_a_a_transpos
     again = weights_from_sites(A, weights.site_precision, weights.site_location)
     np.testing.assert_allclose(again.mean, weights.mean, atol=1e-10)
     np.testing.assert_allclose(again.chol_b, weights.chol_b, atol=1e-10)
+
+
+@pytest.mark.slow
+def test_ep_ml_on_an_hsgp_maximises_the_weights_ep_marginal():
+    import gpdsl
+
+    problem = hsgp_problem(m=10, n=25)
+    data = {"N": 25, "t": np.asarray(problem.jax_model.data["t"]), "y": np.asarray(problem.y, dtype=int)}
+    results = gpdsl.sample(problem.jax_model.model, data, "ep-ml", starts=2, seed=3, new_inputs=data["t"][:4])
+    estimate = {name: jnp.asarray(float(np.ravel(results.posterior[name].values)[0])) for name in problem.theta_names}
+    theta = problem.unconstrain_theta(estimate)
+
+    def log_marginal(t):
+        return float(ep_weights(problem.likelihood_map(t), problem.y, "poisson_log",
+                                offset=problem.location_offset(t)).log_marginal)
+
+    best = log_marginal(theta)
+    assert float(np.ravel(results.sample_stats["log_marginal"].values)[0]) == pytest.approx(best, abs=1e-8)
+    for step in np.eye(problem.theta_dim) * 0.05:  # no coordinate step improves on the optimum
+        assert log_marginal(theta + step) <= best + 1e-6 and log_marginal(theta - step) <= best + 1e-6
+    assert results.predictions["f_new"].shape == (1, 1, 4)
