@@ -142,3 +142,23 @@ def test_ep_ml_on_an_hsgp_maximises_the_weights_ep_marginal():
     for step in np.eye(problem.theta_dim) * 0.05:  # no coordinate step improves on the optimum
         assert log_marginal(theta + step) <= best + 1e-6 and log_marginal(theta - step) <= best + 1e-6
     assert results.predictions["f_new"].shape == (1, 1, 4)
+
+
+@pytest.mark.slow
+def test_mcmc_ep_on_an_hsgp_targets_the_weights_ep_marginal():
+    import gpdsl
+
+    problem = hsgp_problem(m=8, n=20)
+    data = {"N": 20, "t": np.asarray(problem.jax_model.data["t"]), "y": np.asarray(problem.y, dtype=int)}
+    results = gpdsl.sample(problem.jax_model.model, data, "mcmc-ep", chains=1, warmup=10, draws=15, tol=1e-14,
+                           sample_latent=True, seed=2)
+    posterior = results.posterior
+    for draw in (0, 7, 14):
+        theta = problem.unconstrain_theta({name: jnp.asarray(posterior[name].values[0, draw])
+                                           for name in problem.theta_names})
+        expected = ep_weights(problem.likelihood_map(theta), problem.y, "poisson_log", tol=1e-14, max_sweeps=1000,
+                              offset=problem.location_offset(theta)).log_marginal
+        assert float(results.sample_stats["log_marginal"].values[0, draw]) == pytest.approx(float(expected), abs=1e-6)
+        z = jnp.asarray(posterior["f_z"].values[0, draw])
+        np.testing.assert_allclose(posterior["f"].values[0, draw], problem.latent(theta, z), atol=1e-10)
+    assert results.log_likelihood["y"].shape == (1, 15, 20)
