@@ -92,7 +92,7 @@ def approximation_refusal(facts, approximation: str, alternatives: str | None = 
     Returns
     -------
     str or None
-        The likelihood lacks what the approximation needs, the model samples several latent GP vectors, the
+        The likelihood lacks what the approximation needs, the model samples several latent GP vectors, or the
         likelihood's latent argument is not ``f`` plus terms free of it.
     """
     if facts.others:
