@@ -40,7 +40,9 @@ print(f"Y: {data['Y'].shape}, configurations: {np.bincount(labels).tolist()}")
 # %%
 # The fit: 20 inducing inputs, analytic Psi statistics, PCA start, L-BFGS.
 fit = gpdsl.fit(MODEL, data, "vem", num_inducing=20, psi="analytic", max_iterations=1000, seed=0)
-gpdsl.summarize(fit)
+optimiser = gpdsl.results.results_json(fit, "report")["optimizer"]
+print(f"L-BFGS: {optimiser['iterations']} iterations; {optimiser['message']}")
+gpdsl.summarize(fit, var_names=["s2", "w", "noise"])[["mean"]]
 
 # %%
 # The latent means of the two dimensions of largest ARD weight, coloured by configuration, with the ARD

@@ -53,7 +53,7 @@ data = {"N": len(y), "D": 2, "Q": 2, "X": X, "y": y}
 # points.
 fit = gpdsl.fit(MODEL, data, "dmgp", num_inducing=30, num_inducing_fields=15, noise_fixed_steps=500, steps=1500,
                 initial_values={"noise": 0.01}, seed=1, new_inputs=X_test)
-gpdsl.summarize(fit)
+gpdsl.summarize(fit, var_names=["sf2", "s2", "ell", "noise"])[["mean"]]
 
 # %%
 # The test error in standardised units, against the test outputs' sd of about 1.

@@ -34,11 +34,12 @@ data = gpdsl.datasets.model_data(gpdsl.datasets.pima_tr(), "xy", rows=60, column
 print(f"{data['N']} women, {int(data['y'].sum())} with diabetes")
 
 # %%
-# Both samplers, with small settings for the gallery: ``pm`` with EP and 8 importance draws per estimate, NUTS
-# with 2 chains of 300 + 300 iterations (its first run compiles the Stan program, about a minute; later runs
-# find it in PyStan's cache).
-pm = gpdsl.sample(MODEL, data, "pm", approximation="ep", num_importance=8, chains=2, warmup=300, draws=1000,
-                  seed=1)
+# Both samplers, with small settings for the gallery: ``pm`` with EP and 8 importance draws per estimate, 2
+# chains of 500 + 3000 iterations, keeping the latent values of its importance draws (``sample_latent``, which
+# also gives it a pointwise ``log_likelihood`` group for LOO); NUTS with 2 chains of 300 + 300 iterations (its
+# first run compiles the Stan program, about a minute; later runs find it in PyStan's cache).
+pm = gpdsl.sample(MODEL, data, "pm", approximation="ep", num_importance=8, chains=2, warmup=500, draws=3000,
+                  sample_latent=True, seed=1)
 nuts = gpdsl.sample(MODEL, data, "nuts", chains=2, warmup=300, draws=300, seed=1)
 
 # %%
@@ -50,8 +51,13 @@ table.fits[["method", "chains", "draws", "compile_s", "warmup_s", "sampling_s", 
             "elpd_loo", "elpd_loo_se"]]
 
 # %%
-# Per parameter: each method's mean with its Monte Carlo standard error, and the z-score of the difference in
-# their combined MCSE (``|z| > 4`` would be flagged).
+# Per parameter and method: the posterior mean and sd, the Monte Carlo standard error of the mean, the bulk ESS
+# and R-hat.
+table.parameters[["mean", "sd", "mcse_mean", "ess_bulk", "r_hat"]]
+
+# %%
+# The difference of the means, its z-score in their combined MCSE (``|z| > 4`` would be flagged) and its size in
+# NUTS's posterior sds.
 table.differences
 
 # %%

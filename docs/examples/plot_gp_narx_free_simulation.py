@@ -45,7 +45,7 @@ start = {"rbf_variance": float(np.var(y)), "rbf_lengthscale": (10 * np.std(X, ax
 model, _ = gpdsl.check(MODEL)
 settings = ForecastSettings(lag=LAG, train=TRAIN, feedback="gaussian", psi="unscented", training_variance=1e-6)
 results, uncertain, fit = forecast(model, series, settings, MLSettings(initial_values=start, max_iterations=5000))
-gpdsl.summarize(results)
+gpdsl.summarize(results)[["mean"]]
 
 # %%
 # The naive GP-NARX from the same fit: the predictive means fed back alone.

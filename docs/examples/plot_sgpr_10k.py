@@ -42,7 +42,7 @@ data = {"N": N, "D": 1, "X": x[:, None], "y": y}
 # The fit with 30 inducing inputs, and the projected-process predictive at 200 new inputs.
 grid = np.linspace(-2.2, 2.2, 200)
 fit = gpdsl.fit(MODEL, data, "sgpr", num_inducing=30, seed=1, new_inputs=grid[:, None])
-gpdsl.summarize(fit)
+gpdsl.summarize(fit, var_names=["variance", "lengthscale", "noise"])[["mean"]]
 
 # %%
 # The noise sd it found against the true 0.3, and how far the predictive mean is from the true function.
