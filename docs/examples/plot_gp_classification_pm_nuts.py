@@ -47,8 +47,8 @@ nuts = gpdsl.sample(MODEL, data, "nuts", chains=2, warmup=300, draws=300, seed=1
 # smallest bulk ESS per second, the largest R-hat and the PSIS-LOO estimate of the expected log predictive
 # density (``elpd_loo``).
 table = gpdsl.compare({"nuts": nuts, "pm": pm}, reference="nuts", var_names=["sigma", "tau"])
-table.fits[["method", "chains", "draws", "compile_s", "warmup_s", "sampling_s", "min_ess_bulk", "min_ess_per_s", "max_r_hat",
-            "elpd_loo", "elpd_loo_se"]]
+table.fits[["method", "chains", "draws", "compile_s", "warmup_s", "sampling_s", "min_ess_bulk", "min_ess_per_s",
+            "max_r_hat", "elpd_loo", "elpd_loo_se"]]
 
 # %%
 # Per parameter and method: the posterior mean and sd, the Monte Carlo standard error of the mean, the bulk ESS
