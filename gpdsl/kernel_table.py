@@ -19,6 +19,10 @@ from gpdsl.errors import ModelCheckError
 from gpdsl.source import Span
 from gpdsl.suggest import did_you_mean
 
+PERIODIC_ORDER = 7
+"""Default number ``J`` of cosine terms of a periodic kernel's truncated series in its state-space form (a state of
+``2 J + 1``): :mod:`gpdsl.kernels.state_space` and ``approx = state_space(order = J)``."""
+
 
 @dataclass(frozen=True)
 class KernelParam:
@@ -153,6 +157,12 @@ class KernelSpec:
         ``omega`` (angular frequencies, one column per input dimension), with ``k(tau) = (2 pi)^-D int S(omega)
         exp(i omega.tau) d omega``; chosen as :attr:`stan` is (:meth:`spectral_call`). The Hilbert-space
         approximation (:mod:`gpdsl.ir.approximations`) needs it.
+    state_space : StanCall or None
+        For a kernel of a scalar input that is the covariance of a linear SDE (``has_state_space`` on its class,
+        :mod:`gpdsl.kernels.state_space`): the stem ``<function>`` of its Stan functions ``<function>_feedback``,
+        ``<function>_stationary`` (each ``(int order, <params>)``, returning ``F`` and ``P_inf``) and
+        ``<function>_measurement(int order)`` (``H``, a one-row matrix), ``order`` the harmonics of a periodic
+        kernel's series. The state-space approximation (``approx = state_space``) needs it.
     """
 
     name: str
@@ -164,6 +174,7 @@ class KernelSpec:
     kernels: tuple[str, ...] = ()
     index_input: bool = False
     spectral_density: tuple[StanCall, ...] = ()
+    state_space: StanCall | None = None
 
     def param(self, name: str) -> KernelParam | None:
         """The hyperparameter called ``name``, or None."""
@@ -260,7 +271,8 @@ def _lengthscale_kernel(name: str, doc: str) -> KernelSpec:
     spectral density ``<name>_spd``."""
     return KernelSpec(name, (_VARIANCE, _LENGTHSCALE),
                       stan=(StanCall(f"{name}_kernel", ("variance", "lengthscale")),), doc=doc,
-                      spectral_density=(StanCall(f"{name}_spd", ("variance", "lengthscale")),))
+                      spectral_density=(StanCall(f"{name}_spd", ("variance", "lengthscale")),),
+                      state_space=StanCall(f"{name}_ss", ("variance", "lengthscale")))
 
 
 KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
@@ -280,7 +292,8 @@ KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
                             KernelParam("period", default=1.0, required=True, ard_allowed=True)),
                stan=(StanCall("periodic_kernel", ("variance", "lengthscale", "period")),),
                doc="variance * exp(-1/2 sum_d sin^2(pi (x_d - x'_d) / period_d) / lengthscale_d^2) "
-                   "(GPy's StdPeriodic; MacKay's form with length-scale 2 * lengthscale)"),
+                   "(GPy's StdPeriodic; MacKay's form with length-scale 2 * lengthscale)",
+               state_space=StanCall("periodic_ss", ("variance", "lengthscale", "period"))),
     KernelSpec("linear", (KernelParam("variance", default=1.0, ard_allowed=True),),
                stan=(StanCall("linear_kernel", ("variance",)),),
                doc="sum_d variance_d x_d x'_d"),
@@ -289,7 +302,7 @@ KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
                doc="variance on the diagonal of K(X, X) (same index), zero between different sets"),
     KernelSpec("constant", (_FIXED_VARIANCE,),
                stan=(StanCall("constant_kernel", ("variance",)),),
-               doc="variance"),
+               doc="variance", state_space=StanCall("constant_ss", ("variance",))),
     KernelSpec("same", (),
                stan=(StanCall("same_kernel", ()),),
                doc="1 when two points agree in every active input (e.g. the same sequence label), else 0: "

@@ -57,7 +57,7 @@ def verify_hsgp_inputs(model: Model, data: dict) -> None:
     """Refuse inputs of a Hilbert-space approximate GP with a column of one value: its box, ``c`` times their half
     range, is empty (inputs that are data variables; the Stan program rejects the others at its start)."""
     for statement in model.gp_statements():
-        if statement.approximation is None:
+        if not statement.approximated_by("hsgp"):
             continue
         for component in statement.inputs.components:
             if isinstance(component, Ref) and component.name in data:

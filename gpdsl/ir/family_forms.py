@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.approximations import HSGP
 from gpdsl.kernel_table import KERNEL_SPECS
 from gpdsl.ir.structure import GPNode, acts_elementwise, statement_refs, student_t_process_nodes
 from gpdsl.likelihoods import LIKELIHOODS
@@ -188,7 +189,7 @@ def latent_gp_form(model: ir.Model, nodes: list[GPNode], marginalise: bool, seve
 
 def hsgp_latent_gp_form(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
     """One latent GP vector with ``approx = hsgp(...)`` (every GP of the model) under a likelihood on its elements."""
-    approximate = [n for n in nodes if n.statement.approximation is not None]
+    approximate = [n for n in nodes if n.statement.approximated_by(HSGP)]
     if not approximate:
         return Refusal(HSGP_LATENT_GP_NEEDS, "this model has no GP with approx = hsgp(...)")
     exact = [n.name for n in nodes if n.statement.approximation is None]

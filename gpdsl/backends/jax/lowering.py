@@ -39,6 +39,7 @@ from gpdsl.backends.jax.bijectors import (
 from gpdsl.data.missing import observed_masks
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.approximations import HSGP, STATE_SPACE
 from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds, student_t_process_nodes
 from gpdsl.kernels import Kernel, build_kernel
 from gpdsl.likelihoods import LIKELIHOODS
@@ -187,11 +188,11 @@ class JaxModel:
         env = dict(self.data)
         env.update(free)
         for node in self.gp_nodes:
-            if node.statement.approximation is not None:
+            if node.statement.approximated_by(HSGP):
                 env[node.name] = self.hsgp_latent(node.statement, free[node.name + "_z"], env)
         if self.parameterisation == "whitened":
             for node in self.gp_nodes:
-                if node.marginalised or node.statement.approximation is not None:
+                if node.marginalised or node.statement.approximated_by(HSGP):
                     continue
                 raw = free[node.name + "_raw"]
                 env[node.name] = self._whitened_to_latent(node, raw, env, env.get(node.name, jnp.zeros(raw.shape)))
@@ -281,7 +282,7 @@ class JaxModel:
             terms = likelihood.log_density(np.where(mask, y, likelihood.placeholder), *args)
             return jnp.sum(jnp.where(mask, terms, 0.0))
         if isinstance(statement, ir.GPStatement):
-            if self.parameterisation == "centred" and statement.approximation is None:
+            if self.parameterisation == "centred" and not statement.approximated_by(HSGP):
                 node = self._node(statement)
                 if not node.marginalised:
                     return self._centred_gp_logpdf(statement, env)
@@ -628,7 +629,7 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
             if name in priors:
                 add(name, var.type, var.type.lower, var.type.upper, "latent")
             continue
-        if node.statement.approximation is not None:
+        if node.statement.approximated_by(HSGP):
             add(name + "_z", VarType("real", "vector", (basis_size(node.statement),)), None, None, "hsgp_weights")
             continue
         if node.marginalised:

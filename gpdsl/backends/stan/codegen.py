@@ -74,6 +74,7 @@ from gpdsl.backends.stan.expressions import (
 from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.approximations import HSGP, STATE_SPACE
 from gpdsl.ir.structure import GPNode, expression_refs, gp_nodes, statement_refs, student_t_process_nodes
 from gpdsl.likelihoods import LIKELIHOODS, capability
 from gpdsl.numerics import GP_JITTER
@@ -433,7 +434,7 @@ class _Generator:
             if var.type.lower is not None or var.type.upper is not None:
                 raise MethodError(f"latent GP values '{name}' cannot have bounds", var.span)
             node = self._node(gps[0])
-            if gps[0].approximation is not None:
+            if gps[0].approximated_by(HSGP):
                 self.variables[name] = StanVariable(name, "hsgp", sname, "transformed parameters",
                                                     self.fresh(f"{sname}_z"))
                 continue
