@@ -10,7 +10,7 @@ range of the inputs around their centre (:mod:`gpdsl.ir.hsgp`). The second is th
 one scalar input (Hartikainen & Särkkä 2010; Solin & Särkkä 2014): ``state_space`` or ``state_space(order = J)``,
 its kernel a linear SDE (:mod:`gpdsl.kernels.state_space`) with a periodic kernel's cosine series truncated after
 ``J`` harmonics, so that Kalman filtering gives the Gaussian marginal likelihood in ``O(N)``
-(:mod:`gpdsl.inference.approximations.kalman`).
+(:mod:`gpdsl.kernels.kalman`).
 """
 
 from __future__ import annotations
