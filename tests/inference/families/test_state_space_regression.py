@@ -91,6 +91,7 @@ def test_log_density_with_missing_outputs_equals_the_dense_one():
     assert float(ss.log_marginal(theta)) == pytest.approx(float(dense.log_marginal(theta)), abs=1e-8, rel=0)
 
 
+@pytest.mark.slow
 def test_ml_finds_the_exact_models_optimum():
     data = series(n=60, seed=3)
     approx, exact = model_pair("matern32")
@@ -100,6 +101,7 @@ def test_ml_finds_the_exact_models_optimum():
         assert a == pytest.approx(b, rel=1e-5, abs=1e-6), name
 
 
+@pytest.mark.slow
 def test_predictions_equal_the_exact_predictive():
     data = series(n=50, seed=4, missing=(7,))
     ss, dense = views("sum", data)
@@ -118,6 +120,7 @@ def test_predictions_equal_the_exact_predictive():
         np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_joint_draws_have_the_exact_predictive_moments():
     data = series(n=30, seed=5, missing=(2,))
     ss, dense = views("matern32", data)
