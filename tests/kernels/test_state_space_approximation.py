@@ -16,6 +16,14 @@ def test_table_names_a_state_space_form_for_the_classes_that_have_one(name):
     assert (KERNEL_SPECS[name].state_space is not None) == has_form, name
 
 
+@pytest.mark.parametrize("name", ["matern12", "matern32", "matern52", "periodic", "constant"])
+@pytest.mark.parametrize("order", [1, 4])
+def test_table_state_dimension_is_the_classes(name, order):
+    params = {"variance": 1.3, "lengthscale": 0.7, "period": 2.0}
+    kernel = KERNELS[name](**{p.name: params[p.name] for p in KERNEL_SPECS[name].params})
+    assert KERNEL_SPECS[name].state_dimension(order) == kernel.state_space(order).F.shape[0]
+
+
 def test_state_space_kernels():
     assert set(state_space_kernels()) == {"matern12", "matern32", "matern52", "periodic", "constant"}
 

@@ -220,7 +220,8 @@ class HSGPTransformedData:
 @dataclass(frozen=True)
 class StateSpaceData:
     """The transformed data of a state-space GP, by Stan name: its number of points, the sort of its times, the steps
-    between the sorted times, its measurement row, the mask of observed outputs and the outputs (0 where missing)."""
+    between the sorted times (the distinct steps and each point's among them, two arguments of the template
+    functions), its measurement row, the mask of observed outputs and the outputs (0 where missing)."""
 
     n: str
     order: str
@@ -645,6 +646,11 @@ class _Generator:
                                        f"state_space_times({self._points(gp, 0, [])})")
         order = self._transformed_data(f"{base}_order", f"array[{n}] int", f"sort_indices_asc({times})")
         steps = self._transformed_data(f"{base}_steps", f"vector[{n}]", f"state_space_steps({times}[{order}])")
+        count = self._transformed_data(f"{base}_step_count", "int", f"state_space_distinct_count({steps})")
+        distinct = self._transformed_data(f"{base}_distinct_steps", f"vector[{count}]",
+                                          f"state_space_distinct({steps}, {count})")
+        index = self._transformed_data(f"{base}_step_index", f"array[{n}] int",
+                                       f"state_space_step_index({steps}, {distinct})")
         _, _, measurement, d = self._state_space_form(gp.kernel, int(gp.approximation.value("order")))
         H = self._transformed_data(f"{base}_measurement", f"matrix[1, {d}]", measurement)
         y = stan_name(likelihood.target.name)
@@ -654,7 +660,7 @@ class _Generator:
             y = self._transformed_data(f"{y}_filled", f"vector[{n}]", f"state_space_filled({y}, {indices})")
         else:
             mask = self._transformed_data(f"{base}_mask", f"vector[{n}]", f"rep_vector(1, {n})")
-        return StateSpaceData(n, order, steps, f"{H}[1]", mask, y)
+        return StateSpaceData(n, order, f"{distinct}, {index}", f"{H}[1]", mask, y)
 
     def _state_space_form(self, kernel: ir.Kernel, order: int) -> tuple[str, str, str, int]:
         """``(F, P, H, d)`` of a kernel as Stan expressions and its state dimension: a leaf's
@@ -669,13 +675,13 @@ class _Generator:
                 return (f"ss_block_diagonal({F1}, {F2})", f"ss_block_diagonal({P1}, {P2})", f"append_col({H1}, {H2})",
                         d1 + d2)
             return f"ss_kronecker_sum({F1}, {F2})", f"ss_kronecker({P1}, {P2})", f"ss_kronecker({H1}, {H2})", d1 * d2
-        call = catalog.KERNELS[kernel.name].state_space
-        if call is None or isinstance(kernel, ir.KernelCombination):
+        spec = catalog.KERNELS[kernel.name]
+        if spec.state_space is None or isinstance(kernel, ir.KernelCombination):
             raise MethodError(f"the Stan backend has no state-space form of '{kernel.name}'", kernel.span)
-        arguments = ", ".join([str(order)] + self._kernel_arguments(kernel, call))
-        d = 2 * order + 1 if kernel.name == "periodic" else {"matern32": 2, "matern52": 3}.get(kernel.name, 1)
-        return (f"{call.function}_feedback({arguments})", f"{call.function}_stationary({arguments})",
-                f"{call.function}_measurement({order})", d)
+        stem = spec.state_space.function
+        arguments = ", ".join([str(order)] + self._kernel_arguments(kernel, spec.state_space))
+        return (f"{stem}_feedback({arguments})", f"{stem}_stationary({arguments})", f"{stem}_measurement({order})",
+                spec.state_dimension(order))
 
     def _state_space_locals(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement):
         """The transformed data, the local ``F`` and ``P`` declarations, the sorted residuals and the sites' noise."""

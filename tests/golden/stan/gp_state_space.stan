@@ -151,25 +151,104 @@ functions {
   }
 
   /**
+   * The number of distinct values among time steps (a regular series has two: 0 and its spacing).
+   *
+   * @param steps  vector[N]
+   * @return       the count
+   */
+  int state_space_distinct_count(vector steps) {
+    vector[rows(steps)] sorted = sort_asc(steps);
+    int count = 1;
+    for (n in 2:rows(sorted)) {
+      count += sorted[n] != sorted[n - 1];
+    }
+    return count;
+  }
+
+  /**
+   * The distinct values among time steps, ascending.
+   *
+   * @param steps  vector[N]
+   * @param count  their number (state_space_distinct_count)
+   * @return       vector[count]
+   */
+  vector state_space_distinct(vector steps, int count) {
+    vector[rows(steps)] sorted = sort_asc(steps);
+    vector[count] distinct;
+    int k = 1;
+    distinct[1] = sorted[1];
+    for (n in 2:rows(sorted)) {
+      if (sorted[n] != sorted[n - 1]) {
+        k += 1;
+        distinct[k] = sorted[n];
+      }
+    }
+    return distinct;
+  }
+
+  /**
+   * Where each time step sits among the distinct steps, so that each transition is computed once per distinct step.
+   *
+   * @param steps     vector[N]
+   * @param distinct  vector[U], ascending (state_space_distinct)
+   * @return          array[N] int, entries in 1..U
+   */
+  array[] int state_space_step_index(vector steps, vector distinct) {
+    array[rows(steps)] int index;
+    for (n in 1:rows(steps)) {
+      int low = 1;
+      int high = rows(distinct);
+      while (low < high) {
+        int middle = (low + high) %/% 2;
+        if (distinct[middle] < steps[n]) {
+          low = middle + 1;
+        } else {
+          high = middle;
+        }
+      }
+      index[n] = low;
+    }
+    return index;
+  }
+
+  /**
+   * The transitions matrix_exp(F dt) over the distinct steps dt (the identity for a step of 0).
+   *
+   * @param distinct  vector[U] distinct steps
+   * @param F         matrix[d, d] feedback
+   * @return          array[U] matrix[d, d]
+   */
+  array[] matrix state_space_transitions(vector distinct, matrix F) {
+    array[rows(distinct)] matrix[rows(F), cols(F)] A;
+    for (u in 1:rows(distinct)) {
+      A[u] = distinct[u] > 0 ? matrix_exp(F * distinct[u]) : identity_matrix(rows(F));
+    }
+    return A;
+  }
+
+  /**
    * log N(r | 0, K + noise I) over the points whose mask is 1, by the Kalman filter along sorted times.
    *
    * @param r      vector[N] residuals, sorted by time
    * @param mask   vector[N], 1 at an observed point, 0 elsewhere
-   * @param steps  vector[N] time steps (state_space_steps)
+   * @param distinct  vector[U] the distinct time steps (state_space_distinct)
+   * @param index  array[N] int, each point's step among them (state_space_step_index)
    * @param F      matrix[d, d] feedback
    * @param P      matrix[d, d] stationary covariance
    * @param h      row_vector[d] measurement
    * @param noise  the sites' noise variance
    * @return       the log density
    */
-  real state_space_normal_lpdf(vector r, vector mask, vector steps, matrix F, matrix P, row_vector h, real noise) {
+  real state_space_normal_lpdf(vector r, vector mask, vector distinct, array[] int index, matrix F, matrix P,
+                               row_vector h, real noise) {
     int d = rows(P);
+    array[rows(distinct)] matrix[d, d] transitions = state_space_transitions(distinct, F);
     vector[d] m = rep_vector(0, d);
     matrix[d, d] C = P;
     real lp = 0;
     for (k in 1:rows(r)) {
-      if (steps[k] > 0) {
-        matrix[d, d] A = matrix_exp(F * steps[k]);
+      if (distinct[index[k]] > 0) {
+        matrix[d, d] A = transitions[index[k]];
         C = quad_form_sym(C - P, A') + P;
         m = A * m;
       }
@@ -192,26 +271,27 @@ functions {
    *
    * @param r      vector[N] site values (residuals), sorted by time
    * @param mask   vector[N], 1 where a site is, 0 elsewhere
-   * @param steps  vector[N] time steps
+   * @param distinct  vector[U] the distinct time steps
+   * @param index  array[N] int, each point's step among them
    * @param F      matrix[d, d] feedback
    * @param P      matrix[d, d] stationary covariance
    * @param h      row_vector[d] measurement
    * @param noise  the sites' noise variance
    * @return       matrix[N, 2]: means, then variances
    */
-  matrix state_space_smoothed(vector r, vector mask, vector steps, matrix F, matrix P, row_vector h, real noise) {
+  matrix state_space_smoothed(vector r, vector mask, vector distinct, array[] int index, matrix F, matrix P,
+                              row_vector h, real noise) {
     int n = rows(r);
     int d = rows(P);
+    array[rows(distinct)] matrix[d, d] transitions = state_space_transitions(distinct, F);
     array[n] vector[d] means;
     array[n] matrix[d, d] covariances;
-    array[n] matrix[d, d] transitions;
     matrix[n, 2] moments;
     vector[d] m = rep_vector(0, d);
     matrix[d, d] C = P;
     for (k in 1:n) {
-      transitions[k] = steps[k] > 0 ? matrix_exp(F * steps[k]) : identity_matrix(d);
-      C = quad_form_sym(C - P, transitions[k]') + P;
-      m = transitions[k] * m;
+      C = quad_form_sym(C - P, transitions[index[k]]') + P;
+      m = transitions[index[k]] * m;
       if (mask[k] > 0) {
         vector[d] column = C * h';
         real s = h * column + noise;
@@ -226,7 +306,7 @@ functions {
     moments[n, 2] = quad_form(C, h');
     for (step in 1:(n - 1)) {
       int k = n - step;
-      matrix[d, d] A = transitions[k + 1];
+      matrix[d, d] A = transitions[index[k + 1]];
       matrix[d, d] predicted = quad_form_sym(covariances[k] - P, A') + P;
       matrix[d, d] gain = mdivide_right_spd(covariances[k] * A', predicted);
       m = means[k] + gain * (m - A * means[k]);
@@ -244,16 +324,17 @@ functions {
    *
    * @param r      vector[N] residuals, sorted by time
    * @param mask   vector[N], 1 at an observed point
-   * @param steps  vector[N] time steps
+   * @param distinct  vector[U] the distinct time steps
+   * @param index  array[N] int, each point's step among them
    * @param F      matrix[d, d] feedback
    * @param P      matrix[d, d] stationary covariance
    * @param h      row_vector[d] measurement
    * @param noise  the sites' noise variance
    * @return       vector[N], sorted by time
    */
-  vector state_space_loo_log_densities(vector r, vector mask, vector steps, matrix F, matrix P, row_vector h,
-                                       real noise) {
-    matrix[rows(r), 2] moments = state_space_smoothed(r, mask, steps, F, P, h, noise);
+  vector state_space_loo_log_densities(vector r, vector mask, vector distinct, array[] int index, matrix F, matrix P,
+                                       row_vector h, real noise) {
+    matrix[rows(r), 2] moments = state_space_smoothed(r, mask, distinct, index, F, P, h, noise);
     vector[rows(r)] lp = rep_vector(0, rows(r));
     for (k in 1:rows(r)) {
       if (mask[k] > 0) {
@@ -279,20 +360,25 @@ functions {
   /**
    * A draw of f ~ N(0, K) at sorted times by the state recursion.
    *
-   * @param steps  vector[N] time steps
+   * @param distinct  vector[U] the distinct time steps
+   * @param index  array[N] int, each point's step among them
    * @param F      matrix[d, d] feedback
    * @param P      matrix[d, d] stationary covariance
    * @param h      row_vector[d] measurement
    * @return       vector[N], sorted by time
    */
-  vector state_space_prior_rng(vector steps, matrix F, matrix P, row_vector h) {
+  vector state_space_prior_rng(vector distinct, array[] int index, matrix F, matrix P, row_vector h) {
     int d = rows(P);
-    vector[rows(steps)] f;
+    array[rows(distinct)] matrix[d, d] transitions = state_space_transitions(distinct, F);
+    array[rows(distinct)] matrix[d, d] roots;
+    vector[size(index)] f;
     vector[d] s = ss_psd_sqrt(P) * to_vector(normal_rng(rep_vector(0, d), 1));
-    for (k in 1:rows(steps)) {
-      if (steps[k] > 0) {
-        matrix[d, d] A = matrix_exp(F * steps[k]);
-        s = A * s + ss_psd_sqrt(P - quad_form_sym(P, A')) * to_vector(normal_rng(rep_vector(0, d), 1));
+    for (u in 1:rows(distinct)) {
+      roots[u] = ss_psd_sqrt(P - quad_form_sym(P, transitions[u]'));
+    }
+    for (k in 1:size(index)) {
+      if (distinct[index[k]] > 0) {
+        s = transitions[index[k]] * s + roots[index[k]] * to_vector(normal_rng(rep_vector(0, d), 1));
       }
       f[k] = h * s;
     }
@@ -305,18 +391,20 @@ functions {
    *
    * @param r      vector[N] residuals, sorted by time (any value where the mask is 0)
    * @param mask   vector[N], 1 at an observed point
-   * @param steps  vector[N] time steps
+   * @param distinct  vector[U] the distinct time steps
+   * @param index  array[N] int, each point's step among them
    * @param F      matrix[d, d] feedback
    * @param P      matrix[d, d] stationary covariance
    * @param h      row_vector[d] measurement
    * @param noise  the sites' noise variance
    * @return       vector[N], sorted by time
    */
-  vector state_space_replicate_rng(vector r, vector mask, vector steps, matrix F, matrix P, row_vector h, real noise) {
+  vector state_space_replicate_rng(vector r, vector mask, vector distinct, array[] int index, matrix F, matrix P,
+                                   row_vector h, real noise) {
     int n = rows(r);
-    vector[n] prior = state_space_prior_rng(steps, F, P, h);
+    vector[n] prior = state_space_prior_rng(distinct, index, F, P, h);
     vector[n] pseudo = prior + sqrt(noise) * to_vector(normal_rng(rep_vector(0, n), 1));
-    matrix[n, 2] moments = state_space_smoothed(mask .* (r - pseudo), mask, steps, F, P, h, noise);
+    matrix[n, 2] moments = state_space_smoothed(mask .* (r - pseudo), mask, distinct, index, F, P, h, noise);
     return prior + moments[:, 1] + sqrt(noise) * to_vector(normal_rng(rep_vector(0, n), 1));
   }
 }
@@ -331,6 +419,9 @@ transformed data {
   vector[N] f_times = state_space_times(t_points);
   array[N] int f_order = sort_indices_asc(f_times);
   vector[N] f_steps = state_space_steps(f_times[f_order]);
+  int f_step_count = state_space_distinct_count(f_steps);
+  vector[f_step_count] f_distinct_steps = state_space_distinct(f_steps, f_step_count);
+  array[N] int f_step_index = state_space_step_index(f_steps, f_distinct_steps);
   matrix[1, 23] f_measurement = append_col(matern32_ss_measurement(10), periodic_ss_measurement(10));
   vector[N] f_mask = rep_vector(1, N);
 }
@@ -348,7 +439,7 @@ model {
   {
     matrix[23, 23] F = ss_block_diagonal(matern32_ss_feedback(10, 1.0, rep_vector(ell, 1)), periodic_ss_feedback(10, 1.0, rep_vector(1, 1), rep_vector(7, 1)));
     matrix[23, 23] P = ss_block_diagonal(square(trend) * matern32_ss_stationary(10, 1.0, rep_vector(ell, 1)), square(weekly) * periodic_ss_stationary(10, 1.0, rep_vector(1, 1), rep_vector(7, 1)));
-    target += state_space_normal_lpdf(y[f_order] | f_mask[f_order], f_steps, F, P, f_measurement[1], square(sigma) + jitter);
+    target += state_space_normal_lpdf(y[f_order] | f_mask[f_order], f_distinct_steps, f_step_index, F, P, f_measurement[1], square(sigma) + jitter);
   }
 }
 generated quantities {
@@ -359,8 +450,8 @@ generated quantities {
     matrix[23, 23] P_ = ss_block_diagonal(square(trend) * matern32_ss_stationary(10, 1.0, rep_vector(ell, 1)), square(weekly) * periodic_ss_stationary(10, 1.0, rep_vector(1, 1), rep_vector(7, 1)));
     vector[N] loo;
     vector[N] replicate;
-    loo[f_order] = state_space_loo_log_densities(y[f_order], f_mask[f_order], f_steps, F_, P_, f_measurement[1], square(sigma) + jitter);
-    replicate[f_order] = state_space_replicate_rng(y[f_order], f_mask[f_order], f_steps, F_, P_, f_measurement[1], square(sigma) + jitter);
+    loo[f_order] = state_space_loo_log_densities(y[f_order], f_mask[f_order], f_distinct_steps, f_step_index, F_, P_, f_measurement[1], square(sigma) + jitter);
+    replicate[f_order] = state_space_replicate_rng(y[f_order], f_mask[f_order], f_distinct_steps, f_step_index, F_, P_, f_measurement[1], square(sigma) + jitter);
     log_lik_y = loo;
     y_rep = replicate;
   }
