@@ -149,3 +149,16 @@ def test_joint_draws_have_the_exact_predictive_moments():
 def test_exact_gp_engines_refuse_the_state_space_model(method):
     approx, _ = model_pair("matern32")
     assert "uses approx = state_space(...), which these engines do not take" in methods()[method].refusal(approx)
+
+
+def test_memory_check_counts_no_kernel_matrix_for_a_state_space_gp(monkeypatch):
+    from gpdsl.data import preflight
+    from gpdsl.errors import MethodError
+    from gpdsl.settings.fields import RunPlan
+
+    approx, exact = model_pair("matern32")
+    data = series(n=2000)
+    monkeypatch.setattr(preflight, "available_memory", lambda: 4_000_000)  # below 2000 x 2000 doubles (32 MB)
+    preflight.verify_memory(approx, validate_data(approx, data)[0], RunPlan())
+    with pytest.raises(MethodError, match="kernel matrices of f"):
+        preflight.verify_memory(exact, validate_data(exact, data)[0], RunPlan())
