@@ -2,10 +2,12 @@
 the hyperparameters' posterior means within four combined Monte Carlo standard errors, both converged (slow tier):
 a Matérn-5/2 regression of 100 irregular times, whose state-space form is exact. The program's generated quantities
 (leave-one-out densities by the smoother) equal the exact leave-one-out densities at the same draws, and ``ml`` on the
-same data with predictions runs through the state-space view."""
+same data with predictions runs through the state-space view; NUTS's predictions at new times (the smoother at each
+draw) are the exact predictive at the same draws."""
 
 import re
 
+import jax
 import numpy as np
 import pytest
 
@@ -47,7 +49,9 @@ def test_state_space_and_exact_gp_agree_under_nuts():
     data = series()
     exact_model = check_text(MODEL.format(approx=""))[0]
     exact = run(exact_model, data, "nuts", SETTINGS, seed=11)
-    state_space = run(check_text(MODEL.format(approx=", approx = state_space"))[0], data, "nuts", SETTINGS, seed=12)
+    new = np.array([-0.5, 3.3, 10.2])
+    state_space = run(check_text(MODEL.format(approx=", approx = state_space"))[0], data, "nuts", SETTINGS, seed=12,
+                      new_inputs=new)
     for label, results in (("exact", exact), ("state_space", state_space)):
         print(f"{label}: {results_json(results, 'timings')['total']:.0f} s")
     problems = convergence_problems(exact, NAMES, "exact") + convergence_problems(state_space, NAMES, "state_space")
@@ -61,6 +65,11 @@ def test_state_space_and_exact_gp_agree_under_nuts():
     theta = draws.unconstrained_draws(view, posterior)
     np.testing.assert_allclose(np.asarray(state_space.log_likelihood["y"])[:, :20],
                                draws.gp_regression_log_likelihood(view, theta), rtol=1e-6, atol=1e-8)
+    # predictions at new times by the smoother are the exact predictive at each draw
+    exact_predictions = draws.gp_regression_new_draws(view, theta, new[:, None], jax.random.PRNGKey(0))
+    for name in ("y_mean", "y_variance", "f_variance"):
+        np.testing.assert_allclose(np.asarray(state_space.predictions[name])[:, :20], exact_predictions[name],
+                                   rtol=1e-6, atol=1e-9)
     replicates = float(np.asarray(state_space.posterior_predictive["y"]).mean())
     assert abs(replicates - float(np.mean(data["y"]))) < 0.1
 
