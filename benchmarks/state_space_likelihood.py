@@ -4,7 +4,7 @@ Cholesky and against tinygp's quasiseparable solver, in one process.
 Two kernels over sorted times: Matérn-3/2, and Matérn-3/2 plus a periodic kernel (its cosine series truncated
 after ``J = 7`` harmonics, gpdsl's default). Each time is the median wall time of ``--repeats`` calls of the
 jitted ``value_and_grad`` with respect to every hyperparameter and the noise variance (compilation excluded,
-reported apart). gpdsl is :func:`gpdsl.inference.approximations.kalman.log_marginal_likelihood`; the dense
+reported apart). gpdsl is :func:`gpdsl.kernels.kalman.log_marginal_likelihood`; the dense
 column is the Cholesky factor of ``K + sigma^2 I`` (gpdsl's kernel matrix, ``jax.grad`` through it); tinygp
 runs ``GaussianProcess(..., diag=sigma^2).log_probability`` on its ``quasisep`` kernels, the periodic series
 written as the same sum of ``Cosine`` terms (the constant one of period 1e12), so both compute the
@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from gpdsl.inference.approximations import kalman  # noqa: E402
+from gpdsl.kernels import kalman  # noqa: E402
 from gpdsl.kernels import Matern32, Periodic  # noqa: E402
 from gpdsl.kernels.state_space import PERIODIC_ORDER  # noqa: E402
 from gpdsl.numerics.linalg import cholesky  # noqa: E402

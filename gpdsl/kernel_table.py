@@ -19,6 +19,10 @@ from gpdsl.errors import ModelCheckError
 from gpdsl.source import Span
 from gpdsl.suggest import did_you_mean
 
+PERIODIC_ORDER = 7
+"""Default number ``J`` of cosine terms of a periodic kernel's truncated series in its state-space form (a state of
+``2 J + 1``): :mod:`gpdsl.kernels.state_space` and ``approx = state_space(order = J)``."""
+
 
 @dataclass(frozen=True)
 class KernelParam:
@@ -153,6 +157,14 @@ class KernelSpec:
         ``omega`` (angular frequencies, one column per input dimension), with ``k(tau) = (2 pi)^-D int S(omega)
         exp(i omega.tau) d omega``; chosen as :attr:`stan` is (:meth:`spectral_call`). The Hilbert-space
         approximation (:mod:`gpdsl.ir.approximations`) needs it.
+    state_space : StanCall or None
+        For a kernel of a scalar input that is the covariance of a linear SDE (``has_state_space`` on its class,
+        :mod:`gpdsl.kernels.state_space`): the stem ``<function>`` of its Stan functions ``<function>_feedback``,
+        ``<function>_stationary`` (each ``(int order, <params>)``, returning ``F`` and ``P_inf``) and
+        ``<function>_measurement(int order)`` (``H``, a one-row matrix), ``order`` the harmonics of a periodic
+        kernel's series. The state-space approximation (``approx = state_space``) needs it.
+    state_size : tuple of int
+        ``(a, b)``: the state of the kernel's state-space form has ``a + b order`` components (:meth:`state_dimension`).
     """
 
     name: str
@@ -164,6 +176,8 @@ class KernelSpec:
     kernels: tuple[str, ...] = ()
     index_input: bool = False
     spectral_density: tuple[StanCall, ...] = ()
+    state_space: StanCall | None = None
+    state_size: tuple[int, int] = (0, 0)
 
     def param(self, name: str) -> KernelParam | None:
         """The hyperparameter called ``name``, or None."""
@@ -186,6 +200,10 @@ class KernelSpec:
     def spectral_call(self, given: Collection[str]) -> StanCall | None:
         """The first spectral-density spelling whose parameters are all in ``given``; None if there is none."""
         return next((call for call in self.spectral_density if set(call.params) <= set(given)), None)
+
+    def state_dimension(self, order: int = PERIODIC_ORDER) -> int:
+        """The number of components of the kernel's state-space form with ``order`` harmonics of a periodic series."""
+        return self.state_size[0] + self.state_size[1] * order
 
     def verify_required(self, given: Iterable[str], span: Span | None = None) -> None:
         """Raise unless every :attr:`required` parameter is in ``given``.
@@ -255,12 +273,13 @@ _LENGTHSCALE = KernelParam("lengthscale", default=1.0, required=True, ard_allowe
 _FIXED_VARIANCE = KernelParam("variance")
 
 
-def _lengthscale_kernel(name: str, doc: str) -> KernelSpec:
+def _lengthscale_kernel(name: str, doc: str, state_size: int) -> KernelSpec:
     """A kernel of ``variance`` and a (required in Python) ``lengthscale``, in Stan ``<name>_kernel``, with its
     spectral density ``<name>_spd``."""
     return KernelSpec(name, (_VARIANCE, _LENGTHSCALE),
                       stan=(StanCall(f"{name}_kernel", ("variance", "lengthscale")),), doc=doc,
-                      spectral_density=(StanCall(f"{name}_spd", ("variance", "lengthscale")),))
+                      spectral_density=(StanCall(f"{name}_spd", ("variance", "lengthscale")),),
+                      state_space=StanCall(f"{name}_ss", ("variance", "lengthscale")), state_size=(state_size, 0))
 
 
 KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
@@ -273,14 +292,15 @@ KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
                    "= sum_d inv_ls2_d (x_d - x'_d)^2",
                spectral_density=(StanCall("rbf_spd", ("variance", "lengthscale")),
                                  StanCall("rbf_inv_ls2_spd", ("variance", "inv_ls2")))),
-    _lengthscale_kernel("matern12", "variance * exp(-r)"),
-    _lengthscale_kernel("matern32", "variance * (1 + sqrt(3) r) exp(-sqrt(3) r)"),
-    _lengthscale_kernel("matern52", "variance * (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)"),
+    _lengthscale_kernel("matern12", "variance * exp(-r)", 1),
+    _lengthscale_kernel("matern32", "variance * (1 + sqrt(3) r) exp(-sqrt(3) r)", 2),
+    _lengthscale_kernel("matern52", "variance * (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)", 3),
     KernelSpec("periodic", (_VARIANCE, _LENGTHSCALE,
                             KernelParam("period", default=1.0, required=True, ard_allowed=True)),
                stan=(StanCall("periodic_kernel", ("variance", "lengthscale", "period")),),
                doc="variance * exp(-1/2 sum_d sin^2(pi (x_d - x'_d) / period_d) / lengthscale_d^2) "
-                   "(GPy's StdPeriodic; MacKay's form with length-scale 2 * lengthscale)"),
+                   "(GPy's StdPeriodic; MacKay's form with length-scale 2 * lengthscale)",
+               state_space=StanCall("periodic_ss", ("variance", "lengthscale", "period")), state_size=(1, 2)),
     KernelSpec("linear", (KernelParam("variance", default=1.0, ard_allowed=True),),
                stan=(StanCall("linear_kernel", ("variance",)),),
                doc="sum_d variance_d x_d x'_d"),
@@ -289,7 +309,7 @@ KERNEL_SPECS: dict[str, KernelSpec] = {k.name: k for k in [
                doc="variance on the diagonal of K(X, X) (same index), zero between different sets"),
     KernelSpec("constant", (_FIXED_VARIANCE,),
                stan=(StanCall("constant_kernel", ("variance",)),),
-               doc="variance"),
+               doc="variance", state_space=StanCall("constant_ss", ("variance",)), state_size=(1, 0)),
     KernelSpec("same", (),
                stan=(StanCall("same_kernel", ()),),
                doc="1 when two points agree in every active input (e.g. the same sequence label), else 0: "

@@ -37,7 +37,7 @@ from gpdsl.inference.methods.svi_gplvm import run_svi_gplvm, svi_gplvm_report
 from gpdsl.inference.methods.vem import fit_from_results, run_vem, vem_report
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANOBIS_GP, FAMILIES, GP_PRIOR_GPLVM,
                                 GP_REGRESSION, HSGP_LATENT_GP, LATENT_GP, LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP,
-                                STUDENT_T_PROCESS, Classification, classify, describe, predicting_families, require_priors)
+                                STATE_SPACE_REGRESSION, STUDENT_T_PROCESS, Classification, classify, describe, predicting_families, require_priors)
 from gpdsl.ir.structure import mean_prediction_refusal
 from gpdsl.settings import (DMGPSettings, DSDGPSettings, EPMLSettings, GibbsSettings, MCMCEPSettings, MLSettings,
                             NUTSSettings, PMGPLVMSettings, PseudoMarginalSettings, SegmentedChainSettings,
@@ -351,9 +351,9 @@ def get_method(name: str) -> Method:
 register(Method(
     "nuts", "Stan's NUTS on the generated program (cmdstanpy or PyStan): the baseline", (ANY,), NUTSSettings,
     run_nuts, engine="stan", predicts=True, predicts_for=predicting_families(),
-    needs_parameters=(GP_REGRESSION, STUDENT_T_PROCESS),
+    needs_parameters=(GP_REGRESSION, STATE_SPACE_REGRESSION, STUDENT_T_PROCESS),
     refuses=nuts_refusal, predictive=("joint", "marginal"),
-    missing_outputs=(LATENT_GP, GP_REGRESSION)))
+    missing_outputs=(LATENT_GP, GP_REGRESSION, STATE_SPACE_REGRESSION)))
 register(Method(
     "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact)",
     (LATENT_GP, HSGP_LATENT_GP), PseudoMarginalSettings, run_pm, predicts=True, checkpoints=True,
@@ -362,7 +362,8 @@ register(Method(
 register(Method(
     "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)", (LATENT_GP, HSGP_LATENT_GP),
     MCMCEPSettings, run_mcmc_ep, predicts=True, checkpoints=True, chain_engine=mcmc_ep_engine, chain_groups=True,
-    needs_parameters=(LATENT_GP, HSGP_LATENT_GP), refuses=ep_refusal, predictive=("joint", "marginal"), missing_outputs=(LATENT_GP,)))
+    needs_parameters=(LATENT_GP, HSGP_LATENT_GP), refuses=ep_refusal, predictive=("joint", "marginal"),
+    missing_outputs=(LATENT_GP,)))
 register(Method(
     "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "
     "the variational E-step at each proposal (exact)", PM_GPLVM_FAMILIES, PMGPLVMSettings,
@@ -386,11 +387,12 @@ register(Method(
     latent_fit=fit_from_results))
 register(Method(
     "ml", "type-II maximum likelihood (MAP where there are priors) of GP regression, f integrated out exactly "
-    "(a point estimate, stored as one draw); Student-t process regression likewise, and an HSGP under a normal "
-    "likelihood with its weights integrated out", (GP_REGRESSION, STUDENT_T_PROCESS, HSGP_LATENT_GP),
+    "(a point estimate, stored as one draw); Student-t process regression likewise; a state-space GP by Kalman "
+    "filtering in O(N); an HSGP under a normal likelihood with its weights integrated out",
+    (GP_REGRESSION, STATE_SPACE_REGRESSION, STUDENT_T_PROCESS, HSGP_LATENT_GP),
     MLSettings, run_ml, command="fit", requires_priors=False, predicts=True, report=ml_report, refuses=ml_refusal,
-    needs_parameters=(GP_REGRESSION, STUDENT_T_PROCESS, HSGP_LATENT_GP), predictive=("joint", "marginal"),
-    missing_outputs=(GP_REGRESSION,)))
+    needs_parameters=(GP_REGRESSION, STATE_SPACE_REGRESSION, STUDENT_T_PROCESS, HSGP_LATENT_GP),
+    predictive=("joint", "marginal"), missing_outputs=(GP_REGRESSION, STATE_SPACE_REGRESSION)))
 register(Method(
     "sgpr", "sparse GP regression: Titsias's collapsed bound over inducing inputs, kernel and noise (a point "
     "estimate, stored as one draw, with the inducing inputs)", (GP_REGRESSION,), SGPRSettings, run_sgpr,

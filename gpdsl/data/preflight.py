@@ -57,7 +57,7 @@ def verify_hsgp_inputs(model: Model, data: dict) -> None:
     """Refuse inputs of a Hilbert-space approximate GP with a column of one value: its box, ``c`` times their half
     range, is empty (inputs that are data variables; the Stan program rejects the others at its start)."""
     for statement in model.gp_statements():
-        if statement.approximation is None:
+        if not statement.approximated_by("hsgp"):
             continue
         for component in statement.inputs.components:
             if isinstance(component, Ref) and component.name in data:
@@ -174,7 +174,9 @@ def _allocations(model: Model, data: dict, plan: RunPlan):
     for node in process_nodes(model):
         points = sizes[node.name][0] if sizes.get(node.name) else 0
         values = math.prod(sizes[node.name])
-        if plan.full_kernel:
+        markov = getattr(node.statement, "approximation", None) is not None and \
+            node.statement.approximated_by("state_space")  # O(N) by the Kalman filter: no N x N matrix
+        if plan.full_kernel and not markov:
             yield f"the kernel matrices of {node.name} ({per_chain}{points} x {points})", copies * points * points
         elif inducing is not None:
             yield f"the cross-covariance of {node.name} ({points} x --num-inducing {inducing})", points * inducing

@@ -6,7 +6,11 @@ whether a GP can take it (named by import path, ``"module:function"``, so this t
 A checked GP statement carries its :class:`Approximation` (``None`` for the exact GP). The first entry is the
 Hilbert-space approximation (Solin & Särkkä 2020; Riutort-Mayol, Bürkner, Andersen, Solin & Vehtari 2023):
 ``hsgp(m, c)``, ``m`` basis functions per input dimension on the box ``[-L, L]``, ``L = c`` times the half
-range of the inputs around their centre (:mod:`gpdsl.ir.hsgp`).
+range of the inputs around their centre (:mod:`gpdsl.ir.hsgp`). The second is the state-space form of a GP over
+one scalar input (Hartikainen & Särkkä 2010; Solin & Särkkä 2014): ``state_space`` or ``state_space(order = J)``,
+its kernel a linear SDE (:mod:`gpdsl.kernels.state_space`) with a periodic kernel's cosine series truncated after
+``J`` harmonics, so that Kalman filtering gives the Gaussian marginal likelihood in ``O(N)``
+(:mod:`gpdsl.kernels.kalman`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Callable
 
+from gpdsl.kernel_table import PERIODIC_ORDER
 from gpdsl.source import Span
 
 
@@ -112,6 +117,7 @@ class Approximation:
 
 
 HSGP = "hsgp"
+STATE_SPACE = "state_space"
 
 APPROXIMATIONS: dict[str, ApproximationSpec] = {spec.name: spec for spec in [
     ApproximationSpec(
@@ -123,5 +129,13 @@ APPROXIMATIONS: dict[str, ApproximationSpec] = {spec.name: spec for spec in [
         "Hilbert-space approximate GP (Riutort-Mayol et al. 2023): f = PHI (sqrt(S(sqrt(lambda))) .* z), "
         "z ~ std_normal()",
         "gpdsl.semantics.approximations:verify_hsgp"),
+    ApproximationSpec(
+        STATE_SPACE,
+        (ApproximationSetting("order", "harmonics of a periodic kernel's truncated cosine series (a state of "
+                                       "2 order + 1 per periodic factor)", default=PERIODIC_ORDER, integer=True,
+                              at_least=1),),
+        "state-space GP over one scalar input (Hartikainen & Särkkä 2010): f = H s(t), ds = F s dt + L dW; the "
+        "Gaussian marginal likelihood by Kalman filtering in O(N)",
+        "gpdsl.semantics.approximations:verify_state_space"),
 ]}
 """Every approximation of the language by name."""

@@ -40,6 +40,11 @@ Families
     elements: ``f = PHI (sqrt(S) .* z)`` with standard normal weights ``z``, which ESS samples (``gibbs``). Its draw
     groups predict at new inputs from any sampler's draws of ``z`` (the basis functions at the new points); every
     other family refuses an approximate GP.
+``state_space_regression``
+    GP regression (as ``gp_regression``) whose GP has the state-space form (``approx = state_space``): the marginal
+    likelihood, predictions at new times, leave-one-out densities and replicates by Kalman filtering and smoothing in
+    ``O(N)``. Its view is the GP regression view's state-space variant; engines of ``gp_regression`` that do not
+    name this family refuse the model.
 ``any``
     Every model: NUTS samples the flat log density.
 """
@@ -53,13 +58,15 @@ from typing import Any, Callable
 
 from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.approximations import HSGP
+from gpdsl.ir.approximations import HSGP, STATE_SPACE
 from gpdsl.ir.family_forms import (HSGP_LATENT_GP_NEEDS, DEEP_GP_CHAIN_NEEDS, DEEP_MAHALANOBIS_NEEDS, GP_PRIOR_GPLVM_NEEDS, GPLVM_NEEDS,
-                                   LATENT_GP_NEEDS, LATENT_GPS_NEEDS, SEQUENTIAL_NEEDS, DeepGPFacts, GPLVMFacts,
+                                   LATENT_GP_NEEDS, LATENT_GPS_NEEDS, SEQUENTIAL_NEEDS, STATE_SPACE_REGRESSION_NEEDS,
+                                   DeepGPFacts, GPLVMFacts,
                                    LatentGPFacts, Refusal, deep_gp_chain_form, deep_mahalanobis_form,
                                    gp_regression_form, gplvm_form, hsgp_latent_gp_form, latent_gp_external_form,
                                    latent_gp_form,
-                                   latent_gps_form, sequential_form, student_t_process_form)
+                                   latent_gps_form, sequential_form, state_space_regression_form,
+                                   student_t_process_form)
 from gpdsl.ir.structure import gp_nodes
 
 __all__ = [
@@ -67,7 +74,7 @@ __all__ = [
     "FAMILIES", "GPLVM_NEEDS", "GP_PRIOR_GPLVM", "GP_PRIOR_GPLVM_NEEDS", "GP_REGRESSION", "HSGP_LATENT_GP",
     "HSGP_LATENT_GP_NEEDS", "LATENT_GP",
     "LATENT_GPS", "LATENT_GPS_NEEDS", "LATENT_GP_EXTERNAL", "LATENT_GP_NEEDS", "SEQUENTIAL_LATENT_GP",
-    "SEQUENTIAL_NEEDS", "STUDENT_T_PROCESS", "Classification", "DeepGPFacts", "Family", "GPLVMFacts", "LatentGPFacts", "Refusal",
+    "SEQUENTIAL_NEEDS", "STATE_SPACE_REGRESSION", "STATE_SPACE_REGRESSION_NEEDS", "STUDENT_T_PROCESS", "Classification", "DeepGPFacts", "Family", "GPLVMFacts", "LatentGPFacts", "Refusal",
     "classify", "describe", "predicting_families", "register_family", "require_priors", "unregister_family",
 ]
 
@@ -82,6 +89,7 @@ SEQUENTIAL_LATENT_GP = "sequential_latent_gp"
 STUDENT_T_PROCESS = "student_t_process"
 LATENT_GP_EXTERNAL = "latent_gp_external"
 HSGP_LATENT_GP = "hsgp_latent_gp"
+STATE_SPACE_REGRESSION = "state_space_regression"
 ANY = "any"
 
 
@@ -207,7 +215,10 @@ for _family in (
         Family(LATENT_GP_EXTERNAL, "a latent GP vector under an external likelihood", latent_gp_external_form,
                f"{_VIEWS}.latent_gp:latent_gp_view"),
         Family(HSGP_LATENT_GP, "a latent GP in the Hilbert-space approximation", hsgp_latent_gp_form,
-               f"{_VIEWS}.hsgp:hsgp_view", f"{_DRAWS}:hsgp_groups", predicts=True, approximations=(HSGP,))):
+               f"{_VIEWS}.hsgp:hsgp_view", f"{_DRAWS}:hsgp_groups", predicts=True, approximations=(HSGP,)),
+        Family(STATE_SPACE_REGRESSION, "GP regression with a state-space GP integrated out by Kalman filtering",
+               state_space_regression_form, f"{_VIEWS}.gp_regression:gp_regression_view",
+               f"{_DRAWS}:gp_regression_groups", predicts=True, approximations=(STATE_SPACE,))):
     register_family(_family)
 
 

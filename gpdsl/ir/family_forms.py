@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.approximations import HSGP, STATE_SPACE
 from gpdsl.kernel_table import KERNEL_SPECS
 from gpdsl.ir.structure import GPNode, acts_elementwise, statement_refs, student_t_process_nodes
 from gpdsl.likelihoods import LIKELIHOODS
@@ -49,6 +50,8 @@ STUDENT_T_PROCESS_NEEDS = ("{method} needs Student-t process regression: f ~ stu
 
 HSGP_LATENT_GP_NEEDS = ("{method} needs one latent GP vector in the Hilbert-space approximation, f ~ gp(x, k, "
                         "approx = hsgp(...)), and a likelihood on its elements")
+STATE_SPACE_REGRESSION_NEEDS = ("{method} needs GP regression with a state-space GP: one GP f ~ gp(t, k, approx = "
+                                "state_space) over observed times and y ~ normal(f, s) with scalar s")
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,7 @@ def latent_gp_form(model: ir.Model, nodes: list[GPNode], marginalise: bool, seve
 
 def hsgp_latent_gp_form(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
     """One latent GP vector with ``approx = hsgp(...)`` (every GP of the model) under a likelihood on its elements."""
-    approximate = [n for n in nodes if n.statement.approximation is not None]
+    approximate = [n for n in nodes if n.statement.approximated_by(HSGP)]
     if not approximate:
         return Refusal(HSGP_LATENT_GP_NEEDS, "this model has no GP with approx = hsgp(...)")
     exact = [n.name for n in nodes if n.statement.approximation is None]
@@ -247,6 +250,17 @@ def gp_regression_form(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | 
     facts = latent_gp_form(model, nodes, marginalise=False)
     if isinstance(facts, Refusal):
         return Refusal(needs, facts.detail)
+    return facts
+
+
+def state_space_regression_form(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
+    """GP regression (:func:`gp_regression_form`) whose GP has ``approx = state_space``: the Kalman filter integrates it
+    out."""
+    if not any(n.statement.approximated_by(STATE_SPACE) for n in nodes):
+        return Refusal(STATE_SPACE_REGRESSION_NEEDS, "this model has no GP with approx = state_space")
+    facts = gp_regression_form(model, nodes)
+    if isinstance(facts, Refusal):
+        return Refusal(STATE_SPACE_REGRESSION_NEEDS, facts.detail, facts.span)
     return facts
 
 

@@ -261,6 +261,10 @@ class GPStatement(Statement):
     mean: Expr | None = None
     approximation: "Approximation | None" = None
 
+    def approximated_by(self, name: str) -> bool:
+        """Whether the statement uses the approximation called ``name`` (``"hsgp"``, ``"state_space"``)."""
+        return self.approximation is not None and self.approximation.name == name
+
 
 @dataclass(frozen=True)
 class StudentTProcessStatement(Statement):

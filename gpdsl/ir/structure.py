@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.approximations import STATE_SPACE
 from gpdsl.ir.types import is_label_array
 from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.priors import PRIORS
@@ -268,7 +269,7 @@ def gp_nodes(model: ir.Model) -> list[GPNode]:
             shifted = elementwise and _is_shift_of(first, name)
             offset = latent_offset(first, name) if shifted else None
             marginalised = (
-                statement.approximation is None
+                (statement.approximation is None or statement.approximated_by(STATE_SPACE))
                 and len(users) == 1 and not loops and not statement.target.indices
                 and likelihood.distribution.name == "normal"
                 and ((isinstance(first, ir.Ref) and first.name == name)

@@ -4,7 +4,8 @@ Every kernel evaluates on single points (:meth:`Kernel.evaluate`) and is vectori
 :class:`Kernel`: ``k(X)`` is the Gram matrix of ``X`` with itself (including white-noise
 terms), ``k(X1, X2)`` the cross-covariance and ``k.diag(X)`` the diagonal of ``k(X)``.
 Kernels of a scalar input that are the covariance of a linear SDE (``has_state_space``) also give
-that SDE (:meth:`Kernel.state_space`, :mod:`gpdsl.kernels.state_space`).
+that SDE (:meth:`Kernel.state_space`, :mod:`gpdsl.kernels.state_space`), and a GP of one in O(N) by Kalman
+filtering and smoothing (:mod:`gpdsl.kernels.kalman`).
 """
 
 import gpdsl.numerics.float64  # noqa: F401  (float64 before any array is made)

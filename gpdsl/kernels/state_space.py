@@ -27,8 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import i0e
 
-PERIODIC_ORDER = 7
-"""Default number ``J`` of cosine terms of a periodic kernel's truncated series (a state of ``2 J + 1``)."""
+from gpdsl.kernel_table import PERIODIC_ORDER  # noqa: F401  (re-exported: the default order of every form)
 
 _BESSEL_RATIO_DEPTH = 64
 """Extra levels of the continued fraction of the modified Bessel function ratios beyond the order needed."""

@@ -168,3 +168,56 @@ def _verify_spectral(kernel: ir.Kernel, inputs: ir.Inputs) -> None:
             fail(f"hsgp needs each kernel over all the GP's input columns; this '{kernel.name}' acts on some of "
                  "them", kernel.span, "an additive model over separate columns is one GP per column, each "
                  "with its own approx = hsgp(...)")
+
+
+# ---- the state-space form ------------------------------------------------------------------------
+def state_space_kernels() -> tuple[str, ...]:
+    """The kernels of the language with a state-space form (:attr:`~gpdsl.kernel_table.KernelSpec.state_space`)."""
+    return tuple(name for name, spec in catalog.KERNELS.items() if spec.state_space is not None)
+
+
+def verify_state_space(statement: ir.GPStatement, approximation: Approximation) -> None:
+    """Fail unless the state-space form can stand for this GP.
+
+    It needs one vector of latent values over one column of data inputs (the times, sorted once for the Kalman
+    filter), and a kernel that is a linear SDE of that input: a kernel whose table entry has a state-space form
+    (the Matérn kernels of order 1/2, 3/2 and 5/2, periodic by its truncated series, constant), or sums, products
+    and scalings of them.
+
+    Raises
+    ------
+    ModelCheckError
+        At the part of the statement that the approximation cannot take, with the reason.
+    """
+    target = statement.target
+    if target.indices or target.type.container != "vector" or target.type.array_dims:
+        fail(f"state_space approximates a GP of one vector of values; '{target.name}' is {target.type.describe()}"
+             + (" (indexed)" if target.indices else ""), target.span,
+             "write one statement over all the times: f ~ gp(t, k, approx = state_space)")
+    inputs = statement.inputs
+    if len(inputs.index_shape) != 1:
+        fail("state_space needs inputs with one row per point (one index level)", inputs.span)
+    for expr in (e for component in inputs.components for e in sub_expressions(component)):
+        if isinstance(expr, ir.Ref) and expr.role != "data":
+            fail(f"state_space needs inputs that are data; '{expr.name}' is {_role(expr.role)}", expr.span,
+                 "the Kalman filter runs along the times sorted once, before sampling; latent inputs need the "
+                 "exact GP")
+    if inputs.dim != 1:
+        fail(f"state_space takes inputs of one column (a time); these have {inputs.dim}", inputs.span,
+             "a state-space form is a stochastic differential equation in one scalar input; use the exact GP or "
+             "approx = hsgp(...) for several columns")
+    _verify_markov(statement.kernel)
+
+
+def _verify_markov(kernel: ir.Kernel) -> None:
+    if isinstance(kernel, ir.KernelPair):
+        _verify_markov(kernel.left)
+        _verify_markov(kernel.right)
+    elif isinstance(kernel, ir.KernelScale):
+        _verify_markov(kernel.kernel)
+    else:
+        spec = catalog.KERNELS.get(kernel.name)
+        if isinstance(kernel, ir.KernelCombination) or spec is None or spec.state_space is None:
+            fail(f"state_space needs a kernel with a state-space form; '{kernel.name}' has none", kernel.span,
+                 "kernels with one: " + ", ".join(state_space_kernels()) + "; and their sums, products and "
+                 "scalings")

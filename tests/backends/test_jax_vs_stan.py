@@ -358,8 +358,34 @@ def hsgp_data(rng):
             "X": rng.normal(size=(N, 2)), "w": rng.normal(size=N)}
 
 
+STATE_SPACE = """
+data { int N; vector[N] t; vector[N] y; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 1);
+  real<lower=0> ell ~ gamma(2, 2);
+  real mu ~ normal(0, 1);
+  real<lower=0> noise ~ half_normal(1);
+}
+model {
+  f ~ gp(t, square(s) * matern32(lengthscale = ell) * periodic(lengthscale = 1.2, period = 3) + matern12(0.5, ell)
+            + matern52(lengthscale = 2 * ell) + constant(0.3), mean = mu, approx = state_space(order = 4));
+  y ~ normal(f, noise);
+}
+"""
+
+
+def state_space_data(rng):
+    N = 15
+    t = rng.uniform(0, 10, N)
+    t[4] = t[11]  # a repeated time
+    y = rng.normal(size=N)
+    y[6] = np.nan  # a missing outcome: a point without a site
+    return {"N": N, "t": t, "y": y}
+
+
 @pytest.mark.parametrize("model_file, make_data, scale", [
     ("models/gp_classification.gpm", classification_data, 1.0),
+    pytest.param(STATE_SPACE, state_space_data, 0.7, marks=pytest.mark.slow, id="state_space"),  # every form
     pytest.param(HSGP_SPECTRAL, hsgp_data, 0.7, marks=pytest.mark.slow, id="hsgp"),  # every spectral density
     pytest.param(CATEGORICAL, categorical_data, 0.7, marks=pytest.mark.slow, id="categorical_logit"),
     pytest.param("models/bayesian_gplvm_priors.gpm", gplvm_data, 0.7, marks=pytest.mark.slow),  # also in the sweep

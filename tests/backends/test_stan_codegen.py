@@ -31,6 +31,7 @@ SUPPORTED = [
     "gp_multi_output",
     "gp_multi_output_lkj",
     "student_t_process",
+    "gp_state_space",
 ]
 
 LOGIT_CLASSIFICATION = """

@@ -17,6 +17,10 @@ parameterisation: the free variable is its basis weights ``<name>_z ~ N(0, I)`` 
 ``<name> = PHI (sqrt(S(omega)) .* <name>_z)`` plus its mean (:mod:`gpdsl.backends.jax.hsgp`), as in the generated
 Stan program.
 
+A latent GP in the state-space form (``approx = state_space``) integrated out under its ``normal`` likelihood contributes
+the same Gaussian marginal by the Kalman filter along its sorted times (:mod:`gpdsl.kernels.kalman`,
+``O(N)``), a periodic kernel by its truncated series; sampled, it is a GP of the (exact) kernel.
+
 A Student-t process ``f ~ student_t_process(nu, X, k)`` is always integrated out under its ``y ~ normal(f, s)``:
 ``MVT(y; nu, 0, K + s^2 I)`` with that covariance (:mod:`gpdsl.backends.jax.student_t_process`).
 """
@@ -39,8 +43,9 @@ from gpdsl.backends.jax.bijectors import (
 from gpdsl.data.missing import observed_masks
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.approximations import HSGP, STATE_SPACE
 from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds, student_t_process_nodes
-from gpdsl.kernels import Kernel, build_kernel
+from gpdsl.kernels import Kernel, build_kernel, kalman
 from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.numerics.linalg import cholesky, solve_triangular
 from gpdsl.numerics import GP_JITTER
@@ -187,11 +192,11 @@ class JaxModel:
         env = dict(self.data)
         env.update(free)
         for node in self.gp_nodes:
-            if node.statement.approximation is not None:
+            if node.statement.approximated_by(HSGP):
                 env[node.name] = self.hsgp_latent(node.statement, free[node.name + "_z"], env)
         if self.parameterisation == "whitened":
             for node in self.gp_nodes:
-                if node.marginalised or node.statement.approximation is not None:
+                if node.marginalised or node.statement.approximated_by(HSGP):
                     continue
                 raw = free[node.name + "_raw"]
                 env[node.name] = self._whitened_to_latent(node, raw, env, env.get(node.name, jnp.zeros(raw.shape)))
@@ -281,7 +286,7 @@ class JaxModel:
             terms = likelihood.log_density(np.where(mask, y, likelihood.placeholder), *args)
             return jnp.sum(jnp.where(mask, terms, 0.0))
         if isinstance(statement, ir.GPStatement):
-            if self.parameterisation == "centred" and statement.approximation is None:
+            if self.parameterisation == "centred" and not statement.approximated_by(HSGP):
                 node = self._node(statement)
                 if not node.marginalised:
                     return self._centred_gp_logpdf(statement, env)
@@ -412,6 +417,8 @@ class JaxModel:
         residual = y - self.gp_mean(node.statement, env)
         if node.offset is not None:
             residual = residual - self.evaluate(node.offset, env)
+        if node.statement.approximated_by(STATE_SPACE):
+            return self._state_space_loglik(node, jnp.broadcast_to(residual, y.shape), sigma, mask, env)
         if mask is None:
             K = self.gp_covariance(node.statement, env)
         else:
@@ -422,6 +429,15 @@ class JaxModel:
         n = K.shape[0]
         L = cholesky(K + sigma ** 2 * jnp.eye(n))
         return _mvn_logpdf_columns(jnp.reshape(residual, (n, -1)), L)
+
+    def _state_space_loglik(self, node: GPNode, residual, sigma, mask, env):
+        """``log N(residual | 0, K + (sigma^2 + GP_JITTER) I)`` over the observed rows by the Kalman filter, ``O(N)``."""
+        if mask is not None:
+            residual = jnp.where(mask, residual, jnp.nan)
+        times = self.gp_inputs(node.statement, self.data)[:, 0]
+        return kalman.log_marginal_likelihood(self.gp_kernel(node.statement, env), times, residual,
+                                              jnp.square(sigma) + GP_JITTER,
+                                              periodic_order=node.statement.approximation.value("order"))
 
     def _student_t_process_loglik(self, node: GPNode, likelihood: ir.LikelihoodStatement, env):
         from gpdsl.backends.jax.student_t_process import student_t_process_log_marginal
@@ -628,7 +644,7 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
             if name in priors:
                 add(name, var.type, var.type.lower, var.type.upper, "latent")
             continue
-        if node.statement.approximation is not None:
+        if node.statement.approximated_by(HSGP):
             add(name + "_z", VarType("real", "vector", (basis_size(node.statement),)), None, None, "hsgp_weights")
             continue
         if node.marginalised:

@@ -74,6 +74,7 @@ from gpdsl.backends.stan.expressions import (
 from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.approximations import HSGP, STATE_SPACE
 from gpdsl.ir.structure import GPNode, expression_refs, gp_nodes, statement_refs, student_t_process_nodes
 from gpdsl.likelihoods import LIKELIHOODS, capability
 from gpdsl.numerics import GP_JITTER
@@ -214,6 +215,20 @@ class HSGPTransformedData:
     size: int
     omega: str
     phi: str
+
+
+@dataclass(frozen=True)
+class StateSpaceData:
+    """The transformed data of a state-space GP, by Stan name: its number of points, the sort of its times, the steps
+    between the sorted times (the distinct steps and each point's among them, two arguments of the template
+    functions), its measurement row, the mask of observed outputs and the outputs (0 where missing)."""
+
+    n: str
+    order: str
+    steps: str
+    measurement: str
+    mask: str
+    outputs: str
 
 
 def stan_name(name: str) -> str:
@@ -433,10 +448,15 @@ class _Generator:
             if var.type.lower is not None or var.type.upper is not None:
                 raise MethodError(f"latent GP values '{name}' cannot have bounds", var.span)
             node = self._node(gps[0])
-            if gps[0].approximation is not None:
+            if gps[0].approximated_by(HSGP):
                 self.variables[name] = StanVariable(name, "hsgp", sname, "transformed parameters",
                                                     self.fresh(f"{sname}_z"))
                 continue
+            if gps[0].approximated_by(STATE_SPACE) and not (len(statements) == 1 and node.marginalised_whole):
+                raise MethodError(f"the Stan backend runs a state-space GP ('{name}') only integrated out under "
+                                  f"{name}'s one likelihood y ~ normal({name}, sigma) with scalar sigma",
+                                  gps[0].approximation.span, "sample other likelihoods on the exact GP (drop "
+                                  "approx = state_space)")
             if len(statements) == 1 and node.marginalised_whole:
                 self.marginal_of[id(node.likelihood)] = gps[0]
                 self.variables[name] = StanVariable(name, "marginalised", None, None)
@@ -616,6 +636,85 @@ class _Generator:
         call = catalog.KERNELS[kernel.name].spectral_call(dict(kernel.params))
         return f"{call.function}({', '.join([omega] + self._kernel_arguments(kernel, call))})", ATOM
 
+    # ---- the state-space form -----------------------------------------------------------------
+    def _state_space_data(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement) -> "StateSpaceData":
+        """Transformed data of a state-space GP: the sort of its times, the steps between them, its measurement row,
+        the mask of observed outputs and the outputs with 0 at the missing ones (declared on first use)."""
+        n = _stan_dim(gp.inputs.index_shape[0])
+        base = stan_name(gp.target.name)
+        times = self._transformed_data(f"{base}_times", f"vector[{n}]",
+                                       f"state_space_times({self._points(gp, 0, [])})")
+        order = self._transformed_data(f"{base}_order", f"array[{n}] int", f"sort_indices_asc({times})")
+        steps = self._transformed_data(f"{base}_steps", f"vector[{n}]", f"state_space_steps({times}[{order}])")
+        count = self._transformed_data(f"{base}_step_count", "int", f"state_space_distinct_count({steps})")
+        distinct = self._transformed_data(f"{base}_distinct_steps", f"vector[{count}]",
+                                          f"state_space_distinct({steps}, {count})")
+        index = self._transformed_data(f"{base}_step_index", f"array[{n}] int",
+                                       f"state_space_step_index({steps}, {distinct})")
+        _, _, measurement, d = self._state_space_form(gp.kernel, int(gp.approximation.value("order")))
+        H = self._transformed_data(f"{base}_measurement", f"matrix[1, {d}]", measurement)
+        y = stan_name(likelihood.target.name)
+        if likelihood.target.name in self.observed_indices:
+            _, indices = self.observed_indices[likelihood.target.name]
+            mask = self._transformed_data(f"{base}_mask", f"vector[{n}]", f"state_space_mask({n}, {indices})")
+            y = self._transformed_data(f"{y}_filled", f"vector[{n}]", f"state_space_filled({y}, {indices})")
+        else:
+            mask = self._transformed_data(f"{base}_mask", f"vector[{n}]", f"rep_vector(1, {n})")
+        return StateSpaceData(n, order, f"{distinct}, {index}", f"{H}[1]", mask, y)
+
+    def _state_space_form(self, kernel: ir.Kernel, order: int) -> tuple[str, str, str, int]:
+        """``(F, P, H, d)`` of a kernel as Stan expressions and its state dimension: a leaf's
+        :attr:`~gpdsl.kernel_table.KernelSpec.state_space` functions, sums stacked, products by Kronecker products,
+        scales on ``P`` (the checker admits no other kernel under a state-space GP)."""
+        if isinstance(kernel, ir.KernelScale):
+            F, P, H, d = self._state_space_form(kernel.kernel, order)
+            return F, f"{self.translate.operand(kernel.scale, PRODUCT)} * {P}", H, d
+        if isinstance(kernel, ir.KernelPair):
+            (F1, P1, H1, d1), (F2, P2, H2, d2) = (self._state_space_form(k, order) for k in (kernel.left, kernel.right))
+            if isinstance(kernel, ir.KernelSum):
+                return (f"ss_block_diagonal({F1}, {F2})", f"ss_block_diagonal({P1}, {P2})", f"append_col({H1}, {H2})",
+                        d1 + d2)
+            return f"ss_kronecker_sum({F1}, {F2})", f"ss_kronecker({P1}, {P2})", f"ss_kronecker({H1}, {H2})", d1 * d2
+        spec = catalog.KERNELS[kernel.name]
+        if spec.state_space is None or isinstance(kernel, ir.KernelCombination):
+            raise MethodError(f"the Stan backend has no state-space form of '{kernel.name}'", kernel.span)
+        stem = spec.state_space.function
+        arguments = ", ".join([str(order)] + self._kernel_arguments(kernel, spec.state_space))
+        return (f"{stem}_feedback({arguments})", f"{stem}_stationary({arguments})", f"{stem}_measurement({order})",
+                spec.state_dimension(order))
+
+    def _state_space_locals(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement):
+        """The transformed data, the local ``F`` and ``P`` declarations, the sorted residuals and the sites' noise."""
+        data = self._state_space_data(gp, likelihood)
+        F, P, _, d = self._state_space_form(gp.kernel, int(gp.approximation.value("order")))
+        feedback, stationary = self.fresh("F"), self.fresh("P")
+        offset = self._marginal_offset(gp)
+        residual = data.outputs if offset is None else f"({data.outputs} - {offset})"
+        sigma = self.translate(likelihood.distribution.arg("sigma"))
+        local = [f"matrix[{d}, {d}] {feedback} = {F};", f"matrix[{d}, {d}] {stationary} = {P};"]
+        arguments = f"{data.mask}[{data.order}], {data.steps}, {feedback}, {stationary}, {data.measurement}, " \
+                    f"square({sigma}) + {self.jitter}"
+        return data, local, f"{residual}[{data.order}]", arguments
+
+    def _state_space_marginal(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement) -> list[str]:
+        """``y ~ N(mean + offset, K + (s^2 + GP_JITTER) I)`` by the Kalman filter along the sorted times."""
+        _, local, residual, arguments = self._state_space_locals(gp, likelihood)
+        return ["{", *_indented(local + [f"target += state_space_normal_lpdf({residual} | {arguments});"]), "}"]
+
+    def _state_space_pointwise(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement) -> list[str]:
+        """Leave-one-out log densities by the smoother and a replicate by pathwise conditioning, unsorted."""
+        data, local, residual, arguments = self._state_space_locals(gp, likelihood)
+        name = likelihood.target.name
+        loo, replicate = self.fresh("loo"), self.fresh("replicate")
+        local += [f"vector[{data.n}] {loo};", f"vector[{data.n}] {replicate};",
+                  f"{loo}[{data.order}] = state_space_loo_log_densities({residual}, {arguments});",
+                  f"{replicate}[{data.order}] = state_space_replicate_rng({residual}, {arguments});"]
+        observed = f"[{self.observed_indices[name][1]}]" if name in self.observed_indices else ""
+        offset = self._marginal_offset(gp)
+        local += [f"{self.log_likelihood[name]} = {loo}{observed};",
+                  f"{self.replicates[name]} = {replicate}" + ("" if offset is None else f" + {offset}") + ";"]
+        return ["{", *_indented(local), "}"]
+
     def _model_statement(self, statement: ir.Statement) -> list[str]:
         if isinstance(statement, ir.GPStatement):
             mapping = self.variables[statement.target.name]
@@ -646,6 +745,8 @@ class _Generator:
         return ["{", *_indented(local + [line]), "}"]
 
     def _marginal(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement) -> list[str]:
+        if gp.approximated_by(STATE_SPACE):
+            return self._state_space_marginal(gp, likelihood)
         local = self._covariance(gp)
         sigma = self.translate(likelihood.distribution.arg("sigma"))
         n = _stan_dim(gp.inputs.index_shape[0])
@@ -771,6 +872,8 @@ class _Generator:
 
     def _marginal_pointwise(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement) -> list[str]:
         """Leave-one-out log densities and a posterior-predictive replicate of ``y ~ normal(f, s)``, f integrated out."""
+        if gp.approximated_by(STATE_SPACE):
+            return self._state_space_pointwise(gp, likelihood)
         local = self._covariance(gp)
         sigma = self.translate(likelihood.distribution.arg("sigma"))
         n = _stan_dim(gp.inputs.index_shape[0])

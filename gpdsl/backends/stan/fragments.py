@@ -25,7 +25,8 @@ BLOCK_ORDER = (
 )
 """Stan's blocks, in the order a program must list them."""
 
-TEMPLATE_FILES = ("inputs.stan", "distributions.stan", "likelihoods.stan", "kernels.stan", "hsgp.stan")
+TEMPLATE_FILES = ("inputs.stan", "distributions.stan", "likelihoods.stan", "kernels.stan", "hsgp.stan",
+                  "state_space.stan")
 """Template files, in the order their functions are emitted (helpers before their users)."""
 
 INDENT = "  "

@@ -22,9 +22,10 @@ from gpdsl.backends.jax.lowering import Block, JaxModel
 from gpdsl.inference.approximations import kronecker
 from gpdsl.inference.families.hyperparameters import HyperparameterBlocks, NormalObservations, lowered_with_blocks
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.approximations import STATE_SPACE
 from gpdsl.ir.families import GP_REGRESSION, LatentGPFacts, classify
 from gpdsl.ir.structure import GPNode, column_factors, expression_refs
-from gpdsl.kernels import KERNELS, Kernel
+from gpdsl.kernels import KERNELS, Kernel, kalman
 from gpdsl.numerics import GP_JITTER
 from gpdsl.numerics.linalg import cholesky, solve_triangular
 
@@ -154,11 +155,52 @@ class GPRegression(HyperparameterBlocks, NormalObservations):
         return -0.5 * alpha @ alpha - jnp.sum(jnp.log(jnp.diag(L))) - 0.5 * K.shape[0] * jnp.log(2 * jnp.pi)
 
 
+@dataclass
+class StateSpaceRegression(GPRegression):
+    """GP regression whose GP has the state-space form (``approx = state_space``): the variant of
+    :class:`GPRegression` whose marginal likelihood is the Kalman filter's along the sorted times, ``O(N)``
+    (:mod:`gpdsl.kernels.kalman`), with the kernel's periodic terms truncated after :attr:`order` harmonics; its
+    predictions come from the smoother (:mod:`gpdsl.inference.predict.state_space`). Missing outputs are points
+    without a site."""
+
+    use_grid: bool = False
+
+    @property
+    def order(self) -> int:
+        """Harmonics of a periodic kernel's truncated series (``state_space(order = J)``)."""
+        return int(self.node.statement.approximation.value("order"))
+
+    @property
+    def grid(self) -> None:
+        """Never a grid: the state-space form needs one input column."""
+        return None
+
+    def times(self) -> jax.Array:
+        """The input of every row, missing outputs included, shape ``(N,)`` (data: free of ``theta``)."""
+        with jax.ensure_compile_time_eval():
+            return jnp.asarray(self.jax_model.gp_inputs(self.node.statement, self.jax_model.data))[:, 0]
+
+    def outputs(self) -> np.ndarray:
+        """Every row's output, NaN where missing, shape ``(N,)``."""
+        return np.asarray(self.jax_model.data[self.target], dtype=float).reshape(-1)
+
+    def site_noise(self, theta) -> jax.Array:
+        """``s^2 + GP_JITTER``: the noise of each site, the jitter as the dense marginal adds it to ``K``."""
+        return self.noise_variance(theta) + GP_JITTER
+
+    def log_marginal(self, theta) -> jax.Array:
+        """``log N(y; 0, K + (s^2 + GP_JITTER) I)`` over the observed rows by the Kalman filter (traceable)."""
+        return kalman.log_marginal_likelihood(self.kernel(theta), self.times(), self.outputs(),
+                                              self.site_noise(theta), periodic_order=self.order)
+
+
 def gp_regression_view(model: ir.Model, data: dict, facts: LatentGPFacts) -> GPRegression:
-    """The :class:`GPRegression` of a model classified as GP regression (``facts``)."""
+    """The :class:`GPRegression` of a model classified as GP regression (``facts``); its
+    :class:`StateSpaceRegression` variant when the GP has ``approx = state_space``."""
     jax_model, blocks = lowered_with_blocks(model, data, marginalise=True)
     node = next(n for n in jax_model.gp_nodes if n.name == facts.name)
-    return GPRegression(jax_model, node, facts.target, blocks)
+    view = StateSpaceRegression if node.statement.approximated_by(STATE_SPACE) else GPRegression
+    return view(jax_model, node, facts.target, blocks)
 
 
 def gp_regression(model: ir.Model, data: dict, method: str = "ml") -> GPRegression:

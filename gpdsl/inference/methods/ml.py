@@ -23,6 +23,7 @@ estimate: ``<y>_mean`` and ``<y>_variance`` of ``y_i | y_obs`` (noise included) 
 from __future__ import annotations
 
 from gpdsl.inference.progress import counted, stage
+from gpdsl.ir.approximations import HSGP
 from gpdsl.settings.fitting import MLSettings
 
 
@@ -129,7 +130,7 @@ def ml_refusal(model, facts, settings) -> str | None:
     (:mod:`gpdsl.inference.families.hsgp_regression`) only under a normal likelihood whose location is ``f`` plus
     terms free of it."""
     node = getattr(facts, "node", None)
-    if node is None or getattr(node.statement, "approximation", None) is None:
+    if node is None or not node.statement.approximated_by(HSGP):
         return None
     if facts.likelihood != "normal":
         return (f"ml integrates out an HSGP's weights under a normal likelihood; this model's is {facts.likelihood}: "

@@ -12,6 +12,8 @@ and GP-regression families (:mod:`gpdsl.ir.families`), from hyperparameter draws
   ``log p(y_i | y_-i, theta)`` (Sundararajan & Keerthi 2001), which make PSIS-LOO over the ``theta`` draws
   valid for this non-factorised model (Bürkner, Gabry & Vehtari 2021); replicates and draws at new inputs
   from the exact conditional given ``theta``.
+* GP regression with a state-space GP (``approx = state_space``): the same groups by Kalman smoothing, ``O(N + M)``
+  per draw (:mod:`gpdsl.inference.predict.state_space`).
 * Student-t process regression (``f`` integrated out): draws at new inputs from the conditional MVT given ``theta``
   (:mod:`gpdsl.inference.predict.student_t_process`).
 """
@@ -23,11 +25,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.inference.draw_map import over_draws
-from gpdsl.inference.families.gp_regression import GPRegression
+from gpdsl.inference.families.gp_regression import GPRegression, StateSpaceRegression
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.predict.gp_regression import (exact_moments, exact_posterior, loo_log_densities,
                                                    posterior_replicate)
 from gpdsl.inference.families.student_t_process import StudentTProcessRegression
+from gpdsl.inference.predict import state_space
 from gpdsl.inference.predict.joint import check_draws, draw_batch, joint_normal
 from gpdsl.inference.predict.student_t_process import student_t_draw, student_t_process_moments
 from gpdsl.inference.predict.latent_gp import approximate_moments, check_new_inputs, conditional_moments
@@ -141,6 +144,8 @@ def _posterior_at(problem: GPRegression, theta):
 def gp_regression_log_likelihood(problem: GPRegression, theta_draws) -> np.ndarray:
     """``log p(y_i | y_-i, theta)`` for every draw and observed output, ``(chain, draw, n)`` (missing outputs left
     out: ``i`` and ``-i`` run over the observed ones)."""
+    if isinstance(problem, StateSpaceRegression):
+        return over_draws(lambda theta: state_space.loo_log_densities(problem, theta), theta_draws)
     return over_draws(lambda theta: loo_log_densities(_posterior_at(problem, theta)), theta_draws)
 
 
@@ -149,6 +154,13 @@ def gp_regression_replicates(problem: GPRegression, theta_draws, key) -> np.ndar
 
     With missing outputs, ``y_rep`` runs over every row: ``f`` drawn jointly at all of them from ``p(f | y_obs,
     theta)`` plus noise, so its entries at the missing rows are imputations."""
+    if isinstance(problem, StateSpaceRegression):
+        def replicate(theta, draw_key):
+            latent_key, noise_key = jax.random.split(draw_key)
+            f = state_space.posterior_draw(problem, theta, jnp.zeros(0), latent_key)
+            return f + jnp.sqrt(problem.site_noise(theta)) * jax.random.normal(noise_key, f.shape)
+
+        return over_draws(replicate, theta_draws, draw_keys(key, theta_draws))
     y = jnp.asarray(problem.y)
     if problem.complete:
         return over_draws(lambda theta, k: posterior_replicate(_posterior_at(problem, theta), y, k), theta_draws,
@@ -169,6 +181,9 @@ def gp_regression_replicates(problem: GPRegression, theta_draws, key) -> np.ndar
 def gp_regression_imputation_moments(problem: GPRegression, theta) -> tuple[jax.Array, jax.Array]:
     """Mean and variance (noise included) of ``y_i | y_obs, theta`` at every row, shape ``(N,)`` each: the exact
     predictive, which at a missing row imputes its output (traceable)."""
+    if isinstance(problem, StateSpaceRegression):
+        marginals = state_space.posterior_marginals(problem, theta)
+        return marginals.mean, marginals.variance + problem.site_noise(theta)
     kernel, X = problem.kernel(theta), problem.inputs(theta)
     return exact_moments(_posterior_at(problem, theta), kernel, X, problem.all_inputs(theta))
 
@@ -183,6 +198,8 @@ def gp_regression_new_draws(problem: GPRegression, theta_draws, X_new, key,
     """
     X_new = jnp.asarray(check_new_inputs(problem, X_new))
     target, latent = problem.target, problem.name
+    if isinstance(problem, StateSpaceRegression):
+        return _state_space_new_draws(problem, theta_draws, X_new[:, 0], key, joint)
 
     def one(theta, draw_key):
         kernel, X = problem.kernel(theta), problem.inputs(theta)
@@ -205,6 +222,28 @@ def gp_regression_new_draws(problem: GPRegression, theta_draws, X_new, key,
     if joint:
         check_draws(values[f"{latent}_new"], f"{latent}_new")
     return values
+
+
+def _state_space_new_draws(problem: StateSpaceRegression, theta_draws, new_times, key,
+                           joint: bool) -> dict[str, np.ndarray]:
+    """:func:`gp_regression_new_draws` by the smoother: moments from its marginals, a joint ``<f>_new`` by pathwise
+    conditioning (:func:`gpdsl.inference.predict.state_space.posterior_draw`)."""
+    target, latent, n = problem.target, problem.name, problem.observed.size
+
+    def one(theta, draw_key):
+        mean, f_variance = state_space.predictive_moments(problem, theta, new_times)
+        noise = problem.site_noise(theta)
+        y_variance = f_variance + noise
+        latent_key, observation_key = jax.random.split(draw_key)
+        if joint:
+            f_new = state_space.posterior_draw(problem, theta, new_times, latent_key)[n:]
+        else:
+            f_new = mean + jnp.sqrt(f_variance) * jax.random.normal(latent_key, mean.shape)
+        y_new = f_new + jnp.sqrt(noise) * jax.random.normal(observation_key, mean.shape)
+        return {f"{target}_mean": mean, f"{target}_variance": y_variance, f"{latent}_variance": f_variance,
+                f"{latent}_new": f_new, f"{target}_new": y_new}
+
+    return over_draws(one, theta_draws, draw_keys(key, theta_draws))
 
 
 def student_t_process_new_draws(problem: StudentTProcessRegression, theta_draws, X_new, key,

@@ -1,4 +1,4 @@
-"""The state-space GP in O(N) (gpdsl.inference.approximations.kalman) against the dense GP computed by NumPy/SciPy.
+"""The state-space GP in O(N) (gpdsl.kernels.kalman) against the dense GP computed by NumPy/SciPy.
 
 Every reference is a dense computation with the kernel matrix: the Cholesky factor of ``K + sigma^2 I`` for the
 log marginal likelihood and the posterior, ``(K^-1 + diag(lambda))^-1`` for Gaussian sites, the dense Laplace and
@@ -16,7 +16,7 @@ import scipy.special
 import scipy.stats
 
 from gpdsl.errors import DataError, MethodError
-from gpdsl.inference.approximations import kalman
+from gpdsl.kernels import kalman
 from gpdsl.inference.approximations.ep import ep
 from gpdsl.inference.approximations.gaussian import posterior_mean_cov
 from gpdsl.inference.approximations.laplace import laplace
