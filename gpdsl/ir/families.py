@@ -270,6 +270,13 @@ def _facts(family: Family, model: ir.Model, nodes: list):
     if approximate is None:
         return family.form(model, nodes)
     name = approximate.statement.approximation.name
+    if name == STATE_SPACE and approximate.likelihood is not None and \
+            approximate.likelihood.distribution.name != "normal":
+        return Refusal(f"{{method}} needs {family.description} with an exact GP",
+                       f"'{approximate.name}' uses approx = state_space under a "
+                       f"{approximate.likelihood.distribution.name} likelihood: a state-space GP runs only as the "
+                       "location of a normal likelihood (its Kalman marginal, by ml and nuts); use approx = hsgp(...) "
+                       "or the exact GP for other likelihoods", approximate.statement.approximation.span)
     return Refusal(f"{{method}} needs {family.description} with an exact GP",
                    f"'{approximate.name}' uses approx = {name}(...), which these engines do not take; the methods "
                    "of its own family run it (gpdsl methods lists them)", approximate.statement.approximation.span,

@@ -19,6 +19,21 @@ from gpdsl.registry import methods
 
 jax.config.update("jax_enable_x64", True)
 
+POISSON_STATE_SPACE = """
+data {
+  int N;
+  vector[N] t;
+  array[N] int<lower=0> y;
+}
+parameters {
+  real<lower=0> ell ~ inv_gamma(5, 5);
+}
+model {
+  f ~ gp(t, matern32(lengthscale = ell), approx = state_space);
+  y ~ poisson_log(f);
+}
+"""
+
 KERNELS = {
     "matern12": "matern12(lengthscale = ell)",
     "matern32": "matern32(lengthscale = ell)",
@@ -149,6 +164,14 @@ def test_joint_draws_have_the_exact_predictive_moments():
 def test_exact_gp_engines_refuse_the_state_space_model(method):
     approx, _ = model_pair("matern32")
     assert "uses approx = state_space(...), which these engines do not take" in methods()[method].refusal(approx)
+
+
+@pytest.mark.parametrize("method", ["gibbs", "pm"])
+def test_a_state_space_gp_under_another_likelihood_is_refused_with_what_runs_it(method):
+    model, _ = check_text(POISSON_STATE_SPACE)
+    refusal = methods()[method].refusal(model)
+    assert "under a poisson_log likelihood: a state-space GP runs only as the location of a normal likelihood" in refusal
+    assert "approx = hsgp(...) or the exact GP" in refusal
 
 
 def test_memory_check_counts_no_kernel_matrix_for_a_state_space_gp(monkeypatch):
