@@ -182,3 +182,45 @@ vector matern32_spd(matrix omega, real variance, vector lengthscale) {
 vector matern52_spd(matrix omega, real variance, vector lengthscale) {
   return matern_spd(omega, 2.5, variance, lengthscale);
 }
+
+/**
+ * The basis of a periodic kernel's cosine series truncated after J harmonics, at one-column points:
+ * columns 1, cos(w t), sin(w t), ..., cos(J w t), sin(J w t), w = 2 pi / period.
+ *
+ * @param x       array[N] vector[1]
+ * @param period  the kernel's period
+ * @param order   the harmonics J
+ * @return        matrix[N, 2 J + 1]
+ */
+matrix hsgp_periodic_basis(array[] vector x, real period, int order) {
+  matrix[size(x), 2 * order + 1] phi;
+  for (n in 1:size(x)) {
+    phi[n, 1] = 1;
+    for (j in 1:order) {
+      real angle = j * 2 * pi() * x[n][1] / period;
+      phi[n, 2 * j] = cos(angle);
+      phi[n, 2 * j + 1] = sin(angle);
+    }
+  }
+  return phi;
+}
+
+/**
+ * The variances of the weights of a periodic kernel's cosine series (GPy's StdPeriodic, z = 1 / (4 lengthscale^2)):
+ * c_0 = variance exp(-z) I_0(z), then c_j = 2 variance exp(-z) I_j(z) twice (the cosine and the sine), j = 1..J.
+ *
+ * @param order        the harmonics J
+ * @param variance     marginal variance
+ * @param lengthscale  vector[1]
+ * @return             vector[2 J + 1]
+ */
+vector hsgp_periodic_variances(int order, real variance, vector lengthscale) {
+  real z = 0.25 / square(lengthscale[1]);
+  vector[2 * order + 1] c;
+  c[1] = variance * exp(log_modified_bessel_first_kind(0, z) - z);
+  for (j in 1:order) {
+    c[2 * j] = 2 * variance * exp(log_modified_bessel_first_kind(j, z) - z);
+    c[2 * j + 1] = c[2 * j];
+  }
+  return c;
+}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import APPROXIMATIONS, Approximation, ApproximationSetting, ApproximationSpec
+from gpdsl.ir.periodic_series import periodic_leaf, series_period
 from gpdsl.ir.structure import sub_expressions
 from gpdsl.semantics import catalog
 from gpdsl.semantics.constants import fold
@@ -137,7 +138,20 @@ def verify_hsgp(statement: ir.GPStatement, approximation: Approximation) -> None
     if inputs.dim > MAX_HSGP_DIMENSION:
         fail(f"hsgp takes inputs of at most {MAX_HSGP_DIMENSION} columns; these have {inputs.dim}", inputs.span,
              "its basis grows as the product of m over the input columns; use the exact GP or fewer inputs")
-    _verify_spectral(statement.kernel, inputs)
+    if periodic_leaf(statement.kernel) is not None:
+        _verify_periodic_series(statement, periodic_leaf(statement.kernel))
+    else:
+        _verify_spectral(statement.kernel, inputs)
+
+
+def _verify_periodic_series(statement: ir.GPStatement, leaf: ir.KernelLeaf) -> None:
+    if statement.inputs.dim != 1:
+        fail(f"hsgp of a periodic kernel takes inputs of one column (its cosine series is in one variable); these "
+             f"have {statement.inputs.dim}", statement.inputs.span)
+    if series_period(statement.kernel) is None:
+        fail("hsgp of a periodic kernel needs a constant period: its basis cos(j 2 pi t / period), "
+             "sin(j 2 pi t / period) is fixed before sampling", leaf.param("period").span,
+             "give the period as a number, e.g. periodic(lengthscale = ell, period = 365.25)")
 
 
 def _role(role: str) -> str:
@@ -146,7 +160,7 @@ def _role(role: str) -> str:
 
 def _verify_spectral(kernel: ir.Kernel, inputs: ir.Inputs) -> None:
     reason = "hsgp needs a stationary kernel with a spectral density (rbf, matern12, matern32, matern52, matern, " \
-             "their sums and scalings)"
+             "their sums and scalings) or a periodic kernel alone (its cosine series)"
     if isinstance(kernel, ir.KernelSum):
         _verify_spectral(kernel.left, inputs)
         _verify_spectral(kernel.right, inputs)
@@ -161,6 +175,10 @@ def _verify_spectral(kernel: ir.Kernel, inputs: ir.Inputs) -> None:
         fail(f"{reason}; '{kernel.name}' is a combination of kernels", kernel.span)
     else:
         spec = catalog.KERNELS.get(kernel.name)
+        if kernel.name == "periodic":
+            fail(f"{reason}; this 'periodic' is part of a larger kernel", kernel.span,
+                 "write the periodic part as a GP of its own, f_year ~ gp(t, periodic(...), approx = hsgp(m = 10)), "
+                 "and add the GPs in the likelihood")
         if spec is None or spec.spectral_call(dict(kernel.params)) is None:
             fail(f"{reason}; '{kernel.name}' has none", kernel.span)
         whole = kernel.component is None or (len(inputs.components) == 1 and kernel.columns is None)

@@ -358,6 +358,27 @@ def hsgp_data(rng):
             "X": rng.normal(size=(N, 2)), "w": rng.normal(size=N)}
 
 
+HSGP_PERIODIC = """
+data { int N; vector[N] t; vector[N] y; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 1);
+  real<lower=0> ell ~ gamma(2, 2);
+  real<lower=0> noise ~ half_normal(1);
+}
+model {
+  f ~ gp(t, square(s) * periodic(lengthscale = ell, period = 3.5), approx = hsgp(m = 8));
+  g ~ gp(t, periodic(0.7, 0.4, 7), approx = hsgp(5));
+  h ~ gp(t, matern32(s, 4 * ell), approx = hsgp(m = 10));
+  y ~ normal(f + g + h, noise);
+}
+"""
+
+
+def hsgp_periodic_data(rng):
+    N = 12
+    return {"N": N, "t": rng.uniform(0, 20, N), "y": rng.normal(size=N)}
+
+
 STATE_SPACE = """
 data { int N; vector[N] t; vector[N] y; }
 parameters {
@@ -387,6 +408,7 @@ def state_space_data(rng):
     ("models/gp_classification.gpm", classification_data, 1.0),
     pytest.param(STATE_SPACE, state_space_data, 0.7, marks=pytest.mark.slow, id="state_space"),  # every form
     pytest.param(HSGP_SPECTRAL, hsgp_data, 0.7, marks=pytest.mark.slow, id="hsgp"),  # every spectral density
+    pytest.param(HSGP_PERIODIC, hsgp_periodic_data, 0.7, marks=pytest.mark.slow, id="hsgp_periodic"),  # cosine series
     pytest.param(CATEGORICAL, categorical_data, 0.7, marks=pytest.mark.slow, id="categorical_logit"),
     pytest.param("models/bayesian_gplvm_priors.gpm", gplvm_data, 0.7, marks=pytest.mark.slow),  # also in the sweep
     pytest.param(ALL_KERNELS, regression_data, 0.5, marks=pytest.mark.slow),

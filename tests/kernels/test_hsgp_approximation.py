@@ -128,3 +128,35 @@ def test_paper_rule_has_no_constants_for_other_kernels():
     assert shortest_lengthscale("matern12", 10, 1.5, 1.0) is None
     assert smallest_boundary_factor("rbf", 0.1, 1.0) == 1.2
     assert smallest_boundary_factor("rbf", 1.0, 1.0) == pytest.approx(3.2)
+
+
+@pytest.mark.parametrize("lengthscale, order", [(1.2, 6), (0.5, 10), (0.3, 16)])
+def test_periodic_series_covariance_is_the_kernel_to_its_truncation_error(lengthscale, order):
+    """``approx = hsgp(m = J)`` on ``s * periodic``: ``PHI diag(variances) PHI^T`` against the exact kernel, off by at
+    most the dropped coefficients' sum (reached at whole periods) and by less than the series with ``J - 2``
+    harmonics."""
+    from gpdsl.api import check_text
+    from gpdsl.backends.jax.hsgp import hsgp_basis, PeriodicSeriesBasis
+
+    model, _ = check_text(f"""
+data {{ int N; vector[N] t; vector[N] y; }}
+model {{
+  f ~ gp(t, 1.7 * periodic(lengthscale = {lengthscale}, period = 7), approx = hsgp(m = {order}));
+  y ~ normal(f, 1);
+}}
+""")
+    statement = model.gp_statements()[0]
+    t = np.concatenate([np.linspace(-3.0, 25.0, 40), [0.0, 7.0, 14.0]])
+    basis = hsgp_basis(statement, t[:, None])
+    assert isinstance(basis, PeriodicSeriesBasis) and basis.phi.shape == (len(t), 2 * order + 1)
+    periodic = build_kernel("periodic", variance=1.0, lengthscale=lengthscale, period=7.0)
+    kernel = 1.7 * periodic
+    approximate = basis.phi @ np.diag(np.asarray(basis.weight_variances(kernel))) @ basis.phi.T
+    exact = np.asarray(kernel(jnp.asarray(t[:, None]), jnp.asarray(t[:, None])))
+    bound = 1.7 * float(periodic.truncation_error(order))
+    error = np.abs(approximate - exact)
+    assert error.max() <= bound * (1 + 1e-8) + 1e-12
+    assert error.max() == pytest.approx(bound, rel=1e-6, abs=1e-13)  # reached at tau = 0
+    coarser = 1.7 * float(periodic.truncation_error(order - 2))
+    assert error.max() < coarser or coarser < 1e-13
+    np.testing.assert_allclose(basis.at(t[:5, None]), basis.phi[:5])

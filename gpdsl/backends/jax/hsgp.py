@@ -3,6 +3,11 @@
 The basis (:mod:`gpdsl.numerics.hsgp`) depends on the training inputs alone, so it is computed once from the data;
 the spectral density ``S`` of the kernel (:meth:`gpdsl.kernels.Kernel.spectral_density`) carries the
 hyperparameters. The generated Stan program computes the same basis in its transformed data.
+
+A periodic kernel (alone, or scaled) under ``approx = hsgp(m = J)`` is its cosine series instead
+(:class:`PeriodicSeriesBasis`): the basis ``1, cos(j w t), sin(j w t)`` and weights of variances the series'
+coefficients (:meth:`gpdsl.kernels.stationary.Periodic.series_coefficients`). Each basis says the variances of its
+weights under a kernel (``weight_variances``), which is all the engines ask of it.
 """
 
 from __future__ import annotations
@@ -13,8 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.periodic_series import series_period, series_size
 from gpdsl.kernels import Kernel
-from gpdsl.numerics.hsgp import basis_indices, eigenfunctions, frequencies, hsgp_box
+from gpdsl.kernels.composite import Scale
+from gpdsl.numerics.hsgp import basis_indices, eigenfunctions, frequencies, hsgp_box, periodic_series_basis
 
 
 @dataclass(frozen=True)
@@ -44,18 +51,72 @@ class HSGPBasis:
         """The number of basis functions ``M``."""
         return int(self.indices.shape[0])
 
+    @property
+    def dim(self) -> int:
+        """The number of input columns ``D``."""
+        return int(self.centre.size)
+
     def at(self, X) -> np.ndarray:
         """The basis functions at other inputs ``X`` (N*, D), on the training inputs' box (predictions)."""
         return eigenfunctions(X, self.centre, self.half_widths, self.indices)
 
+    def weight_variances(self, kernel: Kernel) -> jnp.ndarray:
+        """The prior variances of the weights under ``kernel``: its spectral density at ``omega``, shape (M,)."""
+        return kernel.spectral_density(jnp.asarray(self.omega))
+
+
+@dataclass(frozen=True)
+class PeriodicSeriesBasis:
+    """The basis of a periodic kernel's cosine series truncated after ``order`` harmonics (one input column).
+
+    Attributes
+    ----------
+    order : int
+        The harmonics ``J`` (the statement's ``m``).
+    period : float
+        The kernel's constant period.
+    phi : numpy.ndarray, shape (N, 2 J + 1)
+        :func:`gpdsl.numerics.hsgp.periodic_series_basis` at the training inputs.
+    """
+
+    order: int
+    period: float
+    phi: np.ndarray
+
+    @property
+    def size(self) -> int:
+        """The number of basis functions ``2 J + 1``."""
+        return series_size(self.order)
+
+    @property
+    def dim(self) -> int:
+        """The number of input columns, 1."""
+        return 1
+
+    def at(self, X) -> np.ndarray:
+        """The basis functions at other inputs ``X`` (N*, 1)."""
+        return periodic_series_basis(X, self.period, self.order)
+
+    def weight_variances(self, kernel: Kernel) -> jnp.ndarray:
+        """``c_0, c_1, c_1, ..., c_J, c_J``: the series coefficients of ``kernel``, a periodic kernel under scalings."""
+        scale = 1.0
+        while isinstance(kernel, Scale):
+            scale, kernel = scale * kernel.scale, kernel.kernel
+        coefficients, _ = kernel.series_coefficients(self.order)
+        return scale * jnp.concatenate([coefficients[:1], jnp.repeat(coefficients[1:], 2)])
+
 
 def basis_size(statement: ir.GPStatement) -> int:
-    """The number of basis functions of an HSGP statement: the product of its ``m`` over the input columns."""
+    """The number of basis functions of an HSGP statement: the product of its ``m`` over the input columns
+    (``2 m + 1`` for a periodic kernel's series)."""
+    if series_period(statement.kernel) is not None:
+        return series_size(_per_dimension(statement)[0])
     return int(np.prod(_per_dimension(statement)))
 
 
-def hsgp_basis(statement: ir.GPStatement, X) -> HSGPBasis:
-    """The basis of an HSGP statement on its training inputs ``X`` (N, D).
+def hsgp_basis(statement: ir.GPStatement, X) -> HSGPBasis | PeriodicSeriesBasis:
+    """The basis of an HSGP statement on its training inputs ``X`` (N, D): a periodic kernel's cosine series, else
+    the Laplacian's eigenfunctions on a box around the inputs.
 
     Raises
     ------
@@ -63,6 +124,10 @@ def hsgp_basis(statement: ir.GPStatement, X) -> HSGPBasis:
         An input column has the same value at every point.
     """
     approximation = statement.approximation
+    period = series_period(statement.kernel)
+    if period is not None:
+        order = _per_dimension(statement)[0]
+        return PeriodicSeriesBasis(order, period, periodic_series_basis(X, period, order))
     indices = basis_indices(_per_dimension(statement))
     X = np.asarray(X, dtype=float)
     names = [n for n in statement.inputs.names if n]
@@ -72,10 +137,10 @@ def hsgp_basis(statement: ir.GPStatement, X) -> HSGPBasis:
     return HSGPBasis(indices, centre, L, frequencies(indices, L), eigenfunctions(X, centre, L, indices))
 
 
-def hsgp_values(kernel: Kernel, basis_omega, phi, weights) -> jnp.ndarray:
-    """``PHI (sqrt(S(omega)) .* z)``: the approximate GP's values at the rows of ``phi`` (traceable)."""
-    density = kernel.spectral_density(jnp.asarray(basis_omega))
-    return jnp.asarray(phi) @ (jnp.sqrt(density) * weights)
+def hsgp_values(kernel: Kernel, basis, phi, weights) -> jnp.ndarray:
+    """``PHI (sqrt(S(omega)) .* z)``: the approximate GP's values at the rows of ``phi`` (traceable), the variances
+    ``S(omega)`` from ``basis.weight_variances``."""
+    return jnp.asarray(phi) @ (jnp.sqrt(basis.weight_variances(kernel)) * weights)
 
 
 def _per_dimension(statement: ir.GPStatement) -> tuple[int, ...]:

@@ -394,7 +394,7 @@ class JaxModel:
         """An HSGP latent's values from its basis weights: ``PHI (sqrt(S(omega)) .* z)`` plus its mean."""
         basis = self.hsgp_basis(statement)
         kernel = self.gp_kernel(statement, env)
-        return hsgp_values(kernel, basis.omega, basis.phi, weights) + self.gp_mean(statement, env)
+        return hsgp_values(kernel, basis, basis.phi, weights) + self.gp_mean(statement, env)
 
     def gp_mean(self, statement: ir.GPStatement, env):
         """The GP's mean in ``env``: 0 without ``mean =``, else a scalar or a vector of its points."""

@@ -75,7 +75,9 @@ from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import HSGP, STATE_SPACE
+from gpdsl.ir.periodic_series import series_period, series_size
 from gpdsl.ir.structure import GPNode, expression_refs, gp_nodes, statement_refs, student_t_process_nodes
+from gpdsl.kernel_table import StanCall
 from gpdsl.likelihoods import LIKELIHOODS, capability
 from gpdsl.numerics import GP_JITTER
 from gpdsl.priors import PRIORS
@@ -210,11 +212,13 @@ def generate_stan(model: ir.Model, missing=()) -> StanProgram:
 @dataclass(frozen=True)
 class HSGPTransformedData:
     """The transformed data of an HSGP latent: the number of basis functions, the frequencies ``omega`` (M x D)
-    and the basis functions at the points ``phi`` (N x M), by Stan name."""
+    and the basis functions at the points ``phi`` (N x M), by Stan name; for a periodic kernel's cosine series
+    ``omega`` is empty and ``order`` its harmonics."""
 
     size: int
     omega: str
     phi: str
+    order: int | None = None
 
 
 @dataclass(frozen=True)
@@ -599,6 +603,14 @@ class _Generator:
             size = int(np.prod(m))
             points = self._points(gp, 0 if len(gp.inputs.components) == 1 else None, [])
             base = stan_name(name)
+            period = series_period(gp.kernel)
+            if period is not None:
+                phi = self.fresh(f"{base}_hsgp_phi")
+                size = series_size(m[0])
+                self.blocks.add("transformed data", f"matrix[{_product(gp.inputs.index_shape)}, {size}] {phi} = "
+                                f"hsgp_periodic_basis({points}, {format_number(period)}, {m[0]});")
+                self.hsgp_bases[name] = HSGPTransformedData(size, "", phi, m[0])
+                return self.hsgp_bases[name]
             names = {part: self.fresh(f"{base}_hsgp_{part}") for part in ("indices", "centre", "L", "omega", "phi")}
             n = _product(gp.inputs.index_shape)
             c = format_number(float(approximation.value("c")))
@@ -616,23 +628,28 @@ class _Generator:
     def _hsgp_latent(self, statement: ir.GPStatement, mapping: StanVariable) -> list[str]:
         """``f = PHI * (sqrt(S(omega)) .* z) + mean`` for an HSGP latent."""
         basis = self._hsgp_basis(statement.target.name)
-        density = self._spectral_density(statement.kernel, basis.omega)[0]
+        density = self._spectral_density(statement.kernel, basis)[0]
         mean = "" if statement.mean is None else f" + {self.translate(statement.mean)}"
         return [f"{mapping.stan_name} = {basis.phi} * (sqrt({density}) .* {mapping.raw_name}){mean};"]
 
-    def _spectral_density(self, kernel: ir.Kernel, omega: str) -> tuple[str, int]:
-        """The Stan expression of a kernel's spectral density at the rows of ``omega``: a leaf's
-        :attr:`~gpdsl.kernel_table.KernelSpec.spectral_density` spelling, sums and scalings of them (the checker
-        admits no other kernel under an HSGP)."""
+    def _spectral_density(self, kernel: ir.Kernel, basis: "HSGPTransformedData") -> tuple[str, int]:
+        """The Stan expression of the variances of an HSGP's weights: a kernel's spectral density at the rows of
+        ``basis.omega`` (a leaf's :attr:`~gpdsl.kernel_table.KernelSpec.spectral_density` spelling, sums and
+        scalings of them), or a periodic kernel's series coefficients (``hsgp_periodic_variances``) under scalings;
+        the checker admits no other kernel under an HSGP."""
+        omega = basis.omega
         if isinstance(kernel, ir.KernelSum):
-            return (f"{self._spectral_density(kernel.left, omega)[0]} + "
-                    f"{self._spectral_density(kernel.right, omega)[0]}"), SUM
+            return (f"{self._spectral_density(kernel.left, basis)[0]} + "
+                    f"{self._spectral_density(kernel.right, basis)[0]}"), SUM
         if isinstance(kernel, ir.KernelScale):
-            inner, level = self._spectral_density(kernel.kernel, omega)
+            inner, level = self._spectral_density(kernel.kernel, basis)
             inner = inner if level >= PRODUCT else f"({inner})"
             return f"{self.translate.operand(kernel.scale, PRODUCT)} * {inner}", PRODUCT
         if not isinstance(kernel, ir.KernelLeaf) or isinstance(kernel, ir.KernelCombination):
             raise MethodError("the Stan backend has no spectral density of this kernel", kernel.span)
+        if basis.order is not None:
+            arguments = self._kernel_arguments(kernel, StanCall("hsgp_periodic_variances", ("variance", "lengthscale")))
+            return f"hsgp_periodic_variances({', '.join([str(basis.order)] + arguments)})", ATOM
         call = catalog.KERNELS[kernel.name].spectral_call(dict(kernel.params))
         return f"{call.function}({', '.join([omega] + self._kernel_arguments(kernel, call))})", ATOM
 

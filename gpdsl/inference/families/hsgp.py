@@ -97,7 +97,7 @@ class HSGPLatent(LatentGP):
         """``A = PHI diag(sqrt(S_theta(omega)))``, shape ``(N, M)``: ``f = A z`` plus :meth:`location_offset`."""
         kernel = self.jax_model.gp_kernel(self.node.statement, self.environment(theta))
         basis = self.basis
-        return jnp.asarray(basis.phi) * jnp.sqrt(kernel.spectral_density(jnp.asarray(basis.omega)))[None, :]
+        return jnp.asarray(basis.phi) * jnp.sqrt(basis.weight_variances(kernel))[None, :]
 
     def location_offset(self, theta) -> jnp.ndarray:
         """What the likelihood's latent argument adds to ``A z`` (:meth:`likelihood_map`), shape ``(N,)``: the GP's
@@ -121,7 +121,7 @@ class HSGPLatent(LatentGP):
 
     def check_new_inputs(self, X_new) -> np.ndarray:
         """``X_new`` as a finite float matrix with the training inputs' number of columns, or a DataError."""
-        return input_matrix(X_new, self.basis.centre.size, f"new inputs of '{self.name}'")
+        return input_matrix(X_new, self.basis.dim, f"new inputs of '{self.name}'")
 
     def values_at(self, free: dict, phi_new, X_new):
         """``f`` at the new inputs whose basis functions are ``phi_new``, for one draw ``free`` of every free variable
@@ -129,7 +129,7 @@ class HSGPLatent(LatentGP):
         statement = self.node.statement
         env = {**self.jax_model.data, **free}
         kernel = self.jax_model.gp_kernel(statement, env)
-        values = hsgp_values(kernel, self.basis.omega, phi_new, free[self.weights])
+        values = hsgp_values(kernel, self.basis, phi_new, free[self.weights])
         if statement.mean is None:
             return values
         refusal = mean_prediction_refusal(self.jax_model.model, self.node)

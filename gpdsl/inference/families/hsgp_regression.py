@@ -82,7 +82,7 @@ class HSGPRegression(HSGPLatent, NormalObservations):
         free = {**self.theta_values(theta), self.weights: mean_z}
         mean = self.values_at(free, phi_new, X_new)
         kernel = self.jax_model.gp_kernel(self.node.statement, self.environment(theta))
-        A_new = phi_new * jnp.sqrt(kernel.spectral_density(jnp.asarray(self.basis.omega)))[None, :]
+        A_new = phi_new * jnp.sqrt(self.basis.weight_variances(kernel))[None, :]
         V = solve_triangular(L, A_new.T, lower=True)
         covariance = V.T @ V if full else jnp.sum(V ** 2, axis=0)
         return mean, covariance, noise, offset
