@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import APPROXIMATIONS, Approximation, ApproximationSetting, ApproximationSpec
-from gpdsl.ir.periodic_series import periodic_leaf, series_period
+from gpdsl.ir.periodic_series import periodic_leaf, sum_terms
 from gpdsl.ir.structure import sub_expressions
 from gpdsl.semantics import catalog
 from gpdsl.semantics.constants import fold
@@ -138,17 +138,18 @@ def verify_hsgp(statement: ir.GPStatement, approximation: Approximation) -> None
     if inputs.dim > MAX_HSGP_DIMENSION:
         fail(f"hsgp takes inputs of at most {MAX_HSGP_DIMENSION} columns; these have {inputs.dim}", inputs.span,
              "its basis grows as the product of m over the input columns; use the exact GP or fewer inputs")
-    if periodic_leaf(statement.kernel) is not None:
-        _verify_periodic_series(statement, periodic_leaf(statement.kernel))
-    else:
-        _verify_spectral(statement.kernel, inputs)
+    for term in sum_terms(statement.kernel):
+        if periodic_leaf(term) is not None:
+            _verify_periodic_series(statement, periodic_leaf(term))
+        else:
+            _verify_spectral(term, inputs)
 
 
 def _verify_periodic_series(statement: ir.GPStatement, leaf: ir.KernelLeaf) -> None:
     if statement.inputs.dim != 1:
         fail(f"hsgp of a periodic kernel takes inputs of one column (its cosine series is in one variable); these "
              f"have {statement.inputs.dim}", statement.inputs.span)
-    if series_period(statement.kernel) is None:
+    if not isinstance(leaf.param("period"), ir.Constant):
         fail("hsgp of a periodic kernel needs a constant period: its basis cos(j 2 pi t / period), "
              "sin(j 2 pi t / period) is fixed before sampling", leaf.param("period").span,
              "give the period as a number, e.g. periodic(lengthscale = ell, period = 365.25)")
@@ -160,7 +161,7 @@ def _role(role: str) -> str:
 
 def _verify_spectral(kernel: ir.Kernel, inputs: ir.Inputs) -> None:
     reason = "hsgp needs a stationary kernel with a spectral density (rbf, matern12, matern32, matern52, matern, " \
-             "their sums and scalings) or a periodic kernel alone (its cosine series)"
+             "their sums and scalings) or periodic kernels as terms of the sum (their cosine series)"
     if isinstance(kernel, ir.KernelSum):
         _verify_spectral(kernel.left, inputs)
         _verify_spectral(kernel.right, inputs)
@@ -176,9 +177,8 @@ def _verify_spectral(kernel: ir.Kernel, inputs: ir.Inputs) -> None:
     else:
         spec = catalog.KERNELS.get(kernel.name)
         if kernel.name == "periodic":
-            fail(f"{reason}; this 'periodic' is part of a larger kernel", kernel.span,
-                 "write the periodic part as a GP of its own, f_year ~ gp(t, periodic(...), approx = hsgp(m = 10)), "
-                 "and add the GPs in the likelihood")
+            fail(f"{reason}; this 'periodic' is inside a product or a scaled sum", kernel.span,
+                 "make it a term of the kernel's sum, k + s * periodic(...), or a GP of its own")
         if spec is None or spec.spectral_call(dict(kernel.params)) is None:
             fail(f"{reason}; '{kernel.name}' has none", kernel.span)
         whole = kernel.component is None or (len(inputs.components) == 1 and kernel.columns is None)

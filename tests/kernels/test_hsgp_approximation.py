@@ -136,7 +136,7 @@ def test_periodic_series_covariance_is_the_kernel_to_its_truncation_error(length
     most the dropped coefficients' sum (reached at whole periods) and by less than the series with ``J - 2``
     harmonics."""
     from gpdsl.api import check_text
-    from gpdsl.backends.jax.hsgp import hsgp_basis, PeriodicSeriesBasis
+    from gpdsl.backends.jax.hsgp import hsgp_basis, PeriodicSeriesBasis, TermBases
 
     model, _ = check_text(f"""
 data {{ int N; vector[N] t; vector[N] y; }}
@@ -148,7 +148,8 @@ model {{
     statement = model.gp_statements()[0]
     t = np.concatenate([np.linspace(-3.0, 25.0, 40), [0.0, 7.0, 14.0]])
     basis = hsgp_basis(statement, t[:, None])
-    assert isinstance(basis, PeriodicSeriesBasis) and basis.phi.shape == (len(t), 2 * order + 1)
+    assert isinstance(basis, TermBases) and isinstance(basis.parts[0][1], PeriodicSeriesBasis)
+    assert basis.phi.shape == (len(t), 2 * order + 1)
     periodic = build_kernel("periodic", variance=1.0, lengthscale=lengthscale, period=7.0)
     kernel = 1.7 * periodic
     approximate = basis.phi @ np.diag(np.asarray(basis.weight_variances(kernel))) @ basis.phi.T
@@ -160,3 +161,39 @@ model {{
     coarser = 1.7 * float(periodic.truncation_error(order - 2))
     assert error.max() < coarser or coarser < 1e-13
     np.testing.assert_allclose(basis.at(t[:5, None]), basis.phi[:5])
+
+
+def test_sum_with_periodic_terms_puts_the_bases_side_by_side():
+    """``matern32 + periodic + s * periodic`` under one ``hsgp(m = 12)``: the Laplacian basis of the Matérn term and a
+    cosine series per periodic term, so the approximate covariance is the Matérn term's HSGP covariance (the same
+    basis in a statement of its own) plus each periodic term's series, and within their errors of the exact sum."""
+    from gpdsl.api import check_text
+    from gpdsl.backends.jax.hsgp import basis_size, hsgp_basis, TermBases
+
+    def statement(kernel):
+        model, _ = check_text(f"""
+data {{ int N; vector[N] t; vector[N] y; }}
+model {{ f ~ gp(t, {kernel}, approx = hsgp(m = 12, c = 1.6)); y ~ normal(f, 1); }}
+""")
+        return model.gp_statements()[0]
+
+    t = np.linspace(0.0, 20.0, 35)[:, None]
+    matern = build_kernel("matern32", variance=1.4, lengthscale=4.0)
+    weekly = build_kernel("periodic", variance=1.0, lengthscale=0.6, period=7.0)
+    yearly = build_kernel("periodic", variance=0.8, lengthscale=0.9, period=11.0)
+    both = statement("matern32(1.4, 4) + periodic(lengthscale = 0.6, period = 7) + 0.8 * periodic(1, 0.9, 11)")
+    basis = hsgp_basis(both, t)
+    assert isinstance(basis, TermBases) and basis.size == basis_size(both) == 12 + 2 * 25
+    approximate = basis.phi @ np.diag(np.asarray(basis.weight_variances(matern + weekly + 0.8 * yearly))) @ basis.phi.T
+    alone = hsgp_basis(statement("matern32(1.4, 4)"), t)
+    matern_part = alone.phi @ np.diag(np.asarray(alone.weight_variances(matern))) @ alone.phi.T
+    series = [hsgp_basis(statement(k), t) for k in ("periodic(lengthscale = 0.6, period = 7)", "periodic(1, 0.9, 11)")]
+    periodic_parts = sum(b.phi @ np.diag(np.asarray(b.weight_variances(k))) @ b.phi.T
+                         for b, k in zip(series, (weekly, 0.8 * yearly)))
+    np.testing.assert_allclose(approximate, matern_part + periodic_parts, atol=1e-12)
+    X = jnp.asarray(t)
+    exact = np.asarray((matern + weekly + 0.8 * yearly)(X, X))
+    laplacian_error = np.abs(matern_part - np.asarray(matern(X, X))).max()
+    bound = laplacian_error + float(weekly.truncation_error(12)) + 0.8 * float(yearly.truncation_error(12))
+    assert np.abs(approximate - exact).max() <= bound * (1 + 1e-9)
+    np.testing.assert_allclose(basis.at(t[:4]), basis.phi[:4], atol=1e-12)

@@ -4,23 +4,26 @@ The basis (:mod:`gpdsl.numerics.hsgp`) depends on the training inputs alone, so 
 the spectral density ``S`` of the kernel (:meth:`gpdsl.kernels.Kernel.spectral_density`) carries the
 hyperparameters. The generated Stan program computes the same basis in its transformed data.
 
-A periodic kernel (alone, or scaled) under ``approx = hsgp(m = J)`` is its cosine series instead
-(:class:`PeriodicSeriesBasis`): the basis ``1, cos(j w t), sin(j w t)`` and weights of variances the series'
-coefficients (:meth:`gpdsl.kernels.stationary.Periodic.series_coefficients`). Each basis says the variances of its
-weights under a kernel (``weight_variances``), which is all the engines ask of it.
+A periodic term of the kernel's sum (a periodic kernel, possibly scaled) under ``approx = hsgp(m = J)`` is its cosine
+series instead (:class:`PeriodicSeriesBasis`): the basis ``1, cos(j w t), sin(j w t)`` and weights of variances the
+series' coefficients (:meth:`gpdsl.kernels.stationary.Periodic.series_coefficients`); a kernel with such terms has
+the bases of its parts side by side (:class:`TermBases`). Each basis says the variances of its weights under a kernel
+(``weight_variances``), which is all the engines ask of it.
 """
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from functools import cached_property, reduce
 
 import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.periodic_series import series_period, series_size
+from gpdsl.ir.periodic_series import has_series, series_period, series_size, sum_terms
 from gpdsl.kernels import Kernel
-from gpdsl.kernels.composite import Scale
+from gpdsl.kernels.composite import Scale, Sum
 from gpdsl.numerics.hsgp import basis_indices, eigenfunctions, frequencies, hsgp_box, periodic_series_basis
 
 
@@ -106,28 +109,89 @@ class PeriodicSeriesBasis:
         return scale * jnp.concatenate([coefficients[:1], jnp.repeat(coefficients[1:], 2)])
 
 
+@dataclass(frozen=True)
+class TermBases:
+    """The basis of a kernel sum with periodic terms: a basis per part side by side.
+
+    Attributes
+    ----------
+    parts : tuple of (tuple of int, HSGPBasis or PeriodicSeriesBasis)
+        Each part's terms (positions in the kernel's sum, :func:`kernel_terms`) and its basis: one
+        :class:`PeriodicSeriesBasis` per periodic term, one :class:`HSGPBasis` shared by the other terms (if any).
+    """
+
+    parts: tuple
+
+    @cached_property
+    def phi(self) -> np.ndarray:
+        """The parts' basis functions at the training inputs, side by side: ``(N, M)``."""
+        return np.concatenate([basis.phi for _, basis in self.parts], axis=1)
+
+    @property
+    def size(self) -> int:
+        """The number of basis functions ``M`` of all the parts."""
+        return sum(basis.size for _, basis in self.parts)
+
+    @property
+    def dim(self) -> int:
+        """The number of input columns, 1."""
+        return 1
+
+    def at(self, X) -> np.ndarray:
+        """The parts' basis functions at other inputs ``X`` (N*, 1), side by side."""
+        return np.concatenate([basis.at(X) for _, basis in self.parts], axis=1)
+
+    def weight_variances(self, kernel: Kernel) -> jnp.ndarray:
+        """Each part's weight variances under the sum of its terms of ``kernel``, concatenated: ``(M,)``."""
+        terms = kernel_terms(kernel)
+        return jnp.concatenate([basis.weight_variances(reduce(operator.add, [terms[i] for i in indices]))
+                                for indices, basis in self.parts])
+
+
+def kernel_terms(kernel: Kernel) -> list[Kernel]:
+    """The terms of a JAX kernel's top-level sum, left to right, as :func:`gpdsl.ir.periodic_series.sum_terms` splits
+    the statement's kernel it was built from."""
+    if isinstance(kernel, Sum):
+        return kernel_terms(kernel.k1) + kernel_terms(kernel.k2)
+    return [kernel]
+
+
 def basis_size(statement: ir.GPStatement) -> int:
-    """The number of basis functions of an HSGP statement: the product of its ``m`` over the input columns
-    (``2 m + 1`` for a periodic kernel's series)."""
-    if series_period(statement.kernel) is not None:
-        return series_size(_per_dimension(statement)[0])
-    return int(np.prod(_per_dimension(statement)))
+    """The number of basis functions of an HSGP statement: the product of its ``m`` over the input columns, and
+    ``2 m + 1`` more per periodic term of its kernel's sum."""
+    terms = sum_terms(statement.kernel)
+    series = sum(series_period(term) is not None for term in terms)
+    laplacian = int(np.prod(_per_dimension(statement))) if series < len(terms) else 0
+    return laplacian + series * series_size(_per_dimension(statement)[0])
 
 
-def hsgp_basis(statement: ir.GPStatement, X) -> HSGPBasis | PeriodicSeriesBasis:
-    """The basis of an HSGP statement on its training inputs ``X`` (N, D): a periodic kernel's cosine series, else
-    the Laplacian's eigenfunctions on a box around the inputs.
+def hsgp_basis(statement: ir.GPStatement, X) -> HSGPBasis | TermBases:
+    """The basis of an HSGP statement on its training inputs ``X`` (N, D): the Laplacian's eigenfunctions on a box
+    around the inputs, with a cosine series beside them for each periodic term of the kernel's sum.
 
     Raises
     ------
     DataError
         An input column has the same value at every point.
     """
+    if has_series(statement.kernel):
+        return _term_bases(statement, X)
+    return _laplacian_basis(statement, X)
+
+
+def _term_bases(statement: ir.GPStatement, X) -> TermBases:
+    order = _per_dimension(statement)[0]
+    periods = [series_period(term) for term in sum_terms(statement.kernel)]
+    parts = [((i,), PeriodicSeriesBasis(order, period, periodic_series_basis(X, period, order)))
+             for i, period in enumerate(periods) if period is not None]
+    others = tuple(i for i, period in enumerate(periods) if period is None)
+    if others:
+        parts.insert(0, (others, _laplacian_basis(statement, X)))
+    return TermBases(tuple(parts))
+
+
+def _laplacian_basis(statement: ir.GPStatement, X) -> HSGPBasis:
     approximation = statement.approximation
-    period = series_period(statement.kernel)
-    if period is not None:
-        order = _per_dimension(statement)[0]
-        return PeriodicSeriesBasis(order, period, periodic_series_basis(X, period, order))
     indices = basis_indices(_per_dimension(statement))
     X = np.asarray(X, dtype=float)
     names = [n for n in statement.inputs.names if n]

@@ -75,7 +75,7 @@ from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import HSGP, STATE_SPACE
-from gpdsl.ir.periodic_series import series_period, series_size
+from gpdsl.ir.periodic_series import has_series, series_period, series_size, sum_terms
 from gpdsl.ir.structure import GPNode, expression_refs, gp_nodes, statement_refs, student_t_process_nodes
 from gpdsl.kernel_table import StanCall
 from gpdsl.likelihoods import LIKELIHOODS, capability
@@ -212,13 +212,14 @@ def generate_stan(model: ir.Model, missing=()) -> StanProgram:
 @dataclass(frozen=True)
 class HSGPTransformedData:
     """The transformed data of an HSGP latent: the number of basis functions, the frequencies ``omega`` (M x D)
-    and the basis functions at the points ``phi`` (N x M), by Stan name; for a periodic kernel's cosine series
-    ``omega`` is empty and ``order`` its harmonics."""
+    and the basis functions at the points ``phi`` (N x M), by Stan name. A kernel with periodic terms has ``parts``:
+    per part its terms (positions in the kernel's sum) and ``omega`` (the Laplacian part's) or the harmonics of a
+    term's cosine series."""
 
     size: int
     omega: str
     phi: str
-    order: int | None = None
+    parts: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -596,60 +597,97 @@ class _Generator:
         """The transformed-data names of the basis of the HSGP latent ``name`` (declared on first use)."""
         if name not in self.hsgp_bases:
             gp = next(s for s in self.model.gp_statements() if s.target.name == name)
-            approximation = gp.approximation
-            dim = int(gp.inputs.dim)
-            m = approximation.value("m")
-            m = tuple(m) if isinstance(m, tuple) else (m,) * dim
-            size = int(np.prod(m))
+            m = gp.approximation.value("m")
+            m = tuple(m) if isinstance(m, tuple) else (m,) * int(gp.inputs.dim)
             points = self._points(gp, 0 if len(gp.inputs.components) == 1 else None, [])
-            base = stan_name(name)
-            period = series_period(gp.kernel)
-            if period is not None:
-                phi = self.fresh(f"{base}_hsgp_phi")
-                size = series_size(m[0])
-                self.blocks.add("transformed data", f"matrix[{_product(gp.inputs.index_shape)}, {size}] {phi} = "
-                                f"hsgp_periodic_basis({points}, {format_number(period)}, {m[0]});")
-                self.hsgp_bases[name] = HSGPTransformedData(size, "", phi, m[0])
-                return self.hsgp_bases[name]
-            names = {part: self.fresh(f"{base}_hsgp_{part}") for part in ("indices", "centre", "L", "omega", "phi")}
-            n = _product(gp.inputs.index_shape)
-            c = format_number(float(approximation.value("c")))
-            self.blocks.add(
-                "transformed data",
-                f"array[{size}, {dim}] int {names['indices']} = hsgp_indices({{{', '.join(map(str, m))}}});",
-                f"vector[{dim}] {names['centre']} = hsgp_centre({points});",
-                f"vector[{dim}] {names['L']} = hsgp_half_widths({points}, {names['centre']}, {c});",
-                f"matrix[{size}, {dim}] {names['omega']} = hsgp_frequencies({names['indices']}, {names['L']});",
-                f"matrix[{n}, {size}] {names['phi']} = hsgp_eigenfunctions({points}, {names['centre']}, "
-                f"{names['L']}, {names['omega']});")
-            self.hsgp_bases[name] = HSGPTransformedData(size, names["omega"], names["phi"])
+            if has_series(gp.kernel):
+                self.hsgp_bases[name] = self._hsgp_term_bases(gp, points, stan_name(name), m[0])
+            else:
+                self.hsgp_bases[name] = self._hsgp_laplacian_basis(gp, m, points, stan_name(name))
         return self.hsgp_bases[name]
+
+    def _hsgp_laplacian_basis(self, gp: ir.GPStatement, m: tuple, points: str, base: str) -> "HSGPTransformedData":
+        """Declare the Laplacian eigenfunctions of an HSGP (``m`` per input column) in transformed data."""
+        dim = int(gp.inputs.dim)
+        size = int(np.prod(m))
+        names = {part: self.fresh(f"{base}_hsgp_{part}") for part in ("indices", "centre", "L", "omega", "phi")}
+        n = _product(gp.inputs.index_shape)
+        c = format_number(float(gp.approximation.value("c")))
+        self.blocks.add(
+            "transformed data",
+            f"array[{size}, {dim}] int {names['indices']} = hsgp_indices({{{', '.join(map(str, m))}}});",
+            f"vector[{dim}] {names['centre']} = hsgp_centre({points});",
+            f"vector[{dim}] {names['L']} = hsgp_half_widths({points}, {names['centre']}, {c});",
+            f"matrix[{size}, {dim}] {names['omega']} = hsgp_frequencies({names['indices']}, {names['L']});",
+            f"matrix[{n}, {size}] {names['phi']} = hsgp_eigenfunctions({points}, {names['centre']}, "
+            f"{names['L']}, {names['omega']});")
+        return HSGPTransformedData(size, names["omega"], names["phi"])
 
     def _hsgp_latent(self, statement: ir.GPStatement, mapping: StanVariable) -> list[str]:
         """``f = PHI * (sqrt(S(omega)) .* z) + mean`` for an HSGP latent."""
         basis = self._hsgp_basis(statement.target.name)
-        density = self._spectral_density(statement.kernel, basis)[0]
+        if basis.parts:
+            terms = sum_terms(statement.kernel)
+            variances = [self._part_variances([terms[i] for i in indices], part) for indices, part in basis.parts]
+            density = variances[0]
+            for other in variances[1:]:
+                density = f"append_row({density}, {other})"
+        else:
+            density = self._spectral_density(statement.kernel, basis.omega)[0]
         mean = "" if statement.mean is None else f" + {self.translate(statement.mean)}"
         return [f"{mapping.stan_name} = {basis.phi} * (sqrt({density}) .* {mapping.raw_name}){mean};"]
 
-    def _spectral_density(self, kernel: ir.Kernel, basis: "HSGPTransformedData") -> tuple[str, int]:
+    def _hsgp_term_bases(self, gp: ir.GPStatement, points: str, base: str, order: int) -> "HSGPTransformedData":
+        """The basis of an HSGP whose kernel sum has periodic terms: the Laplacian part's (if any terms are not
+        periodic) and a cosine series per periodic term, side by side in one matrix (declared on first use)."""
+        periods = [series_period(term) for term in sum_terms(gp.kernel)]
+        others = tuple(i for i, period in enumerate(periods) if period is None)
+        n = _product(gp.inputs.index_shape)
+        parts, phis, size = [], [], 0
+        if others:
+            laplacian = self._hsgp_laplacian_basis(gp, (order,), points, base)
+            parts.append((others, laplacian.omega))
+            phis.append(laplacian.phi)
+            size += laplacian.size
+        for i, period in enumerate(periods):
+            if period is not None:
+                phi = self.fresh(f"{base}_hsgp_series_phi")
+                self.blocks.add("transformed data", f"matrix[{n}, {series_size(order)}] {phi} = "
+                                f"hsgp_periodic_basis({points}, {format_number(period)}, {order});")
+                parts.append(((i,), order))
+                phis.append(phi)
+                size += series_size(order)
+        phi = self.fresh(f"{base}_hsgp_basis")
+        joined = phis[0]
+        for other in phis[1:]:
+            joined = f"append_col({joined}, {other})"
+        self.blocks.add("transformed data", f"matrix[{n}, {size}] {phi} = {joined};")
+        return HSGPTransformedData(size, "", phi, tuple(parts))
+
+    def _part_variances(self, terms: list, part) -> str:
+        """The weight variances of one part of a :meth:`_hsgp_term_bases` basis: the spectral densities of its terms
+        at ``omega`` (a name) added, or a periodic term's series coefficients (``part`` its harmonics)."""
+        if isinstance(part, int):
+            return self._spectral_density(terms[0], "", part)[0]
+        return " + ".join(self._spectral_density(term, part)[0] for term in terms)
+
+    def _spectral_density(self, kernel: ir.Kernel, omega: str, order: int | None = None) -> tuple[str, int]:
         """The Stan expression of the variances of an HSGP's weights: a kernel's spectral density at the rows of
-        ``basis.omega`` (a leaf's :attr:`~gpdsl.kernel_table.KernelSpec.spectral_density` spelling, sums and
-        scalings of them), or a periodic kernel's series coefficients (``hsgp_periodic_variances``) under scalings;
-        the checker admits no other kernel under an HSGP."""
-        omega = basis.omega
+        ``omega`` (a leaf's :attr:`~gpdsl.kernel_table.KernelSpec.spectral_density` spelling, sums and scalings of
+        them), or with ``order`` a periodic kernel's series coefficients (``hsgp_periodic_variances``) under
+        scalings; the checker admits no other kernel under an HSGP."""
         if isinstance(kernel, ir.KernelSum):
-            return (f"{self._spectral_density(kernel.left, basis)[0]} + "
-                    f"{self._spectral_density(kernel.right, basis)[0]}"), SUM
+            return (f"{self._spectral_density(kernel.left, omega, order)[0]} + "
+                    f"{self._spectral_density(kernel.right, omega, order)[0]}"), SUM
         if isinstance(kernel, ir.KernelScale):
-            inner, level = self._spectral_density(kernel.kernel, basis)
+            inner, level = self._spectral_density(kernel.kernel, omega, order)
             inner = inner if level >= PRODUCT else f"({inner})"
             return f"{self.translate.operand(kernel.scale, PRODUCT)} * {inner}", PRODUCT
         if not isinstance(kernel, ir.KernelLeaf) or isinstance(kernel, ir.KernelCombination):
             raise MethodError("the Stan backend has no spectral density of this kernel", kernel.span)
-        if basis.order is not None:
+        if order is not None:
             arguments = self._kernel_arguments(kernel, StanCall("hsgp_periodic_variances", ("variance", "lengthscale")))
-            return f"hsgp_periodic_variances({', '.join([str(basis.order)] + arguments)})", ATOM
+            return f"hsgp_periodic_variances({', '.join([str(order)] + arguments)})", ATOM
         call = catalog.KERNELS[kernel.name].spectral_call(dict(kernel.params))
         return f"{call.function}({', '.join([omega] + self._kernel_arguments(kernel, call))})", ATOM
 
