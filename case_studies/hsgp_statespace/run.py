@@ -1,0 +1,237 @@
+"""US births per day 1969-1988: a Hilbert-space GP and a state-space GP beside the exact GP, with their times.
+
+The data are the birthday data of BDA3 Ch. 21 and of the case study of Riutort-Mayol, Bürkner, Andersen, Solin &
+Vehtari (2023): 7305 days, ``y`` the births relative to the average day (100), standardised for the models. Fits:
+
+- ``births_hsgp.gpm``: a slow Matérn-3/2 trend (20 Laplacian eigenfunctions, ``c = 1.5``) plus a yearly periodic term
+  (its cosine series, 20 harmonics) in one HSGP, plus a day-of-week effect; NUTS (Stan) and ``ml`` at full size;
+- ``births_state_space.gpm``: trend (Matérn-3/2) + yearly (periodic, 365.25 days) + weekly (periodic, 7 days) under
+  a normal likelihood as a state-space GP; ``ml`` (Kalman filter, O(N)) at full size, ``ml`` and NUTS (the Stan
+  Kalman program) on the first year;
+- ``births_exact.gpm``: the same model as an exact GP on the first year (``ml``, NUTS).
+
+Usage::
+
+    python case_studies/hsgp_statespace/run.py                 # the sizes in the README
+    python case_studies/hsgp_statespace/run.py --quick         # two years, a 120-day subset, short chains
+    python case_studies/hsgp_statespace/run.py --quick --methods ml   # the ml fits only (no Stan build)
+
+Outputs in ``case_studies/hsgp_statespace/results/`` (``*_quick.*`` from ``--quick``): ``fits.json`` (each fit's
+size, method, wall time, estimates and diagnostics), ``fits.md`` (the table) and ``decomposition.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import gpdsl  # noqa: E402  (sets BLAS thread variables before numpy/jax load)
+
+import arviz as az  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from gpdsl.backends.jax.hsgp import hsgp_basis  # noqa: E402
+from gpdsl.datasets.births import births_usa_1969  # noqa: E402
+from gpdsl.kernels import build_kernel  # noqa: E402
+from gpdsl.storage.atomic import atomic_target, atomic_write_text  # noqa: E402
+
+RESULTS = HERE / "results"
+MODELS = {"hsgp": HERE / "births_hsgp.gpm", "state_space": HERE / "births_state_space.gpm",
+          "exact": HERE / "births_exact.gpm"}
+YEAR = 365.25
+SCALARS = ("trend_sd", "trend_lengthscale", "year_sd", "year_lengthscale", "week_sd", "week_lengthscale", "sigma")
+
+
+@dataclass(frozen=True)
+class Size:
+    """The days of the full fits and of the subset, and the NUTS chains: number, warmup and draws per fit."""
+
+    days: int
+    subset: int
+    nuts: dict
+
+
+SIZES = {"full": Size(7305, 365, {"hsgp": (2, 300, 300), "state_space": (2, 300, 300), "exact": (1, 150, 150)}),
+         "quick": Size(730, 120, {"hsgp": (1, 60, 60), "state_space": (1, 60, 60), "exact": (1, 60, 60)})}
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One fit: its model, method and whether it runs on the subset."""
+
+    model: str
+    method: str
+    subset: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.model}_{self.method}" + ("_subset" if self.subset else "")
+
+
+FITS = (Fit("hsgp", "ml", False), Fit("state_space", "ml", False), Fit("state_space", "ml", True),
+        Fit("exact", "ml", True), Fit("state_space", "nuts", True), Fit("exact", "nuts", True),
+        Fit("hsgp", "nuts", False))
+
+
+def births_data(days: int) -> tuple[dict, float, float]:
+    """The first ``days`` days as model data (``t`` days since 1969-01-01, ``y`` standardised relative births,
+    ``weekday``), and the mean and standard deviation of the relative births over all 7305 days."""
+    births = births_usa_1969(relative=True)
+    mean, sd = float(births.y.mean()), float(births.y.std())
+    X = births.X[:days]
+    data = {"N": days, "t": X[:, 0] - 1.0, "y": (births.y[:days] - mean) / sd, "weekday": X[:, 6].astype(int)}
+    return data, mean, sd
+
+
+def run_fit(fit: Fit, data: dict, size: Size, seed: int):
+    """Run one fit; return its results and wall time (s)."""
+    model = MODELS[fit.model]
+    fields = {k: data[k] for k in ("N", "t", "y", "weekday")} if fit.model == "hsgp" else \
+        {k: data[k] for k in ("N", "t", "y")}
+    started = time.perf_counter()
+    if fit.method == "ml":
+        result = gpdsl.fit(model, fields, "ml", seed=seed)
+    else:
+        chains, warmup, draws = size.nuts[fit.model]
+        result = gpdsl.sample(model, fields, "nuts", seed=seed, chains=chains, warmup=warmup, draws=draws)
+    return result, time.perf_counter() - started
+
+
+def describe(fit: Fit, result, seconds: float, n: int) -> dict:
+    """The row of the table: size, wall time, estimates (posterior means for NUTS) and diagnostics."""
+    posterior = result.posterior
+    names = [name for name in SCALARS if name in posterior]
+    row = {"fit": fit.label, "model": fit.model, "method": fit.method, "N": n, "seconds": round(seconds, 1),
+           "estimates": {name: float(posterior[name].mean()) for name in names}}
+    timings = json.loads(result.attrs.get("timings", "{}"))
+    row["engine_seconds"] = {k: round(float(v), 1) for k, v in timings.items()}
+    if fit.method == "ml":
+        row["log_marginal"] = float(result.sample_stats["log_marginal"].values.ravel()[0])
+    else:
+        summary = az.summary(result, var_names=names + (["weekday_effect"] if fit.model == "hsgp" else []),
+                             kind="diagnostics")
+        row["chains"], row["draws"] = int(posterior.sizes["chain"]), int(posterior.sizes["draw"])
+        row["max_rhat"] = float(summary["r_hat"].max())
+        row["min_ess_bulk"] = float(summary["ess_bulk"].min())
+        row["min_ess_tail"] = float(summary["ess_tail"].min())
+        row["divergences"] = int(result.sample_stats["diverging"].sum()) if "diverging" in result.sample_stats else None
+    return row
+
+
+def components(result, data: dict, draws: int = 60) -> dict:
+    """The trend and the yearly term of the HSGP fit at the data's days (standardised units), and the weekday effects.
+
+    For each of up to ``draws`` posterior draws, the weights ``f_z`` of the trend's Laplacian basis and of the yearly
+    cosine series times the square roots of their variances under the draw's hyperparameters; averaged. An ``ml``
+    fit has no weights: they are its weights' posterior mean given the estimate."""
+    model, _ = gpdsl.check(MODELS["hsgp"])
+    statement = model.gp_statements()[0]
+    basis = hsgp_basis(statement, data["t"][:, None])
+    (_, trend_basis), (_, year_basis) = basis.parts
+    posterior = result.posterior.stack(sample=("chain", "draw"))
+    picks = np.linspace(0, posterior.sizes["sample"] - 1, min(draws, posterior.sizes["sample"])).astype(int)
+    trend, year, week = [], [], []
+    for i in picks:
+        theta = {name: float(posterior[name].values[i]) for name in ("trend_sd", "trend_lengthscale", "year_sd",
+                                                                    "year_lengthscale", "sigma")}
+        effect = np.asarray(posterior["weekday_effect"].values[:, i])
+        trend_scales = np.sqrt(np.asarray(trend_basis.weight_variances(build_kernel(
+            "matern32", variance=theta["trend_sd"] ** 2, lengthscale=theta["trend_lengthscale"]))))
+        year_scales = np.sqrt(np.asarray(year_basis.weight_variances(build_kernel(
+            "periodic", variance=theta["year_sd"] ** 2, lengthscale=theta["year_lengthscale"], period=YEAR))))
+        A = np.concatenate([trend_basis.phi * trend_scales, year_basis.phi * year_scales], axis=1)
+        if "f_z" in posterior:
+            z = np.asarray(posterior["f_z"].values[:, i])
+        else:
+            residual = data["y"] - effect[data["weekday"] - 1]
+            precision = np.eye(A.shape[1]) + A.T @ A / theta["sigma"] ** 2
+            z = np.linalg.solve(precision, A.T @ residual / theta["sigma"] ** 2)
+        size = trend_scales.size
+        trend.append(A[:, :size] @ z[:size])
+        year.append(A[:, size:] @ z[size:])
+        week.append(effect)
+    return {"trend": np.mean(trend, axis=0), "year": np.mean(year, axis=0), "week": np.mean(week, axis=0)}
+
+
+def decomposition_figure(parts: dict, data: dict, mean: float, sd: float, title: str, path: Path) -> None:
+    """Data, trend, yearly term over the day of the year and the weekday effects, in relative births (100 = mean)."""
+    figure = Figure(figsize=(11, 7.5), layout="constrained")
+    axes = figure.subplots(2, 2)
+    t, years = data["t"], 1969 + data["t"] / YEAR
+    fitted = parts["trend"] + parts["year"] + parts["week"][data["weekday"] - 1]
+    axes[0, 0].plot(years, mean + sd * data["y"], ".", ms=1.5, color="0.6", label="data")
+    axes[0, 0].plot(years, mean + sd * fitted, lw=0.4, color="C3", label="trend + yearly + weekday")
+    axes[0, 0].set(title="relative births per day", xlabel="year", ylabel="relative births (100 = mean)")
+    axes[0, 0].legend(loc="lower right", markerscale=6)
+    axes[0, 1].plot(years, mean + sd * parts["trend"], color="C0")
+    axes[0, 1].set(title="slow trend (HSGP, Matérn-3/2)", xlabel="year", ylabel="relative births")
+    first = t < YEAR
+    axes[1, 0].plot(t[first] + 1, sd * parts["year"][first], color="C1")
+    axes[1, 0].set(title="yearly term (HSGP cosine series)", xlabel="day of the year", ylabel="effect")
+    axes[1, 1].bar(["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], sd * (parts["week"] - parts["week"].mean()),
+                   color="C2")
+    axes[1, 1].set(title="day-of-week effect", ylabel="effect (centred)")
+    figure.suptitle(title)
+    with atomic_target(path) as target:
+        figure.savefig(target, dpi=110, format="png")
+
+
+def table(rows: list[dict]) -> str:
+    """The Markdown table of the fits."""
+    lines = ["| fit | N | method | wall s | sigma | trend lengthscale (days) | year lengthscale | log marginal "
+             "| chains x draws | max R-hat | min bulk ESS | divergences |", "|" + "---|" * 12]
+    for row in rows:
+        e = row["estimates"]
+        nuts = row["method"] == "nuts"
+        lines.append(" | ".join([
+            f"| {row['model']}", str(row["N"]), row["method"], f"{row['seconds']:.0f}", f"{e['sigma']:.3f}",
+            f"{e['trend_lengthscale']:.0f}", f"{e['year_lengthscale']:.2f}",
+            f"{row['log_marginal']:.1f}" if not nuts else "",
+            f"{row['chains']} x {row['draws']}" if nuts else "", f"{row['max_rhat']:.3f}" if nuts else "",
+            f"{row['min_ess_bulk']:.0f}" if nuts else "", str(row["divergences"]) if nuts else ""]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="two years, a 120-day subset, short chains")
+    parser.add_argument("--methods", nargs="+", default=["ml", "nuts"], choices=["ml", "nuts"])
+    parser.add_argument("--seed", type=int, default=20260)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    size = SIZES["quick" if args.quick else "full"]
+    suffix = "_quick" if args.quick else ""
+    args.out.mkdir(parents=True, exist_ok=True)
+    full, mean, sd = births_data(size.days)
+    subset, _, _ = births_data(size.subset)
+    rows, results = [], {}
+    for fit in FITS:
+        if fit.method not in args.methods:
+            continue
+        data = subset if fit.subset else full
+        result, seconds = run_fit(fit, data, size, args.seed)
+        results[fit.label] = result
+        rows.append(describe(fit, result, seconds, data["N"]))
+        print(f"{fit.label}: N = {data['N']}, {seconds:.1f} s", file=sys.stderr)
+        atomic_write_text(args.out / f"fits{suffix}.json", json.dumps(rows, indent=1) + "\n")
+    atomic_write_text(args.out / f"fits{suffix}.md", table(rows))
+    source = "hsgp_nuts" if "hsgp_nuts" in results else "hsgp_ml"
+    if source in results:
+        parts = components(results[source], full)
+        decomposition_figure(parts, full, mean, sd, f"US births {1969}-{1969 + size.days // 365 - 1}: "
+                             f"HSGP fit by {source.split('_')[1]}", args.out / f"decomposition{suffix}.png")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
