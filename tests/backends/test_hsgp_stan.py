@@ -56,3 +56,34 @@ def test_every_spectral_density_passes_stanc_and_nothing_is_integrated_out():
     assert "matrix[64, 2] h_hsgp_omega" in code and "+ 1.5;" in code
     assert {program.variables[name].kind for name in "fgh"} == {"hsgp"}
     assert "multi_normal" not in code and "target += normal_lpdf(y | f + h, noise);" in code
+
+
+PERIODIC_TERMS = """
+data { int N; vector[N] t; vector[N] y; }
+parameters { real<lower=0> s ~ lognormal(0, 1); real<lower=0> ell ~ gamma(2, 2); real<lower=0> noise ~ half_normal(1); }
+model {
+  f ~ gp(t, square(s) * matern32(lengthscale = 30 * ell) + 0.5 * periodic(lengthscale = ell, period = 365.25)
+            + periodic(s, 0.6, 7), approx = hsgp(m = 10));
+  g ~ gp(t, periodic(lengthscale = ell, period = 7), approx = hsgp(m = 3));
+  y ~ normal(f + g, noise);
+}
+"""
+
+
+def test_periodic_terms_are_cosine_series_beside_the_laplacian_basis_and_pass_stanc():
+    model, _ = check_text(PERIODIC_TERMS)
+    program = generate_stan(model)
+    check_program(program.code)
+    code = program.code
+    assert "vector[52] f_z;" in code and "vector[7] g_z;" in code  # 10 + 2 * 21, and 2 * 3 + 1
+    for line in ("matrix[N, 21] f_hsgp_series_phi = hsgp_periodic_basis(t_points, 365.25, 10);",
+                 "matrix[N, 21] f_hsgp_series_phi_ = hsgp_periodic_basis(t_points, 7.0, 10);",
+                 "matrix[N, 52] f_hsgp_basis = append_col(append_col(f_hsgp_phi, f_hsgp_series_phi), "
+                 "f_hsgp_series_phi_);",
+                 "matrix[N, 7] g_hsgp_basis = g_hsgp_series_phi;",
+                 "g = g_hsgp_basis * (sqrt(hsgp_periodic_variances(3, 1.0, rep_vector(ell, 1))) .* g_z);"):
+        assert line in code, line
+    assert ("append_row(append_row(square(s) * matern32_spd(f_hsgp_omega, 1.0, rep_vector(30 * ell, 1)), "
+            "0.5 * hsgp_periodic_variances(10, 1.0, rep_vector(ell, 1))), hsgp_periodic_variances(10, s, "
+            "rep_vector(0.6, 1)))") in code
+    assert "cholesky_decompose" not in code and {program.variables[name].kind for name in "fg"} == {"hsgp"}
