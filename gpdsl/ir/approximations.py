@@ -122,7 +122,8 @@ STATE_SPACE = "state_space"
 APPROXIMATIONS: dict[str, ApproximationSpec] = {spec.name: spec for spec in [
     ApproximationSpec(
         HSGP,
-        (ApproximationSetting("m", "the number of basis functions per input dimension",
+        (ApproximationSetting("m", "the number of basis functions per input dimension; of a periodic term, the "
+                                   "harmonics of its cosine series",
                               integer=True, per_dimension=True, at_least=1),
          ApproximationSetting("c", "boundary factor: the box is [-L, L] around the inputs' centre with L = c times "
                                    "their half range, per dimension", default=1.5, above=1)),
