@@ -6,9 +6,11 @@ pytrees. :func:`run_chains` compiles ``segment_size`` iterations at a time (``la
 checkpoints. Iteration ``i`` of chain ``c`` uses the key ``split(fold_in(rng_key, i), chains)[c]``,
 so results depend only on the key, never on the segment size or on where a run was resumed.
 
-When JAX sees several devices (on CPU: ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` set
-before JAX starts), the chains are split over them with ``shard_map`` (each device runs a vmap over
-its share), so the chains use several cores; with one device nothing changes.
+When the run's platform (:func:`gpdsl.numerics.devices.run_platform`: the CPU, or a GPU with ``--device gpu``)
+has several devices (on CPU: ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` set before JAX starts, as
+``import gpdsl`` does; on a GPU machine: its GPUs), the chains are split over them with ``shard_map`` along the
+chain axis (each device runs a vmap over its share), the same code on both; with one device (one GPU) all chains
+are one vmap.
 
 A run can also advance only a block of its chains (``chain_block=(start, stop)``: chain ``c`` of the
 block still uses key ``c`` of the full split), and a chain executor set in :data:`CHAIN_EXECUTOR`
@@ -40,6 +42,7 @@ import gpdsl.numerics.float64  # noqa: F401
 from gpdsl.storage import compilation_cache
 from gpdsl.storage.atomic import atomic_target
 from gpdsl.errors import GpdslError
+from gpdsl.numerics.devices import run_devices
 from gpdsl.inference.progress import bar as progress_bar
 from gpdsl.inference.chain_health import (
     TRY_WHEN_STUCK,
@@ -276,7 +279,8 @@ def _checked_block(chain_block, total_chains, checkpoint_path) -> tuple[int, int
 
 
 def split_over_devices(batched: Callable, num_chains: int, split: tuple[bool, ...]) -> Callable:
-    """``batched`` (a function vmapped over a leading chain axis) with its chains split over the host devices.
+    """``batched`` (a function vmapped over a leading chain axis) with its chains split over the run's devices
+    (:func:`gpdsl.numerics.devices.run_devices`: the host devices on a CPU, the GPUs on a GPU machine).
 
     Parameters
     ----------
@@ -292,7 +296,7 @@ def split_over_devices(batched: Callable, num_chains: int, split: tuple[bool, ..
     callable
         ``batched`` itself on one device, else its ``shard_map`` over the devices.
     """
-    devices = jax.devices()
+    devices = run_devices()
     shards = max(k for k in range(1, len(devices) + 1) if num_chains % k == 0)
     if shards == 1:
         return batched
