@@ -184,7 +184,8 @@ def _eigh_one_at_a_time(a):
 @_eigh_one_at_a_time.def_vmap
 def _eigh_batch_rule(axis_size, in_batched, a):
     if not _one_at_a_time():
-        return jnp.linalg.eigh(a), (True, True)
+        values, vectors = jnp.linalg.eigh(a)
+        return (values, vectors), (True, True)
     return lax.map(_eigh_one_at_a_time, a), (True, True)
 
 
