@@ -199,8 +199,7 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     compilation_cache.enable()
     if num_warmup < 0 or num_draws < 0 or segment_size < 1:
         raise ValueError("num_warmup and num_draws must be non-negative and segment_size positive")
-    if not jnp.issubdtype(jnp.asarray(rng_key).dtype, jax.dtypes.prng_key):
-        rng_key = jax.random.wrap_key_data(jnp.asarray(rng_key, dtype=jnp.uint32))
+    rng_key = _typed_key(rng_key)
     states = jax.tree.map(jnp.asarray, initial_states)
     total_chains = int(jax.tree.leaves(states)[0].shape[0])
     block = _checked_block(chain_block, total_chains, checkpoint_path)
@@ -258,6 +257,27 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     return ChainResult(draws=draws, infos=infos, final_state=states, num_warmup=num_warmup, num_draws=num_draws,
                        timings=timings, warmup_draws=warmup_draws, warmup_infos=warmup_infos,
                        stuck_chains=[block[0] + chain for chain in stuck], stuck_described=described)
+
+
+def segment_function(step_fn: Callable, rng_key, num_chains: int, *, extract: Callable = _default_extract,
+                     vectorised: bool = True) -> Callable:
+    """The function :func:`run_chains` compiles for ``num_chains`` chains (see its parameters).
+
+    Returns
+    -------
+    callable
+        ``segment(rng_key, states, start, adapting, length) -> (states, draws, infos)``: ``length`` (static)
+        iterations from iteration ``start`` of every chain, as one ``lax.scan``; for ``jax.make_jaxpr`` (a test
+        checks that no segment calls back to the host) or ``jax.jit(..., static_argnums=4)``.
+    """
+    return _SegmentRunner(step_fn, extract, _typed_key(rng_key), num_chains, 0, vectorised)._segment
+
+
+def _typed_key(rng_key):
+    """A typed PRNG key of a typed one or of raw ``uint32[2]`` key data."""
+    if jnp.issubdtype(jnp.asarray(rng_key).dtype, jax.dtypes.prng_key):
+        return rng_key
+    return jax.random.wrap_key_data(jnp.asarray(rng_key, dtype=jnp.uint32))
 
 
 def _stop_if_all_stuck(stuck, num_chains, states, describe):
