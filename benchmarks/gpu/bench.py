@@ -1,0 +1,271 @@
+"""Issue 38's benchmark table: each engine's seconds on one device (``--device cpu|gpu``), same seeds and sizes.
+
+Every benchmark is one ``gpdsl.run`` (the public API) at a fixed, small number of iterations of the issue's size,
+so that CPU and GPU do the same work; the table gives the run's seconds without compilation (``timings``:
+``total - compile`` for the fits, ``warmup + sampling`` for the chains), the compile seconds, and the seconds
+per unit of work (a chain iteration of all chains, an optimiser iteration or Adam step, a sequential step).
+
+=============  ==========================================================================================
+pm-200         ``models/gp_classification.gpm``, n = 200 (2 inputs), pm (EP, 8 importance draws), 4 chains
+pm-2000        the same at n = 2000
+gibbs          ``models/gp_classification.gpm``, n = 1000, gibbs (ESS of f, SURR), 4 chains
+vem-oil        ``models/bayesian_gplvm.gpm`` on oil flow (N = 1000, D = 12, Q = 10), vem, 20 inducing inputs
+svi-gplvm      the minibatch GPLVM (``svi-gplvm``) on 100,000 synthetic points (D = 20, Q = 5), batches of 1000
+sgpr           SGPR on 10,000 points (3 inputs), 100 inducing inputs, L-BFGS
+pm-gplvm       the air-quality supervised GPLVM (Gadd et al. 2021, N = 116), Q = 1000 importance draws, 4 chains
+sequential     the sequential sampler (Tegner et al. 2018), N = 200, M = 1000 states; steps 2..4 timed, the
+               seconds per step times 19 give steps 2..20 (each step's cost does not grow with t: window 1)
+=============  ==========================================================================================
+
+``--quick`` runs every benchmark at a small size (a smoke test of the script on a CPU). Results are appended as
+JSON lines to ``--out`` as each benchmark ends (a run stopped by its time limit keeps the finished ones);
+``--table CPU.jsonl GPU.jsonl`` writes the markdown table of two such files.
+
+Run: ``python benchmarks/gpu/bench.py --device gpu --out gpu.jsonl [--quick] [--only pm-200 gibbs]``.
+Data: oil flow and air quality from ``gpdsl.datasets`` (``GPDSL_DATA_MIRROR``: ``benchmarks/gpu/prepare.sh`` puts
+a copy in ``.gpu/data`` for a machine without network); the others are simulated from fixed seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+import gpdsl  # noqa: E402  (sets XLA's CPU flags before JAX loads)
+
+import numpy as np  # noqa: E402
+
+SEED = 38
+SGPR_MODEL = """
+data { int N; int D; matrix[N, D] X; vector[N] y; }
+parameters { real<lower=0> variance; vector<lower=0>[D] lengthscale; real<lower=0> noise; }
+model {
+  f ~ gp(X, variance * rbf(lengthscale = lengthscale));
+  y ~ normal(f, noise);
+}
+"""
+
+
+def classification(n: int) -> dict:
+    rng = np.random.default_rng(SEED)
+    X = rng.normal(size=(n, 2))
+    latent = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1]
+    return {"N": n, "D": 2, "X": X, "y": (latent + 0.3 * rng.normal(size=n) > 0).astype(int)}
+
+
+def chain_run(model, data, method, settings, device):
+    results = gpdsl.run(model, data, method, settings, seed=SEED, device=device)
+    timings = json.loads(results.attrs["timings"])
+    iterations = settings.warmup + settings.draws
+    seconds = timings["warmup"] + timings["sampling"]
+    return results, {"run_s": seconds, "compile_s": timings["compile"], "units": iterations, "unit": "iteration",
+                     "per_unit_s": seconds / iterations}
+
+
+def fit_run(model, data, method, settings, device, units: int, unit: str):
+    results = gpdsl.run(model, data, method, settings, seed=SEED, device=device)
+    timings = json.loads(results.attrs["timings"])
+    seconds = timings["total"] - timings["compile"]
+    return results, {"run_s": seconds, "compile_s": timings["compile"], "units": units, "unit": unit,
+                     "per_unit_s": seconds / units}
+
+
+def pm_classification(n: int):
+    def run(device, quick):
+        from gpdsl.settings import PseudoMarginalSettings
+
+        size = max(30, n // 20) if quick else n
+        long = size >= 1000
+        settings = PseudoMarginalSettings(chains=4, warmup=1 if long else 5, draws=3 if long else 20,
+                                          segment_size=4 if long else 25, num_importance=8)
+        return {"size": f"n = {size}", **chain_run(str(REPO / "models/gp_classification.gpm"),
+                                                    classification(size), "pm", settings, device)[1]}
+    return run
+
+
+def gibbs(device, quick):
+    from gpdsl.settings import GibbsSettings
+
+    size = 60 if quick else 1000
+    settings = GibbsSettings(chains=4, warmup=10, draws=40, segment_size=50)
+    return {"size": f"n = {size}", **chain_run(str(REPO / "models/gp_classification.gpm"), classification(size),
+                                                "gibbs", settings, device)[1]}
+
+
+def vem_oil(device, quick):
+    from gpdsl.datasets import oil_flow
+    from gpdsl.settings import VEMSettings
+
+    table = oil_flow()
+    rows, latent = (100, 3) if quick else (1000, 10)
+    Y = table.X[:rows]
+    Y = (Y - Y.mean(axis=0)) / Y.std(axis=0)
+    iterations = 5 if quick else 30
+    settings = VEMSettings(max_iterations=iterations, warmup_iterations=min(10, iterations), restarts=0, ftol=0.0,
+                           gtol=0.0, num_inducing=20)
+    data = {"N": rows, "D": Y.shape[1], "Q": latent, "Y": Y}
+    return {"size": f"N = {rows}, Q = {latent}", **fit_run(str(REPO / "models/bayesian_gplvm.gpm"), data, "vem",
+                                                            settings, device, iterations, "L-BFGS iteration")[1]}
+
+
+def svi_gplvm(device, quick):
+    from gpdsl.settings import SVIGPLVMSettings
+
+    rows = 2000 if quick else 100_000
+    rng = np.random.default_rng(SEED)
+    latent = rng.normal(size=(rows, 5))
+    Y = np.tanh(latent @ rng.normal(size=(5, 20))) + 0.1 * rng.normal(size=(rows, 20))
+    steps = 40 if quick else 300
+    settings = SVIGPLVMSettings(steps=steps, noise_fixed_steps=0, chunk=steps // 2, batch_size=100 if quick else 1000,
+                                num_inducing=50)
+    data = {"N": rows, "D": 20, "Q": 5, "Y": Y}
+    return {"size": f"N = {rows:,}", **fit_run(str(REPO / "models/bayesian_gplvm.gpm"), data, "svi-gplvm", settings,
+                                                device, steps, "Adam step")[1]}
+
+
+def sgpr(device, quick):
+    from gpdsl.settings import SGPRSettings
+
+    rows = 500 if quick else 10_000
+    rng = np.random.default_rng(SEED)
+    X = rng.uniform(-3, 3, size=(rows, 3))
+    y = np.sin(X[:, 0]) * np.cos(X[:, 1]) + 0.2 * X[:, 2] + 0.1 * rng.normal(size=rows)
+    iterations = 5 if quick else 30
+    settings = SGPRSettings(max_iterations=iterations, restarts=0, ftol=0.0, gtol=0.0,
+                            num_inducing=20 if quick else 100, inducing_init="random")
+    return {"size": f"N = {rows:,}", **fit_run(SGPR_MODEL, {"N": rows, "D": 3, "X": X, "y": y}, "sgpr", settings,
+                                                device, iterations, "L-BFGS iteration")[1]}
+
+
+def pm_gplvm(device, quick):
+    from gpdsl.datasets import airquality
+    from gpdsl.settings import PMGPLVMSettings
+
+    table = airquality()
+    names = list(table.feature_names)
+    keep = ~np.isnan(table.y)
+    month, temp = table.X[:, names.index("Month")], table.X[:, names.index("Temp")]
+    X = np.column_stack([np.arange(len(month), dtype=float), month])[keep]
+    Y = np.column_stack([np.log(table.y[keep]), temp[keep]])
+    Y = (Y - Y.mean(axis=0)) / Y.std(axis=0)
+    draws = 20 if quick else 1000
+    settings = PMGPLVMSettings(chains=2 if quick else 4, warmup=2, draws=4, segment_size=2, num_importance=draws,
+                               latent_sweeps=2, vem_starts=1, e_step_iterations=50 if quick else 200)
+    data = {"N": int(keep.sum()), "Q": 1, "D": 2, "X": X, "Y": Y}
+    model = str(REPO / "case_studies/gadd2021_sgplvm/sgplvm_airquality.gpm")
+    return {"size": f"N = {data['N']}, Q = {draws} draws", **chain_run(model, data, "pm-gplvm", settings, device)[1]}
+
+
+def sequential(device, quick):
+    from gpdsl.datasets import tegner_sequential
+    from gpdsl.datasets.synthetic import TEGNER_SIGMA_Y
+    from gpdsl.settings import SequentialSettings
+
+    steps, rows, states = (3, 30, 20) if quick else (4, 200, 1000)
+    data, _ = tegner_sequential(steps, rows, seed=SEED)
+    settings = SequentialSettings(states=states, burn_in=20 if quick else 100, thin=1, window=1, initial_repeat_f=3,
+                                  repeat_f=5, surrogate_variance=TEGNER_SIGMA_Y ** 2)
+    results = gpdsl.run(str(REPO / "models/sequential_latent_gp.gpm"), data, "sequential", settings, seed=SEED,
+                        device=device)
+    report = json.loads(results.attrs["report"])
+    per_step = float(report["seconds_per_step"])
+    return {"size": f"N = {rows}, M = {states}", "run_s": per_step * 19, "compile_s": float("nan"),
+            "units": steps - 1, "unit": "step t >= 2 (x 19 for T = 20)", "per_unit_s": per_step}
+
+
+BENCHMARKS = {
+    "pm-200": pm_classification(200), "gibbs": gibbs, "sgpr": sgpr, "vem-oil": vem_oil, "svi-gplvm": svi_gplvm,
+    "pm-2000": pm_classification(2000), "sequential": sequential, "pm-gplvm": pm_gplvm,
+}
+"""Cheapest first: a run stopped by its time limit keeps the most rows."""
+
+
+def measure(names, device: str, quick: bool, out: Path) -> None:
+    from gpdsl.numerics.devices import device_attributes, resolve_device
+
+    platform = resolve_device(device)
+    attributes = device_attributes(platform)
+    for name in names:
+        started = time.perf_counter()
+        try:
+            row = BENCHMARKS[name](device, quick)
+            row["status"] = "ok"
+        except Exception as error:  # one benchmark's failure is a row of the table, not the end of the others
+            row = {"status": f"failed: {type(error).__name__}: {str(error)[:200]}"}
+        row.update(name=name, device=platform, device_name=attributes["device_name"], quick=quick,
+                   wall_s=time.perf_counter() - started, jax=__import__("jax").__version__)
+        with open(out, "a") as stream:
+            stream.write(json.dumps(row) + "\n")
+        print(f"{name} on {platform}: {row['status']}, {row['wall_s']:.1f} s wall", file=sys.stderr, flush=True)
+
+
+def read_rows(path) -> dict:
+    rows = {}
+    if path and Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                rows[row["name"]] = row
+    return rows
+
+
+def seconds(row, key) -> str:
+    if not row or row.get("status") != "ok":
+        return "-" if not row else row["status"].split(":")[0]
+    value = row.get(key)
+    return "-" if value is None or value != value else f"{value:.3g}"
+
+
+def table(cpu_path, gpu_path) -> str:
+    cpu, gpu = read_rows(cpu_path), read_rows(gpu_path)
+    anyone = next(iter({**cpu, **gpu}.values()), {})
+    lines = [f"CPU: {next(iter(cpu.values()), {}).get('device_name', '-')}; GPU: "
+             f"{next(iter(gpu.values()), {}).get('device_name', '-')}; jax {anyone.get('jax', '-')}"
+             f"{'; --quick sizes' if anyone.get('quick') else ''}. Seconds without compilation; ratio = CPU / GPU "
+             "seconds per unit.", "",
+             "| benchmark | size | unit | CPU s per unit | GPU s per unit | CPU / GPU | CPU run s | GPU run s | "
+             "CPU compile s | GPU compile s |", "|" + "---|" * 10]
+    for name in BENCHMARKS:
+        c, g = cpu.get(name), gpu.get(name)
+        if c is None and g is None:
+            continue
+        ok = c and g and c.get("status") == "ok" and g.get("status") == "ok"
+        ratio = f"{c['per_unit_s'] / g['per_unit_s']:.2f}" if ok and g["per_unit_s"] > 0 else "-"
+        size = (c or g).get("size", "-")
+        unit = (c or g).get("unit", "-")
+        lines.append(f"| {name} | {size} | {unit} | {seconds(c, 'per_unit_s')} | {seconds(g, 'per_unit_s')} | {ratio} "
+                     f"| {seconds(c, 'run_s')} | {seconds(g, 'run_s')} | {seconds(c, 'compile_s')} | "
+                     f"{seconds(g, 'compile_s')} |")
+    failures = [f"- {row['device']} {row['name']}: {row['status']}" for rows in (cpu, gpu) for row in rows.values()
+                if row.get("status") != "ok"]
+    return "\n".join(lines + ([""] + failures if failures else [])) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test of the script")
+    parser.add_argument("--only", nargs="+", choices=list(BENCHMARKS), default=list(BENCHMARKS))
+    parser.add_argument("--out", default=None, metavar="ROWS.jsonl", help="append one JSON line per benchmark")
+    parser.add_argument("--table", nargs=2, default=None, metavar=("CPU.jsonl", "GPU.jsonl"),
+                        help="print the markdown table of two files of rows, and measure nothing")
+    args = parser.parse_args(argv)
+    if args.table:
+        print(table(*args.table), end="")
+        return 0
+    if args.out is None:
+        parser.error("--out is needed to measure")
+    measure(args.only, args.device, args.quick, Path(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
