@@ -4,11 +4,12 @@
 #      H200 lent here), the wheels benchmarks/gpu/prepare.sh put in .gpu/wheels, over the image's JAX and CUDA plugin
 #   2. the engines' default-tier tests on the GPU: every method once (tests/test_method_flags.py), the device
 #      option, the linear algebra and the no-host-callback check of every model's segment
-#   3. benchmarks/gpu/bench.py on the GPU, then on this machine's CPU (--device cpu, same seeds and sizes)
+#   3. benchmarks/gpu/bench.py on the GPU and on this machine's CPU (--device cpu, same seeds and sizes), at once
+#      on separate cores (two for the GPU's process, the rest for the CPU's) to fit the time
 #   4. the markdown table of both, with the devices named: $OUT/gpu.md (copy it to benchmarks/results/gpu.md)
 # $OUT then holds 8 files: check.log, env.txt, tests.log, tests.xml, bench.log, gpu.jsonl, cpu.jsonl, gpu.md.
-# Each phase has a time limit (seconds; override by the variables): INSTALL_S 90, TEST_S 150, GPU_S 150, CPU_S 130;
-# a benchmark stopped by its limit leaves the rows finished before it.
+# Each phase has a time limit (seconds; override by the variables): INSTALL_S 90, TEST_S 150, BENCH_S 240; a
+# benchmark stopped by its limit leaves the rows finished before it (bench.py runs the issue's targets first).
 #
 # On the device (here: the run tool, after `bash benchmarks/gpu/prepare.sh` on this machine):
 #   run(command="bash benchmarks/gpu/check.sh", carry=[".gpu"], timeout_s=560)
@@ -58,16 +59,29 @@ timeout "${TEST_S:-150}" "$PYTHON" -m pytest -q -p no:cacheprovider "${TESTS[@]}
 log "tests: exit $? ($(tail -1 "$OUT/tests.log"))"
 
 rm -f "$OUT/gpu.jsonl" "$OUT/cpu.jsonl" "$OUT/bench.log"
-if [ "$GPU" = "yes" ]; then
-  log "benchmarks on the GPU"
-  timeout "${GPU_S:-150}" "$PYTHON" benchmarks/gpu/bench.py --device gpu $QUICK --out "$OUT/gpu.jsonl" \
-    2>&1 | tee -a "$OUT/bench.log" | grep -E "^[a-z0-9-]+ on (gpu|cpu): " >&2
+bench() {  # bench DEVICE CORES SECONDS: bench.py on DEVICE, pinned to CORES when given
+  local pin=()
+  [ -n "$2" ] && command -v taskset >/dev/null && pin=(taskset -c "$2")
+  timeout "$3" "${pin[@]}" "$PYTHON" benchmarks/gpu/bench.py --device "$1" $QUICK --out "$OUT/$1.jsonl" \
+    > "$OUT/bench-$1.log" 2>&1
+  log "benchmarks on the $1: exit $? ($( (grep -c '"status": "ok"' "$OUT/$1.jsonl" 2>/dev/null) || true) ok)"
+}
+CORES=$(nproc)
+if [ "$GPU" = "yes" ] && [ "$CORES" -ge 8 ]; then
+  # Both at once, on cores of their own: the GPU's process (dispatch and compilation) on two, the CPU's on the
+  # rest, with one XLA host device per core it has.
+  log "benchmarks on the GPU (cores 0-1) and the CPU (cores 2-$((CORES - 1))) at once"
+  bench gpu 0-1 "${BENCH_S:-240}" &
+  XLA_FLAGS="--xla_force_host_platform_device_count=$((CORES - 2))" bench cpu "2-$((CORES - 1))" "${BENCH_S:-240}" &
+  wait
+elif [ "$GPU" = "yes" ]; then
+  bench gpu "" "${BENCH_S:-240}"
+  bench cpu "" "${BENCH_S:-240}"
 else
   log "no GPU: the GPU rows are skipped"
+  bench cpu "" "${BENCH_S:-240}"
 fi
-log "benchmarks on the CPU"
-timeout "${CPU_S:-130}" "$PYTHON" benchmarks/gpu/bench.py --device cpu $QUICK --out "$OUT/cpu.jsonl" \
-  2>&1 | tee -a "$OUT/bench.log" | grep -E "^[a-z0-9-]+ on (gpu|cpu): " >&2
+cat "$OUT"/bench-*.log > "$OUT/bench.log" 2>/dev/null; rm -f "$OUT"/bench-*.log
 "$PYTHON" benchmarks/gpu/bench.py --table "$OUT/cpu.jsonl" "$OUT/gpu.jsonl" > "$OUT/gpu.md"
 cat "$OUT/gpu.md"
 log "done: $OUT/gpu.md"
