@@ -22,7 +22,7 @@ OUT=${OUT:-$ROOT/benchmarks/gpu/out}
 mkdir -p "$OUT"
 PYTHON=${PYTHON:-python3}
 QUICK=""
-[ "${1:-}" = "--quick" ] && QUICK="--quick"
+[ "${1:-}" = "--quick" ] && QUICK="--quick" && BENCH_S=${BENCH_S:-1500}  # a CPU alone, compilation the most of it
 export PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
 export GPDSL_DATA_MIRROR=${GPDSL_DATA_MIRROR:-$ROOT/.gpu/data}
 log() { echo "[check $(date +%H:%M:%S)] $*" | tee -a "$OUT/check.log" >&2; }
@@ -42,8 +42,9 @@ else
   timeout "${INSTALL_S:-90}" "$PYTHON" -m pip install -q -e ".[cuda,test]" 2>&1 | tail -3 | tee -a "$OUT/check.log"
 fi
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
-{ "$PYTHON" -c "import jax, jaxlib, numpy; print('jax', jax.__version__, 'jaxlib', jaxlib.__version__, 'numpy',
-numpy.__version__); print('devices', jax.devices())"; nvidia-smi -L 2>/dev/null; } 2>&1 | tee "$OUT/env.txt"
+{ "$PYTHON" -c "import gpdsl, jax, jaxlib, numpy; print('jax', jax.__version__, 'jaxlib', jaxlib.__version__, 'numpy',
+numpy.__version__); print('devices', jax.devices(), jax.devices('cpu')[-1])"; nvidia-smi -L 2>/dev/null; nproc; } 2>&1 \
+  | tee "$OUT/env.txt"
 GPU=$("$PYTHON" -c "import gpdsl.numerics.devices as d; print('yes' if d.gpu_devices() else 'no')" 2>/dev/null)
 log "JAX sees a GPU: ${GPU:-no}"
 
