@@ -8,7 +8,9 @@ path of the driver); they are compared where those hold.
 from __future__ import annotations
 
 import hashlib
+import json
 import platform
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -139,3 +141,16 @@ def test_the_gpu_path_of_the_linear_algebra_is_the_batched_one_with_the_same_ans
     np.testing.assert_allclose(x, expected_x, rtol=1e-12)
     np.testing.assert_allclose(w, expected_w, rtol=1e-12)
     np.testing.assert_allclose(jax.grad(loss)(K), expected_gradient, rtol=1e-9)
+
+
+def test_a_run_file_takes_the_device_for_its_runs(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(devices, "gpu_devices", lambda: [])
+    (tmp_path / "data.json").write_text(json.dumps(
+        {name: np.asarray(value).tolist() for name, value in classification_data().items()}))
+    path = tmp_path / "runs.toml"
+    path.write_text(f'model = "{Path(MODEL).resolve()}"\ndata = "data.json"\nseed = 3\n'
+                    '[[run]]\nmethod = "gibbs"\nout = "gibbs.nc"\n')
+    status, out, _, _ = cli(["run", path, "--dry-run", "--device", "cpu"], capsys)
+    assert status == 0 and "1 run checked" in out
+    status, _, err, _ = cli(["run", path, "--dry-run", "--device", "gpu"], capsys)
+    assert status == 1 and "device error: run 1: device gpu: JAX sees no GPU" in err
