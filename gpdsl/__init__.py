@@ -23,8 +23,9 @@ for _variable in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
 
 # XLA's CPU runtime: single-threaded Eigen, because its multithreaded pool can wedge (all workers
 # parked, the caller waiting forever) on vmapped Cholesky factorisations inside compiled loops; and
-# one host device per core, over which the engines' driver splits its chains. Only effective when
-# gpdsl is imported before JAX; flags already in XLA_FLAGS win.
+# one host device per core, over which the engines' driver splits its chains on a CPU. Only effective when
+# gpdsl is imported before JAX; flags already in XLA_FLAGS win. Both are flags of XLA's CPU client alone: a run
+# on a GPU (--device, gpdsl.numerics.devices) splits its chains over the GPUs and is untouched by them.
 _flags = _os.environ.get("XLA_FLAGS", "")
 if "xla_cpu_multi_thread_eigen" not in _flags:
     _flags += " --xla_cpu_multi_thread_eigen=false"

@@ -8,6 +8,7 @@ method (:func:`execute`); run files prepare all their runs before the first exec
 from __future__ import annotations
 
 import secrets
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +113,8 @@ class RunContext:
     predictive : {"joint", "marginal"}, optional
         How draws at ``new_inputs`` are made (:meth:`gpdsl.registry.Method.predictive_choice`); None
         without new inputs.
+    device : {"cpu", "gpu"}, optional
+        The platform gpdsl's JAX engines run on (:func:`gpdsl.numerics.devices.resolve_device`); None for Stan.
     """
 
     family: str
@@ -124,6 +127,7 @@ class RunContext:
     checkpoint_identity: dict | None = None
     allow_external: bool = False
     predictive: str | None = None
+    device: str | None = None
 
     def chain_checkpoint(self) -> dict:
         """The checkpoint arguments of :func:`gpdsl.inference.driver.run_chains`: write ``checkpoint`` after each
@@ -170,7 +174,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
             *, seed: int | None = None, out: str | Path | None = None, progress: bool = False,
             checkpoint: str | Path | None = None, new_inputs=None, inputs=(), on_warning=None, scheduler=None,
             chain_groups: int | None = None, overwrite: bool = False, command=None,
-            allow_external: bool = False, predictive: str | None = None) -> PreparedRun:
+            allow_external: bool = False, predictive: str | None = None, device: str = "auto") -> PreparedRun:
     """Check everything a run needs, run nothing (see :func:`run` for the parameters; ``command``, the command
     line's arguments, is recorded in the checkpoint for ``gpdsl resume``).
 
@@ -211,6 +215,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
     if refusal is not None:
         raise refusal
     family, facts = classification.require(entry.families, entry.name)
+    platform = _device_platform(entry, device)
     refusal = entry.prediction_refusal(model) if new_inputs is not None else None
     if refusal:
         raise MethodError(refusal)
@@ -246,7 +251,7 @@ def prepare(model: Model | str | Path, data: Mapping[str, Any] | str | Path, met
         claim_output(out, "results", inputs=[*read, *([checkpoint] if checkpoint is not None else [])],
                      overwrite=overwrite)
     context = RunContext(family, facts, seed, progress, checkpoint, new_inputs, chain_groups, identity, allow_external,
-                         predictive)
+                         predictive, platform)
     return PreparedRun(model, data, entry, settings, context, out,
                        {name: scaling for name, scaling in scalings.items() if name in model.data}, overwrite)
 
@@ -266,6 +271,7 @@ def execute(prepared: PreparedRun, keep_state: bool = False, client=None):
 
 
 def _execute(prepared: PreparedRun, keep_state: bool, client):
+    import contextlib
     import time
 
     from gpdsl.data.scaling import scalings_json
@@ -276,17 +282,23 @@ def _execute(prepared: PreparedRun, keep_state: bool, client):
     from gpdsl.storage.checkpoint import elapsed_before
 
     started = time.perf_counter() - elapsed_before(prepared.context.checkpoint)
-    if prepared.context.chain_groups is None:
-        with failures_named():
-            output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
-    else:
-        from gpdsl.inference.chain_groups import chains_run_by
-        from gpdsl.scale_out import RunTask, chain_executor
+    platform = prepared.context.device
+    with _on_device(platform, prepared.context.progress) if platform is not None else contextlib.nullcontext():
+        if prepared.context.chain_groups is None:
+            with failures_named():
+                output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
+        else:
+            from gpdsl.inference.chain_groups import chains_run_by
+            from gpdsl.scale_out import RunTask, chain_executor
 
-        task = RunTask.of(prepared) if client is not None else None
-        with chains_run_by(chain_executor(prepared.context, client, task)), failures_named():
-            output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
-        output.attrs = {**output.attrs, "chain_groups": prepared.context.chain_groups}
+            task = RunTask.of(prepared) if client is not None else None
+            with chains_run_by(chain_executor(prepared.context, client, task)), failures_named():
+                output = prepared.method.run(prepared.model, prepared.data, prepared.settings, prepared.context)
+            output.attrs = {**output.attrs, "chain_groups": prepared.context.chain_groups}
+    if platform is not None:
+        from gpdsl.numerics.devices import device_attributes
+
+        output.attrs = {**output.attrs, **device_attributes(platform)}
     output.timings = {**output.timings, "total": time.perf_counter() - started}
     if output.predictions and prepared.context.predictive is not None:
         output.attrs = {**output.attrs, "predictive": prepared.context.predictive}
@@ -302,6 +314,29 @@ def _execute(prepared: PreparedRun, keep_state: bool, client):
     return (results, output.state) if keep_state else results
 
 
+def _device_platform(entry, device: str) -> str | None:
+    """The platform a run of ``entry`` runs on (None for Stan, which runs on the CPU), or a clear error."""
+    from gpdsl.numerics.devices import DEVICE_CHOICES, DeviceError, resolve_device
+
+    if entry.engine != "stan":
+        return resolve_device(device)
+    if device not in DEVICE_CHOICES:
+        raise DeviceError(f"the device must be one of {', '.join(DEVICE_CHOICES)}; got {device!r}")
+    if device == "gpu":
+        raise DeviceError(f"{entry.name} runs in Stan, on the CPU: device gpu is for gpdsl's own (JAX) engines",
+                          hint="leave the device out for nuts, or choose a JAX method (gpdsl methods FILE lists them)")
+    return None
+
+
+def _on_device(platform: str, say: bool):
+    """Run on ``platform`` (:func:`gpdsl.numerics.devices.running_on`), said on standard error when ``say``."""
+    from gpdsl.numerics.devices import device_line, running_on
+
+    if say:
+        print(device_line(platform), file=sys.stderr)
+    return running_on(platform)
+
+
 def _megabytes(results) -> float:
     from gpdsl.results.arviz_compat import groups
 
@@ -312,7 +347,7 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
         seed: int | None = None, out: str | Path | None = None, progress: bool = False,
         checkpoint: str | Path | None = None, new_inputs=None, keep_state: bool = False, inputs=(),
         on_warning=None, scheduler=None, chain_groups: int | None = None, overwrite: bool = False,
-        allow_external: bool = False, predictive: str | None = None):
+        allow_external: bool = False, predictive: str | None = None, device: str = "auto"):
     """Run an inference method on a model: the one entry point of the CLI and the Python API.
 
     Everything is checked before anything compiles or runs (:func:`prepare`): the method exists and fits
@@ -368,6 +403,11 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     allow_external : bool
         Allow the model's ``external(...)`` likelihoods, which import and run arbitrary Python code
         (:mod:`gpdsl.externals`); a model with one is refused without it.
+    device : {"auto", "cpu", "gpu"}
+        Where gpdsl's JAX engines run (``--device``): ``auto`` is a GPU when JAX sees one, else the CPU; ``gpu``
+        when JAX sees none is refused before the run (install JAX's CUDA wheels with ``pip install
+        'gpdsl[cuda]'``). Said on standard error with ``progress``, and recorded in the results' ``device`` and
+        ``device_name`` attributes. Stan (``nuts``) runs on the CPU: ``gpu`` is refused for it.
 
     Returns
     -------
@@ -380,7 +420,7 @@ def run(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     prepared = prepare(model, data, method, settings, seed=seed, out=out, progress=progress, checkpoint=checkpoint,
                        new_inputs=new_inputs, inputs=inputs, on_warning=on_warning, scheduler=scheduler,
                        chain_groups=chain_groups, overwrite=overwrite, allow_external=allow_external,
-                       predictive=predictive)
+                       predictive=predictive, device=device)
     return execute_here_or_on(prepared, scheduler, keep_state=keep_state)
 
 
@@ -397,7 +437,7 @@ def execute_here_or_on(prepared: PreparedRun, scheduler=None, keep_state: bool =
 def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "nuts", *,
            seed: int | None = None, out: str | Path | None = None, progress: bool = False, new_inputs=None,
            scheduler=None, chain_groups: int | None = None, overwrite: bool = False, allow_external: bool = False,
-           predictive: str | None = None, **settings):
+           predictive: str | None = None, device: str = "auto", **settings):
     """Draw from the posterior with a sampler, its settings as keywords (``gpdsl sample``).
 
     Parameters
@@ -426,6 +466,8 @@ def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, meth
         Replace an existing ``out`` file.
     allow_external : bool
         Allow ``external(...)`` likelihoods (arbitrary Python code; see :func:`run`).
+    device : {"auto", "cpu", "gpu"}
+        Where gpdsl's JAX engines run (``--device``; see :func:`run`).
     **settings
         The method's settings by name (``chains=4``, ``approximation="ep"``), validated as the
         command-line flags are; a misspelt name gets a suggestion.
@@ -441,12 +483,12 @@ def sample(model: Model | str | Path, data: Mapping[str, Any] | str | Path, meth
     ...                    approximation="ep", chains=4, seed=1)  # doctest: +SKIP
     """
     return _run_command("sample", model, data, method, seed, out, progress, new_inputs, settings, scheduler,
-                        chain_groups, overwrite, allow_external, predictive)
+                        chain_groups, overwrite, allow_external, predictive, device)
 
 
 def fit(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method: str = "vem", *,
         seed: int | None = None, out: str | Path | None = None, progress: bool = False, new_inputs=None,
-        scheduler=None, overwrite: bool = False, predictive: str | None = None, **settings):
+        scheduler=None, overwrite: bool = False, predictive: str | None = None, device: str = "auto", **settings):
     """Fit a model by an optimiser or variational method (``gpdsl fit``): ``vem`` (default) or ``ml``.
 
     Parameters are those of :func:`sample` (``scheduler`` runs the fit as one Dask task); the point estimates
@@ -462,11 +504,11 @@ def fit(model: Model | str | Path, data: Mapping[str, Any] | str | Path, method:
     >>> result = gpdsl.fit("models/bayesian_gplvm.gpm", "oil.json", num_inducing=30, seed=0)  # doctest: +SKIP
     """
     return _run_command("fit", model, data, method, seed, out, progress, new_inputs, settings, scheduler,
-                        overwrite=overwrite, predictive=predictive)
+                        overwrite=overwrite, predictive=predictive, device=device)
 
 
 def _run_command(command, model, data, method, seed, out, progress, new_inputs, settings, scheduler=None,
-                 chain_groups=None, overwrite=False, allow_external=False, predictive=None):
+                 chain_groups=None, overwrite=False, allow_external=False, predictive=None, device="auto"):
     from gpdsl.errors import MethodError
     from gpdsl.registry import get_method
 
@@ -476,7 +518,7 @@ def _run_command(command, model, data, method, seed, out, progress, new_inputs, 
     chosen = entry.settings_from(settings, "settings")
     return run(model, data, entry.name, chosen, seed=seed, out=out, progress=progress, new_inputs=new_inputs,
                scheduler=scheduler, chain_groups=chain_groups, overwrite=overwrite, allow_external=allow_external,
-               predictive=predictive)
+               predictive=predictive, device=device)
 
 
 def verify_external_allowed(model: Model, allow_external: bool) -> None:

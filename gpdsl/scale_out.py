@@ -178,6 +178,8 @@ class RunTask:
         The command line (or Python call) that sent the run allowed its external likelihoods.
     predictive : {"joint", "marginal"}, optional
         How draws at the new inputs are made.
+    device : {"auto", "cpu", "gpu"}
+        Where the worker runs gpdsl's JAX engines: the platform the run chose where it was sent from.
     """
 
     source: str
@@ -190,6 +192,7 @@ class RunTask:
     new_inputs: Any = None
     allow_external: bool = False
     predictive: str | None = None
+    device: str = "auto"
 
     @classmethod
     def of(cls, prepared) -> RunTask:
@@ -201,7 +204,7 @@ class RunTask:
                     for key, value in scaling_entries(name, scaling.centre, scaling.scale).items()}
         return cls(source.text, source.name, {**prepared.data, **recorded}, prepared.method.name, prepared.settings,
                    prepared.context.seed, prepared.context.chain_groups, prepared.context.new_inputs,
-                   prepared.context.allow_external, prepared.context.predictive)
+                   prepared.context.allow_external, prepared.context.predictive, prepared.context.device or "auto")
 
     def prepared(self):
         """Check the model text and the data again here, and prepare the run (no output file)."""
@@ -210,7 +213,8 @@ class RunTask:
 
         model, _ = check_text(self.source, self.source_name)
         return prepare(model, self.data, self.method, self.settings, seed=self.seed, chain_groups=self.chain_groups,
-                       new_inputs=self.new_inputs, allow_external=self.allow_external, predictive=self.predictive)
+                       new_inputs=self.new_inputs, allow_external=self.allow_external, predictive=self.predictive,
+                       device=self.device)
 
 
 def chain_executor(context, client=None, task: RunTask | None = None):

@@ -118,7 +118,8 @@ def _cmd_run(args) -> int:
                        checkpoint=checkpoint, new_inputs=new_inputs, inputs=inputs, command=args.argv,
                        on_warning=_warn, scheduler=args.scheduler,
                        chain_groups=getattr(args, "chain_groups", None), overwrite=args.overwrite,
-                       allow_external=args.allow_external, predictive=getattr(args, "predictive", None))
+                       allow_external=args.allow_external, predictive=getattr(args, "predictive", None),
+                       device=args.device)
     if resuming:
         print(f"resuming from checkpoint {checkpoint} (seed {prepared.context.seed})", file=sys.stderr)
     elif args.seed is None:
@@ -305,8 +306,8 @@ def _cmd_run_file(args) -> int:
 
         check_scheduler_address(args.scheduler)
         distributed()
-    run_plan = plan(args.file, progress=not args.quiet,
-                    on_warning=_warn, overwrite=args.overwrite, allow_external=args.allow_external)
+    run_plan = plan(args.file, progress=not args.quiet, on_warning=_warn, overwrite=args.overwrite,
+                    allow_external=args.allow_external, device=args.device)
     if args.scheduler is not None:
         run_plan.scheduler = args.scheduler
     for spec, prepared in run_plan.runs:
@@ -638,6 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_file.add_argument("--allow-external", action="store_true",
                           help="run the models' external(...) likelihoods (arbitrary Python code); a run file "
                                "cannot allow them")
+    cli_options.add_device_flag(run_file)
     cli_options.add_scheduler_flag(run_file, "each run as one task (overrides the file's scheduler key)")
     run_file.set_defaults(run=_cmd_run_file)
 

@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 
 from gpdsl.errors import MethodError
+from gpdsl.numerics.devices import CUDA_INSTALL, DEVICE_CHOICES
 from gpdsl.registry import JOINT_LIMIT, PREDICTIVE_CHOICES, methods
 from gpdsl.settings import SettingError, cli_fields, flag_of
 from gpdsl.settings.fields import command_line_value
@@ -28,6 +29,7 @@ def add_method_command(sub, command: str, text: str, handler) -> argparse.Argume
     parser.add_argument("--method", choices=[m.name for m in offered], default=default,
                         help="; ".join(f"{m.name}: {m.summary}" for m in offered) + f" (default {default})")
     parser.add_argument("--seed", type=int, default=None, help="random seed (default: drawn and recorded)")
+    add_device_flag(parser)
     parser.add_argument("--out", required=True, metavar="FIT.nc", help="results file (NetCDF), written atomically")
     parser.add_argument("--quiet", action="store_true", help="no progress and no summary")
     parser.add_argument("--allow-external", action="store_true",
@@ -70,6 +72,14 @@ def add_method_command(sub, command: str, text: str, handler) -> argparse.Argume
 def add_overwrite_flag(parser, text: str = "replace the output file if it exists (inputs are never replaced)") -> None:
     """Add ``--overwrite``: without it, a command refuses to replace an existing output file."""
     parser.add_argument("--overwrite", action="store_true", help=text)
+
+
+def add_device_flag(parser) -> None:
+    """Add ``--device auto|cpu|gpu``: where gpdsl's JAX engines run (:mod:`gpdsl.numerics.devices`)."""
+    parser.add_argument("--device", choices=DEVICE_CHOICES, default="auto",
+                        help="where gpdsl's JAX engines run: auto is a GPU when JAX sees one, else the CPU; gpu "
+                             f"needs JAX's CUDA wheels ({CUDA_INSTALL}); said on standard error and recorded in "
+                             "the results (default auto; nuts runs in Stan, on the CPU)")
 
 
 def add_scheduler_flag(parser, what: str) -> None:

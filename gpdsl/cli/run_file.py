@@ -166,12 +166,13 @@ def _scheduler(scheduler, source: Path) -> str | None:
 
 
 def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable | None = None,
-         overwrite: bool = False, allow_external: bool = False) -> RunPlan:
+         overwrite: bool = False, allow_external: bool = False, device: str = "auto") -> RunPlan:
     """Read a run file and check every run as :func:`gpdsl.api.prepare` does, running nothing.
 
     Every output (each run's ``out``, the comparison's ``table`` and ``plot``) must be writable and new,
     unless ``overwrite``, and none may be an input of any run or the run file itself. ``allow_external`` (the
-    command line's ``--allow-external``) lets the runs run their models' external likelihoods.
+    command line's ``--allow-external``) lets the runs run their models' external likelihoods; ``device`` (its
+    ``--device``) is where every run's JAX engine runs.
 
     Returns
     -------
@@ -200,7 +201,8 @@ def plan(path: str | os.PathLike, progress: bool = False, on_warning: Callable |
             prepared = prepare(model, spec.data, entry.name, settings, seed=spec.seed, out=spec.out,
                                progress=progress, checkpoint=spec.checkpoint, new_inputs=new_inputs,
                                inputs=inputs, on_warning=on_warning, chain_groups=spec.chain_groups,
-                               overwrite=overwrite, allow_external=allow_external, predictive=spec.predictive)
+                               overwrite=overwrite, allow_external=allow_external, predictive=spec.predictive,
+                               device=device)
         except GpdslError as error:
             error.message = f"{spec.name}: {error.message}"
             raise

@@ -6,9 +6,11 @@ pytrees. :func:`run_chains` compiles ``segment_size`` iterations at a time (``la
 checkpoints. Iteration ``i`` of chain ``c`` uses the key ``split(fold_in(rng_key, i), chains)[c]``,
 so results depend only on the key, never on the segment size or on where a run was resumed.
 
-When JAX sees several devices (on CPU: ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` set
-before JAX starts), the chains are split over them with ``shard_map`` (each device runs a vmap over
-its share), so the chains use several cores; with one device nothing changes.
+When the run's platform (:func:`gpdsl.numerics.devices.run_platform`: the CPU, or a GPU with ``--device gpu``)
+has several devices (on CPU: ``XLA_FLAGS=--xla_force_host_platform_device_count=2`` set before JAX starts, as
+``import gpdsl`` does; on a GPU machine: its GPUs), the chains are split over them with ``shard_map`` along the
+chain axis (each device runs a vmap over its share), the same code on both; with one device (one GPU) all chains
+are one vmap.
 
 A run can also advance only a block of its chains (``chain_block=(start, stop)``: chain ``c`` of the
 block still uses key ``c`` of the full split), and a chain executor set in :data:`CHAIN_EXECUTOR`
@@ -40,6 +42,7 @@ import gpdsl.numerics.float64  # noqa: F401
 from gpdsl.storage import compilation_cache
 from gpdsl.storage.atomic import atomic_target
 from gpdsl.errors import GpdslError
+from gpdsl.numerics.devices import run_devices
 from gpdsl.inference.progress import bar as progress_bar
 from gpdsl.inference.chain_health import (
     TRY_WHEN_STUCK,
@@ -196,8 +199,7 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     compilation_cache.enable()
     if num_warmup < 0 or num_draws < 0 or segment_size < 1:
         raise ValueError("num_warmup and num_draws must be non-negative and segment_size positive")
-    if not jnp.issubdtype(jnp.asarray(rng_key).dtype, jax.dtypes.prng_key):
-        rng_key = jax.random.wrap_key_data(jnp.asarray(rng_key, dtype=jnp.uint32))
+    rng_key = _typed_key(rng_key)
     states = jax.tree.map(jnp.asarray, initial_states)
     total_chains = int(jax.tree.leaves(states)[0].shape[0])
     block = _checked_block(chain_block, total_chains, checkpoint_path)
@@ -257,6 +259,27 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
                        stuck_chains=[block[0] + chain for chain in stuck], stuck_described=described)
 
 
+def segment_function(step_fn: Callable, rng_key, num_chains: int, *, extract: Callable = _default_extract,
+                     vectorised: bool = True) -> Callable:
+    """The function :func:`run_chains` compiles for ``num_chains`` chains (see its parameters).
+
+    Returns
+    -------
+    callable
+        ``segment(rng_key, states, start, adapting, length) -> (states, draws, infos)``: ``length`` (static)
+        iterations from iteration ``start`` of every chain, as one ``lax.scan``; for ``jax.make_jaxpr`` (a test
+        checks that no segment calls back to the host) or ``jax.jit(..., static_argnums=4)``.
+    """
+    return _SegmentRunner(step_fn, extract, _typed_key(rng_key), num_chains, 0, vectorised)._segment
+
+
+def _typed_key(rng_key):
+    """A typed PRNG key of a typed one or of raw ``uint32[2]`` key data."""
+    if jnp.issubdtype(jnp.asarray(rng_key).dtype, jax.dtypes.prng_key):
+        return rng_key
+    return jax.random.wrap_key_data(jnp.asarray(rng_key, dtype=jnp.uint32))
+
+
 def _stop_if_all_stuck(stuck, num_chains, states, describe):
     if stuck and len(stuck) == num_chains:
         raise StuckChainsError(stuck_message(len(stuck), num_chains, describe_chains(stuck, states, describe))
@@ -276,7 +299,8 @@ def _checked_block(chain_block, total_chains, checkpoint_path) -> tuple[int, int
 
 
 def split_over_devices(batched: Callable, num_chains: int, split: tuple[bool, ...]) -> Callable:
-    """``batched`` (a function vmapped over a leading chain axis) with its chains split over the host devices.
+    """``batched`` (a function vmapped over a leading chain axis) with its chains split over the run's devices
+    (:func:`gpdsl.numerics.devices.run_devices`: the host devices on a CPU, the GPUs on a GPU machine).
 
     Parameters
     ----------
@@ -292,7 +316,7 @@ def split_over_devices(batched: Callable, num_chains: int, split: tuple[bool, ..
     callable
         ``batched`` itself on one device, else its ``shard_map`` over the devices.
     """
-    devices = jax.devices()
+    devices = run_devices()
     shards = max(k for k in range(1, len(devices) + 1) if num_chains % k == 0)
     if shards == 1:
         return batched

@@ -15,14 +15,21 @@ from jax.scipy import linalg as _scipy_linalg
 import gpdsl.numerics.float64  # noqa: F401
 from gpdsl.errors import NumericalError
 from gpdsl.numerics import CHOLESKY_JITTER_CEILING, GP_JITTER
+from gpdsl.numerics.devices import run_platform
 
 # Batched LAPACK calls on CPU (vmapped Cholesky factorisations and triangular solves) are fanned out by
 # jaxlib into XLA's thread pool from inside that pool, which can wedge it: every worker waits and the
 # program hangs at 0% CPU (seen with vmapped chains on n = 200 matrices). The functions below are
-# the jax ones, except that under vmap they work through the batch one matrix at a time (lax.map), and so do
-# their derivatives of every order (the derivative rules solve through lax.custom_linear_solve, which JAX
-# can transpose, with the one-at-a-time solves inside).
+# the jax ones, except that under vmap on a CPU they work through the batch one matrix at a time (lax.map), and so
+# do their derivatives of every order (the derivative rules solve through lax.custom_linear_solve, which JAX
+# can transpose, with the one-at-a-time solves inside). On a GPU (any platform but the CPU: the one code traced
+# for, gpdsl.numerics.devices.run_platform) they are the batched jax ones, which the GPU runs in parallel.
 # gpdsl code uses them instead of jnp.linalg.cholesky / jax.scipy.linalg (a test checks this).
+
+
+def _one_at_a_time() -> bool:
+    """Work through batches one matrix at a time: on a CPU (see the note above), not on a GPU."""
+    return run_platform() == "cpu"
 
 
 @jax.custom_jvp
@@ -45,7 +52,7 @@ def cholesky(a):
 
 @jax.custom_batching.custom_vmap
 def _cholesky_one_at_a_time(a):
-    if a.ndim > 2:
+    if a.ndim > 2 and _one_at_a_time():
         flat = jnp.reshape(a, (-1, *a.shape[-2:]))
         return jnp.reshape(lax.map(jnp.linalg.cholesky, flat), a.shape)
     return jnp.linalg.cholesky(a)
@@ -53,6 +60,8 @@ def _cholesky_one_at_a_time(a):
 
 @_cholesky_one_at_a_time.def_vmap
 def _cholesky_batch_rule(axis_size, in_batched, a):
+    if not _one_at_a_time():
+        return jnp.linalg.cholesky(a), True
     return lax.map(_cholesky_one_at_a_time, a), True
 
 
@@ -111,7 +120,7 @@ def _one_at_a_time_solver(trans: int, lower: bool):
     """The triangular solve, mapped over explicit batch dimensions and over ``vmap`` one matrix at a time."""
 
     def solve(a, b):
-        if a.ndim > 2:
+        if a.ndim > 2 and _one_at_a_time():
             batch = a.shape[:-2]
             flat_a = jnp.reshape(a, (-1, *a.shape[-2:]))
             shape = jax.eval_shape(partial(_scipy_linalg.solve_triangular, trans=trans, lower=lower), a, b).shape
@@ -128,6 +137,10 @@ def _one_at_a_time_solver(trans: int, lower: bool):
             columns = jnp.moveaxis(b, 0, 1)
             solved = one_at_a_time(a, jnp.reshape(columns, (columns.shape[0], -1)))
             return jnp.moveaxis(jnp.reshape(solved, columns.shape), 1, 0), True
+        if not _one_at_a_time():
+            batched = jax.vmap(partial(_scipy_linalg.solve_triangular, trans=trans, lower=lower),
+                               in_axes=tuple(0 if along else None for along in in_batched))
+            return batched(a, b), True
         a = a if in_batched[0] else jnp.broadcast_to(a, (axis_size, *a.shape))
         b = b if in_batched[1] else jnp.broadcast_to(b, (axis_size, *b.shape))
         return lax.map(lambda ab: one_at_a_time(*ab), (a, b)), True
@@ -170,6 +183,9 @@ def _eigh_one_at_a_time(a):
 
 @_eigh_one_at_a_time.def_vmap
 def _eigh_batch_rule(axis_size, in_batched, a):
+    if not _one_at_a_time():
+        values, vectors = jnp.linalg.eigh(a)
+        return (values, vectors), (True, True)
     return lax.map(_eigh_one_at_a_time, a), (True, True)
 
 

@@ -216,8 +216,18 @@ def summary(obj: Any, var_names: Sequence[str] | None = None) -> pd.DataFrame:
 
 def loo(obj: Any, var_name: str | None = None) -> dict[str, float]:
     """PSIS-LOO of the ``log_likelihood`` group: ``elpd_loo``, its ``se``, ``p_loo`` and ``warning`` (1 if any
-    Pareto k is too high)."""
-    result = az.loo(obj, var_name=var_name)
+    Pareto k is too high).
+
+    Where a point's largest importance ratios are all equal (a short run whose draws repeat), ArviZ 1.x cannot fit
+    their Pareto tail and raises: the estimates are then NaN, with the warning (ArviZ 0.x gives its estimate and
+    the warning).
+    """
+    try:
+        result = az.loo(obj, var_name=var_name)
+    except ValueError as error:
+        if "tail values are the same" not in str(error):
+            raise
+        return {"elpd_loo": np.nan, "se": np.nan, "p_loo": np.nan, "warning": 1.0}
     if ARVIZ_MAJOR == 0:
         values = (result["elpd_loo"], result["se"], result["p_loo"], result["warning"])
     else:

@@ -13,6 +13,7 @@ from gpdsl.api import check_file, check_text
 from gpdsl.backends.jax.lowering import lower
 from gpdsl.backends.stan.codegen import generate_stan
 from gpdsl.backends.stan.runners import log_prob_pystan, unconstrain_pystan
+from tests.stan_available import needs_pystan
 
 N_POINTS = 20
 
@@ -427,6 +428,7 @@ def state_space_data(rng):
     pytest.param(STUDENT_T_PROCESS_INTEGER_NU, regression_data, 0.7, marks=pytest.mark.slow,
                  id="student_t_process_integer_nu"),  # (4 - 2.0) / 4, never Stan's integer division
 ])
+@needs_pystan
 def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, scale):
     rng = np.random.default_rng(11)
     model, _ = check_text(model_file) if "\n" in model_file else check_file(model_file)
@@ -488,6 +490,7 @@ def sweep_files():
 
 
 @pytest.mark.slow
+@needs_pystan
 @pytest.mark.parametrize("model_file", sweep_files())
 def test_every_model_file_agrees_with_stan(model_file):
     if model_file in SWEEP_EXCLUDED:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -447,3 +448,19 @@ def test_the_diagnostics_of_one_chain_print_no_arviz_notice(capfd):
     assert "Shape validation" not in capfd.readouterr().err
     assert np.isnan(table.loc["a", "r_hat"]) or table.loc["a", "r_hat"] > 0
     assert arviz_compat.groups(built)["posterior"].sizes["chain"] == 1
+
+
+def test_loo_of_a_tail_without_spread_is_nan_with_its_warning_under_arviz_1():
+    from gpdsl.results import arviz_compat
+
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(2, 50, 4))
+    values[..., 0] = -1.0   # every draw of point 0 equal: its importance ratios' tail has no spread
+    container = arviz_compat.make_container(
+        {"posterior": xr.Dataset({"a": (("chain", "draw"), rng.normal(size=(2, 50)))}),
+         "log_likelihood": xr.Dataset({"y": (("chain", "draw", "y_dim_0"), values)})}, {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # ArviZ 0.x's Pareto k warning, which the flag carries
+        loo = arviz_compat.loo(container)
+    assert loo["warning"] == 1.0
+    assert np.isnan(loo["elpd_loo"]) if arviz_compat.ARVIZ_MAJOR >= 1 else np.isfinite(loo["elpd_loo"])

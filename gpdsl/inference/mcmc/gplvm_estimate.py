@@ -27,9 +27,11 @@ from gpdsl.errors import MethodError
 from gpdsl.inference.families.gplvm import GPLVMProblem
 from gpdsl.numerics.linalg import cholesky, logdet_chol, solve_triangular
 from gpdsl.numerics import GP_JITTER
+from gpdsl.numerics.devices import run_platform
 
 LOG_2PI = math.log(2.0 * math.pi)
 LIKELIHOOD_BATCH = 250  # draws whose N x N factorisations are done together (larger batches leave the CPU's caches)
+GPU_BATCH_ENTRIES = 2**27  # on a GPU, as many draws together as fit in this many N x N entries (1 GiB of float64)
 
 
 class Estimate(NamedTuple):
@@ -188,9 +190,12 @@ def mixture_with_prior(log_proposal, log_prior, defensive: float):
 
 
 def collapsed_log_likelihoods(problem: GPLVMProblem, theta, Z) -> jax.Array:
-    """:func:`collapsed_log_likelihood` of ``S`` draws ``Z`` of shape (S, Q, N), a batch of factorisations at a time."""
-    return jax.lax.map(lambda z: collapsed_log_likelihood(problem, theta, z.T), Z,
-                       batch_size=min(Z.shape[0], LIKELIHOOD_BATCH))
+    """:func:`collapsed_log_likelihood` of ``S`` draws ``Z`` of shape (S, Q, N), a batch of factorisations at a time
+    (:data:`LIKELIHOOD_BATCH` on a CPU; on a GPU as many as :data:`GPU_BATCH_ENTRIES` allows, all of them at
+    moderate ``N``)."""
+    num_draws, num_points = Z.shape[0], Z.shape[-1]
+    batch = LIKELIHOOD_BATCH if run_platform() == "cpu" else max(1, GPU_BATCH_ENTRIES // num_points**2)
+    return jax.lax.map(lambda z: collapsed_log_likelihood(problem, theta, z.T), Z, batch_size=min(num_draws, batch))
 
 
 def log_mean_weight(log_weights, num_draws: int) -> tuple[jax.Array, jax.Array]:

@@ -130,7 +130,8 @@ def ml_refusal(model, facts, settings) -> str | None:
     (:mod:`gpdsl.inference.families.hsgp_regression`) only under a normal likelihood whose location is ``f`` plus
     terms free of it."""
     node = getattr(facts, "node", None)
-    if node is None or not node.statement.approximated_by(HSGP):
+    approximation = getattr(getattr(node, "statement", None), "approximation", None)
+    if approximation is None or approximation.name != HSGP:
         return None
     if facts.likelihood != "normal":
         return (f"ml integrates out an HSGP's weights under a normal likelihood; this model's is {facts.likelihood}: "

@@ -67,13 +67,15 @@ def test_missing_entries_are_inferred_and_beat_the_complete_rows_alone():
     partial = np.arange(15, 70)
     inputs[partial, rng.integers(0, 2, size=partial.size)] = np.nan   # one of the two inputs missing
     problem = problem_of(Y[train], 2)
-    result = fit_with_missing_inputs(problem, inputs, VEMSettings(num_inducing=10, max_iterations=400, seed=0))
+    # the bound has local optima that rounding (CPU, library versions) chooses between: the best of three starts,
+    # as a user restarts a variational fit
+    result = max((fit_with_missing_inputs(problem, inputs, VEMSettings(num_inducing=10, max_iterations=400, seed=seed))
+                  for seed in range(3)), key=lambda fitted: fitted.fit.bound)
     moments = result.fit.latent_q.moments(result.fit.params.latent, result.fit.params.theta, np)
     known = ~np.isnan(inputs)
     np.testing.assert_array_equal(moments.mean[known], inputs[known])
     assert np.all(moments.variance[known] == 1e-9) and np.all(moments.variance[~known] > 1e-6)
-    # the inferred entries are closer to the truth than the prior mean (0.92 of its squared error on an AMD EPYC,
-    # whose rounding takes L-BFGS to another optimum; below 0.8 on the machine this test was written on)
+    # the inferred entries are closer to the truth than the prior mean
     assert np.mean((moments.mean[~known] - Z[train][~known]) ** 2) < np.mean(Z[train][~known] ** 2)
     mean_all, _ = predict_latent_function(result.fit, Z[test])
     mean_complete, _ = predict_latent_function(result.observed_fit, Z[test])
