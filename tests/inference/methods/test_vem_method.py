@@ -16,7 +16,7 @@ def test_progress_shows_the_fit_its_iterations_and_the_predictions_on_standard_e
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.splitlines()
-    assert lines[0] == "variational EM: L-BFGS on the bound, 1 start ..."
+    assert lines[0].startswith("device: cpu (") and lines[1] == "variational EM: L-BFGS on the bound, 1 start ..."
     assert "  iteration 49: bound " in "\n".join(lines)
     for stage in ("the means and variances of q(X)", "predictions at 2 new points"):
         assert f"{stage} ..." in lines and any(line.startswith(f"{stage}: done in ") for line in lines), stage
