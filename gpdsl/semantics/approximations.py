@@ -119,19 +119,11 @@ def verify_hsgp(statement: ir.GPStatement, approximation: Approximation) -> None
     ModelCheckError
         At the part of the statement that the approximation cannot take, with the reason.
     """
-    target = statement.target
-    if target.indices or target.type.container != "vector" or target.type.array_dims:
-        fail(f"hsgp approximates a GP of one vector of values; '{target.name}' is {target.type.describe()}"
-             + (" (indexed)" if target.indices else ""), target.span,
-             "write one statement over all the points: f ~ gp(x, k, approx = hsgp(...))")
+    _verify_one_vector_over_data(statement, "hsgp",
+                                 "write one statement over all the points: f ~ gp(x, k, approx = hsgp(...))",
+                                 "its basis functions are fixed by the range of the observed inputs; latent inputs "
+                                 "(a GPLVM) need the exact GP")
     inputs = statement.inputs
-    if len(inputs.index_shape) != 1:
-        fail("hsgp needs inputs with one row per point (one index level)", inputs.span)
-    for expr in (e for component in inputs.components for e in sub_expressions(component)):
-        if isinstance(expr, ir.Ref) and expr.role != "data":
-            fail(f"hsgp needs inputs that are data; '{expr.name}' is {_role(expr.role)}", expr.span,
-                 "its basis functions are fixed by the range of the observed inputs; latent inputs (a GPLVM) "
-                 "need the exact GP")
     if not isinstance(inputs.dim, int):
         fail(f"hsgp needs a fixed number of input columns; these have {inputs.dim}", inputs.span,
              "declare the columns as a number, e.g. matrix[N, 2] X")
@@ -194,6 +186,23 @@ def state_space_kernels() -> tuple[str, ...]:
     return tuple(name for name, spec in catalog.KERNELS.items() if spec.state_space is not None)
 
 
+
+def _verify_one_vector_over_data(statement: ir.GPStatement, name: str, one_statement: str, why_data: str) -> None:
+    """Fail unless the GP is one statement over one vector of values at data inputs of one index level (what
+    both approximations need); ``one_statement`` and ``why_data`` are the hints for the target and for latent
+    inputs."""
+    target = statement.target
+    if target.indices or target.type.container != "vector" or target.type.array_dims:
+        fail(f"{name} approximates a GP of one vector of values; '{target.name}' is {target.type.describe()}"
+             + (" (indexed)" if target.indices else ""), target.span,
+             one_statement)
+    inputs = statement.inputs
+    if len(inputs.index_shape) != 1:
+        fail(f"{name} needs inputs with one row per point (one index level)", inputs.span)
+    for expr in (e for component in inputs.components for e in sub_expressions(component)):
+        if isinstance(expr, ir.Ref) and expr.role != "data":
+            fail(f"{name} needs inputs that are data; '{expr.name}' is {_role(expr.role)}", expr.span, why_data)
+
 def verify_state_space(statement: ir.GPStatement, approximation: Approximation) -> None:
     """Fail unless the state-space form can stand for this GP.
 
@@ -207,19 +216,11 @@ def verify_state_space(statement: ir.GPStatement, approximation: Approximation) 
     ModelCheckError
         At the part of the statement that the approximation cannot take, with the reason.
     """
-    target = statement.target
-    if target.indices or target.type.container != "vector" or target.type.array_dims:
-        fail(f"state_space approximates a GP of one vector of values; '{target.name}' is {target.type.describe()}"
-             + (" (indexed)" if target.indices else ""), target.span,
-             "write one statement over all the times: f ~ gp(t, k, approx = state_space)")
+    _verify_one_vector_over_data(statement, "state_space",
+                                 "write one statement over all the times: f ~ gp(t, k, approx = state_space)",
+                                 "the Kalman filter runs along the times sorted once, before sampling; latent inputs "
+                                 "need the exact GP")
     inputs = statement.inputs
-    if len(inputs.index_shape) != 1:
-        fail("state_space needs inputs with one row per point (one index level)", inputs.span)
-    for expr in (e for component in inputs.components for e in sub_expressions(component)):
-        if isinstance(expr, ir.Ref) and expr.role != "data":
-            fail(f"state_space needs inputs that are data; '{expr.name}' is {_role(expr.role)}", expr.span,
-                 "the Kalman filter runs along the times sorted once, before sampling; latent inputs need the "
-                 "exact GP")
     if inputs.dim != 1:
         fail(f"state_space takes inputs of one column (a time); these have {inputs.dim}", inputs.span,
              "a state-space form is a stochastic differential equation in one scalar input; use the exact GP or "
