@@ -54,6 +54,27 @@ def check_ep_likelihood(likelihood: str, what: str = "likelihood") -> None:
     check_likelihood("ep", likelihood, what)
 
 
+
+def ep_inputs(n: int, likelihood: str, max_sweeps: int, initial_sites, offset, args):
+    """EP's inputs checked and as float64 arrays for ``n`` sites: warm-start sites (precisions kept above
+    :data:`SMALLEST_SITE_PRECISION`), the offset (zeros when None) and the likelihood's arguments.
+
+    Raises
+    ------
+    MethodError
+        For fewer than one sweep, or a likelihood without ``tilted_moments``.
+    """
+    check_ep_likelihood(likelihood)
+    if max_sweeps < 1:
+        raise MethodError(f"EP needs at least one sweep, got max_sweeps={max_sweeps}")
+    if initial_sites is not None:
+        tau, nu = (jnp.asarray(site, dtype=jnp.float64) for site in initial_sites)
+        initial_sites = (jnp.maximum(tau, SMALLEST_SITE_PRECISION), nu)
+    offset = jnp.zeros(n) if offset is None else jnp.broadcast_to(jnp.asarray(offset, dtype=jnp.float64), (n,))
+    args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
+    return initial_sites, offset, args
+
+
 def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
        damping: float = 0.7, likelihood: str = "bernoulli_probit", initial_sites=None,
        offset=None, args=()) -> GaussianApproximation:
@@ -109,18 +130,10 @@ def ep(K, y, tol=None, max_sweeps: int = 100, schedule: str = "sequential",
     MethodError
         For an unknown schedule, fewer than one sweep, or a likelihood without ``tilted_moments``.
     """
-    check_ep_likelihood(likelihood)
     if schedule not in EP_SCHEDULES:
         raise MethodError(f"unknown EP schedule '{schedule}'; use one of {', '.join(EP_SCHEDULES)}")
-    if max_sweeps < 1:
-        raise MethodError(f"EP needs at least one sweep, got max_sweeps={max_sweeps}")
     K, y = jnp.asarray(K, dtype=jnp.float64), jnp.asarray(y)
-    if initial_sites is not None:
-        tau, nu = (jnp.asarray(site, dtype=K.dtype) for site in initial_sites)
-        initial_sites = (jnp.maximum(tau, SMALLEST_SITE_PRECISION), nu)
-    offset = jnp.zeros(K.shape[0]) if offset is None else jnp.broadcast_to(jnp.asarray(offset, dtype=K.dtype),
-                                                                          K.shape[:1])
-    args = tuple(jnp.asarray(a, dtype=K.dtype) for a in args)
+    initial_sites, offset, args = ep_inputs(K.shape[0], likelihood, max_sweeps, initial_sites, offset, args)
     if schedule == "parallel":
         return _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites, offset, args)
     return _ep(K, y, tol, max_sweeps, likelihood, initial_sites, offset, args)

@@ -23,9 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from gpdsl.errors import MethodError
-from gpdsl.inference.approximations.ep import (SMALLEST_SITE_PRECISION, check_ep_likelihood, parallel_sweeps,
-                                              shifted_moments)
+from gpdsl.inference.approximations.ep import SMALLEST_SITE_PRECISION, ep_inputs, parallel_sweeps, shifted_moments
 from gpdsl.inference.approximations.gaussian import GaussianApproximation, iteration_setup
 from gpdsl.inference.approximations.laplace import check_laplace_likelihood, halve_until_better
 from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
@@ -128,16 +126,8 @@ def ep_weights(A, y, likelihood: str = "bernoulli_logit", tol=None, max_sweeps: 
     MethodError
         For fewer than one sweep, or a likelihood without ``tilted_moments``.
     """
-    check_ep_likelihood(likelihood)
-    if max_sweeps < 1:
-        raise MethodError(f"EP needs at least one sweep, got max_sweeps={max_sweeps}")
     A = jnp.asarray(A, dtype=jnp.float64)
-    if initial_sites is not None:
-        tau, nu = (jnp.asarray(site, dtype=A.dtype) for site in initial_sites)
-        initial_sites = (jnp.maximum(tau, SMALLEST_SITE_PRECISION), nu)
-    offset = jnp.zeros(A.shape[0]) if offset is None else jnp.broadcast_to(jnp.asarray(offset, dtype=A.dtype),
-                                                                          A.shape[:1])
-    args = tuple(jnp.asarray(a, dtype=A.dtype) for a in args)
+    initial_sites, offset, args = ep_inputs(A.shape[0], likelihood, max_sweeps, initial_sites, offset, args)
     return _ep_weights(A, jnp.asarray(y), tol, max_sweeps, damping, likelihood, initial_sites, offset, args)
 
 
