@@ -38,6 +38,7 @@ from gpdsl.inference.methods.vem import fit_from_results, run_vem, vem_report
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANOBIS_GP, FAMILIES, GP_PRIOR_GPLVM,
                                 GP_REGRESSION, HSGP_LATENT_GP, LATENT_GP, LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP,
                                 STATE_SPACE_REGRESSION, STUDENT_T_PROCESS, Classification, classify, describe, predicting_families, require_priors)
+from gpdsl.ir.latent_hsgp import latent_hsgp_refusal
 from gpdsl.ir.structure import mean_prediction_refusal
 from gpdsl.settings import (DMGPSettings, DSDGPSettings, EPMLSettings, GibbsSettings, MCMCEPSettings, MLSettings,
                             NUTSSettings, PMGPLVMSettings, PseudoMarginalSettings, SegmentedChainSettings,
@@ -367,7 +368,7 @@ register(Method(
 register(Method(
     "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "
     "the variational E-step at each proposal (exact)", PM_GPLVM_FAMILIES, PMGPLVMSettings,
-    run_pm_gplvm, predicts=True, checkpoints=True, chain_groups=True, prediction_file="variables",
+    run_pm_gplvm, refuses=latent_hsgp_refusal, predicts=True, checkpoints=True, chain_groups=True, prediction_file="variables",
     tools=("gpdsl.cli.tools.pm_variance",)))
 register(Method(
     "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters, or ESS "
@@ -407,6 +408,7 @@ register(Method(
     "svi-gplvm", "Bayesian GPLVM by Adam on minibatches of the uncollapsed bound (explicit q(u); q(X), inducing "
     "inputs, point estimates)", (BAYESIAN_GPLVM,), SVIGPLVMSettings, run_svi_gplvm, command="fit",
     requires_priors=False, missing_outputs=(BAYESIAN_GPLVM,), predicts=True, checkpoints=True, report=svi_gplvm_report,
+    refuses=latent_hsgp_refusal,
     prediction_file="variables"))
 register(Method(
     "dmgp", "the deep Mahalanobis GP by its collapsed variational bound and Adam (de Souza 2020)",

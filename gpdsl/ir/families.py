@@ -200,7 +200,7 @@ for _family in (
         Family(GP_REGRESSION, "GP regression with a Gaussian likelihood integrated out", gp_regression_form,
                f"{_VIEWS}.gp_regression:gp_regression_view", f"{_DRAWS}:gp_regression_groups", predicts=True),
         Family(BAYESIAN_GPLVM, "a Bayesian GPLVM", partial(gplvm_form, gp_prior=False),
-               f"{_VIEWS}.gplvm:gplvm_view"),
+               f"{_VIEWS}.gplvm:gplvm_view", approximations=(HSGP,)),
         Family(GP_PRIOR_GPLVM, "a GPLVM whose latent inputs have a GP prior (dynamical or supervised)",
                partial(gplvm_form, gp_prior=True), f"{_VIEWS}.gplvm:gplvm_view"),
         Family(DEEP_MAHALANOBIS_GP, "a deep Mahalanobis GP (a GP over projections by GP fields)",

@@ -12,6 +12,7 @@ from typing import Iterator
 
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import STATE_SPACE
+from gpdsl.ir.latent_hsgp import is_latent_hsgp
 from gpdsl.ir.types import is_label_array
 from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.priors import PRIORS
@@ -33,7 +34,8 @@ class GPNode:
         True when its only use is in the location of a ``normal`` likelihood with a scalar standard
         deviation on data of the same shape, the location being the latent plus terms free of it
         (``offset``), and it is an exact GP: backends integrate it out exactly. An approximate GP
-        (``approx = hsgp(...)``) is always sampled, through its weights.
+        (``approx = hsgp(...)``) over data inputs is always sampled, through its weights; over latent inputs it is
+        the exact GP of its feature kernel (:mod:`gpdsl.ir.latent_hsgp`).
     likelihood : Statement or None
         The likelihood statement (built-in or external) that consumes it, if any.
     elementwise : bool
@@ -269,7 +271,7 @@ def gp_nodes(model: ir.Model) -> list[GPNode]:
             shifted = elementwise and _is_shift_of(first, name)
             offset = latent_offset(first, name) if shifted else None
             marginalised = (
-                (statement.approximation is None or statement.approximated_by(STATE_SPACE))
+                (statement.approximation is None or statement.approximated_by(STATE_SPACE) or is_latent_hsgp(statement))
                 and len(users) == 1 and not loops and not statement.target.indices
                 and likelihood.distribution.name == "normal"
                 and ((isinstance(first, ir.Ref) and first.name == name)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import APPROXIMATIONS, Approximation, ApproximationSetting, ApproximationSpec
+from gpdsl.ir.latent_hsgp import LATENT_PRIOR_SDS, is_latent_hsgp, latent_inputs, prior_scale
 from gpdsl.ir.periodic_series import periodic_leaf, sum_terms
 from gpdsl.ir.structure import sub_expressions
 from gpdsl.semantics import catalog
@@ -114,27 +115,96 @@ def verify_hsgp(statement: ir.GPStatement, approximation: Approximation) -> None
     kernel whose table entry spells one (rbf, the Matérn kernels), or sums and scalings of them, each over all
     the input columns.
 
+    Over latent inputs (a GPLVM, ``F ~ gp(X, k, approx = hsgp(...))``, :mod:`gpdsl.ir.latent_hsgp`) the target may be
+    a matrix of independent columns and the kernel has no periodic terms; the latent's prior must give the box a
+    scale, which :func:`verify_latent_hsgp_priors` checks once the whole program is read.
+
     Raises
     ------
     ModelCheckError
         At the part of the statement that the approximation cannot take, with the reason.
     """
+    if latent_inputs(statement) is not None:
+        _verify_over_latent_inputs(statement)
+        return
     _verify_one_vector_over_data(statement, "hsgp",
                                  "write one statement over all the points: f ~ gp(x, k, approx = hsgp(...))",
-                                 "its basis functions are fixed by the range of the observed inputs; latent inputs "
-                                 "(a GPLVM) need the exact GP")
+                                 "its basis functions are fixed by the range of the observed inputs, or over latent "
+                                 "inputs by their prior: give one whole latent variable, gp(X, k, approx = hsgp(...)) "
+                                 "with X ~ normal(mu, sigma)")
     inputs = statement.inputs
+    _verify_dimension(inputs)
+    for term in sum_terms(statement.kernel):
+        if periodic_leaf(term) is not None:
+            _verify_periodic_series(statement, periodic_leaf(term))
+        else:
+            _verify_spectral(term, inputs)
+
+
+def _verify_dimension(inputs: ir.Inputs) -> None:
     if not isinstance(inputs.dim, int):
         fail(f"hsgp needs a fixed number of input columns; these have {inputs.dim}", inputs.span,
              "declare the columns as a number, e.g. matrix[N, 2] X")
     if inputs.dim > MAX_HSGP_DIMENSION:
         fail(f"hsgp takes inputs of at most {MAX_HSGP_DIMENSION} columns; these have {inputs.dim}", inputs.span,
              "its basis grows as the product of m over the input columns; use the exact GP or fewer inputs")
+
+
+def _verify_over_latent_inputs(statement: ir.GPStatement) -> None:
+    target = statement.target
+    if target.indices or target.type.container not in ("vector", "matrix") or target.type.array_dims:
+        fail(f"hsgp over latent inputs approximates a GP of a vector or of a matrix of independent columns; "
+             f"'{target.name}' is {target.type.describe()}" + (" (indexed)" if target.indices else ""), target.span,
+             "write one statement over all the points: F ~ gp(X, k, approx = hsgp(...))")
+    if len(statement.inputs.index_shape) != 1:
+        fail("hsgp needs inputs with one row per point (one index level)", statement.inputs.span)
+    _verify_dimension(statement.inputs)
     for term in sum_terms(statement.kernel):
         if periodic_leaf(term) is not None:
-            _verify_periodic_series(statement, periodic_leaf(term))
+            fail("hsgp over latent inputs takes no periodic term: its cosine series is in one observed variable",
+                 term.span, "use a kernel with a spectral density (rbf, the Matérn kernels) or the exact GP")
+        _verify_spectral(term, statement.inputs)
+
+
+def verify_latent_hsgp_priors(statements: list[ir.Statement]) -> None:
+    """Fail unless each HSGP over latent inputs ``X`` has the prior ``X ~ normal(mu, sigma)`` with constant ``mu``
+    and ``sigma``: its box is ``mu +/- c * LATENT_PRIOR_SDS * sigma`` (:mod:`gpdsl.ir.latent_hsgp`).
+
+    Parameters
+    ----------
+    statements : list of gpdsl.ir.nodes.Statement
+        The model's checked statements.
+
+    Raises
+    ------
+    ModelCheckError
+        At the inputs of the first such GP whose latent inputs' prior gives no scale.
+    """
+    walked = list(_walk_statements(statements))
+    priors = {s.target.name: s for s in walked if isinstance(s, ir.PriorStatement)}
+    gps = {s.target.name for s in walked if isinstance(s, ir.GPStatement)}
+    for statement in walked:
+        if not is_latent_hsgp(statement):
+            continue
+        name = latent_inputs(statement)
+        scale = "their prior is a GP, whose scale its kernel's parameters set" if name in gps and \
+            name not in priors else prior_scale(priors.get(name))
+        if isinstance(scale, str):
+            fail(f"hsgp over the latent inputs '{name}' takes its box from their prior, which gives no scale: "
+                 f"{scale}", statement.inputs.span,
+                 f"give them the prior {name} ~ normal(mu, sigma) with constant mu and sigma (the box is mu +/- "
+                 f"c * {LATENT_PRIOR_SDS:g} sigma), or use the exact GP")
+        if scale[1] <= 0:
+            fail(f"hsgp over the latent inputs '{name}' needs a positive prior scale; got sigma = {scale[1]:g}",
+                 statement.inputs.span)
+
+
+def _walk_statements(statements):
+    for statement in statements:
+        if isinstance(statement, ir.ForLoop):
+            yield from _walk_statements(statement.body)
         else:
-            _verify_spectral(term, inputs)
+            yield statement
 
 
 def _verify_periodic_series(statement: ir.GPStatement, leaf: ir.KernelLeaf) -> None:

@@ -32,6 +32,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.semantics.blocks import BLOCK_ORDER, find_blocks
 from gpdsl.semantics.context import CheckContext
 from gpdsl.semantics.declarations import LARGEST_SIZE, declare
+from gpdsl.semantics.approximations import verify_latent_hsgp_priors
 from gpdsl.semantics.gp import verify_student_t_processes
 from gpdsl.semantics.latents import infer_latents, verify_latents_acyclic
 from gpdsl.semantics.statements import check_declared_prior, check_statement
@@ -82,6 +83,7 @@ def check_program(program: ast.Program) -> tuple[ir.Model, list[CheckWarning]]:
         statements.append(check_statement(ctx, statement))
     verify_whole_program(ctx)
     verify_student_t_processes(statements)
+    verify_latent_hsgp_priors(statements)
     model = ir.Model(
         source=program.source,
         sizes=tuple(ctx.sizes),

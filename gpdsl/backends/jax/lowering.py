@@ -43,9 +43,11 @@ from gpdsl.backends.jax.bijectors import (
 from gpdsl.data.missing import observed_masks
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.approximations import HSGP, STATE_SPACE
+from gpdsl.ir.approximations import STATE_SPACE
+from gpdsl.ir.latent_hsgp import basis_sizes, is_latent_hsgp, is_weight_space_hsgp, latent_box, latent_inputs
 from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds, student_t_process_nodes
 from gpdsl.kernels import Kernel, build_kernel, kalman
+from gpdsl.kernels.hsgp_features import HSGPFeatureKernel
 from gpdsl.likelihoods import LIKELIHOODS
 from gpdsl.numerics.linalg import cholesky, solve_triangular
 from gpdsl.numerics import GP_JITTER
@@ -192,11 +194,11 @@ class JaxModel:
         env = dict(self.data)
         env.update(free)
         for node in self.gp_nodes:
-            if node.statement.approximated_by(HSGP):
+            if is_weight_space_hsgp(node.statement):
                 env[node.name] = self.hsgp_latent(node.statement, free[node.name + "_z"], env)
         if self.parameterisation == "whitened":
             for node in self.gp_nodes:
-                if node.marginalised or node.statement.approximated_by(HSGP):
+                if node.marginalised or is_weight_space_hsgp(node.statement):
                     continue
                 raw = free[node.name + "_raw"]
                 env[node.name] = self._whitened_to_latent(node, raw, env, env.get(node.name, jnp.zeros(raw.shape)))
@@ -286,7 +288,7 @@ class JaxModel:
             terms = likelihood.log_density(np.where(mask, y, likelihood.placeholder), *args)
             return jnp.sum(jnp.where(mask, terms, 0.0))
         if isinstance(statement, ir.GPStatement):
-            if self.parameterisation == "centred" and not statement.approximated_by(HSGP):
+            if self.parameterisation == "centred" and not is_weight_space_hsgp(statement):
                 node = self._node(statement)
                 if not node.marginalised:
                     return self._centred_gp_logpdf(statement, env)
@@ -331,8 +333,13 @@ class JaxModel:
         return np.cumsum([0] + [self._dim(d) for d in statement.inputs.dims])
 
     def gp_kernel(self, statement: ir.GPStatement, env) -> Kernel:
-        """The GP's kernel with hyperparameters evaluated in ``env``."""
-        return self._kernel(statement.kernel, env, self.gp_input_offsets(statement))
+        """The GP's kernel with hyperparameters evaluated in ``env``; of an HSGP over latent inputs, its feature
+        kernel on the box from the latent inputs' prior (:mod:`gpdsl.ir.latent_hsgp`)."""
+        kernel = self._kernel(statement.kernel, env, self.gp_input_offsets(statement))
+        if is_latent_hsgp(statement):
+            centre, half_widths = latent_box(statement, self.model.priors().get(latent_inputs(statement)))
+            return HSGPFeatureKernel(kernel, centre, half_widths, basis_sizes(statement))
+        return kernel
 
     def gp_covariance(self, statement: ir.GPStatement, env) -> jax.Array:
         """``K(X, X) + GP_JITTER I`` for the GP's points."""
@@ -644,7 +651,7 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
             if name in priors:
                 add(name, var.type, var.type.lower, var.type.upper, "latent")
             continue
-        if node.statement.approximated_by(HSGP):
+        if is_weight_space_hsgp(node.statement):
             add(name + "_z", VarType("real", "vector", (basis_size(node.statement),)), None, None, "hsgp_weights")
             continue
         if node.marginalised:

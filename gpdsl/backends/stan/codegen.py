@@ -75,6 +75,7 @@ from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import HSGP, STATE_SPACE
+from gpdsl.ir.latent_hsgp import is_latent_hsgp, latent_inputs
 from gpdsl.ir.periodic_series import has_series, series_period, series_size, sum_terms
 from gpdsl.ir.structure import GPNode, expression_refs, gp_nodes, statement_refs, student_t_process_nodes
 from gpdsl.kernel_table import StanCall
@@ -426,6 +427,12 @@ class _Generator:
                     f"the Stan backend cannot run the external likelihood '{statement.function}': "
                     "it calls user Python code, which Stan cannot call", statement.span,
                     "use a JAX-based method, which can call external likelihoods")
+            if is_latent_hsgp(statement):
+                raise MethodError(
+                    f"the Stan backend builds an HSGP basis from data inputs; '{statement.target.name}' is an HSGP "
+                    f"over the latent inputs '{latent_inputs(statement)}'", statement.approximation.span,
+                    "fit it with vem (the GPLVM bound with the basis weights as inducing variables), or sample the "
+                    "exact GP (drop approx = hsgp(...))")
             if isinstance(statement, ir.GPStatement) and len(statement.inputs.index_shape) > 2:
                 raise MethodError("the Stan backend supports GP inputs with at most two index levels",
                                   statement.inputs.span)

@@ -29,6 +29,7 @@ from gpdsl.inference.variational.latent_q import FactorisedGaussian, LatentQ
 from gpdsl.inference.variational.markov_q import MATERN_ORDERS, MarkovGaussian, markov_hyperparameters
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.families import BAYESIAN_GPLVM, GP_PRIOR_GPLVM, GPLVMFacts, classify
+from gpdsl.ir.latent_hsgp import is_latent_hsgp
 from gpdsl.ir.structure import GPNode
 from gpdsl.kernels import Kernel
 from gpdsl.numerics import GP_JITTER
@@ -89,6 +90,12 @@ class GPLVMProblem(HyperparameterBlocks, NormalObservations):
     def unpriored(self) -> list[str]:
         """Hyperparameters without a prior (point-estimated by maximising the bound alone)."""
         return self.jax_model.model.unpriored_parameters()
+
+    @property
+    def inducing_features(self) -> bool:
+        """The GP is an HSGP over the latent inputs (:mod:`gpdsl.ir.latent_hsgp`): its kernel is a finite feature
+        expansion, whose basis weights are the inducing variables of the bound (no inducing inputs)."""
+        return is_latent_hsgp(self.node.statement)
 
     @property
     def observed_gp(self) -> GPNode:

@@ -42,6 +42,7 @@ from gpdsl.inference.variational.latent_q import (
 from gpdsl.inference.variational.softplus import inverse_softplus, log_softplus
 from gpdsl.ir import nodes as ir
 from gpdsl.kernels.psi import psi_statistics
+from gpdsl.kernels.psi.hsgp import inducing_feature_statistics
 from gpdsl.numerics import GP_JITTER
 
 # XLA options for the fit's objective: LLVM at optimisation level 1 compiles it about 15% faster than the
@@ -184,12 +185,21 @@ def gplvm_bound(problem: GPLVMProblem, settings: VEMSettings, moments, kl, hyper
     method = settings.psi_method()
     key = jax.random.PRNGKey(settings.seed) if method.kind == "monte_carlo" else None
     observed = problem.observed
+
+    def statistics(kernel, mean, variance, Z, row_weights=None):
+        """The Psi statistics and ``Kuu``: of the inducing inputs ``Z``, or of the basis weights of an HSGP kernel
+        (:func:`~gpdsl.kernels.psi.hsgp.inducing_feature_statistics`, ``Z`` empty)."""
+        if problem.inducing_features:
+            return inducing_feature_statistics(kernel, mean, variance, method, key=key, row_weights=row_weights)
+        stats = psi_statistics(kernel, Z, mean, variance, method, key=key, row_weights=row_weights)
+        return stats, kernel(Z) + GP_JITTER * np.eye(Z.shape[0])  # as GPy's VarDTC
+
     if observed.all():
         factor, output_dim = yy_factor(problem.Y)
         factor = jax.device_put(factor)  # a constant of the program (jnp.asarray would compile a copy program)
 
-        def data_term(kernel, noise, mean, variance, Z, Kmm):
-            stats = psi_statistics(kernel, Z, mean, variance, method, key=key)
+        def data_term(kernel, noise, mean, variance, Z):
+            stats, Kmm = statistics(kernel, mean, variance, Z)
             return collapsed_bound(factor, stats.psi0, stats.psi1, stats.psi2, Kmm, noise, output_dim=output_dim)
     else:
         patterns, group_of_column = missingness_groups(observed)
@@ -197,8 +207,8 @@ def gplvm_bound(problem: GPLVMProblem, settings: VEMSettings, moments, kl, hyper
         weights = jnp.asarray(patterns, dtype=float)
         mask = jnp.asarray(observed)
 
-        def data_term(kernel, noise, mean, variance, Z, Kmm):
-            stats = psi_statistics(kernel, Z, mean, variance, method, key=key, row_weights=weights)
+        def data_term(kernel, noise, mean, variance, Z):
+            stats, Kmm = statistics(kernel, mean, variance, Z, weights)
             return collapsed_bound_missing(Y, stats.psi0, stats.psi1, stats.psi2, group_of_column, Kmm, noise,
                                            mask)
 
@@ -206,8 +216,7 @@ def gplvm_bound(problem: GPLVMProblem, settings: VEMSettings, moments, kl, hyper
         q = moments(latent, theta)
         kernel = problem.kernel(theta)
         noise = problem.noise_variance(theta)
-        Kmm = kernel(Z) + GP_JITTER * np.eye(Z.shape[0])  # as GPy's VarDTC
-        data = data_term(kernel, noise, q.mean, q.variance, Z, Kmm)
+        data = data_term(kernel, noise, q.mean, q.variance, Z)
         value = data - kl(latent, theta, q)
         return value + problem.log_hyperprior(theta) if hyperprior else value
 
@@ -255,6 +264,9 @@ def initial_points(problem: GPLVMProblem, settings: VEMSettings) -> tuple[np.nda
     """
     rng = np.random.default_rng(settings.seed)
     N = problem.num_points
+    if problem.inducing_features:  # the basis weights of the HSGP kernel are the inducing variables
+        mean = initial_means(problem.Y, problem.latent_dim, rng, settings.init)
+        return mean, np.zeros((0, problem.latent_dim))
     if settings.num_inducing < 1 or settings.num_inducing > N:
         raise MethodError(f"num_inducing must be between 1 and N = {N}; got {settings.num_inducing}")
     mean = initial_means(problem.Y, problem.latent_dim, rng, settings.init)

@@ -4,7 +4,9 @@
 the kernel tree up in the registry of closed forms (:mod:`~gpdsl.kernels.psi.closed_form`), which
 the modules of this package fill, one per kernel family: :mod:`~gpdsl.kernels.psi.rbf`,
 :mod:`~gpdsl.kernels.psi.linear`, :mod:`~gpdsl.kernels.psi.static` (constant and white noise) and
-:mod:`~gpdsl.kernels.psi.composite` (sums, scalings, products with a constant). A kernel without a
+:mod:`~gpdsl.kernels.psi.composite` (sums, scalings, products with a constant) and
+:mod:`~gpdsl.kernels.psi.hsgp` (the HSGP feature kernel, whose feature statistics also serve the GPLVM bound with
+inducing features). A kernel without a
 registered closed form is refused by ``"analytic"`` with a message naming it; ``"unscented"``,
 ``"gauss_hermite"`` and ``"monte_carlo"`` (:mod:`~gpdsl.kernels.psi.quadrature`) work for any
 kernel. A new kernel's closed form is one module that decorates its term class with
@@ -14,7 +16,7 @@ registers itself when imported; :func:`unregister_closed_form` removes the entri
 standard RBF of a random per-point projection, through the RBF entry.
 """
 
-from gpdsl.kernels.psi import composite, linear, rbf, static  # noqa: F401  (register the closed forms)
+from gpdsl.kernels.psi import composite, hsgp, linear, rbf, static  # noqa: F401  (register the closed forms)
 from gpdsl.kernels.psi.closed_form import (
     Inputs,
     analytic_supported,
