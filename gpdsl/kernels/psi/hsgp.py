@@ -166,7 +166,9 @@ def inducing_feature_statistics(kernel: HSGPFeatureKernel, mean, variance, metho
     Kuu : jax.Array, shape (M, M)
     """
     stats = feature_statistics(kernel, mean, variance, method, key=key, row_weights=row_weights)
-    root = jnp.sqrt(kernel.weight_variances())
+    variances = kernel.weight_variances()
+    positive = variances > 0  # far in the tail the spectral density underflows to 0, where sqrt has no derivative
+    root = jnp.where(positive, jnp.sqrt(jnp.where(positive, variances, 1.0)), 0.0)
     psi2 = root[:, None] * stats.psi2 * root[None, :]
     return PsiStatistics(stats.psi0, stats.psi1 * root, psi2), jnp.eye(kernel.size)
 
