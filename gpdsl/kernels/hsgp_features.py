@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpdsl.kernels.base import Kernel, _as_matrix
+from gpdsl.kernels.base import Kernel
 from gpdsl.numerics.hsgp import basis_indices, frequencies
 
 
@@ -82,7 +82,8 @@ class HSGPFeatureKernel(Kernel):
 
     def features(self, X) -> jax.Array:
         """The basis functions at the rows of ``X`` (N, D): ``(N, M)`` (traceable)."""
-        X = _as_matrix(X)
+        X = jnp.asarray(X, dtype=jnp.float64)
+        X = X[:, None] if X.ndim == 1 else X
         half = jnp.asarray(self.half_widths)
         shifted = X - jnp.asarray(self.centre) + half
         return jnp.prod(jnp.sin(shifted[:, None, :] * jnp.asarray(self.omega)[None]) / jnp.sqrt(half), axis=-1)
