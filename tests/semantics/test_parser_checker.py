@@ -133,6 +133,7 @@ EXPECTED_LATENTS = {
     "dynamical_gplvm": {"X": "matrix[N, Q]", "F": "matrix[N, D]"},
     "gp_classification": {"f": "vector[N]"},
     "gp_regression": {"f": "vector[N]"},
+    "gplvm_hsgp": {"X": "matrix[N, 2]", "F": "matrix[N, D]"},
     "local_volatility": {"f": "array[T] vector[N]"},
     "sequential_latent_gp": {"f": "array[T] vector[N]"},
     "supervised_gplvm": {"Z": "matrix[N, Q]", "F": "matrix[N, D]"},
@@ -146,7 +147,7 @@ def test_model_latent_shapes(stem):
 
 
 def test_only_the_unpriored_models_warn():
-    unpriored = {"bayesian_gplvm": ["s2", "w", "noise"],
+    unpriored = {"bayesian_gplvm": ["s2", "w", "noise"], "gplvm_hsgp": ["s2", "ell", "noise"],
                  "gp_narx": ["rbf_variance", "rbf_lengthscale", "linear_variance", "noise"]}  # for `fit`
     for path in MODELS:
         model, warnings = check_file(path)
