@@ -30,11 +30,6 @@ def run_vem(model, data, settings: VEMSettings, context):
     from gpdsl.inference.variational.vem import fit_vem_starts
 
     problem = gplvm_view(model, data, context.facts)
-    if problem.inducing_features and context.new_inputs is not None:
-        raise MethodError(f"vem predicts at new points through inducing inputs; '{problem.node.name}' is an HSGP over "
-                          "the latent inputs, fitted with its basis weights as the inducing variables, and gpdsl does "
-                          "not predict from that fit", problem.node.statement.approximation.span,
-                          "fit without new inputs, or use the exact GP to predict")
     with stage(f"variational EM: L-BFGS on the bound, {counted(settings.starts, 'start')}", enabled=context.progress):
         fit = fit_vem_starts(problem, replace(settings, seed=context.seed), progress=context.progress)
     return fitted_output(model, fit, context)

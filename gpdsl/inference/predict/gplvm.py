@@ -22,7 +22,8 @@ from jax.flatten_util import ravel_pytree
 
 from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.families.gplvm import GPLVMProblem
-from gpdsl.inference.predict.uncertain_inputs import inducing_posterior, point_moments, predictive_moments
+from gpdsl.inference.predict.uncertain_inputs import (cross_moments, gaussian_input_moments, inducing_posterior,
+                                                       point_moments, predictive_moments)
 from gpdsl.inference.variational.latent_q import FactorisedGaussian, GaussianQParams
 from gpdsl.inference.variational.vem import (
     VariationalParams,
@@ -30,6 +31,7 @@ from gpdsl.inference.variational.vem import (
     make_objective,
 )
 from gpdsl.kernels.psi import psi_statistics
+from gpdsl.kernels.psi.hsgp import inducing_feature_cross, inducing_feature_statistics
 from gpdsl.numerics import GP_JITTER
 
 
@@ -146,12 +148,23 @@ def _inducing_posterior(fit: VEMFit, columns: np.ndarray):
     observed = problem.observed[:, columns]
     weights = jnp.asarray(observed, dtype=float)
     q = fit.latent_q.moments(params.latent, params.theta)
-    stats = psi_statistics(kernel, params.inducing, q.mean, q.variance, fit.settings.psi_method(), key=_key(fit),
-                           row_weights=weights)
+    stats, Kuu = _statistics(fit, kernel, q.mean, q.variance, weights)
     Y = jnp.where(jnp.asarray(observed), jnp.asarray(np.nan_to_num(problem.Y[:, columns])), 0.0)
-    posterior = inducing_posterior(kernel(params.inducing), stats.psi1, stats.psi2, Y,
-                                   problem.noise_variance(params.theta), jitter=GP_JITTER)
+    # the basis weights of an HSGP kernel have Kuu = I exactly: no jitter
+    posterior = inducing_posterior(Kuu, stats.psi1, stats.psi2, Y, problem.noise_variance(params.theta),
+                                   jitter=0.0 if problem.inducing_features else GP_JITTER)
     return kernel, posterior
+
+
+def _statistics(fit: VEMFit, kernel, mean, variance, weights):
+    """The Psi statistics and ``Kuu`` (no jitter) of the fit's inducing inputs, or of the basis weights of an HSGP
+    kernel (:func:`~gpdsl.kernels.psi.hsgp.inducing_feature_statistics`)."""
+    if fit.problem.inducing_features:
+        return inducing_feature_statistics(kernel, mean, variance, fit.settings.psi_method(), key=_key(fit),
+                                           row_weights=weights)
+    Z = fit.params.inducing
+    return psi_statistics(kernel, Z, mean, variance, fit.settings.psi_method(), key=_key(fit),
+                          row_weights=weights), kernel(Z)
 
 
 def _key(fit: VEMFit):
@@ -178,8 +191,14 @@ def reconstruct(fit: VEMFit, projection: Projection, columns) -> tuple[np.ndarra
     """
     columns = np.asarray(columns, dtype=int)
     kernel, posterior = _inducing_posterior(fit, columns)
-    mean, cov = predictive_moments(posterior, kernel, fit.params.inducing, jnp.asarray(projection.mean),
-                                   jnp.asarray(projection.variance), fit.settings.psi_method(), key=_key(fit))
+    if fit.problem.inducing_features:
+        mean = jnp.asarray(projection.mean, dtype=float)
+        stats, _ = _statistics(fit, kernel, mean, jnp.asarray(projection.variance, dtype=float),
+                               jnp.eye(mean.shape[0]))
+        mean, cov = gaussian_input_moments(posterior, stats.psi0, stats.psi1, stats.psi2)
+    else:
+        mean, cov = predictive_moments(posterior, kernel, fit.params.inducing, jnp.asarray(projection.mean),
+                                       jnp.asarray(projection.variance), fit.settings.psi_method(), key=_key(fit))
     return np.asarray(mean), np.asarray(cov)
 
 
@@ -202,7 +221,11 @@ def predict_latent_function(fit: VEMFit, X_new, columns=None) -> tuple[np.ndarra
     """
     columns = np.arange(fit.problem.output_dim) if columns is None else np.asarray(columns, dtype=int)
     kernel, posterior = _inducing_posterior(fit, columns)
-    mean, variance = point_moments(posterior, kernel, fit.params.inducing, jnp.asarray(X_new, dtype=float))
+    X_new = jnp.asarray(X_new, dtype=float)
+    if fit.problem.inducing_features:
+        mean, variance = cross_moments(posterior, inducing_feature_cross(kernel, X_new), kernel.diag(X_new))
+    else:
+        mean, variance = point_moments(posterior, kernel, fit.params.inducing, X_new)
     return np.asarray(mean), np.asarray(variance)
 
 

@@ -163,11 +163,30 @@ def point_moments(posterior: InducingPosterior, kernel, Z, X, include_noise: boo
     mean, variance : jax.Array, shape (n*, J)
     """
     X = jnp.asarray(X, dtype=jnp.float64)
-    Ksu = kernel.cross(X, Z)
+    return cross_moments(posterior, kernel.cross(X, Z), kernel.diag(X), include_noise)
+
+
+def cross_moments(posterior: InducingPosterior, Ksu, prior_variance, include_noise: bool = False):
+    """:func:`point_moments` from the test points' covariance with the inducing variables and their prior variance.
+
+    Parameters
+    ----------
+    posterior : InducingPosterior
+    Ksu : array_like, shape (n*, M)
+        ``cov(f(x*), u)``.
+    prior_variance : array_like, shape (n*,)
+        ``k(x*, x*)``.
+    include_noise : bool
+        Add ``s^2`` to the variances.
+
+    Returns
+    -------
+    mean, variance : jax.Array, shape (n*, J)
+    """
     mean = Ksu @ posterior.weights.T
     a = solve_triangular(posterior.chol_kuu, Ksu.T, lower=True)                # (M, n*)
     b = jax.vmap(lambda LB: solve_triangular(LB, a, lower=True))(posterior.chol_b)
-    variance = kernel.diag(X)[:, None] - jnp.sum(a ** 2, axis=0)[:, None] + jnp.sum(b ** 2, axis=1).T
+    variance = prior_variance[:, None] - jnp.sum(a ** 2, axis=0)[:, None] + jnp.sum(b ** 2, axis=1).T
     variance = jnp.broadcast_to(variance, mean.shape)
     if include_noise:
         variance = variance + posterior.noise_variance

@@ -166,11 +166,22 @@ def inducing_feature_statistics(kernel: HSGPFeatureKernel, mean, variance, metho
     Kuu : jax.Array, shape (M, M)
     """
     stats = feature_statistics(kernel, mean, variance, method, key=key, row_weights=row_weights)
-    variances = kernel.weight_variances()
-    positive = variances > 0  # far in the tail the spectral density underflows to 0, where sqrt has no derivative
-    root = jnp.where(positive, jnp.sqrt(jnp.where(positive, variances, 1.0)), 0.0)
+    root = _weight_scales(kernel)
     psi2 = root[:, None] * stats.psi2 * root[None, :]
     return PsiStatistics(stats.psi0, stats.psi1 * root, psi2), jnp.eye(kernel.size)
+
+
+def inducing_feature_cross(kernel: HSGPFeatureKernel, X) -> jax.Array:
+    """``cov(f(X), z) = Phi(X) diag(sqrt(S))``, ``(n, M)``: the points' covariance with the whitened basis weights
+    of :func:`inducing_feature_statistics`."""
+    return kernel.features(X) * _weight_scales(kernel)
+
+
+def _weight_scales(kernel: HSGPFeatureKernel) -> jax.Array:
+    """``sqrt(S)``; far in the tail the spectral density underflows to 0, where ``sqrt`` has no derivative."""
+    variances = kernel.weight_variances()
+    positive = variances > 0
+    return jnp.where(positive, jnp.sqrt(jnp.where(positive, variances, 1.0)), 0.0)
 
 
 # ---- the row of the Psi table (inducing inputs Z) ------------------------------------------------

@@ -15,6 +15,7 @@ from gpdsl.backends.jax.lowering import lower
 from gpdsl.backends.stan.codegen import generate_stan
 from gpdsl.errors import MethodError
 from gpdsl.inference.families.gplvm import gplvm_problem
+from gpdsl.inference.predict.gplvm import predict_latent_function
 from gpdsl.inference.variational.latent_q import GaussianQParams
 from gpdsl.inference.variational.vem import VEMSettings, fit_vem, gplvm_bound
 from gpdsl.kernels.hsgp_features import HSGPFeatureKernel
@@ -87,13 +88,47 @@ def test_other_engines_refuse_it_with_what_runs_it(model):
             "real<lower=0> noise;", "real<lower=0> noise ~ inv_gamma(2, 0.1);")))
 
 
-def test_a_fit_has_no_inducing_inputs_and_refuses_predictions(model):
+@pytest.fixture(scope="module")
+def fitted(model):
     data = synthetic()
     results, fit = run(model, data, "vem", VEMSettings(max_iterations=40), seed=0, keep_state=True)
+    return data, results, fit
+
+
+def test_a_fit_has_no_inducing_inputs(fitted):
+    _, results, fit = fitted
     assert np.asarray(fit.params.inducing).shape == (0, 2)
+    assert results.posterior["inducing_inputs"].shape == (1, 1, 0, 2)
     assert np.isfinite(fit.bound) and fit.bound > fit.trace[0]
-    with pytest.raises(MethodError, match="does not predict"):
-        run(model, data, "vem", VEMSettings(max_iterations=5), seed=0, new_inputs={"Y": data["Y"][:2]})
+
+
+@pytest.mark.slow
+def test_predictions_of_hidden_columns_from_new_rows(model):
+    data = synthetic()
+    Y_new = data["Y"][:3].copy()
+    Y_new[:, 3:] = np.nan
+    results = run(model, data, "vem", VEMSettings(max_iterations=200), seed=0, new_inputs={"Y": Y_new})
+    mean = np.asarray(results.predictions["Y_new"])[0, 0]
+    sd = np.sqrt(np.asarray(results.predictions["Y_new_variance"])[0, 0])
+    # the rows are training rows: their hidden columns are recovered within a few predictive standard deviations
+    assert np.all(np.abs(mean[:, 3:] - data["Y"][:3, 3:]) < 5 * sd[:, 3:])
+
+
+@pytest.mark.slow
+def test_predictions_at_point_masses_are_the_feature_gp_posterior(fitted):
+    data, _, fit = fitted
+    X = fit.mean
+    fit.params = fit.params._replace(latent=GaussianQParams(jnp.asarray(X), jnp.full(X.shape, -80.0)))
+    X_new = np.random.default_rng(3).normal(size=(4, 2))
+    mean, variance = predict_latent_function(fit, X_new)
+    theta = fit.params.theta
+    kernel, noise = fit.problem.kernel(theta), float(fit.problem.noise_variance(theta))
+    K = np.asarray(kernel(X)) + noise * np.eye(len(X))
+    cross = np.asarray(kernel(X_new, X))
+    np.testing.assert_allclose(mean, cross @ np.linalg.solve(K, data["Y"]), rtol=1e-7, atol=1e-9)
+    exact_variance = np.asarray(kernel.diag(X_new)) - np.sum(cross * np.linalg.solve(K, cross.T).T, axis=1)
+    np.testing.assert_allclose(variance, np.broadcast_to(exact_variance[:, None], variance.shape), rtol=1e-6,
+                               atol=1e-9)
 
 
 MIRROR = Path(os.environ.get("GPDSL_DATA_MIRROR", Path(__file__).resolve().parents[4] / "shared" / "data"))
