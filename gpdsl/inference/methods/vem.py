@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from gpdsl.errors import GpdslError, MethodError
+from gpdsl.errors import GpdslError
 from gpdsl.inference.progress import counted, stage
 from gpdsl.settings.fitting import VEMSettings
 
@@ -190,5 +190,10 @@ def vem_report(results, model, settings: VEMSettings):
     """The fit's report (:class:`~gpdsl.results.report.RunReport`): the optimiser's outcome and the final bound."""
     from gpdsl.results.report import number, optimiser, optimiser_report
 
-    return optimiser_report(results, f"variational EM ({settings.psi} Psi statistics, M = {settings.num_inducing})",
+    from gpdsl.ir.latent_hsgp import is_latent_hsgp
+
+    features = next((s for s, _ in model.walk() if is_latent_hsgp(s)), None)
+    inducing = f"M = {settings.num_inducing}" if features is None else \
+        f"the {features.target.name} basis weights as inducing variables"
+    return optimiser_report(results, f"variational EM ({settings.psi} Psi statistics, {inducing})",
                             f"final bound {number(optimiser(results), 'bound')}")
