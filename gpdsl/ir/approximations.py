@@ -126,7 +126,8 @@ APPROXIMATIONS: dict[str, ApproximationSpec] = {spec.name: spec for spec in [
                                    "harmonics of its cosine series",
                               integer=True, per_dimension=True, at_least=1),
          ApproximationSetting("c", "boundary factor: the box is [-L, L] around the inputs' centre with L = c times "
-                                   "their half range, per dimension", default=1.5, above=1)),
+                                   "their half range (over latent inputs, c times 3 prior standard deviations), per "
+                                   "dimension", default=1.5, above=1)),
         "Hilbert-space approximate GP (Riutort-Mayol et al. 2023): f = PHI (sqrt(S(sqrt(lambda))) .* z), "
         "z ~ std_normal()",
         "gpdsl.semantics.approximations:verify_hsgp"),
