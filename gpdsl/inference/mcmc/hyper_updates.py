@@ -56,8 +56,8 @@ class LatentPosition(NamedTuple):
         Unconstrained hyperparameters.
     f : jax.Array, shape (n,)
         Latent GP values.
-    chol_K : jax.Array, shape (n, n)
-        Lower Cholesky factor of ``K(theta)``.
+    chol_K : jax.Array, shape (n, n), or None
+        Lower Cholesky factor of ``K(theta)``; None for a whitened view (:attr:`LatentGP.white`, ``K = I``).
     loglik : jax.Array
         ``log p(y | f, theta)``.
     """
@@ -96,8 +96,24 @@ def latent_position(problem: LatentGP, theta, f) -> LatentPosition:
     """The :class:`LatentPosition` at ``theta`` and ``f`` (one Cholesky factorisation)."""
     theta = jnp.asarray(theta, dtype=jnp.float64)
     f = jnp.asarray(f, dtype=jnp.float64)
-    chol_K = cholesky(problem.covariance(theta))
-    return LatentPosition(theta, f, chol_K, problem.log_likelihood(f, theta))
+    return LatentPosition(theta, f, prior_factor(problem, theta), problem.log_likelihood(f, theta))
+
+
+def prior_factor(problem: LatentGP, theta):
+    """The lower Cholesky factor of ``K(theta)``, or None for a whitened view (its ``K`` is the identity)."""
+    return None if problem.white else cholesky(problem.covariance(theta))
+
+
+def _cubic(problem: LatentGP, count):
+    """``count`` ``n x n`` factorisations, or none for a whitened view."""
+    return 0 * count if problem.white else count
+
+
+def _log_prior_density(f, chol_K):
+    """``log N(f; 0, L L^T)``, ``L = chol_K`` (the identity where None)."""
+    if chol_K is None:
+        return -0.5 * (f @ f + f.shape[0] * math.log(2.0 * math.pi))
+    return mvn_logpdf_chol(f, chol_K)
 
 
 def sa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
@@ -121,13 +137,14 @@ def sa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     """
     normals, log_uniform = _normals_and_log_uniform(rng_key, position.theta.shape[0])
     theta_new = random_walk(position.theta, normals, scale)
-    chol_new = cholesky(problem.covariance(theta_new))
+    chol_new = prior_factor(problem, theta_new)
     proposal = LatentPosition(theta_new, position.f, chol_new, problem.log_likelihood(position.f, theta_new))
 
     def target(point: LatentPosition):
-        return MHState(point, problem.log_prior(point.theta) + mvn_logpdf_chol(point.f, point.chol_K) + point.loglik)
+        return MHState(point, problem.log_prior(point.theta) + _log_prior_density(point.f, point.chol_K)
+                       + point.loglik)
 
-    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=1)
+    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=_cubic(problem, 1))
 
 
 def aa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
@@ -136,16 +153,15 @@ def aa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     Parameters and returns as in :func:`sa_step`; ``f`` moves to ``L_theta' nu`` on acceptance.
     """
     normals, log_uniform = _normals_and_log_uniform(rng_key, position.theta.shape[0])
-    nu = solve_triangular(position.chol_K, position.f, lower=True)
     theta_new = random_walk(position.theta, normals, scale)
-    chol_new = cholesky(problem.covariance(theta_new))
-    f_new = chol_new @ nu
+    chol_new = prior_factor(problem, theta_new)
+    f_new = position.f if chol_new is None else chol_new @ solve_triangular(position.chol_K, position.f, lower=True)
     proposal = LatentPosition(theta_new, f_new, chol_new, problem.log_likelihood(f_new, theta_new))
 
     def target(point: LatentPosition):
         return MHState(point, problem.log_prior(point.theta) + point.loglik)
 
-    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=1)
+    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=_cubic(problem, 1))
 
 
 def surr_step(rng_key, position: LatentPosition, problem: LatentGP, scale, surrogate_variance: SurrogateVariance = 1.0):
@@ -168,7 +184,8 @@ def surr_step(rng_key, position: LatentPosition, problem: LatentGP, scale, surro
     surrogate = SurrogateData(problem, surrogate_variance)
     g, eta, current = surrogate.fix(normals[d:], position)
     log_target_new, proposal = surrogate.evaluate(random_walk(position.theta, normals[:d], scale), g, eta)
-    return _metropolis(log_uniform, MHState(position, current), MHState(proposal, log_target_new), cubic_ops=3)
+    return _metropolis(log_uniform, MHState(position, current), MHState(proposal, log_target_new),
+                       cubic_ops=_cubic(problem, 3))
 
 
 def surr_slice_step(rng_key, position: LatentPosition, problem: LatentGP, scale,
@@ -222,7 +239,7 @@ def surr_slice_step(rng_key, position: LatentPosition, problem: LatentGP, scale,
     start = (position, current, jnp.zeros((), jnp.int32))
     (point, _, evaluations), _ = lax.scan(slice_along, start, (slice_uniforms, units))
     info = HyperInfo(accepted=jnp.ones((), bool), acceptance_rate=jnp.ones(()), num_evaluations=evaluations,
-                     cubic_ops=1 + 2 * evaluations)
+                     cubic_ops=_cubic(problem, 1 + 2 * evaluations))
     return point, info
 
 
@@ -238,17 +255,24 @@ class SurrogateData:
         return jnp.broadcast_to(jnp.asarray(s, dtype=jnp.float64), (self.problem.n,))
 
     def factors(self, theta, chol_K):
-        """``S`` diagonal, ``L_C`` and the log-density pieces that need only ``theta``."""
+        """``S`` diagonal and ``L_C`` (for a whitened view, ``K = I``: ``C`` is diagonal and ``L_C`` its diagonal's
+        square root, a vector)."""
         s = self.variance(theta)
+        if chol_K is None:
+            return s, jnp.sqrt(1.0 + 1.0 / s)
         scaled = chol_K / jnp.sqrt(s)[:, None]
         chol_C = cholesky(jnp.eye(self.problem.n) + scaled.T @ scaled)
         return s, chol_C
 
     def whitening(self, g, chol_K, s, chol_C):
         """``a = L_C^{-1} L^T S^{-1} g`` and ``log N(g; 0, K + S)``."""
-        a = solve_triangular(chol_C, chol_K.T @ (g / s), lower=True)
+        if chol_K is None:
+            a = g / s / chol_C
+        else:
+            a = solve_triangular(chol_C, chol_K.T @ (g / s), lower=True)
         quadratic = jnp.sum(g * g / s) - jnp.sum(a * a)
-        log_det = jnp.sum(jnp.log(s)) + 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol_C)))
+        diagonal = chol_C if chol_K is None else jnp.diagonal(chol_C)
+        log_det = jnp.sum(jnp.log(s)) + 2.0 * jnp.sum(jnp.log(diagonal))
         log_density = -0.5 * (quadratic + log_det + self.problem.n * math.log(2.0 * math.pi))
         return a, log_density
 
@@ -257,16 +281,17 @@ class SurrogateData:
         s, chol_C = self.factors(position.theta, position.chol_K)
         g = position.f + jnp.sqrt(s) * noise
         a, log_density = self.whitening(g, position.chol_K, s, chol_C)
-        eta = chol_C.T @ solve_triangular(position.chol_K, position.f, lower=True) - a
+        eta = chol_C * position.f - a if position.chol_K is None else \
+            chol_C.T @ solve_triangular(position.chol_K, position.f, lower=True) - a
         log_target = self.problem.log_prior(position.theta) + log_density + position.loglik
         return g, eta, log_target
 
     def evaluate(self, theta, g, eta):
         """Log target and the :class:`LatentPosition` at ``theta`` with ``g`` and ``eta`` fixed."""
-        chol_K = cholesky(self.problem.covariance(theta))
+        chol_K = prior_factor(self.problem, theta)
         s, chol_C = self.factors(theta, chol_K)
         a, log_density = self.whitening(g, chol_K, s, chol_C)
-        f = chol_K @ solve_triangular(chol_C.T, a + eta, lower=False)
+        f = (a + eta) / chol_C if chol_K is None else chol_K @ solve_triangular(chol_C.T, a + eta, lower=False)
         loglik = self.problem.log_likelihood(f, theta)
         log_target = self.problem.log_prior(theta) + log_density + loglik
         return _finite_or_minus_inf(log_target), LatentPosition(theta, f, chol_K, loglik)
