@@ -49,7 +49,7 @@ def grid_factors(kernel: Kernel, points, layout: kronecker.GridLayout) -> list[j
 
     For a kernel separable by column, ``K_j`` is the kernel over the points that vary column ``j`` alone from a
     reference point ``x0`` (the point of largest prior variance), divided, for the first factor, by
-    ``k(x0, x0)^(D - 1)``: the later factors have unit diagonal and the first carries the variance.
+    ``k(x0, x0)^(D - 1)`` (so that the product counts the variance once).
 
     Parameters
     ----------

@@ -14,9 +14,9 @@ n_d)`` per proposal, and ``pm``'s importance density is a Gaussian over ``v``
 (:mod:`gpdsl.inference.approximations.kronecker_laplace`). ``f`` itself with ``K``'s Kronecker factors would need
 each update rewritten (SURR's ``I + L^T S^-1 L`` is not a Kronecker product).
 
-The factors carry the dense path's jitter on the first one only, ``(K_1 + j I) ⊗ K_2 ⊗ ...``: its diagonal is that of
-``K + j I`` and its other entries differ from ``K``'s by at most ``j`` (the later factors have unit diagonal); a later
-factor gets jitter only where its Cholesky factorisation needs it.
+The factors carry the dense path's jitter ``j`` on the first one only, ``(K_1 + c I) ⊗ K_2 ⊗ ...`` with ``c = j /
+prod_{d > 1} max diag K_d``: for a stationary kernel its diagonal is that of ``K + j I`` and its other entries differ
+from ``K``'s by at most ``j``; a later factor gets jitter only where its Cholesky factorisation needs it.
 
 Draws report ``f`` (the GP's values at the rows, mean included), as the dense view does.
 """
@@ -61,10 +61,11 @@ class GridLatent(LatentGP):
         return self.layout.shape
 
     def factors(self, theta) -> list[jax.Array]:
-        """``K_1 + j I, K_2, ..., K_D`` at ``theta`` (see the module docstring; traceable)."""
+        """``K_1 + c I, K_2, ..., K_D`` at ``theta`` (see the module docstring; traceable)."""
         points = self.jax_model.gp_inputs(self.node.statement, self.jax_model.data)
         factors = grid_factors(self.kernel(theta), points, self.layout)
-        factors[0] = factors[0] + GP_JITTER * jnp.eye(factors[0].shape[0])
+        later = jnp.prod(jnp.asarray([jnp.max(jnp.diag(k)) for k in factors[1:]]))
+        factors[0] = factors[0] + GP_JITTER / later * jnp.eye(factors[0].shape[0])
         return factors
 
     def roots(self, theta) -> list[jax.Array]:
