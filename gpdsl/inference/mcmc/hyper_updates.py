@@ -26,6 +26,11 @@ With ``S`` diagonal the SURR quantities need two Cholesky factorisations per ``t
 ``g^T (K + S)^{-1} g = g^T S^{-1} g - |L_C^{-1} L^T S^{-1} g|^2`` (Woodbury); ``C`` has eigenvalues
 at least one, so the factorisation is well conditioned.
 
+For a whitened view (:attr:`LatentGP.white`: the sampled vector's prior is ``N(0, I)`` whatever ``theta``, as for a
+latent GP on a grid) the prior's factor is None and ``K = I``: SA's target loses ``N(f; 0, K)``'s dependence on
+``theta``, AA keeps ``f`` itself, and SURR's ``C`` is diagonal, so each is the move of ``theta`` with the sampled
+vector fixed and factorises nothing of size ``n`` (``cubic_ops`` 0).
+
 Every update returns a :class:`HyperInfo` whose ``cubic_ops`` counts the ``n x n`` Cholesky
 factorisations done (Table 2 of the paper): 1 per proposal for SA and AA, 3 per SURR-MH step
 (2 at the proposal, 1 at the current point), and ``1 + 2 * num_evaluations`` per SURR-slice step.
