@@ -26,10 +26,10 @@ With ``S`` diagonal the SURR quantities need two Cholesky factorisations per ``t
 ``g^T (K + S)^{-1} g = g^T S^{-1} g - |L_C^{-1} L^T S^{-1} g|^2`` (Woodbury); ``C`` has eigenvalues
 at least one, so the factorisation is well conditioned.
 
-For a whitened view (:attr:`LatentGP.white`: the sampled vector's prior is ``N(0, I)`` whatever ``theta``, as for a
-latent GP on a grid) the prior's factor is None and ``K = I``: SA's target loses ``N(f; 0, K)``'s dependence on
-``theta``, AA keeps ``f`` itself, and SURR's ``C`` is diagonal, so each is the move of ``theta`` with the sampled
-vector fixed and factorises nothing of size ``n`` (``cubic_ops`` 0).
+For a whitened view (:attr:`LatentGP.white`: the sampled vector is ``v = L^-1 f``, whose prior is ``N(0, I)`` whatever
+``theta``, as for a latent GP on a grid) the prior's factor is None: SA and AA both move ``theta`` with ``v`` fixed
+(the ancillary update of ``f``), and SURR runs on ``f = L v`` with ``L`` and ``C``'s factor from Kronecker algebra
+(:mod:`gpdsl.inference.mcmc.grid_surrogate`); none factorises anything of size ``n`` (``cubic_ops`` 0).
 
 Every update returns a :class:`HyperInfo` whose ``cubic_ops`` counts the ``n x n`` Cholesky
 factorisations done (Table 2 of the paper): 1 per proposal for SA and AA, 3 per SURR-MH step
@@ -186,7 +186,7 @@ def surr_step(rng_key, position: LatentPosition, problem: LatentGP, scale, surro
     """
     d = position.theta.shape[0]
     normals, log_uniform = _normals_and_log_uniform(rng_key, d + problem.n)
-    surrogate = SurrogateData(problem, surrogate_variance)
+    surrogate = surrogate_data(problem, surrogate_variance)
     g, eta, current = surrogate.fix(normals[d:], position)
     log_target_new, proposal = surrogate.evaluate(random_walk(position.theta, normals[:d], scale), g, eta)
     return _metropolis(log_uniform, MHState(position, current), MHState(proposal, log_target_new),
@@ -225,7 +225,7 @@ def surr_slice_step(rng_key, position: LatentPosition, problem: LatentGP, scale,
     draws = jax.random.uniform(rng_key, (problem.n + 2 * d + d * (3 + max_shrinks),), dtype=jnp.float64)
     noise, direction_noise = _standard_normal(draws[:problem.n]), _standard_normal(draws[problem.n:problem.n + d])
     slice_uniforms = draws[problem.n + 2 * d:].reshape(d, 3 + max_shrinks)
-    surrogate = SurrogateData(problem, surrogate_variance)
+    surrogate = surrogate_data(problem, surrogate_variance)
     g, eta, current = surrogate.fix(noise, position)
     width = jnp.broadcast_to(jnp.asarray(scale, dtype=jnp.float64), position.theta.shape)
 
@@ -248,6 +248,18 @@ def surr_slice_step(rng_key, position: LatentPosition, problem: LatentGP, scale,
     return point, info
 
 
+def surrogate_data(problem: LatentGP, surrogate_variance: SurrogateVariance):
+    """SURR's target for ``problem``: :class:`SurrogateData`, or for a latent GP on a grid its Kronecker form
+    (:class:`~gpdsl.inference.mcmc.grid_surrogate.GridSurrogateData`)."""
+    from gpdsl.inference.families.latent_grid import GridLatent
+
+    if isinstance(problem, GridLatent):
+        from gpdsl.inference.mcmc.grid_surrogate import GridSurrogateData
+
+        return GridSurrogateData(problem, surrogate_variance)
+    return SurrogateData(problem, surrogate_variance)
+
+
 class SurrogateData:
     """The SURR target at fixed surrogate data ``g`` and whitened values ``eta``."""
 
@@ -260,24 +272,17 @@ class SurrogateData:
         return jnp.broadcast_to(jnp.asarray(s, dtype=jnp.float64), (self.problem.n,))
 
     def factors(self, theta, chol_K):
-        """``S`` diagonal and ``L_C`` (for a whitened view, ``K = I``: ``C`` is diagonal and ``L_C`` its diagonal's
-        square root, a vector)."""
+        """``S`` diagonal and ``L_C``."""
         s = self.variance(theta)
-        if chol_K is None:
-            return s, jnp.sqrt(1.0 + 1.0 / s)
         scaled = chol_K / jnp.sqrt(s)[:, None]
         chol_C = cholesky(jnp.eye(self.problem.n) + scaled.T @ scaled)
         return s, chol_C
 
     def whitening(self, g, chol_K, s, chol_C):
         """``a = L_C^{-1} L^T S^{-1} g`` and ``log N(g; 0, K + S)``."""
-        if chol_K is None:
-            a = g / s / chol_C
-        else:
-            a = solve_triangular(chol_C, chol_K.T @ (g / s), lower=True)
+        a = solve_triangular(chol_C, chol_K.T @ (g / s), lower=True)
         quadratic = jnp.sum(g * g / s) - jnp.sum(a * a)
-        diagonal = chol_C if chol_K is None else jnp.diagonal(chol_C)
-        log_det = jnp.sum(jnp.log(s)) + 2.0 * jnp.sum(jnp.log(diagonal))
+        log_det = jnp.sum(jnp.log(s)) + 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol_C)))
         log_density = -0.5 * (quadratic + log_det + self.problem.n * math.log(2.0 * math.pi))
         return a, log_density
 
@@ -286,17 +291,16 @@ class SurrogateData:
         s, chol_C = self.factors(position.theta, position.chol_K)
         g = position.f + jnp.sqrt(s) * noise
         a, log_density = self.whitening(g, position.chol_K, s, chol_C)
-        eta = chol_C * position.f - a if position.chol_K is None else \
-            chol_C.T @ solve_triangular(position.chol_K, position.f, lower=True) - a
+        eta = chol_C.T @ solve_triangular(position.chol_K, position.f, lower=True) - a
         log_target = self.problem.log_prior(position.theta) + log_density + position.loglik
         return g, eta, log_target
 
     def evaluate(self, theta, g, eta):
         """Log target and the :class:`LatentPosition` at ``theta`` with ``g`` and ``eta`` fixed."""
-        chol_K = prior_factor(self.problem, theta)
+        chol_K = cholesky(self.problem.covariance(theta))
         s, chol_C = self.factors(theta, chol_K)
         a, log_density = self.whitening(g, chol_K, s, chol_C)
-        f = (a + eta) / chol_C if chol_K is None else chol_K @ solve_triangular(chol_C.T, a + eta, lower=False)
+        f = chol_K @ solve_triangular(chol_C.T, a + eta, lower=False)
         loglik = self.problem.log_likelihood(f, theta)
         log_target = self.problem.log_prior(theta) + log_density + loglik
         return _finite_or_minus_inf(log_target), LatentPosition(theta, f, chol_K, loglik)

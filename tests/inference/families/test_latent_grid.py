@@ -185,3 +185,30 @@ def test_gibbs_and_pm_on_a_poisson_grid_agree_with_nuts():
     assert float(groups(pm)["sample_stats"]["cubic_ops"].max()) == 0
     failures = {"gibbs": disagreements(gibbs, nuts, names), "pm": disagreements(pm, nuts, names)}
     assert not any(failures.values()), f"posterior means differ by more than 4 combined MCSEs for {failures}"
+
+
+def test_surr_on_the_grid_has_the_dense_surrogate_density_and_conditional_mean():
+    from gpdsl.inference.mcmc.grid_surrogate import GridSurrogateData
+    from gpdsl.inference.mcmc.hyper_updates import SurrogateData, latent_position
+
+    dense, grid = views(grid_data(np.random.default_rng(12), n_t=4, n_x=3))
+    theta, s = jnp.asarray(THETAS[1]), 0.7
+    position = latent_position(grid, theta, jax.random.normal(jax.random.PRNGKey(0), (grid.n,)))
+    noise = jax.random.normal(jax.random.PRNGKey(1), (grid.n,))
+    surrogate = GridSurrogateData(grid, s)
+    g, eta, _ = surrogate.fix(noise, position)
+    # the same g in the rows' order under the dense K + s I
+    g_rows = np.asarray(g)[np.argsort(grid.layout.order)]
+    K = np.asarray(dense.covariance(theta))
+    dense_surrogate = SurrogateData(dense, s)
+    chol_K = np.linalg.cholesky(K)
+    _, expected = dense_surrogate.whitening(jnp.asarray(g_rows), jnp.asarray(chol_K),
+                                            *dense_surrogate.factors(theta, jnp.asarray(chol_K)))
+    _, log_density = surrogate.whitening(g, *surrogate.spectrum(theta))
+    assert float(log_density) == pytest.approx(float(expected), rel=1e-7)
+    # eta = 0 puts f at the conditional mean K (K + s I)^-1 g; the eta of the current point gives it back
+    _, at_mean = surrogate.evaluate(theta, g, jnp.zeros_like(eta))
+    np.testing.assert_allclose(grid.latent(theta, at_mean.f), K @ np.linalg.solve(K + s * np.eye(grid.n), g_rows),
+                               atol=1e-6)
+    _, back = surrogate.evaluate(theta, g, eta)
+    np.testing.assert_allclose(back.f, position.f, atol=1e-8)
