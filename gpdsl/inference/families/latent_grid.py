@@ -8,11 +8,12 @@ whatever ``theta``, and the likelihood reads ``f`` computed from ``(theta, v)`` 
 
 Why the whitened vector rather than ``f`` itself: every update the latent-GP engines make needs the prior's factor
 (ESS draws ``nu = L e``; SA evaluates ``N(f; 0, K)``; AA fixes ``L^-1 f``; SURR factorises ``I + L^T S^-1 L``). With
-``v`` sampled, that factor is the identity (:attr:`GridLatent.white`), so ESS draws ``nu`` as standard normals, SA, AA
-and SURR all become the move of ``theta`` with ``v`` fixed (the ancillary update of ``f``) at ``O(sum n_d^3 + N sum
+``v`` sampled, that factor is the identity (:attr:`GridLatent.white`), so ESS draws ``nu`` as standard normals, SA and
+AA become the move of ``theta`` with ``v`` fixed (the ancillary update of ``f``), SURR's ``I + L^T S^-1 L = I + ⊗
+L_d^T L_d / s`` is a Kronecker product (:mod:`gpdsl.inference.mcmc.grid_surrogate`), each at ``O(sum n_d^3 + N sum
 n_d)`` per proposal, and ``pm``'s importance density is a Gaussian over ``v``
-(:mod:`gpdsl.inference.approximations.kronecker_laplace`). ``f`` itself with ``K``'s Kronecker factors would need
-each update rewritten (SURR's ``I + L^T S^-1 L`` is not a Kronecker product).
+(:mod:`gpdsl.inference.approximations.kronecker_laplace`). Sampling ``f`` itself would need ``K^-1`` through the
+small eigenvalues of smooth kernels' factors, which the whitened vector never divides by.
 
 The factors carry the dense path's jitter ``j`` on the first one only, ``(K_1 + c I) ⊗ K_2 ⊗ ...`` with ``c = j /
 prod_{d > 1} max diag K_d``: for a stationary kernel its diagonal is that of ``K + j I`` and its other entries differ
