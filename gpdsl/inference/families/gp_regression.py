@@ -20,12 +20,13 @@ import numpy as np
 
 from gpdsl.backends.jax.lowering import Block, JaxModel
 from gpdsl.inference.approximations import kronecker
+from gpdsl.inference.families.grid import grid_factors, separable_grid
 from gpdsl.inference.families.hyperparameters import HyperparameterBlocks, NormalObservations, lowered_with_blocks
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import STATE_SPACE
 from gpdsl.ir.families import GP_REGRESSION, LatentGPFacts, classify
-from gpdsl.ir.structure import GPNode, column_factors, expression_refs
-from gpdsl.kernels import KERNELS, Kernel, kalman
+from gpdsl.ir.structure import GPNode
+from gpdsl.kernels import Kernel, kalman
 from gpdsl.numerics import GP_JITTER
 from gpdsl.numerics.linalg import cholesky, solve_triangular
 
@@ -103,41 +104,19 @@ class GPRegression(HyperparameterBlocks, NormalObservations):
     def grid(self) -> kronecker.GridLayout | None:
         """Where the rows sit on a full grid of the input columns, when ``K`` is a Kronecker product there; else None.
 
-        That needs every output observed, no GP mean, inputs of data alone, a full grid of distinct points over
-        two or more columns (:func:`~gpdsl.inference.approximations.kronecker.grid_layout`), and a kernel that is
-        a product of kernels of one column each (:func:`~gpdsl.ir.structure.column_factors`), none with
-        same-index terms (``white``).
+        That needs every output observed, no GP mean, and what
+        :func:`~gpdsl.inference.families.grid.separable_grid` asks of the inputs and the kernel.
         """
         statement = self.node.statement
         if not (self.use_grid and self.complete and statement.mean is None):
             return None
-        if any(not expression_refs(c) <= set(self.jax_model.data) for c in statement.inputs.components):
-            return None
-        leaves = column_factors(statement.kernel, self.jax_model.gp_input_offsets(statement))
-        if leaves is None or any(leaf.name not in KERNELS or KERNELS[leaf.name].evaluate_same is not Kernel.evaluate_same
-                                 for leaf in leaves):
-            return None
-        with jax.ensure_compile_time_eval():
-            points = np.asarray(self.jax_model.gp_inputs(statement, self.jax_model.data))
-        return kronecker.grid_layout(points.T) if points.shape[1] > 1 else None
+        return separable_grid(self.jax_model, statement)
 
     def grid_factors(self, theta) -> list[jax.Array]:
-        """``K_1, ..., K_D`` with ``K = K_1 ⊗ ... ⊗ K_D`` over :attr:`grid` (rows in grid order), without the jitter.
-
-        For a kernel separable by column, ``K_j`` is the kernel over the points that vary column ``j`` alone from
-        a reference point ``x0`` (the point of largest prior variance), divided, for the first factor, by
-        ``k(x0, x0)^(D - 1)``.
-        """
-        kernel = self.kernel(theta)
-        points = jnp.asarray(self.jax_model.gp_inputs(self.node.statement, self.jax_model.data), dtype=float)
-        variances = kernel.diag(points)
-        reference = points[jnp.argmax(variances)]
-        factors = []
-        for column, axis in enumerate(self.grid.axes):
-            varied = jnp.tile(reference, (axis.size, 1)).at[:, column].set(jnp.asarray(axis))
-            factors.append(kernel(varied))
-        factors[0] = factors[0] / jnp.max(variances) ** (len(factors) - 1)
-        return factors
+        """``K_1, ..., K_D`` with ``K = K_1 ⊗ ... ⊗ K_D`` over :attr:`grid` (rows in grid order), without the jitter
+        (:func:`~gpdsl.inference.families.grid.grid_factors`)."""
+        points = self.jax_model.gp_inputs(self.node.statement, self.jax_model.data)
+        return grid_factors(self.kernel(theta), points, self.grid)
 
     def log_marginal(self, theta) -> jax.Array:
         """``log N(y; 0, K + s^2 I)``, ``K`` with the lowering's jitter (traceable); by Kronecker algebra where the

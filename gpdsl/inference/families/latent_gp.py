@@ -232,6 +232,12 @@ class LatentGP(HyperparameterBlocks):
                               "write the location as offset + f, or use --method gibbs")
 
     @property
+    def white(self) -> bool:
+        """The sampled vector's prior is ``N(0, I)`` at every ``theta`` (a whitened view), so the engines need no
+        factor of :meth:`covariance` (the prior's factor is None to them)."""
+        return False
+
+    @property
     def mapped(self) -> bool:
         """The likelihood reads the sampled vector through :meth:`likelihood_map` (not the identity)."""
         return False

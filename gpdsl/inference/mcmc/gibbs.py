@@ -1,7 +1,7 @@
 """Gibbs schedules for latent GP models: ESS for f given theta, then SA, AA or SURR for theta.
 
 One step does ``repeat_f`` elliptical slice updates of ``f`` (sharing the cached Cholesky factor of
-``K(theta)``) and then ``repeat_theta`` hyperparameter updates; Table 3 of Filippone & Girolami
+``K(theta)``, none for a whitened view such as a GP on a grid, :mod:`gpdsl.inference.families.latent_grid`) and then ``repeat_theta`` hyperparameter updates; Table 3 of Filippone & Girolami
 (2014) repeats each 20 times. With several latent GP vectors (``f`` stacks them, ``K`` is block-diagonal) an
 update of ``f`` is one ESS step of all of them together, which moves those the posterior trades against each
 other, then one of each in turn given the others. During warmup the random-walk scale is adapted by Robbins-Monro on its
@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from gpdsl.errors import MethodError
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.mcmc.adaptation import ScaleAdaptation, scale_init, scale_update
 from gpdsl.inference.mcmc.ess import ess_step
@@ -116,6 +117,10 @@ def make_gibbs(problem: LatentGP, theta_update: str = "surr", repeat_f: int = 1,
         raise ValueError(f"theta_update must be one of {', '.join(THETA_UPDATES)}, not {theta_update!r}")
     if repeat_f < 0 or repeat_theta < 0:
         raise ValueError("repeat_f and repeat_theta must be non-negative")
+    if problem.white and theta_update in Z_SPACE_UPDATES:
+        raise MethodError(f"gibbs --theta-update {theta_update.replace('_', '-')} needs K(theta) over f; this model's "
+                          "sampled vector is a whitened grid vector (its covariance is the identity)",
+                          problem.node.statement.span, "use --theta-update surr, sa or aa")
     is_slice = theta_update in ("surr_slice", *Z_SPACE_UPDATES)
     if initial_scale is None:
         initial_scale = 1.0 if is_slice else 0.3

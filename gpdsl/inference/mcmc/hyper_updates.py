@@ -26,6 +26,11 @@ With ``S`` diagonal the SURR quantities need two Cholesky factorisations per ``t
 ``g^T (K + S)^{-1} g = g^T S^{-1} g - |L_C^{-1} L^T S^{-1} g|^2`` (Woodbury); ``C`` has eigenvalues
 at least one, so the factorisation is well conditioned.
 
+For a whitened view (:attr:`LatentGP.white`: the sampled vector is ``v = L^-1 f``, whose prior is ``N(0, I)`` whatever
+``theta``, as for a latent GP on a grid) the prior's factor is None: SA and AA both move ``theta`` with ``v`` fixed
+(the ancillary update of ``f``), and SURR runs on ``f = L v`` with ``L`` and ``C``'s factor from Kronecker algebra
+(:mod:`gpdsl.inference.mcmc.grid_surrogate`); none factorises anything of size ``n`` (``cubic_ops`` 0).
+
 Every update returns a :class:`HyperInfo` whose ``cubic_ops`` counts the ``n x n`` Cholesky
 factorisations done (Table 2 of the paper): 1 per proposal for SA and AA, 3 per SURR-MH step
 (2 at the proposal, 1 at the current point), and ``1 + 2 * num_evaluations`` per SURR-slice step.
@@ -56,8 +61,8 @@ class LatentPosition(NamedTuple):
         Unconstrained hyperparameters.
     f : jax.Array, shape (n,)
         Latent GP values.
-    chol_K : jax.Array, shape (n, n)
-        Lower Cholesky factor of ``K(theta)``.
+    chol_K : jax.Array, shape (n, n), or None
+        Lower Cholesky factor of ``K(theta)``; None for a whitened view (:attr:`LatentGP.white`, ``K = I``).
     loglik : jax.Array
         ``log p(y | f, theta)``.
     """
@@ -96,8 +101,24 @@ def latent_position(problem: LatentGP, theta, f) -> LatentPosition:
     """The :class:`LatentPosition` at ``theta`` and ``f`` (one Cholesky factorisation)."""
     theta = jnp.asarray(theta, dtype=jnp.float64)
     f = jnp.asarray(f, dtype=jnp.float64)
-    chol_K = cholesky(problem.covariance(theta))
-    return LatentPosition(theta, f, chol_K, problem.log_likelihood(f, theta))
+    return LatentPosition(theta, f, prior_factor(problem, theta), problem.log_likelihood(f, theta))
+
+
+def prior_factor(problem: LatentGP, theta):
+    """The lower Cholesky factor of ``K(theta)``, or None for a whitened view (its ``K`` is the identity)."""
+    return None if problem.white else cholesky(problem.covariance(theta))
+
+
+def _cubic(problem: LatentGP, count):
+    """``count`` ``n x n`` factorisations, or none for a whitened view."""
+    return 0 * count if problem.white else count
+
+
+def _log_prior_density(f, chol_K):
+    """``log N(f; 0, L L^T)``, ``L = chol_K`` (the identity where None)."""
+    if chol_K is None:
+        return -0.5 * (f @ f + f.shape[0] * math.log(2.0 * math.pi))
+    return mvn_logpdf_chol(f, chol_K)
 
 
 def sa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
@@ -121,13 +142,14 @@ def sa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     """
     normals, log_uniform = _normals_and_log_uniform(rng_key, position.theta.shape[0])
     theta_new = random_walk(position.theta, normals, scale)
-    chol_new = cholesky(problem.covariance(theta_new))
+    chol_new = prior_factor(problem, theta_new)
     proposal = LatentPosition(theta_new, position.f, chol_new, problem.log_likelihood(position.f, theta_new))
 
     def target(point: LatentPosition):
-        return MHState(point, problem.log_prior(point.theta) + mvn_logpdf_chol(point.f, point.chol_K) + point.loglik)
+        return MHState(point, problem.log_prior(point.theta) + _log_prior_density(point.f, point.chol_K)
+                       + point.loglik)
 
-    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=1)
+    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=_cubic(problem, 1))
 
 
 def aa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
@@ -136,16 +158,15 @@ def aa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     Parameters and returns as in :func:`sa_step`; ``f`` moves to ``L_theta' nu`` on acceptance.
     """
     normals, log_uniform = _normals_and_log_uniform(rng_key, position.theta.shape[0])
-    nu = solve_triangular(position.chol_K, position.f, lower=True)
     theta_new = random_walk(position.theta, normals, scale)
-    chol_new = cholesky(problem.covariance(theta_new))
-    f_new = chol_new @ nu
+    chol_new = prior_factor(problem, theta_new)
+    f_new = position.f if chol_new is None else chol_new @ solve_triangular(position.chol_K, position.f, lower=True)
     proposal = LatentPosition(theta_new, f_new, chol_new, problem.log_likelihood(f_new, theta_new))
 
     def target(point: LatentPosition):
         return MHState(point, problem.log_prior(point.theta) + point.loglik)
 
-    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=1)
+    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=_cubic(problem, 1))
 
 
 def surr_step(rng_key, position: LatentPosition, problem: LatentGP, scale, surrogate_variance: SurrogateVariance = 1.0):
@@ -165,10 +186,11 @@ def surr_step(rng_key, position: LatentPosition, problem: LatentGP, scale, surro
     """
     d = position.theta.shape[0]
     normals, log_uniform = _normals_and_log_uniform(rng_key, d + problem.n)
-    surrogate = SurrogateData(problem, surrogate_variance)
+    surrogate = surrogate_data(problem, surrogate_variance)
     g, eta, current = surrogate.fix(normals[d:], position)
     log_target_new, proposal = surrogate.evaluate(random_walk(position.theta, normals[:d], scale), g, eta)
-    return _metropolis(log_uniform, MHState(position, current), MHState(proposal, log_target_new), cubic_ops=3)
+    return _metropolis(log_uniform, MHState(position, current), MHState(proposal, log_target_new),
+                       cubic_ops=_cubic(problem, 3))
 
 
 def surr_slice_step(rng_key, position: LatentPosition, problem: LatentGP, scale,
@@ -203,7 +225,7 @@ def surr_slice_step(rng_key, position: LatentPosition, problem: LatentGP, scale,
     draws = jax.random.uniform(rng_key, (problem.n + 2 * d + d * (3 + max_shrinks),), dtype=jnp.float64)
     noise, direction_noise = _standard_normal(draws[:problem.n]), _standard_normal(draws[problem.n:problem.n + d])
     slice_uniforms = draws[problem.n + 2 * d:].reshape(d, 3 + max_shrinks)
-    surrogate = SurrogateData(problem, surrogate_variance)
+    surrogate = surrogate_data(problem, surrogate_variance)
     g, eta, current = surrogate.fix(noise, position)
     width = jnp.broadcast_to(jnp.asarray(scale, dtype=jnp.float64), position.theta.shape)
 
@@ -222,8 +244,20 @@ def surr_slice_step(rng_key, position: LatentPosition, problem: LatentGP, scale,
     start = (position, current, jnp.zeros((), jnp.int32))
     (point, _, evaluations), _ = lax.scan(slice_along, start, (slice_uniforms, units))
     info = HyperInfo(accepted=jnp.ones((), bool), acceptance_rate=jnp.ones(()), num_evaluations=evaluations,
-                     cubic_ops=1 + 2 * evaluations)
+                     cubic_ops=_cubic(problem, 1 + 2 * evaluations))
     return point, info
+
+
+def surrogate_data(problem: LatentGP, surrogate_variance: SurrogateVariance):
+    """SURR's target for ``problem``: :class:`SurrogateData`, or for a latent GP on a grid its Kronecker form
+    (:class:`~gpdsl.inference.mcmc.grid_surrogate.GridSurrogateData`)."""
+    from gpdsl.inference.families.latent_grid import GridLatent
+
+    if isinstance(problem, GridLatent):
+        from gpdsl.inference.mcmc.grid_surrogate import GridSurrogateData
+
+        return GridSurrogateData(problem, surrogate_variance)
+    return SurrogateData(problem, surrogate_variance)
 
 
 class SurrogateData:
@@ -238,7 +272,7 @@ class SurrogateData:
         return jnp.broadcast_to(jnp.asarray(s, dtype=jnp.float64), (self.problem.n,))
 
     def factors(self, theta, chol_K):
-        """``S`` diagonal, ``L_C`` and the log-density pieces that need only ``theta``."""
+        """``S`` diagonal and ``L_C``."""
         s = self.variance(theta)
         scaled = chol_K / jnp.sqrt(s)[:, None]
         chol_C = cholesky(jnp.eye(self.problem.n) + scaled.T @ scaled)

@@ -16,7 +16,7 @@ import numpy as np
 from gpdsl.backends.jax.simulate import simulate
 from gpdsl.inference.driver import run_chains
 from gpdsl.inference.families.latent_gp import LatentGP, latent_gp_view
-from gpdsl.ir.families import HSGP_LATENT_GP
+from gpdsl.ir.families import HSGP_LATENT_GP, LATENT_GP, LATENT_GP_EXTERNAL
 from gpdsl.results.method_output import MethodOutput
 
 STAT_NAMES = ("acceptance_rate", "accepted", "cubic_ops", "num_shrinks", "approximation_converged",
@@ -38,13 +38,18 @@ def prior_initial_thetas(problem: LatentGP, key, chains: int, initial_values=Non
     return jax.jit(jax.vmap(draw))(jax.random.split(key, chains))
 
 
-def view(model, data, context) -> LatentGP:
+def view(model, data, context, grid: bool = True) -> LatentGP:
     """The latent-GP view of the model the registry classified (``context.facts``): over the basis weights for a
-    Hilbert-space approximate GP (:mod:`gpdsl.inference.families.hsgp`)."""
+    Hilbert-space approximate GP (:mod:`gpdsl.inference.families.hsgp`); with ``grid``, over the whitened grid vector
+    for a latent GP on a full grid with a separable kernel (:mod:`gpdsl.inference.families.latent_grid`)."""
     if context.family == HSGP_LATENT_GP:
         from gpdsl.inference.families.hsgp import hsgp_view
 
         return hsgp_view(model, data, context.facts, allow_external=context.allow_external)
+    if grid and context.family in (LATENT_GP, LATENT_GP_EXTERNAL):
+        from gpdsl.inference.families.latent_grid import grid_latent_view
+
+        return grid_latent_view(model, data, context.facts, allow_external=context.allow_external)
     return latent_gp_view(model, data, context.facts, allow_external=context.allow_external)
 
 

@@ -62,7 +62,7 @@ def _run(model, data, settings, context, engine, approximation):
     from gpdsl.inference.methods.draw_groups import add_draw_groups
     from gpdsl.inference.methods.latent_chains import run_latent_chains, view
 
-    problem = view(model, data, context)
+    problem = view(model, data, context, grid=approximation == "laplace" and engine is pm_engine)
     output = run_latent_chains(
         problem, engine(problem, settings), settings, context, keep_latent=settings.sample_latent,
         report=lambda result: {"proposal_covariance": proposal_covariance_of(result.final_state).tolist()})
