@@ -174,6 +174,7 @@ def test_a_state_space_gp_under_another_likelihood_runs_on_gibbs_and_nuts_and_pm
     model, _ = check_text(POISSON_STATE_SPACE)
     assert STATE_SPACE_LATENT_GP in classify(model).facts
     assert methods()["gibbs"].refusal(model) is None
+    assert methods()["nuts"].refusal(model) is None
     for method in ("pm", "mcmc-ep", "ml"):
         refusal = methods()[method].refusal(model)
         assert "under a poisson_log likelihood: gibbs samples it through its innovations and nuts runs its Stan " \
