@@ -50,28 +50,46 @@ def view(text: str, family: str, n: int):
     return latent_gp_view(model, data, classify(model).facts[family])
 
 
-def time_gibbs(problem, iterations: int, repeats: int) -> tuple[float, float]:
-    """(median ms per iteration, seconds of the first block incl. compilation)."""
+THETA = jnp.asarray([1.0, 0.0, 3.0])  # mu, log alpha, log ell
+
+
+def time_gibbs(problem, iterations: int, repeats: int) -> tuple[float, float, float]:
+    """(median ms per iteration, seconds of the first block incl. compilation, mean ESS shrinks per iteration)."""
     init, step = make_gibbs(problem)
-    theta = jnp.asarray([1.0, 0.0, 3.0])  # mu, log alpha, log ell
 
     @jax.jit
     def block(key, state):
         def one(state, key):
-            return step(key, state)[0], None
+            state, info = step(key, state)
+            return state, info.num_shrinks
 
-        return jax.lax.scan(one, state, jax.random.split(key, iterations))[0]
+        return jax.lax.scan(one, state, jax.random.split(key, iterations))
 
-    state = init(None, theta)
+    state = init(None, THETA)
     start = time.perf_counter()
-    state = jax.block_until_ready(block(jax.random.PRNGKey(0), state))
+    state, _ = jax.block_until_ready(block(jax.random.PRNGKey(0), state))
     first = time.perf_counter() - start
-    times = []
+    times, shrinks = [], []
     for r in range(repeats):
         start = time.perf_counter()
-        state = jax.block_until_ready(block(jax.random.PRNGKey(r + 1), state))
+        state, counts = jax.block_until_ready(block(jax.random.PRNGKey(r + 1), state))
         times.append(1e3 * (time.perf_counter() - start) / iterations)
-    return statistics.median(times), first
+        shrinks.append(float(np.mean(counts)))
+    return statistics.median(times), first, float(np.mean(shrinks))
+
+
+def time_likelihood(problem, repeats: int) -> float:
+    """Median ms of one evaluation of ``log p(y | f(theta, z))`` (what each ESS shrink and hyperparameter proposal
+    costs)."""
+    evaluate = jax.jit(problem.log_likelihood)
+    z = jnp.asarray(np.random.default_rng(0).normal(size=problem.n))
+    jax.block_until_ready(evaluate(z, THETA))
+    times = []
+    for _ in range(max(repeats, 5)):
+        start = time.perf_counter()
+        jax.block_until_ready(evaluate(z, THETA))
+        times.append(1e3 * (time.perf_counter() - start))
+    return statistics.median(times)
 
 
 def main(argv=None):
@@ -83,12 +101,16 @@ def main(argv=None):
     args = parser.parse_args(argv)
     print(f"jax {jax.__version__} on {jax.default_backend()}; gibbs (ESS + SURR), one chain, median of {args.repeats} "
           f"blocks of {args.iterations} iterations (first block incl. compile in brackets)")
-    state_space = view(MODEL, STATE_SPACE_LATENT_GP, args.size)
-    ms, first = time_gibbs(state_space, args.iterations, args.repeats)
-    print(f"{'state-space latent GP':24} N = {args.size:>7}  {ms:10.2f} ms/iteration  [{first:.1f} s]")
-    exact = view(MODEL.replace(", approx = state_space", ""), LATENT_GP, args.dense_size)
-    dense_ms, dense_first = time_gibbs(exact, args.iterations, args.repeats)
-    print(f"{'exact GP (dense)':24} N = {args.dense_size:>7}  {dense_ms:10.2f} ms/iteration  [{dense_first:.1f} s]")
+    rows = []
+    for label, text, family, n in (("state-space latent GP", MODEL, STATE_SPACE_LATENT_GP, args.size),
+                                   ("exact GP (dense)", MODEL.replace(", approx = state_space", ""), LATENT_GP,
+                                    args.dense_size)):
+        problem = view(text, family, n)
+        ms, first, shrinks = time_gibbs(problem, args.iterations, args.repeats)
+        rows.append(ms)
+        print(f"{label:24} N = {n:>7}  {ms:10.2f} ms/iteration  [{first:.1f} s]  "
+              f"{time_likelihood(problem, args.repeats):8.2f} ms/likelihood evaluation  {shrinks:5.1f} ESS shrinks")
+    ms, dense_ms = rows
     print(f"state space at N = {args.size} / exact at N = {args.dense_size}: {ms / dense_ms:.3g}x the time per "
           "iteration")
 
