@@ -25,6 +25,7 @@ from gpdsl.inference.families.hyperparameters import (
     lowered_with_blocks,
 )
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.approximations import STATE_SPACE
 from gpdsl.ir.families import (
     GP_REGRESSION,
     LATENT_GP,
@@ -183,6 +184,14 @@ class LatentGP(HyperparameterBlocks):
             K = K.at[i * size:(i + 1) * size, i * size:(i + 1) * size].set(block)
         return K
 
+    def prior_factor(self, theta) -> jax.Array:
+        """The factor ``L`` of the sampled vector's prior covariance, ``K = L L^T``: the Cholesky factor of
+        :meth:`covariance` (a view with a diagonal prior gives the diagonal alone,
+        :mod:`gpdsl.inference.mcmc.prior_factor`)."""
+        from gpdsl.numerics.linalg import cholesky
+
+        return cholesky(self.covariance(theta))
+
     def log_prior(self, theta) -> jax.Array:
         """Log prior density of ``theta`` on the unconstrained scale (Jacobian included)."""
         values, log_jac = self.constrain(theta)
@@ -234,7 +243,7 @@ class LatentGP(HyperparameterBlocks):
     @property
     def white(self) -> bool:
         """The sampled vector's prior is ``N(0, I)`` at every ``theta`` (a whitened view), so the engines need no
-        factor of :meth:`covariance` (the prior's factor is None to them)."""
+        factor of :meth:`covariance` (its :meth:`prior_factor` is a vector of ones)."""
         return False
 
     @property
@@ -293,7 +302,12 @@ def latent_gp(model: ir.Model, data: dict, method: str = "this method", allow_ex
 
 
 def latent_gp_view(model: ir.Model, data: dict, facts: LatentGPFacts, allow_external: bool = False) -> LatentGP:
-    """The :class:`LatentGP` of a model already classified as a latent-GP model (``facts``)."""
+    """The :class:`LatentGP` of a model already classified as a latent-GP model (``facts``); over its innovations for
+    a latent state-space GP (:mod:`gpdsl.inference.families.state_space_latent`)."""
+    if facts.node.statement.approximated_by(STATE_SPACE):
+        from gpdsl.inference.families.state_space_latent import state_space_latent_view
+
+        return state_space_latent_view(model, data, facts, allow_external=allow_external)
     jax_model, theta_blocks = lowered_with_blocks(model, data, facts.marginalise, allow_external,
                                                   sampled={node.name for node in facts.nodes})
     node, *others = (next(n for n in jax_model.gp_nodes if n.name == fact.name) for fact in facts.nodes)

@@ -56,6 +56,10 @@ class GridLatent(LatentGP):
         """The sampled vector's prior is ``N(0, I)`` at every ``theta``."""
         return True
 
+    def prior_factor(self, theta) -> jax.Array:
+        """The identity's factor held as its diagonal, ones (:mod:`gpdsl.inference.mcmc.prior_factor`)."""
+        return jnp.ones((self.n,))
+
     @property
     def shape(self) -> tuple[int, ...]:
         """The grid's number of points per axis."""

@@ -27,7 +27,8 @@ With ``S`` diagonal the SURR quantities need two Cholesky factorisations per ``t
 at least one, so the factorisation is well conditioned.
 
 For a whitened view (:attr:`LatentGP.white`: the sampled vector is ``v = L^-1 f``, whose prior is ``N(0, I)`` whatever
-``theta``, as for a latent GP on a grid) the prior's factor is None: SA and AA both move ``theta`` with ``v`` fixed
+``theta``, as for a latent GP on a grid) the prior's factor is the identity's diagonal, a vector of ones
+(:mod:`gpdsl.inference.mcmc.prior_factor`): SA and AA both move ``theta`` with ``v`` fixed
 (the ancillary update of ``f``), and SURR runs on ``f = L v`` with ``L`` and ``C``'s factor from Kronecker algebra
 (:mod:`gpdsl.inference.mcmc.grid_surrogate`); none factorises anything of size ``n`` (``cubic_ops`` 0).
 
@@ -49,7 +50,7 @@ from jax.scipy.special import ndtri
 
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.mcmc.mh import MHState, accept_reject, random_walk
-from gpdsl.numerics.linalg import cholesky, mvn_logpdf_chol, solve_triangular
+from gpdsl.inference.mcmc import prior_factor
 
 
 class LatentPosition(NamedTuple):
@@ -61,8 +62,9 @@ class LatentPosition(NamedTuple):
         Unconstrained hyperparameters.
     f : jax.Array, shape (n,)
         Latent GP values.
-    chol_K : jax.Array, shape (n, n), or None
-        Lower Cholesky factor of ``K(theta)``; None for a whitened view (:attr:`LatentGP.white`, ``K = I``).
+    chol_K : jax.Array, shape (n, n) or (n,)
+        Lower Cholesky factor of ``K(theta)``, or the diagonal of a diagonal one (the view's
+        :meth:`~gpdsl.inference.families.latent_gp.LatentGP.prior_factor`).
     loglik : jax.Array
         ``log p(y | f, theta)``.
     """
@@ -98,28 +100,17 @@ SurrogateVariance = float | jax.Array | Callable[[jax.Array], jax.Array]
 
 
 def latent_position(problem: LatentGP, theta, f) -> LatentPosition:
-    """The :class:`LatentPosition` at ``theta`` and ``f`` (one Cholesky factorisation)."""
+    """The :class:`LatentPosition` at ``theta`` and ``f`` (one Cholesky factorisation, none for a diagonal prior)."""
     theta = jnp.asarray(theta, dtype=jnp.float64)
     f = jnp.asarray(f, dtype=jnp.float64)
-    return LatentPosition(theta, f, prior_factor(problem, theta), problem.log_likelihood(f, theta))
+    chol_K = problem.prior_factor(theta)
+    return LatentPosition(theta, f, chol_K, problem.log_likelihood(f, theta))
 
 
-def prior_factor(problem: LatentGP, theta):
-    """The lower Cholesky factor of ``K(theta)``, or None for a whitened view (its ``K`` is the identity)."""
-    return None if problem.white else cholesky(problem.covariance(theta))
 
-
-def _cubic(problem: LatentGP, count):
-    """``count`` ``n x n`` factorisations, or none for a whitened view."""
-    return 0 * count if problem.white else count
-
-
-def _log_prior_density(f, chol_K):
-    """``log N(f; 0, L L^T)``, ``L = chol_K`` (the identity where None)."""
-    if chol_K is None:
-        return -0.5 * (f @ f + f.shape[0] * math.log(2.0 * math.pi))
-    return mvn_logpdf_chol(f, chol_K)
-
+def _cubic(factor, count):
+    """``count`` ``n x n`` factorisations, or none where the prior's factor is diagonal (held as a vector)."""
+    return 0 * count if prior_factor.is_diagonal(factor) else count
 
 def sa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     """Random-walk MH on ``theta`` with ``f`` fixed (sufficient augmentation).
@@ -142,14 +133,14 @@ def sa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     """
     normals, log_uniform = _normals_and_log_uniform(rng_key, position.theta.shape[0])
     theta_new = random_walk(position.theta, normals, scale)
-    chol_new = prior_factor(problem, theta_new)
+    chol_new = problem.prior_factor(theta_new)
     proposal = LatentPosition(theta_new, position.f, chol_new, problem.log_likelihood(position.f, theta_new))
 
     def target(point: LatentPosition):
-        return MHState(point, problem.log_prior(point.theta) + _log_prior_density(point.f, point.chol_K)
-                       + point.loglik)
+        return MHState(point, problem.log_prior(point.theta) + prior_factor.logpdf(point.f, point.chol_K) +
+                       point.loglik)
 
-    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=_cubic(problem, 1))
+    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=_cubic(chol_new, 1))
 
 
 def aa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
@@ -158,15 +149,16 @@ def aa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     Parameters and returns as in :func:`sa_step`; ``f`` moves to ``L_theta' nu`` on acceptance.
     """
     normals, log_uniform = _normals_and_log_uniform(rng_key, position.theta.shape[0])
+    nu = prior_factor.solve(position.chol_K, position.f)
     theta_new = random_walk(position.theta, normals, scale)
-    chol_new = prior_factor(problem, theta_new)
-    f_new = position.f if chol_new is None else chol_new @ solve_triangular(position.chol_K, position.f, lower=True)
+    chol_new = problem.prior_factor(theta_new)
+    f_new = prior_factor.times(chol_new, nu)
     proposal = LatentPosition(theta_new, f_new, chol_new, problem.log_likelihood(f_new, theta_new))
 
     def target(point: LatentPosition):
         return MHState(point, problem.log_prior(point.theta) + point.loglik)
 
-    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=_cubic(problem, 1))
+    return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=_cubic(chol_new, 1))
 
 
 def surr_step(rng_key, position: LatentPosition, problem: LatentGP, scale, surrogate_variance: SurrogateVariance = 1.0):
@@ -190,7 +182,7 @@ def surr_step(rng_key, position: LatentPosition, problem: LatentGP, scale, surro
     g, eta, current = surrogate.fix(normals[d:], position)
     log_target_new, proposal = surrogate.evaluate(random_walk(position.theta, normals[:d], scale), g, eta)
     return _metropolis(log_uniform, MHState(position, current), MHState(proposal, log_target_new),
-                       cubic_ops=_cubic(problem, 3))
+                       cubic_ops=_cubic(position.chol_K, 3))
 
 
 def surr_slice_step(rng_key, position: LatentPosition, problem: LatentGP, scale,
@@ -244,7 +236,7 @@ def surr_slice_step(rng_key, position: LatentPosition, problem: LatentGP, scale,
     start = (position, current, jnp.zeros((), jnp.int32))
     (point, _, evaluations), _ = lax.scan(slice_along, start, (slice_uniforms, units))
     info = HyperInfo(accepted=jnp.ones((), bool), acceptance_rate=jnp.ones(()), num_evaluations=evaluations,
-                     cubic_ops=_cubic(problem, 1 + 2 * evaluations))
+                     cubic_ops=_cubic(position.chol_K, 1 + 2 * evaluations))
     return point, info
 
 
@@ -274,15 +266,13 @@ class SurrogateData:
     def factors(self, theta, chol_K):
         """``S`` diagonal and ``L_C``."""
         s = self.variance(theta)
-        scaled = chol_K / jnp.sqrt(s)[:, None]
-        chol_C = cholesky(jnp.eye(self.problem.n) + scaled.T @ scaled)
-        return s, chol_C
+        return s, prior_factor.surrogate_factor(chol_K, s)
 
     def whitening(self, g, chol_K, s, chol_C):
         """``a = L_C^{-1} L^T S^{-1} g`` and ``log N(g; 0, K + S)``."""
-        a = solve_triangular(chol_C, chol_K.T @ (g / s), lower=True)
+        a = prior_factor.solve(chol_C, prior_factor.transpose_times(chol_K, g / s))
         quadratic = jnp.sum(g * g / s) - jnp.sum(a * a)
-        log_det = jnp.sum(jnp.log(s)) + 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol_C)))
+        log_det = jnp.sum(jnp.log(s)) + 2.0 * jnp.sum(jnp.log(prior_factor.diagonal(chol_C)))
         log_density = -0.5 * (quadratic + log_det + self.problem.n * math.log(2.0 * math.pi))
         return a, log_density
 
@@ -291,16 +281,16 @@ class SurrogateData:
         s, chol_C = self.factors(position.theta, position.chol_K)
         g = position.f + jnp.sqrt(s) * noise
         a, log_density = self.whitening(g, position.chol_K, s, chol_C)
-        eta = chol_C.T @ solve_triangular(position.chol_K, position.f, lower=True) - a
+        eta = prior_factor.transpose_times(chol_C, prior_factor.solve(position.chol_K, position.f)) - a
         log_target = self.problem.log_prior(position.theta) + log_density + position.loglik
         return g, eta, log_target
 
     def evaluate(self, theta, g, eta):
         """Log target and the :class:`LatentPosition` at ``theta`` with ``g`` and ``eta`` fixed."""
-        chol_K = cholesky(self.problem.covariance(theta))
+        chol_K = self.problem.prior_factor(theta)
         s, chol_C = self.factors(theta, chol_K)
         a, log_density = self.whitening(g, chol_K, s, chol_C)
-        f = chol_K @ solve_triangular(chol_C.T, a + eta, lower=False)
+        f = prior_factor.times(chol_K, prior_factor.transpose_solve(chol_C, a + eta))
         loglik = self.problem.log_likelihood(f, theta)
         log_target = self.problem.log_prior(theta) + log_density + loglik
         return _finite_or_minus_inf(log_target), LatentPosition(theta, f, chol_K, loglik)
