@@ -37,7 +37,7 @@ from gpdsl.inference.methods.svi_gplvm import run_svi_gplvm, svi_gplvm_report
 from gpdsl.inference.methods.vem import fit_from_results, run_vem, vem_report
 from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANOBIS_GP, FAMILIES, GP_PRIOR_GPLVM,
                                 GP_REGRESSION, HSGP_LATENT_GP, LATENT_GP, LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP,
-                                STATE_SPACE_REGRESSION, STUDENT_T_PROCESS, Classification, classify, describe, predicting_families, require_priors)
+                                STATE_SPACE_LATENT_GP, STATE_SPACE_REGRESSION, STUDENT_T_PROCESS, Classification, classify, describe, predicting_families, require_priors)
 from gpdsl.ir.structure import mean_prediction_refusal
 from gpdsl.settings import (DMGPSettings, DSDGPSettings, EPMLSettings, GibbsSettings, MCMCEPSettings, MLSettings,
                             NUTSSettings, PMGPLVMSettings, PseudoMarginalSettings, SegmentedChainSettings,
@@ -372,7 +372,8 @@ register(Method(
 register(Method(
     "gibbs", "elliptical slice sampling of f with SA, AA, SURR or SURR-slice updates of the hyperparameters, or ESS "
     "in z-space (SDSS, fixed-nu)",
-    (LATENT_GP, GP_REGRESSION, LATENT_GPS, LATENT_GP_EXTERNAL, HSGP_LATENT_GP), GibbsSettings, run_gibbs,
+    (LATENT_GP, GP_REGRESSION, LATENT_GPS, LATENT_GP_EXTERNAL, HSGP_LATENT_GP, STATE_SPACE_LATENT_GP), GibbsSettings,
+    run_gibbs,
     predicts=True, predicts_for=predicting_families(), checkpoints=True, missing_outputs=(LATENT_GP, GP_REGRESSION),
     chain_engine=gibbs_engine, chain_groups=True, predictive=("joint", "marginal")))
 register(Method(

@@ -45,6 +45,11 @@ Families
     likelihood, predictions at new times, leave-one-out densities and replicates by Kalman filtering and smoothing in
     ``O(N)``. Its view is the GP regression view's state-space variant; engines of ``gp_regression`` that do not
     name this family refuse the model.
+``state_space_latent_gp``
+    One latent state-space GP (``approx = state_space``) under a likelihood on its elements that does not integrate
+    it out (``poisson_log(f)``, ``bernoulli_logit(f)``, ...): ``f`` is the state recursion driven by standard normal
+    innovations ``z``, which ESS samples (``gibbs``) in ``O(N)`` per update; its draw groups predict at new times by
+    conditioning the state-space prior on each draw of ``f``.
 ``any``
     Every model: NUTS samples the flat log density.
 """
@@ -59,13 +64,14 @@ from typing import Any, Callable
 from gpdsl.errors import MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import HSGP, STATE_SPACE
-from gpdsl.ir.family_forms import (HSGP_LATENT_GP_NEEDS, DEEP_GP_CHAIN_NEEDS, DEEP_MAHALANOBIS_NEEDS, GP_PRIOR_GPLVM_NEEDS, GPLVM_NEEDS,
+from gpdsl.ir.family_forms import (HSGP_LATENT_GP_NEEDS, STATE_SPACE_LATENT_GP_NEEDS, DEEP_GP_CHAIN_NEEDS, DEEP_MAHALANOBIS_NEEDS, GP_PRIOR_GPLVM_NEEDS, GPLVM_NEEDS,
                                    LATENT_GP_NEEDS, LATENT_GPS_NEEDS, SEQUENTIAL_NEEDS, STATE_SPACE_REGRESSION_NEEDS,
                                    DeepGPFacts, GPLVMFacts,
                                    LatentGPFacts, Refusal, deep_gp_chain_form, deep_mahalanobis_form,
                                    gp_regression_form, gplvm_form, hsgp_latent_gp_form, latent_gp_external_form,
                                    latent_gp_form,
-                                   latent_gps_form, sequential_form, state_space_regression_form,
+                                   latent_gps_form, sequential_form, state_space_latent_gp_form,
+                                   state_space_regression_form,
                                    student_t_process_form)
 from gpdsl.ir.structure import gp_nodes
 
@@ -74,7 +80,7 @@ __all__ = [
     "FAMILIES", "GPLVM_NEEDS", "GP_PRIOR_GPLVM", "GP_PRIOR_GPLVM_NEEDS", "GP_REGRESSION", "HSGP_LATENT_GP",
     "HSGP_LATENT_GP_NEEDS", "LATENT_GP",
     "LATENT_GPS", "LATENT_GPS_NEEDS", "LATENT_GP_EXTERNAL", "LATENT_GP_NEEDS", "SEQUENTIAL_LATENT_GP",
-    "SEQUENTIAL_NEEDS", "STATE_SPACE_REGRESSION", "STATE_SPACE_REGRESSION_NEEDS", "STUDENT_T_PROCESS", "Classification", "DeepGPFacts", "Family", "GPLVMFacts", "LatentGPFacts", "Refusal",
+    "SEQUENTIAL_NEEDS", "STATE_SPACE_LATENT_GP", "STATE_SPACE_LATENT_GP_NEEDS", "STATE_SPACE_REGRESSION", "STATE_SPACE_REGRESSION_NEEDS", "STUDENT_T_PROCESS", "Classification", "DeepGPFacts", "Family", "GPLVMFacts", "LatentGPFacts", "Refusal",
     "classify", "describe", "predicting_families", "register_family", "require_priors", "unregister_family",
 ]
 
@@ -90,6 +96,7 @@ STUDENT_T_PROCESS = "student_t_process"
 LATENT_GP_EXTERNAL = "latent_gp_external"
 HSGP_LATENT_GP = "hsgp_latent_gp"
 STATE_SPACE_REGRESSION = "state_space_regression"
+STATE_SPACE_LATENT_GP = "state_space_latent_gp"
 ANY = "any"
 
 
@@ -218,7 +225,10 @@ for _family in (
                f"{_VIEWS}.hsgp:hsgp_view", f"{_DRAWS}:hsgp_groups", predicts=True, approximations=(HSGP,)),
         Family(STATE_SPACE_REGRESSION, "GP regression with a state-space GP integrated out by Kalman filtering",
                state_space_regression_form, f"{_VIEWS}.gp_regression:gp_regression_view",
-               f"{_DRAWS}:gp_regression_groups", predicts=True, approximations=(STATE_SPACE,))):
+               f"{_DRAWS}:gp_regression_groups", predicts=True, approximations=(STATE_SPACE,)),
+        Family(STATE_SPACE_LATENT_GP, "a latent state-space GP sampled through its innovations",
+               state_space_latent_gp_form, f"{_VIEWS}.state_space_latent:state_space_latent_view",
+               f"{_DRAWS}:state_space_latent_groups", predicts=True, approximations=(STATE_SPACE,))):
     register_family(_family)
 
 
@@ -274,9 +284,9 @@ def _facts(family: Family, model: ir.Model, nodes: list):
             approximate.likelihood.distribution.name != "normal":
         return Refusal(f"{{method}} needs {family.description} with an exact GP",
                        f"'{approximate.name}' uses approx = state_space under a "
-                       f"{approximate.likelihood.distribution.name} likelihood: a state-space GP runs only as the "
-                       "location of a normal likelihood (its Kalman marginal, by ml and nuts); use approx = hsgp(...) "
-                       "or the exact GP for other likelihoods", approximate.statement.approximation.span)
+                       f"{approximate.likelihood.distribution.name} likelihood: gibbs samples it through its "
+                       "innovations and nuts runs its Stan program; for this method use approx = hsgp(...) or the "
+                       "exact GP", approximate.statement.approximation.span, suggests="gibbs")
     return Refusal(f"{{method}} needs {family.description} with an exact GP",
                    f"'{approximate.name}' uses approx = {name}(...), which these engines do not take; the methods "
                    "of its own family run it (gpdsl methods lists them)", approximate.statement.approximation.span,

@@ -50,6 +50,8 @@ STUDENT_T_PROCESS_NEEDS = ("{method} needs Student-t process regression: f ~ stu
 
 HSGP_LATENT_GP_NEEDS = ("{method} needs one latent GP vector in the Hilbert-space approximation, f ~ gp(x, k, "
                         "approx = hsgp(...)), and a likelihood on its elements")
+STATE_SPACE_LATENT_GP_NEEDS = ("{method} needs one latent state-space GP, f ~ gp(t, k, approx = state_space), under a "
+                               "likelihood on its elements other than a normal one that integrates it out")
 STATE_SPACE_REGRESSION_NEEDS = ("{method} needs GP regression with a state-space GP: one GP f ~ gp(t, k, approx = "
                                 "state_space) over observed times and y ~ normal(f, s) with scalar s")
 
@@ -200,6 +202,26 @@ def hsgp_latent_gp_form(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts |
     facts = latent_gp_form(model, nodes, marginalise=False, several=False)
     if isinstance(facts, Refusal):
         return Refusal(HSGP_LATENT_GP_NEEDS, facts.detail, facts.span)
+    return facts
+
+
+def state_space_latent_gp_form(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
+    """One latent GP vector with ``approx = state_space`` (every GP of the model) under a likelihood on its elements
+    that does not integrate it out (not ``normal(f, s)`` with scalar ``s``: that is ``state_space_regression``)."""
+    approximate = [n for n in nodes if n.statement.approximated_by(STATE_SPACE)]
+    if not approximate:
+        return Refusal(STATE_SPACE_LATENT_GP_NEEDS, "this model has no GP with approx = state_space")
+    others = [n.name for n in nodes if not n.statement.approximated_by(STATE_SPACE)]
+    if others:
+        return Refusal(STATE_SPACE_LATENT_GP_NEEDS, f"this model also has the GP {', '.join(others)} without "
+                       "approx = state_space")
+    integrated = [n.name for n in approximate if n.plainly_marginalised]
+    if integrated:
+        return Refusal(STATE_SPACE_LATENT_GP_NEEDS, f"'{integrated[0]}' is integrated out under its normal likelihood "
+                       "by Kalman filtering (ml and nuts run it)", suggests="ml")
+    facts = latent_gp_form(model, nodes, marginalise=False, several=False)
+    if isinstance(facts, Refusal):
+        return Refusal(STATE_SPACE_LATENT_GP_NEEDS, facts.detail, facts.span)
     return facts
 
 

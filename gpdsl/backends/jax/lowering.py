@@ -19,7 +19,10 @@ Stan program.
 
 A latent GP in the state-space form (``approx = state_space``) integrated out under its ``normal`` likelihood contributes
 the same Gaussian marginal by the Kalman filter along its sorted times (:mod:`gpdsl.kernels.kalman`,
-``O(N)``), a periodic kernel by its truncated series; sampled, it is a GP of the (exact) kernel.
+``O(N)``), a periodic kernel by its truncated series. Sampled (under any other likelihood), whatever the
+parameterisation, its free variable is its innovations ``<name>_z ~ N(0, I)`` (role ``"state_space_innovations"``,
+``N d`` values) and ``<name>`` the state recursion driven by them plus its mean (:mod:`gpdsl.backends.jax.state_space`),
+as in the generated Stan program.
 
 A Student-t process ``f ~ student_t_process(nu, X, k)`` is always integrated out under its ``y ~ normal(f, s)``:
 ``MVT(y; nu, 0, K + s^2 I)`` with that covariance (:mod:`gpdsl.backends.jax.student_t_process`).
@@ -37,6 +40,7 @@ import numpy as np
 from gpdsl.storage import compilation_cache
 from gpdsl.backends.jax import densities
 from gpdsl.backends.jax.hsgp import HSGPBasis, basis_size, hsgp_basis, hsgp_values
+from gpdsl.backends.jax.state_space import TimeGrid, latent_from_innovations, time_grid
 from gpdsl.backends.jax.bijectors import (
     cholesky_corr_constrain, cholesky_corr_free_size, cholesky_corr_unconstrain, constrain, simplex_constrain,
     simplex_free_size, simplex_unconstrain, unconstrain)
@@ -44,6 +48,7 @@ from gpdsl.data.missing import observed_masks
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import HSGP, STATE_SPACE
+from gpdsl.ir.state_space import state_dimension
 from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds, student_t_process_nodes
 from gpdsl.kernels import Kernel, build_kernel, kalman
 from gpdsl.likelihoods import LIKELIHOODS
@@ -54,6 +59,8 @@ from gpdsl.ir.types import VarType, is_label_array
 compilation_cache.enable()  # every lowered model's programs compile once per machine
 
 PARAMETERISATIONS = ("whitened", "centred")
+STANDARD_NORMAL_ROLES = ("latent_raw", "hsgp_weights", "state_space_innovations")
+"""The roles of free variables with a standard normal prior, from which latent GP values are computed."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,7 @@ class Block:
     lower, upper : array or None
         Bounds of the constrained variable.
     role : str
-        ``"parameter"``, ``"latent"``, ``"latent_raw"`` or ``"hsgp_weights"``.
+        ``"parameter"``, ``"latent"``, ``"latent_raw"``, ``"hsgp_weights"`` or ``"state_space_innovations"``.
     structure : str or None
         ``"cholesky_factor_corr"`` for the Cholesky factor of a correlation matrix, whose ``K (K - 1) / 2``
         unconstrained coordinates map to a ``K x K`` matrix; ``"simplex"`` for a ``K``-simplex, from ``K - 1``
@@ -154,6 +161,7 @@ class JaxModel:
     observed: dict = field(default_factory=dict)
     _externals: dict = field(default_factory=dict, repr=False)
     _hsgp_bases: dict = field(default_factory=dict, repr=False)
+    _time_grids: dict = field(default_factory=dict, repr=False)
     process_nodes: list[GPNode] = field(default_factory=list)
 
     # ---- layout ------------------------------------------------------------------------------
@@ -194,9 +202,11 @@ class JaxModel:
         for node in self.gp_nodes:
             if node.statement.approximated_by(HSGP):
                 env[node.name] = self.hsgp_latent(node.statement, free[node.name + "_z"], env)
+            elif _state_space_sampled(node):
+                env[node.name] = self.state_space_latent(node.statement, free[node.name + "_z"], env)
         if self.parameterisation == "whitened":
             for node in self.gp_nodes:
-                if node.marginalised or node.statement.approximated_by(HSGP):
+                if node.marginalised or node.statement.approximated_by(HSGP) or _state_space_sampled(node):
                     continue
                 raw = free[node.name + "_raw"]
                 env[node.name] = self._whitened_to_latent(node, raw, env, env.get(node.name, jnp.zeros(raw.shape)))
@@ -207,7 +217,7 @@ class JaxModel:
         free, _ = self.constrain_free(z)
         env = self.environment(free)
         names = list(self.model.parameters) + [n for n in self.model.latents if n in env] + \
-            [b.name for b in self.blocks if b.role in ("latent_raw", "hsgp_weights")]
+            [b.name for b in self.blocks if b.role in STANDARD_NORMAL_ROLES]
         return {name: env[name] for name in names}
 
     def log_density(self, z) -> jax.Array:
@@ -222,7 +232,7 @@ class JaxModel:
         for statement, loops in self.model.walk():
             total = total + self._over_loops(statement, loops, env)
         for block in self.blocks:
-            if block.role in ("latent_raw", "hsgp_weights"):
+            if block.role in STANDARD_NORMAL_ROLES:
                 total = total + jnp.sum(jax.scipy.stats.norm.logpdf(free[block.name]))
         return total
 
@@ -288,7 +298,7 @@ class JaxModel:
         if isinstance(statement, ir.GPStatement):
             if self.parameterisation == "centred" and not statement.approximated_by(HSGP):
                 node = self._node(statement)
-                if not node.marginalised:
+                if not node.marginalised and not _state_space_sampled(node):
                     return self._centred_gp_logpdf(statement, env)
             return jnp.zeros(())
         if isinstance(statement, ir.StudentTProcessStatement):
@@ -395,6 +405,22 @@ class JaxModel:
         basis = self.hsgp_basis(statement)
         kernel = self.gp_kernel(statement, env)
         return hsgp_values(kernel, basis, basis.phi, weights) + self.gp_mean(statement, env)
+
+    def time_grid(self, statement: ir.GPStatement) -> TimeGrid:
+        """The sorted times of a state-space statement's training inputs (computed once)."""
+        name = statement.target.name
+        if name not in self._time_grids:
+            with jax.ensure_compile_time_eval():  # data alone: concrete even when first asked for inside a trace
+                self._time_grids[name] = time_grid(np.asarray(self.gp_inputs(statement, self.data))[:, 0])
+        return self._time_grids[name]
+
+    def state_space_latent(self, statement: ir.GPStatement, innovations, env):
+        """A sampled state-space latent's values from its innovations (:mod:`gpdsl.backends.jax.state_space`) plus
+        its mean."""
+        kernel = self.gp_kernel(statement, env)
+        order = int(statement.approximation.value("order"))
+        return latent_from_innovations(kernel, self.time_grid(statement), innovations, order) + \
+            self.gp_mean(statement, env)
 
     def gp_mean(self, statement: ir.GPStatement, env):
         """The GP's mean in ``env``: 0 without ``mean =``, else a scalar or a vector of its points."""
@@ -509,6 +535,17 @@ class JaxModel:
             except MethodError as error:
                 raise MethodError(error.message, statement.span, hint=error.hint) from None
         return self._externals[statement.function]
+
+
+def _state_space_sampled(node: GPNode) -> bool:
+    """A state-space latent GP that is sampled (through its innovations), not integrated out."""
+    return node.statement.approximated_by(STATE_SPACE) and not node.marginalised
+
+
+def innovation_count(statement: ir.GPStatement, sizes: dict) -> int:
+    """The number of innovations of a sampled state-space latent: its points times its state's size."""
+    points = statement.target.type.concrete_shape(sizes)[0]
+    return int(points) * state_dimension(statement.kernel, int(statement.approximation.value("order")))
 
 
 def constrain_blocks(flat, blocks: list[Block]) -> tuple[dict, jax.Array]:
@@ -646,6 +683,10 @@ def lower(model: ir.Model, data: dict, parameterisation: str = "whitened",
             continue
         if node.statement.approximated_by(HSGP):
             add(name + "_z", VarType("real", "vector", (basis_size(node.statement),)), None, None, "hsgp_weights")
+            continue
+        if _state_space_sampled(node):
+            add(name + "_z", VarType("real", "vector", (innovation_count(node.statement, sizes),)), None, None,
+                "state_space_innovations")
             continue
         if node.marginalised:
             continue

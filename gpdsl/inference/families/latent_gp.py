@@ -25,6 +25,7 @@ from gpdsl.inference.families.hyperparameters import (
     lowered_with_blocks,
 )
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.approximations import STATE_SPACE
 from gpdsl.ir.families import (
     GP_REGRESSION,
     LATENT_GP,
@@ -287,7 +288,12 @@ def latent_gp(model: ir.Model, data: dict, method: str = "this method", allow_ex
 
 
 def latent_gp_view(model: ir.Model, data: dict, facts: LatentGPFacts, allow_external: bool = False) -> LatentGP:
-    """The :class:`LatentGP` of a model already classified as a latent-GP model (``facts``)."""
+    """The :class:`LatentGP` of a model already classified as a latent-GP model (``facts``); over its innovations for
+    a latent state-space GP (:mod:`gpdsl.inference.families.state_space_latent`)."""
+    if facts.node.statement.approximated_by(STATE_SPACE):
+        from gpdsl.inference.families.state_space_latent import state_space_latent_view
+
+        return state_space_latent_view(model, data, facts, allow_external=allow_external)
     jax_model, theta_blocks = lowered_with_blocks(model, data, facts.marginalise, allow_external,
                                                   sampled={node.name for node in facts.nodes})
     node, *others = (next(n for n in jax_model.gp_nodes if n.name == fact.name) for fact in facts.nodes)

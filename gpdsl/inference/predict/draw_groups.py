@@ -16,6 +16,8 @@ Student-t process         from Stan's generated quantities      the conditional 
 HSGP latent GP            ``log p(y_i | f_i, theta)``; y_rep,   f* = phi(X*) (sqrt(S) .* z) at each draw
                           f from the weights z (NUTS: Stan's)   (theta, z), y*; theta only (pm): z from the
                                                                 weights' Laplace or EP q at theta
+state-space latent GP     ``log p(y_i | f_i, theta)``; y_rep,   f* from the state-space prior conditioned on
+                          f from the innovations z              each draw's f (pathwise, Kalman smoother), y*
 ========================  ====================================  ==========================================
 
 A ``matrix[N, K]`` latent of independent GP columns (``categorical_logit``) is predicted column by column, or from
@@ -160,6 +162,34 @@ def hsgp_groups(output, model, data, facts, context, pointwise: bool = True, app
         with draw_stage(f"predictions at {counted(len(new_inputs), 'new input')}", first, context.progress):
             values = hsgp_new_draws(problem, posterior, new_inputs,
                                     jax.random.fold_in(key, _PREDICTION_STREAM))
+        set_predictions(output, problem, values)
+
+
+def state_space_latent_groups(output, model, data, facts, context, pointwise: bool = True, **_) -> None:
+    """The groups of a latent state-space GP from each draw of its hyperparameters and innovations
+    (:mod:`gpdsl.inference.predict.state_space_latent`): ``log p(y_i | f_i, theta)`` and replicates (NUTS writes them
+    from Stan's generated quantities), and ``f*`` and ``y*`` at new times, ``f*`` from the state-space prior
+    conditioned on each draw's ``f``."""
+    import jax
+
+    from gpdsl.inference.families.state_space_latent import state_space_latent_view
+    from gpdsl.inference.predict.state_space_latent import state_space_new_draws, state_space_pointwise
+
+    key, new_inputs = jax.random.PRNGKey(context.seed), context.new_inputs
+    if not pointwise and new_inputs is None:
+        return
+    problem = state_space_latent_view(model, data, facts)
+    first = next(iter(output.posterior.values()))
+    if pointwise:
+        with draw_stage("pointwise log-likelihood and replicates", first, context.progress):
+            log_likelihood, replicates = state_space_pointwise(problem, output.posterior,
+                                                               jax.random.fold_in(key, _REPLICATE_STREAM))
+        output.log_likelihood = {problem.facts.target: log_likelihood}
+        output.posterior_predictive = {problem.facts.target: replicates}
+    if new_inputs is not None:
+        with draw_stage(f"predictions at {counted(len(new_inputs), 'new input')}", first, context.progress):
+            values = state_space_new_draws(problem, output.posterior, new_inputs,
+                                           jax.random.fold_in(key, _PREDICTION_STREAM))
         set_predictions(output, problem, values)
 
 

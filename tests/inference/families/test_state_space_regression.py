@@ -166,12 +166,19 @@ def test_exact_gp_engines_refuse_the_state_space_model(method):
     assert "uses approx = state_space(...), which these engines do not take" in methods()[method].refusal(approx)
 
 
-@pytest.mark.parametrize("method", ["gibbs", "pm"])
-def test_a_state_space_gp_under_another_likelihood_is_refused_with_what_runs_it(method):
+def test_a_state_space_gp_under_another_likelihood_runs_on_gibbs_and_nuts_and_pm_says_so():
+    """gibbs samples its innovations (:mod:`gpdsl.inference.families.state_space_latent`) and nuts its Stan program;
+    pm, mcmc-ep and ml (which need an exact GP or a normal likelihood) refuse it and name those two."""
+    from gpdsl.ir.families import STATE_SPACE_LATENT_GP
+
     model, _ = check_text(POISSON_STATE_SPACE)
-    refusal = methods()[method].refusal(model)
-    assert "under a poisson_log likelihood: a state-space GP runs only as the location of a normal likelihood" in refusal
-    assert "approx = hsgp(...) or the exact GP" in refusal
+    assert STATE_SPACE_LATENT_GP in classify(model).facts
+    assert methods()["gibbs"].refusal(model) is None
+    for method in ("pm", "mcmc-ep", "ml"):
+        refusal = methods()[method].refusal(model)
+        assert "under a poisson_log likelihood: gibbs samples it through its innovations and nuts runs its Stan " \
+               "program" in refusal
+        assert "approx = hsgp(...) or the exact GP" in refusal
 
 
 def test_memory_check_counts_no_kernel_matrix_for_a_state_space_gp(monkeypatch):
