@@ -53,8 +53,8 @@ def ess_step(rng_key, f, loglik_f, chol_K, loglik: LogLikelihood, max_shrinks: i
         Current latent values.
     loglik_f : jax.Array
         ``loglik(f)``, cached from the previous step.
-    chol_K : jax.Array, shape (n, n)
-        Lower Cholesky factor of the prior covariance.
+    chol_K : jax.Array, shape (n, n), or None
+        Lower Cholesky factor of the prior covariance; None for the identity (a whitened vector).
     loglik : callable
         ``loglik(f) -> scalar``, any log-likelihood (NaN counts as minus infinity).
     max_shrinks : int
@@ -73,7 +73,8 @@ def ess_step(rng_key, f, loglik_f, chol_K, loglik: LogLikelihood, max_shrinks: i
     """
     n = f.shape[0]
     uniforms = jax.random.uniform(rng_key, (n + 2 + max_shrinks,), dtype=f.dtype)
-    nu = chol_K @ ndtri(jnp.maximum(uniforms[:n], jnp.finfo(f.dtype).tiny))
+    normals = ndtri(jnp.maximum(uniforms[:n], jnp.finfo(f.dtype).tiny))
+    nu = normals if chol_K is None else chol_K @ normals
     log_height = loglik_f + jnp.log1p(-uniforms[n])
     angle = 2.0 * math.pi * uniforms[n + 1]
     shrink_uniforms = uniforms[n + 2:]

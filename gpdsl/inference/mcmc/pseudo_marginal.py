@@ -64,6 +64,9 @@ The importance weights need no further ``O(n^3)`` or triangular-solve work: with
 an exact identity (``f^T K^-1 f - (f - m)^T K^-1 (f - m) = 2 alpha^T f - alpha^T m``), so each
 importance sample costs ``O(n^2)`` (drawing it) plus ``O(n)``.
 
+**A latent state-space GP** is sampled through its innovations and its importance density is the Laplace
+approximation or EP of ``f`` by Kalman smoothing, ``O(N)`` per estimate (:mod:`gpdsl.inference.mcmc.state_space_pm`).
+
 **A sampled vector read through a linear map.** A Hilbert-space approximate GP samples its basis weights
 ``z ~ N(0, I_M)`` and the likelihood reads ``f = A z + offset`` (:meth:`LatentGP.likelihood_map`). The estimate is the
 same with ``z`` for ``f``: ``q(z)`` is the Laplace approximation or (parallel) EP of the weights
@@ -118,9 +121,9 @@ class LatentSelection(NamedTuple):
         The selected importance draw (MCMC-EP: one draw of ``q``).
     loglik : jax.Array, shape ()
         ``log p(y | f, theta)``.
-    chol_k : jax.Array, shape (n, n)
+    chol_k : jax.Array, shape (n, n), or None
         Lower Cholesky factor of ``K(theta)``, for the elliptical slice refresh (shape ``(0, 0)`` when
-        latent sampling is off).
+        latent sampling is off; None for a whitened view, whose prior is the identity).
     """
 
     f: jax.Array
@@ -279,6 +282,14 @@ def make_latent_estimator(problem: LatentGP, approximation: str = "ep", num_impo
         sweep (:func:`~gpdsl.inference.approximations.ep.gaussian_from_sites`; not with
         ``use_approximate_marginal``).
     """
+    from gpdsl.inference.families.state_space_latent import StateSpaceLatent
+
+    if isinstance(problem, StateSpaceLatent):  # its importance density by Kalman smoothing, O(N)
+        from gpdsl.inference.mcmc.state_space_pm import state_space_estimator
+
+        return state_space_estimator(problem, approximation, num_importance, tol, max_iter, use_approximate_marginal,
+                                     select_latent)
+
     if problem.columns > 1:
         return _multiclass_estimator(problem, num_importance, tol, max_iter, select_latent)
     approximate = _approximate(problem, approximation, tol, max_iter, ep_schedule)
