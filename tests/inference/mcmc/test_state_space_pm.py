@@ -52,7 +52,7 @@ def counts(n, seed=7, repeat=True):
     return {"N": n, "t": t, "y": rng.poisson(np.exp(0.5 + np.sin(t)))}
 
 
-@pytest.mark.parametrize("approximation", ["laplace", "ep"])
+@pytest.mark.parametrize("approximation", ["laplace", "ep", "ep with frozen sites"])
 def test_the_estimate_is_unbiased_for_the_marginal_by_quadrature(approximation):
     # N = 3 times: p(y | theta) = integral of p(y | mu + f) N(f | 0, K) df by 40^3 Gauss-Hermite nodes
     data = counts(3, repeat=False)
@@ -66,8 +66,13 @@ def test_the_estimate_is_unbiased_for_the_marginal_by_quadrature(approximation):
     log_lik = stats.poisson.logpmf(data["y"][None, :], np.exp(mu + f)).sum(axis=1)
     log_w = np.log(np.einsum("i,j,k->ijk", weights, weights, weights).ravel() / (2 * np.pi) ** 1.5)
     exact = np.logaddexp.reduce(log_lik + log_w)
-    estimate = make_importance_estimator(problem, approximation, num_importance=1)
-    values = jax.jit(jax.vmap(lambda key: estimate(key, THETA)[0]))(jax.random.split(jax.random.PRNGKey(0), 4000))
+    estimate = make_importance_estimator(problem, approximation.split()[0], num_importance=1)
+    sites, frozen = None, False
+    if approximation == "ep with frozen sites":  # q from EP's sites at other hyperparameters, no sweep (pm's default)
+        fit = make_latent_estimator(problem, "ep")(jax.random.PRNGKey(9), THETA + jnp.asarray([0.2, 0.3, -0.2]))
+        sites, frozen = fit.sites, True
+    values = jax.jit(jax.vmap(lambda key: estimate(key, THETA, sites, frozen)[0]))(
+        jax.random.split(jax.random.PRNGKey(0), 4000))
     ratios = np.exp(np.asarray(values) - exact)
     assert abs(ratios.mean() - 1.0) <= 4 * ratios.std() / np.sqrt(ratios.size), (ratios.mean(), ratios.std())
     assert ratios.std() > 0  # a real Monte Carlo estimate, not the exact value
