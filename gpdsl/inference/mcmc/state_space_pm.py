@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import logsumexp
 
 from gpdsl.backends.jax.state_space import innovation_factors
@@ -95,3 +96,19 @@ def state_space_estimator(problem: StateSpaceLatent, approximation: str, num_imp
         return Estimate(log_p_hat, selection, sites, approx.converged, approx.iterations, approx.cubic_ops + 1)
 
     return estimate
+
+
+def approximate_innovation_draws(problem: StateSpaceLatent, posterior: dict, key, approximation: str = "laplace",
+                                 tol=None) -> dict[str, np.ndarray]:
+    """The posterior with one draw of the innovations per hyperparameter draw from ``q`` at it (the Laplace
+    approximation or EP by Kalman smoothing, drawn with the states as in the estimate): what predictions use where the
+    sampler recorded the hyperparameters alone (``pm`` without ``--sample-latent``). The innovations are then
+    approximate: a draw of ``q(z | y, theta)``, not of ``p(z | y, theta)``."""
+    from gpdsl.inference.draw_map import over_draws
+    from gpdsl.inference.predict.draws import draw_keys, unconstrained_draws
+
+    theta_draws = unconstrained_draws(problem, posterior)
+    estimate = state_space_estimator(problem, approximation, 1, tol, 100, use_approximate_marginal=True,
+                                     select_latent=True)
+    one = lambda theta, draw_key: estimate(draw_key, theta).selection.f  # noqa: E731
+    return {**posterior, problem.weights: over_draws(one, theta_draws, draw_keys(key, theta_draws))}

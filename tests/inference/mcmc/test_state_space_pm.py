@@ -116,3 +116,21 @@ def test_pm_on_the_state_space_model_agrees_with_pm_on_the_dense_gp(approximatio
     assert ours.posterior["f_z"].shape[-1] == 2 * 100
     failures = disagreements(ours, dense, names + ["f"])
     assert not failures, f"posterior means differ by more than 4 combined MCSEs for {failures}"
+
+
+def test_pm_without_sample_latent_predicts_from_innovations_drawn_from_q():
+    """With the hyperparameters alone in the draws, predictions draw the innovations from the Laplace approximation at
+    each draw: at a training time (and at it twice) ``f_new`` is the latent value those innovations give there, so two
+    copies of one time agree and all are finite; no pointwise groups are written."""
+    from gpdsl.api import run
+    from gpdsl.settings import PseudoMarginalSettings
+
+    data = counts(25)
+    new = np.array([data["t"][4], 1.7, data["t"][4]])
+    result = run(check_text(STATE_SPACE_POISSON)[0], data, "pm",
+                 PseudoMarginalSettings(chains=1, warmup=20, draws=20, approximation="laplace"), seed=3,
+                 new_inputs=new)
+    assert "f_z" not in result.posterior and "mu" in result.posterior
+    f_new = np.asarray(result.predictions["f_new"].values)
+    assert f_new.shape == (1, 20, 3) and np.all(np.isfinite(f_new))
+    np.testing.assert_allclose(f_new[..., 0], f_new[..., 2], atol=1e-8)
