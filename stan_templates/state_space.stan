@@ -558,3 +558,57 @@ vector state_space_filled(vector y, array[] int observed) {
   filled[observed] = y[observed];
   return filled;
 }
+
+/**
+ * The principal square root R = V diag(sqrt(lambda)) V' of a positive semi-definite matrix (R R = S), eigenvalues
+ * below `floor` (rounding) counted as zero: unique, so that every program maps the same innovations to the same state.
+ *
+ * @param S      matrix[d, d]
+ * @param floor  eigenvalues below it count as zero
+ * @return       matrix[d, d], symmetric
+ */
+matrix ss_principal_sqrt(matrix S, real floor) {
+  matrix[rows(S), rows(S)] symmetric = 0.5 * (S + S');
+  matrix[rows(S), rows(S)] vectors = eigenvectors_sym(symmetric);
+  vector[rows(S)] values = eigenvalues_sym(symmetric);
+  for (i in 1:rows(S)) {
+    values[i] = values[i] > floor ? sqrt(values[i]) : 0;
+  }
+  return diag_post_multiply(vectors, values) * vectors';
+}
+
+/**
+ * f at sorted times from standard normal innovations z (a sampled state-space GP, non-centred): the state starts as
+ * s_1 = L z_1 (L the Cholesky factor of P) and moves as s_k = A_k s_{k-1} + Q_k^(1/2) z_k, Q_k = P - A_k P A_k',
+ * Q_k^(1/2) its principal square root with eigenvalues below 1e-12 trace(P) (rounding) counted as zero (once per
+ * distinct step; a step of 0, a repeated time, leaves the state as it is); f_k = h s_k. z_k is the k-th block of d
+ * values of z.
+ *
+ * @param z      vector[N * d] innovations
+ * @param distinct  vector[U] the distinct time steps
+ * @param index  array[N] int, each point's step among them
+ * @param F      matrix[d, d] feedback
+ * @param P      matrix[d, d] stationary covariance
+ * @param h      row_vector[d] measurement
+ * @return       vector[N], sorted by time
+ */
+vector state_space_latent(vector z, vector distinct, array[] int index, matrix F, matrix P, row_vector h) {
+  int n = size(index);
+  int d = rows(P);
+  array[rows(distinct)] matrix[d, d] transitions = state_space_transitions(distinct, F);
+  array[rows(distinct)] matrix[d, d] roots;
+  vector[n] f;
+  vector[d] s = cholesky_decompose(0.5 * (P + P')) * segment(z, 1, d);
+  for (u in 1:rows(distinct)) {
+    roots[u] = distinct[u] > 0 ? ss_principal_sqrt(P - quad_form_sym(P, transitions[u]'), 1e-12 * trace(P))
+                                : rep_matrix(0, d, d);
+  }
+  f[1] = h * s;
+  for (k in 2:n) {
+    if (distinct[index[k]] > 0) {
+      s = transitions[index[k]] * s + roots[index[k]] * segment(z, (k - 1) * d + 1, d);
+    }
+    f[k] = h * s;
+  }
+  return f;
+}

@@ -238,7 +238,7 @@ def stan_vector(jax_model, z):
     pieces = []
     for block in jax_model.blocks:
         value = np.asarray(parts[block.name])
-        if block.role == "hsgp_weights":  # an HSGP's basis weights: one Stan vector
+        if block.role in ("hsgp_weights", "state_space_innovations"):  # basis weights or innovations: one Stan vector
             pieces.append(value)
             continue
         name = block.name.removesuffix("_raw") if block.role == "latent_raw" else block.name
@@ -406,7 +406,31 @@ def state_space_data(rng):
     return {"N": N, "t": t, "y": y}
 
 
+STATE_SPACE_POISSON = """
+data { int N; vector[N] t; array[N] int<lower=0> y; }
+parameters {
+  real<lower=0> s ~ lognormal(0, 1);
+  real<lower=0> ell ~ gamma(2, 2);
+  real mu ~ normal(0, 1);
+}
+model {
+  f ~ gp(t, square(s) * matern32(lengthscale = ell) * periodic(lengthscale = 1.2, period = 3) + matern12(0.5, ell)
+            + matern52(lengthscale = 2 * ell) + constant(0.3), mean = mu, approx = state_space(order = 3));
+  y ~ poisson_log(f);
+}
+"""
+
+
+def state_space_poisson_data(rng):
+    N = 15
+    t = rng.uniform(0, 10, N)
+    t[4] = t[11]  # a repeated time: a step of zero
+    return {"N": N, "t": t, "y": rng.poisson(2.0, N)}
+
+
 @pytest.mark.parametrize("model_file, make_data, scale", [
+    pytest.param(STATE_SPACE_POISSON, state_space_poisson_data, 0.7, marks=pytest.mark.slow,
+                 id="state_space_latent"),  # f from innovations: the state recursion in both
     ("models/gp_classification.gpm", classification_data, 1.0),
     pytest.param(STATE_SPACE, state_space_data, 0.7, marks=pytest.mark.slow, id="state_space"),  # every form
     pytest.param(HSGP_SPECTRAL, hsgp_data, 0.7, marks=pytest.mark.slow, id="hsgp"),  # every spectral density

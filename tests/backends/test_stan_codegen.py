@@ -32,6 +32,7 @@ SUPPORTED = [
     "gp_multi_output_lkj",
     "student_t_process",
     "gp_state_space",
+    "gp_state_space_poisson",
 ]
 
 LOGIT_CLASSIFICATION = """

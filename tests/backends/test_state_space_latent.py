@@ -11,7 +11,7 @@ import pytest
 
 from gpdsl.api import check_text
 from gpdsl.backends.jax.lowering import lower
-from gpdsl.backends.jax.state_space import innovation_factors, principal_square_root, states_from_innovations, time_grid
+from gpdsl.backends.jax.state_space import innovation_factors, latent_from_innovations, principal_square_root, time_grid
 from gpdsl.data.validation import validate_data
 
 jax.config.update("jax_enable_x64", True)
@@ -65,18 +65,22 @@ def test_the_innovations_give_f_the_kernel_covariance(kernel):
     np.testing.assert_allclose(implied, K, atol=1e-8, rtol=0)
 
 
-def test_the_associative_scan_is_the_sequential_recursion():
-    from gpdsl.kernels import build_kernel  # noqa: F401  (the kernels' registry)
+def test_the_associative_scan_and_the_step_by_step_scan_are_the_recursion():
     from gpdsl.kernels.stationary import Matern52
 
-    grid = time_grid(series(n=40)["t"])
-    A, R, _ = innovation_factors(Matern52(1.7, 0.6), grid, 7)
+    times = series(n=40)["t"]
+    grid = time_grid(times)
+    kernel = Matern52(1.7, 0.6)
+    A, R, h = innovation_factors(kernel, grid, 7)
     z = np.random.default_rng(0).normal(size=(40, 3))
     state, expected = np.zeros(3), []
     for k in range(40):
         state = np.asarray(A[k]) @ state + np.asarray(R[k]) @ z[k]
-        expected.append(state)
-    np.testing.assert_allclose(states_from_innovations(A, R, jnp.asarray(z)), np.array(expected), atol=1e-12)
+        expected.append(np.asarray(h) @ state)
+    expected = np.array(expected)[grid.unsort]
+    for parallel in (True, False):
+        f = latent_from_innovations(kernel, grid, jnp.asarray(z.ravel()), 7, parallel=parallel)
+        np.testing.assert_allclose(f, expected, atol=1e-12)
 
 
 def test_the_principal_square_root_is_symmetric_and_squares_back_even_when_singular():

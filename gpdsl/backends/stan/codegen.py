@@ -104,9 +104,10 @@ class StanVariable:
     ----------
     name : str
         The gpdsl name.
-    kind : {"data", "parameter", "latent_parameter", "non_centred", "hsgp", "marginalised"}
+    kind : {"data", "parameter", "latent_parameter", "non_centred", "hsgp", "state_space", "marginalised"}
         ``latent_parameter`` is a latent with an ordinary prior, sampled as a Stan parameter; ``hsgp`` a latent GP
-        with the Hilbert-space approximation, computed from its basis weights ``raw_name``.
+        with the Hilbert-space approximation, computed from its basis weights ``raw_name``; ``state_space`` a sampled
+        state-space latent GP, computed from its innovations ``raw_name`` by the state recursion.
     stan_name : str or None
         Its Stan name (``data``, ``parameters`` or ``transformed parameters``); None if marginalised.
     block : str or None
@@ -458,10 +459,9 @@ class _Generator:
                                                     self.fresh(f"{sname}_z"))
                 continue
             if gps[0].approximated_by(STATE_SPACE) and not (len(statements) == 1 and node.marginalised_whole):
-                raise MethodError(f"the Stan backend runs a state-space GP ('{name}') only integrated out under "
-                                  f"{name}'s one likelihood y ~ normal({name}, sigma) with scalar sigma",
-                                  gps[0].approximation.span, "sample other likelihoods on the exact GP (drop "
-                                  "approx = state_space)")
+                self.variables[name] = StanVariable(name, "state_space", sname, "transformed parameters",
+                                                    self.fresh(f"{sname}_z"))
+                continue
             if len(statements) == 1 and node.marginalised_whole:
                 self.marginal_of[id(node.likelihood)] = gps[0]
                 self.variables[name] = StanVariable(name, "marginalised", None, None)
@@ -519,6 +519,10 @@ class _Generator:
                 self._declare_parameter(mapping.raw_name, t)
             elif mapping.kind == "hsgp":
                 self._declare_parameter(mapping.raw_name, f"vector[{self._hsgp_basis(name).size}]")
+            elif mapping.kind == "state_space":
+                gp = next(s for s in self.model.gp_statements() if s.target.name == name)
+                _, _, _, d = self._state_space_form(gp.kernel, int(gp.approximation.value("order")))
+                self._declare_parameter(mapping.raw_name, f"vector[{_stan_dim(gp.inputs.index_shape[0])} * {d}]")
 
     def _declare_parameter(self, name: str, type_text: str):
         self.blocks.add("parameters", f"{type_text} {name};")
@@ -541,7 +545,7 @@ class _Generator:
     def _transformed_parameters_block(self):
         for name, var in self.model.latents.items():
             mapping = self.variables[name]
-            if mapping.kind in ("non_centred", "hsgp"):
+            if mapping.kind in ("non_centred", "hsgp", "state_space"):
                 self.blocks.add("transformed parameters", f"{stan_type(var.type)} {mapping.stan_name};")
         self.blocks.add("transformed parameters",
                         *self._tree(_in_definition_order(self.model.statements), self._non_centred))
@@ -572,6 +576,8 @@ class _Generator:
         mapping = self.variables[statement.target.name]
         if mapping.kind == "hsgp":
             return self._hsgp_latent(statement, mapping)
+        if mapping.kind == "state_space":
+            return self._state_space_latent(statement, mapping)
         if mapping.kind != "non_centred":
             return []
         local = self._covariance(statement)
@@ -692,9 +698,21 @@ class _Generator:
         return f"{call.function}({', '.join([omega] + self._kernel_arguments(kernel, call))})", ATOM
 
     # ---- the state-space form -----------------------------------------------------------------
-    def _state_space_data(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement) -> "StateSpaceData":
-        """Transformed data of a state-space GP: the sort of its times, the steps between them, its measurement row,
-        the mask of observed outputs and the outputs with 0 at the missing ones (declared on first use)."""
+    def _state_space_latent(self, statement: ir.GPStatement, mapping: StanVariable) -> list[str]:
+        """``f`` of a sampled state-space latent from its innovations by the state recursion along the sorted times
+        (``state_space_latent`` of the template), unsorted, plus the mean."""
+        data = self._state_space_grid(statement)
+        F, P, _, d = self._state_space_form(statement.kernel, int(statement.approximation.value("order")))
+        mean = "" if statement.mean is None else f" + {self.translate(statement.mean)}"
+        sorted_values = self.fresh(f"{mapping.stan_name}_sorted")
+        return ["{", *_indented([
+            f"vector[{data.n}] {sorted_values} = state_space_latent({mapping.raw_name}, {data.steps}, {F}, {P}, "
+            f"{data.measurement});",
+            f"{mapping.stan_name}[{data.order}] = {sorted_values};",
+            *([f"{mapping.stan_name} = {mapping.stan_name}{mean};"] if mean else [])]), "}"]
+
+    def _state_space_grid(self, gp: ir.GPStatement) -> "StateSpaceData":
+        """The transformed data of a state-space GP's times alone: :class:`StateSpaceData` without a mask or outputs."""
         n = _stan_dim(gp.inputs.index_shape[0])
         base = stan_name(gp.target.name)
         times = self._transformed_data(f"{base}_times", f"vector[{n}]",
@@ -708,6 +726,13 @@ class _Generator:
                                        f"state_space_step_index({steps}, {distinct})")
         _, _, measurement, d = self._state_space_form(gp.kernel, int(gp.approximation.value("order")))
         H = self._transformed_data(f"{base}_measurement", f"matrix[1, {d}]", measurement)
+        return StateSpaceData(n, order, f"{distinct}, {index}", f"{H}[1]", "", "")
+
+    def _state_space_data(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement) -> "StateSpaceData":
+        """Transformed data of a state-space GP: the sort of its times, the steps between them, its measurement row,
+        the mask of observed outputs and the outputs with 0 at the missing ones (declared on first use)."""
+        grid = self._state_space_grid(gp)
+        n, base = grid.n, stan_name(gp.target.name)
         y = stan_name(likelihood.target.name)
         if likelihood.target.name in self.observed_indices:
             _, indices = self.observed_indices[likelihood.target.name]
@@ -715,7 +740,7 @@ class _Generator:
             y = self._transformed_data(f"{y}_filled", f"vector[{n}]", f"state_space_filled({y}, {indices})")
         else:
             mask = self._transformed_data(f"{base}_mask", f"vector[{n}]", f"rep_vector(1, {n})")
-        return StateSpaceData(n, order, f"{distinct}, {index}", f"{H}[1]", mask, y)
+        return replace(grid, mask=mask, outputs=y)
 
     def _state_space_form(self, kernel: ir.Kernel, order: int) -> tuple[str, str, str, int]:
         """``(F, P, H, d)`` of a kernel as Stan expressions and its state dimension: a leaf's

@@ -184,6 +184,14 @@ class LatentGP(HyperparameterBlocks):
             K = K.at[i * size:(i + 1) * size, i * size:(i + 1) * size].set(block)
         return K
 
+    def prior_factor(self, theta) -> jax.Array:
+        """The factor ``L`` of the sampled vector's prior covariance, ``K = L L^T``: the Cholesky factor of
+        :meth:`covariance` (a view with a diagonal prior gives the diagonal alone,
+        :mod:`gpdsl.inference.mcmc.prior_factor`)."""
+        from gpdsl.numerics.linalg import cholesky
+
+        return cholesky(self.covariance(theta))
+
     def log_prior(self, theta) -> jax.Array:
         """Log prior density of ``theta`` on the unconstrained scale (Jacobian included)."""
         values, log_jac = self.constrain(theta)

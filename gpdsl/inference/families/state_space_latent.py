@@ -75,6 +75,11 @@ class StateSpaceLatent(LatentGP):
         """The innovations' prior covariance, the identity."""
         return jnp.eye(self.n)
 
+    def prior_factor(self, theta) -> jnp.ndarray:
+        """The identity's factor as its diagonal, ``n`` ones: ESS draws ``n`` standard normals and the hyperparameter
+        updates never form an ``n x n`` matrix (:mod:`gpdsl.inference.mcmc.prior_factor`)."""
+        return jnp.ones((self.n,))
+
     def latent(self, theta, z) -> jnp.ndarray:
         """``f`` at the training times (the GP's mean included) from ``(theta, z)`` (traceable)."""
         return self.environment(theta, z)[self.name]

@@ -17,6 +17,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.scipy.special import ndtri
 
+from gpdsl.inference.mcmc import prior_factor
+
 LogLikelihood = Callable[[jax.Array], jax.Array]
 
 
@@ -53,8 +55,9 @@ def ess_step(rng_key, f, loglik_f, chol_K, loglik: LogLikelihood, max_shrinks: i
         Current latent values.
     loglik_f : jax.Array
         ``loglik(f)``, cached from the previous step.
-    chol_K : jax.Array, shape (n, n), or None
-        Lower Cholesky factor of the prior covariance; None for the identity (a whitened vector).
+    chol_K : jax.Array, shape (n, n) or (n,)
+        Lower Cholesky factor of the prior covariance, or the diagonal of a diagonal one
+        (:mod:`gpdsl.inference.mcmc.prior_factor`).
     loglik : callable
         ``loglik(f) -> scalar``, any log-likelihood (NaN counts as minus infinity).
     max_shrinks : int
@@ -73,8 +76,7 @@ def ess_step(rng_key, f, loglik_f, chol_K, loglik: LogLikelihood, max_shrinks: i
     """
     n = f.shape[0]
     uniforms = jax.random.uniform(rng_key, (n + 2 + max_shrinks,), dtype=f.dtype)
-    normals = ndtri(jnp.maximum(uniforms[:n], jnp.finfo(f.dtype).tiny))
-    nu = normals if chol_K is None else chol_K @ normals
+    nu = prior_factor.times(chol_K, ndtri(jnp.maximum(uniforms[:n], jnp.finfo(f.dtype).tiny)))
     log_height = loglik_f + jnp.log1p(-uniforms[n])
     angle = 2.0 * math.pi * uniforms[n + 1]
     shrink_uniforms = uniforms[n + 2:]

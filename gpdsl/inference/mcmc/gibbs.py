@@ -19,6 +19,7 @@ from jax import lax
 
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.mcmc.adaptation import ScaleAdaptation, scale_init, scale_update
+from gpdsl.inference.mcmc import prior_factor
 from gpdsl.inference.mcmc.ess import ess_step
 from gpdsl.inference.mcmc.hyper_updates import (
     LatentPosition,
@@ -149,7 +150,7 @@ def make_gibbs(problem: LatentGP, theta_update: str = "surr", repeat_f: int = 1,
                 def block_loglik(v, rest=f, block=block):
                     return problem.log_likelihood(rest.at[block].set(v), latent.theta)
 
-                value, loglik, info = ess_step(block_key, f[block], loglik, latent.chol_K[block, block],
+                value, loglik, info = ess_step(block_key, f[block], loglik, prior_factor.block(latent.chol_K, block),
                                                block_loglik)
                 f = f.at[block].set(value)
                 shrinks = shrinks + info.num_shrinks

@@ -44,7 +44,7 @@ from jax.scipy.special import ndtri
 
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.mcmc.mh import MHState, accept_reject, random_walk
-from gpdsl.numerics.linalg import cholesky, mvn_logpdf_chol, solve_triangular
+from gpdsl.inference.mcmc import prior_factor
 
 
 class LatentPosition(NamedTuple):
@@ -56,8 +56,9 @@ class LatentPosition(NamedTuple):
         Unconstrained hyperparameters.
     f : jax.Array, shape (n,)
         Latent GP values.
-    chol_K : jax.Array, shape (n, n)
-        Lower Cholesky factor of ``K(theta)``.
+    chol_K : jax.Array, shape (n, n) or (n,)
+        Lower Cholesky factor of ``K(theta)``, or the diagonal of a diagonal one (the view's
+        :meth:`~gpdsl.inference.families.latent_gp.LatentGP.prior_factor`).
     loglik : jax.Array
         ``log p(y | f, theta)``.
     """
@@ -93,10 +94,10 @@ SurrogateVariance = float | jax.Array | Callable[[jax.Array], jax.Array]
 
 
 def latent_position(problem: LatentGP, theta, f) -> LatentPosition:
-    """The :class:`LatentPosition` at ``theta`` and ``f`` (one Cholesky factorisation)."""
+    """The :class:`LatentPosition` at ``theta`` and ``f`` (one Cholesky factorisation, none for a diagonal prior)."""
     theta = jnp.asarray(theta, dtype=jnp.float64)
     f = jnp.asarray(f, dtype=jnp.float64)
-    chol_K = cholesky(problem.covariance(theta))
+    chol_K = problem.prior_factor(theta)
     return LatentPosition(theta, f, chol_K, problem.log_likelihood(f, theta))
 
 
@@ -121,11 +122,12 @@ def sa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     """
     normals, log_uniform = _normals_and_log_uniform(rng_key, position.theta.shape[0])
     theta_new = random_walk(position.theta, normals, scale)
-    chol_new = cholesky(problem.covariance(theta_new))
+    chol_new = problem.prior_factor(theta_new)
     proposal = LatentPosition(theta_new, position.f, chol_new, problem.log_likelihood(position.f, theta_new))
 
     def target(point: LatentPosition):
-        return MHState(point, problem.log_prior(point.theta) + mvn_logpdf_chol(point.f, point.chol_K) + point.loglik)
+        return MHState(point, problem.log_prior(point.theta) + prior_factor.logpdf(point.f, point.chol_K) +
+                       point.loglik)
 
     return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=1)
 
@@ -136,10 +138,10 @@ def aa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     Parameters and returns as in :func:`sa_step`; ``f`` moves to ``L_theta' nu`` on acceptance.
     """
     normals, log_uniform = _normals_and_log_uniform(rng_key, position.theta.shape[0])
-    nu = solve_triangular(position.chol_K, position.f, lower=True)
+    nu = prior_factor.solve(position.chol_K, position.f)
     theta_new = random_walk(position.theta, normals, scale)
-    chol_new = cholesky(problem.covariance(theta_new))
-    f_new = chol_new @ nu
+    chol_new = problem.prior_factor(theta_new)
+    f_new = prior_factor.times(chol_new, nu)
     proposal = LatentPosition(theta_new, f_new, chol_new, problem.log_likelihood(f_new, theta_new))
 
     def target(point: LatentPosition):
@@ -240,15 +242,13 @@ class SurrogateData:
     def factors(self, theta, chol_K):
         """``S`` diagonal, ``L_C`` and the log-density pieces that need only ``theta``."""
         s = self.variance(theta)
-        scaled = chol_K / jnp.sqrt(s)[:, None]
-        chol_C = cholesky(jnp.eye(self.problem.n) + scaled.T @ scaled)
-        return s, chol_C
+        return s, prior_factor.surrogate_factor(chol_K, s)
 
     def whitening(self, g, chol_K, s, chol_C):
         """``a = L_C^{-1} L^T S^{-1} g`` and ``log N(g; 0, K + S)``."""
-        a = solve_triangular(chol_C, chol_K.T @ (g / s), lower=True)
+        a = prior_factor.solve(chol_C, prior_factor.transpose_times(chol_K, g / s))
         quadratic = jnp.sum(g * g / s) - jnp.sum(a * a)
-        log_det = jnp.sum(jnp.log(s)) + 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol_C)))
+        log_det = jnp.sum(jnp.log(s)) + 2.0 * jnp.sum(jnp.log(prior_factor.diagonal(chol_C)))
         log_density = -0.5 * (quadratic + log_det + self.problem.n * math.log(2.0 * math.pi))
         return a, log_density
 
@@ -257,16 +257,16 @@ class SurrogateData:
         s, chol_C = self.factors(position.theta, position.chol_K)
         g = position.f + jnp.sqrt(s) * noise
         a, log_density = self.whitening(g, position.chol_K, s, chol_C)
-        eta = chol_C.T @ solve_triangular(position.chol_K, position.f, lower=True) - a
+        eta = prior_factor.transpose_times(chol_C, prior_factor.solve(position.chol_K, position.f)) - a
         log_target = self.problem.log_prior(position.theta) + log_density + position.loglik
         return g, eta, log_target
 
     def evaluate(self, theta, g, eta):
         """Log target and the :class:`LatentPosition` at ``theta`` with ``g`` and ``eta`` fixed."""
-        chol_K = cholesky(self.problem.covariance(theta))
+        chol_K = self.problem.prior_factor(theta)
         s, chol_C = self.factors(theta, chol_K)
         a, log_density = self.whitening(g, chol_K, s, chol_C)
-        f = chol_K @ solve_triangular(chol_C.T, a + eta, lower=False)
+        f = prior_factor.times(chol_K, prior_factor.transpose_solve(chol_C, a + eta))
         loglik = self.problem.log_likelihood(f, theta)
         log_target = self.problem.log_prior(theta) + log_density + loglik
         return _finite_or_minus_inf(log_target), LatentPosition(theta, f, chol_K, loglik)

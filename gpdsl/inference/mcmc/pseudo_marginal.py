@@ -121,9 +121,9 @@ class LatentSelection(NamedTuple):
         The selected importance draw (MCMC-EP: one draw of ``q``).
     loglik : jax.Array, shape ()
         ``log p(y | f, theta)``.
-    chol_k : jax.Array, shape (n, n), or None
-        Lower Cholesky factor of ``K(theta)``, for the elliptical slice refresh (shape ``(0, 0)`` when
-        latent sampling is off; None for a whitened view, whose prior is the identity).
+    chol_k : jax.Array, shape (n, n) or (n,)
+        Lower Cholesky factor of ``K(theta)``, or the diagonal of a diagonal one (the view's ``prior_factor``), for
+        the elliptical slice refresh (empty when latent sampling is off).
     """
 
     f: jax.Array

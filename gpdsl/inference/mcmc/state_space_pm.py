@@ -36,7 +36,7 @@ def state_space_estimator(problem: StateSpaceLatent, approximation: str, num_imp
                           use_approximate_marginal: bool, select_latent: bool):
     """:func:`~gpdsl.inference.mcmc.pseudo_marginal.make_latent_estimator` for a latent state-space GP (module
     docstring): the same ``estimate(key, theta, start_sites=None, frozen=False) -> Estimate``, its selection a draw of
-    the innovations (with no prior factor: their prior is the identity)."""
+    the innovations with the diagonal of their identity prior's factor (the view's ``prior_factor``)."""
     statement = problem.node.statement
     order = problem.periodic_order
     grid = problem.grid
@@ -79,12 +79,13 @@ def state_space_estimator(problem: StateSpaceLatent, approximation: str, num_imp
         sites = jnp.stack([approx.site_precision, approx.site_location]) if approximation == "ep" \
             else jnp.zeros((2, points))
         like = lambda z: problem.log_likelihood(z, theta)  # noqa: E731
+        factor = problem.prior_factor(theta) if select_latent else jnp.zeros((0,))
         if use_approximate_marginal:
             if select_latent:
                 z = draws_and_ratios(kernel, approx, key_draws, 1)[0][0]
             else:
                 z = jnp.zeros(problem.n)
-            return Estimate(approx.log_marginal, LatentSelection(z, like(z), None), sites, approx.converged,
+            return Estimate(approx.log_marginal, LatentSelection(z, like(z), factor), sites, approx.converged,
                             approx.iterations, approx.cubic_ops + int(select_latent))
         draws, log_ratios = draws_and_ratios(kernel, approx, key_draws, num_importance)
         log_lik = jax.vmap(like)(draws)
@@ -92,7 +93,7 @@ def state_space_estimator(problem: StateSpaceLatent, approximation: str, num_imp
         log_p_hat = logsumexp(log_weights) - jnp.log(num_importance)
         log_p_hat = jnp.where(jnp.isfinite(log_p_hat), log_p_hat, -jnp.inf)
         chosen = jax.random.categorical(key_select, jnp.where(jnp.isnan(log_weights), -jnp.inf, log_weights))
-        selection = LatentSelection(draws[chosen], log_lik[chosen], None)
+        selection = LatentSelection(draws[chosen], log_lik[chosen], factor)
         return Estimate(log_p_hat, selection, sites, approx.converged, approx.iterations, approx.cubic_ops + 1)
 
     return estimate

@@ -22,7 +22,7 @@ from gpdsl.ir.structure import expression_refs
 from gpdsl.kernels import kalman
 from gpdsl.likelihoods import LIKELIHOODS
 
-CONDITIONING_NOISE = 1e-10
+CONDITIONING_NOISE = 1e-14
 """The variance of the sites that pin the smoother to ``f`` at the training times, relative to the prior variance."""
 
 

@@ -175,6 +175,7 @@ def test_a_state_space_gp_under_another_likelihood_runs_on_gibbs_pm_and_nuts_and
     model, _ = check_text(POISSON_STATE_SPACE)
     assert STATE_SPACE_LATENT_GP in classify(model).facts
     assert methods()["gibbs"].refusal(model) is None
+    assert methods()["nuts"].refusal(model) is None
     assert methods()["pm"].refusal(model) is None
     for method in ("mcmc-ep", "ml"):
         refusal = methods()[method].refusal(model)
