@@ -134,3 +134,24 @@ def test_pm_without_sample_latent_predicts_from_innovations_drawn_from_q():
     f_new = np.asarray(result.predictions["f_new"].values)
     assert f_new.shape == (1, 20, 3) and np.all(np.isfinite(f_new))
     np.testing.assert_allclose(f_new[..., 0], f_new[..., 2], atol=1e-8)
+
+
+def test_pm_with_sample_latent_records_refreshed_innovations_and_their_f():
+    """``--sample-latent``: the draws hold the innovations (refreshed by elliptical slice steps under their identity
+    prior) and ``f`` computed from them by the model's recursion; the pointwise log-likelihood is that of ``f``."""
+    from gpdsl.api import run
+    from gpdsl.settings import PseudoMarginalSettings
+
+    data = counts(25)
+    problem = view(STATE_SPACE_POISSON, data)
+    result = run(check_text(STATE_SPACE_POISSON)[0], data, "pm",
+                 PseudoMarginalSettings(chains=1, warmup=20, draws=20, approximation="ep", sample_latent=True,
+                                        refresh_steps=2), seed=4)
+    z = np.asarray(result.posterior["f_z"].values)[0]
+    f = np.asarray(result.posterior["f"].values)[0]
+    assert z.shape == (20, problem.n) and len(np.unique(z[:, 0])) > 1
+    theta = np.stack([np.asarray(result.posterior["mu"].values)[0], np.log(result.posterior["sigma"].values[0]),
+                      np.log(result.posterior["ell"].values[0])], axis=-1)
+    np.testing.assert_allclose(f[-1], problem.latent(jnp.asarray(theta[-1]), jnp.asarray(z[-1])), atol=1e-9)
+    log_lik = np.asarray(result.log_likelihood["y"].values)[0]
+    np.testing.assert_allclose(log_lik.sum(-1), stats.poisson.logpmf(data["y"], np.exp(f)).sum(-1), rtol=1e-10)
