@@ -468,15 +468,19 @@ def theta_draws(problem, theta: np.ndarray, replicates: int, chains: int) -> lis
 
 
 def engine_view(model: Model, data: dict, method: str):
-    """The latent-GP view a chain engine runs: over the basis weights for a Hilbert-space approximate GP, else the
-    latent GP (kept sampled under a normal likelihood for ``gibbs``)."""
+    """The latent-GP view a chain engine runs: over the basis weights for a Hilbert-space approximate GP, over the
+    innovations for a latent state-space GP, else the latent GP (kept sampled under a normal likelihood for
+    ``gibbs``)."""
     from gpdsl.inference.families.hsgp import hsgp_view
-    from gpdsl.inference.families.latent_gp import latent_gp
-    from gpdsl.ir.families import HSGP_LATENT_GP, classify
+    from gpdsl.inference.families.latent_gp import latent_gp, latent_gp_view
+    from gpdsl.ir.families import HSGP_LATENT_GP, STATE_SPACE_LATENT_GP, classify
 
     facts = classify(model).facts.get(HSGP_LATENT_GP)
     if facts is not None:
         return hsgp_view(model, data, facts)
+    facts = classify(model).facts.get(STATE_SPACE_LATENT_GP)
+    if facts is not None:
+        return latent_gp_view(model, data, facts)
     return latent_gp(model, data, method, marginalise=method != "gibbs")
 
 

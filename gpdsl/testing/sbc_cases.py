@@ -141,6 +141,29 @@ def hsgp_data(n: int = 20) -> dict:
     return {"N": n, "t": np.linspace(0.0, 10.0, n), "y": np.zeros(n, int)}
 
 
+STATE_SPACE_POISSON = """
+data { int N; vector[N] t; array[N] int<lower=0> y; }
+parameters {
+  real mu ~ normal(0, 1);
+  real<lower=0> sigma ~ half_normal(1);
+  real<lower=0> ell ~ inv_gamma(5, 5);
+}
+model {
+  f ~ gp(t, square(sigma) * matern32(lengthscale = ell), mean = mu, approx = state_space);
+  y ~ poisson_log(f);
+}
+"""
+"""Poisson counts on a latent state-space GP (Matern-3/2, sampled through its innovations ``f_z``): pm integrates
+``f`` out by importance sampling from its Laplace approximation by Kalman smoothing."""
+
+
+def state_space_data(n: int = 20) -> dict:
+    """``n`` irregular times on ``[0, 10]`` (a fixed draw, one time twice) and placeholder counts."""
+    t = np.sort(np.random.default_rng(1).uniform(0.0, 10.0, n))
+    t[5] = t[4]
+    return {"N": n, "t": t, "y": np.zeros(n, int)}
+
+
 SETUPS = {
     "classification": ModelSetup(f"probit classification, `models/gp_classification.gpm`, N = {N_CLASSIFICATION}, "
                                  "D = 1 (gamma priors)", "gp_classification.gpm", classification_data),
@@ -151,6 +174,8 @@ SETUPS = {
                                    FIXED_SEQUENTIAL, sequential_data),
     "hsgp-poisson": ModelSetup("Poisson counts on an HSGP (`models/gp_hsgp.gpm` with m = 20), N = 20",
                                HSGP_POISSON, hsgp_data),
+    "state-space-poisson": ModelSetup("Poisson counts on a latent state-space GP (Matern-3/2, `approx = state_space`), "
+                                      "N = 20 irregular times", STATE_SPACE_POISSON, state_space_data),
     "dynamical-gplvm": ModelSetup("`models/dynamical_gplvm.gpm`, N = 8, D = 2, Q = 1", "dynamical_gplvm.gpm",
                                   gplvm_data),
 }
@@ -186,6 +211,8 @@ class SBCCase:
         Values held fixed in the simulation (:func:`~gpdsl.testing.sbc.run_sbc`).
     note : str
         A line about the case, kept in its record (``docs/validation/NAME.json``).
+    vectorise : bool
+        An :class:`~gpdsl.testing.sbc.EngineFit` steps all chains at once (``vmap``; see its ``vectorise``).
     """
 
     name: str
@@ -199,6 +226,7 @@ class SBCCase:
     parameters: tuple[str, ...] | None = None
     fixed: dict | None = None
     note: str = ""
+    vectorise: bool = False
 
     def make_fit(self):
         """The ``fit`` of :func:`~gpdsl.testing.sbc.run_sbc`."""
@@ -207,7 +235,7 @@ class SBCCase:
         chains = {name: getattr(self.settings, name) for name in ("chains", "warmup", "draws")}
         if self.fit == "gplvm":
             return GPLVMFit(settings=self.settings, **chains)
-        return EngineFit(self.method, self.settings, **chains)
+        return EngineFit(self.method, self.settings, vectorise=self.vectorise, **chains)
 
     def settings_text(self) -> str:
         """The settings that name the engine (:data:`SHOWN`) or differ from the method's defaults, ``name=value``
@@ -253,6 +281,10 @@ CASES = (
     SBCCase("pm-hsgp", "pm", PseudoMarginalSettings(approximation="laplace", num_importance=4, chains=2, warmup=300,
                                                     draws=1000), "hsgp-poisson", 200, 23,
             note="importance sampling from the Laplace approximation of a Hilbert-space approximate GP's basis weights"),
+    SBCCase("pm-state-space", "pm", PseudoMarginalSettings(approximation="laplace", num_importance=4, chains=2,
+                                                           warmup=300, draws=1000), "state-space-poisson", 200, 31,
+            note="importance sampling of a state-space GP's innovations from the Laplace approximation by Kalman "
+                 "smoothing", vectorise=True),
     SBCCase("nuts", "nuts", NUTSSettings(chains=2, warmup=500, draws=500), "classification", 100, 21, fit="run"),
 )
 """Every case, in the order of the documentation's table."""

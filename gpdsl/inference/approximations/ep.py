@@ -181,7 +181,8 @@ def _ep(K, y, tol, max_sweeps, likelihood, initial_sites, offset, args):
     alpha = _alpha(K, tau, nu, L)
     return GaussianApproximation(
         mean=mu, alpha=alpha, site_precision=tau, site_location=nu, chol_b=L,
-        log_marginal=_log_marginal(tilted_moments, y, tau, nu, jnp.diag(Sigma), mu, L, offset),
+        log_marginal=_log_marginal(tilted_moments, y, tau, nu, jnp.diag(Sigma), mu, _cholesky_half_log_det(L),
+                                   offset),
         converged=change < tol, iterations=sweeps, cubic_ops=CUBIC_OPS_PER_SWEEP * sweeps + start_ops,
         log_marginal_ops=jnp.asarray(0))
 
@@ -199,7 +200,7 @@ def _ep_parallel(K, y, tol, max_sweeps, damping, likelihood, initial_sites, offs
 
 
 def parallel_sweeps(factor, marginal_variances, prior_variances, y, tol, max_sweeps, damping, tilted_moments,
-                    initial_sites, offset) -> GaussianApproximation:
+                    initial_sites, offset, half_log_det=None) -> GaussianApproximation:
     """Parallel EP (see the module docstring) for any Gaussian prior of the sampled vector read linearly by the sites.
 
     Parameters
@@ -215,6 +216,9 @@ def parallel_sweeps(factor, marginal_variances, prior_variances, y, tol, max_swe
         As in :func:`ep` (``tol`` resolved, ``y`` in the working dtype).
     tilted_moments : callable
         ``tilted_moments(y, mean, variance, offset)`` (:func:`shifted_moments`).
+    half_log_det : callable, optional
+        ``half_log_det(L) = log|B|^1/2`` for what ``factor`` returns as ``L``; by default ``L`` is a Cholesky
+        factor and this is the sum of the logs of its diagonal.
 
     Returns
     -------
@@ -254,7 +258,8 @@ def parallel_sweeps(factor, marginal_variances, prior_variances, y, tol, max_swe
     tau, nu, L, alpha, mu, change, sweeps = lax.while_loop(not_done, next_sweep, start)
     return GaussianApproximation(
         mean=mu, alpha=alpha, site_precision=tau, site_location=nu, chol_b=L,
-        log_marginal=_log_marginal(tilted_moments, y, tau, nu, marginal_variances(tau, L), mu, L, offset),
+        log_marginal=_log_marginal(tilted_moments, y, tau, nu, marginal_variances(tau, L), mu,
+                                   (_cholesky_half_log_det if half_log_det is None else half_log_det)(L), offset),
         converged=change < tol, iterations=sweeps,
         cubic_ops=CUBIC_OPS_PER_PARALLEL_SWEEP * sweeps - 1 + start_ops, log_marginal_ops=jnp.asarray(1))
 
@@ -337,11 +342,16 @@ def _recompute(K, tau, nu):
     return Sigma, Sigma @ nu, L
 
 
-def _log_marginal(tilted_moments, y, tau, nu, sigma_diag, mu, L, offset):
+def _cholesky_half_log_det(L):
+    """``log|B|^1/2`` from the Cholesky factor ``L`` of ``B``."""
+    return jnp.sum(jnp.log(jnp.diag(L)))
+
+
+def _log_marginal(tilted_moments, y, tau, nu, sigma_diag, mu, half_log_det, offset):
     cavity_precision = 1.0 / sigma_diag - tau
     cavity_location = mu / sigma_diag - nu
     log_z, _, _ = tilted_moments(y, cavity_location / cavity_precision, 1.0 / cavity_precision, offset)
     total_precision = cavity_precision + tau
-    return (jnp.sum(log_z) - jnp.sum(jnp.log(jnp.diag(L))) + 0.5 * nu @ mu
+    return (jnp.sum(log_z) - half_log_det + 0.5 * nu @ mu
             + 0.5 * cavity_location @ ((tau / cavity_precision * cavity_location - 2.0 * nu) / total_precision)
             - 0.5 * jnp.sum(nu**2 / total_precision) + 0.5 * jnp.sum(jnp.log1p(tau / cavity_precision)))

@@ -119,11 +119,20 @@ def _laplace(K, y, likelihood, tol, max_iter, args, offset):
 def halve_until_better(objective, K, a, f, direction):
     """The Newton step ``a + step direction`` (``f = K a``), its step halved until ``objective`` does not fall (at
     most :data:`_MAX_HALVINGS` times)."""
+    def point(step):
+        a_trial = a + step * direction
+        return a_trial, K @ a_trial
+
+    return halve_along(objective, a, f, point)
+
+
+def halve_along(objective, a, f, point):
+    """``point(step) -> (a, f)`` at the largest of ``1, 1/2, 1/4, ...`` (at most :data:`_MAX_HALVINGS` halvings) where
+    ``objective(a, f)`` does not fall below its value at the current ``(a, f)``."""
     current = objective(a, f)
 
     def trial(step):
-        a_trial = a + step * direction
-        f_trial = K @ a_trial
+        a_trial, f_trial = point(step)
         return a_trial, f_trial, objective(a_trial, f_trial)
 
     def worse(state):

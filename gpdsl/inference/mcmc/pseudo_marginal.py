@@ -64,6 +64,9 @@ The importance weights need no further ``O(n^3)`` or triangular-solve work: with
 an exact identity (``f^T K^-1 f - (f - m)^T K^-1 (f - m) = 2 alpha^T f - alpha^T m``), so each
 importance sample costs ``O(n^2)`` (drawing it) plus ``O(n)``.
 
+**A latent state-space GP** is sampled through its innovations and its importance density is the Laplace
+approximation or EP of ``f`` by Kalman smoothing, ``O(N)`` per estimate (:mod:`gpdsl.inference.mcmc.state_space_pm`).
+
 **A sampled vector read through a linear map.** A Hilbert-space approximate GP samples its basis weights
 ``z ~ N(0, I_M)`` and the likelihood reads ``f = A z + offset`` (:meth:`LatentGP.likelihood_map`). The estimate is the
 same with ``z`` for ``f``: ``q(z)`` is the Laplace approximation or (parallel) EP of the weights
@@ -126,9 +129,9 @@ class LatentSelection(NamedTuple):
         The selected importance draw (MCMC-EP: one draw of ``q``).
     loglik : jax.Array, shape ()
         ``log p(y | f, theta)``.
-    chol_k : jax.Array, shape (n, n), or None
-        Lower Cholesky factor of ``K(theta)``, for the elliptical slice refresh (shape ``(0, 0)`` when
-        latent sampling is off; None for a whitened view, whose prior is the identity).
+    chol_k : jax.Array, shape (n, n) or (n,)
+        Lower Cholesky factor of ``K(theta)``, or the diagonal of a diagonal one (the view's ``prior_factor``), for
+        the elliptical slice refresh (empty when latent sampling is off).
     """
 
     f: jax.Array
@@ -287,6 +290,14 @@ def make_latent_estimator(problem: LatentGP, approximation: str = "ep", num_impo
         sweep (:func:`~gpdsl.inference.approximations.ep.gaussian_from_sites`; not with
         ``use_approximate_marginal``).
     """
+    from gpdsl.inference.families.state_space_latent import StateSpaceLatent
+
+    if isinstance(problem, StateSpaceLatent):  # its importance density by Kalman smoothing, O(N)
+        from gpdsl.inference.mcmc.state_space_pm import state_space_estimator
+
+        return state_space_estimator(problem, approximation, num_importance, tol, max_iter, use_approximate_marginal,
+                                     select_latent)
+
     if problem.columns > 1:
         return _multiclass_estimator(problem, num_importance, tol, max_iter, select_latent)
     if isinstance(problem, GridLatent):
@@ -345,7 +356,7 @@ def _grid_estimator(problem: GridLatent, num_importance: int, tol, max_iter: int
     """:func:`make_latent_estimator` for a latent GP on a grid (:mod:`~gpdsl.inference.families.latent_grid`): the
     sampled vector is the whitened ``v`` and ``q(v)`` the Kronecker Laplace density
     (:mod:`~gpdsl.inference.approximations.kronecker_laplace`), exact with a closed-form density, so the estimate is
-    unbiased; no ``N x N`` matrix is formed (the selection keeps no factor: ``v``'s prior is the identity)."""
+    unbiased; no ``N x N`` matrix is formed (the selection keeps the identity's diagonal as ``v``'s prior factor)."""
 
     def estimate(key, theta, start_sites=None, frozen=False) -> Estimate:
         key_draws, key_select = jax.random.split(key)
@@ -358,7 +369,7 @@ def _grid_estimator(problem: GridLatent, num_importance: int, tol, max_iter: int
         log_p_hat = logsumexp(log_weights) - jnp.log(num_importance)
         log_p_hat = jnp.where(jnp.isfinite(log_p_hat), log_p_hat, -jnp.inf)
         chosen = jax.random.categorical(key_select, jnp.where(jnp.isnan(log_weights), -jnp.inf, log_weights))
-        selection = LatentSelection(draws[chosen], log_lik[chosen], None)
+        selection = LatentSelection(draws[chosen], log_lik[chosen], problem.prior_factor(theta))
         return Estimate(log_p_hat, selection, jnp.zeros((2, problem.n)), approx.converged, approx.iterations,
                         jnp.zeros((), jnp.int32))
 

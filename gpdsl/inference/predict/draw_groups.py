@@ -165,11 +165,14 @@ def hsgp_groups(output, model, data, facts, context, pointwise: bool = True, app
         set_predictions(output, problem, values)
 
 
-def state_space_latent_groups(output, model, data, facts, context, pointwise: bool = True, **_) -> None:
+def state_space_latent_groups(output, model, data, facts, context, pointwise: bool = True, approximation: str = "ep",
+                              tol=None, **_) -> None:
     """The groups of a latent state-space GP from each draw of its hyperparameters and innovations
     (:mod:`gpdsl.inference.predict.state_space_latent`): ``log p(y_i | f_i, theta)`` and replicates (NUTS writes them
     from Stan's generated quantities), and ``f*`` and ``y*`` at new times, ``f*`` from the state-space prior
-    conditioned on each draw's ``f``."""
+    conditioned on each draw's ``f``. Where the draws hold the hyperparameters alone (``pm`` without
+    ``--sample-latent``) the pointwise groups are not written and predictions take one draw of the innovations from
+    ``approximation`` at each draw (:func:`~gpdsl.inference.mcmc.state_space_pm.approximate_innovation_draws`)."""
     import jax
 
     from gpdsl.inference.families.state_space_latent import state_space_latent_view
@@ -180,7 +183,16 @@ def state_space_latent_groups(output, model, data, facts, context, pointwise: bo
         return
     problem = state_space_latent_view(model, data, facts)
     first = next(iter(output.posterior.values()))
-    if pointwise:
+    posterior = output.posterior
+    if problem.weights not in posterior:  # pm without --sample-latent: theta alone
+        if new_inputs is None:
+            return
+        from gpdsl.inference.mcmc.state_space_pm import approximate_innovation_draws
+
+        with draw_stage(f"innovations from {approximation} at each draw", first, context.progress):
+            posterior = approximate_innovation_draws(problem, posterior, jax.random.fold_in(key, _WEIGHTS_STREAM),
+                                                     approximation, tol)
+    elif pointwise:
         with draw_stage("pointwise log-likelihood and replicates", first, context.progress):
             log_likelihood, replicates = state_space_pointwise(problem, output.posterior,
                                                                jax.random.fold_in(key, _REPLICATE_STREAM))
@@ -188,7 +200,7 @@ def state_space_latent_groups(output, model, data, facts, context, pointwise: bo
         output.posterior_predictive = {problem.facts.target: replicates}
     if new_inputs is not None:
         with draw_stage(f"predictions at {counted(len(new_inputs), 'new input')}", first, context.progress):
-            values = state_space_new_draws(problem, output.posterior, new_inputs,
+            values = state_space_new_draws(problem, posterior, new_inputs,
                                            jax.random.fold_in(key, _PREDICTION_STREAM))
         set_predictions(output, problem, values)
 

@@ -166,16 +166,18 @@ def test_exact_gp_engines_refuse_the_state_space_model(method):
     assert "uses approx = state_space(...), which these engines do not take" in methods()[method].refusal(approx)
 
 
-def test_a_state_space_gp_under_another_likelihood_runs_on_gibbs_and_nuts_and_pm_says_so():
-    """gibbs samples its innovations (:mod:`gpdsl.inference.families.state_space_latent`) and nuts its Stan program;
-    pm, mcmc-ep and ml (which need an exact GP or a normal likelihood) refuse it and name those two."""
+def test_a_state_space_gp_under_another_likelihood_runs_on_gibbs_pm_and_nuts_and_others_say_so():
+    """gibbs and pm sample its innovations (:mod:`gpdsl.inference.families.state_space_latent`,
+    :mod:`gpdsl.inference.mcmc.state_space_pm`) and nuts its Stan program; mcmc-ep and ml (which need an exact GP or a
+    normal likelihood) refuse it and name gibbs and nuts."""
     from gpdsl.ir.families import STATE_SPACE_LATENT_GP
 
     model, _ = check_text(POISSON_STATE_SPACE)
     assert STATE_SPACE_LATENT_GP in classify(model).facts
     assert methods()["gibbs"].refusal(model) is None
     assert methods()["nuts"].refusal(model) is None
-    for method in ("pm", "mcmc-ep", "ml"):
+    assert methods()["pm"].refusal(model) is None
+    for method in ("mcmc-ep", "ml"):
         refusal = methods()[method].refusal(model)
         assert "under a poisson_log likelihood: gibbs samples it through its innovations and nuts runs its Stan " \
                "program" in refusal
