@@ -77,4 +77,4 @@ class GridSurrogateData:
         v = kron_matvec(vectors, (a + eta) / c)
         loglik = self.problem.log_likelihood(v, theta)
         log_target = self.problem.log_prior(theta) + log_density + loglik
-        return jnp.where(jnp.isnan(log_target), -jnp.inf, log_target), LatentPosition(theta, v, None, loglik)
+        return jnp.where(jnp.isnan(log_target), -jnp.inf, log_target), LatentPosition(theta, v, self.problem.prior_factor(theta), loglik)
