@@ -20,7 +20,8 @@ So the adjoints are linear recursions running the other way: ``Psi_k = T_k^T Psi
 (forwards, ``B_k = M_k^T A_k``) for the backward one, and the transposed recursions of ``K_s mu_bar``. Their
 coefficients come from the stored filter passes, so one packed scan of sandwich products gives the
 gradients with respect to every ``A_k``, ``Q_k``, ``P_inf``, ``lambda`` and ``mu_bar``; the chain rule
-through the transition matrices to the kernel's hyperparameters is left to JAX.
+through the transition matrices to the kernel's hyperparameters is left to JAX. ``Psi_k`` and ``Gamma_k``
+are symmetric: the scan carries and computes only their entries on and above the diagonal.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from gpdsl.inference.variational.small_matrices import (
     add,
     eye_plus,
     from_tuples,
+    from_upper,
     mm,
     mv,
     neg,
@@ -41,8 +43,10 @@ from gpdsl.inference.variational.small_matrices import (
     quadratic,
     sandwich,
     small_inverse,
+    symmetric_sandwich,
     to_tuples,
     transpose,
+    upper,
 )
 
 
@@ -121,27 +125,27 @@ def _backward(residuals, cotangents):
     through_filter = mv(transpose(L), filtered_weight)
     A_after = _shift(A, -1)
     forcing_ahead = {"T": mm(A_after, L), "A": A_after, "p": p,
-                     "D": add(_scaled(g, outer(through_filter, through_filter)), _corner(h * scale * lam, d))}
+                     "D": upper(add(_scaled(g, outer(through_filter, through_filter)), _corner(h * scale * lam, d)))}
     forcing_behind = {"B": mm(transpose(M), A), "A": A, "p": p,
-                      "E": _scaled(-g, outer(smoothed_column, smoothed_column))}
+                      "E": upper(_scaled(-g, outer(smoothed_column, smoothed_column)))}
 
     def step(carry, x):
         (Psi, gamma), (Gamma, alpha) = carry
         later, earlier = x
-        Psi = add(sandwich(transpose(later["T"]), Psi), later["D"])
+        Psi = upper(add(symmetric_sandwich(transpose(later["T"]), from_upper(Psi)), from_upper(later["D"])))
         gamma = add(mv(transpose(later["A"]), gamma), tuple(later["p"] * e[i] for i in range(d)))
-        Gamma = add(sandwich(earlier["B"], Gamma), earlier["E"])
+        Gamma = upper(add(symmetric_sandwich(earlier["B"], from_upper(Gamma)), from_upper(earlier["E"])))
         alpha = add(mv(earlier["A"], alpha), tuple(earlier["p"] * P_inf[i][0] for i in range(d)))
         return ((Psi, gamma), (Gamma, alpha)), None
 
     lanes = jnp.zeros_like(lam[0])
-    matrix_zero = tuple(tuple(lanes for _ in range(d)) for _ in range(d))
+    matrix_zero = upper(((lanes,) * d,) * d)
     vector_zero = tuple(lanes for _ in range(d))
     reverse = (lambda tree: jax.tree_util.tree_map(lambda a: jnp.broadcast_to(a, lam.shape)[::-1], tree))
     ((Psi, gamma), (Gamma, alpha)), _ = packed_scan(
         step, ((matrix_zero, vector_zero), (matrix_zero, vector_zero)), (reverse(forcing_ahead), forcing_behind))
-    Psi, gamma = jax.tree_util.tree_map(lambda a: a[:0:-1], (Psi, gamma))  # after step k, in point order
-    Gamma, alpha = jax.tree_util.tree_map(lambda a: a[1:], (Gamma, alpha))
+    Psi, gamma = jax.tree_util.tree_map(lambda a: a[:0:-1], (from_upper(Psi), gamma))  # after step k, in point order
+    Gamma, alpha = jax.tree_util.tree_map(lambda a: a[1:], (from_upper(Gamma), alpha))
     Gamma_before, alpha_before = _shift(Gamma, 1), _shift(alpha, 1)
     Omega = add(_scaled(g, outer(filtered_weight, filtered_weight)), sandwich(transpose(A_after), _shift(Psi, -1)))
     Theta = sandwich(A, Gamma_before)

@@ -16,7 +16,11 @@ dimension):
 
 The smoothed covariance of ``s_k`` is then ``(I + P_k J_k)^-1 P_k`` and its mean ``(I + P_k J_k)^-1 (m_k +
 P_k h_k)``. Both filters run in one :func:`~gpdsl.inference.variational.packed_scan.packed_scan`, the
-backward one on the reversed points, each step a few dozen multiply-adds per lane.
+backward one on the reversed points, each step a few dozen multiply-adds per lane. XLA computes every
+entry of the packed carry from the step's inputs on its own (the arithmetic the entries share is repeated
+for each), so the carry holds only what is needed: the entries on and above the diagonal of the symmetric
+``P_k`` and ``J_k`` (:func:`~gpdsl.inference.variational.small_matrices.upper`), and ``m_k``, ``h_k``,
+``c_k``, ``a_k`` only when asked for.
 """
 
 from __future__ import annotations
@@ -27,7 +31,19 @@ import jax
 import jax.numpy as jnp
 
 from gpdsl.inference.variational.packed_scan import packed_scan
-from gpdsl.inference.variational.small_matrices import add, eye_plus, mm, mv, sandwich, small_inverse, to_tuples, transpose
+from gpdsl.inference.variational.small_matrices import (
+    add,
+    eye_plus,
+    from_upper,
+    mm,
+    mv,
+    small_inverse,
+    symmetric,
+    symmetric_sandwich,
+    to_tuples,
+    transpose,
+    upper,
+)
 
 
 class FilterPasses(NamedTuple):
@@ -79,7 +95,6 @@ def filter_passes(A, Qn, P_inf, lam, eta=None, mu_bar=None) -> FilterPasses:
     N, lanes = lam.shape
     d = A.shape[-1]
     zero = jnp.zeros(lanes)
-    matrix_zero = tuple(tuple(zero for _ in range(d)) for _ in range(d))
     vector_zero = tuple(zero for _ in range(d))
     P_inf = to_tuples(P_inf)
     points = {"A": to_tuples(A[:, None]), "Q": to_tuples(Qn[:, None]), "lam": lam}
@@ -90,32 +105,33 @@ def filter_passes(A, Qn, P_inf, lam, eta=None, mu_bar=None) -> FilterPasses:
     reversed_points = jax.tree_util.tree_map(lambda a: a[::-1], points)
 
     def forward(carry, x):
-        P, m, c = carry
-        predicted = add(sandwich(x["A"], P), x["Q"])
+        P, m, c = carry["P"], carry.get("m"), carry.get("c")
+        predicted = add(symmetric_sandwich(x["A"], from_upper(P)), x["Q"])
         v = predicted[0][0]
         scale = 1.0 / (1.0 + x["lam"] * v)
         gain = x["lam"] * scale
         column = tuple(predicted[i][0] for i in range(d))
-        P = tuple(tuple(predicted[i][j] - gain * column[i] * column[j] for j in range(d)) for i in range(d))
+        carry = {"P": upper(symmetric(lambda i, j: predicted[i][j] - gain * column[i] * column[j], d))}
         if "eta" in x:
             m = mv(x["A"], m)
             innovation = x["eta"] * scale - gain * m[0]
-            m = tuple(m[i] + column[i] * innovation for i in range(d))
+            carry["m"] = tuple(m[i] + column[i] * innovation for i in range(d))
         if "mu" in x:
-            c = tuple(mv(x["A"], c)[i] + P_inf[i][0] * x["mu"] for i in range(d))
-        return (P, m, c), v
+            carry["c"] = tuple(mv(x["A"], c)[i] + P_inf[i][0] * x["mu"] for i in range(d))
+        return carry, v
 
     def backward(carry, x):
-        J, h, a = carry
+        J, h, a = from_upper(carry["J"]), carry.get("h"), carry.get("a")
         informed = tuple(tuple(J[i][j] + x["lam"] if i == j == 0 else J[i][j] for j in range(d)) for i in range(d))
         damping = small_inverse(eye_plus(mm(informed, x["Q"])))  # (I + J' Q)^-1
         propagate = mm(transpose(x["A"]), damping)
-        J = mm(mm(propagate, informed), x["A"])
+        settled = mm(propagate, informed)
+        carry = {"J": upper(symmetric(lambda i, j: sum(settled[i][k] * x["A"][k][j] for k in range(d)), d))}
         if "eta" in x:
-            h = mv(propagate, tuple(h[i] + x["eta"] if i == 0 else h[i] for i in range(d)))
+            carry["h"] = mv(propagate, tuple(h[i] + x["eta"] if i == 0 else h[i] for i in range(d)))
         if "mu" in x:
-            a = mv(transpose(x["A"]), tuple(a[i] + x["mu"] if i == 0 else a[i] for i in range(d)))
-        return (J, h, a), None
+            carry["a"] = mv(transpose(x["A"]), tuple(a[i] + x["mu"] if i == 0 else a[i] for i in range(d)))
+        return carry, None
 
     def step(carry, x):
         ahead, behind = carry
@@ -123,12 +139,16 @@ def filter_passes(A, Qn, P_inf, lam, eta=None, mu_bar=None) -> FilterPasses:
         behind, _ = backward(behind, x[1])
         return (ahead, behind), predicted_var
 
-    initial = ((matrix_zero, vector_zero, vector_zero), (matrix_zero, vector_zero, vector_zero))
-    (ahead, behind), predicted_var = packed_scan(step, initial, (points, reversed_points))
-    (P, m, c), (J, h, a) = (jax.tree_util.tree_map(lambda z: z[1:], ahead),
-                            jax.tree_util.tree_map(lambda z: z[-2::-1], behind))  # after step k; entering step k
-    return FilterPasses(P, predicted_var, J, m if eta is not None else None, h if eta is not None else None,
-                        c if mu_bar is not None else None, a if mu_bar is not None else None)
+    ahead, behind = {"P": upper(((zero,) * d,) * d)}, {"J": upper(((zero,) * d,) * d)}
+    if eta is not None:
+        ahead["m"], behind["h"] = vector_zero, vector_zero
+    if mu_bar is not None:
+        ahead["c"], behind["a"] = vector_zero, vector_zero
+    (ahead, behind), predicted_var = packed_scan(step, (ahead, behind), (points, reversed_points))
+    ahead = jax.tree_util.tree_map(lambda z: z[1:], ahead)  # after step k
+    behind = jax.tree_util.tree_map(lambda z: z[-2::-1], behind)  # entering step k, in point order
+    return FilterPasses(from_upper(ahead["P"]), predicted_var, from_upper(behind["J"]), ahead.get("m"),
+                        behind.get("h"), ahead.get("c"), behind.get("a"))
 
 
 def smoothed_factor(passes: FilterPasses):

@@ -7,7 +7,7 @@ term are computed differs. A half-integer Matérn kernel of order ``nu = p + 1/2
 the covariance of the first component of a linear stochastic differential equation with a state of
 dimension ``d = p + 1`` (Hartikainen & Särkkä 2010), so between sorted times ``t_{k-1} <= t_k`` the state
 moves as ``s_k = A_k s_{k-1} + q_k``, ``q_k ~ N(0, Q_k)``, with ``A_k = expm(F (t_k - t_{k-1}))`` and
-``Q_k = P_inf - A_k P_inf A_k^T`` (the kernel class's :meth:`~gpdsl.kernels.base.Kernel.discretise`).
+``Q_k = P_inf - A_k P_inf A_k^T`` (the state-space GP's :func:`gpdsl.kernels.kalman.transitions`).
 Every quantity below is a sum over the points or a recursion along them, ``O(N d^3)`` per latent
 dimension instead of the dense ``O(N^3)``.
 
@@ -86,6 +86,7 @@ from gpdsl.inference.variational.small_matrices import (
     to_tuples,
     transpose,
 )
+from gpdsl.kernels import kalman
 from gpdsl.kernels.composite import Product, Scale, Sum
 from gpdsl.kernels.registry import KERNELS
 from gpdsl.kernels.static import Same, White
@@ -199,14 +200,13 @@ def transitions(two_nu: int, variance, lengthscale, dt, first) -> tuple[jax.Arra
     """``(A, Q, P_inf)``: transition matrices and process-noise covariances ``(N, d, d)`` along sorted times.
 
     ``dt[k] = t_k - t_{k-1} >= 0``; where ``first[k]`` (the first point of a sequence) ``A = 0`` and ``Q =
-    P_inf``, so the state restarts from the stationary distribution. ``A`` and ``P_inf`` are the kernel's
-    (:meth:`~gpdsl.kernels.base.Kernel.discretise` of :func:`markov_kernel_class`), whose first state component is
-    the process.
+    P_inf``, so the state restarts from the stationary distribution. Elsewhere they are those of the
+    state-space GP (:func:`gpdsl.kernels.kalman.transitions` of the kernel of :func:`markov_kernel_class`),
+    whose first state component is the process.
     """
-    A, P_inf = markov_kernel_class(two_nu)(variance, lengthscale).discretise(jnp.asarray(dt))
-    A = jnp.where(jnp.asarray(first)[:, None, None], 0.0, A)
-    Q = P_inf[None] - A @ P_inf[None] @ jnp.swapaxes(A, -1, -2)
-    return A, 0.5 * (Q + jnp.swapaxes(Q, -1, -2)), P_inf
+    A, Q, _, P_inf = kalman.transitions(markov_kernel_class(two_nu)(variance, lengthscale), jnp.asarray(dt))
+    restart = jnp.asarray(first)[:, None, None]
+    return jnp.where(restart, 0.0, A), jnp.where(restart, P_inf, Q), P_inf
 
 
 # ---- associative scan -----------------------------------------------------------------------------

@@ -48,6 +48,12 @@ def sandwich(b, x):
     return mm(mm(b, x), transpose(b))
 
 
+def symmetric_sandwich(b, x):
+    """``b x b^T`` for a symmetric ``x``, only its entries on and above the diagonal computed (mirrored below)."""
+    bx = mm(b, x)
+    return symmetric(lambda i, j: sum(bx[i][k] * b[j][k] for k in range(len(b))), len(b))
+
+
 def outer(u, v):
     """``u v^T``."""
     return tuple(tuple(u[i] * v[j] for j in range(len(v))) for i in range(len(u)))
@@ -56,6 +62,23 @@ def outer(u, v):
 def quadratic(u, x):
     """``u^T x u``."""
     return sum(u[i] * x[i][j] * u[j] for i in range(len(u)) for j in range(len(u)))
+
+
+def upper(a):
+    """The entries ``a[i][j]``, ``i <= j``, of a symmetric matrix, row by row: all it stores."""
+    return tuple(a[i][j] for i in range(len(a)) for j in range(i, len(a)))
+
+
+def from_upper(entries):
+    """The symmetric matrix of :func:`upper`'s entries, each entry below the diagonal the one above it."""
+    d = int(round(((8 * len(entries) + 1) ** 0.5 - 1) / 2))
+    where = {pair: k for k, pair in enumerate((i, j) for i in range(d) for j in range(i, d))}
+    return tuple(tuple(entries[where[min(i, j), max(i, j)]] for j in range(d)) for i in range(d))
+
+
+def symmetric(entry, d: int):
+    """The symmetric ``d x d`` matrix whose entries ``i <= j`` are ``entry(i, j)``, mirrored below the diagonal."""
+    return from_upper(tuple(entry(i, j) for i in range(d) for j in range(i, d)))
 
 
 def small_inverse(M):
