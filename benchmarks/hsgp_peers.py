@@ -8,7 +8,7 @@ The model (``f ~ gp(x, square(sigma) * matern32(lengthscale = ell), approx = hsg
 is written once in gpdsl's language and once in PyMC (``HSGP(m=[30], c=1.5)``, the same priors, ``mu`` added to the
 log rate). The simulated inputs (seeded) are symmetric about their midpoint, so gpdsl's box (centred at the
 midpoint) and PyMC's (centred at the mean) are the same box and the two programs the same basis. In 2-D (``--dims 1
-2``) the kernel has one length-scale per input (``vector<lower=0>[2] ell``) and ``m = 15`` per input (225 basis
+2``) the kernel has one length-scale per input (``matrix[N, 2] x``, ``vector<lower=0>[2] ell``) and ``m = 15`` per input (225 basis
 functions).
 
 Every engine runs in its own subprocess of this script (``--worker``), two chains, and reports the min over the
@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -65,8 +66,8 @@ def simulate(likelihood: str, n: int, dim: int, seed: int = 0):
 
 
 def gpdsl_model(likelihood: str, dim: int) -> str:
-    inputs = "vector[N] x;" if dim == 1 else "int D; matrix[N, D] x;"
-    scale = "real<lower=0> ell ~ inv_gamma(5, 5);" if dim == 1 else "vector<lower=0>[D] ell ~ inv_gamma(5, 5);"
+    inputs = "vector[N] x;" if dim == 1 else f"matrix[N, {dim}] x;"  # an HSGP needs its columns as a number
+    scale = "real<lower=0> ell ~ inv_gamma(5, 5);" if dim == 1 else f"vector<lower=0>[{dim}] ell ~ inv_gamma(5, 5);"
     m = BASIS[dim] if dim == 1 else "[" + ", ".join([str(BASIS[dim])] * dim) + "]"
     outcome = "array[N] int<lower=0, upper=1> y;" if likelihood == "bernoulli" else "array[N] int<lower=0> y;"
     mean = ", mean = mu" if likelihood == "poisson" else ""
@@ -84,10 +85,7 @@ def hyperparameters(likelihood: str) -> list[str]:
 
 def gpdsl_data(likelihood: str, n: int, dim: int) -> dict:
     x, y = simulate(likelihood, n, dim)
-    data = {"N": n, "x": x[:, 0] if dim == 1 else x, "y": y}
-    if dim > 1:
-        data["D"] = dim
-    return data
+    return {"N": n, "x": x[:, 0] if dim == 1 else x, "y": y}
 
 
 def summary(posterior, names, seconds, compile_seconds, az):
@@ -203,15 +201,20 @@ def launch(python, arguments, timeout):
     """Run this script as a worker; its RESULT line, or a short reason it gave none."""
     command = ["nice", "-n", "5", python, os.path.abspath(__file__), *arguments]
     environment = dict(os.environ, PYTHONPATH=ROOT)
+    # its own session, so that a stopped worker takes its children (PyMC's chain processes) with it
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
+                               start_new_session=True)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment)
+        stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
         return None, f"stopped after {timeout:.0f} s"
-    for line in done.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):]), None
-    tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return None, f"failed (exit {done.returncode}): {tail[:160]}"
+    tail = (stderr.strip().splitlines() or ["no output"])[-1]
+    return None, f"failed (exit {process.returncode}): {tail[:160]}"
 
 
 def schedule(engine, args):

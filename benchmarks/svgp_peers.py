@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -255,15 +256,20 @@ def launch(python, arguments, timeout, threads):
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         environment[variable] = str(threads)
     environment["GPDSL_JAX_CACHE"] = "0"  # compile cold, as the peers trace; no wait on a shared cache's lock
+    # its own session, so that a stopped worker takes its children (PyMC's chain processes) with it
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
+                               start_new_session=True)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment)
+        stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
         return None, f"stopped after {timeout:.0f} s"
-    for line in done.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):]), None
-    tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return None, f"failed (exit {done.returncode}): {tail[:200]}"
+    tail = (stderr.strip().splitlines() or ["no output"])[-1]
+    return None, f"failed (exit {process.returncode}): {tail[:200]}"
 
 
 def stable_time(trace, tolerance):
