@@ -174,9 +174,14 @@ def _allocations(model: Model, data: dict, plan: RunPlan):
     for node in process_nodes(model):
         points = sizes[node.name][0] if sizes.get(node.name) else 0
         values = math.prod(sizes[node.name])
-        markov = getattr(node.statement, "approximation", None) is not None and \
-            node.statement.approximated_by("state_space")  # O(N) by the Kalman filter: no N x N matrix
-        if plan.full_kernel and not markov:
+        approximated = getattr(node.statement, "approximation", None) is not None
+        markov = approximated and node.statement.approximated_by("state_space")  # O(N) by the Kalman filter
+        basis = approximated and node.statement.approximated_by("hsgp")  # N x M basis, no N x N matrix
+        if plan.full_kernel and basis:
+            functions = _hsgp_basis_functions(node.statement)
+            yield (f"the basis of {node.name} ({per_chain}{points} x about {functions} basis functions)",
+                   copies * points * functions)
+        elif plan.full_kernel and not markov:
             yield f"the kernel matrices of {node.name} ({per_chain}{points} x {points})", copies * points * points
         elif inducing is not None:
             yield f"the cross-covariance of {node.name} ({points} x --num-inducing {inducing})", points * inducing
@@ -196,6 +201,14 @@ def _allocations(model: Model, data: dict, plan: RunPlan):
                 count = points * nodes ** latent_dims if latent_dims * math.log2(max(nodes, 2)) < 100 else 2**100
                 yield (f"the kernel at the Gauss-Hermite points of {name} (--gh-nodes {nodes} ^ {latent_dims} latent "
                        f"dimensions x {points} points x {inducing} inducing inputs)", count * (inducing or 1))
+
+
+def _hsgp_basis_functions(statement) -> int:
+    """The product of an HSGP's ``m`` over its input columns (a periodic term's cosine series, ``2 m + 1``
+    functions, is about as many): the columns of its ``N x M`` basis."""
+    m = statement.approximation.value("m")
+    per_column = m if isinstance(m, tuple) else (m,) * int(statement.inputs.dim)
+    return math.prod(int(k) for k in per_column)
 
 
 def _shape(variable, data) -> tuple[int, ...]:

@@ -2,7 +2,9 @@
 
 ``"kmeans"`` runs Lloyd's algorithm from a k-means++ start (Arthur & Vassilvitskii 2007) until no
 point changes cluster, at most ``max_iterations`` rounds; an emptied cluster takes the point farthest
-from its centre. ``"random"`` takes ``M`` distinct training inputs (GPy's ``SparseGPRegression`` default).
+from its centre. Beyond :data:`KMEANS_ROWS` training inputs it clusters a seeded random subset of that many
+(a start for the optimiser, which moves the inducing inputs anyway: at 100,000 rows of 10 columns the whole
+data took 11 s against 2 s for the subset). ``"random"`` takes ``M`` distinct training inputs (GPy's ``SparseGPRegression`` default).
 Both are seeded, so a fit repeats.
 """
 
@@ -13,6 +15,7 @@ import numpy as np
 from gpdsl.errors import MethodError
 
 RULES = ("kmeans", "random")
+KMEANS_ROWS = 20_000
 
 
 def initial_inducing_inputs(X, num_inducing: int, rule: str = "kmeans", seed: int = 0,
@@ -47,26 +50,27 @@ def initial_inducing_inputs(X, num_inducing: int, rule: str = "kmeans", seed: in
     if rule == "random":
         return X[np.sort(rng.permutation(n)[:num_inducing])].copy()
     if rule == "kmeans":
-        return kmeans(X, num_inducing, rng, max_iterations)
+        rows = X if n <= KMEANS_ROWS else X[np.sort(rng.choice(n, KMEANS_ROWS, replace=False))]
+        return kmeans(rows, num_inducing, rng, max_iterations)
     raise MethodError(f"unknown inducing-input initialisation '{rule}'; use one of {', '.join(RULES)}")
 
 
 def kmeans(X: np.ndarray, k: int, rng: np.random.Generator, max_iterations: int = 100) -> np.ndarray:
     """Centres of ``k`` clusters of the rows of ``X`` (k-means++ start, then Lloyd's rounds)."""
     centres = _kmeans_plus_plus(X, k, rng)
+    row_norms = np.sum(X ** 2, axis=1)
     labels = None
     for _ in range(max_iterations):
-        distances = _squared_distances(X, centres)
-        new_labels = np.argmin(distances, axis=1)
+        shifted = np.sum(centres ** 2, axis=1)[None, :] - 2.0 * (X @ centres.T)  # |x - c|^2 less |x|^2
+        new_labels = np.argmin(shifted, axis=1)
         if labels is not None and np.array_equal(new_labels, labels):
             break
         labels = new_labels
         counts = np.bincount(labels, minlength=k)
-        sums = np.zeros_like(centres)
-        np.add.at(sums, labels, X)
+        sums = np.stack([np.bincount(labels, weights=column, minlength=k) for column in X.T], axis=1)
         filled = counts > 0
         centres[filled] = sums[filled] / counts[filled, None]
-        nearest = distances[np.arange(X.shape[0]), labels]
+        nearest = np.maximum(row_norms + shifted[np.arange(X.shape[0]), labels], 0.0)
         for cluster in np.flatnonzero(~filled):
             farthest = int(np.argmax(nearest))
             centres[cluster], nearest[farthest] = X[farthest], 0.0

@@ -97,3 +97,24 @@ def test_a_basis_too_small_for_the_length_scales_is_reported_by_the_summary():
     assert len(warnings) == 1
     assert "length-scale draws lie below 5.13, the shortest that m = 5 basis functions with c = 1.5 represent" \
         in warnings[0]
+
+
+def test_memory_check_counts_the_basis_not_an_n_by_n_kernel_matrix(monkeypatch):
+    """A sampler's memory check on an HSGP (N = 100,000, the size the benchmark met) counts its N x M basis, which
+    fits, not the N x N kernel matrix it never builds; the exact GP of the same size is still refused."""
+    from gpdsl.api import check_text
+    from gpdsl.data import preflight
+    from gpdsl.settings import GibbsSettings
+
+    model = check_file("models/gp_hsgp.gpm")[0]
+    exact = check_text(open("models/gp_hsgp.gpm").read().replace(", approx = hsgp(m = 40, c = 1.5)", ""))[0]
+    n = 100_000
+    data = {"N": n, "t": np.linspace(0.0, 10.0, n), "y": np.ones(n, dtype=int)}
+    plan = GibbsSettings(chains=2, draws=10).run_plan()
+    monkeypatch.setattr(preflight, "available_memory", lambda: 1e9)  # 1 GB: 2 x 100,000 x 40 doubles are 64 MB
+    preflight.verify_memory(model, validate_data(model, data)[0], plan)
+    with pytest.raises(MethodError, match=r"kernel matrices of f \(--chains 2 x 100000 x 100000\)"):
+        preflight.verify_memory(exact, validate_data(exact, data)[0], plan)
+    monkeypatch.setattr(preflight, "available_memory", lambda: 5e7)  # below the basis's 64 MB
+    with pytest.raises(MethodError, match=r"the basis of f \(--chains 2 x 100000 x about 40 basis functions\)"):
+        preflight.verify_memory(model, validate_data(model, data)[0], plan)

@@ -106,6 +106,21 @@ def test_kmeans_finds_separated_clusters_and_repeats_with_its_seed():
         initial_inducing_inputs(X, 151)
 
 
+def test_kmeans_beyond_its_row_limit_clusters_a_seeded_subset_and_still_finds_the_clusters(monkeypatch):
+    from gpdsl.inference.variational import inducing_inputs
+
+    rng = np.random.default_rng(5)
+    centres = np.array([[-5.0, 0.0], [0.0, 5.0], [5.0, 0.0], [0.0, -5.0]])
+    X = np.concatenate([c + 0.1 * rng.normal(size=(400, 2)) for c in centres])
+    monkeypatch.setattr(inducing_inputs, "KMEANS_ROWS", 200)
+    found = initial_inducing_inputs(X, 4, "kmeans", seed=2)
+    distances = np.linalg.norm(found[:, None, :] - centres[None, :, :], axis=-1)
+    assert sorted(np.argmin(distances, axis=1)) == [0, 1, 2, 3] and distances.min(axis=1).max() < 0.05
+    np.testing.assert_array_equal(found, initial_inducing_inputs(X, 4, "kmeans", seed=2))
+    monkeypatch.setattr(inducing_inputs, "KMEANS_ROWS", 20_000)
+    assert not np.array_equal(found, initial_inducing_inputs(X, 4, "kmeans", seed=2)), "the whole data's centres differ"
+
+
 @pytest.mark.parametrize("field, value, message", [
     ("num_inducing", 0, "num_inducing must be an integer >= 1"),
     ("learning_rate", 0.0, "learning_rate must be in (0"),
