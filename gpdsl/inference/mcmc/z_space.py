@@ -224,6 +224,9 @@ class _Shifted:
         _, chol = self.prior_of(theta)
         return chol @ chol.T
 
+    def prior_factor(self, theta):
+        return cholesky(self.covariance(theta))
+
     def log_likelihood(self, h, theta):
         mean, _ = self.prior_of(theta)
         return self.likelihood(h + mean, theta)
