@@ -472,7 +472,8 @@ def engine_view(model: Model, data: dict, method: str):
     innovations for a latent state-space GP, else the latent GP (kept sampled under a normal likelihood for
     ``gibbs``)."""
     from gpdsl.inference.families.hsgp import hsgp_view
-    from gpdsl.inference.families.latent_gp import latent_gp, latent_gp_view
+    from gpdsl.inference.families.latent_gp import latent_gp
+    from gpdsl.inference.families.state_space_latent import state_space_latent_view
     from gpdsl.ir.families import HSGP_LATENT_GP, STATE_SPACE_LATENT_GP, classify
 
     facts = classify(model).facts.get(HSGP_LATENT_GP)
@@ -480,7 +481,7 @@ def engine_view(model: Model, data: dict, method: str):
         return hsgp_view(model, data, facts)
     facts = classify(model).facts.get(STATE_SPACE_LATENT_GP)
     if facts is not None:
-        return latent_gp_view(model, data, facts)
+        return state_space_latent_view(model, data, facts)
     return latent_gp(model, data, method, marginalise=method != "gibbs")
 
 

@@ -27,8 +27,10 @@ from gpdsl.inference.families.hyperparameters import (
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import STATE_SPACE
 from gpdsl.ir.families import (
+    FAMILIES,
     GP_REGRESSION,
     LATENT_GP,
+    STATE_SPACE_LATENT_GP,
     LatentGPFacts,
     classify,
     require_priors,
@@ -302,12 +304,10 @@ def latent_gp(model: ir.Model, data: dict, method: str = "this method", allow_ex
 
 
 def latent_gp_view(model: ir.Model, data: dict, facts: LatentGPFacts, allow_external: bool = False) -> LatentGP:
-    """The :class:`LatentGP` of a model already classified as a latent-GP model (``facts``); over its innovations for
-    a latent state-space GP (:mod:`gpdsl.inference.families.state_space_latent`)."""
+    """The :class:`LatentGP` of a model already classified as a latent-GP model (``facts``); for a latent state-space
+    GP, its family's view over the innovations (:mod:`gpdsl.inference.families.state_space_latent`)."""
     if facts.node.statement.approximated_by(STATE_SPACE):
-        from gpdsl.inference.families.state_space_latent import state_space_latent_view
-
-        return state_space_latent_view(model, data, facts, allow_external=allow_external)
+        return FAMILIES[STATE_SPACE_LATENT_GP].view(model, data, facts, allow_external=allow_external)
     jax_model, theta_blocks = lowered_with_blocks(model, data, facts.marginalise, allow_external,
                                                   sampled={node.name for node in facts.nodes})
     node, *others = (next(n for n in jax_model.gp_nodes if n.name == fact.name) for fact in facts.nodes)

@@ -18,6 +18,7 @@ import math
 import jax.numpy as jnp
 
 from gpdsl.inference.approximations.kronecker import kron_matvec
+from gpdsl.inference.mcmc.latent_position import LatentPosition
 from gpdsl.numerics.linalg import eigh
 
 
@@ -69,12 +70,11 @@ class GridSurrogateData:
         return g, eta, self.problem.log_prior(position.theta) + log_density + position.loglik
 
     def evaluate(self, theta, g, eta):
-        """Log target and the position (whitened ``v``, no factor) at ``theta`` with ``g`` and ``eta`` fixed."""
-        from gpdsl.inference.mcmc.hyper_updates import LatentPosition
-
+        """Log target and the position (whitened ``v``, the identity's diagonal as its factor) at ``theta`` with ``g`` and ``eta`` fixed."""
         roots, vectors, c = self.spectrum(theta)
         a, log_density = self.whitening(g, roots, vectors, c)
         v = kron_matvec(vectors, (a + eta) / c)
         loglik = self.problem.log_likelihood(v, theta)
         log_target = self.problem.log_prior(theta) + log_density + loglik
-        return jnp.where(jnp.isnan(log_target), -jnp.inf, log_target), LatentPosition(theta, v, self.problem.prior_factor(theta), loglik)
+        position = LatentPosition(theta, v, self.problem.prior_factor(theta), loglik)
+        return jnp.where(jnp.isnan(log_target), -jnp.inf, log_target), position

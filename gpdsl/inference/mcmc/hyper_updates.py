@@ -51,28 +51,8 @@ from jax.scipy.special import ndtri
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.mcmc.mh import MHState, accept_reject, random_walk
 from gpdsl.inference.mcmc import prior_factor
+from gpdsl.inference.mcmc.latent_position import LatentPosition
 
-
-class LatentPosition(NamedTuple):
-    """Hyperparameters, latent values and what is cached at them.
-
-    Attributes
-    ----------
-    theta : jax.Array, shape (theta_dim,)
-        Unconstrained hyperparameters.
-    f : jax.Array, shape (n,)
-        Latent GP values.
-    chol_K : jax.Array, shape (n, n) or (n,)
-        Lower Cholesky factor of ``K(theta)``, or the diagonal of a diagonal one (the view's
-        :meth:`~gpdsl.inference.families.latent_gp.LatentGP.prior_factor`).
-    loglik : jax.Array
-        ``log p(y | f, theta)``.
-    """
-
-    theta: jax.Array
-    f: jax.Array
-    chol_K: jax.Array
-    loglik: jax.Array
 
 
 class HyperInfo(NamedTuple):

@@ -29,7 +29,7 @@ from jax.scipy.special import logsumexp
 from gpdsl.backends.jax.state_space import innovation_factors
 from gpdsl.inference.approximations import state_space
 from gpdsl.inference.families.state_space_latent import StateSpaceLatent
-from gpdsl.inference.mcmc.pseudo_marginal import Estimate, LatentSelection
+from gpdsl.inference.mcmc.estimates import Estimate, LatentSelection
 
 
 def state_space_estimator(problem: StateSpaceLatent, approximation: str, num_importance: int, tol, max_iter: int,

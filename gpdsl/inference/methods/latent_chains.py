@@ -16,7 +16,7 @@ import numpy as np
 from gpdsl.backends.jax.simulate import simulate
 from gpdsl.inference.driver import run_chains
 from gpdsl.inference.families.latent_gp import LatentGP, latent_gp_view
-from gpdsl.ir.families import HSGP_LATENT_GP, LATENT_GP, LATENT_GP_EXTERNAL
+from gpdsl.ir.families import HSGP_LATENT_GP, LATENT_GP, LATENT_GP_EXTERNAL, STATE_SPACE_LATENT_GP
 from gpdsl.results.method_output import MethodOutput
 
 STAT_NAMES = ("acceptance_rate", "accepted", "cubic_ops", "num_shrinks", "approximation_converged",
@@ -46,6 +46,10 @@ def view(model, data, context, grid: bool = True) -> LatentGP:
         from gpdsl.inference.families.hsgp import hsgp_view
 
         return hsgp_view(model, data, context.facts, allow_external=context.allow_external)
+    if context.family == STATE_SPACE_LATENT_GP:
+        from gpdsl.inference.families.state_space_latent import state_space_latent_view
+
+        return state_space_latent_view(model, data, context.facts, allow_external=context.allow_external)
     if grid and context.family in (LATENT_GP, LATENT_GP_EXTERNAL):
         from gpdsl.inference.families.latent_grid import grid_latent_view
 
