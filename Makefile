@@ -39,8 +39,9 @@ PIN = -c $(1) --build-constraint $(BUILD_CONSTRAINTS)
 LATEST := $(if $(filter 311,$(PYVER)),.venv-latest,.venv-latest-py$(PYVER))
 LOCK_FROM ?= $(LATEST)
 # The default tier in one pytest worker per core (pytest-xdist), a test file's tests in one worker (their
-# module fixtures are built once); PARALLEL= runs it in one process.
-PARALLEL ?= -n auto --dist loadfile
+# module fixtures are built once); PARALLEL= runs it in one process. A worker that dies ends the run at once
+# (--max-worker-restart=0): pytest-xdist 3.8 can wait forever for a replacement under --dist loadfile.
+PARALLEL ?= -n auto --dist loadfile --max-worker-restart=0
 # .passed in a venv: its packages passed the default tier since they were installed.
 PASSED := .passed
 

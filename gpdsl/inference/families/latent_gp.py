@@ -258,6 +258,12 @@ class LatentGP(HyperparameterBlocks):
         or None where it is the identity (the sampled vector is ``f``)."""
         return None
 
+    def image(self, theta):
+        """The likelihood as a function of a linear image ``M z`` of the sampled vector, ``(apply, log_likelihood)``,
+        where applying ``M`` costs more than ``O(n)`` (:func:`~gpdsl.inference.mcmc.ess.mapped_ess_step`); None where
+        the likelihood reads the sampled vector itself."""
+        return None
+
     def latent_argument_at_zero(self, theta):
         """The likelihood's latent argument with ``f`` replaced by a scalar 0: the offset (``mu`` of ``mu + f``,
         0 of ``f``), an array when it has one value per training observation (``log_exposure + f``), which it

@@ -86,6 +86,15 @@ class GridLatent(LatentGP):
         roots = self.roots(theta) if roots is None else roots
         return kronecker.from_grid_order(kronecker.kron_matvec(roots, v), self.layout)
 
+    def image(self, theta):
+        """The likelihood as a function of the centred ``f = (⊗ L_d) v``, with the factors computed once."""
+        roots = self.roots(theta)
+
+        def log_likelihood(f):
+            return self.jax_model.log_terms(LatentGP.environment(self, theta, f), ("likelihood",))
+
+        return (lambda v: self.latent(theta, v, roots)), log_likelihood
+
     def whiten(self, theta, f) -> jax.Array:
         """The whitened ``v`` (grid order) of a centred ``f`` in the rows' order: ``(⊗ L_d^-1) f``."""
         inverses = [solve_triangular(root, jnp.eye(root.shape[0]), lower=True) for root in self.roots(theta)]

@@ -77,15 +77,63 @@ def ess_step(rng_key, f, loglik_f, chol_K, loglik: LogLikelihood, max_shrinks: i
     n = f.shape[0]
     uniforms = jax.random.uniform(rng_key, (n + 2 + max_shrinks,), dtype=f.dtype)
     nu = prior_factor.times(chol_K, ndtri(jnp.maximum(uniforms[:n], jnp.finfo(f.dtype).tiny)))
-    log_height = loglik_f + jnp.log1p(-uniforms[n])
-    angle = 2.0 * math.pi * uniforms[n + 1]
-    shrink_uniforms = uniforms[n + 2:]
+    return _slice_on_ellipse(uniforms[n:], f, nu, loglik_f, loglik, mean, max_shrinks)
+
+
+def mapped_ess_step(rng_key, z, image_z, loglik_z, chol, apply_map, image_loglik, max_shrinks: int = 100):
+    """One elliptical slice update of ``z ~ N(0, L L^T)`` under a likelihood that reads ``z`` only through a linear map.
+
+    The likelihood is ``image_loglik(M z)``. Since ``M (z cos(a) + nu sin(a)) = M z cos(a) + M nu sin(a)``, the
+    ellipse of ``(z, M z)`` is searched with one application of ``M`` per step (to the prior draw ``nu``) instead of
+    one per point tried: the points and their acceptance are those of :func:`ess_step` on ``z`` with the same key.
+    For a state-space GP's innovations (``M`` a scan over ``N`` times) or an HSGP's weights (``O(N m)``) a shrink then
+    costs ``O(N)``.
+
+    Parameters
+    ----------
+    rng_key : jax.Array
+        PRNG key.
+    z : jax.Array, shape (n,)
+        Current sampled vector.
+    image_z : jax.Array
+        ``apply_map(z)``, carried between steps.
+    loglik_z : jax.Array
+        ``image_loglik(image_z)``.
+    chol : jax.Array, shape (n, n) or (n,)
+        The prior factor of ``z`` (:mod:`gpdsl.inference.mcmc.prior_factor`).
+    apply_map : callable
+        ``v -> M v``, linear.
+    image_loglik : callable
+        The log-likelihood as a function of ``M z`` (NaN counts as minus infinity).
+    max_shrinks : int
+        See :func:`ess_step`.
+
+    Returns
+    -------
+    z_new, image_new : jax.Array
+    loglik_new : jax.Array
+    info : ESSInfo
+    """
+    n = z.shape[0]
+    uniforms = jax.random.uniform(rng_key, (n + 2 + max_shrinks,), dtype=z.dtype)
+    nu = prior_factor.times(chol, ndtri(jnp.maximum(uniforms[:n], jnp.finfo(z.dtype).tiny)))
+    (z_new, image_new), value, info = _slice_on_ellipse(uniforms[n:], (z, image_z), (nu, apply_map(nu)), loglik_z,
+                                                        lambda pair: image_loglik(pair[1]), None, max_shrinks)
+    return z_new, image_new, value, info
+
+
+def _slice_on_ellipse(uniforms, f, nu, loglik_f, loglik, mean, max_shrinks):
+    """The slice height, the first angle and the shrinking bracket of one ESS step (``uniforms``: ``2 +
+    max_shrinks`` of them); ``f``, ``nu`` and ``mean`` may be matching pytrees."""
+    log_height = loglik_f + jnp.log1p(-uniforms[0])
+    angle = 2.0 * math.pi * uniforms[1]
+    shrink_uniforms = uniforms[2:]
 
     def on_ellipse(a):
         if mean is None:
-            proposal = f * jnp.cos(a) + nu * jnp.sin(a)
+            proposal = jax.tree.map(lambda x, v: x * jnp.cos(a) + v * jnp.sin(a), f, nu)
         else:
-            proposal = mean + (f - mean) * jnp.cos(a) + nu * jnp.sin(a)
+            proposal = jax.tree.map(lambda m, x, v: m + (x - m) * jnp.cos(a) + v * jnp.sin(a), mean, f, nu)
         value = loglik(proposal)
         return proposal, jnp.where(jnp.isnan(value), -jnp.inf, value)
 
@@ -105,7 +153,7 @@ def ess_step(rng_key, f, loglik_f, chol_K, loglik: LogLikelihood, max_shrinks: i
     start = (angle, angle - 2.0 * math.pi, angle, value, jnp.zeros((), jnp.int32), proposal)
     _, _, _, value, shrinks, proposal = lax.while_loop(outside_slice, shrink, start)
     gave_up = ~(value > log_height)
-    f_new = jnp.where(gave_up, f, proposal)
+    f_new = jax.tree.map(lambda new, old: jnp.where(gave_up, old, new), proposal, f)
     loglik_new = jnp.where(gave_up, loglik_f, value)
     return f_new, loglik_new, ESSInfo(num_shrinks=shrinks, gave_up=gave_up)
 

@@ -21,7 +21,7 @@ from gpdsl.errors import MethodError
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.inference.mcmc.adaptation import ScaleAdaptation, scale_init, scale_update
 from gpdsl.inference.mcmc import prior_factor
-from gpdsl.inference.mcmc.ess import ess_step
+from gpdsl.inference.mcmc.ess import ess_step, mapped_ess_step
 from gpdsl.inference.mcmc.hyper_updates import (
     LatentPosition,
     SurrogateVariance,
@@ -161,7 +161,18 @@ def make_gibbs(problem: LatentGP, theta_update: str = "surr", repeat_f: int = 1,
                 shrinks = shrinks + info.num_shrinks
             return (f, loglik), shrinks
 
-        (f, loglik), shrinks = lax.scan(one, (latent.f, latent.loglik), keys)
+        image = problem.image(latent.theta) if len(blocks) <= 1 else None
+        if image is None:
+            (f, loglik), shrinks = lax.scan(one, (latent.f, latent.loglik), keys)
+            return latent._replace(f=f, loglik=loglik), jnp.sum(shrinks)
+        apply_map, image_loglik = image
+
+        def mapped(carry, key):
+            z, image_z, loglik = carry
+            z, image_z, loglik, info = mapped_ess_step(key, z, image_z, loglik, latent.chol_K, apply_map, image_loglik)
+            return (z, image_z, loglik), info.num_shrinks
+
+        (f, _, loglik), shrinks = lax.scan(mapped, (latent.f, apply_map(latent.f), latent.loglik), keys)
         return latent._replace(f=f, loglik=loglik), jnp.sum(shrinks)
 
     def update_theta(state: GibbsState, keys, adapting):

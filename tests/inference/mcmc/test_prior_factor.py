@@ -61,3 +61,28 @@ def test_gibbs_with_the_diagonal_factor_is_the_dense_chain(update):
     np.testing.assert_allclose(states[0].theta, states[1].theta, atol=1e-10)
     np.testing.assert_allclose(states[0].f, states[1].f, atol=1e-10)
     assert np.ndim(states[0].chol_K) == 1
+
+
+@pytest.mark.parametrize("update", ["aa", "surr"])
+def test_gibbs_through_the_image_of_the_innovations_is_the_plain_chain(update):
+    """ESS on the innovations searching the image ``f`` of the ellipse (one scan per step) gives the chain of ESS
+    that recomputes ``f`` at every point it tries."""
+    model, _ = check_text(MODEL)
+    rng = np.random.default_rng(2)
+    t = np.sort(rng.uniform(0, 10, 25))
+    data = validate_data(model, {"N": 25, "t": t, "y": rng.poisson(np.exp(np.sin(t)))})[0]
+    mapped = latent_gp_view(model, data, classify(model).facts[STATE_SPACE_LATENT_GP])
+    plain = latent_gp_view(model, data, classify(model).facts[STATE_SPACE_LATENT_GP])
+    plain.image = lambda theta: None
+    assert mapped.image(jnp.zeros(2)) is not None
+    theta, f = jnp.asarray([0.1, -0.2]), jnp.asarray(rng.normal(size=mapped.n))
+    states = []
+    for view in (mapped, plain):
+        init, step = make_gibbs(view, update, repeat_f=3, repeat_theta=1)
+        state = init(None, theta, f)
+        for key in jax.random.split(jax.random.PRNGKey(7), 4):
+            state, _ = step(key, state)
+        states.append(state.latent)
+    np.testing.assert_allclose(states[0].theta, states[1].theta, atol=1e-8)
+    np.testing.assert_allclose(states[0].f, states[1].f, atol=1e-8)
+    np.testing.assert_allclose(states[0].loglik, states[1].loglik, atol=1e-8)
