@@ -14,8 +14,9 @@ functions).
 Every engine runs in its own subprocess of this script (``--worker``), two chains, and reports the min over the
 hyperparameters of ArviZ's bulk ESS, divided by its warmup plus sampling seconds (compilation excluded: gpdsl's
 ``timings``, PyStan's warmup and sampling, PyMC's ``sampling_time``). gpdsl's engines are ``gibbs`` (elliptical
-slice sampling of the basis weights, SURR hyperparameter updates) and ``pm`` (pseudo-marginal MH with the Laplace
-approximation of the weights); the ratio column divides the better of the two, among those whose largest split R-hat
+slice sampling of the basis weights, SURR hyperparameter updates), ``gibbs-sa`` (the same with SA, which keeps the
+basis coefficients ``sqrt(S) .* z`` fixed as the hyperparameters move) and ``pm`` (pseudo-marginal MH with the Laplace
+approximation of the weights); the ratio column divides the best of them, among those whose largest split R-hat
 is at most 1.05, by each NUTS's ESS/s.
 
 PyMC is a peer, not a dependency: install it in the benchmark's own place, e.g. ``python3.11 -m venv
@@ -47,7 +48,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 BASIS = {1: 30, 2: 15}
 C = 1.5
 CHAINS = 2
-GPDSL_ENGINES = ("gibbs", "pm")
+GPDSL_ENGINES = ("gibbs", "gibbs-sa", "pm")
 ENGINES = GPDSL_ENGINES + ("nuts", "pymc")
 CONVERGED = 1.05  # the largest split R-hat of a gpdsl run the ratio counts
 
@@ -105,11 +106,14 @@ def run_gpdsl(args) -> dict:
 
     model = check(gpdsl_model(args.likelihood, args.dim))[0]
     settings = {"gibbs": lambda: GibbsSettings(chains=CHAINS, warmup=args.warmup, draws=args.draws),
+                "gibbs-sa": lambda: GibbsSettings(chains=CHAINS, warmup=args.warmup, draws=args.draws,
+                                                  theta_update="sa"),
                 "pm": lambda: PseudoMarginalSettings(chains=CHAINS, warmup=args.warmup, draws=args.draws,
                                                      approximation="laplace"),
                 "nuts": lambda: NUTSSettings(chains=CHAINS, warmup=args.warmup, draws=args.draws,
                                              backend="pystan")}[args.worker]()
-    results = run(model, gpdsl_data(args.likelihood, args.n, args.dim), args.worker, settings, seed=args.seed)
+    method = args.worker.split("-")[0]
+    results = run(model, gpdsl_data(args.likelihood, args.n, args.dim), method, settings, seed=args.seed)
     timings = json.loads(results.posterior.attrs["timings"])
     return summary(results.posterior, hyperparameters(args.likelihood), timings["warmup"] + timings["sampling"],
                    timings.get("compile", float("nan")), az)
@@ -219,7 +223,7 @@ def launch(python, arguments, timeout):
 
 def schedule(engine, args):
     """Warmup and draws per chain of an engine."""
-    return {"gibbs": args.gibbs, "pm": args.pm, "nuts": args.nuts, "pymc": args.nuts}[engine]
+    return {"gibbs": args.gibbs, "gibbs-sa": args.gibbs, "pm": args.pm, "nuts": args.nuts, "pymc": args.nuts}[engine]
 
 
 def ratio_cell(table, key, engine):

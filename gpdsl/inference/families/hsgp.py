@@ -42,6 +42,11 @@ class HSGPLatent(MappedLatent):
         """``PHI (sqrt(S_theta(omega)) .* z)`` plus the GP's mean."""
         return self.jax_model.hsgp_latent(self.node.statement, z, env)
 
+    def centring_scale(self, theta) -> jnp.ndarray:
+        """``sqrt(S_theta(omega))``: the basis coefficients ``beta = sqrt(S) .* z`` are the centred coordinates."""
+        kernel = self.jax_model.gp_kernel(self.node.statement, self.environment(theta))
+        return jnp.sqrt(self.basis.weight_variances(kernel))
+
     def likelihood_map(self, theta) -> jnp.ndarray:
         """``A = PHI diag(sqrt(S_theta(omega)))``, shape ``(N, M)``: ``f = A z`` plus :meth:`location_offset`."""
         kernel = self.jax_model.gp_kernel(self.node.statement, self.environment(theta))

@@ -264,6 +264,12 @@ class LatentGP(HyperparameterBlocks):
         the likelihood reads the sampled vector itself."""
         return None
 
+    def centring_scale(self, theta) -> jax.Array | None:
+        """The diagonal ``D_theta`` of a view whose sampled vector ``z`` is whitened coordinates of centred ones, ``x =
+        D_theta z ~ N(0, D_theta^2)``: the sufficient augmentation (``sa``) keeps ``x`` fixed as ``theta`` moves. None
+        where the sampled vector is ``f`` itself (``sa`` keeps it) or has no such diagonal form."""
+        return None
+
     def latent_argument_at_zero(self, theta):
         """The likelihood's latent argument with ``f`` replaced by a scalar 0: the offset (``mu`` of ``mu + f``,
         0 of ``f``), an array when it has one value per training observation (``log_exposure + f``), which it

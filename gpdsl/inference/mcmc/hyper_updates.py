@@ -3,7 +3,9 @@
 Each update moves the unconstrained hyperparameters ``theta`` of a :class:`LatentGP` while keeping
 a different function of the latent values fixed:
 
-- SA (sufficient augmentation) keeps ``f``; target ``p(theta) N(f; 0, K_theta) L(y | f, theta)``.
+- SA (sufficient augmentation) keeps ``f``; target ``p(theta) N(f; 0, K_theta) L(y | f, theta)``. Where the
+  sampled vector is whitened, ``z = D_theta^{-1} x`` for centred ``x ~ N(0, D_theta^2)`` (an HSGP's weights and its
+  basis coefficients, :meth:`LatentGP.centring_scale`), SA keeps ``x``.
 - AA (ancillary augmentation) keeps ``nu = L_theta^{-1} f``; target ``p(theta) L(y | L_theta nu, theta)``.
 - SURR (surrogate data, Murray & Adams 2010) draws ``g ~ N(f, S)`` and keeps
   ``eta = D_theta^{-1} (f - m_theta)``, where ``p(f | g, theta) = N(m_theta, D_theta D_theta^T)``;
@@ -113,6 +115,9 @@ def sa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
     """
     normals, log_uniform = _normals_and_log_uniform(rng_key, position.theta.shape[0])
     theta_new = random_walk(position.theta, normals, scale)
+    centring = problem.centring_scale(position.theta)
+    if centring is not None:
+        return _centred_sa(log_uniform, position, theta_new, centring, problem)
     chol_new = problem.prior_factor(theta_new)
     proposal = LatentPosition(theta_new, position.f, chol_new, problem.log_likelihood(position.f, theta_new))
 
@@ -121,6 +126,21 @@ def sa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):
                        point.loglik)
 
     return _metropolis(log_uniform, target(position), target(proposal), cubic_ops=_cubic(chol_new, 1))
+
+
+def _centred_sa(log_uniform, position: LatentPosition, theta_new, centring, problem: LatentGP):
+    """SA for a sampled vector of whitened coordinates (:meth:`LatentGP.centring_scale`): ``x = D_theta z`` stays, ``z``
+    moves to ``x / D_theta'``; the target is ``p(theta) N(x; 0, D_theta^2) L(y | z, theta)`` (the change of variables'
+    Jacobian turns ``N(z; 0, I)`` into ``x``'s density)."""
+    x = position.f * centring
+    centring_new = problem.centring_scale(theta_new)
+    z_new = x / centring_new
+    proposal = position._replace(theta=theta_new, f=z_new, loglik=problem.log_likelihood(z_new, theta_new))
+
+    def target(point: LatentPosition, point_centring):
+        return MHState(point, problem.log_prior(point.theta) + prior_factor.logpdf(x, point_centring) + point.loglik)
+
+    return _metropolis(log_uniform, target(position, centring), target(proposal, centring_new), cubic_ops=0)
 
 
 def aa_step(rng_key, position: LatentPosition, problem: LatentGP, scale):

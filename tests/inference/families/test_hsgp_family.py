@@ -118,3 +118,33 @@ def test_memory_check_counts_the_basis_not_an_n_by_n_kernel_matrix(monkeypatch):
     monkeypatch.setattr(preflight, "available_memory", lambda: 5e7)  # below the basis's 64 MB
     with pytest.raises(MethodError, match=r"the basis of f \(--chains 2 x 100000 x about 40 basis functions\)"):
         preflight.verify_memory(model, validate_data(model, data)[0], plan)
+
+
+def test_sa_keeping_the_basis_coefficients_leaves_the_prior_invariant():
+    """With the likelihood removed, gibbs with SA (the basis coefficients ``sqrt(S_theta) .* z`` fixed as ``theta``
+    moves, the change of variables' Jacobian in the target) must draw the hyperparameters from their prior: ``sigma ~
+    half_normal(1)``, ``ell ~ inv_gamma(5, 5)``; means within four Monte Carlo standard errors."""
+    import arviz as az
+
+    from gpdsl.inference.mcmc.gibbs import make_gibbs
+
+    _, _, problem = hsgp_problem()
+    problem.log_likelihood = lambda z, theta: jnp.zeros(())
+    problem.image = lambda theta: ((lambda v: v), (lambda g: jnp.zeros(())))
+    assert problem.centring_scale(jnp.zeros(3)).shape == (problem.n,)
+    init, step = make_gibbs(problem, "sa", repeat_theta=2, initial_scale=1.0)
+
+    @jax.jit
+    def chain(key):
+        def one(state, key):
+            state, _ = step(key, state)
+            return state, state.latent.theta
+
+        return jax.lax.scan(one, init(None, jnp.asarray([0.0, 0.0, 0.2])), jax.random.split(key, 20000))[1]
+
+    theta = np.asarray(jax.vmap(chain)(jax.random.split(jax.random.key(3), 4)))[:, 2000:]
+    sigma, ell = np.exp(theta[..., 1]), np.exp(theta[..., 2])
+    for name, draws, exact in (("sigma", sigma, np.sqrt(2 / np.pi)), ("ell", ell, 5 / 4)):
+        mcse = float(az.mcse(draws))
+        print(f"{name}: {draws.mean():.4f} exact {exact:.4f} MCSE {mcse:.4f}")
+        assert abs(draws.mean() - exact) < 4 * mcse
