@@ -10,7 +10,8 @@ sigma_k^2)`` is the site ``lambda = 1 / sigma^2``, ``eta = y / sigma^2`` times a
 EP approximation are their site precisions and locations
 (:class:`~gpdsl.inference.approximations.gaussian.GaussianApproximation`).
 
-* :func:`kalman_filter` runs forwards in one :func:`jax.lax.scan` and gives, at every point, the predicted mean
+* :func:`kalman_filter` (or, along times sorted once, :func:`grid_filter`: the distinct steps' transitions only and a
+  checkpointed scan) runs forwards in one :func:`jax.lax.scan` and gives, at every point, the predicted mean
   ``mu_k`` and variance ``v_k`` of ``f_k`` given the sites before it; the log normaliser of the sites,
   ``log int N(f | 0, K) prod_k exp(-lambda_k f_k^2 / 2 + eta_k f_k) df``, is the sum of the one-dimensional
   integrals ``-1/2 log(1 + lambda v) + (eta (2 mu + eta v) - lambda mu^2) / (2 (1 + lambda v))``
@@ -33,6 +34,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from gpdsl.errors import DataError
 from gpdsl.kernels.state_space import PERIODIC_ORDER
@@ -52,6 +54,50 @@ class SortedTimes(NamedTuple):
 
     order: jax.Array
     steps: jax.Array
+
+
+class TimeGrid(NamedTuple):
+    """The data's times sorted once, for the recursion (numpy, from data alone).
+
+    Attributes
+    ----------
+    order : numpy.ndarray of int, shape (N,)
+        ``times[order]`` is sorted (a stable sort).
+    unsort : numpy.ndarray of int, shape (N,)
+        Its inverse: sorted values ``v`` are ``v[unsort]`` in the data's order.
+    distinct : numpy.ndarray, shape (U,)
+        The distinct steps between sorted times (0 included when a time repeats).
+    index : numpy.ndarray of int, shape (N,)
+        Each sorted point's step among ``distinct`` (the first point's is unused: it starts from ``P_inf``).
+    """
+
+    order: np.ndarray
+    unsort: np.ndarray
+    distinct: np.ndarray
+    index: np.ndarray
+
+    @property
+    def size(self) -> int:
+        """The number of points."""
+        return self.order.shape[0]
+
+
+def time_grid(times) -> TimeGrid:
+    """The :class:`TimeGrid` of one column of times (shape ``(N,)`` or ``(N, 1)``).
+
+    Raises
+    ------
+    DataError
+        The times are not finite.
+    """
+    times = np.ravel(np.asarray(times, dtype=float))
+    if not np.all(np.isfinite(times)):
+        raise DataError("the times of a state-space GP must be finite")
+    order = np.argsort(times, kind="stable")
+    steps = np.diff(times[order], prepend=times[order][:1])
+    distinct, index = np.unique(steps[1:] if steps.size > 1 else steps, return_inverse=True)
+    index = np.concatenate([[0], np.ravel(index)]) if steps.size > 1 else np.zeros(steps.size, dtype=int)
+    return TimeGrid(order, np.argsort(order), distinct, index.astype(int))
 
 
 class Marginals(NamedTuple):
@@ -131,20 +177,100 @@ def kalman_filter(A, Q, H, P_inf, precision, natural_mean, keep_states: bool = F
     FilterOutput
     """
     def step(carry, point):
-        mean, cov = carry
-        A_k, Q_k, lam, eta = point
-        mean = A_k @ mean
-        cov = A_k @ cov @ A_k.T + Q_k
-        column = cov @ H
-        mu, v = H @ mean, H @ column
-        scale = 1.0 / (1.0 + lam * v)
-        mean = mean + column * ((eta - lam * mu) * scale)
-        cov = cov - (lam * scale) * jnp.outer(column, column)
-        return (mean, cov), ((mu, v, mean, cov) if keep_states else (mu, v))
+        carry, (mu, v) = _predict_and_update(carry, *point, H)
+        return carry, ((mu, v, *carry) if keep_states else (mu, v))
 
     initial = (jnp.zeros(H.shape[0]), P_inf)
     _, out = jax.lax.scan(step, initial, (A, Q, precision, natural_mean))
     return FilterOutput(out[0], out[1], *(out[2:] if keep_states else (None, None)))
+
+
+def _predict_and_update(carry, A_k, Q_k, lam, eta, H):
+    """One step of the filter: the state's moments moved by ``(A_k, Q_k)``, ``f_k``'s predicted moments, the site."""
+    mean, cov = carry
+    mean = A_k @ mean
+    cov = A_k @ cov @ A_k.T + Q_k
+    column = cov @ H
+    mu, v = H @ mean, H @ column
+    scale = 1.0 / (1.0 + lam * v)
+    mean = mean + column * ((eta - lam * mu) * scale)
+    cov = cov - (lam * scale) * jnp.outer(column, column)
+    return (mean, cov), (mu, v)
+
+
+SEGMENT_STEPS = 512
+"""Steps of :func:`grid_filter` between two states its gradient keeps (the steps between are recomputed)."""
+
+CHECKPOINT_BYTES = 2 ** 30
+"""Beyond about this much memory for a gradient's record of every step, :func:`grid_filter` recomputes each segment
+instead (a third more time, against ``N d^2`` matrices kept)."""
+
+
+def grid_filter(kernel, grid: TimeGrid, precision, natural_mean, periodic_order: int = PERIODIC_ORDER) -> FilterOutput:
+    """The filter's predictions (:func:`kalman_filter`) along a :class:`TimeGrid`, lean in memory.
+
+    The scan runs in segments of :data:`SEGMENT_STEPS` steps; where a gradient's record of every step's ``d x d``
+    matrices would pass :data:`CHECKPOINT_BYTES`, their insides are recomputed for the gradient (:func:`jax.checkpoint`)
+    and it holds ``O(N / SEGMENT_STEPS + SEGMENT_STEPS)`` state moments and transitions instead: a state of 17 runs at
+    10^6 points. The transitions are computed
+    once for the grid's distinct steps where they are few (one for a regular series) and looked up, else inside each
+    segment.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        A kernel with ``has_state_space``.
+    grid : TimeGrid
+        The times, sorted once.
+    precision, natural_mean : jax.Array, shape (N,)
+        The sites along the sorted times.
+    periodic_order : int
+        Harmonics of a periodic kernel's truncated series.
+
+    Returns
+    -------
+    FilterOutput
+        The predicted moments along the sorted times (no states).
+    """
+    n = grid.size
+    blocks = -(-n // SEGMENT_STEPS)
+    pad = blocks * SEGMENT_STEPS - n
+
+    def padded(values):
+        return jnp.concatenate([values, jnp.zeros(pad, dtype=values.dtype)]).reshape(blocks, -1)
+
+    _, _, H, P_inf = transitions(kernel, jnp.zeros(1), periodic_order)
+    if grid.distinct.size <= SEGMENT_STEPS:
+        # few distinct steps (a regular series has one): their transitions once, looked up step by step
+        A, Q, _, _ = transitions(kernel, jnp.asarray(grid.distinct, dtype=jnp.float64), periodic_order)
+        d = H.shape[0]
+        A = jnp.concatenate([A, jnp.eye(d)[None]])  # the last entry: no move, for the first point and the padding
+        Q = jnp.concatenate([Q, jnp.zeros((1, d, d))])
+        still = A.shape[0] - 1
+        points = np.concatenate([[still], grid.index[1:], np.full(pad, still)]).reshape(blocks, -1)
+
+        def moves(block):
+            return A[block], Q[block]
+    else:
+        # as many as the points: each segment computes its own (a step of 0 does not move the state)
+        points = padded(jnp.asarray(np.concatenate([[0.0], grid.distinct[grid.index[1:]]]), dtype=jnp.float64))
+
+        def moves(block):
+            return transitions(kernel, block, periodic_order)[:2]
+
+    def segment(carry, block):
+        A_block, Q_block = moves(block[0])
+
+        def step(carry, point):
+            return _predict_and_update(carry, *point, H)
+
+        return jax.lax.scan(step, carry, (A_block, Q_block, block[1], block[2]))
+
+    if n * H.shape[0] ** 2 * 48 > CHECKPOINT_BYTES:  # about what a gradient keeps of each step, in bytes
+        segment = jax.checkpoint(segment)
+    _, (mu, v) = jax.lax.scan(segment, (jnp.zeros(H.shape[0]), P_inf),
+                              (jnp.asarray(points), padded(precision), padded(natural_mean)))
+    return FilterOutput(jnp.ravel(mu)[:n], jnp.ravel(v)[:n], None, None)
 
 
 def site_log_normaliser(filtered: FilterOutput, precision, natural_mean) -> jax.Array:
@@ -181,7 +307,6 @@ def _observations(y, noise_variance):
     return y, noise_variance, observed, precision, precision * y
 
 
-@partial(jax.jit, static_argnames="periodic_order")
 def log_marginal_likelihood(kernel, times, y, noise_variance, periodic_order: int = PERIODIC_ORDER) -> jax.Array:
     """``log N(y | 0, K + diag(sigma^2))`` in ``O(N)`` by the Kalman filter; NaN outcomes are missing.
 
@@ -189,8 +314,9 @@ def log_marginal_likelihood(kernel, times, y, noise_variance, periodic_order: in
     ----------
     kernel : Kernel
         A kernel with ``has_state_space`` (of the scalar input ``times``).
-    times : array_like, shape (N,)
-        Inputs in any order, repeats allowed.
+    times : array_like of shape (N,), or TimeGrid
+        Inputs in any order, repeats allowed. Given as data (not traced) or sorted once (:func:`time_grid`), the
+        filter is :func:`grid_filter`, lean in memory.
     y : array_like, shape (N,)
         Outcomes; NaN where missing.
     noise_variance : float or array_like of shape (N,)
@@ -203,16 +329,32 @@ def log_marginal_likelihood(kernel, times, y, noise_variance, periodic_order: in
     jax.Array, shape ()
         Differentiable in the kernel's hyperparameters and ``noise_variance``.
     """
+    if isinstance(times, jax.core.Tracer):
+        return _log_marginal_over_traced_times(kernel, times, y, noise_variance, periodic_order)
+    _check_lengths(times.order if isinstance(times, TimeGrid) else times, y=y, noise_variance=noise_variance)
+    grid = times if isinstance(times, TimeGrid) else time_grid(times)
+    y, noise_variance, observed, precision, natural_mean = _observations(y, noise_variance)
+    order = grid.order
+    filtered = grid_filter(kernel, grid, precision[order], natural_mean[order], periodic_order)
+    return _gaussian_log_terms(filtered, y[order], noise_variance[order], observed[order])
+
+
+@partial(jax.jit, static_argnames="periodic_order")
+def _log_marginal_over_traced_times(kernel, times, y, noise_variance, periodic_order: int) -> jax.Array:
     _check_lengths(times, y=y, noise_variance=noise_variance)
     y, noise_variance, observed, precision, natural_mean = _observations(y, noise_variance)
     sorted_times, precision, natural_mean = _sorted_sites(times, precision, natural_mean)
-    A, Q, H, P_inf = transitions(kernel, sorted_times.steps, periodic_order)
-    filtered = kalman_filter(A, Q, H, P_inf, precision, natural_mean)
+    filtered = kalman_filter(*transitions(kernel, sorted_times.steps, periodic_order), precision, natural_mean)
     order = sorted_times.order
-    total = filtered.predicted_var + noise_variance[order]
-    residual = y[order] - filtered.predicted_mean
+    return _gaussian_log_terms(filtered, y[order], noise_variance[order], observed[order])
+
+
+def _gaussian_log_terms(filtered: FilterOutput, y, noise_variance, observed) -> jax.Array:
+    """``sum_k log N(y_k | mu_k, v_k + sigma_k^2)`` over the observed sorted points."""
+    total = filtered.predicted_var + noise_variance
+    residual = y - filtered.predicted_mean
     terms = -0.5 * (jnp.log(2.0 * jnp.pi * total) + residual ** 2 / total)
-    return jnp.sum(jnp.where(observed[order], terms, 0.0))
+    return jnp.sum(jnp.where(observed, terms, 0.0))
 
 
 @partial(jax.jit, static_argnames="periodic_order")

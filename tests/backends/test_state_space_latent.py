@@ -11,7 +11,8 @@ import pytest
 
 from gpdsl.api import check_text
 from gpdsl.backends.jax.lowering import lower
-from gpdsl.backends.jax.state_space import innovation_factors, latent_from_innovations, principal_square_root, time_grid
+from gpdsl.backends.jax.state_space import innovation_factors, latent_from_innovations, principal_square_root
+from gpdsl.kernels.kalman import time_grid
 from gpdsl.data.validation import validate_data
 
 jax.config.update("jax_enable_x64", True)

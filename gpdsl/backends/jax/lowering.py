@@ -40,7 +40,8 @@ import numpy as np
 from gpdsl.storage import compilation_cache
 from gpdsl.backends.jax import densities
 from gpdsl.backends.jax.hsgp import HSGPBasis, basis_size, hsgp_basis, hsgp_values
-from gpdsl.backends.jax.state_space import TimeGrid, latent_from_innovations, time_grid
+from gpdsl.backends.jax.state_space import latent_from_innovations
+from gpdsl.kernels.kalman import TimeGrid, time_grid
 from gpdsl.backends.jax.bijectors import (
     cholesky_corr_constrain, cholesky_corr_free_size, cholesky_corr_unconstrain, constrain, simplex_constrain,
     simplex_free_size, simplex_unconstrain, unconstrain)
@@ -467,8 +468,8 @@ class JaxModel:
         """``log N(residual | 0, K + (sigma^2 + GP_JITTER) I)`` over the observed rows by the Kalman filter, ``O(N)``."""
         if mask is not None:
             residual = jnp.where(mask, residual, jnp.nan)
-        times = self.gp_inputs(node.statement, self.data)[:, 0]
-        return kalman.log_marginal_likelihood(self.gp_kernel(node.statement, env), times, residual,
+        kernel = self.gp_kernel(node.statement, env)
+        return kalman.log_marginal_likelihood(kernel, self.time_grid(node.statement), residual,
                                               jnp.square(sigma) + GP_JITTER,
                                               periodic_order=node.statement.approximation.value("order"))
 

@@ -15,60 +15,13 @@ covariance of ``f`` is the kernel's (up to a periodic kernel's truncated series)
 
 from __future__ import annotations
 
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from gpdsl.errors import DataError
-from gpdsl.kernels.kalman import transitions
+from gpdsl.kernels.kalman import TimeGrid, transitions
 from gpdsl.numerics.devices import run_platform
 from gpdsl.numerics.linalg import cholesky, eigh
-
-
-class TimeGrid(NamedTuple):
-    """The data's times sorted once, for the recursion (numpy, from data alone).
-
-    Attributes
-    ----------
-    order : numpy.ndarray of int, shape (N,)
-        ``times[order]`` is sorted (a stable sort).
-    unsort : numpy.ndarray of int, shape (N,)
-        Its inverse: sorted values ``v`` are ``v[unsort]`` in the data's order.
-    distinct : numpy.ndarray, shape (U,)
-        The distinct steps between sorted times (0 included when a time repeats).
-    index : numpy.ndarray of int, shape (N,)
-        Each sorted point's step among ``distinct`` (the first point's is unused: it starts from ``P_inf``).
-    """
-
-    order: np.ndarray
-    unsort: np.ndarray
-    distinct: np.ndarray
-    index: np.ndarray
-
-    @property
-    def size(self) -> int:
-        """The number of points."""
-        return self.order.shape[0]
-
-
-def time_grid(times) -> TimeGrid:
-    """The :class:`TimeGrid` of one column of times (shape ``(N,)`` or ``(N, 1)``).
-
-    Raises
-    ------
-    DataError
-        The times are not finite.
-    """
-    times = np.ravel(np.asarray(times, dtype=float))
-    if not np.all(np.isfinite(times)):
-        raise DataError("the times of a state-space GP must be finite")
-    order = np.argsort(times, kind="stable")
-    steps = np.diff(times[order], prepend=times[order][:1])
-    distinct, index = np.unique(steps[1:] if steps.size > 1 else steps, return_inverse=True)
-    index = np.concatenate([[0], np.ravel(index)]) if steps.size > 1 else np.zeros(steps.size, dtype=int)
-    return TimeGrid(order, np.argsort(order), distinct, index.astype(int))
 
 
 NOISE_FLOOR = 1e-12

@@ -35,7 +35,7 @@ from gpdsl.ir.families import (
     classify,
     require_priors,
 )
-from gpdsl.ir.structure import GPNode
+from gpdsl.ir.structure import GPNode, mean_prediction_refusal
 from gpdsl.likelihoods import LIKELIHOODS
 
 
@@ -257,6 +257,24 @@ class LatentGP(HyperparameterBlocks):
         """The linear map from the sampled vector to the likelihood's latent argument less :meth:`location_offset`,
         or None where it is the identity (the sampled vector is ``f``)."""
         return None
+
+    def mean_in(self, env: dict, X_new) -> jax.Array:
+        """The GP's mean (``gp(X, k, mean = m)``) in ``env`` with its input variable set to ``X_new``; 0 without one.
+
+        Raises
+        ------
+        MethodError
+            The mean reads data other than the GP's input variable (:func:`gpdsl.ir.structure.mean_prediction_refusal`).
+        """
+        statement = self.node.statement
+        if statement.mean is None:
+            return jnp.zeros(())
+        refusal = mean_prediction_refusal(self.jax_model.model, self.node)
+        if refusal:
+            raise MethodError(refusal, statement.mean.span)
+        name = statement.inputs.components[0].name
+        env = {**env, name: jnp.reshape(X_new, (-1,)) if jnp.ndim(env[name]) == 1 else jnp.asarray(X_new)}
+        return jnp.asarray(self.jax_model.evaluate(statement.mean, env), dtype=float)
 
     def image(self, theta):
         """The likelihood as a function of a linear image ``M z`` of the sampled vector, ``(apply, log_likelihood)``,

@@ -16,10 +16,8 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 import numpy as np
 
-from gpdsl.errors import MethodError
 from gpdsl.inference.families.latent_gp import LatentGP
 from gpdsl.ir.family_forms import LatentGPFacts
-from gpdsl.ir.structure import mean_prediction_refusal
 
 
 @dataclass
@@ -144,13 +142,4 @@ class MappedLatent(LatentGP, abc.ABC):
         MethodError
             The mean reads per-observation data, which has no values at new inputs.
         """
-        statement = self.node.statement
-        if statement.mean is None:
-            return jnp.zeros(())
-        refusal = mean_prediction_refusal(self.jax_model.model, self.node)
-        if refusal:
-            raise MethodError(refusal, statement.mean.span)
-        env = {**self.jax_model.data, **free}
-        name = statement.inputs.components[0].name
-        env[name] = jnp.reshape(X_new, (-1,)) if jnp.ndim(env[name]) == 1 else jnp.asarray(X_new)
-        return jnp.asarray(self.jax_model.evaluate(statement.mean, env), dtype=float)
+        return self.mean_in({**self.jax_model.data, **free}, X_new)

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpdsl.backends.jax.state_space import TimeGrid
+from gpdsl.kernels.kalman import TimeGrid
 from gpdsl.data.new_inputs import input_matrix
 from gpdsl.inference.families.hyperparameters import lowered_with_blocks
 from gpdsl.inference.families.mapped_latent import MappedLatent

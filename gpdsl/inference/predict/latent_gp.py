@@ -19,7 +19,6 @@ from gpdsl.inference.approximations.gaussian import class_probability, predict_l
 from gpdsl.inference.approximations.laplace import laplace
 from gpdsl.inference.draw_map import over_draws
 from gpdsl.inference.families.latent_gp import LatentGP
-from gpdsl.ir.structure import mean_prediction_refusal
 from gpdsl.numerics.linalg import cholesky, solve_triangular
 
 
@@ -52,16 +51,7 @@ def mean_at_new_inputs(problem: LatentGP, theta, X_new):
     MethodError
         The mean reads data other than the GP's input variable (:func:`gpdsl.ir.structure.mean_prediction_refusal`).
     """
-    statement = problem.node.statement
-    if statement.mean is None:
-        return jnp.zeros(())
-    refusal = mean_prediction_refusal(problem.jax_model.model, problem.node)
-    if refusal:
-        raise MethodError(refusal, statement.mean.span)
-    env = problem.environment(theta)
-    name = statement.inputs.components[0].name
-    env[name] = jnp.reshape(X_new, (-1,)) if jnp.ndim(env[name]) == 1 else X_new
-    return jnp.asarray(problem.jax_model.evaluate(statement.mean, env), dtype=float)
+    return problem.mean_in(problem.environment(theta), X_new)
 
 
 def conditional_moments(problem: LatentGP, theta, f, X_new, full: bool = False):

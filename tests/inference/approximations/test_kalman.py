@@ -112,6 +112,38 @@ def test_the_gradient_is_the_dense_gradient(data, name):
     np.testing.assert_allclose(np.hstack(gradient), np.hstack(expected), rtol=1e-7, atol=1e-9)
 
 
+@pytest.mark.parametrize("name", ["matern52", "matern32 + periodic"])
+@pytest.mark.parametrize("segment, regular", [(7, False), (7, True), (64, False)])
+def test_the_lean_filter_over_sorted_times_is_the_plain_filter(data, name, segment, regular, monkeypatch):
+    """Times given as data run the filter in segments (of 7 steps: several, the last padded, recomputed for the
+    gradient; of 64: one, kept),
+    the transitions looked up among few distinct steps (whole-number times, a repeated one: steps 0, 1 and 2) or computed
+    in each segment (50 irregular times: 48 distinct steps); times traced by JAX run the plain scan. Same value and
+    gradient."""
+    monkeypatch.setattr(kalman, "SEGMENT_STEPS", segment)
+    monkeypatch.setattr(kalman, "CHECKPOINT_BYTES", 0 if segment == 7 else 2 ** 30)  # recomputed segments at 7
+    t, y = data
+    if regular:
+        t = np.arange(50.0)
+        t[11] = t[10]
+    make, theta = KERNELS[name]
+    theta = tuple(jnp.asarray(v) for v in theta)
+
+    def lean(theta, noise):
+        return kalman.log_marginal_likelihood(make(*theta), t, y, noise, periodic_order=ORDER)
+
+    def plain(theta, noise, times):
+        return kalman.log_marginal_likelihood(make(*theta), times, y, noise, periodic_order=ORDER)
+
+    value, gradient = jax.value_and_grad(lean, argnums=(0, 1))(theta, NOISE)
+    plain_value, plain_gradient = jax.jit(jax.value_and_grad(plain, argnums=(0, 1)))(theta, NOISE, jnp.asarray(t))
+    assert float(value) == pytest.approx(float(plain_value), rel=1e-12)
+    np.testing.assert_allclose(np.hstack(gradient), np.hstack(plain_gradient), rtol=1e-10, atol=1e-12)
+    grid = kalman.time_grid(t)
+    assert grid.distinct.size == (3 if regular else 48)  # 49 steps; the repeated time's 0 (and 2 after it)
+    assert float(kalman.log_marginal_likelihood(make(*theta), grid, y, NOISE, periodic_order=ORDER)) == float(value)
+
+
 def test_a_truncated_periodic_kernel_is_its_series_and_near_the_exact_kernel(data):
     t, y = data
     variance, lengthscale, period, order = 1.2, 0.35, 2.3, 5
