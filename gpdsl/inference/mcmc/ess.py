@@ -74,10 +74,15 @@ def ess_step(rng_key, f, loglik_f, chol_K, loglik: LogLikelihood, max_shrinks: i
     loglik_new : jax.Array
     info : ESSInfo
     """
+    nu, uniforms = _prior_draw_and_uniforms(rng_key, f, chol_K, max_shrinks)
+    return _slice_on_ellipse(uniforms, f, nu, loglik_f, loglik, mean, max_shrinks)
+
+
+def _prior_draw_and_uniforms(rng_key, f, chol, max_shrinks):
+    """``nu = L u`` for standard normals ``u`` and the ``2 + max_shrinks`` uniforms of one step, from one draw."""
     n = f.shape[0]
     uniforms = jax.random.uniform(rng_key, (n + 2 + max_shrinks,), dtype=f.dtype)
-    nu = prior_factor.times(chol_K, ndtri(jnp.maximum(uniforms[:n], jnp.finfo(f.dtype).tiny)))
-    return _slice_on_ellipse(uniforms[n:], f, nu, loglik_f, loglik, mean, max_shrinks)
+    return prior_factor.times(chol, ndtri(jnp.maximum(uniforms[:n], jnp.finfo(f.dtype).tiny))), uniforms[n:]
 
 
 def mapped_ess_step(rng_key, z, image_z, loglik_z, chol, apply_map, image_loglik, max_shrinks: int = 100):
@@ -114,10 +119,8 @@ def mapped_ess_step(rng_key, z, image_z, loglik_z, chol, apply_map, image_loglik
     loglik_new : jax.Array
     info : ESSInfo
     """
-    n = z.shape[0]
-    uniforms = jax.random.uniform(rng_key, (n + 2 + max_shrinks,), dtype=z.dtype)
-    nu = prior_factor.times(chol, ndtri(jnp.maximum(uniforms[:n], jnp.finfo(z.dtype).tiny)))
-    (z_new, image_new), value, info = _slice_on_ellipse(uniforms[n:], (z, image_z), (nu, apply_map(nu)), loglik_z,
+    nu, uniforms = _prior_draw_and_uniforms(rng_key, z, chol, max_shrinks)
+    (z_new, image_new), value, info = _slice_on_ellipse(uniforms, (z, image_z), (nu, apply_map(nu)), loglik_z,
                                                         lambda pair: image_loglik(pair[1]), None, max_shrinks)
     return z_new, image_new, value, info
 
