@@ -362,9 +362,10 @@ register(Method(
     needs_parameters=(LATENT_GP, HSGP_LATENT_GP, STATE_SPACE_LATENT_GP), refuses=pm_refusal,
     predictive=("joint", "marginal"), missing_outputs=(LATENT_GP,)))
 register(Method(
-    "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)", (LATENT_GP, HSGP_LATENT_GP),
-    MCMCEPSettings, run_mcmc_ep, predicts=True, checkpoints=True, chain_engine=mcmc_ep_engine, chain_groups=True,
-    needs_parameters=(LATENT_GP, HSGP_LATENT_GP), refuses=ep_refusal, predictive=("joint", "marginal"),
+    "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)",
+    (LATENT_GP, HSGP_LATENT_GP, STATE_SPACE_LATENT_GP), MCMCEPSettings, run_mcmc_ep, predicts=True, checkpoints=True,
+    chain_engine=mcmc_ep_engine, chain_groups=True, needs_parameters=(LATENT_GP, HSGP_LATENT_GP, STATE_SPACE_LATENT_GP),
+    refuses=ep_refusal, predictive=("joint", "marginal"),
     missing_outputs=(LATENT_GP,)))
 register(Method(
     "pm-gplvm", "pseudo-marginal Metropolis-within-Gibbs on a GPLVM's hyperparameters, importance sampling from "

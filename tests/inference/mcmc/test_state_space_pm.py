@@ -155,3 +155,32 @@ def test_pm_with_sample_latent_records_refreshed_innovations_and_their_f():
     np.testing.assert_allclose(f[-1], problem.latent(jnp.asarray(theta[-1]), jnp.asarray(z[-1])), atol=1e-9)
     log_lik = np.asarray(result.log_likelihood["y"].values)[0]
     np.testing.assert_allclose(log_lik.sum(-1), stats.poisson.logpmf(data["y"], np.exp(f)).sum(-1), rtol=1e-10)
+
+
+def test_mcmc_ep_on_the_state_space_model_is_mcmc_ep_on_the_dense_gp():
+    """mcmc-ep's target, EP's log marginal by Kalman smoothing, is the dense EP's (to the GP's jitter): from the same
+    keys the two chains of the same model with and without ``approx = state_space`` take the same 30 steps."""
+    from pathlib import Path
+
+    from gpdsl.inference.mcmc.pseudo_marginal import make_pseudo_marginal
+    from gpdsl.ir.families import LATENT_GP, STATE_SPACE_LATENT_GP, classify
+
+    text = (Path(__file__).resolve().parents[3] / "models" / "gp_state_space_poisson.gpm").read_text()
+    rng = np.random.default_rng(0)
+    t = np.sort(rng.uniform(0, 30, 40))
+    values = {"N": 40, "t": t, "y": rng.poisson(np.exp(1 + np.sin(t / 3)))}
+    chains = []
+    for model_text, family in ((text, STATE_SPACE_LATENT_GP), (text.replace(", approx = state_space", ""), LATENT_GP)):
+        model, _ = check_text(model_text)
+        problem = latent_gp_view(model, validate_data(model, values)[0], classify(model).facts[family])
+        init, step = make_pseudo_marginal(problem, "ep", 1, use_approximate_marginal=True)
+        state, step, thetas, marginals = init(jax.random.PRNGKey(0), jnp.asarray([1.0, 0.0, 1.5])), jax.jit(step), [], []
+        for key in jax.random.split(jax.random.PRNGKey(1), 30):
+            state, _ = step(key, state)
+            thetas.append(np.asarray(state.theta))
+            marginals.append(float(state.log_marginal))
+        chains.append((np.array(thetas), np.array(marginals)))
+    (ss_theta, ss_marginal), (dense_theta, dense_marginal) = chains
+    assert len(np.unique(ss_theta[:, 0])) > 3  # the chain moved
+    np.testing.assert_allclose(ss_theta, dense_theta, atol=1e-8)
+    np.testing.assert_allclose(ss_marginal, dense_marginal, atol=1e-5)
