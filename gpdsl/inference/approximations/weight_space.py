@@ -4,8 +4,9 @@ A Hilbert-space approximate GP (:mod:`gpdsl.inference.families.hsgp`) is such a 
 ``A = PHI diag(sqrt(S(omega)))`` (``N x M``). Its Laplace approximation is that of the latent GP with the covariance
 ``A A^T`` of rank ``M``, computed in the weights: Newton's method for the mode of ``log p(y | A z + offset) - |z|^2 / 2``
 has the Hessian ``-(I_M + A^T W A)``, ``W`` the likelihood's negative second derivative at ``f``, so each step is one
-``M x M`` Cholesky factorisation and ``O(N M^2)`` work, and no ``N x N`` matrix is formed. By the determinant lemma
-``|I_M + A^T W A| = |I_N + W^1/2 A A^T W^1/2|``, so the approximate log marginal is the one
+``M x M`` Cholesky factorisation and ``O(N M^2)`` work (``O(N prod_d (2 m_d + 1))`` for the Laplacian basis's
+``A^T W A`` summed from cosines: :mod:`gpdsl.backends.jax.hsgp_map`), and no ``N x N`` matrix is formed. By the
+determinant lemma ``|I_M + A^T W A| = |I_N + W^1/2 A A^T W^1/2|``, so the approximate log marginal is the one
 :func:`~gpdsl.inference.approximations.laplace.laplace` gives with ``K = A A^T``.
 
 The result is a :class:`~gpdsl.inference.approximations.gaussian.GaussianApproximation` of ``z``: ``mean`` and
@@ -17,6 +18,7 @@ from it needs (:mod:`gpdsl.inference.mcmc.pseudo_marginal`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 import jax
@@ -25,7 +27,7 @@ from jax import lax
 
 from gpdsl.inference.approximations.ep import SMALLEST_SITE_PRECISION, ep_inputs, parallel_sweeps, shifted_moments
 from gpdsl.inference.approximations.gaussian import GaussianApproximation, iteration_setup
-from gpdsl.inference.approximations.laplace import check_laplace_likelihood, halve_until_better
+from gpdsl.inference.approximations.laplace import check_laplace_likelihood, halve_along
 from gpdsl.numerics.linalg import cho_solve, cholesky, solve_triangular
 
 
@@ -40,8 +42,9 @@ def laplace_weights(A, y, likelihood: str = "bernoulli_logit", tol=None, max_ite
 
     Parameters
     ----------
-    A : array_like, shape (N, M)
-        The map from the weights to the likelihood's latent argument.
+    A : array_like, shape (N, M), or a linear map
+        The map from the weights to the likelihood's latent argument: a matrix, or a map with its products
+        (:func:`linear_map`; :meth:`~gpdsl.inference.families.latent_gp.LatentGP.likelihood_operator`).
     y : array_like, shape (N,)
         Observations.
     likelihood : str
@@ -66,42 +69,43 @@ def laplace_weights(A, y, likelihood: str = "bernoulli_logit", tol=None, max_ite
         For a likelihood without ``derivatives``.
     """
     check_laplace_likelihood(likelihood)
-    A = jnp.asarray(A, dtype=jnp.float64)
+    A = linear_map(A)
     args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
-    offset = jnp.zeros(A.shape[0]) if offset is None else jnp.broadcast_to(jnp.asarray(offset, dtype=A.dtype),
+    offset = jnp.zeros(A.shape[0]) if offset is None else jnp.broadcast_to(jnp.asarray(offset, dtype=jnp.float64),
                                                                           A.shape[:1])
     return _laplace_weights(A, jnp.asarray(y), likelihood, tol, max_iter, args, offset)
 
 
 @partial(jax.jit, static_argnames=("likelihood", "max_iter"))
 def _laplace_weights(A, y, likelihood, tol, max_iter, args, offset):
-    _, tol, y, derivatives_with_args = iteration_setup(A.T, y, tol, likelihood, "laplace")
-    M = A.shape[1]
-    identity = jnp.eye(M, dtype=A.dtype)
+    _, tol, y, derivatives_with_args = iteration_setup(_transposed_shape(A), y, tol, likelihood, "laplace")
+    N, M = A.shape
+    identity = jnp.eye(M, dtype=offset.dtype)
 
-    def derivatives(z):
-        return derivatives_with_args(y, A @ z + offset, *args)
+    def derivatives(f):
+        return derivatives_with_args(y, f, *args)
 
-    def objective(z_as_alpha, z):
-        return -0.5 * z_as_alpha @ z + derivatives(z)[0]
+    def objective(z, f):
+        return -0.5 * z @ z + derivatives(f)[0]
 
     def newton_step(state):
-        z, _, _, _, iteration = state
-        _, grad, W = derivatives(z)
-        L = cholesky(identity + A.T @ (W[:, None] * A))
-        direction = cho_solve((L, True), A.T @ (W * (A @ z) + grad)) - z
-        _, z_new = halve_until_better(objective, identity, z, z, direction)
-        return z_new, W, L, jnp.sum((A @ (z_new - z)) ** 2), iteration + 1
+        z, f, _, _, _, iteration = state
+        _, grad, W = derivatives(f)
+        L = cholesky(identity + A.weighted(W))
+        direction = cho_solve((L, True), A.rmatvec(W * (f - offset) + grad)) - z
+        moved = A.matvec(direction)
+        z_new, f_new = halve_along(objective, z, f, lambda step: (z + step * direction, f + step * moved))
+        return z_new, f_new, W, L, jnp.sum((f_new - f) ** 2), iteration + 1
 
     def not_done(state):
-        return (state[3] >= tol) & (state[4] < max_iter)
+        return (state[4] >= tol) & (state[5] < max_iter)
 
-    zeros_n = jnp.zeros(A.shape[0], dtype=A.dtype)
-    start = (jnp.zeros(M, dtype=A.dtype), zeros_n, identity, jnp.asarray(jnp.inf, A.dtype), jnp.asarray(0))
-    z, W, L, change, iterations = lax.while_loop(not_done, newton_step, start)
+    start = (jnp.zeros(M, dtype=offset.dtype), offset, jnp.zeros_like(offset), identity,
+             jnp.asarray(jnp.inf, offset.dtype), jnp.asarray(0))
+    z, f, W, L, change, iterations = lax.while_loop(not_done, newton_step, start)
     return GaussianApproximation(
-        mean=z, alpha=z, site_precision=W, site_location=W * (A @ z) + derivatives(z)[1], chol_b=L,
-        log_marginal=objective(z, z) - jnp.sum(jnp.log(jnp.diag(L))),
+        mean=z, alpha=z, site_precision=W, site_location=W * (f - offset) + derivatives(f)[1], chol_b=L,
+        log_marginal=objective(z, f) - jnp.sum(jnp.log(jnp.diag(L))),
         converged=change < tol, iterations=iterations, cubic_ops=iterations, log_marginal_ops=jnp.asarray(0))
 
 
@@ -113,8 +117,8 @@ def ep_weights(A, y, likelihood: str = "bernoulli_logit", tol=None, max_sweeps: 
     The sweeps of :func:`~gpdsl.inference.approximations.ep.ep` with ``schedule="parallel"``
     (:func:`~gpdsl.inference.approximations.ep.parallel_sweeps`), the marginals of the ``f_i`` computed from the
     ``M x M`` factor of ``P`` in ``O(N M^2)``; ``log Z_EP`` is that of the dense EP with ``K = A A^T``. Parameters are
-    those of :func:`~gpdsl.inference.approximations.ep.ep` with ``A`` (``N x M``) in place of ``K``; the schedule is
-    always parallel.
+    those of :func:`~gpdsl.inference.approximations.ep.ep` with ``A`` (``N x M``, a matrix or a map as in
+    :func:`laplace_weights`) in place of ``K``; the schedule is always parallel.
 
     Returns
     -------
@@ -126,44 +130,86 @@ def ep_weights(A, y, likelihood: str = "bernoulli_logit", tol=None, max_sweeps: 
     MethodError
         For fewer than one sweep, or a likelihood without ``tilted_moments``.
     """
-    A = jnp.asarray(A, dtype=jnp.float64)
+    A = linear_map(A)
     initial_sites, offset, args = ep_inputs(A.shape[0], likelihood, max_sweeps, initial_sites, offset, args)
     return _ep_weights(A, jnp.asarray(y), tol, max_sweeps, damping, likelihood, initial_sites, offset, args)
 
 
 @partial(jax.jit, static_argnames=("max_sweeps", "likelihood"))
 def _ep_weights(A, y, tol, max_sweeps, damping, likelihood, initial_sites, offset, args):
-    _, tol, y, tilted_moments = iteration_setup(A.T, y, tol, likelihood, "ep")
-    fit = parallel_sweeps(partial(_factor, A), partial(_marginal_variances, A), jnp.sum(A ** 2, axis=1), y, tol,
-                          max_sweeps, damping, shifted_moments(tilted_moments, args), initial_sites, offset)
+    _, tol, y, tilted_moments = iteration_setup(_transposed_shape(A), y, tol, likelihood, "ep")
+    prior_variances = A.diagonal(jnp.eye(A.shape[1], dtype=offset.dtype))
+    fit = parallel_sweeps(partial(_factor, A), partial(_marginal_variances, A), prior_variances, y, tol, max_sweeps,
+                          damping, shifted_moments(tilted_moments, args), initial_sites, offset)
     return fit._replace(mean=fit.alpha)
 
 
 def weights_from_sites(A, site_precision, site_location) -> GaussianApproximation:
     """The Gaussian of the weights that fixed sites on ``f`` give: ``N(P^-1 A^T nu, P^-1)``, no sweep (the weights'
-    :func:`~gpdsl.inference.approximations.ep.gaussian_from_sites`; ``log_marginal`` NaN, ``cubic_ops`` 1)."""
-    A = jnp.asarray(A, dtype=jnp.float64)
-    tau = jnp.maximum(jnp.asarray(site_precision, dtype=A.dtype), SMALLEST_SITE_PRECISION)
-    nu = jnp.asarray(site_location, dtype=A.dtype)
+    :func:`~gpdsl.inference.approximations.ep.gaussian_from_sites`; ``log_marginal`` NaN, ``cubic_ops`` 1; ``A`` a
+    matrix or a map as in :func:`laplace_weights`)."""
+    A = linear_map(A)
+    tau = jnp.maximum(jnp.asarray(site_precision, dtype=jnp.float64), SMALLEST_SITE_PRECISION)
+    nu = jnp.asarray(site_location, dtype=jnp.float64)
     L, z, _ = _factor(A, tau, nu)
     return GaussianApproximation(
         mean=z, alpha=z, site_precision=tau, site_location=nu, chol_b=L,
-        log_marginal=jnp.asarray(jnp.nan, A.dtype), converged=jnp.asarray(True), iterations=jnp.asarray(0),
+        log_marginal=jnp.asarray(jnp.nan, tau.dtype), converged=jnp.asarray(True), iterations=jnp.asarray(0),
         cubic_ops=jnp.asarray(1), log_marginal_ops=jnp.asarray(0))
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True)
+class DenseMap:
+    """A matrix ``A`` (``N x M``) as the linear map the approximations here take; ``A^T diag(w) A`` and
+    ``diag(A V A^T)`` cost ``O(N M^2)``. An HSGP's Laplacian basis has a faster one
+    (:class:`~gpdsl.backends.jax.hsgp_map.LaplacianBasisMap`)."""
+
+    matrix: jax.Array
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(N, M)``."""
+        return self.matrix.shape
+
+    def matvec(self, z) -> jax.Array:
+        """``A z``."""
+        return self.matrix @ z
+
+    def rmatvec(self, v) -> jax.Array:
+        """``A^T v`` (as ``v A``: XLA on CPU is several times slower at ``A^T v`` for a tall ``A``)."""
+        return v @ self.matrix
+
+    def weighted(self, w) -> jax.Array:
+        """``A^T diag(w) A``."""
+        return self.matrix.T @ (w[:, None] * self.matrix)
+
+    def diagonal(self, V) -> jax.Array:
+        """``diag(A V A^T)``."""
+        return jnp.sum((self.matrix @ V) * self.matrix, axis=1)
+
+
+def linear_map(A):
+    """``A`` as a linear map: a matrix wrapped in :class:`DenseMap`, a map as it is."""
+    return A if hasattr(A, "weighted") else DenseMap(jnp.asarray(A, dtype=jnp.float64))
+
+
+def _transposed_shape(A) -> jax.ShapeDtypeStruct:
+    """What :func:`~gpdsl.inference.approximations.gaussian.iteration_setup` reads of a covariance: ``M x N``."""
+    return jax.ShapeDtypeStruct(A.shape[::-1], jnp.float64)
 
 
 def _factor(A, tau, nu):
     """``L`` with ``L L^T = I_M + A^T diag(tau) A``, the weights' mean ``z = P^-1 A^T nu`` and the sites' means
     ``A z``."""
-    L = cholesky(jnp.eye(A.shape[1], dtype=A.dtype) + A.T @ (tau[:, None] * A))
-    z = cho_solve((L, True), A.T @ nu)
-    return L, z, A @ z
+    L = cholesky(jnp.eye(A.shape[1], dtype=tau.dtype) + A.weighted(tau))
+    z = cho_solve((L, True), A.rmatvec(nu))
+    return L, z, A.matvec(z)
 
 
 def _marginal_variances(A, tau, L):
-    """The sites' posterior variances, ``diag(A P^-1 A^T)`` (``O(N M^2)``)."""
-    V = solve_triangular(L, A.T, lower=True)
-    return jnp.sum(V ** 2, axis=0)
+    """The sites' posterior variances, ``diag(A P^-1 A^T)``."""
+    return A.diagonal(cho_solve((L, True), jnp.eye(L.shape[0], dtype=L.dtype)))
 
 
 def sample(approx: GaussianApproximation, key, num: int) -> jax.Array:

@@ -5,7 +5,8 @@ latent-GP engines the sampled vector is ``z``: its prior covariance is the ident
 likelihood reads ``f`` computed from ``(theta, z)``; so elliptical slice sampling updates ``z`` and the
 hyperparameter updates move ``theta`` with ``z`` fixed (``gibbs``). The likelihood reads ``z`` through the linear map
 ``A = PHI diag(sqrt(S_theta(omega)))`` (:meth:`HSGPLatent.likelihood_map`), so the Laplace approximation of ``z``
-(:mod:`gpdsl.inference.approximations.weight_space`) costs ``O(N M^2)`` per Newton step, and ``pm`` runs on it. Given one draw ``(theta, z)``, ``f`` is
+(:mod:`gpdsl.inference.approximations.weight_space`) costs ``O(N M^2)`` per Newton step, or less with the cosine sums
+of :meth:`HSGPLatent.likelihood_operator`, and ``pm`` runs on it. Given one draw ``(theta, z)``, ``f`` is
 known everywhere: predictions evaluate the basis functions at the new inputs with the same weights.
 """
 
@@ -52,6 +53,13 @@ class HSGPLatent(MappedLatent):
         kernel = self.jax_model.gp_kernel(self.node.statement, self.environment(theta))
         basis = self.basis
         return jnp.asarray(basis.phi) * jnp.sqrt(basis.weight_variances(kernel))[None, :]
+
+    def likelihood_operator(self, theta):
+        """The Laplacian basis's map, which forms neither ``A`` nor ``A^T W A`` by products
+        (:mod:`gpdsl.backends.jax.hsgp_map`); the matrix for a basis with periodic series."""
+        basis = self.basis
+        return basis.linear_map(self.centring_scale(theta)) if isinstance(basis, HSGPBasis) \
+            else self.likelihood_map(theta)
 
     def check_new_inputs(self, X_new) -> np.ndarray:
         """``X_new`` as a finite float matrix with the training inputs' number of columns, or a DataError."""

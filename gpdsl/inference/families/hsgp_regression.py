@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import jax.numpy as jnp
 
 from gpdsl.errors import MethodError
+from gpdsl.inference.approximations.weight_space import linear_map
 from gpdsl.inference.families.hsgp import HSGPLatent, hsgp_view
 from gpdsl.inference.families.hyperparameters import NormalObservations, complete_outputs
 from gpdsl.ir.family_forms import LatentGPFacts
@@ -43,16 +44,16 @@ class HSGPRegression(HSGPLatent, NormalObservations):
         return True
 
     def _pieces(self, theta):
-        A = self.likelihood_map(theta)
+        A = linear_map(self.likelihood_operator(theta))
         noise = jnp.broadcast_to(self.noise_variance(theta), (A.shape[0],))
         residual = jnp.asarray(self.y, dtype=float) - self.location_offset(theta)
-        L = cholesky(jnp.eye(A.shape[1], dtype=A.dtype) + A.T @ (A / noise[:, None]))
+        L = cholesky(jnp.eye(A.shape[1], dtype=residual.dtype) + A.weighted(1.0 / noise))
         return A, noise, residual, L
 
     def log_marginal(self, theta):
         """``log N(y; m, A A^T + D)`` by the Woodbury identity (traceable; see the module docstring)."""
         A, noise, residual, L = self._pieces(theta)
-        v = solve_triangular(L, A.T @ (residual / noise), lower=True)
+        v = solve_triangular(L, A.rmatvec(residual / noise), lower=True)
         quadratic = jnp.sum(residual ** 2 / noise) - v @ v
         log_det = jnp.sum(jnp.log(noise)) + 2.0 * jnp.sum(jnp.log(jnp.diag(L)))
         return -0.5 * (quadratic + log_det + residual.shape[0] * jnp.log(2.0 * jnp.pi))
@@ -61,7 +62,7 @@ class HSGPRegression(HSGPLatent, NormalObservations):
         """The weights' posterior given ``theta``: its mean ``(M,)`` and the lower Cholesky factor of its precision
         ``P`` ``(M, M)``."""
         A, noise, residual, L = self._pieces(theta)
-        return cho_solve((L, True), A.T @ (residual / noise)), L
+        return cho_solve((L, True), A.rmatvec(residual / noise)), L
 
     def predictive(self, theta, X_new, full: bool = False):
         """``f*`` at new inputs given ``theta``: its mean ``(m,)`` and covariance ``(m, m)`` (``full``) or variances

@@ -258,6 +258,12 @@ class LatentGP(HyperparameterBlocks):
         or None where it is the identity (the sampled vector is ``f``)."""
         return None
 
+    def likelihood_operator(self, theta):
+        """:meth:`likelihood_map` as the approximations over mapped vectors take it
+        (:mod:`~gpdsl.inference.approximations.weight_space`): the matrix, or a map that computes its products
+        faster."""
+        return self.likelihood_map(theta)
+
     def mean_in(self, env: dict, X_new) -> jax.Array:
         """The GP's mean (``gp(X, k, mean = m)``) in ``env`` with its input variable set to ``X_new``; 0 without one.
 

@@ -188,7 +188,8 @@ class PMInfo(NamedTuple):
 def _approximate(problem: LatentGP, approximation: str, tol, max_iter, ep_schedule: str = "parallel"):
     y = jnp.asarray(problem.y)
     if approximation == "ep" and problem.mapped:
-        return lambda K, sites, theta: ep_weights(problem.likelihood_map(theta), y, tol=tol, max_sweeps=max_iter,
+        return lambda K, sites, theta: ep_weights(problem.likelihood_operator(theta), y, tol=tol,
+                                                  max_sweeps=max_iter,
                                                   initial_sites=None if sites is None else (sites[0], sites[1]),
                                                   offset=problem.location_offset(theta),
                                                   likelihood=problem.likelihood,
@@ -199,7 +200,8 @@ def _approximate(problem: LatentGP, approximation: str, tol, max_iter, ep_schedu
                                           offset=problem.location_offset(theta), likelihood=problem.likelihood,
                                           args=problem.likelihood_arguments(theta))
     if problem.mapped:
-        return lambda K, sites, theta: laplace_weights(problem.likelihood_map(theta), y, likelihood=problem.likelihood,
+        return lambda K, sites, theta: laplace_weights(problem.likelihood_operator(theta), y,
+                                                       likelihood=problem.likelihood,
                                                        tol=tol, max_iter=max_iter,
                                                        args=problem.likelihood_arguments(theta),
                                                        offset=problem.location_offset(theta))
@@ -273,7 +275,7 @@ def make_latent_estimator(problem: LatentGP, approximation: str = "ep", num_impo
             return approximate(K, start_sites, theta)._replace(log_marginal=jnp.asarray(jnp.nan, K.dtype))
 
         def as_they_are():
-            frozen_q = weights_from_sites(problem.likelihood_map(theta), start_sites[0], start_sites[1]) \
+            frozen_q = weights_from_sites(problem.likelihood_operator(theta), start_sites[0], start_sites[1]) \
                 if problem.mapped else gaussian_from_sites(K, start_sites[0], start_sites[1])
             return jax.tree.map(lambda value, like: jnp.asarray(value, like.dtype), frozen_q,
                                 jax.eval_shape(sweeps))

@@ -38,7 +38,8 @@ def ep_type2_ml(problem: LatentGP, starts, tol=None, max_sweeps: int = 100):
     check_ep_likelihood(problem.likelihood)
     y = jnp.asarray(problem.y)
     if problem.mapped:
-        objective = jax.jit(lambda theta: -ep_weights(problem.likelihood_map(theta), y, problem.likelihood, tol=tol,
+        objective = jax.jit(lambda theta: -ep_weights(problem.likelihood_operator(theta), y, problem.likelihood,
+                                                      tol=tol,
                                                       max_sweeps=max_sweeps, offset=problem.location_offset(theta),
                                                       args=problem.likelihood_arguments(theta)).log_marginal)
     else:

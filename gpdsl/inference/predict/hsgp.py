@@ -111,7 +111,7 @@ def approximate_weight_draws(problem: HSGPLatent, posterior: dict, key, approxim
     fit = weight_space.ep_weights if approximation == "ep" else weight_space.laplace_weights
 
     def one(theta, draw_key):
-        approx = fit(problem.likelihood_map(theta), y, problem.likelihood, tol=tol,
+        approx = fit(problem.likelihood_operator(theta), y, problem.likelihood, tol=tol,
                      args=problem.likelihood_arguments(theta), offset=problem.location_offset(theta))
         return weight_space.sample(approx, draw_key, 1)[0]
 

@@ -162,3 +162,37 @@ def test_mcmc_ep_on_an_hsgp_targets_the_weights_ep_marginal():
         z = jnp.asarray(posterior["f_z"].values[0, draw])
         np.testing.assert_allclose(posterior["f"].values[0, draw], problem.latent(theta, z), atol=1e-10)
     assert results.log_likelihood["y"].shape == (1, 15, 20)
+
+
+def hsgp_2d_problem(likelihood, n=40, seed=3):
+    text = open("models/gp_hsgp.gpm").read()
+    text = text.replace("vector[N] t;", "matrix[N, 2] t;").replace("real<lower=0> ell", "vector<lower=0>[2] ell")
+    text = text.replace("hsgp(m = 40", "hsgp(m = 6")
+    if likelihood != "poisson_log":
+        text = text.replace("array[N] int<lower=0> y;", "array[N] int<lower=0, upper=1> y;")
+        text = text.replace("y ~ poisson_log(f);", f"y ~ {likelihood}(f);")
+    model = check_text(text)[0]
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0, 5, size=(n, 2))
+    rate = np.sin(t[:, 0]) * np.cos(t[:, 1])
+    y = rng.poisson(np.exp(rate)) if likelihood == "poisson_log" else (rng.uniform(size=n) < 1 / (1 + np.exp(-rate)))
+    data, _ = validate_data(model, {"N": n, "t": t, "y": y.astype(int)})
+    return hsgp_view(model, data, classify(model).facts[HSGP_LATENT_GP])
+
+
+@pytest.mark.parametrize("likelihood", ["poisson_log", "bernoulli_logit"])
+def test_the_basis_map_gives_the_laplace_and_ep_of_the_matrix_in_two_dimensions(likelihood):
+    problem = hsgp_2d_problem(likelihood)
+    theta = jnp.asarray([0.1, np.log(0.9), np.log(1.4), np.log(0.7)])
+    A, offset = problem.likelihood_map(theta), problem.location_offset(theta)
+    operator = problem.likelihood_operator(theta)
+    assert A.shape == (40, 36) and not isinstance(operator, jax.Array)
+    for fit, settings in [(laplace_weights, TIGHT), (ep_weights, TIGHT_EP)]:
+        plain = fit(A, problem.y, likelihood, offset=offset, **settings)
+        mapped = fit(operator, problem.y, likelihood, offset=offset, **settings)
+        assert bool(plain.converged) and bool(mapped.converged)
+        assert float(mapped.log_marginal) == pytest.approx(float(plain.log_marginal), abs=1e-9)
+        for field in ("mean", "site_precision", "site_location", "chol_b"):
+            np.testing.assert_allclose(getattr(mapped, field), getattr(plain, field), rtol=1e-8, atol=1e-10)
+    again = weights_from_sites(operator, plain.site_precision, plain.site_location)
+    np.testing.assert_allclose(again.mean, plain.mean, atol=1e-10)
