@@ -381,7 +381,8 @@ register(Method(
     chain_engine=gibbs_engine, chain_groups=True, predictive=("joint", "marginal")))
 register(Method(
     "ep-ml", "type-II maximum likelihood on the EP marginal (a point estimate, stored as one draw)",
-    (LATENT_GP, HSGP_LATENT_GP), EPMLSettings, run_ep_ml, predicts=True, needs_parameters=(LATENT_GP, HSGP_LATENT_GP),
+    (LATENT_GP, HSGP_LATENT_GP, STATE_SPACE_LATENT_GP), EPMLSettings, run_ep_ml, predicts=True,
+    needs_parameters=(LATENT_GP, HSGP_LATENT_GP, STATE_SPACE_LATENT_GP),
     refuses=ep_refusal,
     predictive=("joint", "marginal"), missing_outputs=(LATENT_GP,)))
 register(Method(

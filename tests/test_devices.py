@@ -25,10 +25,13 @@ from tests.command_line import run_in_process as cli
 MODEL = "models/gp_classification.gpm"
 SEEDED = {"chains": 2, "warmup": 10, "draws": 10, "seed": 5}
 REFERENCE = {
-    "gibbs": "d5a5b0e8bb1d873c873a93934c235dfa289c5dd9020a5794dbf1385334c0072d",
-    "pm": "ded32406e5321ee50c9a2d6508df6f7e1fc8226e7f4c11860dadb64bd032e0fb",
+    "gibbs": {"d5a5b0e8bb1d873c873a93934c235dfa289c5dd9020a5794dbf1385334c0072d",
+              "59fc81d8967142f05787a6063ddfc9f535867f9bf1205250bf501bf9328e678c"},
+    "pm": {"ded32406e5321ee50c9a2d6508df6f7e1fc8226e7f4c11860dadb64bd032e0fb"},
 }
-"""sha256 of the posterior draws of :func:`seeded_run` made before ``--device`` (see the module's note)."""
+"""sha256 of the posterior draws of :func:`seeded_run` made before ``--device`` (see the module's note): XLA compiles
+for the host's CPU, and a0cc308's gibbs draws differ in their last bits between the two x86-64 machines it ran on (the
+second, an AMD EPYC, gives the second digest, a0cc308 and this code alike)."""
 SETTINGS = {"gibbs": {}, "pm": {"num_importance": 2}}
 NO_GPU = not devices.gpu_devices()
 
@@ -98,7 +101,7 @@ def test_seeded_cpu_draws_are_those_of_before_and_the_device_is_said_and_recorde
     why = reference_holds()
     if why is not None:
         pytest.skip(why)
-    assert digest(results) == REFERENCE["gibbs"]
+    assert digest(results) in REFERENCE["gibbs"]
 
 
 @pytest.mark.slow
@@ -111,7 +114,7 @@ def test_default_device_draws_equal_the_cpu_ones_and_those_of_before(method):
     why = reference_holds()
     if why is not None:
         pytest.skip(why)
-    assert digest(default) == REFERENCE[method]
+    assert digest(default) in REFERENCE[method]
 
 
 def test_the_gpu_path_of_the_linear_algebra_is_the_batched_one_with_the_same_answers(monkeypatch):

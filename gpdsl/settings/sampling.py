@@ -98,7 +98,9 @@ class MCMCEPSettings(SegmentedChainSettings):
                                    "the chain (0: the selected draw itself)")
     ep_start: str = option("reference", "EP in the sampling phase: EP started from the sites frozen at the end of "
                                         "warmup, those sites as they are (faster where the posterior is narrow), or EP "
-                                        "from zero sites (the paper's)", choices=EP_STARTS)
+                                        "from zero sites (the paper's); the Laplace approximation of an HSGP's weights "
+                                        "starts its Newton steps from a mode kept the same way unless zero",
+                           choices=EP_STARTS)
     tol: float | None = option(None, "Laplace/EP convergence: change in squared norm of f (default n/1e4)")
     proposal_covariance: list | None = option(
         None, "reuse the random-walk covariance an earlier pm/mcmc-ep run adapted (averaged over its chains); "

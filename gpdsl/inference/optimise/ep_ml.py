@@ -7,18 +7,21 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.optimize import minimize
 
+from gpdsl.inference.approximations import state_space
 from gpdsl.inference.approximations.ep import check_ep_likelihood, ep
 from gpdsl.inference.approximations.weight_space import ep_weights
 from gpdsl.inference.families.latent_gp import LatentGP
+from gpdsl.inference.families.state_space_latent import StateSpaceLatent
 
 
 def ep_type2_ml(problem: LatentGP, starts, tol=None, max_sweeps: int = 100):
     """Maximise the EP approximation of ``log p(y | theta)`` over unconstrained ``theta``.
 
     For a sampled vector read through a linear map (an HSGP's weights) the EP is that of the weights
-    (:func:`~gpdsl.inference.approximations.weight_space.ep_weights`, parallel sweeps). EP's fixed-point iterations
-    are not differentiated through, so the optimiser is derivative-free
-    (Nelder-Mead on the unconstrained scale), restarted from each row of ``starts``; the best optimum is
+    (:func:`~gpdsl.inference.approximations.weight_space.ep_weights`, parallel sweeps); for a latent state-space GP,
+    EP by Kalman smoothing (:func:`~gpdsl.inference.approximations.state_space.ep`, ``O(N)`` a sweep). EP's
+    fixed-point iterations are not differentiated through, so the optimiser is derivative-free (Nelder-Mead on the
+    unconstrained scale), restarted from each row of ``starts``; the best optimum is
     returned.
 
     Parameters
@@ -37,7 +40,9 @@ def ep_type2_ml(problem: LatentGP, starts, tol=None, max_sweeps: int = 100):
     """
     check_ep_likelihood(problem.likelihood)
     y = jnp.asarray(problem.y)
-    if problem.mapped:
+    if isinstance(problem, StateSpaceLatent):
+        objective = jax.jit(lambda theta: -_state_space_ep(problem, y, theta, tol, max_sweeps).log_marginal)
+    elif problem.mapped:
         objective = jax.jit(lambda theta: -ep_weights(problem.likelihood_operator(theta), y, problem.likelihood,
                                                       tol=tol,
                                                       max_sweeps=max_sweeps, offset=problem.location_offset(theta),
@@ -60,3 +65,13 @@ def ep_type2_ml(problem: LatentGP, starts, tol=None, max_sweeps: int = 100):
     report = {"iterations": int(best.nit), "evaluations": int(best.nfev), "converged": bool(best.success),
               "message": str(best.message), "starts": int(np.atleast_2d(starts).shape[0])}
     return best.x, -float(best.fun), report
+
+
+def _state_space_ep(problem: StateSpaceLatent, y, theta, tol, max_sweeps: int):
+    """Parallel EP of a latent state-space GP at ``theta`` by Kalman smoothing along its times."""
+    statement = problem.node.statement
+    times = jnp.asarray(problem.jax_model.gp_inputs(statement, problem.jax_model.data)[:, 0], dtype=jnp.float64)
+    kernel = problem.jax_model.gp_kernel(statement, problem.environment(theta))
+    return state_space.ep(kernel, times, y, problem.likelihood, tol=tol, max_sweeps=max_sweeps,
+                          offset=problem.location_offset(theta), args=problem.likelihood_arguments(theta),
+                          periodic_order=problem.periodic_order)

@@ -196,3 +196,16 @@ def test_the_basis_map_gives_the_laplace_and_ep_of_the_matrix_in_two_dimensions(
             np.testing.assert_allclose(getattr(mapped, field), getattr(plain, field), rtol=1e-8, atol=1e-10)
     again = weights_from_sites(operator, plain.site_precision, plain.site_location)
     np.testing.assert_allclose(again.mean, plain.mean, atol=1e-10)
+
+
+def test_newton_from_a_nearby_mode_reaches_the_same_laplace_approximation_in_fewer_steps():
+    problem = hsgp_2d_problem("bernoulli_logit", n=60)
+    theta = jnp.asarray([0.1, np.log(0.9), np.log(1.4), np.log(0.7)])
+    near = theta + jnp.asarray([0.05, -0.05, 0.05, 0.0])
+    fit = lambda t, start=None: laplace_weights(problem.likelihood_operator(t), problem.y,  # noqa: E731
+                                                "bernoulli_logit", offset=problem.location_offset(t), start=start,
+                                                tol=1e-14)
+    cold, warm = fit(theta), fit(theta, start=fit(near).mean)
+    assert bool(cold.converged) and bool(warm.converged) and int(warm.iterations) < int(cold.iterations)
+    assert float(warm.log_marginal) == pytest.approx(float(cold.log_marginal), abs=1e-9)
+    np.testing.assert_allclose(warm.mean, cold.mean, atol=1e-7)

@@ -184,3 +184,25 @@ def test_mcmc_ep_on_the_state_space_model_is_mcmc_ep_on_the_dense_gp():
     assert len(np.unique(ss_theta[:, 0])) > 3  # the chain moved
     np.testing.assert_allclose(ss_theta, dense_theta, atol=1e-8)
     np.testing.assert_allclose(ss_marginal, dense_marginal, atol=1e-5)
+
+
+def test_ep_ml_on_the_state_space_model_finds_the_dense_gps_ep_ml_optimum():
+    """ep-ml maximises EP's log marginal by Kalman smoothing: the same optimum, log marginal and predictions as on
+    the same model without ``approx = state_space``, from the same starts (EP converged tightly in both)."""
+    from pathlib import Path
+
+    import gpdsl
+
+    text = (Path(__file__).resolve().parents[3] / "models" / "gp_state_space_poisson.gpm").read_text()
+    rng = np.random.default_rng(2)
+    t = np.sort(rng.uniform(0, 30, 40))
+    values = {"N": 40, "t": t, "y": rng.poisson(np.exp(1 + np.sin(t / 3)))}
+    fits = [gpdsl.sample(check_text(model_text)[0], values, "ep-ml", starts=2, seed=4, tol=1e-10,
+                         new_inputs=t[:3] + 0.5) for model_text in (text, text.replace(", approx = state_space", ""))]
+    state_space, dense = fits
+    for name in ("mu", "alpha", "ell"):
+        assert float(state_space.posterior[name].values.ravel()[0]) == pytest.approx(
+            float(dense.posterior[name].values.ravel()[0]), rel=2e-3)
+    assert float(state_space.sample_stats["log_marginal"].values.ravel()[0]) == pytest.approx(
+        float(dense.sample_stats["log_marginal"].values.ravel()[0]), abs=1e-4)
+    assert state_space.predictions["f_new"].shape == (1, 1, 3)
