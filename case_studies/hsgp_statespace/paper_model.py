@@ -36,9 +36,12 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from gpdsl.datasets.births import births_usa_1969  # noqa: E402
 from gpdsl.results.arviz_compat import loo  # noqa: E402
+from gpdsl.results.io import write_netcdf  # noqa: E402
 from gpdsl.storage.atomic import atomic_target, atomic_write_text  # noqa: E402
 
-MODEL = HERE / "births_paper.gpm"
+MODELS = {"paper": HERE / "births_paper.gpm", "identified": HERE / "births_paper_identified.gpm"}
+"""The paper's model as written, and the same model without the ridges that stop NUTS converging on it."""
+OUTPUT_STEM = {"paper": "paper_model", "identified": "paper_model_identified"}
 RESULTS = HERE / "results"
 HYPERPARAMETERS = ("intercept", "trend_sd", "trend_lengthscale", "year_sd", "year_lengthscale", "week_sd",
                    "week_lengthscale", "special_scale", "sigma")
@@ -55,17 +58,28 @@ def paper_data() -> dict:
             "y": (births.y - births.y.mean()) / births.y.std(ddof=1), "day_of_year": births.X[:, 5].astype(int)}
 
 
+def intercept(result) -> float:
+    """The posterior mean of the intercept, 0 in a model without one."""
+    return float(result.posterior["intercept"].mean()) if "intercept" in result.posterior else 0.0
+
+
+def hyperparameters(result) -> list[str]:
+    """The model's scalar parameters among :data:`HYPERPARAMETERS`."""
+    return [name for name in HYPERPARAMETERS if name in result.posterior]
+
+
 def fitted_mean(result, data: dict) -> np.ndarray:
     """The posterior mean of ``intercept + trend + year + week + special[day_of_year]`` at every day."""
     p = result.posterior
     special = p["special"].mean(("chain", "draw")).values[data["day_of_year"] - 1]
     parts = sum(p[name].mean(("chain", "draw")).values for name in ("trend", "year", "week"))
-    return float(p["intercept"].mean()) + parts + special
+    return intercept(result) + parts + special
 
 
 def describe(result, data: dict, seconds: float, settings: dict) -> dict:
     """Settings, wall time, convergence, estimates and the paper's comparison figures (RMSE, ELPD per point)."""
-    summary = az.summary(result, var_names=list(HYPERPARAMETERS))
+    names = hyperparameters(result)
+    summary = az.summary(result, var_names=names)
     n = data["N"]
     elpd = loo(result)
     residual = data["y"] - fitted_mean(result, data)
@@ -77,7 +91,7 @@ def describe(result, data: dict, seconds: float, settings: dict) -> dict:
         "divergences": int(result.sample_stats["diverging"].sum()),
         "estimates": {name: {"mean": float(summary.loc[name, "mean"]), "sd": float(summary.loc[name, "sd"]),
                              "r_hat": float(summary.loc[name, "r_hat"]), "ess_bulk": float(summary.loc[name, "ess_bulk"])}
-                      for name in HYPERPARAMETERS},
+                      for name in names},
         "rmse": float(np.sqrt(np.mean(residual ** 2))),
         "elpd_loo_per_point": elpd["elpd_loo"] / n, "elpd_loo_se": elpd["se"], "p_loo": elpd["p_loo"],
         "pareto_k_warning": bool(elpd["warning"]),
@@ -98,7 +112,8 @@ def table(row: dict) -> str:
               f"(PSIS-LOO per day) |",
               f"| noise sigma | | {e['sigma']['mean']:.3f} ± {e['sigma']['sd']:.4f} |"]
     s = row["settings"]
-    lines += ["", f"{s['chains']} chains x ({s['warmup']} + {s['draws']}), adapt_delta {s['adapt_delta']}, seed "
+    lines += ["", f"`{s.get('model', 'births_paper.gpm')}`, {s['chains']} chains x ({s['warmup']} + {s['draws']}), "
+              f"adapt_delta {s['adapt_delta']}, seed "
               f"{s['seed']}: {row['seconds']:.0f} s wall; max R-hat {row['max_rhat']:.3f}, min bulk ESS "
               f"{row['min_ess_bulk']:.0f}, min tail ESS {row['min_ess_tail']:.0f}, {row['divergences']} divergent "
               "transitions (hyperparameters)."]
@@ -109,23 +124,23 @@ def figure(result, data: dict, path: Path) -> None:
     """The paper's Figs. 10 and 11: trend and trend + yearly over the whole period, and the year 1972."""
     p = result.posterior
     mean = {name: p[name].mean(("chain", "draw")).values for name in ("trend", "year", "week")}
-    intercept = float(p["intercept"].mean())
+    level = intercept(result)
     special = p["special"].mean(("chain", "draw")).values[data["day_of_year"] - 1]
     years = 1969 + data["t"] / 365.25
     fig = Figure(figsize=(11, 7.5), layout="constrained")
     top, bottom = fig.subplots(2, 1)
     top.plot(years, data["y"], ".", ms=1.2, color="0.65", label="data")
-    top.plot(years, intercept + mean["trend"], color="C0", label="trend f1")
-    top.plot(years, intercept + mean["trend"] + mean["year"], lw=0.6, color="C1", label="f1 + yearly f2")
+    top.plot(years, level + mean["trend"], color="C0", label="trend f1")
+    top.plot(years, level + mean["trend"] + mean["year"], lw=0.6, color="C1", label="f1 + yearly f2")
     top.set(title="1969-1988 (standardised births)", xlabel="year")
     top.legend(loc="lower right", markerscale=6)
     day = (data["t"] >= 1096) & (data["t"] < 1096 + 366)
     doy = np.arange(1, day.sum() + 1)
     bottom.plot(doy, data["y"][day], ".", ms=3, color="0.6", label="data")
     bottom.plot(doy, fitted_mean(result, data)[day], lw=0.6, color="k", label="mu")
-    bottom.plot(doy, (intercept + mean["trend"])[day], color="C0", label="f1")
-    bottom.plot(doy, (intercept + mean["trend"] + mean["year"])[day], color="C1", label="f1 + f2")
-    bottom.plot(doy, intercept + special[day], lw=0.8, color="C3", label="intercept + special days f4")
+    bottom.plot(doy, (level + mean["trend"])[day], color="C0", label="f1")
+    bottom.plot(doy, (level + mean["trend"] + mean["year"])[day], color="C1", label="f1 + f2")
+    bottom.plot(doy, level + special[day], lw=0.8, color="C3", label="intercept + special days f4")
     bottom.set(title="1972", xlabel="day of the year")
     bottom.legend(loc="lower left", ncols=5, fontsize=8)
     fig.suptitle("The HSGP paper's birthday model (Table 8, iteration 5) by NUTS in gpdsl")
@@ -141,19 +156,26 @@ def main(argv=None) -> dict:
     parser.add_argument("--adapt-delta", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--model", choices=sorted(MODELS), default="paper",
+                        help="the paper's model as written, or without its ridges (births_paper_identified.gpm)")
+    parser.add_argument("--save", type=Path, help="also write the whole run (NetCDF) to this path")
     args = parser.parse_args(argv)
     data = paper_data()
-    settings = {"chains": args.chains, "warmup": args.warmup, "draws": args.draws, "adapt_delta": args.adapt_delta,
-                "seed": args.seed}
+    settings = {"model": MODELS[args.model].name, "chains": args.chains, "warmup": args.warmup, "draws": args.draws,
+                "adapt_delta": args.adapt_delta, "seed": args.seed}
     started = time.perf_counter()
-    result = gpdsl.sample(MODEL, data, "nuts", seed=args.seed, chains=args.chains, warmup=args.warmup,
+    result = gpdsl.sample(MODELS[args.model], data, "nuts", seed=args.seed, chains=args.chains, warmup=args.warmup,
                           draws=args.draws, adapt_delta=args.adapt_delta)
     seconds = time.perf_counter() - started
+    if args.save is not None:
+        args.save.parent.mkdir(parents=True, exist_ok=True)
+        write_netcdf(result, args.save)
     row = describe(result, data, seconds, settings)
     args.out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(args.out / "paper_model.json", json.dumps(row, indent=1) + "\n")
-    atomic_write_text(args.out / "paper_model.md", table(row))
-    figure(result, data, args.out / "paper_model.png")
+    stem = OUTPUT_STEM[args.model]
+    atomic_write_text(args.out / f"{stem}.json", json.dumps(row, indent=1) + "\n")
+    atomic_write_text(args.out / f"{stem}.md", table(row))
+    figure(result, data, args.out / f"{stem}.png")
     print(table(row))
     return row
 

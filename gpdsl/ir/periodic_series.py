@@ -4,12 +4,17 @@ Under ``approx = hsgp(m = J)`` the kernel of a GP over one input column is a sum
 kernel (possibly scaled) is approximated by its cosine series truncated after ``J`` harmonics (Solin & Särkkä 2014;
 Riutort-Mayol et al. 2023, periodic covariance functions): the basis ``1, cos(j w t), sin(j w t)``, ``j = 1 .. J``,
 ``w = 2 pi / period``, its weights of variances the series' coefficients; the other terms share the Laplacian
-eigenfunctions. The series basis depends on the period, so the period must be a constant.
+eigenfunctions. The series basis depends on the period, so the period must be known before sampling: a number, or
+an expression of data alone (``period = days_per_year``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gpdsl.ir import nodes as ir
+from gpdsl.ir.structure import sub_expressions
+from gpdsl.ir.values import value
 
 
 def sum_terms(kernel: ir.Kernel) -> list[ir.Kernel]:
@@ -29,18 +34,37 @@ def periodic_leaf(kernel: ir.Kernel) -> ir.KernelLeaf | None:
     return None
 
 
-def series_period(term: ir.Kernel) -> float | None:
-    """The constant period of a periodic term (:func:`periodic_leaf`), or None when it is no such term."""
+def reads_data_alone(expr: ir.Expr) -> bool:
+    """Whether ``expr`` is a number or reads only data (its value is known before sampling)."""
+    return all(e.role == "data" for e in sub_expressions(expr) if isinstance(e, ir.Ref))
+
+
+def series_period_expr(term: ir.Kernel) -> ir.Expr | None:
+    """The period of a periodic term (:func:`periodic_leaf`) that reads data alone, or None when the term is no such
+    term (its cosine series is then not its basis)."""
     leaf = periodic_leaf(term)
-    if leaf is None:
+    if leaf is None or not reads_data_alone(leaf.param("period")):
         return None
-    period = leaf.param("period")
-    return float(period.value) if isinstance(period, ir.Constant) else None
+    return leaf.param("period")
+
+
+def is_series_term(term: ir.Kernel) -> bool:
+    """Whether a term of an HSGP kernel's sum takes a cosine series basis (:func:`series_period_expr`)."""
+    return series_period_expr(term) is not None
+
+
+def series_period(term: ir.Kernel, data: Mapping | None = None) -> float | None:
+    """The period of a series term (:func:`is_series_term`), evaluated on ``data`` where it reads data, or None when
+    ``term`` is no series term."""
+    period = series_period_expr(term)
+    if period is None:
+        return None
+    return float(value(period, data or {}))
 
 
 def has_series(kernel: ir.Kernel) -> bool:
-    """Whether some term of the kernel's sum is a periodic kernel with a constant period."""
-    return any(series_period(term) is not None for term in sum_terms(kernel))
+    """Whether some term of the kernel's sum takes a cosine series basis."""
+    return any(is_series_term(term) for term in sum_terms(kernel))
 
 
 def series_size(order: int) -> int:

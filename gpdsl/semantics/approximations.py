@@ -10,7 +10,7 @@ from __future__ import annotations
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import APPROXIMATIONS, Approximation, ApproximationSetting, ApproximationSpec
 from gpdsl.ir.latent_hsgp import LATENT_PRIOR_SDS, is_latent_hsgp, latent_inputs, prior_scale
-from gpdsl.ir.periodic_series import periodic_leaf, sum_terms
+from gpdsl.ir.periodic_series import periodic_leaf, reads_data_alone, sum_terms
 from gpdsl.ir.structure import sub_expressions
 from gpdsl.semantics import catalog
 from gpdsl.semantics.constants import fold
@@ -211,10 +211,11 @@ def _verify_periodic_series(statement: ir.GPStatement, leaf: ir.KernelLeaf) -> N
     if statement.inputs.dim != 1:
         fail(f"hsgp of a periodic kernel takes inputs of one column (its cosine series is in one variable); these "
              f"have {statement.inputs.dim}", statement.inputs.span)
-    if not isinstance(leaf.param("period"), ir.Constant):
-        fail("hsgp of a periodic kernel needs a constant period: its basis cos(j 2 pi t / period), "
-             "sin(j 2 pi t / period) is fixed before sampling", leaf.param("period").span,
-             "give the period as a number, e.g. periodic(lengthscale = ell, period = 365.25)")
+    if not reads_data_alone(leaf.param("period")):
+        fail("hsgp of a periodic kernel takes a period of numbers and data, not of parameters: its basis "
+             "cos(j 2 pi t / period), sin(j 2 pi t / period) is built before sampling", leaf.param("period").span,
+             "give the period as a number or as data, e.g. periodic(lengthscale = ell, period = 365.25); "
+             "the exact GP (without approx = hsgp(...)) samples a period")
 
 
 def _role(role: str) -> str:

@@ -77,7 +77,7 @@ def test_periodic_terms_are_cosine_series_beside_the_laplacian_basis_and_pass_st
     code = program.code
     assert "vector[52] f_z;" in code and "vector[7] g_z;" in code  # 10 + 2 * 21, and 2 * 3 + 1
     for line in ("matrix[N, 21] f_hsgp_series_phi = hsgp_periodic_basis(t_points, 365.25, 10);",
-                 "matrix[N, 21] f_hsgp_series_phi_ = hsgp_periodic_basis(t_points, 7.0, 10);",
+                 "matrix[N, 21] f_hsgp_series_phi_ = hsgp_periodic_basis(t_points, 7, 10);",
                  "matrix[N, 52] f_hsgp_basis = append_col(append_col(f_hsgp_phi, f_hsgp_series_phi), "
                  "f_hsgp_series_phi_);",
                  "matrix[N, 7] g_hsgp_basis = g_hsgp_series_phi;",
@@ -87,3 +87,24 @@ def test_periodic_terms_are_cosine_series_beside_the_laplacian_basis_and_pass_st
             "0.5 * hsgp_periodic_variances(10, 1.0, rep_vector(ell, 1))), hsgp_periodic_variances(10, s, "
             "rep_vector(0.6, 1)))") in code
     assert "cholesky_decompose" not in code and {program.variables[name].kind for name in "fg"} == {"hsgp"}
+
+
+PERIOD_AS_DATA = """
+data { int N; vector[N] t; vector[N] y; real<lower=0> days_per_week; }
+parameters { real<lower=0> ell ~ gamma(2, 2); real<lower=0> noise ~ half_normal(1); }
+model {
+  g ~ gp(t, periodic(lengthscale = ell, period = days_per_week)
+            + periodic(lengthscale = ell, period = 2 * days_per_week), approx = hsgp(m = 3));
+  y ~ normal(g, noise);
+}
+"""
+
+
+def test_a_period_given_as_data_builds_its_series_in_transformed_data_and_passes_stanc():
+    model, _ = check_text(PERIOD_AS_DATA)
+    program = generate_stan(model)
+    check_program(program.code)
+    for line in ("matrix[N, 7] g_hsgp_series_phi = hsgp_periodic_basis(t_points, days_per_week, 3);",
+                 "matrix[N, 7] g_hsgp_series_phi_ = hsgp_periodic_basis(t_points, 2 * days_per_week, 3);"):
+        assert line in program.code, line
+    assert program.code.index("hsgp_periodic_basis(t_points, days_per_week") > program.code.index("transformed data {")

@@ -14,6 +14,7 @@ the bases of its parts side by side (:class:`TermBases`). Each basis says the va
 from __future__ import annotations
 
 import operator
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property, reduce
 
@@ -21,8 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.backends.jax.hsgp_map import LaplacianBasisMap, basis_cosines
+from gpdsl.errors import DataError
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.periodic_series import has_series, series_period, series_size, sum_terms
+from gpdsl.ir.periodic_series import has_series, is_series_term, series_period, series_size, sum_terms
 from gpdsl.kernels import Kernel
 from gpdsl.kernels.composite import Scale, Sum
 from gpdsl.numerics.hsgp import basis_indices, eigenfunctions, frequencies, hsgp_box, periodic_series_basis
@@ -94,7 +96,7 @@ class PeriodicSeriesBasis:
     order : int
         The harmonics ``J`` (the statement's ``m``).
     period : float
-        The kernel's constant period.
+        The kernel's period (a number, or data: known before sampling).
     phi : numpy.ndarray, shape (N, 2 J + 1)
         :func:`gpdsl.numerics.hsgp.periodic_series_basis` at the training inputs.
     """
@@ -177,34 +179,44 @@ def basis_size(statement: ir.GPStatement) -> int:
     """The number of basis functions of an HSGP statement: the product of its ``m`` over the input columns, and
     ``2 m + 1`` more per periodic term of its kernel's sum."""
     terms = sum_terms(statement.kernel)
-    series = sum(series_period(term) is not None for term in terms)
+    series = sum(is_series_term(term) for term in terms)
     laplacian = int(np.prod(_per_dimension(statement))) if series < len(terms) else 0
     return laplacian + series * series_size(_per_dimension(statement)[0])
 
 
-def hsgp_basis(statement: ir.GPStatement, X) -> HSGPBasis | TermBases:
+def hsgp_basis(statement: ir.GPStatement, X, data: Mapping | None = None) -> HSGPBasis | TermBases:
     """The basis of an HSGP statement on its training inputs ``X`` (N, D): the Laplacian's eigenfunctions on a box
-    around the inputs, with a cosine series beside them for each periodic term of the kernel's sum.
+    around the inputs, with a cosine series beside them for each periodic term of the kernel's sum (its period
+    evaluated on ``data`` where it reads data).
 
     Raises
     ------
     DataError
-        An input column has the same value at every point.
+        An input column has the same value at every point, or a period given as data is not a positive number.
     """
     if has_series(statement.kernel):
-        return _term_bases(statement, X)
+        return _term_bases(statement, X, data)
     return _laplacian_basis(statement, X)
 
 
-def _term_bases(statement: ir.GPStatement, X) -> TermBases:
+def _term_bases(statement: ir.GPStatement, X, data: Mapping | None) -> TermBases:
     order = _per_dimension(statement)[0]
-    periods = [series_period(term) for term in sum_terms(statement.kernel)]
+    periods = [_checked_period(statement, term, data) for term in sum_terms(statement.kernel)]
     parts = [((i,), PeriodicSeriesBasis(order, period, periodic_series_basis(X, period, order)))
              for i, period in enumerate(periods) if period is not None]
     others = tuple(i for i, period in enumerate(periods) if period is None)
     if others:
         parts.insert(0, (others, _laplacian_basis(statement, X)))
     return TermBases(tuple(parts))
+
+
+def _checked_period(statement: ir.GPStatement, term: ir.Kernel, data: Mapping | None) -> float | None:
+    period = series_period(term, data)
+    if period is not None and not (np.isfinite(period) and period > 0):
+        raise DataError(f"the period of a periodic term of '{statement.target.name}' is {period:g}; "
+                        "its cosine series needs a positive, finite period", term.span,
+                        "give the period in the units of the inputs, e.g. 365.25 for yearly cycles over days")
+    return period
 
 
 def _laplacian_basis(statement: ir.GPStatement, X) -> HSGPBasis:

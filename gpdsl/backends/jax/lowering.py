@@ -405,7 +405,8 @@ class JaxModel:
         name = statement.target.name
         if name not in self._hsgp_bases:
             with jax.ensure_compile_time_eval():  # data alone: concrete even when first asked for inside a trace
-                self._hsgp_bases[name] = hsgp_basis(statement, np.asarray(self.gp_inputs(statement, self.data)))
+                self._hsgp_bases[name] = hsgp_basis(statement, np.asarray(self.gp_inputs(statement, self.data)),
+                                                    self.data)
         return self._hsgp_bases[name]
 
     def hsgp_latent(self, statement: ir.GPStatement, weights, env):

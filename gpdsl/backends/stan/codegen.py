@@ -76,7 +76,7 @@ from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import HSGP, STATE_SPACE
 from gpdsl.ir.latent_hsgp import is_latent_hsgp, latent_inputs
-from gpdsl.ir.periodic_series import has_series, series_period, series_size, sum_terms
+from gpdsl.ir.periodic_series import has_series, series_period_expr, series_size, sum_terms
 from gpdsl.ir.structure import GPNode, expression_refs, gp_nodes, statement_refs, student_t_process_nodes
 from gpdsl.kernel_table import StanCall
 from gpdsl.likelihoods import LIKELIHOODS, capability
@@ -653,7 +653,7 @@ class _Generator:
     def _hsgp_term_bases(self, gp: ir.GPStatement, points: str, base: str, order: int) -> "HSGPTransformedData":
         """The basis of an HSGP whose kernel sum has periodic terms: the Laplacian part's (if any terms are not
         periodic) and a cosine series per periodic term, side by side in one matrix (declared on first use)."""
-        periods = [series_period(term) for term in sum_terms(gp.kernel)]
+        periods = [series_period_expr(term) for term in sum_terms(gp.kernel)]
         others = tuple(i for i, period in enumerate(periods) if period is None)
         n = _product(gp.inputs.index_shape)
         parts, phis, size = [], [], 0
@@ -666,7 +666,7 @@ class _Generator:
             if period is not None:
                 phi = self.fresh(f"{base}_hsgp_series_phi")
                 self.blocks.add("transformed data", f"matrix[{n}, {series_size(order)}] {phi} = "
-                                f"hsgp_periodic_basis({points}, {format_number(period)}, {order});")
+                                f"hsgp_periodic_basis({points}, {self.translate(period)}, {order});")
                 parts.append(((i,), order))
                 phis.append(phi)
                 size += series_size(order)

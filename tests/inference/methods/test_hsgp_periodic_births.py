@@ -19,6 +19,7 @@ from scipy import special, stats
 
 import gpdsl.datasets as datasets
 from gpdsl.api import check_text, run
+from gpdsl.errors import DataError
 from gpdsl.settings import GibbsSettings, MLSettings, NUTSSettings
 from tests.inference.methods.test_pm_vs_nuts import disagreements
 
@@ -88,6 +89,18 @@ def test_ml_on_a_trend_plus_periodic_hsgp_is_the_gaussian_of_its_basis(births):
     theta = estimate(result, NAMES)
     reference = numpy_log_marginal(births, theta, m=15, c=1.5, order=15)
     assert float(result.sample_stats["log_marginal"].values.ravel()[0]) == pytest.approx(reference, rel=1e-7)
+
+
+def test_a_period_given_as_data_is_the_period_written_as_a_number(births):
+    source = HSGP_WEEKLY.replace("vector[N] y; }", "vector[N] y; real days_per_week; }").replace(
+        "period = 7", "period = days_per_week").replace("APPROX", "hsgp(m = 15, c = 1.5)")
+    model = check_text(source)[0]
+    result = run(model, {**births, "days_per_week": 7.0}, "ml", MLSettings(restarts=2), seed=3)
+    theta = estimate(result, NAMES)
+    reference = numpy_log_marginal(births, theta, m=15, c=1.5, order=15)
+    assert float(result.sample_stats["log_marginal"].values.ravel()[0]) == pytest.approx(reference, rel=1e-7)
+    with pytest.raises(DataError, match="period of a periodic term of 'f' is -7; its cosine series needs a positive"):
+        run(model, {**births, "days_per_week": -7.0}, "ml", MLSettings(restarts=2), seed=3)
 
 
 def test_state_space_and_exact_ml_agree_on_births(births):
