@@ -106,6 +106,27 @@ matrix hsgp_eigenfunctions(array[] vector x, vector centre, vector L, matrix ome
 }
 
 /**
+ * log N(y_d | 0, A A' + s2 I) summed over the columns y_d of Y, by the Woodbury identity and the determinant
+ * lemma in O(N M^2): with B = s2 I_M + A' A = L L', y' (A A' + s2 I)^-1 y = (y' y - |L^-1 A' y|^2) / s2 and
+ * log |A A' + s2 I| = (N - M) log s2 + log |B|. The marginal likelihood of an HSGP over latent inputs under a
+ * normal likelihood (A = PHI(X) diag(sqrt(S)), N x M), never forming an N x N matrix.
+ *
+ * @param Y               matrix[N, D], one output per column
+ * @param A               matrix[N, M]
+ * @param noise_variance  s2 (the noise variance plus the GP's jitter)
+ * @return                the log density
+ */
+real hsgp_normal_marginal_lpdf(matrix Y, matrix A, real noise_variance) {
+  int n = rows(A);
+  int m = cols(A);
+  matrix[m, m] L = cholesky_decompose(add_diag(crossprod(A), noise_variance));
+  matrix[m, cols(Y)] V = mdivide_left_tri_low(L, A' * Y);
+  real quadratic = (dot_self(to_vector(Y)) - dot_self(to_vector(V))) / noise_variance;
+  real log_det = (n - m) * log(noise_variance) + 2 * sum(log(diagonal(L)));
+  return -0.5 * (quadratic + cols(Y) * (n * log(2 * pi()) + log_det));
+}
+
+/**
  * Spectral density of rbf: variance (2 pi)^(D/2) prod_d l_d exp(-sum_d l_d^2 omega_d^2 / 2).
  *
  * @param omega        matrix[M, D] of frequency vectors

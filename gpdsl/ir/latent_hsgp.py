@@ -6,7 +6,7 @@ their centre. Latent inputs have no range before they are inferred, so the box c
 ``L = c * LATENT_PRIOR_SDS * sigma`` in every column, ``LATENT_PRIOR_SDS = 3`` prior standard deviations
 (about 99.7% of the prior mass inside ``[mu - 3 sigma, mu + 3 sigma]``, the box ``c`` times wider). Such a GP is the
 finite feature expansion of :class:`~gpdsl.kernels.hsgp_features.HSGPFeatureKernel` on that box: the engines
-treat it as an exact GP with that kernel (``vem`` runs it; no basis weights are sampled).
+treat it as an exact GP with that kernel (``vem`` and Stan's NUTS run it; no basis weights are sampled).
 """
 
 from __future__ import annotations
@@ -82,5 +82,5 @@ def latent_hsgp_refusal(model: ir.Model, facts=None, settings=None) -> str | Non
     for statement, _ in model.walk():
         if is_latent_hsgp(statement):
             return (f"takes no HSGP over latent inputs ('{statement.target.name}' has approx = hsgp(...) over "
-                    f"'{latent_inputs(statement)}'); vem fits it")
+                    f"'{latent_inputs(statement)}'); vem fits it and nuts samples it")
     return None

@@ -24,6 +24,7 @@ SUPPORTED = [
     "gp_classification",
     "bayesian_gplvm",
     "bayesian_gplvm_priors",
+    "gplvm_hsgp",
     "supervised_gplvm",
     "dynamical_gplvm",
     "deep_mahalanobis_gp",
@@ -181,6 +182,39 @@ def test_variable_kinds_of_the_gplvms():
     deep = generated("deep_mahalanobis_gp")
     assert deep.variables["W"].kind == "non_centred" and deep.variables["f"].kind == "marginalised"
     assert deep.parameter_names == ("sf2", "s2", "ell", "noise", "W_raw")
+    hsgp = generated("gplvm_hsgp")
+    assert hsgp.variables["F"].kind == "marginalised" and hsgp.parameter_names == ("s2", "ell", "noise", "X")
+
+
+LATENT_HSGP_POISSON = """
+data { int N; array[N] int<lower=0> y; }
+parameters { real<lower=0> s2 ~ lognormal(0, 1); real<lower=0> ell ~ lognormal(0, 1); }
+latent { matrix[N, 1] X; }
+model {
+  X ~ normal(0.5, 2);
+  f ~ gp(X, rbf(variance = s2, lengthscale = ell), approx = hsgp(m = 6, c = 1.5));
+  y ~ poisson_log(f);
+}
+"""
+
+
+def test_an_hsgp_over_latent_inputs_is_its_feature_kernel_on_the_prior_box():
+    code = generated("gplvm_hsgp").code  # X ~ normal(0, 1), m = 12 per column, c = 1.5: L = 1.5 * 3 * 1
+    for line in ("array[144, 2] int F_hsgp_indices = hsgp_indices({12, 12});",
+                 "vector[2] F_hsgp_centre = [0.0, 0.0]';", "vector[2] F_hsgp_L = [4.5, 4.5]';",
+                 "target += hsgp_normal_marginal_lpdf(Y | diag_post_multiply(hsgp_eigenfunctions(X_points, "
+                 "F_hsgp_centre, F_hsgp_L, F_hsgp_omega), sqrt(rbf_spd(F_hsgp_omega, s2, ell))), "
+                 "square(sqrt(noise)) + jitter);"):
+        assert line in code, line
+    assert "multi_normal" not in code[code.index("model {"):code.index("generated quantities {")]
+    model, _ = check_text(LATENT_HSGP_POISSON)
+    program = generate_stan(model)
+    check_program(program.code)
+    assert program.variables["f"].kind == "non_centred"
+    for line in ("vector[1] f_hsgp_centre = [0.5]';", "vector[1] f_hsgp_L = [9.0]';",
+                 "matrix[N, N] K = tcrossprod(diag_post_multiply(hsgp_eigenfunctions(X_points, f_hsgp_centre, "
+                 "f_hsgp_L, f_hsgp_omega), sqrt(rbf_spd(f_hsgp_omega, s2, rep_vector(ell, 1)))));"):
+        assert line in program.code, line
 
 
 def test_sequential_model_flattens_points_and_uses_vector_bounds():

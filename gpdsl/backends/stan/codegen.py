@@ -33,6 +33,10 @@ How gpdsl variables become Stan variables (see :class:`StanVariable`):
   (sqrt(S(omega)) .* <name>_z)`` (plus the mean) in ``transformed parameters``, ``S`` the kernel's spectral
   density (its table entry's ``spectral_density`` spelling; sums and scalings add and scale them). Never
   integrated out, whatever its likelihood.
+* an HSGP over latent inputs ``X`` (a GPLVM, :mod:`gpdsl.ir.latent_hsgp`): the exact GP of the feature kernel
+  ``A A'``, ``A = PHI(X) diag(sqrt(S))`` on the box from ``X``'s prior (box and frequencies in ``transformed data``,
+  the eigenfunctions of the sampled points computed where they are used), integrated out or non-centred as above;
+  integrated out, by the Woodbury identity (template ``hsgp_normal_marginal_lpdf``), never forming ``A A'``.
 
 Generated quantities: for every observed variable ``y`` of a likelihood, ``log_lik_<y>`` (reals, ``y``'s
 shape) and ``<y>_rep`` (``y``'s type): each observation's log density and a replicate drawn from the
@@ -75,7 +79,7 @@ from gpdsl.backends.stan.fragments import INDENT, StanBlocks, function_library
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import HSGP, STATE_SPACE
-from gpdsl.ir.latent_hsgp import is_latent_hsgp, latent_inputs
+from gpdsl.ir.latent_hsgp import basis_sizes, is_latent_hsgp, latent_box, latent_inputs
 from gpdsl.ir.periodic_series import has_series, series_period_expr, series_size, sum_terms
 from gpdsl.ir.structure import GPNode, expression_refs, gp_nodes, statement_refs, student_t_process_nodes
 from gpdsl.kernel_table import StanCall
@@ -428,12 +432,6 @@ class _Generator:
                     f"the Stan backend cannot run the external likelihood '{statement.function}': "
                     "it calls user Python code, which Stan cannot call", statement.span,
                     "use a JAX-based method, which can call external likelihoods")
-            if is_latent_hsgp(statement):
-                raise MethodError(
-                    f"the Stan backend builds an HSGP basis from data inputs; '{statement.target.name}' is an HSGP "
-                    f"over the latent inputs '{latent_inputs(statement)}'", statement.approximation.span,
-                    "fit it with vem (the GPLVM bound with the basis weights as inducing variables), or sample the "
-                    "exact GP (drop approx = hsgp(...))")
             if isinstance(statement, ir.GPStatement) and len(statement.inputs.index_shape) > 2:
                 raise MethodError("the Stan backend supports GP inputs with at most two index levels",
                                   statement.inputs.span)
@@ -461,7 +459,7 @@ class _Generator:
             if var.type.lower is not None or var.type.upper is not None:
                 raise MethodError(f"latent GP values '{name}' cannot have bounds", var.span)
             node = self._node(gps[0])
-            if gps[0].approximated_by(HSGP):
+            if gps[0].approximated_by(HSGP) and not is_latent_hsgp(gps[0]):
                 self.variables[name] = StanVariable(name, "hsgp", sname, "transformed parameters",
                                                     self.fresh(f"{sname}_z"))
                 continue
@@ -635,6 +633,25 @@ class _Generator:
             f"matrix[{n}, {size}] {names['phi']} = hsgp_eigenfunctions({points}, {names['centre']}, "
             f"{names['L']}, {names['omega']});")
         return HSGPTransformedData(size, names["omega"], names["phi"])
+
+    def _latent_hsgp_features(self, gp: ir.GPStatement, local: list[str]) -> str:
+        """``A = PHI(X) diag(sqrt(S(omega)))`` of an HSGP over latent inputs ``X`` (:mod:`gpdsl.ir.latent_hsgp`): the
+        box from ``X``'s prior and the frequencies in transformed data, the eigenfunctions at the latent points (the
+        points declared in ``local``); ``A A'`` is the kernel the JAX lowering gives the GP
+        (:class:`~gpdsl.kernels.hsgp_features.HSGPFeatureKernel`)."""
+        m = basis_sizes(gp)
+        dim, size = len(m), int(np.prod(m))
+        centre, half_widths = latent_box(gp, self.model.priors().get(latent_inputs(gp)))
+        base = f"{stan_name(gp.target.name)}_hsgp"
+        indices = self._transformed_data(f"{base}_indices", f"array[{size}, {dim}] int",
+                                         f"hsgp_indices({{{', '.join(map(str, m))}}})")
+        centre = self._transformed_data(f"{base}_centre", f"vector[{dim}]",
+                                        f"[{', '.join(map(format_number, centre))}]'")
+        L = self._transformed_data(f"{base}_L", f"vector[{dim}]", f"[{', '.join(map(format_number, half_widths))}]'")
+        omega = self._transformed_data(f"{base}_omega", f"matrix[{size}, {dim}]", f"hsgp_frequencies({indices}, {L})")
+        points = self._points(gp, 0, local)
+        density = self._spectral_density(gp.kernel, omega)[0]
+        return f"diag_post_multiply(hsgp_eigenfunctions({points}, {centre}, {L}, {omega}), sqrt({density}))"
 
     def _hsgp_latent(self, statement: ir.GPStatement, mapping: StanVariable) -> list[str]:
         """``f = PHI * (sqrt(S(omega)) .* z) + mean`` for an HSGP latent."""
@@ -834,6 +851,9 @@ class _Generator:
     def _marginal(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement) -> list[str]:
         if gp.approximated_by(STATE_SPACE):
             return self._state_space_marginal(gp, likelihood)
+        if is_latent_hsgp(gp) and likelihood.target.name not in self.observed_indices \
+                and self._marginal_offset(gp) is None:
+            return self._latent_hsgp_marginal(gp, likelihood)
         local = self._covariance(gp)
         sigma = self.translate(likelihood.distribution.arg("sigma"))
         n = _stan_dim(gp.inputs.index_shape[0])
@@ -856,6 +876,18 @@ class _Generator:
             return ["{", *_indented(local + [line]), "}"]
         isotopic, kronecker_line = kronecker
         return [f"if ({isotopic}) {{", INDENT + kronecker_line, "} else {", *_indented(local + [line]), "}"]
+
+    def _latent_hsgp_marginal(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement) -> list[str]:
+        """``Y ~ N(0, A A' + (s^2 + jitter) I)`` column by column, ``A`` the features of an HSGP over latent inputs,
+        by the Woodbury identity (template ``hsgp_normal_marginal_lpdf``: ``O(N M^2)``, no ``N x N`` matrix)."""
+        local: list[str] = []
+        features = self._latent_hsgp_features(gp, local)
+        sigma = self.translate(likelihood.distribution.arg("sigma"))
+        observed = stan_name(likelihood.target.name)
+        if likelihood.target.type.container != "matrix":
+            observed = f"to_matrix({observed})"
+        line = f"target += hsgp_normal_marginal_lpdf({observed} | {features}, square({sigma}) + {self.jitter});"
+        return ["{", *_indented(local + [line]), "}"]
 
     def _kronecker(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement, observed: str,
                    sigma: str) -> tuple[str, str] | None:
@@ -1099,7 +1131,10 @@ class _Generator:
         return local + [f"matrix[{n}, {n}] {self.covariance_name} = {kernel};"]
 
     def _kernel_matrix(self, gp: ir.GPStatement, local: list[str]) -> str:
-        """K(X, X) of a GP statement; point sets it needs that are not data are declared in ``local``."""
+        """K(X, X) of a GP statement; point sets it needs that are not data are declared in ``local``. Of an HSGP
+        over latent inputs, its feature kernel ``A A'`` (:meth:`_latent_hsgp_features`)."""
+        if is_latent_hsgp(gp):
+            return f"tcrossprod({self._latent_hsgp_features(gp, local)})"
         cache: dict[tuple, str] = {}
 
         def points(component: int | None, columns: tuple[int, int] | None = None) -> str:

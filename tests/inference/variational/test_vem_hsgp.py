@@ -13,8 +13,6 @@ from scipy.stats import multivariate_normal, norm
 
 from gpdsl.api import check_file, load_model, run
 from gpdsl.backends.jax.lowering import lower
-from gpdsl.backends.stan.codegen import generate_stan
-from gpdsl.errors import MethodError
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.inference.predict.gplvm import predict_latent_function
 from gpdsl.inference.variational.latent_q import GaussianQParams
@@ -22,6 +20,8 @@ from gpdsl.inference.variational.vem import VEMSettings, fit_vem, gplvm_bound
 from gpdsl.kernels.hsgp_features import HSGPFeatureKernel
 from gpdsl.numerics import GP_JITTER
 from gpdsl.registry import get_method
+from gpdsl.settings import NUTSSettings
+from tests.stan_available import needs_pystan
 
 MODEL = "models/gplvm_hsgp.gpm"
 EXACT_MODEL = "models/bayesian_gplvm.gpm"
@@ -80,14 +80,29 @@ def test_the_jax_log_density_integrates_f_out_under_the_feature_kernel(model):
     assert float(jax_model.log_joint(free)) == pytest.approx(exact, rel=1e-10)
 
 
-def test_other_engines_refuse_it_with_what_runs_it(model):
-    with pytest.raises(MethodError, match="HSGP over the latent inputs 'X'"):
-        generate_stan(model)
+def with_priors():
+    return load_model(open(MODEL).read().replace(
+        "real<lower=0> s2;", "real<lower=0> s2 ~ lognormal(0, 1);").replace(
+        "vector<lower=0>[2] ell;", "vector<lower=0>[2] ell ~ inv_gamma(5, 5);").replace(
+        "real<lower=0> noise;", "real<lower=0> noise ~ inv_gamma(2, 0.1);"))
+
+
+def test_the_other_gplvm_engines_refuse_it_with_what_runs_it(model):
     for name in ("svi-gplvm", "pm-gplvm"):
-        assert "vem fits it" in get_method(name).refusal(load_model(open(MODEL).read().replace(
-            "real<lower=0> s2;", "real<lower=0> s2 ~ lognormal(0, 1);").replace(
-            "vector<lower=0>[2] ell;", "vector<lower=0>[2] ell ~ inv_gamma(5, 5);").replace(
-            "real<lower=0> noise;", "real<lower=0> noise ~ inv_gamma(2, 0.1);")))
+        assert "vem fits it and nuts samples it" in get_method(name).refusal(with_priors())
+
+
+@pytest.mark.slow
+@needs_pystan
+def test_nuts_samples_it_through_the_woodbury_marginal():
+    data = synthetic()
+    result = run(with_priors(), data, "nuts", NUTSSettings(chains=2, warmup=150, draws=100), seed=4)
+    assert result.posterior["X"].shape == (2, 100, data["N"], 2) and "F" not in result.posterior
+    log_lik = result.log_likelihood["Y"].values
+    assert log_lik.shape == (2, 100, data["N"], data["D"]) and np.isfinite(log_lik).all()
+    assert int(result.sample_stats["diverging"].sum()) <= 5
+    noise = result.posterior["noise"].values
+    assert 0.05 ** 2 / 3 < np.median(noise) < 0.05 ** 2 * 3  # synthetic() adds noise of sd 0.05
 
 
 @pytest.fixture(scope="module")
