@@ -1,12 +1,20 @@
 """The Stan program of a Hilbert-space approximate GP: brms's form (basis in transformed data, spectral densities as
 template functions, std_normal weights, f in transformed parameters), accepted by stanc for every spectral density,
-sums, scalings, ARD length-scales, per-dimension m and 1 to 3 input columns."""
+sums, scalings, ARD length-scales, per-dimension m and 1 to 3 input columns; over latent inputs, the log density of
+the basis weights against NumPy's."""
 
+import itertools
 from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
 
 from gpdsl.api import check_file, check_text
 from gpdsl.backends.stan.codegen import generate_stan
+from gpdsl.backends.stan.runners import log_prob_pystan, unconstrain_pystan
 from gpdsl.backends.stan.stanc import check_program
+from tests.stan_available import needs_pystan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -108,3 +116,46 @@ def test_a_period_given_as_data_builds_its_series_in_transformed_data_and_passes
                  "matrix[N, 7] g_hsgp_series_phi_ = hsgp_periodic_basis(t_points, 2 * days_per_week, 3);"):
         assert line in program.code, line
     assert program.code.index("hsgp_periodic_basis(t_points, days_per_week") > program.code.index("transformed data {")
+
+
+LATENT_INPUTS_POISSON = """
+data { int N; array[N] int<lower=0> y; }
+parameters { real<lower=0> s2 ~ lognormal(0, 1); vector<lower=0>[2] ell ~ lognormal(0, 1); }
+latent { matrix[N, 2] X; }
+model {
+  X ~ normal(0.5, 2);
+  f ~ gp(X, rbf(variance = s2, lengthscale = ell), approx = hsgp(m = [4, 3], c = 1.5));
+  y ~ poisson_log(f);
+}
+"""
+
+
+def latent_poisson_log_joint(values, y):
+    """The model's log density in NumPy: the box centre 0.5 and half-width 1.5 * 3 * 2 = 9 from the prior of X, the
+    sine eigenfunctions over the index pairs (last column fastest), the rbf spectral density as weight variances."""
+    X, z, s2, ell = values["X"], values["f_z"], values["s2"], values["ell"]
+    centre, L = 0.5, 9.0
+    pairs = np.array(list(itertools.product(range(1, 5), range(1, 4))))
+    omega = pairs * np.pi / (2 * L)
+    phi = np.prod(np.sin(omega[None, :, :] * (X[:, None, :] - centre + L)) / np.sqrt(L), axis=2)
+    density = s2 * 2 * np.pi * np.prod(ell) * np.exp(-0.5 * np.sum(ell ** 2 * omega ** 2, axis=1))
+    f = phi @ (np.sqrt(density) * z)
+    return (stats.lognorm(1).logpdf(s2) + stats.lognorm(1).logpdf(ell).sum() + stats.norm(0.5, 2).logpdf(X).sum()
+            + stats.norm().logpdf(z).sum() + stats.poisson(np.exp(f)).logpmf(y).sum())
+
+
+@pytest.mark.slow
+@needs_pystan
+def test_over_latent_inputs_under_a_poisson_likelihood_stan_samples_the_basis_weights():
+    model, _ = check_text(LATENT_INPUTS_POISSON)
+    program = generate_stan(model)
+    assert program.variables["f"].kind == "hsgp" and "vector[12] f_z;" in program.code
+    rng = np.random.default_rng(3)
+    data = {"N": 9, "y": rng.poisson(2.0, 9)}
+    stan_data = program.stan_data(model, data)
+    points = [{"s2": rng.lognormal(0, 0.5), "ell": rng.lognormal(0, 0.5, 2), "X": rng.normal(0.5, 2, (9, 2)),
+               "f_z": rng.normal(size=12)} for _ in range(4)]
+    unconstrained = np.array([unconstrain_pystan(program.code, stan_data, p) for p in points])
+    theirs = log_prob_pystan(program.code, stan_data, unconstrained, jacobian=False)
+    ours = np.array([latent_poisson_log_joint(p, data["y"]) for p in points])
+    np.testing.assert_allclose(theirs, ours, rtol=1e-10)

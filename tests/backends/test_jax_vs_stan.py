@@ -428,23 +428,6 @@ def state_space_poisson_data(rng):
     return {"N": N, "t": t, "y": rng.poisson(2.0, N)}
 
 
-LATENT_HSGP_POISSON = """
-data { int N; array[N] int<lower=0> y; }
-parameters { real<lower=0> s2 ~ lognormal(0, 1); vector<lower=0>[2] ell ~ lognormal(0, 1); }
-latent { matrix[N, 2] X; }
-model {
-  X ~ normal(0.5, 2);
-  f ~ gp(X, rbf(variance = s2, lengthscale = ell), approx = hsgp(m = 4, c = 1.5));
-  y ~ poisson_log(f);
-}
-"""
-
-
-def latent_hsgp_poisson_data(rng):
-    N = 9
-    return {"N": N, "y": rng.poisson(2.0, N)}
-
-
 @pytest.mark.parametrize("model_file, make_data, scale", [
     pytest.param(STATE_SPACE_POISSON, state_space_poisson_data, 0.7, marks=pytest.mark.slow,
                  id="state_space_latent"),  # f from innovations: the state recursion in both
@@ -454,8 +437,6 @@ def latent_hsgp_poisson_data(rng):
     pytest.param(HSGP_PERIODIC, hsgp_periodic_data, 0.7, marks=pytest.mark.slow, id="hsgp_periodic"),  # cosine series
     pytest.param(CATEGORICAL, categorical_data, 0.7, marks=pytest.mark.slow, id="categorical_logit"),
     pytest.param("models/bayesian_gplvm_priors.gpm", gplvm_data, 0.7, marks=pytest.mark.slow),  # also in the sweep
-    pytest.param(LATENT_HSGP_POISSON, latent_hsgp_poisson_data, 0.7, marks=pytest.mark.slow,
-                 id="latent_hsgp_poisson"),  # f non-centred on the feature kernel of the prior's box
     pytest.param(ALL_KERNELS, regression_data, 0.5, marks=pytest.mark.slow),
     pytest.param(NEW_KERNELS, regression_data, 0.5, marks=pytest.mark.slow, id="new_kernels"),
     pytest.param(KERNEL_ARGUMENTS, unit_interval_data, 0.5, marks=pytest.mark.slow, id="kernel_arguments"),

@@ -210,11 +210,12 @@ def test_an_hsgp_over_latent_inputs_is_its_feature_kernel_on_the_prior_box():
     model, _ = check_text(LATENT_HSGP_POISSON)
     program = generate_stan(model)
     check_program(program.code)
-    assert program.variables["f"].kind == "non_centred"
-    for line in ("vector[1] f_hsgp_centre = [0.5]';", "vector[1] f_hsgp_L = [9.0]';",
-                 "matrix[N, N] K = tcrossprod(diag_post_multiply(hsgp_eigenfunctions(X_points, f_hsgp_centre, "
-                 "f_hsgp_L, f_hsgp_omega), sqrt(rbf_spd(f_hsgp_omega, s2, rep_vector(ell, 1)))));"):
+    assert program.variables["f"].kind == "hsgp" and program.parameter_names == ("s2", "ell", "X", "f_z")
+    for line in ("vector[1] f_hsgp_centre = [0.5]';", "vector[1] f_hsgp_L = [9.0]';", "vector[6] f_z;",
+                 "f = diag_post_multiply(hsgp_eigenfunctions(X_points, f_hsgp_centre, f_hsgp_L, f_hsgp_omega), "
+                 "sqrt(rbf_spd(f_hsgp_omega, s2, rep_vector(ell, 1)))) * f_z;", "target += std_normal_lpdf(f_z);"):
         assert line in program.code, line
+    assert "cholesky_decompose" not in program.code
 
 
 def test_sequential_model_flattens_points_and_uses_vector_bounds():

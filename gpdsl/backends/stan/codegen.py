@@ -35,8 +35,9 @@ How gpdsl variables become Stan variables (see :class:`StanVariable`):
   integrated out, whatever its likelihood.
 * an HSGP over latent inputs ``X`` (a GPLVM, :mod:`gpdsl.ir.latent_hsgp`): the exact GP of the feature kernel
   ``A A'``, ``A = PHI(X) diag(sqrt(S))`` on the box from ``X``'s prior (box and frequencies in ``transformed data``,
-  the eigenfunctions of the sampled points computed where they are used), integrated out or non-centred as above;
-  integrated out, by the Woodbury identity (template ``hsgp_normal_marginal_lpdf``), never forming ``A A'``.
+  the eigenfunctions of the sampled points computed where they are used). Integrated out under ``normal(F, s)`` by
+  the Woodbury identity (template ``hsgp_normal_marginal_lpdf``), never forming ``A A'``; otherwise its basis weights
+  ``<name>_z`` (``matrix[M, D]`` for a matrix ``F``) with a ``std_normal`` prior and ``F = A <name>_z``.
 
 Generated quantities: for every observed variable ``y`` of a likelihood, ``log_lik_<y>`` (reals, ``y``'s
 shape) and ``<y>_rep`` (``y``'s type): each observation's log density and a replicate drawn from the
@@ -459,7 +460,8 @@ class _Generator:
             if var.type.lower is not None or var.type.upper is not None:
                 raise MethodError(f"latent GP values '{name}' cannot have bounds", var.span)
             node = self._node(gps[0])
-            if gps[0].approximated_by(HSGP) and not is_latent_hsgp(gps[0]):
+            latent_hsgp_marginalised = is_latent_hsgp(gps[0]) and len(statements) == 1 and node.marginalised_whole
+            if gps[0].approximated_by(HSGP) and not latent_hsgp_marginalised:
                 self.variables[name] = StanVariable(name, "hsgp", sname, "transformed parameters",
                                                     self.fresh(f"{sname}_z"))
                 continue
@@ -523,7 +525,7 @@ class _Generator:
                      else stan_type(replace(var.type, lower=None, upper=None)))
                 self._declare_parameter(mapping.raw_name, t)
             elif mapping.kind == "hsgp":
-                self._declare_parameter(mapping.raw_name, f"vector[{self._hsgp_basis(name).size}]")
+                self._declare_parameter(mapping.raw_name, self._hsgp_weights_type(name, var.type))
             elif mapping.kind == "state_space":
                 gp = next(s for s in self.model.gp_statements() if s.target.name == name)
                 _, _, _, d = self._state_space_form(gp.kernel, int(gp.approximation.value("order")))
@@ -653,8 +655,23 @@ class _Generator:
         density = self._spectral_density(gp.kernel, omega)[0]
         return f"diag_post_multiply(hsgp_eigenfunctions({points}, {centre}, {L}, {omega}), sqrt({density}))"
 
+    def _hsgp_weights_type(self, name: str, target: VarType) -> str:
+        """The Stan type of an HSGP latent's basis weights: ``vector[M]``, or ``matrix[M, D]`` (a column per output)
+        over latent inputs with a matrix target."""
+        gp = next(s for s in self.model.gp_statements() if s.target.name == name)
+        if not is_latent_hsgp(gp):
+            return f"vector[{self._hsgp_basis(name).size}]"
+        size = int(np.prod(basis_sizes(gp)))
+        return f"matrix[{size}, {_stan_dim(target.dims[1])}]" if target.container == "matrix" else f"vector[{size}]"
+
     def _hsgp_latent(self, statement: ir.GPStatement, mapping: StanVariable) -> list[str]:
-        """``f = PHI * (sqrt(S(omega)) .* z) + mean`` for an HSGP latent."""
+        """``f = PHI * (sqrt(S(omega)) .* z) + mean`` for an HSGP latent; over latent inputs ``F = A Z`` with ``A``
+        from :meth:`_latent_hsgp_features` (a column of weights per output)."""
+        if is_latent_hsgp(statement):
+            local: list[str] = []
+            features = self._latent_hsgp_features(statement, local)
+            mean = "" if statement.mean is None else f" + {self.translate(statement.mean)}"
+            return ["{", *_indented(local + [f"{mapping.stan_name} = {features} * {mapping.raw_name}{mean};"]), "}"]
         basis = self._hsgp_basis(statement.target.name)
         if basis.parts:
             terms = sum_terms(statement.kernel)
