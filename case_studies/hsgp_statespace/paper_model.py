@@ -9,6 +9,8 @@ Usage::
 
     python case_studies/hsgp_statespace/paper_model.py                        # 4 chains x (600 + 600)
     python case_studies/hsgp_statespace/paper_model.py --chains 1 --warmup 30 --draws 30 --out /tmp/x
+    python case_studies/hsgp_statespace/paper_model.py --model identified --save /tmp/run.nc  # without its ridges
+    python case_studies/hsgp_statespace/paper_model.py --model identified --from-saved /tmp/run.nc  # outputs again
 
 Outputs in ``results/``: ``paper_model.json`` (settings, wall time, diagnostics, estimates), ``paper_model.md`` (ours
 beside the paper's) and ``paper_model.png`` (the paper's Figs. 10-11: trend and yearly term over 1969-1988, and 1972
@@ -36,7 +38,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from gpdsl.datasets.births import births_usa_1969  # noqa: E402
 from gpdsl.results.arviz_compat import loo  # noqa: E402
-from gpdsl.results.io import write_netcdf  # noqa: E402
+from gpdsl.results.io import read_netcdf, write_netcdf  # noqa: E402
 from gpdsl.storage.atomic import atomic_target, atomic_write_text  # noqa: E402
 
 MODELS = {"paper": HERE / "births_paper.gpm", "identified": HERE / "births_paper_identified.gpm"}
@@ -120,7 +122,7 @@ def table(row: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figure(result, data: dict, path: Path) -> None:
+def figure(result, data: dict, path: Path, model_file: str = "births_paper.gpm") -> None:
     """The paper's Figs. 10 and 11: trend and trend + yearly over the whole period, and the year 1972."""
     p = result.posterior
     mean = {name: p[name].mean(("chain", "draw")).values for name in ("trend", "year", "week")}
@@ -143,7 +145,7 @@ def figure(result, data: dict, path: Path) -> None:
     bottom.plot(doy, level + special[day], lw=0.8, color="C3", label="intercept + special days f4")
     bottom.set(title="1972", xlabel="day of the year")
     bottom.legend(loc="lower left", ncols=5, fontsize=8)
-    fig.suptitle("The HSGP paper's birthday model (Table 8, iteration 5) by NUTS in gpdsl")
+    fig.suptitle(f"The HSGP paper's birthday model (Table 8, iteration 5) by NUTS in gpdsl ({model_file})")
     with atomic_target(path) as target:
         fig.savefig(target, dpi=110, format="png")
 
@@ -159,14 +161,24 @@ def main(argv=None) -> dict:
     parser.add_argument("--model", choices=sorted(MODELS), default="paper",
                         help="the paper's model as written, or without its ridges (births_paper_identified.gpm)")
     parser.add_argument("--save", type=Path, help="also write the whole run (NetCDF) to this path")
+    parser.add_argument("--from-saved", type=Path, help="write the outputs from a run saved with --save (no sampling)")
     args = parser.parse_args(argv)
     data = paper_data()
     settings = {"model": MODELS[args.model].name, "chains": args.chains, "warmup": args.warmup, "draws": args.draws,
                 "adapt_delta": args.adapt_delta, "seed": args.seed}
-    started = time.perf_counter()
-    result = gpdsl.sample(MODELS[args.model], data, "nuts", seed=args.seed, chains=args.chains, warmup=args.warmup,
-                          draws=args.draws, adapt_delta=args.adapt_delta)
-    seconds = time.perf_counter() - started
+    if args.from_saved is not None:
+        result = read_netcdf(args.from_saved)
+        seconds = json.loads(result.attrs["timings"])["total"]
+        posterior = result.posterior
+        settings.update(chains=int(posterior.sizes["chain"]), draws=int(posterior.sizes["draw"]))
+        settings.update({k: v for k, v in json.loads(result.attrs.get("settings", "{}")).items()
+                         if k in ("warmup", "adapt_delta")})
+        settings["seed"] = int(result.attrs.get("seed", settings["seed"]))
+    else:
+        started = time.perf_counter()
+        result = gpdsl.sample(MODELS[args.model], data, "nuts", seed=args.seed, chains=args.chains,
+                              warmup=args.warmup, draws=args.draws, adapt_delta=args.adapt_delta)
+        seconds = time.perf_counter() - started
     if args.save is not None:
         args.save.parent.mkdir(parents=True, exist_ok=True)
         write_netcdf(result, args.save)
@@ -175,7 +187,7 @@ def main(argv=None) -> dict:
     stem = OUTPUT_STEM[args.model]
     atomic_write_text(args.out / f"{stem}.json", json.dumps(row, indent=1) + "\n")
     atomic_write_text(args.out / f"{stem}.md", table(row))
-    figure(result, data, args.out / f"{stem}.png")
+    figure(result, data, args.out / f"{stem}.png", MODELS[args.model].name)
     print(table(row))
     return row
 
