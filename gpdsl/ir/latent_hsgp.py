@@ -6,7 +6,8 @@ their centre. Latent inputs have no range before they are inferred, so the box c
 ``L = c * LATENT_PRIOR_SDS * sigma`` in every column, ``LATENT_PRIOR_SDS = 3`` prior standard deviations
 (about 99.7% of the prior mass inside ``[mu - 3 sigma, mu + 3 sigma]``, the box ``c`` times wider). Such a GP is the
 finite feature expansion of :class:`~gpdsl.kernels.hsgp_features.HSGPFeatureKernel` on that box: the engines
-treat it as an exact GP with that kernel (``vem`` and Stan's NUTS run it; no basis weights are sampled).
+treat it as an exact GP with that kernel (``vem`` runs it with no basis weights; Stan's NUTS integrates ``F`` out
+under a normal likelihood and samples the basis weights under any other).
 """
 
 from __future__ import annotations
