@@ -114,7 +114,8 @@ def table(row: dict) -> str:
               f"(PSIS-LOO per day) |",
               f"| noise sigma | | {e['sigma']['mean']:.3f} ± {e['sigma']['sd']:.4f} |"]
     s = row["settings"]
-    lines += ["", f"`{s.get('model', 'births_paper.gpm')}`, {s['chains']} chains x ({s['warmup']} + {s['draws']}), "
+    kept = f" (chains {s['kept_chains']} of a longer run)" if "kept_chains" in s else ""
+    lines += ["", f"`{s.get('model', 'births_paper.gpm')}`, {s['chains']} chains{kept} x ({s['warmup']} + {s['draws']}), "
               f"adapt_delta {s['adapt_delta']}, seed "
               f"{s['seed']}: {row['seconds']:.0f} s wall; max R-hat {row['max_rhat']:.3f}, min bulk ESS "
               f"{row['min_ess_bulk']:.0f}, min tail ESS {row['min_ess_tail']:.0f}, {row['divergences']} divergent "
@@ -162,6 +163,8 @@ def main(argv=None) -> dict:
                         help="the paper's model as written, or without its ridges (births_paper_identified.gpm)")
     parser.add_argument("--save", type=Path, help="also write the whole run (NetCDF) to this path")
     parser.add_argument("--from-saved", type=Path, help="write the outputs from a run saved with --save (no sampling)")
+    parser.add_argument("--keep-chains", type=int, nargs="+", metavar="CHAIN",
+                        help="with --from-saved: the outputs of these chains alone (numbered from 0)")
     args = parser.parse_args(argv)
     data = paper_data()
     settings = {"model": MODELS[args.model].name, "chains": args.chains, "warmup": args.warmup, "draws": args.draws,
@@ -169,6 +172,9 @@ def main(argv=None) -> dict:
     if args.from_saved is not None:
         result = read_netcdf(args.from_saved)
         seconds = json.loads(result.attrs["timings"])["total"]
+        if args.keep_chains:
+            result = result.isel(chain=args.keep_chains)
+            settings["kept_chains"] = list(args.keep_chains)
         posterior = result.posterior
         settings.update(chains=int(posterior.sizes["chain"]), draws=int(posterior.sizes["draw"]))
         settings.update({k: v for k, v in json.loads(result.attrs.get("settings", "{}")).items()

@@ -445,7 +445,7 @@ def _plot_latent(results, args):
     from gpdsl.inference.predict.gplvm import latent_variance_grid, most_relevant_dims
     from gpdsl.registry import methods
     from gpdsl.results.arviz_compat import root_attrs
-    from gpdsl.results.latent_plot import plot_latent
+    from gpdsl.results.latent_plot import class_labels, plot_latent
 
     method = methods().get(str(root_attrs(results).get("method")))
     if method is None or method.latent_fit is None:
@@ -461,7 +461,7 @@ def _plot_latent(results, args):
     if args.dims and not all(1 <= d <= latent_dims for d in args.dims):
         raise DataError(f"--dims {args.dims[0]} {args.dims[1]}: the latent dimensions are 1 to {latent_dims}")
     dims = [d - 1 for d in args.dims] if args.dims else list(most_relevant_dims(fit, 2))
-    labels = _labels(args.labels) if args.labels else None
+    labels = class_labels(_labels(args.labels), fit.mean.shape[0]) if args.labels else None
     background = latent_variance_grid(fit, dims)
     points = fit.mean[:, dims]
     shown = [d + 1 for d in dims]

@@ -42,7 +42,7 @@ def plot_latent(points, path: str | os.PathLike, *, labels=None, background=None
     pathlib.Path
     """
     points = np.asarray(points, dtype=float)
-    labels = _class_labels(labels, points.shape[0])
+    labels = class_labels(labels, points.shape[0])
     figure = Figure(figsize=(7, 6), layout="constrained")
     ax = figure.subplots()
     if background is not None:
@@ -65,7 +65,15 @@ def plot_latent(points, path: str | os.PathLike, *, labels=None, background=None
     return save_png(figure, path)
 
 
-def _class_labels(labels, n: int):
+def class_labels(labels, n: int):
+    """``labels`` as one class per latent point (a one-hot matrix as its column indices; whole floats as ints), or
+    None when there are none.
+
+    Raises
+    ------
+    DataError
+        Not one entry per point.
+    """
     if labels is None:
         return None
     labels = np.asarray(labels)
