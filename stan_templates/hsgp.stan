@@ -215,6 +215,9 @@ vector matern52_spd(matrix omega, real variance, vector lengthscale) {
  */
 matrix hsgp_periodic_basis(array[] vector x, real period, int order) {
   matrix[size(x), 2 * order + 1] phi;
+  if (!(period > 0) || is_inf(period)) {
+    reject("hsgp_periodic_basis: the period of a periodic term is ", period, "; its cosine series needs a positive, finite period");
+  }
   for (n in 1:size(x)) {
     phi[n, 1] = 1;
     for (j in 1:order) {

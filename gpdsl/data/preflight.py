@@ -16,6 +16,7 @@ import numpy as np
 from gpdsl.data.memory import available_memory, shown_bytes
 from gpdsl.errors import DataError, MethodError
 from gpdsl.ir.nodes import Model, Ref
+from gpdsl.ir.periodic_series import checked_series_period, sum_terms
 from gpdsl.numerics.hsgp import hsgp_box
 from gpdsl.settings.fields import PlannedRun, RunPlan
 
@@ -55,10 +56,13 @@ def verify_runnable(model: Model, data: dict, settings) -> None:
 
 def verify_hsgp_inputs(model: Model, data: dict) -> None:
     """Refuse inputs of a Hilbert-space approximate GP with a column of one value: its box, ``c`` times their half
-    range, is empty (inputs that are data variables; the Stan program rejects the others at its start)."""
+    range, is empty (inputs that are data variables; the Stan program rejects the others at its start), and a
+    periodic term's period given as data that is not a positive number."""
     for statement in model.gp_statements():
         if not statement.approximated_by("hsgp"):
             continue
+        for term in sum_terms(statement.kernel):
+            checked_series_period(statement, term, data)
         for component in statement.inputs.components:
             if isinstance(component, Ref) and component.name in data:
                 value = np.asarray(data[component.name], dtype=float)

@@ -10,8 +10,10 @@ an expression of data alone (``period = days_per_year``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
+from gpdsl.errors import DataError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.structure import sub_expressions
 from gpdsl.ir.values import value
@@ -60,6 +62,22 @@ def series_period(term: ir.Kernel, data: Mapping | None = None) -> float | None:
     if period is None:
         return None
     return float(value(period, data or {}))
+
+
+def checked_series_period(statement: ir.GPStatement, term: ir.Kernel, data: Mapping | None = None) -> float | None:
+    """:func:`series_period`, refused unless it is a positive, finite number.
+
+    Raises
+    ------
+    DataError
+        The period of a series term of ``statement``'s kernel is zero, negative or not finite on ``data``.
+    """
+    period = series_period(term, data)
+    if period is not None and not (math.isfinite(period) and period > 0):
+        raise DataError(f"the period of a periodic term of '{statement.target.name}' is {period:g}; "
+                        "its cosine series needs a positive, finite period", term.span,
+                        "give the period in the units of the inputs, e.g. 365.25 for yearly cycles over days")
+    return period
 
 
 def has_series(kernel: ir.Kernel) -> bool:

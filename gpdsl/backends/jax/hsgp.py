@@ -22,9 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gpdsl.backends.jax.hsgp_map import LaplacianBasisMap, basis_cosines
-from gpdsl.errors import DataError
 from gpdsl.ir import nodes as ir
-from gpdsl.ir.periodic_series import has_series, is_series_term, series_period, series_size, sum_terms
+from gpdsl.ir.periodic_series import checked_series_period, has_series, is_series_term, series_size, sum_terms
 from gpdsl.kernels import Kernel
 from gpdsl.kernels.composite import Scale, Sum
 from gpdsl.numerics.hsgp import basis_indices, eigenfunctions, frequencies, hsgp_box, periodic_series_basis
@@ -201,22 +200,13 @@ def hsgp_basis(statement: ir.GPStatement, X, data: Mapping | None = None) -> HSG
 
 def _term_bases(statement: ir.GPStatement, X, data: Mapping | None) -> TermBases:
     order = _per_dimension(statement)[0]
-    periods = [_checked_period(statement, term, data) for term in sum_terms(statement.kernel)]
+    periods = [checked_series_period(statement, term, data) for term in sum_terms(statement.kernel)]
     parts = [((i,), PeriodicSeriesBasis(order, period, periodic_series_basis(X, period, order)))
              for i, period in enumerate(periods) if period is not None]
     others = tuple(i for i, period in enumerate(periods) if period is None)
     if others:
         parts.insert(0, (others, _laplacian_basis(statement, X)))
     return TermBases(tuple(parts))
-
-
-def _checked_period(statement: ir.GPStatement, term: ir.Kernel, data: Mapping | None) -> float | None:
-    period = series_period(term, data)
-    if period is not None and not (np.isfinite(period) and period > 0):
-        raise DataError(f"the period of a periodic term of '{statement.target.name}' is {period:g}; "
-                        "its cosine series needs a positive, finite period", term.span,
-                        "give the period in the units of the inputs, e.g. 365.25 for yearly cycles over days")
-    return period
 
 
 def _laplacian_basis(statement: ir.GPStatement, X) -> HSGPBasis:

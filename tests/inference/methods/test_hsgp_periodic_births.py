@@ -103,6 +103,15 @@ def test_a_period_given_as_data_is_the_period_written_as_a_number(births):
         run(model, {**births, "days_per_week": -7.0}, "ml", MLSettings(restarts=2), seed=3)
 
 
+@pytest.mark.parametrize("period", [0.0, -1.5])
+def test_nuts_refuses_a_period_that_is_not_positive_before_compiling_stan(births, period):
+    source = HSGP_WEEKLY.replace("vector[N] y; }", "vector[N] y; real days_per_week; }").replace(
+        "period = 7", "period = days_per_week").replace("APPROX", "hsgp(m = 15, c = 1.5)")
+    model = check_text(source)[0]
+    with pytest.raises(DataError, match=f"period of a periodic term of 'f' is {period:g}"):
+        run(model, {**births, "days_per_week": period}, "nuts", NUTSSettings(chains=1, warmup=10, draws=10), seed=3)
+
+
 def test_state_space_and_exact_ml_agree_on_births(births):
     state_space = run(model_with("state_space(order = 6)"), births, "ml", MLSettings(restarts=2), seed=3)
     exact_model = check_text(HSGP_WEEKLY.replace(", approx = APPROX", ""))[0]
