@@ -126,7 +126,7 @@ PATHOLOGICAL = {
     "a long unknown block": BASE.replace("model {", f"{LONG} {{"),
     "thousands of unused parameters": BASE.replace(
         "real<lower=0> noise ~ half_normal(1);",
-        "\n".join(f"real<lower=0> n{i} ~ half_normal(1);" for i in range(6000)) + "\nreal<lower=0> noise ~ half_normal(1);"),
+        "\n".join(f"real<lower=0> n{i} ~ half_normal(1);" for i in range(3000)) + "\nreal<lower=0> noise ~ half_normal(1);"),
     "thousands of latent variables": BASE.replace("parameters {", "latent {\n" + "\n".join(
         f"  real z{i};" for i in range(3000)) + "\n}\nparameters {").replace(
         "y ~ normal(f, noise);", "y ~ normal(f, noise);\n" + "\n".join(f"  z{i} ~ normal(0, 1);" for i in range(3000))),
