@@ -91,10 +91,15 @@ def test_ml_on_a_trend_plus_periodic_hsgp_is_the_gaussian_of_its_basis(births):
     assert float(result.sample_stats["log_marginal"].values.ravel()[0]) == pytest.approx(reference, rel=1e-7)
 
 
-def test_a_period_given_as_data_is_the_period_written_as_a_number(births):
+def weekly_period_as_data():
+    """The weekly HSGP model with its period read from the data variable ``days_per_week``."""
     source = HSGP_WEEKLY.replace("vector[N] y; }", "vector[N] y; real days_per_week; }").replace(
         "period = 7", "period = days_per_week").replace("APPROX", "hsgp(m = 15, c = 1.5)")
-    model = check_text(source)[0]
+    return check_text(source)[0]
+
+
+def test_a_period_given_as_data_is_the_period_written_as_a_number(births):
+    model = weekly_period_as_data()
     result = run(model, {**births, "days_per_week": 7.0}, "ml", MLSettings(restarts=2), seed=3)
     theta = estimate(result, NAMES)
     reference = numpy_log_marginal(births, theta, m=15, c=1.5, order=15)
@@ -105,9 +110,7 @@ def test_a_period_given_as_data_is_the_period_written_as_a_number(births):
 
 @pytest.mark.parametrize("period", [0.0, -1.5])
 def test_nuts_refuses_a_period_that_is_not_positive_before_compiling_stan(births, period):
-    source = HSGP_WEEKLY.replace("vector[N] y; }", "vector[N] y; real days_per_week; }").replace(
-        "period = 7", "period = days_per_week").replace("APPROX", "hsgp(m = 15, c = 1.5)")
-    model = check_text(source)[0]
+    model = weekly_period_as_data()
     with pytest.raises(DataError, match=f"period of a periodic term of 'f' is {period:g}"):
         run(model, {**births, "days_per_week": period}, "nuts", NUTSSettings(chains=1, warmup=10, draws=10), seed=3)
 
