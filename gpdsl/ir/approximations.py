@@ -43,6 +43,8 @@ class ApproximationSetting:
         A strict lower bound (``c > 1``).
     at_least : float or None
         An inclusive lower bound (``m >= 1``).
+    at_most : float or None
+        An inclusive upper bound (``constant <= 1``).
     """
 
     name: str
@@ -52,19 +54,24 @@ class ApproximationSetting:
     per_dimension: bool = False
     above: float | None = None
     at_least: float | None = None
+    at_most: float | None = None
 
     def admits(self, value: float) -> bool:
         """Whether one value is allowed by the bounds and integrality."""
         return ((not self.integer or float(value).is_integer())
                 and (self.above is None or value > self.above)
-                and (self.at_least is None or value >= self.at_least))
+                and (self.at_least is None or value >= self.at_least)
+                and (self.at_most is None or value <= self.at_most))
 
     @property
     def requirement(self) -> str:
-        """The allowed values in words, e.g. ``a whole number of at least 1``."""
+        """The allowed values in words, e.g. ``a whole number of at least 1``, ``0 or 1``."""
+        if self.integer and self.at_least is not None and self.at_most == self.at_least + 1:
+            return f"{self.at_least:g} or {self.at_most:g}"
         kind = "a whole number" if self.integer else "a number"
         bounds = ([f"of at least {self.at_least:g}"] if self.at_least is not None else []) + \
-            ([f"greater than {self.above:g}"] if self.above is not None else [])
+            ([f"greater than {self.above:g}"] if self.above is not None else []) + \
+            ([f"of at most {self.at_most:g}"] if self.at_most is not None else [])
         return " ".join([kind, *bounds])
 
 
@@ -127,7 +134,10 @@ APPROXIMATIONS: dict[str, ApproximationSpec] = {spec.name: spec for spec in [
                               integer=True, per_dimension=True, at_least=1),
          ApproximationSetting("c", "boundary factor: the box is [-L, L] around the inputs' centre with L = c times "
                                    "their half range (over latent inputs, c times 3 prior standard deviations), per "
-                                   "dimension", default=1.5, above=1)),
+                                   "dimension", default=1.5, above=1),
+         ApproximationSetting("constant", "1 keeps a periodic term's constant harmonic (j = 0), 0 drops it, as the "
+                                          "HSGP paper's Stan code does where the model has an intercept",
+                              default=1, integer=True, at_least=0, at_most=1)),
         "Hilbert-space approximate GP (Riutort-Mayol et al. 2023): f = PHI (sqrt(S(sqrt(lambda))) .* z), "
         "z ~ std_normal()",
         "gpdsl.semantics.approximations:verify_hsgp"),

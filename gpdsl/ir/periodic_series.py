@@ -3,8 +3,8 @@
 Under ``approx = hsgp(m = J)`` the kernel of a GP over one input column is a sum of terms; a term that is a periodic
 kernel (possibly scaled) is approximated by its cosine series truncated after ``J`` harmonics (Solin & Särkkä 2014;
 Riutort-Mayol et al. 2023, periodic covariance functions): the basis ``1, cos(j w t), sin(j w t)``, ``j = 1 .. J``,
-``w = 2 pi / period``, its weights of variances the series' coefficients; the other terms share the Laplacian
-eigenfunctions. The series basis depends on the period, so the period must be known before sampling: a number, or
+``w = 2 pi / period``, its weights of variances the series' coefficients (``hsgp(constant = 0)`` drops the constant
+``1``, which an intercept carries); the other terms share the Laplacian eigenfunctions. The series basis depends on the period, so the period must be known before sampling: a number, or
 an expression of data alone (``period = days_per_year``).
 """
 
@@ -85,6 +85,7 @@ def has_series(kernel: ir.Kernel) -> bool:
     return any(is_series_term(term) for term in sum_terms(kernel))
 
 
-def series_size(order: int) -> int:
-    """The number of basis functions of a cosine series with ``order`` harmonics: ``2 order + 1``."""
-    return 2 * int(order) + 1
+def series_size(order: int, constant: bool = True) -> int:
+    """The number of basis functions of a cosine series with ``order`` harmonics: ``2 order + 1``, or ``2 order``
+    without its constant harmonic."""
+    return 2 * int(order) + int(bool(constant))

@@ -93,13 +93,14 @@ def smallest_boundary_factor(kernel: str, lengthscale: float, half_range: float)
     return None if rule is None else max(1.2, rule[1] * lengthscale / half_range)
 
 
-def periodic_series_basis(t, period: float, order: int) -> np.ndarray:
+def periodic_series_basis(t, period: float, order: int, constant: bool = True) -> np.ndarray:
     """The basis of a periodic kernel's cosine series at the points ``t`` (N,) or (N, 1): ``(N, 2 order + 1)``,
-    the columns ``1, cos(w t), sin(w t), cos(2 w t), sin(2 w t), ...`` with ``w = 2 pi / period``.
+    the columns ``1, cos(w t), sin(w t), cos(2 w t), sin(2 w t), ...`` with ``w = 2 pi / period``; without the
+    column of ones when ``constant`` is false, ``(N, 2 order)``.
 
     ``cos(j w (t - t')) = cos(j w t) cos(j w t') + sin(j w t) sin(j w t')``, so weights of variances ``c_0, c_1,
     c_1, ..., c_J, c_J`` give the covariance ``sum_j c_j cos(j w (t - t'))``."""
     t = np.asarray(t, dtype=float).reshape(-1)
     angles = t[:, None] * (2.0 * np.pi / float(period)) * np.arange(1, int(order) + 1)[None, :]
     harmonics = np.stack([np.cos(angles), np.sin(angles)], axis=-1).reshape(len(t), 2 * int(order))
-    return np.concatenate([np.ones((len(t), 1)), harmonics], axis=1)
+    return np.concatenate([np.ones((len(t), 1)), harmonics], axis=1) if constant else harmonics

@@ -126,6 +126,7 @@ def verify_hsgp(statement: ir.GPStatement, approximation: Approximation) -> None
     """
     if latent_inputs(statement) is not None:
         _verify_over_latent_inputs(statement)
+        _verify_constant_harmonic(statement, approximation)
         return
     _verify_one_vector_over_data(statement, "hsgp",
                                  "write one statement over all the points: f ~ gp(x, k, approx = hsgp(...))",
@@ -139,6 +140,14 @@ def verify_hsgp(statement: ir.GPStatement, approximation: Approximation) -> None
             _verify_periodic_series(statement, periodic_leaf(term))
         else:
             _verify_spectral(term, inputs)
+    _verify_constant_harmonic(statement, approximation)
+
+
+def _verify_constant_harmonic(statement: ir.GPStatement, approximation: Approximation) -> None:
+    if approximation.value("constant") == 0 and not any(periodic_leaf(term) for term in sum_terms(statement.kernel)):
+        fail("hsgp(constant = 0) drops the constant harmonic of a periodic term's cosine series; this kernel has no "
+             "periodic term", approximation.span,
+             "remove constant = 0, or add the periodic term, e.g. periodic(lengthscale = ell, period = 7)")
 
 
 def _verify_dimension(inputs: ir.Inputs) -> None:

@@ -97,6 +97,28 @@ def test_periodic_terms_are_cosine_series_beside_the_laplacian_basis_and_pass_st
     assert "cholesky_decompose" not in code and {program.variables[name].kind for name in "fg"} == {"hsgp"}
 
 
+WITHOUT_CONSTANT = """
+data { int N; vector[N] t; vector[N] y; }
+parameters { real mu ~ normal(0, 1); real<lower=0> ell ~ gamma(2, 2); real<lower=0> noise ~ half_normal(1); }
+model {
+  g ~ gp(t, matern32(lengthscale = 30 * ell) + 0.5 * periodic(lengthscale = ell, period = 7),
+         approx = hsgp(m = 3, constant = 0));
+  y ~ normal(mu + g, noise);
+}
+"""
+
+
+def test_a_series_without_its_constant_drops_its_first_column_and_variance_and_passes_stanc():
+    model, _ = check_text(WITHOUT_CONSTANT)
+    program = generate_stan(model)
+    check_program(program.code)
+    code = program.code
+    assert "vector[9] g_z;" in code  # 3 Laplacian + 2 * 3 harmonics
+    for line in ("matrix[N, 6] g_hsgp_series_phi = block(hsgp_periodic_basis(t_points, 7, 3), 1, 2, N, 6);",
+                 "tail(0.5 * hsgp_periodic_variances(3, 1.0, rep_vector(ell, 1)), 6)"):
+        assert line in code, line
+
+
 PERIOD_AS_DATA = """
 data { int N; vector[N] t; vector[N] y; real<lower=0> days_per_week; }
 parameters { real<lower=0> ell ~ gamma(2, 2); real<lower=0> noise ~ half_normal(1); }

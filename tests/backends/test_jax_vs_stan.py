@@ -368,7 +368,7 @@ parameters {
 }
 model {
   f ~ gp(t, square(s) * periodic(lengthscale = ell, period = 3.5), approx = hsgp(m = 8));
-  g ~ gp(t, periodic(0.7, 0.4, 7), approx = hsgp(5));
+  g ~ gp(t, periodic(0.7, 0.4, 7), approx = hsgp(5, constant = 0));
   h ~ gp(t, matern32(s, 4 * ell) + 0.5 * periodic(lengthscale = ell, period = 2.5) + rbf(0.3, 2 * ell)
             + periodic(s, 1.3, 6), approx = hsgp(m = 7, c = 1.8));
   y ~ normal(f + g + h, noise);

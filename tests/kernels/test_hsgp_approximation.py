@@ -163,6 +163,34 @@ model {{
     np.testing.assert_allclose(basis.at(t[:5, None]), basis.phi[:5])
 
 
+def test_a_series_without_its_constant_is_the_kernel_less_its_constant_coefficient():
+    """``hsgp(m = J, constant = 0)``: the basis loses its column of ones (``2 J`` columns) and the covariance is the
+    kernel's series less ``c_0``, the variance an intercept carries instead, within the same truncation error."""
+    from gpdsl.api import check_text
+    from gpdsl.backends.jax.hsgp import basis_size, hsgp_basis
+
+    order, lengthscale = 6, 0.9
+    model, _ = check_text(f"""
+data {{ int N; vector[N] t; vector[N] y; }}
+model {{
+  f ~ gp(t, 1.7 * periodic(lengthscale = {lengthscale}, period = 7), approx = hsgp(m = {order}, constant = 0));
+  y ~ normal(f, 1);
+}}
+""")
+    statement = model.gp_statements()[0]
+    t = np.linspace(-3.0, 25.0, 30)
+    basis = hsgp_basis(statement, t[:, None])
+    assert basis.phi.shape == (len(t), 2 * order) == (len(t), basis_size(statement))
+    assert not np.any(np.all(basis.phi == 1.0, axis=0))
+    periodic = build_kernel("periodic", variance=1.0, lengthscale=lengthscale, period=7.0)
+    kernel = 1.7 * periodic
+    c0 = 1.7 * float(periodic.series_coefficients(order)[0][0])
+    approximate = basis.phi @ np.diag(np.asarray(basis.weight_variances(kernel))) @ basis.phi.T
+    exact = np.asarray(kernel(jnp.asarray(t[:, None]), jnp.asarray(t[:, None]))) - c0
+    assert np.abs(approximate - exact).max() <= 1.7 * float(periodic.truncation_error(order)) * (1 + 1e-8) + 1e-12
+    np.testing.assert_allclose(basis.at(t[:4, None]), basis.phi[:4])
+
+
 def test_sum_with_periodic_terms_puts_the_bases_side_by_side():
     """``matern32 + periodic + s * periodic`` under one ``hsgp(m = 12)``: the Laplacian basis of the Matérn term and a
     cosine series per periodic term, so the approximate covariance is the Matérn term's HSGP covariance (the same

@@ -96,18 +96,21 @@ class PeriodicSeriesBasis:
         The harmonics ``J`` (the statement's ``m``).
     period : float
         The kernel's period (a number, or data: known before sampling).
-    phi : numpy.ndarray, shape (N, 2 J + 1)
+    phi : numpy.ndarray, shape (N, 2 J + 1), or (N, 2 J) without the constant
         :func:`gpdsl.numerics.hsgp.periodic_series_basis` at the training inputs.
+    constant : bool
+        Whether the series keeps its constant harmonic (the statement's ``constant``).
     """
 
     order: int
     period: float
     phi: np.ndarray
+    constant: bool = True
 
     @property
     def size(self) -> int:
-        """The number of basis functions ``2 J + 1``."""
-        return series_size(self.order)
+        """The number of basis functions ``2 J + 1`` (``2 J`` without the constant)."""
+        return series_size(self.order, self.constant)
 
     @property
     def dim(self) -> int:
@@ -116,15 +119,17 @@ class PeriodicSeriesBasis:
 
     def at(self, X) -> np.ndarray:
         """The basis functions at other inputs ``X`` (N*, 1)."""
-        return periodic_series_basis(X, self.period, self.order)
+        return periodic_series_basis(X, self.period, self.order, self.constant)
 
     def weight_variances(self, kernel: Kernel) -> jnp.ndarray:
-        """``c_0, c_1, c_1, ..., c_J, c_J``: the series coefficients of ``kernel``, a periodic kernel under scalings."""
+        """``c_0, c_1, c_1, ..., c_J, c_J``: the series coefficients of ``kernel``, a periodic kernel under scalings
+        (without ``c_0`` when the series has no constant)."""
         scale = 1.0
         while isinstance(kernel, Scale):
             scale, kernel = scale * kernel.scale, kernel.kernel
         coefficients, _ = kernel.series_coefficients(self.order)
-        return scale * jnp.concatenate([coefficients[:1], jnp.repeat(coefficients[1:], 2)])
+        harmonics = jnp.repeat(coefficients[1:], 2)
+        return scale * (jnp.concatenate([coefficients[:1], harmonics]) if self.constant else harmonics)
 
 
 @dataclass(frozen=True)
@@ -176,11 +181,11 @@ def kernel_terms(kernel: Kernel) -> list[Kernel]:
 
 def basis_size(statement: ir.GPStatement) -> int:
     """The number of basis functions of an HSGP statement: the product of its ``m`` over the input columns, and
-    ``2 m + 1`` more per periodic term of its kernel's sum."""
+    ``2 m + 1`` more per periodic term of its kernel's sum (``2 m`` under ``constant = 0``)."""
     terms = sum_terms(statement.kernel)
     series = sum(is_series_term(term) for term in terms)
     laplacian = int(np.prod(_per_dimension(statement))) if series < len(terms) else 0
-    return laplacian + series * series_size(_per_dimension(statement)[0])
+    return laplacian + series * series_size(_per_dimension(statement)[0], _keeps_constant(statement))
 
 
 def hsgp_basis(statement: ir.GPStatement, X, data: Mapping | None = None) -> HSGPBasis | TermBases:
@@ -199,9 +204,9 @@ def hsgp_basis(statement: ir.GPStatement, X, data: Mapping | None = None) -> HSG
 
 
 def _term_bases(statement: ir.GPStatement, X, data: Mapping | None) -> TermBases:
-    order = _per_dimension(statement)[0]
+    order, constant = _per_dimension(statement)[0], _keeps_constant(statement)
     periods = [checked_series_period(statement, term, data) for term in sum_terms(statement.kernel)]
-    parts = [((i,), PeriodicSeriesBasis(order, period, periodic_series_basis(X, period, order)))
+    parts = [((i,), PeriodicSeriesBasis(order, period, periodic_series_basis(X, period, order, constant), constant))
              for i, period in enumerate(periods) if period is not None]
     others = tuple(i for i, period in enumerate(periods) if period is None)
     if others:
@@ -230,3 +235,7 @@ def hsgp_values(kernel: Kernel, basis, phi, weights) -> jnp.ndarray:
 def _per_dimension(statement: ir.GPStatement) -> tuple[int, ...]:
     m = statement.approximation.value("m")
     return tuple(int(k) for k in m) if isinstance(m, tuple) else (int(m),) * int(statement.inputs.dim)
+
+
+def _keeps_constant(statement: ir.GPStatement) -> bool:
+    return bool(statement.approximation.value("constant"))

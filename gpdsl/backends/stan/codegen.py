@@ -220,13 +220,20 @@ def generate_stan(model: ir.Model, missing=()) -> StanProgram:
 class HSGPTransformedData:
     """The transformed data of an HSGP latent: the number of basis functions, the frequencies ``omega`` (M x D)
     and the basis functions at the points ``phi`` (N x M), by Stan name. A kernel with periodic terms has ``parts``:
-    per part its terms (positions in the kernel's sum) and ``omega`` (the Laplacian part's) or the harmonics of a
-    term's cosine series."""
+    per part its terms (positions in the kernel's sum) and ``omega`` (the Laplacian part's) or a :class:`SeriesPart`."""
 
     size: int
     omega: str
     phi: str
     parts: tuple = ()
+
+
+@dataclass(frozen=True)
+class SeriesPart:
+    """A periodic term's cosine series in an HSGP basis: its harmonics and whether it keeps its constant."""
+
+    order: int
+    constant: bool
 
 
 @dataclass(frozen=True)
@@ -690,6 +697,7 @@ class _Generator:
         periods = [series_period_expr(term) for term in sum_terms(gp.kernel)]
         others = tuple(i for i, period in enumerate(periods) if period is None)
         n = _product(gp.inputs.index_shape)
+        constant = bool(gp.approximation.value("constant"))
         parts, phis, size = [], [], 0
         if others:
             laplacian = self._hsgp_laplacian_basis(gp, (order,), points, base)
@@ -699,11 +707,13 @@ class _Generator:
         for i, period in enumerate(periods):
             if period is not None:
                 phi = self.fresh(f"{base}_hsgp_series_phi")
-                self.blocks.add("transformed data", f"matrix[{n}, {series_size(order)}] {phi} = "
-                                f"hsgp_periodic_basis({points}, {self.translate(period)}, {order});")
-                parts.append(((i,), order))
+                series = f"hsgp_periodic_basis({points}, {self.translate(period)}, {order})"
+                if not constant:
+                    series = f"block({series}, 1, 2, {n}, {series_size(order, False)})"
+                self.blocks.add("transformed data", f"matrix[{n}, {series_size(order, constant)}] {phi} = {series};")
+                parts.append(((i,), SeriesPart(order, constant)))
                 phis.append(phi)
-                size += series_size(order)
+                size += series_size(order, constant)
         phi = self.fresh(f"{base}_hsgp_basis")
         joined = phis[0]
         for other in phis[1:]:
@@ -713,9 +723,10 @@ class _Generator:
 
     def _part_variances(self, terms: list, part) -> str:
         """The weight variances of one part of a :meth:`_hsgp_term_bases` basis: the spectral densities of its terms
-        at ``omega`` (a name) added, or a periodic term's series coefficients (``part`` its harmonics)."""
-        if isinstance(part, int):
-            return self._spectral_density(terms[0], "", part)[0]
+        at ``omega`` (a name) added, or a periodic term's series coefficients (``part`` a :class:`SeriesPart`)."""
+        if isinstance(part, SeriesPart):
+            variances = self._spectral_density(terms[0], "", part.order)[0]
+            return variances if part.constant else f"tail({variances}, {series_size(part.order, False)})"
         return " + ".join(self._spectral_density(term, part)[0] for term in terms)
 
     def _spectral_density(self, kernel: ir.Kernel, omega: str, order: int | None = None) -> tuple[str, int]:

@@ -57,10 +57,11 @@ def model_with(approx: str):
     return check_text(HSGP_WEEKLY.replace("APPROX", approx))[0]
 
 
-def numpy_log_marginal(data, theta, m, c, order):
+def numpy_log_marginal(data, theta, m, c, order, constant=True):
     """``log N(y | 0, A A' + sigma^2 I)``: the trend on ``m`` sine eigenfunctions of ``[centre - L, centre + L]``
     with the Matérn-3/2 spectral density, the weekly term on ``1, cos(j w t), sin(j w t)`` with variances
-    ``variance exp(-z) I_j(z)`` (twice for ``j >= 1``), ``z = 1 / (4 lengthscale^2)``."""
+    ``variance exp(-z) I_j(z)`` (twice for ``j >= 1``), ``z = 1 / (4 lengthscale^2)``; without the ``1`` and its
+    variance unless ``constant``."""
     t = data["t"]
     centre, L = (t.min() + t.max()) / 2, c * (t.max() - t.min()) / 2
     omega = np.arange(1, m + 1) * np.pi / (2 * L)
@@ -72,6 +73,8 @@ def numpy_log_marginal(data, theta, m, c, order):
     z = 0.25 / theta["week_lengthscale"] ** 2
     bessel = special.ive(np.arange(order + 1), z)
     week_var = theta["week_sd"] ** 2 * np.concatenate([bessel[:1], np.repeat(2 * bessel[1:], 2)])
+    if not constant:
+        week_phi, week_var = week_phi[:, 1:], week_var[1:]
     A = np.column_stack([trend_phi * np.sqrt(trend_var), week_phi * np.sqrt(week_var)])
     covariance = A @ A.T + theta["sigma"] ** 2 * np.eye(len(t))
     return stats.multivariate_normal(np.zeros(len(t)), covariance).logpdf(data["y"])
@@ -84,10 +87,12 @@ def estimate(result, names):
 NAMES = ("trend_sd", "trend_lengthscale", "week_sd", "week_lengthscale", "sigma")
 
 
-def test_ml_on_a_trend_plus_periodic_hsgp_is_the_gaussian_of_its_basis(births):
-    result = run(model_with("hsgp(m = 15, c = 1.5)"), births, "ml", MLSettings(restarts=2), seed=3)
+@pytest.mark.parametrize("constant", [1, 0])
+def test_ml_on_a_trend_plus_periodic_hsgp_is_the_gaussian_of_its_basis(births, constant):
+    result = run(model_with(f"hsgp(m = 15, c = 1.5, constant = {constant})"), births, "ml", MLSettings(restarts=2),
+                 seed=3)
     theta = estimate(result, NAMES)
-    reference = numpy_log_marginal(births, theta, m=15, c=1.5, order=15)
+    reference = numpy_log_marginal(births, theta, m=15, c=1.5, order=15, constant=bool(constant))
     assert float(result.sample_stats["log_marginal"].values.ravel()[0]) == pytest.approx(reference, rel=1e-7)
 
 
