@@ -41,9 +41,12 @@ from gpdsl.results.arviz_compat import loo  # noqa: E402
 from gpdsl.results.io import read_netcdf, write_netcdf  # noqa: E402
 from gpdsl.storage.atomic import atomic_target, atomic_write_text  # noqa: E402
 
-MODELS = {"paper": HERE / "births_paper.gpm", "identified": HERE / "births_paper_identified.gpm"}
-"""The paper's model as written, and the same model without the ridges that stop NUTS converging on it."""
-OUTPUT_STEM = {"paper": "paper_model", "identified": "paper_model_identified"}
+MODELS = {"paper": HERE / "births_paper.gpm", "identified": HERE / "births_paper_identified.gpm",
+          "no-constants": HERE / "births_paper_no_constants.gpm"}
+"""The paper's model as written; without the ridges that stop NUTS converging on it (no intercept, non-centred
+day-of-year effects); and with its periodic series' constants dropped beside the intercept, as its Stan code has it."""
+OUTPUT_STEM = {"paper": "paper_model", "identified": "paper_model_identified",
+               "no-constants": "paper_model_no_constants"}
 RESULTS = HERE / "results"
 HYPERPARAMETERS = ("intercept", "trend_sd", "trend_lengthscale", "year_sd", "year_lengthscale", "week_sd",
                    "week_lengthscale", "special_scale", "sigma")
