@@ -4,8 +4,9 @@ Under ``approx = hsgp(m = J)`` the kernel of a GP over one input column is a sum
 kernel (possibly scaled) is approximated by its cosine series truncated after ``J`` harmonics (Solin & Särkkä 2014;
 Riutort-Mayol et al. 2023, periodic covariance functions): the basis ``1, cos(j w t), sin(j w t)``, ``j = 1 .. J``,
 ``w = 2 pi / period``, its weights of variances the series' coefficients (``hsgp(constant = 0)`` drops the constant
-``1``, which an intercept carries); the other terms share the Laplacian eigenfunctions. The series basis depends on the period, so the period must be known before sampling: a number, or
-an expression of data alone (``period = days_per_year``).
+``1``, which an intercept carries); the other terms share the Laplacian eigenfunctions. The series basis depends on
+the period, so the period must be known before sampling: a number, or an expression of data alone (``period =
+days_per_year``).
 """
 
 from __future__ import annotations
