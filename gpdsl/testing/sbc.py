@@ -469,10 +469,11 @@ def theta_draws(problem, theta: np.ndarray, replicates: int, chains: int) -> lis
 
 def engine_view(model: Model, data: dict, method: str):
     """The latent-GP view a chain engine runs: over the basis weights for a Hilbert-space approximate GP, over the
-    innovations for a latent state-space GP, else the latent GP (kept sampled under a normal likelihood for
-    ``gibbs``)."""
+    innovations for a latent state-space GP, over the whitened grid vector for a latent GP on a full grid with a
+    separable kernel, else the latent GP (kept sampled under a normal likelihood for ``gibbs``)."""
     from gpdsl.inference.families.hsgp import hsgp_view
     from gpdsl.inference.families.latent_gp import latent_gp
+    from gpdsl.inference.families.latent_grid import on_grid
     from gpdsl.inference.families.state_space_latent import state_space_latent_view
     from gpdsl.ir.families import HSGP_LATENT_GP, STATE_SPACE_LATENT_GP, classify
 
@@ -482,7 +483,7 @@ def engine_view(model: Model, data: dict, method: str):
     facts = classify(model).facts.get(STATE_SPACE_LATENT_GP)
     if facts is not None:
         return state_space_latent_view(model, data, facts)
-    return latent_gp(model, data, method, marginalise=method != "gibbs")
+    return on_grid(latent_gp(model, data, method, marginalise=method != "gibbs"))
 
 
 def with_observations(problem, y):

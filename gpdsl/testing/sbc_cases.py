@@ -164,6 +164,12 @@ def state_space_data(n: int = 20) -> dict:
     return {"N": n, "t": t, "y": np.zeros(n, int)}
 
 
+def grid_data(times: int = 4, places: int = 5) -> dict:
+    """A full ``times x places`` grid at unit spacing (rows time-major), no exposure, placeholder counts."""
+    t, x = (a.ravel().astype(float) for a in np.meshgrid(np.arange(times), np.arange(places), indexing="ij"))
+    return {"N": t.size, "t": t, "x": x, "log_exposure": np.zeros(t.size), "y": np.zeros(t.size, int)}
+
+
 SETUPS = {
     "classification": ModelSetup(f"probit classification, `models/gp_classification.gpm`, N = {N_CLASSIFICATION}, "
                                  "D = 1 (gamma priors)", "gp_classification.gpm", classification_data),
@@ -176,6 +182,8 @@ SETUPS = {
                                HSGP_POISSON, hsgp_data),
     "state-space-poisson": ModelSetup("Poisson counts on a latent state-space GP (Matern-3/2, `approx = state_space`), "
                                       "N = 20 irregular times", STATE_SPACE_POISSON, state_space_data),
+    "grid-poisson": ModelSetup("Poisson counts on a 4 x 5 space-time grid (`models/gp_grid_poisson.gpm`, "
+                               "`rbf(t) * matern32(x)`), N = 20", "gp_grid_poisson.gpm", grid_data),
     "dynamical-gplvm": ModelSetup("`models/dynamical_gplvm.gpm`, N = 8, D = 2, Q = 1", "dynamical_gplvm.gpm",
                                   gplvm_data),
 }
@@ -285,6 +293,13 @@ CASES = (
                                                            warmup=300, draws=1000), "state-space-poisson", 200, 31,
             note="importance sampling of a state-space GP's innovations from the Laplace approximation by Kalman "
                  "smoothing", vectorise=True),
+    SBCCase("gibbs-state-space", "gibbs", _gibbs("surr", draws=1000), "state-space-poisson", 200, 32,
+            note="ESS on a state-space GP's innovations, f by the state recursion"),
+    SBCCase("gibbs-grid", "gibbs", _gibbs("surr", draws=1000), "grid-poisson", 200, 33,
+            note="ESS on the whitened grid vector of a separable kernel, SURR by the per-axis factors"),
+    SBCCase("pm-grid", "pm", PseudoMarginalSettings(approximation="laplace", num_importance=4, chains=2, warmup=300,
+                                                    draws=1000), "grid-poisson", 200, 34,
+            note="importance sampling of the whitened grid vector from its Kronecker Laplace approximation"),
     SBCCase("nuts", "nuts", NUTSSettings(chains=2, warmup=500, draws=500), "classification", 100, 21, fit="run"),
 )
 """Every case, in the order of the documentation's table."""
