@@ -263,8 +263,8 @@ def _gibbs(update: str, warmup: int = 200, draws: int = 400, **options) -> Gibbs
                          **options)
 
 
-def _pm(approximation: str) -> PseudoMarginalSettings:
-    return PseudoMarginalSettings(approximation=approximation, num_importance=4, chains=2, warmup=200, draws=400)
+def _pm(approximation: str, warmup: int = 200, draws: int = 400) -> PseudoMarginalSettings:
+    return PseudoMarginalSettings(approximation=approximation, num_importance=4, chains=2, warmup=warmup, draws=draws)
 
 
 CASES = (
@@ -286,19 +286,16 @@ CASES = (
             "dynamical-gplvm", 200, 20, fit="gplvm", note="the hyperparameters' posterior (latent inputs integrated)"),
     SBCCase("gibbs-hsgp", "gibbs", _gibbs("surr", draws=1000), "hsgp-poisson", 200, 22,
             note="ESS on the basis weights of a Hilbert-space approximate GP"),
-    SBCCase("pm-hsgp", "pm", PseudoMarginalSettings(approximation="laplace", num_importance=4, chains=2, warmup=300,
-                                                    draws=1000), "hsgp-poisson", 200, 23,
+    SBCCase("pm-hsgp", "pm", _pm("laplace", warmup=300, draws=1000), "hsgp-poisson", 200, 23,
             note="importance sampling from the Laplace approximation of a Hilbert-space approximate GP's basis weights"),
-    SBCCase("pm-state-space", "pm", PseudoMarginalSettings(approximation="laplace", num_importance=4, chains=2,
-                                                           warmup=300, draws=1000), "state-space-poisson", 200, 31,
+    SBCCase("pm-state-space", "pm", _pm("laplace", warmup=300, draws=1000), "state-space-poisson", 200, 31,
             note="importance sampling of a state-space GP's innovations from the Laplace approximation by Kalman "
                  "smoothing", vectorise=True),
     SBCCase("gibbs-state-space", "gibbs", _gibbs("surr", draws=1000), "state-space-poisson", 200, 32,
             note="ESS on a state-space GP's innovations, f by the state recursion"),
     SBCCase("gibbs-grid", "gibbs", _gibbs("surr", draws=1000), "grid-poisson", 200, 33,
             note="ESS on the whitened grid vector of a separable kernel, SURR by the per-axis factors"),
-    SBCCase("pm-grid", "pm", PseudoMarginalSettings(approximation="laplace", num_importance=4, chains=2, warmup=300,
-                                                    draws=1000), "grid-poisson", 200, 34,
+    SBCCase("pm-grid", "pm", _pm("laplace", warmup=300, draws=1000), "grid-poisson", 200, 34,
             note="importance sampling of the whitened grid vector from its Kronecker Laplace approximation"),
     SBCCase("nuts", "nuts", NUTSSettings(chains=2, warmup=500, draws=500), "classification", 100, 21, fit="run"),
 )
