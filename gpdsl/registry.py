@@ -356,11 +356,13 @@ register(Method(
     refuses=nuts_refusal, predictive=("joint", "marginal"),
     missing_outputs=(LATENT_GP, GP_REGRESSION, STATE_SPACE_REGRESSION)))
 register(Method(
-    "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact)",
-    (LATENT_GP, HSGP_LATENT_GP, STATE_SPACE_LATENT_GP), PseudoMarginalSettings, run_pm, predicts=True,
-    checkpoints=True, chain_engine=pm_engine, chain_groups=True,
-    needs_parameters=(LATENT_GP, HSGP_LATENT_GP, STATE_SPACE_LATENT_GP), refuses=pm_refusal,
-    predictive=("joint", "marginal"), missing_outputs=(LATENT_GP,)))
+    "pm", "pseudo-marginal MH on the hyperparameters, importance sampling from Laplace or EP (exact); MH on the "
+    "exact marginal of GP regression (dense or state-space)",
+    (LATENT_GP, HSGP_LATENT_GP, STATE_SPACE_LATENT_GP, GP_REGRESSION, STATE_SPACE_REGRESSION), PseudoMarginalSettings,
+    run_pm, predicts=True, checkpoints=True, chain_engine=pm_engine, chain_groups=True,
+    needs_parameters=(LATENT_GP, HSGP_LATENT_GP, STATE_SPACE_LATENT_GP, GP_REGRESSION, STATE_SPACE_REGRESSION),
+    refuses=pm_refusal, predictive=("joint", "marginal"),
+    missing_outputs=(LATENT_GP, GP_REGRESSION, STATE_SPACE_REGRESSION)))
 register(Method(
     "mcmc-ep", "MH on the EP approximate marginal likelihood (approximate)",
     (LATENT_GP, HSGP_LATENT_GP, STATE_SPACE_LATENT_GP), MCMCEPSettings, run_mcmc_ep, predicts=True, checkpoints=True,

@@ -127,8 +127,8 @@ def test_run_checks_everything_before_it_runs(tmp_path, data_file):
     with pytest.raises(MethodError, match="nuts writes no checkpoints; methods that do: pm, mcmc-ep, pm-gplvm, gibbs"):
         run(model, data_file, "nuts", seed=1, checkpoint=tmp_path / "c.npz")
     regression, _ = check_file("models/gp_regression.gpm")
-    with pytest.raises(MethodError, match="pm needs a model with one latent GP vector"):
-        run(regression, {"N": 2, "D": 1, "X": [[0.0], [1.0]], "y": [0.0, 1.0]}, "pm")
+    with pytest.raises(MethodError, match="mcmc-ep needs a model with one latent GP vector"):
+        run(regression, {"N": 2, "D": 1, "X": [[0.0], [1.0]], "y": [0.0, 1.0]}, "mcmc-ep")
     gplvm, _ = check_file("models/bayesian_gplvm.gpm")
     with pytest.raises(MethodError, match="nuts samples every parameter and needs a prior on each"):
         run(gplvm, {"N": 3, "D": 2, "Q": 1, "Y": np.zeros((3, 2))}, "nuts")

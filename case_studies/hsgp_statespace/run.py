@@ -8,13 +8,15 @@ Vehtari (2023): 7305 days, ``y`` the births relative to the average day (100), s
 - ``births_state_space.gpm``: trend (Matérn-3/2) + yearly (periodic, 365.25 days) + weekly (periodic, 7 days) under
   a normal likelihood as a state-space GP; ``ml`` (Kalman filter, O(N)) at full size, ``ml`` and NUTS (the Stan
   Kalman program) on the first year;
-- ``births_exact.gpm``: the same model as an exact GP on the first year (``ml``, NUTS).
+- ``births_exact.gpm``: the same model as an exact GP on the first year (``ml``, NUTS);
+- ``pm`` (adaptive Metropolis on the exact Kalman marginal) on the state-space model on the first year, beside NUTS.
 
 Usage::
 
     python case_studies/hsgp_statespace/run.py                 # the sizes in the README
     python case_studies/hsgp_statespace/run.py --quick         # two years, a 120-day subset, short chains
     python case_studies/hsgp_statespace/run.py --quick --methods ml   # the ml fits only (no Stan build)
+    python case_studies/hsgp_statespace/run.py --only state_space_pm_subset   # one fit, merged into fits.json
 
 Outputs in ``case_studies/hsgp_statespace/results/`` (``*_quick.*`` from ``--quick``): ``fits.json`` (each fit's
 size, method, wall time, estimates and diagnostics), ``fits.md`` (the table) and ``decomposition.png``.
@@ -54,15 +56,20 @@ SCALARS = ("trend_sd", "trend_lengthscale", "year_sd", "year_lengthscale", "week
 
 @dataclass(frozen=True)
 class Size:
-    """The days of the full fits and of the subset, and the NUTS chains: number, warmup and draws per fit."""
+    """The days of the full fits and of the subset, the NUTS chains (number, warmup and draws per model) and pm's
+    (on the subset)."""
 
     days: int
     subset: int
     nuts: dict
+    pm: tuple
 
 
-SIZES = {"full": Size(7305, 365, {"hsgp": (2, 400, 400), "state_space": (1, 150, 150), "exact": (1, 100, 100)}),
-         "quick": Size(730, 120, {"hsgp": (1, 60, 60), "state_space": (1, 60, 60), "exact": (1, 60, 60)})}
+SIZES = {"full": Size(7305, 365, {"hsgp": (2, 400, 400), "state_space": (1, 150, 150), "exact": (1, 100, 100)},
+                     (4, 500, 500)),
+         "quick": Size(730, 120, {"hsgp": (1, 60, 60), "state_space": (1, 60, 60), "exact": (1, 60, 60)},
+                      (2, 200, 200))}
+SAMPLERS = ("nuts", "pm")
 
 
 @dataclass(frozen=True)
@@ -80,7 +87,7 @@ class Fit:
 
 FITS = (Fit("hsgp", "ml", False), Fit("state_space", "ml", False), Fit("state_space", "ml", True),
         Fit("exact", "ml", True), Fit("state_space", "nuts", True), Fit("exact", "nuts", True),
-        Fit("hsgp", "nuts", False))
+        Fit("hsgp", "nuts", False), Fit("state_space", "pm", True))
 
 
 def births_data(days: int) -> tuple[dict, float, float]:
@@ -101,6 +108,9 @@ def run_fit(fit: Fit, data: dict, size: Size, seed: int):
     started = time.perf_counter()
     if fit.method == "ml":
         result = gpdsl.fit(model, fields, "ml", seed=seed)
+    elif fit.method == "pm":
+        chains, warmup, draws = size.pm
+        result = gpdsl.sample(model, fields, "pm", seed=seed, chains=chains, warmup=warmup, draws=draws)
     else:
         chains, warmup, draws = size.nuts[fit.model]
         result = gpdsl.sample(model, fields, "nuts", seed=seed, chains=chains, warmup=warmup, draws=draws)
@@ -126,6 +136,9 @@ def describe(fit: Fit, result, seconds: float, n: int) -> dict:
         row["min_ess_bulk"] = float(summary["ess_bulk"].min())
         row["min_ess_tail"] = float(summary["ess_tail"].min())
         row["divergences"] = int(result.sample_stats["diverging"].sum()) if "diverging" in result.sample_stats else None
+        stats = az.summary(result, var_names=names, kind="stats")
+        row["mean_sd"] = {name: [float(stats.loc[name, "mean"]), float(stats.loc[name, "sd"])] for name in names}
+        row["ess_per_second"] = round(row["min_ess_bulk"] / seconds, 3)
     return row
 
 
@@ -187,6 +200,13 @@ def decomposition_figure(parts: dict, data: dict, mean: float, sd: float, title:
         figure.savefig(target, dpi=110, format="png")
 
 
+def with_warmup(row: dict, size: Size) -> dict:
+    """``row`` with its sampler's warmup iterations (from ``size`` where the results did not record them)."""
+    if row["method"] in SAMPLERS and row.get("warmup") is None:
+        row["warmup"] = (size.pm if row["method"] == "pm" else size.nuts[row["model"]])[1]
+    return row
+
+
 def table(rows: list[dict]) -> str:
     """The Markdown table of the fits."""
     lines = ["| model | N | method | wall s | of which Stan build s | sigma | trend lengthscale (days) "
@@ -194,22 +214,25 @@ def table(rows: list[dict]) -> str:
              "|" + "---|" * 13]
     for row in rows:
         e = row["estimates"]
+        sampler = row["method"] in SAMPLERS
         nuts = row["method"] == "nuts"
-        rhat = "n/a (1 chain)" if nuts and row["chains"] == 1 else (f"{row['max_rhat']:.3f}" if nuts else "")
+        rhat = "n/a (1 chain)" if sampler and row["chains"] == 1 else (f"{row['max_rhat']:.3f}" if sampler else "")
         lines.append(" | ".join([
             f"| {row['model']}", str(row["N"]), row["method"], f"{row['seconds']:.0f}",
             f"{row['engine_seconds'].get('compile', 0):.0f}" if nuts else "", f"{e['sigma']:.3f}",
             f"{e['trend_lengthscale']:.0f}", f"{e['year_lengthscale']:.2f}",
-            f"{row['log_marginal']:.1f}" if not nuts else "",
-            f"{row['chains']} x ({row['warmup']} + {row['draws']})" if nuts else "", rhat,
-            f"{row['min_ess_bulk']:.0f}" if nuts else "", str(row["divergences"]) if nuts else ""]) + " |")
+            f"{row['log_marginal']:.1f}" if not sampler else "",
+            f"{row['chains']} x ({row['warmup']} + {row['draws']})" if sampler else "", rhat,
+            f"{row['min_ess_bulk']:.0f}" if sampler else "", str(row["divergences"]) if nuts else ""]) + " |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="two years, a 120-day subset, short chains")
-    parser.add_argument("--methods", nargs="+", default=["ml", "nuts"], choices=["ml", "nuts"])
+    parser.add_argument("--methods", nargs="+", default=["ml", "nuts", "pm"], choices=["ml", "nuts", "pm"])
+    parser.add_argument("--only", nargs="+", metavar="FIT", choices=[fit.label for fit in FITS],
+                        help="run these fits alone and merge their rows into the existing fits.json")
     parser.add_argument("--seed", type=int, default=20260)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--table-only", action="store_true", help="rewrite fits.md from fits.json")
@@ -217,24 +240,25 @@ def main(argv=None) -> list[dict]:
     size = SIZES["quick" if args.quick else "full"]
     suffix = "_quick" if args.quick else ""
     if args.table_only:
-        rows = json.loads((args.out / f"fits{suffix}.json").read_text())
-        for row in rows:
-            if row["method"] == "nuts" and row.get("warmup") is None:
-                row["warmup"] = size.nuts[row["model"]][1]
+        rows = [with_warmup(row, size) for row in json.loads((args.out / f"fits{suffix}.json").read_text())]
         atomic_write_text(args.out / f"fits{suffix}.md", table(rows))
         return rows
     args.out.mkdir(parents=True, exist_ok=True)
     full, mean, sd = births_data(size.days)
     subset, _, _ = births_data(size.subset)
     rows, results = [], {}
+    if args.only:
+        kept = json.loads((args.out / f"fits{suffix}.json").read_text())
+        rows = [with_warmup(row, size) for row in kept if row["fit"] not in args.only]
     for fit in FITS:
-        if fit.method not in args.methods:
+        if fit.method not in args.methods or (args.only and fit.label not in args.only):
             continue
         data = subset if fit.subset else full
         result, seconds = run_fit(fit, data, size, args.seed)
         results[fit.label] = result
-        rows.append(describe(fit, result, seconds, data["N"]))
+        rows.append(with_warmup(describe(fit, result, seconds, data["N"]), size))
         print(f"{fit.label}: N = {data['N']}, {seconds:.1f} s", file=sys.stderr)
+        rows.sort(key=lambda row: [f.label for f in FITS].index(row["fit"]))
         atomic_write_text(args.out / f"fits{suffix}.json", json.dumps(rows, indent=1) + "\n")
     atomic_write_text(args.out / f"fits{suffix}.md", table(rows))
     source = "hsgp_nuts" if "hsgp_nuts" in results else "hsgp_ml"

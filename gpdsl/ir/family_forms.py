@@ -218,7 +218,7 @@ def state_space_latent_gp_form(model: ir.Model, nodes: list[GPNode]) -> LatentGP
     integrated = [n.name for n in approximate if n.plainly_marginalised]
     if integrated:
         return Refusal(STATE_SPACE_LATENT_GP_NEEDS, f"'{integrated[0]}' is integrated out under its normal likelihood "
-                       "by Kalman filtering (ml and nuts run it)", suggests="ml")
+                       "by Kalman filtering (ml, pm and nuts run it)", suggests="ml")
     facts = latent_gp_form(model, nodes, marginalise=False, several=False)
     if isinstance(facts, Refusal):
         return Refusal(STATE_SPACE_LATENT_GP_NEEDS, facts.detail, facts.span)

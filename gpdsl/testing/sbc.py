@@ -461,21 +461,22 @@ def batched_chains(engine: Callable, inputs, thetas, rng_key, chains: int, warmu
 def theta_draws(problem, theta: np.ndarray, replicates: int, chains: int) -> list[dict[str, np.ndarray]]:
     """Constrained draws by name, ``(chain, draw, ...)`` per replicate, from :func:`batched_chains`'s ``theta``."""
     draws = theta.shape[1]
-    values = jax.vmap(problem.theta_values)(jnp.reshape(jnp.asarray(theta), (-1, problem.theta_dim)))
+    values = jax.vmap(problem.theta_values)(jnp.reshape(jnp.asarray(theta), (-1, theta.shape[-1])))
     shaped = {name: np.reshape(np.asarray(v), (replicates, chains, draws) + np.shape(v)[1:])
               for name, v in values.items()}
     return [{name: v[r] for name, v in shaped.items()} for r in range(replicates)]
 
 
 def engine_view(model: Model, data: dict, method: str):
-    """The latent-GP view a chain engine runs: over the basis weights for a Hilbert-space approximate GP, over the
-    innovations for a latent state-space GP, over the whitened grid vector for a latent GP on a full grid with a
+    """The view a chain engine runs: over the basis weights for a Hilbert-space approximate GP, over the
+    innovations for a latent state-space GP, the Kalman marginal of a state-space GP regression, over the whitened grid vector for a latent GP on a full grid with a
     separable kernel, else the latent GP (kept sampled under a normal likelihood for ``gibbs``)."""
     from gpdsl.inference.families.hsgp import hsgp_view
     from gpdsl.inference.families.latent_gp import latent_gp
     from gpdsl.inference.families.latent_grid import on_grid
     from gpdsl.inference.families.state_space_latent import state_space_latent_view
-    from gpdsl.ir.families import HSGP_LATENT_GP, STATE_SPACE_LATENT_GP, classify
+    from gpdsl.inference.families.gp_regression import gp_regression_view
+    from gpdsl.ir.families import HSGP_LATENT_GP, STATE_SPACE_LATENT_GP, STATE_SPACE_REGRESSION, classify
 
     facts = classify(model).facts.get(HSGP_LATENT_GP)
     if facts is not None:
@@ -483,14 +484,19 @@ def engine_view(model: Model, data: dict, method: str):
     facts = classify(model).facts.get(STATE_SPACE_LATENT_GP)
     if facts is not None:
         return state_space_latent_view(model, data, facts)
+    facts = classify(model).facts.get(STATE_SPACE_REGRESSION)
+    if facts is not None:
+        return gp_regression_view(model, data, facts)
     return on_grid(latent_gp(model, data, method, marginalise=method != "gibbs"))
 
 
 def with_observations(problem, y):
-    """A copy of a :class:`~gpdsl.inference.families.latent_gp.LatentGP` with other (possibly traced) observations."""
+    """A copy of a view (a :class:`~gpdsl.inference.families.latent_gp.LatentGP`, or a GP regression that reads its
+    outputs from the data) with other (possibly traced) observations."""
     target = problem.node.likelihood.target.name
     jax_model = dataclasses.replace(problem.jax_model, data={**problem.jax_model.data, target: y})
-    return dataclasses.replace(problem, jax_model=jax_model, y=y)
+    fields = {field.name for field in dataclasses.fields(problem)}
+    return dataclasses.replace(problem, jax_model=jax_model, **({"y": y} if "y" in fields else {}))
 
 
 def require_same_inputs(datasets: Sequence[dict], target: str) -> None:

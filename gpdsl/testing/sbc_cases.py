@@ -164,6 +164,11 @@ def state_space_data(n: int = 20) -> dict:
     return {"N": n, "t": t, "y": np.zeros(n, int)}
 
 
+def daily_data(n: int = 28) -> dict:
+    """``n`` consecutive days and placeholder outputs (``models/gp_state_space.gpm``)."""
+    return {"N": n, "t": np.arange(n, dtype=float), "y": np.zeros(n)}
+
+
 def grid_data(times: int = 4, places: int = 5) -> dict:
     """A full ``times x places`` grid at unit spacing (rows time-major), no exposure, placeholder counts."""
     t, x = (a.ravel().astype(float) for a in np.meshgrid(np.arange(times), np.arange(places), indexing="ij"))
@@ -182,6 +187,8 @@ SETUPS = {
                                HSGP_POISSON, hsgp_data),
     "state-space-poisson": ModelSetup("Poisson counts on a latent state-space GP (Matern-3/2, `approx = state_space`), "
                                       "N = 20 irregular times", STATE_SPACE_POISSON, state_space_data),
+    "state-space-normal": ModelSetup("a daily series on a state-space GP under a normal likelihood (trend + weekly, "
+                                     "`models/gp_state_space.gpm`), N = 28 days", "gp_state_space.gpm", daily_data),
     "grid-poisson": ModelSetup("Poisson counts on a 4 x 5 space-time grid (`models/gp_grid_poisson.gpm`, "
                                "`rbf(t) * matern32(x)`), N = 20", "gp_grid_poisson.gpm", grid_data),
     "dynamical-gplvm": ModelSetup("`models/dynamical_gplvm.gpm`, N = 8, D = 2, Q = 1", "dynamical_gplvm.gpm",
@@ -293,6 +300,9 @@ CASES = (
                  "smoothing", vectorise=True),
     SBCCase("gibbs-state-space", "gibbs", _gibbs("surr", draws=1000), "state-space-poisson", 200, 32,
             note="ESS on a state-space GP's innovations, f by the state recursion"),
+    SBCCase("pm-state-space-regression", "pm", _pm("laplace", warmup=300, draws=1000), "state-space-normal", 200, 35,
+            note="adaptive Metropolis on the exact marginal likelihood by the Kalman filter (f integrated out)",
+            vectorise=True),
     SBCCase("gibbs-grid", "gibbs", _gibbs("surr", draws=1000), "grid-poisson", 200, 33,
             note="ESS on the whitened grid vector of a separable kernel, SURR by the per-axis factors"),
     SBCCase("pm-grid", "pm", _pm("laplace", warmup=300, draws=1000), "grid-poisson", 200, 34,

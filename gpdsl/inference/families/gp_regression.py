@@ -96,6 +96,11 @@ class GPRegression(HyperparameterBlocks, NormalObservations):
         """Inputs of the rows whose output is missing, shape ``(N - n, d)``."""
         return self.all_inputs(theta)[np.flatnonzero(~self.observed)]
 
+    def log_prior(self, theta) -> jax.Array:
+        """Log prior density of ``theta`` on the unconstrained scale (Jacobian included): what a sampler of the
+        hyperparameters adds to :meth:`log_marginal`."""
+        return self.log_hyperprior(theta) + self.constrain(theta)[1]
+
     def kernel(self, theta) -> Kernel:
         """The GP's kernel at ``theta``."""
         return self.jax_model.gp_kernel(self.node.statement, self.environment(theta))
@@ -159,9 +164,10 @@ class StateSpaceRegression(GPRegression):
         with jax.ensure_compile_time_eval():
             return jnp.asarray(self.jax_model.gp_inputs(self.node.statement, self.jax_model.data))[:, 0]
 
-    def outputs(self) -> np.ndarray:
-        """Every row's output, NaN where missing, shape ``(N,)``."""
-        return np.asarray(self.jax_model.data[self.target], dtype=float).reshape(-1)
+    def outputs(self) -> jax.Array:
+        """Every row's output, NaN where missing, shape ``(N,)`` (concrete for data; traced where the outputs are)."""
+        with jax.ensure_compile_time_eval():
+            return jnp.asarray(self.jax_model.data[self.target], dtype=float).reshape(-1)
 
     def site_noise(self, theta) -> jax.Array:
         """``s^2 + GP_JITTER``: the noise of each site, the jitter as the dense marginal adds it to ``K``."""

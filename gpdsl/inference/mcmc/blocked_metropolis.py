@@ -122,7 +122,7 @@ def check_blocks(blocks, dimension: int) -> list[np.ndarray]:
     return blocks
 
 
-def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance: float = 0.01, g0: int = 200,
+def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance=0.01, g0: int = 200,
                             epsilon: float = 1e-6, adapt_after_warmup: bool = True, report: Callable | None = None,
                             screen: Screen | None = None):
     """``(init, step)`` of adaptive Metropolis-within-Gibbs.
@@ -137,8 +137,8 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance: 
         no longer leaves the chain exact.
     blocks : sequence of sequence of int
         Coordinates of ``theta`` updated together; together they cover every coordinate once.
-    initial_covariance : float
-        ``Sigma_r^(0) = initial_covariance * I``.
+    initial_covariance : float or array_like of shape (d, d)
+        ``Sigma_r^(0) = initial_covariance * I``; a matrix, with one block of ``d`` coordinates, is ``Sigma_1^(0)``.
     g0 : int
         States collected before the proposal follows them.
     epsilon : float
@@ -161,10 +161,11 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance: 
     """
     blocks = [np.asarray(block, dtype=int) for block in blocks]
     report = report or (lambda extras: extras)
+    starts = tuple(_start_covariance(initial_covariance, block.size) for block in blocks)
 
     def init(rng_key, theta) -> BlockedState:
         theta = jnp.asarray(theta, dtype=float)
-        covariances = tuple(initial_covariance * jnp.eye(block.size) for block in blocks)
+        covariances = starts
         moments = tuple(moments_init(block.size) for block in blocks)
         if screen is None:
             terms, extras = log_terms(rng_key, theta, None)
@@ -213,10 +214,21 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance: 
         collect = jnp.logical_or(adapting, adapt_after_warmup)
         moments = tuple(moments_update(m, mh.position[block], collect) for m, block in zip(state.moments, blocks))
         covariances = tuple(
-            jnp.where(collect, haario_covariance(m, initial_covariance * jnp.eye(block.size), g0, epsilon), old)
-            for m, block, old in zip(moments, blocks, state.covariances))
+            jnp.where(collect, haario_covariance(m, start, g0, epsilon), old)
+            for m, start, old in zip(moments, starts, state.covariances))
         info = BlockedInfo(jnp.stack(accepted), jnp.stack(rates), jax.tree.map(lambda *leaves: jnp.stack(leaves),
                                                                                *proposed), jnp.stack(screened))
         return BlockedState(mh, extras, moments, covariances, screen_terms), info
 
     return init, step
+
+
+def _start_covariance(initial_covariance, size: int) -> jax.Array:
+    """``Sigma_r^(0)`` of a block of ``size`` coordinates: a multiple of the identity, or the matrix given."""
+    if np.ndim(initial_covariance) == 0:
+        return initial_covariance * jnp.eye(size)
+    start = jnp.asarray(initial_covariance, dtype=float)
+    if start.shape != (size, size):
+        raise MethodError(f"the initial proposal covariance must be {size} x {size} (the block's coordinates), got "
+                          f"shape {start.shape}")
+    return start

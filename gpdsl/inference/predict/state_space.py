@@ -28,7 +28,7 @@ def _sites(problem: StateSpaceRegression, theta, extra: int = 0):
     """Site precisions and natural means at every row, then ``extra`` points without a site."""
     observed = problem.observed
     precision = jnp.where(observed, 1.0 / problem.site_noise(theta), 0.0)
-    natural_mean = precision * np.where(observed, problem.outputs(), 0.0)
+    natural_mean = precision * jnp.where(observed, problem.outputs(), 0.0)
     return jnp.concatenate([precision, jnp.zeros(extra)]), jnp.concatenate([natural_mean, jnp.zeros(extra)])
 
 
@@ -57,7 +57,7 @@ def posterior_draw(problem: StateSpaceRegression, theta, new_times, key) -> jax.
     n = problem.times().shape[0]
     observed = problem.observed
     pseudo_outputs = prior[:n] + jnp.sqrt(noise) * jax.random.normal(noise_key, (n,))
-    residual = jnp.where(observed, np.where(observed, problem.outputs(), 0.0) - pseudo_outputs, 0.0)
+    residual = jnp.where(observed, jnp.where(observed, problem.outputs(), 0.0) - pseudo_outputs, 0.0)
     precision = jnp.concatenate([jnp.where(observed, 1.0 / noise, 0.0), jnp.zeros(new_times.shape[0])])
     natural_mean = jnp.concatenate([precision[:n] * residual, jnp.zeros(new_times.shape[0])])
     correction = kalman.smooth(kernel, times, precision, natural_mean, periodic_order=problem.order).mean

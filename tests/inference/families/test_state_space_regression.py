@@ -160,10 +160,16 @@ def test_joint_draws_have_the_exact_predictive_moments():
         assert abs(sample_cov[i, j] - c[i, j]) < tolerance, (i, j)
 
 
-@pytest.mark.parametrize("method", ["sgpr", "svgp", "gibbs", "pm"])
+@pytest.mark.parametrize("method", ["sgpr", "svgp", "gibbs", "mcmc-ep"])
 def test_exact_gp_engines_refuse_the_state_space_model(method):
     approx, _ = model_pair("matern32")
     assert "uses approx = state_space(...), which these engines do not take" in methods()[method].refusal(approx)
+
+
+@pytest.mark.parametrize("method", ["ml", "pm", "nuts"])
+def test_ml_pm_and_nuts_run_the_state_space_model(method):
+    approx, _ = model_pair("matern32")
+    assert methods()[method].refusal(approx) is None
 
 
 def test_a_state_space_gp_under_another_likelihood_runs_on_gibbs_pm_mcmc_ep_and_nuts_and_others_say_so():
