@@ -82,19 +82,32 @@ class TimeGrid(NamedTuple):
         return self.order.shape[0]
 
 
-def time_grid(times) -> TimeGrid:
+def time_grid(times, groups=None) -> TimeGrid:
     """The :class:`TimeGrid` of one column of times (shape ``(N,)`` or ``(N, 1)``).
+
+    With ``groups`` (one label per time) the points are sorted by group, then time, and each group's first point
+    follows the one before it by an infinite step: the state restarts from ``N(0, P_inf)`` there
+    (:func:`transitions`), so the groups are independent series, the kernel ``k(t) * same(group)``.
 
     Raises
     ------
     DataError
-        The times are not finite.
+        The times are not finite, or ``groups`` has another length.
     """
     times = np.ravel(np.asarray(times, dtype=float))
     if not np.all(np.isfinite(times)):
         raise DataError("the times of a state-space GP must be finite")
-    order = np.argsort(times, kind="stable")
-    steps = np.diff(times[order], prepend=times[order][:1])
+    if groups is None:
+        order = np.argsort(times, kind="stable")
+        steps = np.diff(times[order], prepend=times[order][:1])
+    else:
+        groups = np.ravel(np.asarray(groups))
+        if groups.shape != times.shape:
+            raise DataError(f"a state-space GP's groups need one label per time: {groups.size} labels for "
+                            f"{times.size} times")
+        order = np.lexsort((times, groups))
+        steps = np.diff(times[order], prepend=times[order][:1])
+        steps[1:][groups[order][1:] != groups[order][:-1]] = np.inf
     distinct, index = np.unique(steps[1:] if steps.size > 1 else steps, return_inverse=True)
     index = np.concatenate([[0], np.ravel(index)]) if steps.size > 1 else np.zeros(steps.size, dtype=int)
     return TimeGrid(order, np.argsort(order), distinct, index.astype(int))
@@ -123,7 +136,8 @@ def transitions(kernel, steps, periodic_order: int = PERIODIC_ORDER):
     kernel : Kernel
         A kernel with ``has_state_space``.
     steps : jax.Array, shape (N,)
-        Non-negative time steps.
+        Non-negative time steps; an infinite step restarts the state (``A = 0``, ``Q = P_inf``), also for a
+        periodic kernel, whose state never forgets over finite steps.
     periodic_order : int
         Harmonics of a periodic kernel's truncated series (:mod:`gpdsl.kernels.state_space`).
 
@@ -133,7 +147,10 @@ def transitions(kernel, steps, periodic_order: int = PERIODIC_ORDER):
     H : jax.Array, shape (d,)
     P_inf : jax.Array, shape (d, d)
     """
-    A, P_inf = kernel.discretise(steps, periodic_order)
+    steps = jnp.asarray(steps, dtype=jnp.float64)
+    restart = jnp.isinf(steps)
+    A, P_inf = kernel.discretise(jnp.where(restart, 0.0, steps), periodic_order)
+    A = jnp.where(restart[..., None, None], 0.0, A)
     Q = P_inf - A @ P_inf @ jnp.swapaxes(A, -1, -2)
     Q = 0.5 * (Q + jnp.swapaxes(Q, -1, -2))
     return A, Q, kernel.state_space(periodic_order).H[0], P_inf

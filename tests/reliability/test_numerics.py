@@ -13,7 +13,8 @@ model { f ~ gp(X, 1.0 * rbf(lengthscale = 1.0)); y ~ normal(f, 0.5); }
 CLASSIFICATION = """data { int N; int D; matrix[N, D] X; array[N] int<lower=0, upper=1> y; }
 model { f ~ gp(X, 1.0 * rbf(lengthscale = 1.0)); y ~ bernoulli_probit(f); }
 """
-NOTHING = [("ml", "fit", "regression"), ("nuts", "sample", "regression"), ("pm", "sample", "classification"),
+NOTHING = [("ml", "fit", "regression"), ("nuts", "sample", "regression"), ("pm", "sample", "regression"),
+           ("pm", "sample", "classification"),
            ("mcmc-ep", "sample", "classification"), ("ep-ml", "sample", "classification")]
 
 
@@ -29,7 +30,7 @@ def data_of(work, model):
     return work / ("reg.json" if model == "regression" else "cls.json")
 
 
-@pytest.mark.parametrize("method, command, model", NOTHING, ids=[n[0] for n in NOTHING])
+@pytest.mark.parametrize("method, command, model", NOTHING, ids=[f"{n[0]}-{n[2]}" for n in NOTHING])
 def test_a_model_without_parameters_is_refused_by_a_method_that_has_nothing_to_run(work, capsys, method, command,
                                                                                    model):
     out = work / "nothing.nc"

@@ -59,9 +59,11 @@ def pm_engine(problem, settings: PseudoMarginalSettings):
 
 def exact_marginal_engine(problem, settings: PseudoMarginalSettings):
     """``(init, step, extract)`` of adaptive Metropolis on ``log p(y | theta) + log p(theta)`` of a GP regression
-    view (:class:`~gpdsl.inference.families.gp_regression.GPRegression`): a walk of covariance ``(0.5 * 2.38)^2 / p I`` (``pm``'s starting scale), or ``proposal_covariance``,
-    until ``min(MARGINAL_ADAPTATION_START, warmup / 2)`` warmup draws are in, then ``2.38^2 / p`` times theirs;
-    nothing adapts after warmup, nor at all with ``proposal_covariance``."""
+    view (:class:`~gpdsl.inference.families.gp_regression.GPRegression`).
+
+    The walk's covariance is ``(0.5 * 2.38)^2 / p I`` (``pm``'s starting scale), or ``proposal_covariance``, until
+    ``min(MARGINAL_ADAPTATION_START, warmup / 2)`` warmup draws are in, then ``2.38^2 / p`` times theirs; nothing
+    adapts after warmup, nor at all with ``proposal_covariance``."""
     from gpdsl.inference.mcmc.blocked_metropolis import make_blocked_metropolis
     from gpdsl.inference.mcmc.mh import MHInfo
 
@@ -110,8 +112,9 @@ def _run(model, data, settings, context, engine, approximation):
 
     if context.family in EXACT_MARGINAL_FAMILIES:
         problem = gp_regression_view(model, data, context.facts)
-        output = run_latent_chains(problem, engine(problem, settings), settings, context, keep_latent=False, report=lambda
-                                   result: {"proposal_covariance": np.asarray(result.final_state.covariances[0]).tolist()})
+        output = run_latent_chains(
+            problem, engine(problem, settings), settings, context, keep_latent=False,
+            report=lambda result: {"proposal_covariance": np.asarray(result.final_state.covariances[0]).tolist()})
         add_draw_groups(output, model, data, context)
         return output
     problem = view(model, data, context, grid=approximation == "laplace" and engine is pm_engine)

@@ -144,6 +144,43 @@ def test_the_lean_filter_over_sorted_times_is_the_plain_filter(data, name, segme
     assert float(kalman.log_marginal_likelihood(make(*theta), grid, y, NOISE, periodic_order=ORDER)) == float(value)
 
 
+@pytest.mark.parametrize("name", KERNELS)
+@pytest.mark.parametrize("segment", [7, 64])
+def test_groups_restart_the_state_as_independent_series(data, name, segment, monkeypatch):
+    """``time_grid(t, groups)``: the kernel ``k(t) * same(group)``, block-diagonal over three interleaved groups with
+    overlapping times; its log marginal and gradient equal the dense block-diagonal ones, with the transitions of the
+    distinct steps looked up (segments of 64) and computed in each segment (7)."""
+    monkeypatch.setattr(kalman, "SEGMENT_STEPS", segment)
+    t, y = data
+    groups = np.arange(t.size) % 3
+    make, theta = KERNELS[name]
+    same = groups[:, None] == groups[None, :]
+    grid = kalman.time_grid(t, groups)
+    assert np.isinf(grid.distinct).any() and np.sum(np.isinf(grid.distinct[grid.index[1:]])) == 2
+    observed = ~np.isnan(y)
+
+    def dense(theta, noise):
+        K = make(*theta)(t[observed][:, None]) * same[np.ix_(observed, observed)]
+        factor = jax.scipy.linalg.cho_factor(K + noise * jnp.eye(observed.sum()), lower=True)
+        alpha = jax.scipy.linalg.cho_solve(factor, y[observed])
+        return (-0.5 * y[observed] @ alpha - jnp.log(jnp.diag(factor[0])).sum()
+                - 0.5 * observed.sum() * jnp.log(2 * jnp.pi))
+
+    def grouped(theta, noise):
+        return kalman.log_marginal_likelihood(make(*theta), grid, y, noise, periodic_order=ORDER)
+
+    theta = tuple(jnp.asarray(v) for v in theta)
+    value, gradient = jax.value_and_grad(grouped, argnums=(0, 1))(theta, NOISE)
+    expected, expected_gradient = jax.value_and_grad(dense, argnums=(0, 1))(theta, NOISE)
+    assert float(value) == pytest.approx(float(expected), rel=1e-8)
+    np.testing.assert_allclose(np.hstack(gradient), np.hstack(expected_gradient), rtol=1e-7, atol=1e-9)
+
+
+def test_groups_need_a_label_per_time():
+    with pytest.raises(DataError, match="2 labels for 3 times"):
+        kalman.time_grid([0.0, 1.0, 2.0], [1, 2])
+
+
 def test_a_truncated_periodic_kernel_is_its_series_and_near_the_exact_kernel(data):
     t, y = data
     variance, lengthscale, period, order = 1.2, 0.35, 2.3, 5

@@ -89,10 +89,10 @@ def test_cli_refuses_engine_for_model_without_sampled_latent(tmp_path):
     data = tmp_path / "d.json"
     data.write_text(json.dumps({"N": 3, "D": 1, "X": [[0.0], [0.5], [1.0]], "y": [0.1, 0.2, 0.3]}))
     result = subprocess.run([sys.executable, "-m", "gpdsl.cli", "sample", "models/gp_regression.gpm", "--data",
-                             str(data), "--method", "pm", "--out", str(tmp_path / "f.nc")],
+                             str(data), "--method", "mcmc-ep", "--out", str(tmp_path / "f.nc")],
                             capture_output=True, text=True)
     assert result.returncode == 1
-    assert "pm needs a model with one latent GP vector" in result.stderr and "Traceback" not in result.stderr
+    assert "mcmc-ep needs a model with one latent GP vector" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_cli_pm_with_predictions(tmp_path, classification):
