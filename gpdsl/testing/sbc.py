@@ -469,8 +469,9 @@ def theta_draws(problem, theta: np.ndarray, replicates: int, chains: int) -> lis
 
 def engine_view(model: Model, data: dict, method: str):
     """The view a chain engine runs: over the basis weights for a Hilbert-space approximate GP, over the
-    innovations for a latent state-space GP, the Kalman marginal of a state-space GP regression, over the whitened grid vector for a latent GP on a full grid with a
-    separable kernel, else the latent GP (kept sampled under a normal likelihood for ``gibbs``)."""
+    innovations for a latent state-space GP, the Kalman marginal of a state-space GP regression, over the whitened
+    grid vector for a latent GP on a full grid with a separable kernel, else the latent GP (kept sampled under a
+    normal likelihood for ``gibbs``)."""
     from gpdsl.inference.families.hsgp import hsgp_view
     from gpdsl.inference.families.latent_gp import latent_gp
     from gpdsl.inference.families.latent_grid import on_grid
@@ -478,15 +479,11 @@ def engine_view(model: Model, data: dict, method: str):
     from gpdsl.inference.families.gp_regression import gp_regression_view
     from gpdsl.ir.families import HSGP_LATENT_GP, STATE_SPACE_LATENT_GP, STATE_SPACE_REGRESSION, classify
 
-    facts = classify(model).facts.get(HSGP_LATENT_GP)
-    if facts is not None:
-        return hsgp_view(model, data, facts)
-    facts = classify(model).facts.get(STATE_SPACE_LATENT_GP)
-    if facts is not None:
-        return state_space_latent_view(model, data, facts)
-    facts = classify(model).facts.get(STATE_SPACE_REGRESSION)
-    if facts is not None:
-        return gp_regression_view(model, data, facts)
+    found = classify(model).facts
+    for family, make_view in ((HSGP_LATENT_GP, hsgp_view), (STATE_SPACE_LATENT_GP, state_space_latent_view),
+                              (STATE_SPACE_REGRESSION, gp_regression_view)):
+        if family in found:
+            return make_view(model, data, found[family])
     return on_grid(latent_gp(model, data, method, marginalise=method != "gibbs"))
 
 
