@@ -7,7 +7,9 @@
 // 2014). A sum stacks the states (ss_block_diagonal), a product takes Kronecker products (ss_kronecker_sum for F,
 // ss_kronecker for P and h), a scale multiplies P. The Kalman filter and the Rauch-Tung-Striebel smoother below run
 // along times sorted in transformed data, with a site of noise variance `noise` at each point whose mask is 1; each
-// transition is computed once per distinct time step (two for a regular series, N for irregular times).
+// transition is computed once per distinct time step (two for a regular series, N for irregular times). Independent
+// series (k(t) * same(g)) are sorted by group, then time, and each group's first time follows the one before by an
+// infinite step, whose transition is 0: the state restarts from N(0, P).
 
 /**
  * matern12 as a state-space model: the Ornstein-Uhlenbeck feedback -1 / lengthscale.
@@ -276,6 +278,61 @@ vector state_space_steps(vector t) {
 }
 
 /**
+ * The ranks 1, 2, ... of values, equal values sharing one.
+ *
+ * @param v  vector[N]
+ * @return   array[N] int
+ */
+array[] int ss_dense_ranks(vector v) {
+  array[rows(v)] int order = sort_indices_asc(v);
+  array[rows(v)] int ranks;
+  int rank = 1;
+  ranks[order[1]] = 1;
+  for (n in 2:rows(v)) {
+    rank += v[order[n]] != v[order[n - 1]];
+    ranks[order[n]] = rank;
+  }
+  return ranks;
+}
+
+/**
+ * The sort of points by group label, then time (independent series, k(t) * same(g)): by the exact integer key
+ * rank(group) (N + 1) + rank(time).
+ *
+ * @param t  vector[N] times
+ * @param g  vector[N] group labels
+ * @return   array[N] int, the points' indices in that order
+ */
+array[] int state_space_group_order(vector t, vector g) {
+  int n = rows(t);
+  array[n] int time_ranks = ss_dense_ranks(t);
+  array[n] int group_ranks = ss_dense_ranks(g);
+  vector[n] key;
+  for (k in 1:n) {
+    key[k] = group_ranks[k] * (n + 1.0) + time_ranks[k];
+  }
+  return sort_indices_asc(key);
+}
+
+/**
+ * The steps between times sorted by group, then time: an infinite step into each group's first time, which restarts
+ * the state (state_space_transitions), so the groups are independent series.
+ *
+ * @param t  vector[N] times, sorted within groups
+ * @param g  vector[N] their group labels, grouped
+ * @return   vector[N]
+ */
+vector state_space_group_steps(vector t, vector g) {
+  vector[rows(t)] steps = state_space_steps(t);
+  for (n in 2:rows(t)) {
+    if (g[n] != g[n - 1]) {
+      steps[n] = positive_infinity();
+    }
+  }
+  return steps;
+}
+
+/**
  * The number of distinct values among time steps (a regular series has two: 0 and its spacing).
  *
  * @param steps  vector[N]
@@ -337,7 +394,8 @@ array[] int state_space_step_index(vector steps, vector distinct) {
 }
 
 /**
- * The transitions matrix_exp(F dt) over the distinct steps dt (the identity for a step of 0).
+ * The transitions matrix_exp(F dt) over the distinct steps dt (the identity for a step of 0; 0 for an infinite step,
+ * into a new group's first time, where the state starts afresh from N(0, P)).
  *
  * @param distinct  vector[U] distinct steps
  * @param F         matrix[d, d] feedback
@@ -346,7 +404,11 @@ array[] int state_space_step_index(vector steps, vector distinct) {
 array[] matrix state_space_transitions(vector distinct, matrix F) {
   array[rows(distinct)] matrix[rows(F), cols(F)] A;
   for (u in 1:rows(distinct)) {
-    A[u] = distinct[u] > 0 ? matrix_exp(F * distinct[u]) : identity_matrix(rows(F));
+    if (is_inf(distinct[u])) {
+      A[u] = rep_matrix(0, rows(F), cols(F));
+    } else {
+      A[u] = distinct[u] > 0 ? matrix_exp(F * distinct[u]) : identity_matrix(rows(F));
+    }
   }
   return A;
 }

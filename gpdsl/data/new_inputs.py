@@ -1,7 +1,8 @@
 """The values to predict at (``--predict``) checked against the model before a run, not after it.
 
 New inputs are shaped as the GP input variable they stand for, with any number of points in place of the
-training points: ``matrix[N, D] X`` takes ``(m, D)``, ``array[T] matrix[N, 2] X`` takes ``(T, m, 2)``. A method
+training points: ``matrix[N, D] X`` takes ``(m, D)``, ``array[T] matrix[N, 2] X`` takes ``(T, m, 2)``; tuple inputs
+over one index, ``gp((t, g), ...)``, take ``(m, 2)``, the components' columns side by side. A method
 that reads new values by name (a GPLVM's new outputs and the inputs of its latent inputs' GP prior) is given them
 shaped the same way.
 """
@@ -61,6 +62,8 @@ def verify_new_inputs(model: Model, data: dict, new_inputs, by_name: bool) -> No
                                     "entirely missing (NaN), and no inputs are given for it: there is nothing to "
                                     "predict from")
         return
+    if _fits_tuple_inputs(model, data, new_inputs):
+        return
     candidates = [name for name in _inputs(model) if _free_axis(model, name, points) is not None]
     errors = []
     for name in candidates:
@@ -71,6 +74,23 @@ def verify_new_inputs(model: Model, data: dict, new_inputs, by_name: bool) -> No
             errors.append(error)
     if errors:
         raise errors[0]
+
+
+def _fits_tuple_inputs(model: Model, data: dict, new_inputs) -> bool:
+    """``new_inputs`` is a finite ``(m, width)`` matrix of points of a GP whose inputs are a tuple over one index,
+    ``gp((t, g), ...)``, its components' columns side by side (``[t_i, g_i]`` per row)."""
+    from gpdsl.ir.structure import process_nodes
+
+    values = np.asarray(new_inputs, dtype=float) if not isinstance(new_inputs, Mapping) else None
+    if values is None or values.ndim != 2 or values.shape[0] == 0 or not np.all(np.isfinite(values)):
+        return False
+    for node in process_nodes(model):
+        inputs = node.statement.inputs
+        if len(inputs.components) > 1 and len(inputs.index_shape) == 1:
+            width = sum(int(data[d]) if isinstance(d, str) else int(d) for d in inputs.dims)
+            if values.shape[1] == width:
+                return True
+    return False
 
 
 def _inputs(model: Model) -> list[str]:

@@ -24,7 +24,10 @@ EP approximation are their site precisions and locations
   symmetric square root of ``Q_k`` (singular for a periodic state or a repeated time).
 
 All functions sort the times themselves (stably) and return values in the caller's order; the order and the
-time steps are computed outside any traced hyperparameter, so gradients flow only through the kernel.
+time steps are computed outside any traced hyperparameter, so gradients flow only through the kernel. Times with a
+group label per point (shape ``(N, 2)``, :func:`series_columns`) are independent series, the kernel ``k(t) *
+same(g)``: sorted by group, then time, each group's first point entered by an infinite step that restarts the state
+(``A = 0``, ``Q = P_inf``), so every function here takes them as it takes one series.
 """
 
 from __future__ import annotations
@@ -82,8 +85,18 @@ class TimeGrid(NamedTuple):
         return self.order.shape[0]
 
 
+def series_columns(times):
+    """``(times, groups)`` of the inputs of a state-space GP: shape ``(N,)`` or ``(N, 1)`` is one series (``groups``
+    None), shape ``(N, 2)`` a time and a group label per point (independent series, ``k(t) * same(g)``). NumPy or
+    JAX arrays alike; the parts have shape ``(N,)``."""
+    if np.ndim(times) == 2 and np.shape(times)[1] == 2:
+        return times[:, 0], times[:, 1]
+    return times.reshape(-1), None
+
+
 def time_grid(times, groups=None) -> TimeGrid:
-    """The :class:`TimeGrid` of one column of times (shape ``(N,)`` or ``(N, 1)``).
+    """The :class:`TimeGrid` of one column of times (shape ``(N,)`` or ``(N, 1)``), or of times and group labels
+    (shape ``(N, 2)``, :func:`series_columns`).
 
     With ``groups`` (one label per time) the points are sorted by group, then time, and each group's first point
     follows the one before it by an infinite step: the state restarts from ``N(0, P_inf)`` there
@@ -94,6 +107,8 @@ def time_grid(times, groups=None) -> TimeGrid:
     DataError
         The times are not finite, or ``groups`` has another length.
     """
+    if groups is None:
+        times, groups = series_columns(np.asarray(times, dtype=float))
     times = np.ravel(np.asarray(times, dtype=float))
     if not np.all(np.isfinite(times)):
         raise DataError("the times of a state-space GP must be finite")
@@ -121,11 +136,35 @@ class Marginals(NamedTuple):
 
 
 def sort_times(times) -> SortedTimes:
-    """The stable sort of ``times`` (shape ``(N,)``) and the steps between the sorted times."""
-    times = jnp.ravel(jnp.asarray(times, dtype=jnp.float64))
-    order = jnp.argsort(times, stable=True)
-    sorted_times = times[order]
-    return SortedTimes(order, jnp.concatenate([jnp.zeros(1), jnp.diff(sorted_times)]))
+    """The stable sort of ``times`` (shape ``(N,)``) and the steps between the sorted times; of times and group
+    labels (shape ``(N, 2)``, :func:`series_columns`) the sort by group, then time, with an infinite step into each
+    group's first time (as :func:`time_grid`)."""
+    times, groups = series_columns(jnp.asarray(times, dtype=jnp.float64))
+    order = jnp.argsort(times, stable=True) if groups is None else jnp.lexsort((times, groups))
+    steps = jnp.concatenate([jnp.zeros(1), jnp.diff(times[order])])
+    if groups is not None:
+        sorted_groups = groups[order]
+        steps = steps.at[1:].set(jnp.where(sorted_groups[1:] != sorted_groups[:-1], jnp.inf, steps[1:]))
+    return SortedTimes(order, steps)
+
+
+def merged_times(times, new_times):
+    """The data's times and then new ones, as one array of either kind of :func:`series_columns` (new points of
+    independent series need their group labels too).
+
+    Raises
+    ------
+    DataError
+        The new points have another width than the data's.
+    """
+    times, new_times = jnp.asarray(times, dtype=jnp.float64), jnp.asarray(new_times, dtype=jnp.float64)
+    grouped = series_columns(times)[1] is not None
+    if grouped != (series_columns(new_times)[1] is not None):
+        raise DataError("new points of independent series need a time and a group label each, shape (M, 2)"
+                        if grouped else f"new times of one series need shape (M,); got {new_times.shape}")
+    if grouped:
+        return jnp.concatenate([times, new_times])
+    return jnp.concatenate([jnp.ravel(times), jnp.ravel(new_times)])
 
 
 def transitions(kernel, steps, periodic_order: int = PERIODIC_ORDER):
@@ -306,9 +345,10 @@ def _sorted_sites(times, precision, natural_mean):
 
 def _check_lengths(times, **values) -> None:
     """Raise DataError unless ``times`` is one input per point and each of ``values`` has one entry per time."""
-    if jnp.ndim(times) > 1 and jnp.shape(times)[-1] != 1:
-        raise DataError(f"a state-space GP takes a scalar input; got inputs of shape {jnp.shape(times)}")
-    n = jnp.size(times)
+    if jnp.ndim(times) > 2 or (jnp.ndim(times) == 2 and jnp.shape(times)[-1] not in (1, 2)):
+        raise DataError(f"a state-space GP takes a time per point, or a time and a group label; got inputs of shape "
+                        f"{jnp.shape(times)}")
+    n = jnp.shape(times)[0] if jnp.ndim(times) else 1
     for name, value in values.items():
         if jnp.ndim(value) > 1 or jnp.size(value) not in ((1, n) if name == "noise_variance" else (n,)):
             raise DataError(f"{name} has shape {jnp.shape(value)}; expected ({n},), one entry per time")
@@ -331,7 +371,7 @@ def log_marginal_likelihood(kernel, times, y, noise_variance, periodic_order: in
     ----------
     kernel : Kernel
         A kernel with ``has_state_space`` (of the scalar input ``times``).
-    times : array_like of shape (N,), or TimeGrid
+    times : array_like of shape (N,) or (N, 2) (:func:`series_columns`), or TimeGrid
         Inputs in any order, repeats allowed. Given as data (not traced) or sorted once (:func:`time_grid`), the
         filter is :func:`grid_filter`, lean in memory.
     y : array_like, shape (N,)
@@ -385,7 +425,7 @@ def site_normaliser(kernel, times, precision, natural_mean, periodic_order: int 
     ----------
     kernel : Kernel
         A kernel with ``has_state_space``.
-    times : array_like, shape (N,)
+    times : array_like, shape (N,), or (N, 2) of times and group labels (:func:`series_columns`)
         Inputs in any order.
     precision, natural_mean : array_like, shape (N,)
         Site precisions ``lambda >= 0`` and natural means ``eta``.
@@ -465,7 +505,7 @@ def smooth(kernel, times, precision, natural_mean, periodic_order: int = PERIODI
     ----------
     kernel : Kernel
         A kernel with ``has_state_space``.
-    times : array_like, shape (N,)
+    times : array_like, shape (N,), or (N, 2) of times and group labels (:func:`series_columns`)
         Inputs in any order.
     precision, natural_mean : array_like, shape (N,)
         Site precisions ``lambda >= 0`` and natural means ``eta``.
@@ -510,7 +550,7 @@ def predict(kernel, times, y, noise_variance, new_times, periodic_order: int = P
         Data inputs and outcomes (NaN where missing).
     noise_variance : float or array_like of shape (N,)
         ``sigma^2``.
-    new_times : array_like, shape (M,)
+    new_times : array_like, shape (M,), or (M, 2) as the times
         Where to predict, any order.
     periodic_order : int
         Harmonics of a periodic kernel's truncated series.
@@ -523,9 +563,8 @@ def predict(kernel, times, y, noise_variance, new_times, periodic_order: int = P
     _check_lengths(times, y=y, noise_variance=noise_variance)
     _check_lengths(new_times)
     _, _, _, precision, natural_mean = _observations(y, noise_variance)
-    new_times = jnp.ravel(jnp.asarray(new_times, dtype=jnp.float64))
-    no_sites = jnp.zeros(new_times.shape)
-    all_times = jnp.concatenate([jnp.ravel(jnp.asarray(times, dtype=jnp.float64)), new_times])
+    all_times = merged_times(times, new_times)
+    no_sites = jnp.zeros(all_times.shape[0] - precision.shape[0])
     marginals = smooth(kernel, all_times, jnp.concatenate([precision, no_sites]),
                        jnp.concatenate([natural_mean, no_sites]), periodic_order)
     return Marginals(marginals.mean[precision.shape[0]:], marginals.variance[precision.shape[0]:])
@@ -550,7 +589,7 @@ def prior_draws(key, kernel, times, n_draws: int = 1, periodic_order: int = PERI
         A PRNG key.
     kernel : Kernel
         A kernel with ``has_state_space``.
-    times : array_like, shape (N,)
+    times : array_like, shape (N,), or (N, 2) of times and group labels (:func:`series_columns`)
         Inputs in any order, repeats allowed.
     n_draws : int
         Number of independent draws.

@@ -11,6 +11,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import APPROXIMATIONS, Approximation, ApproximationSetting, ApproximationSpec
 from gpdsl.ir.latent_hsgp import LATENT_PRIOR_SDS, is_latent_hsgp, latent_inputs, prior_scale
 from gpdsl.ir.periodic_series import periodic_leaf, reads_data_alone, sum_terms
+from gpdsl.ir.state_space import group_factor
 from gpdsl.ir.structure import sub_expressions
 from gpdsl.semantics import catalog
 from gpdsl.semantics.constants import fold
@@ -289,7 +290,9 @@ def verify_state_space(statement: ir.GPStatement, approximation: Approximation) 
     It needs one vector of latent values over one column of data inputs (the times, sorted once for the Kalman
     filter), and a kernel that is a linear SDE of that input: a kernel whose table entry has a state-space form
     (the Matérn kernels of order 1/2, 3/2 and 5/2, periodic by its truncated series, constant), or sums, products
-    and scalings of them.
+    and scalings of them. Independent series are two columns, a time and a group label, under ``k(t) * same(g)``
+    with ``k`` such a kernel of the time alone: the state restarts at each group's first time
+    (:func:`gpdsl.kernels.kalman.time_grid`).
 
     Raises
     ------
@@ -301,11 +304,32 @@ def verify_state_space(statement: ir.GPStatement, approximation: Approximation) 
                                  "the Kalman filter runs along the times sorted once, before sampling; latent inputs "
                                  "need the exact GP")
     inputs = statement.inputs
-    if inputs.dim != 1:
-        fail(f"state_space takes inputs of one column (a time); these have {inputs.dim}", inputs.span,
-             "a state-space form is a stochastic differential equation in one scalar input; use the exact GP or "
-             "approx = hsgp(...) for several columns")
-    _verify_markov(statement.kernel)
+    if inputs.dim == 1:
+        _verify_markov(statement.kernel)
+        return
+    if inputs.dims != (1, 1):
+        fail(f"state_space takes inputs of one column (a time), or a time and a group label (t, g); these have "
+             f"{inputs.dim} columns", inputs.span,
+             "a state-space form is a stochastic differential equation in one scalar input; independent series "
+             "are gp((t, g), k(t) * same(g), approx = state_space); use the exact GP or approx = hsgp(...) for "
+             "several input columns")
+    parts = group_factor(statement.kernel)
+    if parts is None:
+        fail("state_space over a time and a group label needs the kernel k(t) * same(g), same(g) a factor of the "
+             "whole kernel", statement.kernel.span,
+             "independent series share one kernel over the time: gp((t, g), (k1(t) + k2(t)) * same(g), "
+             "approx = state_space)")
+    time_kernel, same = parts
+    if same.component is None:
+        fail("same(...) under state_space compares the group column alone; this one compares every input column",
+             same.span, "write same(g) with g the group label: gp((t, g), k(t) * same(g), approx = state_space)")
+    time = 1 - same.component
+    for leaf in time_kernel.leaves():
+        if leaf.component != time:
+            fail(f"state_space runs along the time column; this '{leaf.name}' acts on "
+                 + ("every input column" if leaf.component is None else "the group column"), leaf.span,
+                 f"bind it to the time: {leaf.name}({inputs.names[time] or 't'}, ...)")
+    _verify_markov(time_kernel)
 
 
 def _verify_markov(kernel: ir.Kernel) -> None:
@@ -319,4 +343,5 @@ def _verify_markov(kernel: ir.Kernel) -> None:
         if isinstance(kernel, ir.KernelCombination) or spec is None or spec.state_space is None:
             fail(f"state_space needs a kernel with a state-space form; '{kernel.name}' has none", kernel.span,
                  "kernels with one: " + ", ".join(state_space_kernels()) + "; and their sums, products and "
-                 "scalings")
+                 "scalings" + ("; same(g) only as the outer factor of gp((t, g), k(t) * same(g))"
+                               if kernel.name == "same" else ""))

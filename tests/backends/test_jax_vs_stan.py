@@ -428,9 +428,48 @@ def state_space_poisson_data(rng):
     return {"N": N, "t": t, "y": rng.poisson(2.0, N)}
 
 
+GROUPED_STATE_SPACE = """
+data { int N; vector[N] t; vector[N] g; vector[N] y; }
+parameters {
+  real<lower=0> ell ~ gamma(2, 2);
+  real<lower=0> noise ~ half_normal(1);
+}
+model {
+  f ~ gp((t, g), (matern32(t, lengthscale = ell) + 0.5 * periodic(t, lengthscale = 1.2, period = 3)) * same(g),
+         approx = state_space(order = 3));
+  y ~ normal(f, noise);
+}
+"""
+GROUPED_STATE_SPACE_POISSON = """
+data { int N; vector[N] t; vector[N] g; array[N] int<lower=0> y; }
+parameters { real<lower=0> ell ~ gamma(2, 2); }
+model {
+  f ~ gp((g, t), same(g) * matern52(t, lengthscale = ell), approx = state_space);
+  y ~ poisson_log(f);
+}
+"""
+
+
+def grouped_series_data(rng, counts=False):
+    """Three series interleaved in the data's order, one of a single point, a repeated time within a series and the
+    same time in two series; a missing outcome where the outcomes are real."""
+    N = 16
+    t = rng.uniform(0, 10, N)
+    g = np.array([2, 0, 1, 0, 2, 0, 1, 1, 0, 2, 0, 1, 2, 0, 1, 5], dtype=float)
+    t[3], t[6] = t[1], t[1]
+    if counts:
+        return {"N": N, "t": t, "g": g, "y": rng.poisson(2.0, N)}
+    y = rng.normal(size=N)
+    y[9] = np.nan
+    return {"N": N, "t": t, "g": g, "y": y}
+
+
 @pytest.mark.parametrize("model_file, make_data, scale", [
     pytest.param(STATE_SPACE_POISSON, state_space_poisson_data, 0.7, marks=pytest.mark.slow,
                  id="state_space_latent"),  # f from innovations: the state recursion in both
+    pytest.param(GROUPED_STATE_SPACE, grouped_series_data, 0.7, marks=pytest.mark.slow, id="state_space_groups"),
+    pytest.param(GROUPED_STATE_SPACE_POISSON, lambda rng: grouped_series_data(rng, counts=True), 0.7,
+                 marks=pytest.mark.slow, id="state_space_latent_groups"),  # restarts in the recursion of both
     ("models/gp_classification.gpm", classification_data, 1.0),
     pytest.param(STATE_SPACE, state_space_data, 0.7, marks=pytest.mark.slow, id="state_space"),  # every form
     pytest.param(HSGP_SPECTRAL, hsgp_data, 0.7, marks=pytest.mark.slow, id="hsgp"),  # every spectral density

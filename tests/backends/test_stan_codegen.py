@@ -34,6 +34,7 @@ SUPPORTED = [
     "student_t_process",
     "gp_state_space",
     "gp_state_space_poisson",
+    "gp_state_space_series",
 ]
 
 LOGIT_CLASSIFICATION = """

@@ -50,7 +50,7 @@ from gpdsl.errors import DataError, MethodError
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import STATE_SPACE
 from gpdsl.ir.latent_hsgp import basis_sizes, is_latent_hsgp, is_weight_space_hsgp, latent_box, latent_inputs
-from gpdsl.ir.state_space import state_dimension
+from gpdsl.ir.state_space import series_layout, state_dimension
 from gpdsl.ir.structure import GPNode, gp_nodes, parameter_bounds, student_t_process_nodes
 from gpdsl.kernels import Kernel, build_kernel, kalman
 from gpdsl.kernels.hsgp_features import HSGPFeatureKernel
@@ -415,18 +415,38 @@ class JaxModel:
         kernel = self.gp_kernel(statement, env)
         return hsgp_values(kernel, basis, basis.phi, weights) + self.gp_mean(statement, env)
 
+    def series_points(self, statement: ir.GPStatement, points):
+        """A state-space GP's points (shape ``(N, input_dim)``) as the Kalman code takes them
+        (:func:`~gpdsl.kernels.kalman.series_columns`): the times, shape ``(N,)``, or the times and the group
+        labels, shape ``(N, 2)``, for ``k(t) * same(g)``."""
+        layout = series_layout(statement)
+        width = len(statement.inputs.components)
+        if points.ndim != 2 or points.shape[1] != width:
+            raise DataError(f"points of the state-space GP '{statement.target.name}' need shape (M, {width}): "
+                            + ("a time and a group label each" if width == 2 else "one time each")
+                            + f"; got {tuple(points.shape)}")
+        if layout.group is None:
+            return points[:, layout.time]
+        return points[:, jnp.asarray([layout.time, layout.group])]
+
+    def state_space_kernel(self, statement: ir.GPStatement, env) -> Kernel:
+        """The kernel over the time of a state-space GP in ``env``: :meth:`gp_kernel` less a ``same(g)`` factor,
+        whose groups :meth:`series_points` carries."""
+        return self._kernel(series_layout(statement).kernel, env, self.gp_input_offsets(statement))
+
     def time_grid(self, statement: ir.GPStatement) -> TimeGrid:
         """The sorted times of a state-space statement's training inputs (computed once)."""
         name = statement.target.name
         if name not in self._time_grids:
             with jax.ensure_compile_time_eval():  # data alone: concrete even when first asked for inside a trace
-                self._time_grids[name] = time_grid(np.asarray(self.gp_inputs(statement, self.data))[:, 0])
+                points = np.asarray(self.gp_inputs(statement, self.data))
+                self._time_grids[name] = time_grid(self.series_points(statement, points))
         return self._time_grids[name]
 
     def state_space_latent(self, statement: ir.GPStatement, innovations, env):
         """A sampled state-space latent's values from its innovations (:mod:`gpdsl.backends.jax.state_space`) plus
         its mean."""
-        kernel = self.gp_kernel(statement, env)
+        kernel = self.state_space_kernel(statement, env)
         order = int(statement.approximation.value("order"))
         return latent_from_innovations(kernel, self.time_grid(statement), innovations, order) + \
             self.gp_mean(statement, env)
@@ -469,7 +489,7 @@ class JaxModel:
         """``log N(residual | 0, K + (sigma^2 + GP_JITTER) I)`` over the observed rows by the Kalman filter, ``O(N)``."""
         if mask is not None:
             residual = jnp.where(mask, residual, jnp.nan)
-        kernel = self.gp_kernel(node.statement, env)
+        kernel = self.state_space_kernel(node.statement, env)
         return kalman.log_marginal_likelihood(kernel, self.time_grid(node.statement), residual,
                                               jnp.square(sigma) + GP_JITTER,
                                               periodic_order=node.statement.approximation.value("order"))
@@ -554,7 +574,8 @@ def _state_space_sampled(node: GPNode) -> bool:
 def innovation_count(statement: ir.GPStatement, sizes: dict) -> int:
     """The number of innovations of a sampled state-space latent: its points times its state's size."""
     points = statement.target.type.concrete_shape(sizes)[0]
-    return int(points) * state_dimension(statement.kernel, int(statement.approximation.value("order")))
+    order = int(statement.approximation.value("order"))
+    return int(points) * state_dimension(series_layout(statement).kernel, order)
 
 
 def constrain_blocks(flat, blocks: list[Block]) -> tuple[dict, jax.Array]:

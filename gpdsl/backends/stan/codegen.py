@@ -82,6 +82,7 @@ from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import HSGP, STATE_SPACE
 from gpdsl.ir.latent_hsgp import basis_sizes, is_latent_hsgp, latent_box, latent_inputs
 from gpdsl.ir.periodic_series import has_series, series_period_expr, series_size, sum_terms
+from gpdsl.ir.state_space import series_layout
 from gpdsl.ir.structure import GPNode, expression_refs, gp_nodes, statement_refs, student_t_process_nodes
 from gpdsl.kernel_table import StanCall
 from gpdsl.likelihoods import LIKELIHOODS, capability
@@ -535,7 +536,7 @@ class _Generator:
                 self._declare_parameter(mapping.raw_name, self._hsgp_weights_type(name, var.type))
             elif mapping.kind == "state_space":
                 gp = next(s for s in self.model.gp_statements() if s.target.name == name)
-                _, _, _, d = self._state_space_form(gp.kernel, int(gp.approximation.value("order")))
+                _, _, _, d = self._series_form(gp)
                 self._declare_parameter(mapping.raw_name, f"vector[{_stan_dim(gp.inputs.index_shape[0])} * {d}]")
 
     def _declare_parameter(self, name: str, type_text: str):
@@ -754,7 +755,7 @@ class _Generator:
         """``f`` of a sampled state-space latent from its innovations by the state recursion along the sorted times
         (``state_space_latent`` of the template), unsorted, plus the mean."""
         data = self._state_space_grid(statement)
-        F, P, _, d = self._state_space_form(statement.kernel, int(statement.approximation.value("order")))
+        F, P, _, d = self._series_form(statement)
         mean = "" if statement.mean is None else f" + {self.translate(statement.mean)}"
         sorted_values = self.fresh(f"{mapping.stan_name}_sorted")
         return ["{", *_indented([
@@ -767,16 +768,25 @@ class _Generator:
         """The transformed data of a state-space GP's times alone: :class:`StateSpaceData` without a mask or outputs."""
         n = _stan_dim(gp.inputs.index_shape[0])
         base = stan_name(gp.target.name)
+        layout = series_layout(gp)
         times = self._transformed_data(f"{base}_times", f"vector[{n}]",
-                                       f"state_space_times({self._points(gp, 0, [])})")
-        order = self._transformed_data(f"{base}_order", f"array[{n}] int", f"sort_indices_asc({times})")
-        steps = self._transformed_data(f"{base}_steps", f"vector[{n}]", f"state_space_steps({times}[{order}])")
+                                       f"state_space_times({self._points(gp, layout.time, [])})")
+        if layout.group is None:
+            order = self._transformed_data(f"{base}_order", f"array[{n}] int", f"sort_indices_asc({times})")
+            steps = self._transformed_data(f"{base}_steps", f"vector[{n}]", f"state_space_steps({times}[{order}])")
+        else:
+            groups = self._transformed_data(f"{base}_groups", f"vector[{n}]",
+                                            f"state_space_times({self._points(gp, layout.group, [])})")
+            order = self._transformed_data(f"{base}_order", f"array[{n}] int",
+                                           f"state_space_group_order({times}, {groups})")
+            steps = self._transformed_data(f"{base}_steps", f"vector[{n}]",
+                                           f"state_space_group_steps({times}[{order}], {groups}[{order}])")
         count = self._transformed_data(f"{base}_step_count", "int", f"state_space_distinct_count({steps})")
         distinct = self._transformed_data(f"{base}_distinct_steps", f"vector[{count}]",
                                           f"state_space_distinct({steps}, {count})")
         index = self._transformed_data(f"{base}_step_index", f"array[{n}] int",
                                        f"state_space_step_index({steps}, {distinct})")
-        _, _, measurement, d = self._state_space_form(gp.kernel, int(gp.approximation.value("order")))
+        _, _, measurement, d = self._series_form(gp)
         H = self._transformed_data(f"{base}_measurement", f"matrix[1, {d}]", measurement)
         return StateSpaceData(n, order, f"{distinct}, {index}", f"{H}[1]", "", "")
 
@@ -793,6 +803,11 @@ class _Generator:
         else:
             mask = self._transformed_data(f"{base}_mask", f"vector[{n}]", f"rep_vector(1, {n})")
         return replace(grid, mask=mask, outputs=y)
+
+    def _series_form(self, gp: ir.GPStatement) -> tuple[str, str, str, int]:
+        """:meth:`_state_space_form` of a state-space GP's kernel over the time (less a ``same(g)`` factor, whose
+        groups restart the state: :meth:`_state_space_grid`)."""
+        return self._state_space_form(series_layout(gp).kernel, int(gp.approximation.value("order")))
 
     def _state_space_form(self, kernel: ir.Kernel, order: int) -> tuple[str, str, str, int]:
         """``(F, P, H, d)`` of a kernel as Stan expressions and its state dimension: a leaf's
@@ -818,7 +833,7 @@ class _Generator:
     def _state_space_locals(self, gp: ir.GPStatement, likelihood: ir.LikelihoodStatement):
         """The transformed data, the local ``F`` and ``P`` declarations, the sorted residuals and the sites' noise."""
         data = self._state_space_data(gp, likelihood)
-        F, P, _, d = self._state_space_form(gp.kernel, int(gp.approximation.value("order")))
+        F, P, _, d = self._series_form(gp)
         feedback, stationary = self.fresh("F"), self.fresh("P")
         offset = self._marginal_offset(gp)
         residual = data.outputs if offset is None else f"({data.outputs} - {offset})"

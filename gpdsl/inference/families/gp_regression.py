@@ -159,10 +159,20 @@ class StateSpaceRegression(GPRegression):
         """Never a grid: the state-space form needs one input column."""
         return None
 
+    def kernel(self, theta) -> Kernel:
+        """The GP's kernel over the time at ``theta`` (less a ``same(g)`` factor, whose groups :meth:`times`
+        carries)."""
+        return self.jax_model.state_space_kernel(self.node.statement, self.environment(theta))
+
     def times(self) -> jax.Array:
-        """The input of every row, missing outputs included, shape ``(N,)`` (data: free of ``theta``)."""
+        """The time of every row, missing outputs included, shape ``(N,)``, or times and group labels, shape ``(N,
+        2)`` (:meth:`~gpdsl.backends.jax.lowering.JaxModel.series_points`; data: free of ``theta``)."""
         with jax.ensure_compile_time_eval():
-            return jnp.asarray(self.jax_model.gp_inputs(self.node.statement, self.jax_model.data))[:, 0]
+            return self.series(self.jax_model.gp_inputs(self.node.statement, self.jax_model.data))
+
+    def series(self, points) -> jax.Array:
+        """Points of the GP's inputs (shape ``(M, input_dim)``) as :meth:`times` gives them."""
+        return jnp.asarray(self.jax_model.series_points(self.node.statement, jnp.asarray(points, dtype=float)))
 
     def outputs(self) -> jax.Array:
         """Every row's output, NaN where missing, shape ``(N,)`` (concrete for data; traced where the outputs are)."""

@@ -35,6 +35,20 @@ class StateSpaceLatent(MappedLatent):
         return self.jax_model.time_grid(self.node.statement)
 
     @property
+    def times(self) -> jax.Array:
+        """The training times, shape ``(N,)``, or times and group labels, shape ``(N, 2)``, as the Kalman code takes
+        them (:meth:`~gpdsl.backends.jax.lowering.JaxModel.series_points`)."""
+        statement, jax_model = self.node.statement, self.jax_model
+        with jax.ensure_compile_time_eval():
+            points = np.asarray(jax_model.gp_inputs(statement, jax_model.data))
+            return jnp.asarray(jax_model.series_points(statement, points), dtype=jnp.float64)
+
+    def kernel(self, theta):
+        """The GP's kernel over the time at ``theta`` (less a ``same(g)`` factor, whose groups :attr:`times`
+        carries)."""
+        return self.jax_model.state_space_kernel(self.node.statement, self.environment(theta))
+
+    @property
     def points(self) -> int:
         """The number of training times."""
         return self.grid.size
@@ -57,8 +71,10 @@ class StateSpaceLatent(MappedLatent):
         return (columns - mean).T
 
     def check_new_inputs(self, X_new) -> np.ndarray:
-        """``X_new`` as a finite ``(m, 1)`` float matrix of times, or a DataError."""
-        return input_matrix(X_new, 1, f"new times of '{self.name}'")
+        """``X_new`` as a finite ``(m, 1)`` float matrix of times (``(m, 2)`` of times and group labels under ``k(t) *
+        same(g)``), or a DataError."""
+        width = len(self.node.statement.inputs.components)
+        return input_matrix(X_new, width, f"new times of '{self.name}'" + (" and their groups" if width == 2 else ""))
 
 
 def state_space_latent_view(model, data: dict, facts: LatentGPFacts, allow_external: bool = False,

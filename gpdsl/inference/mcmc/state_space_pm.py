@@ -37,10 +37,9 @@ def state_space_estimator(problem: StateSpaceLatent, approximation: str, num_imp
     """:func:`~gpdsl.inference.mcmc.pseudo_marginal.make_latent_estimator` for a latent state-space GP (module
     docstring): the same ``estimate(key, theta, start_sites=None, frozen=False) -> Estimate``, its selection a draw of
     the innovations with the diagonal of their identity prior's factor (the view's ``prior_factor``)."""
-    statement = problem.node.statement
     order = problem.periodic_order
     grid = problem.grid
-    times = jnp.asarray(problem.jax_model.gp_inputs(statement, problem.jax_model.data)[:, 0], dtype=jnp.float64)
+    times = problem.times
     y = jnp.asarray(problem.y)
     points = grid.size
 
@@ -74,7 +73,7 @@ def state_space_estimator(problem: StateSpaceLatent, approximation: str, num_imp
 
     def estimate(key, theta, start_sites=None, frozen=False) -> Estimate:
         key_draws, key_select = jax.random.split(key)
-        kernel = problem.jax_model.gp_kernel(statement, problem.environment(theta))
+        kernel = problem.kernel(theta)
         approx = fit(kernel, start_sites, frozen, theta)
         sites = jnp.stack([approx.site_precision, approx.site_location]) if approximation == "ep" \
             else jnp.zeros((2, points))

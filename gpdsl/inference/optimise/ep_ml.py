@@ -69,9 +69,6 @@ def ep_type2_ml(problem: LatentGP, starts, tol=None, max_sweeps: int = 100):
 
 def _state_space_ep(problem: StateSpaceLatent, y, theta, tol, max_sweeps: int):
     """Parallel EP of a latent state-space GP at ``theta`` by Kalman smoothing along its times."""
-    statement = problem.node.statement
-    times = jnp.asarray(problem.jax_model.gp_inputs(statement, problem.jax_model.data)[:, 0], dtype=jnp.float64)
-    kernel = problem.jax_model.gp_kernel(statement, problem.environment(theta))
-    return state_space.ep(kernel, times, y, problem.likelihood, tol=tol, max_sweeps=max_sweeps,
+    return state_space.ep(problem.kernel(theta), problem.times, y, problem.likelihood, tol=tol, max_sweeps=max_sweeps,
                           offset=problem.location_offset(theta), args=problem.likelihood_arguments(theta),
                           periodic_order=problem.periodic_order)

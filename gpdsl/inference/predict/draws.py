@@ -199,7 +199,7 @@ def gp_regression_new_draws(problem: GPRegression, theta_draws, X_new, key,
     X_new = jnp.asarray(check_new_inputs(problem, X_new))
     target, latent = problem.target, problem.name
     if isinstance(problem, StateSpaceRegression):
-        return _state_space_new_draws(problem, theta_draws, X_new[:, 0], key, joint)
+        return _state_space_new_draws(problem, theta_draws, problem.series(X_new), key, joint)
 
     def one(theta, draw_key):
         kernel, X = problem.kernel(theta), problem.inputs(theta)

@@ -36,11 +36,15 @@ def new_input_covariances(problem: LatentGP, theta, X_new, full: bool = False):
 
 
 def check_new_inputs(problem: LatentGP, X_new) -> np.ndarray:
-    """``X_new`` as a float matrix with the training inputs' number of columns, or a DataError."""
-    statement = problem.node.statement
-    width = problem.jax_model.gp_inputs(statement, problem.jax_model.data).shape[1] \
-        if len(statement.inputs.components) == 1 else None
-    return input_matrix(X_new, width, f"new inputs like {statement.inputs.names[0] or 'the inputs'}")
+    """``X_new`` as a float matrix with the training inputs' number of columns (of tuple inputs over one index, the
+    components' columns side by side, as ``(t, g)`` gives one row ``[t_i, g_i]`` per point), or a DataError."""
+    inputs = problem.node.statement.inputs
+    one_row_per_point = len(inputs.components) == 1 or len(inputs.index_shape) == 1
+    width = problem.jax_model.gp_inputs(problem.node.statement, problem.jax_model.data).shape[1] \
+        if one_row_per_point else None
+    names = [name or "..." for name in inputs.names]
+    subject = names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"
+    return input_matrix(X_new, width, f"new inputs like {subject if any(inputs.names) else 'the inputs'}")
 
 
 def mean_at_new_inputs(problem: LatentGP, theta, X_new):

@@ -39,8 +39,8 @@ def posterior_marginals(problem: StateSpaceRegression, theta) -> kalman.SitePost
 
 
 def predictive_moments(problem: StateSpaceRegression, theta, new_times) -> tuple[jax.Array, jax.Array]:
-    """Mean and variance of ``f*`` at ``new_times`` (shape ``(M,)``) given the observed outputs."""
-    times = jnp.concatenate([problem.times(), new_times])
+    """Mean and variance of ``f*`` at ``new_times`` (shape ``(M,)``, or ``(M, 2)`` with group labels) given the observed outputs."""
+    times = kalman.merged_times(problem.times(), new_times)
     precision, natural_mean = _sites(problem, theta, new_times.shape[0])
     marginals = kalman.smooth(problem.kernel(theta), times, precision, natural_mean, periodic_order=problem.order)
     n = problem.times().shape[0]
@@ -51,7 +51,7 @@ def posterior_draw(problem: StateSpaceRegression, theta, new_times, key) -> jax.
     """One joint draw of ``f`` at every row and then at ``new_times`` given the observed outputs, shape ``(N + M,)``
     (module docstring: a prior draw corrected by the smoother's mean)."""
     kernel, noise = problem.kernel(theta), problem.site_noise(theta)
-    times = jnp.concatenate([problem.times(), new_times])
+    times = kalman.merged_times(problem.times(), new_times)
     prior_key, noise_key = jax.random.split(key)
     prior = kalman.prior_draws(prior_key, kernel, times, 1, periodic_order=problem.order)[0]
     n = problem.times().shape[0]

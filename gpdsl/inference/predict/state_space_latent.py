@@ -29,13 +29,14 @@ CONDITIONING_NOISE = 1e-14
 def conditional_draw(key, kernel, times, values, new_times, periodic_order: int) -> jax.Array:
     """One draw of ``f(new_times) | f(times) = values`` under the zero-mean state-space prior of ``kernel``, joint over
     the new times, in ``O(N + M)`` (the module docstring)."""
-    times, new_times = jnp.ravel(times), jnp.ravel(new_times)
-    n = times.shape[0]
-    every = jnp.concatenate([times, new_times])
+    n = jnp.shape(times)[0]
+    every = kalman.merged_times(times, new_times)
+    m = every.shape[0] - n
     prior = kalman.prior_draws(key, kernel, every, 1, periodic_order)[0]
-    scale = CONDITIONING_NOISE * jnp.asarray(kernel(jnp.zeros((1, 1)))).reshape(())
-    precision = jnp.concatenate([jnp.full(n, 1.0 / scale), jnp.zeros(new_times.shape)])
-    natural_mean = jnp.concatenate([(values - prior[:n]) / scale, jnp.zeros(new_times.shape)])
+    form = kernel.state_space(periodic_order)
+    scale = CONDITIONING_NOISE * (form.H @ form.P_inf @ form.H.T).reshape(())
+    precision = jnp.concatenate([jnp.full(n, 1.0 / scale), jnp.zeros(m)])
+    natural_mean = jnp.concatenate([(values - prior[:n]) / scale, jnp.zeros(m)])
     smoothed = kalman.smooth(kernel, every, precision, natural_mean, periodic_order)
     return prior[n:] + smoothed.mean[n:]
 
@@ -78,16 +79,18 @@ def state_space_new_draws(problem: StateSpaceLatent, posterior: dict, X_new, key
     observed = set(model.data) - set(model.sizes)
     predictable = likelihood.sample is not None and not any(expression_refs(arguments[name]) & observed
                                                             for name in likelihood.params)
-    times = jnp.asarray(problem.jax_model.gp_inputs(statement, problem.jax_model.data))[:, 0]
+    jax_model = problem.jax_model
+    times = jnp.asarray(jax_model.series_points(statement, np.asarray(jax_model.gp_inputs(statement, jax_model.data))))
+    new_times = jnp.asarray(jax_model.series_points(statement, np.asarray(X_new)))
 
     def one(*values):
         *draw, draw_key = values
         free = dict(zip(names, draw))
         env = problem.jax_model.environment(free)
-        kernel = problem.jax_model.gp_kernel(statement, env)
+        kernel = problem.jax_model.state_space_kernel(statement, env)
         latent_key, observation_key = jax.random.split(draw_key)
         centred = env[problem.name] - problem.jax_model.gp_mean(statement, env)
-        f_star = conditional_draw(latent_key, kernel, times, centred, X_new[:, 0], problem.periodic_order) + \
+        f_star = conditional_draw(latent_key, kernel, times, centred, new_times, problem.periodic_order) + \
             problem.mean_at(free, X_new)
         out = {f"{problem.name}_new": f_star}
         if predictable:

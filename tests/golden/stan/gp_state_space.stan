@@ -212,7 +212,8 @@ functions {
   }
 
   /**
-   * The transitions matrix_exp(F dt) over the distinct steps dt (the identity for a step of 0).
+   * The transitions matrix_exp(F dt) over the distinct steps dt (the identity for a step of 0; 0 for an infinite step,
+   * into a new group's first time, where the state starts afresh from N(0, P)).
    *
    * @param distinct  vector[U] distinct steps
    * @param F         matrix[d, d] feedback
@@ -221,7 +222,11 @@ functions {
   array[] matrix state_space_transitions(vector distinct, matrix F) {
     array[rows(distinct)] matrix[rows(F), cols(F)] A;
     for (u in 1:rows(distinct)) {
-      A[u] = distinct[u] > 0 ? matrix_exp(F * distinct[u]) : identity_matrix(rows(F));
+      if (is_inf(distinct[u])) {
+        A[u] = rep_matrix(0, rows(F), cols(F));
+      } else {
+        A[u] = distinct[u] > 0 ? matrix_exp(F * distinct[u]) : identity_matrix(rows(F));
+      }
     }
     return A;
   }
