@@ -298,7 +298,7 @@ def test_bad_input_is_refused_with_the_reason():
     t = np.linspace(0.0, 1.0, 5)
     with pytest.raises(DataError, match=r"y has shape \(4,\); expected \(5,\)"):
         kalman.log_marginal_likelihood(Matern32(1.0, 0.5), t, np.zeros(4), 0.1)
-    with pytest.raises(DataError, match="scalar input"):
-        kalman.prior_draws(jax.random.PRNGKey(0), Matern32(1.0, 0.5), np.zeros((5, 2)))
+    with pytest.raises(DataError, match=r"a time per point, or a time and a group label; got inputs of shape \(5, 3\)"):
+        kalman.prior_draws(jax.random.PRNGKey(0), Matern32(1.0, 0.5), np.zeros((5, 3)))
     with pytest.raises(MethodError, match="RBF has no state-space form"):
         kalman.log_marginal_likelihood(RBF(1.0, lengthscale=0.5), t, np.zeros(5), 0.1)

@@ -217,3 +217,12 @@ def test_gibbs_samples_grouped_series_and_predicts_at_new_points():
     assert results.posterior["f_z"].shape == (1, 10, 2 * data["N"])
     assert results.predictions["f_new"].shape == (1, 10, 3)
     assert np.all(np.isfinite(results.predictions["f_new"]))
+
+
+@pytest.mark.slow
+def test_ml_over_groups_finds_the_exact_models_optimum():
+    data = series(n=60, seed=10)
+    fits = [gpdsl.fit(model, data, "ml", seed=1) for model in regression_pair("matern32")]
+    for name in ("ell", "s", "sigma"):
+        a, b = (float(np.asarray(fit.posterior[name]).reshape(-1)[0]) for fit in fits)
+        assert a == pytest.approx(b, rel=1e-5, abs=1e-6), name
