@@ -31,7 +31,7 @@ from gpdsl.inference.methods.pm_gplvm import PM_GPLVM_FAMILIES, run_pm_gplvm
 from gpdsl.inference.methods.pseudo_marginal import (ep_refusal, mcmc_ep_engine, pm_engine, pm_refusal,
                                                      run_mcmc_ep, run_pm)
 from gpdsl.inference.methods.sequential import run_sequential
-from gpdsl.inference.methods.sgpr import run_sgpr, sgpr_report
+from gpdsl.inference.methods.sgpr import sgpr_refusal, run_sgpr, sgpr_report
 from gpdsl.inference.methods.svgp import run_svgp, svgp_refusal, svgp_report
 from gpdsl.inference.methods.svi_gplvm import run_svi_gplvm, svi_gplvm_report
 from gpdsl.inference.methods.vem import fit_from_results, run_vem, vem_report
@@ -39,7 +39,7 @@ from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANO
                                 GP_REGRESSION, HSGP_LATENT_GP, LATENT_GP, LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP,
                                 STATE_SPACE_LATENT_GP, STATE_SPACE_REGRESSION, STUDENT_T_PROCESS, Classification, classify, describe, predicting_families, require_priors)
 from gpdsl.ir.latent_hsgp import latent_hsgp_refusal
-from gpdsl.ir.structure import mean_prediction_refusal
+from gpdsl.ir.structure import location_prediction_refusal, mean_prediction_refusal
 from gpdsl.settings import (DMGPSettings, DSDGPSettings, EPMLSettings, GibbsSettings, MCMCEPSettings, MLSettings,
                             NUTSSettings, PMGPLVMSettings, PseudoMarginalSettings, SegmentedChainSettings,
                             SequentialSettings, SGPRSettings, SVGPSettings, SVIGPLVMSettings, VEMSettings)
@@ -241,6 +241,9 @@ class Method:
             families = " or ".join(describe(family) for family in self.predicts_for)
             return (f"{self.name} predicts at new inputs for {families}; this model is "
                     f"{classification.describe()}")
+        family = next((f for f in self.families if f in classification.facts), None)
+        if family in (GP_REGRESSION, STATE_SPACE_REGRESSION):
+            return location_prediction_refusal(model, classification.facts[family].node)
         facts = classification.facts.get(LATENT_GP)
         return None if facts is None else mean_prediction_refusal(model, facts.node)
 
@@ -403,7 +406,7 @@ register(Method(
 register(Method(
     "sgpr", "sparse GP regression: Titsias's collapsed bound over inducing inputs, kernel and noise (a point "
     "estimate, stored as one draw, with the inducing inputs)", (GP_REGRESSION,), SGPRSettings, run_sgpr,
-    command="fit", requires_priors=False, predicts=True, checkpoints=True, report=sgpr_report,
+    command="fit", requires_priors=False, predicts=True, checkpoints=True, report=sgpr_report, refuses=sgpr_refusal,
     missing_outputs=(GP_REGRESSION,)))
 register(Method(
     "svgp", "sparse variational GP for any scalar likelihood (Hensman et al. 2015): q(u) over inducing inputs, "

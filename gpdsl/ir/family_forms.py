@@ -265,7 +265,7 @@ def _several_latent_gps(model: ir.Model, sampled: list[GPNode], marginalise: boo
 def gp_regression_form(model: ir.Model, nodes: list[GPNode]) -> LatentGPFacts | Refusal:
     needs = ("{method} needs GP regression: one GP f ~ gp(X, k) over observed inputs and y ~ normal(f, s) "
              "with scalar s")
-    if len(nodes) != 1 or not nodes[0].plainly_marginalised:
+    if len(nodes) != 1 or not nodes[0].marginalised:
         return Refusal(needs, "this model has no single GP integrated out under a normal likelihood")
     if _reads_latents(nodes[0].statement, model):
         return Refusal(needs, f"the inputs or kernel of '{nodes[0].name}' depend on latent values")

@@ -344,6 +344,20 @@ def mean_prediction_refusal(model: ir.Model, node: GPNode) -> str | None:
 
 
 
+def location_prediction_refusal(model: ir.Model, node: GPNode) -> str | None:
+    """Why the location of ``y`` around a GP integrated out (its mean plus the terms the likelihood adds to it, as in
+    ``normal(mu + beta * x + f, s)``) has no value at new inputs, or None when it has one."""
+    refusal = mean_prediction_refusal(model, node)
+    if refusal or node.offset is None:
+        return refusal
+    observed = sorted(name for name in expression_refs(node.offset) if name in model.data and name not in model.sizes)
+    if observed:
+        return (f"the terms added to '{node.name}' in the likelihood read {', '.join(observed)}, which "
+                + ("have" if len(observed) > 1 else "has") + " no values at new inputs; terms of parameters alone "
+                "can be predicted")
+    return None
+
+
 def column_factors(kernel: ir.Kernel, offsets) -> list[ir.KernelLeaf] | None:
     """The kernels of a product over input columns, or None when ``kernel`` is not one.
 

@@ -2,7 +2,9 @@
 
 ``f ~ gp(X, k); y ~ normal(f, s)`` with scalar ``s``: the marginal likelihood ``N(y; 0, K + s^2 I)``
 is exact, so the hyperparameters ``theta`` (one flat unconstrained vector) can be estimated by
-maximising it, plus their log prior where they have one.
+maximising it, plus their log prior where they have one. With a GP mean and terms added to ``f``
+(``f ~ gp(X, k, mean = mu); y ~ normal(b * z + f, s)``) it is ``N(y - m(theta); 0, K + s^2 I)``, ``m`` the
+:meth:`GPRegression.location`, and the draw groups add ``m`` back.
 
 Where ``y`` has missing (NaN) entries the view is the GP regression of the observed rows: :attr:`GPRegression.y`
 and :meth:`GPRegression.inputs` hold those rows alone (the missing ones are integrated out exactly), and
@@ -25,7 +27,8 @@ from gpdsl.inference.families.hyperparameters import HyperparameterBlocks, Norma
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import STATE_SPACE
 from gpdsl.ir.families import GP_REGRESSION, LatentGPFacts, classify
-from gpdsl.ir.structure import GPNode
+from gpdsl.errors import MethodError
+from gpdsl.ir.structure import GPNode, location_prediction_refusal
 from gpdsl.kernels import Kernel, kalman
 from gpdsl.numerics import GP_JITTER
 from gpdsl.numerics.linalg import cholesky, solve_triangular
@@ -96,6 +99,59 @@ class GPRegression(HyperparameterBlocks, NormalObservations):
         """Inputs of the rows whose output is missing, shape ``(N - n, d)``."""
         return self.all_inputs(theta)[np.flatnonzero(~self.observed)]
 
+    @property
+    def has_location(self) -> bool:
+        """``y``'s location is more than a zero-mean ``f``: the GP has a mean (``gp(X, k, mean = m)``) or the
+        likelihood adds terms to ``f`` (``normal(mu + beta * x + f, s)``)."""
+        return self.node.statement.mean is not None or self.node.offset is not None
+
+    def gp_mean(self, theta) -> jax.Array:
+        """The GP's mean at every row, shape ``(N,)`` (zeros without ``mean =``)."""
+        value = self.jax_model.gp_mean(self.node.statement, self.environment(theta))
+        return jnp.broadcast_to(value, (self.observed.size,))
+
+    def location(self, theta) -> jax.Array:
+        """The location of ``y`` less the GP's zero-mean part at every row, shape ``(N,)``: the GP's mean plus the
+        terms the likelihood adds to ``f`` (zeros for ``f ~ gp(X, k); y ~ normal(f, s)``)."""
+        if self.node.offset is None:
+            return self.gp_mean(theta)
+        offset = self.jax_model.evaluate(self.node.offset, self.environment(theta))
+        return self.gp_mean(theta) + jnp.broadcast_to(jnp.asarray(offset, dtype=float), (self.observed.size,))
+
+    def centred_y(self, theta) -> jax.Array:
+        """The observed outputs less their :meth:`location`, shape ``(n,)``: a draw of ``N(0, K + s^2 I)``."""
+        if not self.has_location:
+            return jnp.asarray(self.y)
+        return jnp.asarray(self.y) - self.location(theta)[np.flatnonzero(self.observed)]
+
+    def require_location_at_new_inputs(self) -> None:
+        """Refuse predictions where the GP's mean or the terms added to ``f`` read data that have no values at new
+        inputs (:func:`~gpdsl.ir.structure.location_prediction_refusal`).
+
+        Raises
+        ------
+        MethodError
+        """
+        refusal = location_prediction_refusal(self.jax_model.model, self.node)
+        if refusal:
+            raise MethodError(refusal, self.node.likelihood.span)
+
+    def location_at(self, theta, X_new) -> tuple[jax.Array, jax.Array]:
+        """The GP's mean at new inputs and the :meth:`location` of ``y`` there, each a scalar or shape ``(m,)``.
+
+        Raises
+        ------
+        MethodError
+            The mean or the added terms read data that have no values at new inputs
+            (:func:`~gpdsl.ir.structure.location_prediction_refusal`).
+        """
+        self.require_location_at_new_inputs()
+        env = self.environment(theta)
+        mean = self.mean_in(env, X_new)
+        if self.node.offset is None:
+            return mean, mean
+        return mean, mean + jnp.asarray(self.jax_model.evaluate(self.node.offset, env), dtype=float)
+
     def log_prior(self, theta) -> jax.Array:
         """Log prior density of ``theta`` on the unconstrained scale (Jacobian included): what a sampler of the
         hyperparameters adds to :meth:`log_marginal`."""
@@ -109,12 +165,12 @@ class GPRegression(HyperparameterBlocks, NormalObservations):
     def grid(self) -> kronecker.GridLayout | None:
         """Where the rows sit on a full grid of the input columns, when ``K`` is a Kronecker product there; else None.
 
-        That needs every output observed, no GP mean, and what
+        That needs every output observed, no GP mean or terms added to ``f``, and what
         :func:`~gpdsl.inference.families.grid.separable_grid` asks of the inputs and the kernel.
         """
-        statement = self.node.statement
-        if not (self.use_grid and self.complete and statement.mean is None):
+        if not (self.use_grid and self.complete and not self.has_location):
             return None
+        statement = self.node.statement
         return separable_grid(self.jax_model, statement)
 
     def grid_factors(self, theta) -> list[jax.Array]:
@@ -124,8 +180,8 @@ class GPRegression(HyperparameterBlocks, NormalObservations):
         return grid_factors(self.kernel(theta), points, self.grid)
 
     def log_marginal(self, theta) -> jax.Array:
-        """``log N(y; 0, K + s^2 I)``, ``K`` with the lowering's jitter (traceable); by Kronecker algebra where the
-        data form a grid (:attr:`grid`)."""
+        """``log N(y - m; 0, K + s^2 I)`` (``m`` the :meth:`location`), ``K`` with the lowering's jitter
+        (traceable); by Kronecker algebra where the data form a grid (:attr:`grid`)."""
         if self.grid is not None:
             return kronecker.log_marginal_likelihood(self.grid_factors(theta), self.noise_variance(theta) + GP_JITTER,
                                                      kronecker.to_grid_order(self.y, self.grid))
@@ -135,7 +191,7 @@ class GPRegression(HyperparameterBlocks, NormalObservations):
             points = self.inputs(theta)
             K = self.kernel(theta)(points) + GP_JITTER * jnp.eye(points.shape[0])
         L = cholesky(K + self.noise_variance(theta) * jnp.eye(K.shape[0]))
-        alpha = solve_triangular(L, jnp.asarray(self.y), lower=True)
+        alpha = solve_triangular(L, self.centred_y(theta), lower=True)
         return -0.5 * alpha @ alpha - jnp.sum(jnp.log(jnp.diag(L))) - 0.5 * K.shape[0] * jnp.log(2 * jnp.pi)
 
 
@@ -179,13 +235,17 @@ class StateSpaceRegression(GPRegression):
         with jax.ensure_compile_time_eval():
             return jnp.asarray(self.jax_model.data[self.target], dtype=float).reshape(-1)
 
+    def centred_outputs(self, theta) -> jax.Array:
+        """:meth:`outputs` less their :meth:`location`, NaN where missing, shape ``(N,)``."""
+        return self.outputs() - self.location(theta) if self.has_location else self.outputs()
+
     def site_noise(self, theta) -> jax.Array:
         """``s^2 + GP_JITTER``: the noise of each site, the jitter as the dense marginal adds it to ``K``."""
         return self.noise_variance(theta) + GP_JITTER
 
     def log_marginal(self, theta) -> jax.Array:
-        """``log N(y; 0, K + (s^2 + GP_JITTER) I)`` over the observed rows by the Kalman filter (traceable)."""
-        return kalman.log_marginal_likelihood(self.kernel(theta), self.times(), self.outputs(),
+        """``log N(y - m; 0, K + (s^2 + GP_JITTER) I)`` over the observed rows by the Kalman filter (traceable)."""
+        return kalman.log_marginal_likelihood(self.kernel(theta), self.times(), self.centred_outputs(theta),
                                               self.site_noise(theta), periodic_order=self.order)
 
 

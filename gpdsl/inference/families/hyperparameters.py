@@ -15,7 +15,7 @@ from gpdsl.backends.jax.lowering import (
     unconstrain_blocks,
 )
 from gpdsl.errors import MethodError
-from gpdsl.ir.structure import GPNode, expression_refs
+from gpdsl.ir.structure import GPNode, expression_refs, mean_prediction_refusal
 
 
 class HyperparameterBlocks:
@@ -24,6 +24,7 @@ class HyperparameterBlocks:
 
     jax_model: JaxModel
     theta_blocks: list[Block]
+    node: GPNode
 
     @property
     def theta_names(self) -> list[str]:
@@ -53,6 +54,24 @@ class HyperparameterBlocks:
         estimate does not depend on the optimiser's parameterisation).
         """
         return self.jax_model.log_terms(self.environment(theta), ("prior",), targets=set(self.theta_names))
+
+    def mean_in(self, env: dict, X_new) -> jax.Array:
+        """The GP's mean (``gp(X, k, mean = m)``) in ``env`` with its input variable set to ``X_new``; 0 without one.
+
+        Raises
+        ------
+        MethodError
+            The mean reads data other than the GP's input variable (:func:`gpdsl.ir.structure.mean_prediction_refusal`).
+        """
+        statement = self.node.statement
+        if statement.mean is None:
+            return jnp.zeros(())
+        refusal = mean_prediction_refusal(self.jax_model.model, self.node)
+        if refusal:
+            raise MethodError(refusal, statement.mean.span)
+        name = statement.inputs.components[0].name
+        env = {**env, name: jnp.reshape(X_new, (-1,)) if jnp.ndim(env[name]) == 1 else jnp.asarray(X_new)}
+        return jnp.asarray(self.jax_model.evaluate(statement.mean, env), dtype=float)
 
     def theta_mask(self, selects) -> np.ndarray:
         """Boolean mask over ``theta``: the coordinates of the hyperparameters named in ``selects``, or of the blocks

@@ -35,7 +35,7 @@ from gpdsl.ir.families import (
     classify,
     require_priors,
 )
-from gpdsl.ir.structure import GPNode, mean_prediction_refusal
+from gpdsl.ir.structure import GPNode
 from gpdsl.likelihoods import LIKELIHOODS
 
 
@@ -263,24 +263,6 @@ class LatentGP(HyperparameterBlocks):
         (:mod:`~gpdsl.inference.approximations.weight_space`): the matrix, or a map that computes its products
         faster."""
         return self.likelihood_map(theta)
-
-    def mean_in(self, env: dict, X_new) -> jax.Array:
-        """The GP's mean (``gp(X, k, mean = m)``) in ``env`` with its input variable set to ``X_new``; 0 without one.
-
-        Raises
-        ------
-        MethodError
-            The mean reads data other than the GP's input variable (:func:`gpdsl.ir.structure.mean_prediction_refusal`).
-        """
-        statement = self.node.statement
-        if statement.mean is None:
-            return jnp.zeros(())
-        refusal = mean_prediction_refusal(self.jax_model.model, self.node)
-        if refusal:
-            raise MethodError(refusal, statement.mean.span)
-        name = statement.inputs.components[0].name
-        env = {**env, name: jnp.reshape(X_new, (-1,)) if jnp.ndim(env[name]) == 1 else jnp.asarray(X_new)}
-        return jnp.asarray(self.jax_model.evaluate(statement.mean, env), dtype=float)
 
     def image(self, theta):
         """The likelihood as a function of a linear image ``M z`` of the sampled vector, ``(apply, log_likelihood)``,

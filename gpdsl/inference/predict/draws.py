@@ -137,7 +137,7 @@ def latent_new_draws(problem: LatentGP, theta_draws, f_draws, X_new, key, approx
 
 
 def _posterior_at(problem: GPRegression, theta):
-    return exact_posterior(problem.kernel(theta), problem.inputs(theta), jnp.asarray(problem.y),
+    return exact_posterior(problem.kernel(theta), problem.inputs(theta), problem.centred_y(theta),
                            problem.noise_variance(theta))
 
 
@@ -158,13 +158,13 @@ def gp_regression_replicates(problem: GPRegression, theta_draws, key) -> np.ndar
         def replicate(theta, draw_key):
             latent_key, noise_key = jax.random.split(draw_key)
             f = state_space.posterior_draw(problem, theta, jnp.zeros(0), latent_key)
-            return f + jnp.sqrt(problem.site_noise(theta)) * jax.random.normal(noise_key, f.shape)
+            noise = jnp.sqrt(problem.site_noise(theta)) * jax.random.normal(noise_key, f.shape)
+            return problem.location(theta) + f + noise
 
         return over_draws(replicate, theta_draws, draw_keys(key, theta_draws))
-    y = jnp.asarray(problem.y)
     if problem.complete:
-        return over_draws(lambda theta, k: posterior_replicate(_posterior_at(problem, theta), y, k), theta_draws,
-                          draw_keys(key, theta_draws))
+        return over_draws(lambda theta, k: problem.location(theta) + posterior_replicate(
+            _posterior_at(problem, theta), problem.centred_y(theta), k), theta_draws, draw_keys(key, theta_draws))
 
     def one(theta, draw_key):
         kernel, X = problem.kernel(theta), problem.inputs(theta)
@@ -173,7 +173,8 @@ def gp_regression_replicates(problem: GPRegression, theta_draws, key) -> np.ndar
                                          full=True)
         latent_key, noise_key = jax.random.split(draw_key)
         f = joint_normal(latent_key, mean, covariance)
-        return f + jnp.sqrt(posterior.noise_variance) * jax.random.normal(noise_key, mean.shape)
+        return problem.location(theta) + f + jnp.sqrt(posterior.noise_variance) * jax.random.normal(noise_key,
+                                                                                                 mean.shape)
 
     return over_draws(one, theta_draws, draw_keys(key, theta_draws), batch=draw_batch(int(problem.observed.size)))
 
@@ -183,9 +184,10 @@ def gp_regression_imputation_moments(problem: GPRegression, theta) -> tuple[jax.
     predictive, which at a missing row imputes its output (traceable)."""
     if isinstance(problem, StateSpaceRegression):
         marginals = state_space.posterior_marginals(problem, theta)
-        return marginals.mean, marginals.variance + problem.site_noise(theta)
+        return problem.location(theta) + marginals.mean, marginals.variance + problem.site_noise(theta)
     kernel, X = problem.kernel(theta), problem.inputs(theta)
-    return exact_moments(_posterior_at(problem, theta), kernel, X, problem.all_inputs(theta))
+    mean, variance = exact_moments(_posterior_at(problem, theta), kernel, X, problem.all_inputs(theta))
+    return problem.location(theta) + mean, variance
 
 
 def gp_regression_new_draws(problem: GPRegression, theta_draws, X_new, key,
@@ -197,11 +199,13 @@ def gp_regression_new_draws(problem: GPRegression, theta_draws, X_new, key,
     ``<y>_new = <f>_new`` plus independent noise; else each point from its own marginal.
     """
     X_new = jnp.asarray(check_new_inputs(problem, X_new))
+    problem.require_location_at_new_inputs()
     target, latent = problem.target, problem.name
     if isinstance(problem, StateSpaceRegression):
-        return _state_space_new_draws(problem, theta_draws, problem.series(X_new), key, joint)
+        return _state_space_new_draws(problem, theta_draws, X_new, key, joint)
 
     def one(theta, draw_key):
+        f_shift, y_shift = _location_at(problem, theta, X_new)
         kernel, X = problem.kernel(theta), problem.inputs(theta)
         posterior = _posterior_at(problem, theta)
         mean, f_covariance = exact_moments(posterior, kernel, X, X_new, include_noise=False, full=joint)
@@ -215,8 +219,8 @@ def gp_regression_new_draws(problem: GPRegression, theta_draws, X_new, key,
         else:
             f_new = mean + jnp.sqrt(f_variance) * jax.random.normal(latent_key, mean.shape)
             y_new = mean + jnp.sqrt(y_variance) * noise
-        return {f"{target}_mean": mean, f"{target}_variance": y_variance, f"{latent}_variance": f_variance,
-                f"{latent}_new": f_new, f"{target}_new": y_new}
+        return {f"{target}_mean": mean + y_shift, f"{target}_variance": y_variance, f"{latent}_variance": f_variance,
+                f"{latent}_new": f_new + f_shift, f"{target}_new": y_new + y_shift}
 
     values = over_draws(one, theta_draws, draw_keys(key, theta_draws), batch=draw_batch(len(X_new)) if joint else 256)
     if joint:
@@ -224,13 +228,22 @@ def gp_regression_new_draws(problem: GPRegression, theta_draws, X_new, key,
     return values
 
 
-def _state_space_new_draws(problem: StateSpaceRegression, theta_draws, new_times, key,
+def _location_at(problem: GPRegression, theta, X_new):
+    """The GP's mean and ``y``'s location at the new inputs (zeros without either)."""
+    if not problem.has_location:
+        return jnp.zeros(()), jnp.zeros(())
+    return problem.location_at(theta, X_new)
+
+
+def _state_space_new_draws(problem: StateSpaceRegression, theta_draws, X_new, key,
                            joint: bool) -> dict[str, np.ndarray]:
     """:func:`gp_regression_new_draws` by the smoother: moments from its marginals, a joint ``<f>_new`` by pathwise
     conditioning (:func:`gpdsl.inference.predict.state_space.posterior_draw`)."""
     target, latent, n = problem.target, problem.name, problem.observed.size
+    new_times = problem.series(X_new)
 
     def one(theta, draw_key):
+        f_shift, y_shift = _location_at(problem, theta, X_new)
         mean, f_variance = state_space.predictive_moments(problem, theta, new_times)
         noise = problem.site_noise(theta)
         y_variance = f_variance + noise
@@ -240,8 +253,8 @@ def _state_space_new_draws(problem: StateSpaceRegression, theta_draws, new_times
         else:
             f_new = mean + jnp.sqrt(f_variance) * jax.random.normal(latent_key, mean.shape)
         y_new = f_new + jnp.sqrt(noise) * jax.random.normal(observation_key, mean.shape)
-        return {f"{target}_mean": mean, f"{target}_variance": y_variance, f"{latent}_variance": f_variance,
-                f"{latent}_new": f_new, f"{target}_new": y_new}
+        return {f"{target}_mean": mean + y_shift, f"{target}_variance": y_variance, f"{latent}_variance": f_variance,
+                f"{latent}_new": f_new + f_shift, f"{target}_new": y_new + y_shift}
 
     return over_draws(one, theta_draws, draw_keys(key, theta_draws))
 

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gpdsl.errors import DataError
+from gpdsl.errors import DataError, MethodError
 from gpdsl.inference.optimise.marginal_likelihood import GPRegressionFit
 from gpdsl.inference.predict.latent_gp import check_new_inputs
 from gpdsl.inference.predict.uncertain_inputs import DEFAULT_JITTER, UncertainPrediction, predict_gaussian_inputs
@@ -137,8 +137,12 @@ def predict(fit: GPRegressionFit, X_new, include_noise: bool = True) -> Predicti
     X_new = check_new_inputs(fit.problem, X_new)
     X = fit.inputs()
     kernel = fit.kernel()
-    posterior = exact_posterior(kernel, X, jnp.asarray(fit.problem.y), fit.noise_variance())
+    theta = jnp.asarray(fit.theta)
+    posterior = exact_posterior(kernel, X, fit.problem.centred_y(theta), fit.noise_variance())
     mean, variance = exact_moments(posterior, kernel, X, jnp.asarray(X_new), include_noise)
+    if fit.problem.has_location:
+        f_shift, y_shift = fit.problem.location_at(theta, jnp.asarray(X_new))
+        mean = mean + (y_shift if include_noise else f_shift)
     return Prediction(np.asarray(mean), np.asarray(variance))
 
 
@@ -162,6 +166,9 @@ def predict_gaussian(fit: GPRegressionFit, mean, variance, psi: PsiMethod = PsiM
     UncertainPrediction
         ``mean`` and ``variance`` of shape (n*, 1), ``covariance`` (n*, 1, 1).
     """
+    if fit.problem.has_location:
+        raise MethodError(f"predictions at Gaussian inputs take GP regression around a zero-mean GP; "
+                          f"'{fit.problem.name}' has a mean or terms added to it")
     X = fit.inputs()
     mean = check_new_inputs(fit.problem, mean)
     variance = np.asarray(variance, dtype=float).reshape(mean.shape) if np.size(variance) == mean.size else None

@@ -28,7 +28,7 @@ def _sites(problem: StateSpaceRegression, theta, extra: int = 0):
     """Site precisions and natural means at every row, then ``extra`` points without a site."""
     observed = problem.observed
     precision = jnp.where(observed, 1.0 / problem.site_noise(theta), 0.0)
-    natural_mean = precision * jnp.where(observed, problem.outputs(), 0.0)
+    natural_mean = precision * jnp.where(observed, problem.centred_outputs(theta), 0.0)
     return jnp.concatenate([precision, jnp.zeros(extra)]), jnp.concatenate([natural_mean, jnp.zeros(extra)])
 
 
@@ -39,7 +39,8 @@ def posterior_marginals(problem: StateSpaceRegression, theta) -> kalman.SitePost
 
 
 def predictive_moments(problem: StateSpaceRegression, theta, new_times) -> tuple[jax.Array, jax.Array]:
-    """Mean and variance of ``f*`` at ``new_times`` (shape ``(M,)``, or ``(M, 2)`` with group labels) given the observed outputs."""
+    """Mean and variance of ``f*`` (the GP's zero-mean part) at ``new_times`` (shape ``(M,)``, or ``(M, 2)`` with
+    group labels) given the observed outputs."""
     times = kalman.merged_times(problem.times(), new_times)
     precision, natural_mean = _sites(problem, theta, new_times.shape[0])
     marginals = kalman.smooth(problem.kernel(theta), times, precision, natural_mean, periodic_order=problem.order)
@@ -57,7 +58,7 @@ def posterior_draw(problem: StateSpaceRegression, theta, new_times, key) -> jax.
     n = problem.times().shape[0]
     observed = problem.observed
     pseudo_outputs = prior[:n] + jnp.sqrt(noise) * jax.random.normal(noise_key, (n,))
-    residual = jnp.where(observed, jnp.where(observed, problem.outputs(), 0.0) - pseudo_outputs, 0.0)
+    residual = jnp.where(observed, jnp.where(observed, problem.centred_outputs(theta), 0.0) - pseudo_outputs, 0.0)
     precision = jnp.concatenate([jnp.where(observed, 1.0 / noise, 0.0), jnp.zeros(new_times.shape[0])])
     natural_mean = jnp.concatenate([precision[:n] * residual, jnp.zeros(new_times.shape[0])])
     correction = kalman.smooth(kernel, times, precision, natural_mean, periodic_order=problem.order).mean
@@ -68,7 +69,7 @@ def loo_log_densities(problem: StateSpaceRegression, theta) -> jax.Array:
     """``log p(y_i | y_-i, theta)`` at every observed row, shape ``(n,)`` (module docstring)."""
     marginals = posterior_marginals(problem, theta)
     observed = np.flatnonzero(problem.observed)
-    y, mean, variance = problem.y, marginals.mean[observed], marginals.variance[observed]
+    y, mean, variance = problem.centred_y(theta), marginals.mean[observed], marginals.variance[observed]
     noise = problem.site_noise(theta)
     cavity_variance = 1.0 / (1.0 / variance - 1.0 / noise)
     cavity_mean = cavity_variance * (mean / variance - y / noise)

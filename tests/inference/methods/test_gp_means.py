@@ -120,7 +120,18 @@ def test_predictions_are_refused_before_the_run_when_the_mean_reads_other_data()
         run(model, d, "gibbs", GibbsSettings(chains=1, warmup=10, draws=10), new_inputs=np.zeros((2, 1)))
 
 
-def test_ml_refuses_a_gp_with_a_mean():
+def test_ml_fits_a_gp_with_a_mean_on_the_normal_marginal_around_it():
+    from gpdsl.kernels import RBF
+    from gpdsl.settings import MLSettings
+
     model, _ = check_text(LINEAR_MEAN)
-    with pytest.raises(MethodError, match="ml needs GP regression"):
-        run(model, data(), "ml")
+    d = data(N=25)
+    x_new = np.array([0.5, 2.9])
+    results = run(model, d, "ml", MLSettings(), new_inputs=x_new[:, None])
+    mu, beta, noise = (float(results.posterior[name].values.ravel()[0]) for name in ("mu", "beta", "noise"))
+    K = np.asarray(RBF(1.0, lengthscale=0.8)(np.concatenate([d["x"], x_new])[:, None])) + GP_JITTER * np.eye(27)
+    C = K[:25, :25] + noise ** 2 * np.eye(25)
+    expected = multivariate_normal(mu + beta * d["x"], C).logpdf(d["y"])
+    assert float(results.sample_stats["log_marginal"].values.ravel()[0]) == pytest.approx(expected, abs=1e-8)
+    mean_new = mu + beta * x_new + K[25:, :25] @ np.linalg.solve(C, d["y"] - mu - beta * d["x"])
+    np.testing.assert_allclose(results.predictions["y_mean"].values.ravel(), mean_new, rtol=1e-7)
