@@ -23,6 +23,7 @@ import numpy as np
 from gpdsl.backends.jax.lowering import Block, JaxModel
 from gpdsl.inference.approximations import kronecker
 from gpdsl.inference.families.grid import grid_factors, separable_grid
+from gpdsl.inference.families.state_space_series import StateSpaceSeries
 from gpdsl.inference.families.hyperparameters import HyperparameterBlocks, NormalObservations, lowered_with_blocks
 from gpdsl.ir import nodes as ir
 from gpdsl.ir.approximations import STATE_SPACE
@@ -137,15 +138,8 @@ class GPRegression(HyperparameterBlocks, NormalObservations):
             raise MethodError(refusal, self.node.likelihood.span)
 
     def location_at(self, theta, X_new) -> tuple[jax.Array, jax.Array]:
-        """The GP's mean at new inputs and the :meth:`location` of ``y`` there, each a scalar or shape ``(m,)``.
-
-        Raises
-        ------
-        MethodError
-            The mean or the added terms read data that have no values at new inputs
-            (:func:`~gpdsl.ir.structure.location_prediction_refusal`).
-        """
-        self.require_location_at_new_inputs()
+        """The GP's mean at new inputs and the :meth:`location` of ``y`` there, each a scalar or shape ``(m,)``;
+        callers refuse first what has no value there (:meth:`require_location_at_new_inputs`)."""
         env = self.environment(theta)
         mean = self.mean_in(env, X_new)
         if self.node.offset is None:
@@ -196,7 +190,7 @@ class GPRegression(HyperparameterBlocks, NormalObservations):
 
 
 @dataclass
-class StateSpaceRegression(GPRegression):
+class StateSpaceRegression(StateSpaceSeries, GPRegression):
     """GP regression whose GP has the state-space form (``approx = state_space``): the variant of
     :class:`GPRegression` whose marginal likelihood is the Kalman filter's along the sorted times, ``O(N)``
     (:mod:`gpdsl.kernels.kalman`), with the kernel's periodic terms truncated after :attr:`order` harmonics; its
@@ -206,29 +200,9 @@ class StateSpaceRegression(GPRegression):
     use_grid: bool = False
 
     @property
-    def order(self) -> int:
-        """Harmonics of a periodic kernel's truncated series (``state_space(order = J)``)."""
-        return int(self.node.statement.approximation.value("order"))
-
-    @property
     def grid(self) -> None:
         """Never a grid: the state-space form needs one input column."""
         return None
-
-    def kernel(self, theta) -> Kernel:
-        """The GP's kernel over the time at ``theta`` (less a ``same(g)`` factor, whose groups :meth:`times`
-        carries)."""
-        return self.jax_model.state_space_kernel(self.node.statement, self.environment(theta))
-
-    def times(self) -> jax.Array:
-        """The time of every row, missing outputs included, shape ``(N,)``, or times and group labels, shape ``(N,
-        2)`` (:meth:`~gpdsl.backends.jax.lowering.JaxModel.series_points`; data: free of ``theta``)."""
-        with jax.ensure_compile_time_eval():
-            return self.series(self.jax_model.gp_inputs(self.node.statement, self.jax_model.data))
-
-    def series(self, points) -> jax.Array:
-        """Points of the GP's inputs (shape ``(M, input_dim)``) as :meth:`times` gives them."""
-        return jnp.asarray(self.jax_model.series_points(self.node.statement, jnp.asarray(points, dtype=float)))
 
     def outputs(self) -> jax.Array:
         """Every row's output, NaN where missing, shape ``(N,)`` (concrete for data; traced where the outputs are)."""
@@ -245,7 +219,7 @@ class StateSpaceRegression(GPRegression):
 
     def log_marginal(self, theta) -> jax.Array:
         """``log N(y - m; 0, K + (s^2 + GP_JITTER) I)`` over the observed rows by the Kalman filter (traceable)."""
-        return kalman.log_marginal_likelihood(self.kernel(theta), self.times(), self.centred_outputs(theta),
+        return kalman.log_marginal_likelihood(self.kernel(theta), self.times, self.centred_outputs(theta),
                                               self.site_noise(theta), periodic_order=self.order)
 
 

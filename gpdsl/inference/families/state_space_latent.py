@@ -21,11 +21,12 @@ from gpdsl.kernels.kalman import TimeGrid
 from gpdsl.data.new_inputs import input_matrix
 from gpdsl.inference.families.hyperparameters import lowered_with_blocks
 from gpdsl.inference.families.mapped_latent import MappedLatent
+from gpdsl.inference.families.state_space_series import StateSpaceSeries
 from gpdsl.ir.family_forms import LatentGPFacts
 
 
 @dataclass
-class StateSpaceLatent(MappedLatent):
+class StateSpaceLatent(StateSpaceSeries, MappedLatent):
     """A :class:`~gpdsl.inference.families.mapped_latent.MappedLatent` whose sampled vector is a state-space GP's
     innovations ``z`` (``n = N d``: ``N`` times, a state of ``d`` components)."""
 
@@ -35,28 +36,9 @@ class StateSpaceLatent(MappedLatent):
         return self.jax_model.time_grid(self.node.statement)
 
     @property
-    def times(self) -> jax.Array:
-        """The training times, shape ``(N,)``, or times and group labels, shape ``(N, 2)``, as the Kalman code takes
-        them (:meth:`~gpdsl.backends.jax.lowering.JaxModel.series_points`)."""
-        statement, jax_model = self.node.statement, self.jax_model
-        with jax.ensure_compile_time_eval():
-            points = np.asarray(jax_model.gp_inputs(statement, jax_model.data))
-            return jnp.asarray(jax_model.series_points(statement, points), dtype=jnp.float64)
-
-    def kernel(self, theta):
-        """The GP's kernel over the time at ``theta`` (less a ``same(g)`` factor, whose groups :attr:`times`
-        carries)."""
-        return self.jax_model.state_space_kernel(self.node.statement, self.environment(theta))
-
-    @property
     def points(self) -> int:
         """The number of training times."""
         return self.grid.size
-
-    @property
-    def periodic_order(self) -> int:
-        """Harmonics of a periodic kernel's truncated series (``approx = state_space(order = J)``)."""
-        return int(self.node.statement.approximation.value("order"))
 
     def values(self, z, env) -> jnp.ndarray:
         """The state recursion driven by the innovations ``z``, plus the GP's mean."""

@@ -37,7 +37,7 @@ def state_space_estimator(problem: StateSpaceLatent, approximation: str, num_imp
     """:func:`~gpdsl.inference.mcmc.pseudo_marginal.make_latent_estimator` for a latent state-space GP (module
     docstring): the same ``estimate(key, theta, start_sites=None, frozen=False) -> Estimate``, its selection a draw of
     the innovations with the diagonal of their identity prior's factor (the view's ``prior_factor``)."""
-    order = problem.periodic_order
+    order = problem.order
     grid = problem.grid
     times = problem.times
     y = jnp.asarray(problem.y)

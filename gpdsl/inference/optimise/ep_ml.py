@@ -71,4 +71,4 @@ def _state_space_ep(problem: StateSpaceLatent, y, theta, tol, max_sweeps: int):
     """Parallel EP of a latent state-space GP at ``theta`` by Kalman smoothing along its times."""
     return state_space.ep(problem.kernel(theta), problem.times, y, problem.likelihood, tol=tol, max_sweeps=max_sweeps,
                           offset=problem.location_offset(theta), args=problem.likelihood_arguments(theta),
-                          periodic_order=problem.periodic_order)
+                          periodic_order=problem.order)

@@ -133,8 +133,11 @@ def predict(fit: GPRegressionFit, X_new, include_noise: bool = True) -> Predicti
     ------
     DataError
         ``X_new`` is not a finite matrix with the training inputs' number of columns.
+    MethodError
+        The GP's mean or the terms added to ``f`` read data that have no values at new inputs.
     """
     X_new = check_new_inputs(fit.problem, X_new)
+    fit.problem.require_location_at_new_inputs()
     X = fit.inputs()
     kernel = fit.kernel()
     theta = jnp.asarray(fit.theta)

@@ -35,16 +35,16 @@ def _sites(problem: StateSpaceRegression, theta, extra: int = 0):
 def posterior_marginals(problem: StateSpaceRegression, theta) -> kalman.SitePosterior:
     """The smoother's posterior marginals of ``f`` at every row (missing outputs included)."""
     precision, natural_mean = _sites(problem, theta)
-    return kalman.smooth(problem.kernel(theta), problem.times(), precision, natural_mean, periodic_order=problem.order)
+    return kalman.smooth(problem.kernel(theta), problem.times, precision, natural_mean, periodic_order=problem.order)
 
 
 def predictive_moments(problem: StateSpaceRegression, theta, new_times) -> tuple[jax.Array, jax.Array]:
     """Mean and variance of ``f*`` (the GP's zero-mean part) at ``new_times`` (shape ``(M,)``, or ``(M, 2)`` with
     group labels) given the observed outputs."""
-    times = kalman.merged_times(problem.times(), new_times)
+    times = kalman.merged_times(problem.times, new_times)
     precision, natural_mean = _sites(problem, theta, new_times.shape[0])
     marginals = kalman.smooth(problem.kernel(theta), times, precision, natural_mean, periodic_order=problem.order)
-    n = problem.times().shape[0]
+    n = problem.times.shape[0]
     return marginals.mean[n:], jnp.maximum(marginals.variance[n:], 0.0)
 
 
@@ -52,10 +52,10 @@ def posterior_draw(problem: StateSpaceRegression, theta, new_times, key) -> jax.
     """One joint draw of ``f`` at every row and then at ``new_times`` given the observed outputs, shape ``(N + M,)``
     (module docstring: a prior draw corrected by the smoother's mean)."""
     kernel, noise = problem.kernel(theta), problem.site_noise(theta)
-    times = kalman.merged_times(problem.times(), new_times)
+    times = kalman.merged_times(problem.times, new_times)
     prior_key, noise_key = jax.random.split(key)
     prior = kalman.prior_draws(prior_key, kernel, times, 1, periodic_order=problem.order)[0]
-    n = problem.times().shape[0]
+    n = problem.times.shape[0]
     observed = problem.observed
     pseudo_outputs = prior[:n] + jnp.sqrt(noise) * jax.random.normal(noise_key, (n,))
     residual = jnp.where(observed, jnp.where(observed, problem.centred_outputs(theta), 0.0) - pseudo_outputs, 0.0)

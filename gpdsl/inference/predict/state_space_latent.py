@@ -90,7 +90,7 @@ def state_space_new_draws(problem: StateSpaceLatent, posterior: dict, X_new, key
         kernel = problem.jax_model.state_space_kernel(statement, env)
         latent_key, observation_key = jax.random.split(draw_key)
         centred = env[problem.name] - problem.jax_model.gp_mean(statement, env)
-        f_star = conditional_draw(latent_key, kernel, times, centred, new_times, problem.periodic_order) + \
+        f_star = conditional_draw(latent_key, kernel, times, centred, new_times, problem.order) + \
             problem.mean_at(free, X_new)
         out = {f"{problem.name}_new": f_star}
         if predictable:

@@ -125,11 +125,13 @@ def test_predictions_imputations_and_replicates_carry_the_location(approx):
     np.testing.assert_allclose(got["y_mean"][0, 0], shift + f_mean[25:], rtol=1e-7, atol=1e-8)
     mean, variance = draws.gp_regression_imputation_moments(problem, theta)
     np.testing.assert_allclose(mean, shift + f_mean[:25], rtol=1e-7, atol=1e-8)
+    f_variance = np.diag(K[:25, :25]) - np.einsum("ij,ji->i", K[:25, rows], np.linalg.solve(
+        K[np.ix_(rows, rows)] + THETA["sigma"] ** 2 * np.eye(rows.size), K[rows, :25]))
+    np.testing.assert_allclose(variance, f_variance + noise, rtol=1e-6)
     replicates = draws.gp_regression_replicates(problem, np.repeat(np.asarray(theta)[None, None], 400, axis=1),
                                                 jax.random.PRNGKey(1))
     z = (replicates[0].mean(axis=0) - mean) / np.sqrt(np.asarray(variance) / 400)
     assert np.all(np.abs(z) < 4.5), z
-    assert noise > 0
 
 
 def test_predictions_with_per_point_terms_are_refused_before_the_run():
