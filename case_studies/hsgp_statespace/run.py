@@ -9,6 +9,8 @@ Vehtari (2023): 7305 days, ``y`` the births relative to the average day (100), s
   a normal likelihood as a state-space GP; ``ml`` (Kalman filter, O(N)) at full size, ``ml`` and NUTS (the Stan
   Kalman program) on the first year;
 - ``births_exact.gpm``: the same model as an exact GP on the first year (``ml``, NUTS);
+- ``births_state_space_special.gpm``: the state-space model plus day-of-year ("special day") effects, Student-t(1),
+  as the paper's ``f4``; ``ml`` at full size;
 - ``pm`` (adaptive Metropolis on the exact Kalman marginal) on the state-space model on the first year, beside NUTS,
   every chain started at the ``ml`` estimate (from prior draws, chains stall where the trend is slow, about 32 nats of
   log posterior below the ``ml`` estimate).
@@ -21,7 +23,8 @@ Usage::
     python case_studies/hsgp_statespace/run.py --only state_space_pm_subset   # one fit, merged into fits.json
 
 Outputs in ``case_studies/hsgp_statespace/results/`` (``*_quick.*`` from ``--quick``): ``fits.json`` (each fit's
-size, method, wall time, estimates and diagnostics), ``fits.md`` (the table) and ``decomposition.png``.
+size, method, wall time, estimates and diagnostics), ``fits.md`` (the table), ``decomposition.png`` and
+``special_days.png``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass
+from datetime import date, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -51,7 +55,9 @@ from gpdsl.storage.atomic import atomic_target, atomic_write_text  # noqa: E402
 
 RESULTS = HERE / "results"
 MODELS = {"hsgp": HERE / "births_hsgp.gpm", "state_space": HERE / "births_state_space.gpm",
-          "exact": HERE / "births_exact.gpm"}
+          "exact": HERE / "births_exact.gpm", "state_space_special": HERE / "births_state_space_special.gpm"}
+FIELDS = {"hsgp": ("N", "t", "y", "weekday"), "state_space": ("N", "t", "y"), "exact": ("N", "t", "y"),
+          "state_space_special": ("N", "t", "y", "day_of_year")}
 YEAR = 365.25
 SCALARS = ("trend_sd", "trend_lengthscale", "year_sd", "year_lengthscale", "week_sd", "week_lengthscale", "sigma")
 
@@ -87,26 +93,28 @@ class Fit:
         return f"{self.model}_{self.method}" + ("_subset" if self.subset else "")
 
 
-FITS = (Fit("hsgp", "ml", False), Fit("state_space", "ml", False), Fit("state_space", "ml", True),
+FITS = (Fit("hsgp", "ml", False), Fit("state_space", "ml", False), Fit("state_space_special", "ml", False),
+        Fit("state_space", "ml", True),
         Fit("exact", "ml", True), Fit("state_space", "nuts", True), Fit("exact", "nuts", True),
         Fit("hsgp", "nuts", False), Fit("state_space", "pm", True))
 
 
 def births_data(days: int) -> tuple[dict, float, float]:
     """The first ``days`` days as model data (``t`` days since 1969-01-01, ``y`` standardised relative births,
-    ``weekday``), and the mean and standard deviation of the relative births over all 7305 days."""
+    ``weekday``, ``day_of_year`` on a 366-day calendar), and the mean and standard deviation of the relative births
+    over all 7305 days."""
     births = births_usa_1969(relative=True)
     mean, sd = float(births.y.mean()), float(births.y.std())
     X = births.X[:days]
-    data = {"N": days, "t": X[:, 0] - 1.0, "y": (births.y[:days] - mean) / sd, "weekday": X[:, 6].astype(int)}
+    data = {"N": days, "t": X[:, 0] - 1.0, "y": (births.y[:days] - mean) / sd, "weekday": X[:, 6].astype(int),
+            "day_of_year": X[:, 5].astype(int)}
     return data, mean, sd
 
 
 def run_fit(fit: Fit, data: dict, size: Size, seed: int):
     """Run one fit; return its results and wall time (s)."""
     model = MODELS[fit.model]
-    fields = {k: data[k] for k in ("N", "t", "y", "weekday")} if fit.model == "hsgp" else \
-        {k: data[k] for k in ("N", "t", "y")}
+    fields = {k: data[k] for k in FIELDS[fit.model]}
     started = time.perf_counter()
     if fit.method == "ml":
         result = gpdsl.fit(model, fields, "ml", seed=seed)
@@ -130,6 +138,8 @@ def describe(fit: Fit, result, seconds: float, n: int) -> dict:
            "estimates": {name: float(posterior[name].mean()) for name in names}}
     timings = json.loads(result.attrs.get("timings", "{}"))
     row["engine_seconds"] = {k: round(float(v), 1) for k, v in timings.items()}
+    if "special" in posterior:
+        row["special_days"] = special_days(result)
     if fit.method == "ml":
         row["log_marginal"] = float(result.sample_stats["log_marginal"].values.ravel()[0])
     else:
@@ -145,6 +155,36 @@ def describe(fit: Fit, result, seconds: float, n: int) -> dict:
         row["mean_sd"] = {name: [float(stats.loc[name, "mean"]), float(stats.loc[name, "sd"])] for name in names}
         row["ess_per_second"] = round(row["min_ess_bulk"] / seconds, 3)
     return row
+
+
+def calendar_day(day_of_year: int) -> str:
+    """The date of a day of the 366-day calendar (1 March is day 61), e.g. ``"Dec 25"``."""
+    return (date(2000, 1, 1) + timedelta(days=day_of_year - 1)).strftime("%b %d")
+
+
+def special_days(result, largest: int = 10) -> list[dict]:
+    """The ``largest`` day-of-year effects by size (posterior means, standardised units), with their dates."""
+    effect = np.asarray(result.posterior["special"].mean(("chain", "draw")))
+    days = np.argsort(-np.abs(effect))[:largest] + 1
+    return [{"day_of_year": int(day), "date": calendar_day(int(day)), "effect": round(float(effect[day - 1]), 4)}
+            for day in days]
+
+
+def special_days_figure(result, sd: float, title: str, path: Path, labelled: int = 10) -> None:
+    """The day-of-year effects in relative births (100 = mean), the ``labelled`` largest named by their dates."""
+    effect = sd * np.asarray(result.posterior["special"].mean(("chain", "draw")))
+    figure = Figure(figsize=(11, 4), layout="constrained")
+    axis = figure.subplots()
+    days = np.arange(1, effect.size + 1)
+    axis.vlines(days, 0, effect, color="C4", lw=0.8)
+    axis.axhline(0, color="0.5", lw=0.5)
+    for day in np.argsort(-np.abs(effect))[:labelled] + 1:
+        axis.annotate(calendar_day(int(day)), (day, effect[day - 1]), fontsize=7, ha="center",
+                      va="top" if effect[day - 1] < 0 else "bottom")
+    axis.set(title=title, xlabel="day of the year (366-day calendar)", ylabel="effect on relative births",
+             xlim=(0, effect.size + 1))
+    with atomic_target(path) as target:
+        figure.savefig(target, dpi=110, format="png")
 
 
 def components(result, data: dict, draws: int = 60) -> dict:
@@ -271,6 +311,9 @@ def main(argv=None) -> list[dict]:
         parts = components(results[source], full)
         decomposition_figure(parts, full, mean, sd, f"US births {1969}-{1969 + size.days // 365 - 1}: "
                              f"HSGP fit by {source.split('_')[1]}", args.out / f"decomposition{suffix}.png")
+    if "state_space_special_ml" in results:
+        special_days_figure(results["state_space_special_ml"], sd, "day-of-year effects (state-space model with "
+                            "special days, ml)", args.out / f"special_days{suffix}.png")
     return rows
 
 
