@@ -500,7 +500,8 @@ def test_log_density_agrees_with_stan_up_to_a_constant(model_file, make_data, sc
 
 def assert_agrees_with_stan(model, data, scales, rng):
     """Stan's unconstrained layout is ours reordered, and the log densities differ by one constant at random points
-    (standard normal times ``scales``, one per point)."""
+    (standard normal times ``scales``, one per point), to 1e-8 or 1e-10 of the log density, whichever is larger (the
+    last bits of special functions differ between CPUs: AVX-512 hosts give 1.0e-8 at log densities near -300)."""
     jax_model = lower(model, data)
     program = generate_stan(model, missing=tuple(jax_model.observed))  # outcomes with missing entries (NaN)
     stan_data = program.stan_data(model, data)
@@ -515,7 +516,7 @@ def assert_agrees_with_stan(model, data, scales, rng):
                              jacobian=True)
     difference = ours - theirs
     assert np.all(np.isfinite(difference)), difference
-    assert np.ptp(difference) < 1e-8, difference
+    assert np.ptp(difference) < max(1e-8, 1e-10 * np.abs(ours).max()), difference  # rounding grows with the sum
 
 
 SWEEP_SIZES = {"N": 7, "D": 2, "Q": 2, "L": 2, "T": 3, "G": 3, "P": 2, "R": 2, "K": 3}
