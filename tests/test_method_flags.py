@@ -26,12 +26,14 @@ QUICK = 20.0
 """Seconds a refusal may take: the model check and data load, never a compile or a run."""
 
 CASES = {
-    "nuts": ("gp_classification", "cls", ["--chains", 1, "--warmup", 30, "--draws", 20]),
-    "pm": ("gp_classification", "cls", ["--chains", 2, "--warmup", 10, "--draws", 10, "--num-importance", 2]),
-    "mcmc-ep": ("gp_classification", "cls", ["--chains", 2, "--warmup", 10, "--draws", 10]),
-    "gibbs": ("gp_classification", "cls", ["--chains", 2, "--warmup", 10, "--draws", 10]),
+    "nuts": ("gp_classification", "cls", ["--chains", 1, "--warmup", 30, "--draws", 20, "--thin", 2]),
+    "pm": ("gp_classification", "cls", ["--chains", 2, "--warmup", 10, "--draws", 10, "--thin", 2,
+                                     "--num-importance", 2]),
+    "mcmc-ep": ("gp_classification", "cls", ["--chains", 2, "--warmup", 10, "--draws", 10, "--thin", 2]),
+    "gibbs": ("gp_classification", "cls", ["--chains", 2, "--warmup", 10, "--draws", 10, "--thin", 2]),
     "ep-ml": ("gp_classification", "cls", []),
-    "pm-gplvm": ("supervised_gplvm", "sup", ["--chains", 2, "--warmup", 4, "--draws", 4, "--num-importance", 4,
+    "pm-gplvm": ("supervised_gplvm", "sup", ["--chains", 2, "--warmup", 4, "--draws", 4, "--thin", 2,
+                                              "--num-importance", 4,
                                               "--latent-sweeps", 1]),
     "vem": ("bayesian_gplvm", "lvm", ["--num-inducing", 5, "--max-iterations", 5]),
     "ml": ("gp_regression", "reg", ["--max-iterations", 5]),

@@ -68,7 +68,7 @@ def test_a_method_added_through_the_registry_alone_runs_from_the_cli(toy, data_f
     assert np.all(posterior["tau"].values == 2.5)
     attrs = arviz_compat.root_attrs(results)
     assert attrs["method"] == "constant" and attrs["seed"] == 11
-    assert results_json(results, "settings") == {"chains": 3, "warmup": 1000, "draws": 7, "value": 2.5,
+    assert results_json(results, "settings") == {"chains": 3, "warmup": 1000, "draws": 7, "thin": 1, "value": 2.5,
                                                  "label": "b_c"}
     assert results_json(results, "report") == {"family": LATENT_GP}
     timings = results_json(results, "timings")

@@ -130,7 +130,7 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
                checkpoint_path: str | Path | None = None, resume: bool = False, keep_warmup: bool = False,
                on_segment: Callable | None = None, chain_block: tuple[int, int] | None = None,
                checkpoint_identity: dict | None = None, describe: Callable | None = None,
-               vectorised: bool = True) -> ChainResult:
+               vectorised: bool = True, thin: int = 1) -> ChainResult:
     """Run chains of a transition in compiled segments.
 
     Parameters
@@ -143,7 +143,7 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     rng_key : jax.Array
         PRNG key (typed or raw ``uint32[2]``).
     num_warmup, num_draws : int
-        Iterations of warmup (not returned unless ``keep_warmup``) and of sampling.
+        Iterations of warmup (not returned unless ``keep_warmup``) and draws kept after it.
     extract : callable
         ``extract(state) -> pytree`` of the values to record; defaults to ``state.position``.
     segment_size : int
@@ -175,6 +175,9 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
         Advance a device's chains together (``vmap``), or one after the other (``lax.map``): a transition whose
         work differs between chains (a loop to convergence, a branch that skips an expensive step) then does only
         each chain's own work, where a ``vmap`` runs every chain through the longest loop and both branches.
+    thin : int
+        Run ``num_draws * thin`` iterations after warmup and keep the first of every ``thin`` (draws and infos),
+        as Stan does.
 
     Returns
     -------
@@ -193,19 +196,19 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     if executor is not None and chain_block is None:
         run_block = partial(run_chains, step_fn, initial_states, rng_key, num_warmup, num_draws, extract=extract,
                             segment_size=segment_size, progress=False, keep_warmup=keep_warmup, describe=describe,
-                            vectorised=vectorised)
+                            vectorised=vectorised, thin=thin)
         return executor(run_block, int(jax.tree.leaves(initial_states)[0].shape[0]))
     started = time.perf_counter()
     compilation_cache.enable()
-    if num_warmup < 0 or num_draws < 0 or segment_size < 1:
-        raise ValueError("num_warmup and num_draws must be non-negative and segment_size positive")
+    if num_warmup < 0 or num_draws < 0 or segment_size < 1 or thin < 1:
+        raise ValueError("num_warmup and num_draws must be non-negative, segment_size and thin positive")
     rng_key = _typed_key(rng_key)
     states = jax.tree.map(jnp.asarray, initial_states)
     total_chains = int(jax.tree.leaves(states)[0].shape[0])
     block = _checked_block(chain_block, total_chains, checkpoint_path)
     states = jax.tree.map(lambda leaf: leaf[block[0]:block[1]], states) if chain_block is not None else states
     num_chains = block[1] - block[0]
-    record = _Record(num_warmup, num_draws, num_chains, keep_warmup, checkpoint_identity)
+    record = _Record(num_warmup, num_draws, num_chains, keep_warmup, checkpoint_identity, thin)
     runner = _SegmentRunner(step_fn, extract, rng_key, total_chains, block[0], vectorised)
     if resume and checkpoint_path is not None and Path(checkpoint_path).exists():
         states = record.load(checkpoint_path, states, rng_key, runner.output_shapes(states))
@@ -214,7 +217,7 @@ def run_chains(step_fn: Callable, initial_states, rng_key, num_warmup: int, num_
     earlier = record.seconds.pop("elapsed", 0.0)
     timings = {**record.seconds, "resumed_at": record.iteration}
 
-    total = num_warmup + num_draws
+    total = num_warmup + num_draws * thin
     bar = progress_bar(total, initial=record.iteration, enabled=progress)
     try:
         while record.iteration < total:
@@ -390,8 +393,8 @@ class _SegmentRunner:
 class _Record:
     """Draws and infos collected segment by segment, and their checkpoint."""
 
-    def __init__(self, num_warmup, num_draws, num_chains, keep_warmup, identity=None):
-        self.num_warmup, self.num_draws, self.num_chains = num_warmup, num_draws, num_chains
+    def __init__(self, num_warmup, num_draws, num_chains, keep_warmup, identity=None, thin=1):
+        self.num_warmup, self.num_draws, self.num_chains, self.thin = num_warmup, num_draws, num_chains, thin
         self.keep_warmup = keep_warmup
         self.identity = identity
         self.watch = WarmupWatch()
@@ -408,6 +411,9 @@ class _Record:
                 self.warmup_draws = (self.warmup_draws or []) + [draws]
                 self.warmup_infos = (self.warmup_infos or []) + [infos]
         else:
+            after_warmup = self.iteration - self.num_warmup + np.arange(length)
+            kept = np.flatnonzero(after_warmup % self.thin == 0)
+            draws, infos = (jax.tree.map(lambda leaf: leaf[:, kept], tree) for tree in (draws, infos))
             self.sample_draws = (self.sample_draws or []) + [draws]
             self.sample_infos = (self.sample_infos or []) + [infos]
         self.iteration += length
@@ -421,7 +427,8 @@ class _Record:
 
     def _meta(self, rng_key) -> dict:
         return {"version": CHECKPOINT_VERSION, "iteration": self.iteration, "num_warmup": self.num_warmup,
-                "num_draws": self.num_draws, "num_chains": self.num_chains, "keep_warmup": self.keep_warmup,
+                "num_draws": self.num_draws, "thin": self.thin, "num_chains": self.num_chains,
+                "keep_warmup": self.keep_warmup,
                 "key": np.asarray(jax.random.key_data(rng_key)).tolist(),
                 "timings": {part: self.seconds[part] for part in SEGMENT_PARTS},
                 "elapsed": self.seconds.get("elapsed", 0.0),
@@ -458,15 +465,17 @@ class _Record:
         with np.load(path, allow_pickle=False) as stored:
             meta = json.loads(str(stored["meta"]))
             expected = self._meta(rng_key)
-            for name in ("version", "num_warmup", "num_draws", "num_chains", "key"):
+            meta.setdefault("thin", 1)
+            for name in ("version", "num_warmup", "num_draws", "thin", "num_chains", "key"):
                 if meta[name] != expected[name]:
                     raise GpdslError(f"checkpoint {path} was written by a different run: its {name} is "
                                      f"{meta[name]}, this run's is {expected[name]}")
             states = jax.tree.map(jnp.asarray, _unflat(stored, "state", like_states))
             iteration = meta["iteration"]
             if isinstance(iteration, bool) or not isinstance(iteration, int) or \
-                    not 0 <= iteration <= self.num_warmup + self.num_draws:
-                raise ValueError(f"its iteration {iteration!r} is not from 0 to {self.num_warmup + self.num_draws}")
+                    not 0 <= iteration <= self.num_warmup + self.num_draws * self.thin:
+                raise ValueError(f"its iteration {iteration!r} is not from 0 to "
+                                 f"{self.num_warmup + self.num_draws * self.thin}")
             self.iteration = iteration
             recorded = meta.get("timings") if isinstance(meta.get("timings"), dict) else {}
             self.seconds = {**{part: _seconds(recorded.get(part)) for part in SEGMENT_PARTS},
@@ -475,7 +484,8 @@ class _Record:
                 self.watch.moved = np.asarray(stored["warmup_moved"])
                 self.watch.iterations = min(self.iteration, self.num_warmup)
             like_draws, like_infos = like_outputs
-            kept = {"draws": max(0, iteration - self.num_warmup), "warmup": min(iteration, self.num_warmup)}
+            kept = {"draws": -(-max(0, iteration - self.num_warmup) // self.thin),
+                    "warmup": min(iteration, self.num_warmup)}
             if "draws_draw_count" in stored:
                 self.sample_draws = [_unflat(stored, "draws_draw", like_draws, kept["draws"])]
                 self.sample_infos = [_unflat(stored, "draws_info", like_infos, kept["draws"])]

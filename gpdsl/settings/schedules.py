@@ -25,19 +25,26 @@ class ChainSettings:
         Warmup (adaptation, burn-in) iterations per chain, not kept.
     draws : int
         Kept iterations per chain.
+    thin : int
+        Keep every ``thin``-th iteration after warmup (Stan's ``thin``): ``draws * thin`` iterations run, the first
+        of each ``thin`` kept, as Stan keeps them; what a method computes per kept draw (draws of ``f``, replicates, predictions) is
+        computed for those alone.
     """
 
     chains: int = option(4, "independent chains")
     warmup: int = option(1000, "warmup iterations per chain (adaptation; not kept)")
     draws: int = option(1000, "kept draws per chain")
+    thin: int = option(1, "keep every thin-th iteration after warmup: draws x thin iterations run (Stan's thin)")
 
     def __post_init__(self):
         require_positive_int("chains", self.chains)
         require_positive_int("warmup", self.warmup, allow_zero=True)
         require_positive_int("draws", self.draws)
-        if self.warmup + self.draws > LARGEST_INT:
-            raise SettingError("warmup", f"+ draws must be at most {LARGEST_INT}: iterations are counted in 32 bits "
-                                         f"(Stan's and gpdsl's alike); got {self.warmup} + {self.draws}")
+        require_positive_int("thin", self.thin)
+        if self.warmup + self.draws * self.thin > LARGEST_INT:
+            raise SettingError("warmup", f"+ draws x thin must be at most {LARGEST_INT}: iterations are counted in 32 "
+                                         f"bits (Stan's and gpdsl's alike); got {self.warmup} + {self.draws} x "
+                                         f"{self.thin}")
 
     def run_plan(self) -> RunPlan:
         """Chains of ``N x N`` kernel matrices, and their draws."""

@@ -257,6 +257,25 @@ def test_invalid_settings_are_rejected_without_running():
         sample_pystan(PROGRAM, DATA, chains=2, init=[{"mu": 0.0, "tau": 1.0}])
 
 
+@pytest.mark.parametrize("backend", ["pystan", "cmdstanpy"])
+def test_thin_keeps_every_thin_th_iteration_of_the_same_chain(backend):
+    if backend == "cmdstanpy" and find_cmdstan() is None:
+        pytest.skip(CMDSTAN_MISSING)
+    if backend == "pystan" and PYSTAN_UNAVAILABLE is not None:
+        pytest.skip(PYSTAN_UNAVAILABLE)
+    sampler = sample_pystan if backend == "pystan" else sample_cmdstanpy
+    settings = dict(chains=2, warmup=50, seed=11, progress=False)
+    thinned = sampler(PROGRAM, DATA, draws=7, thin=3, **settings)
+    every = sampler(PROGRAM, DATA, draws=21, **settings)
+    assert thinned.draws["mu"].shape == (2, 7) and thinned.settings["thin"] == 3
+    np.testing.assert_array_equal(thinned.draws["mu"], every.draws["mu"][:, ::3])
+
+
+def test_thin_must_be_a_positive_integer():
+    with pytest.raises(BackendError, match="thin must be a positive integer, got 0"):
+        sample_pystan(PROGRAM, DATA, thin=0)
+
+
 @needs_pystan
 def test_user_init_is_passed_per_chain():
     fit = sample_pystan(

@@ -113,3 +113,34 @@ def test_no_draws_gives_empty_arrays():
     result = run_chains(toy_step, starts(), jax.random.key(1), 5, 0, progress=False)
     assert result.draws.shape == (NUM_CHAINS, 0, 2)
     assert result.infos.accepted.shape == (NUM_CHAINS, 0)
+
+
+def test_thinning_keeps_every_thin_th_draw_of_the_same_chain():
+    thin = 3
+    kept = run_chains(toy_step, starts(), jax.random.key(5), NUM_WARMUP, 15, progress=False, thin=thin,
+                      segment_size=7)
+    every = run_chains(toy_step, starts(), jax.random.key(5), NUM_WARMUP, 15 * thin, progress=False)
+    assert kept.draws.shape == (NUM_CHAINS, 15, 2) and kept.num_draws == 15
+    np.testing.assert_array_equal(kept.draws, every.draws[:, ::thin])
+    np.testing.assert_array_equal(kept.infos.acceptance_rate, every.infos.acceptance_rate[:, ::thin])
+    np.testing.assert_array_equal(kept.final_state.position, every.final_state.position)
+
+
+def test_a_thinned_run_resumes_to_the_same_draws_and_refuses_another_thin(tmp_path):
+    path = tmp_path / "thinned.npz"
+    options = dict(progress=False, thin=4, segment_size=9, checkpoint_path=path)
+    full = run_chains(toy_step, starts(), jax.random.key(5), NUM_WARMUP, 10, thin=4, progress=False)
+
+    def stop_midway(iteration, phase):
+        if phase == "sampling" and iteration >= NUM_WARMUP + 18:
+            raise Interrupted("stopped by the test")
+
+    with pytest.raises(Interrupted):
+        run_chains(toy_step, starts(), jax.random.key(5), NUM_WARMUP, 10, on_segment=stop_midway, **options)
+    with np.load(path) as stored:
+        assert stored["draws_draw_0"].shape[1] == -(-(38 - NUM_WARMUP) // 4)  # segments end at 9, 18, 20, 29, 38
+    with pytest.raises(GpdslError, match="its thin is 4, this run's is 2"):
+        run_chains(toy_step, starts(), jax.random.key(5), NUM_WARMUP, 10, resume=True,
+                   **{**options, "thin": 2})
+    resumed = run_chains(toy_step, starts(), jax.random.key(5), NUM_WARMUP, 10, resume=True, **options)
+    np.testing.assert_array_equal(resumed.draws, full.draws)

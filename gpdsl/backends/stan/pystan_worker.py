@@ -182,7 +182,8 @@ def _sample(request: dict, sink, lock: threading.Lock) -> tuple[dict, dict[str, 
     arguments = dict(
         num_chains=options["chains"],
         num_warmup=options["warmup"],
-        num_samples=options["draws"],
+        num_samples=options["draws"] * options["thin"],
+        num_thin=options["thin"],
         delta=options["adapt_delta"],
         max_depth=options["max_depth"],
     )

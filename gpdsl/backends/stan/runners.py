@@ -43,7 +43,7 @@ class StanFit:
         ``lp``, ``acceptance_rate``, ``step_size``, ``tree_depth``, ``n_steps``, ``diverging`` (bool)
         and ``energy``, each shaped ``(chain, draw)``.
     settings : dict
-        The sampler settings used: chains, warmup, draws, seed, adapt_delta, max_depth, init.
+        The sampler settings used: chains, warmup, draws, seed, adapt_delta, max_depth, init, thin.
     wall_time : float
         Seconds for the whole call, compilation included.
     backend : str
@@ -112,6 +112,7 @@ def sampler_settings(
     adapt_delta: float = 0.8,
     max_depth: int = 10,
     init: dict | list[dict] | None = None,
+    thin: int = 1,
 ) -> dict[str, Any]:
     """The NUTS settings every Stan sampler takes, with their defaults, validated.
 
@@ -127,6 +128,8 @@ def sampler_settings(
         Maximum tree depth.
     init : dict or list of dict, optional
         Initial values: one dict for every chain, or one dict per chain.
+    thin : int
+        Keep every ``thin``-th iteration after warmup: ``draws * thin`` iterations run.
 
     Returns
     -------
@@ -139,7 +142,8 @@ def sampler_settings(
         For a count that is not a positive integer (``warmup`` may be 0), ``adapt_delta`` outside
         (0, 1), or a list of ``init`` values that does not have one per chain.
     """
-    for name, value in {"chains": chains, "warmup": warmup, "draws": draws, "max_depth": max_depth}.items():
+    for name, value in {"chains": chains, "warmup": warmup, "draws": draws, "max_depth": max_depth,
+                        "thin": thin}.items():
         if int(value) != value or value < (0 if name == "warmup" else 1):
             raise BackendError(f"{name} must be a positive integer, got {value!r}")
     if not 0 < adapt_delta < 1:
@@ -148,7 +152,7 @@ def sampler_settings(
         raise BackendError(f"init has {len(init)} entries but there are {chains} chains")
     return dict(
         chains=int(chains), warmup=int(warmup), draws=int(draws), seed=seed,
-        adapt_delta=float(adapt_delta), max_depth=int(max_depth), init=init,
+        adapt_delta=float(adapt_delta), max_depth=int(max_depth), init=init, thin=int(thin),
     )
 
 

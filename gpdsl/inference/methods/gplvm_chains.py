@@ -146,7 +146,7 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
     with stage(f"starting {counted(settings.chains, 'chain')}: compiling, and estimating p(Y | X, xi) at each start",
                enabled=shown):
         states = jax.block_until_ready(jax.jit(jax.vmap(init))(jax.random.split(key_init, settings.chains), starts))
-    result = run_chains(step, states, key_run, settings.warmup, settings.draws,
+    result = run_chains(step, states, key_run, settings.warmup, settings.draws, thin=settings.thin,
                         extract=lambda s: {"theta": s.position, "log_marginal": s.mh.log_density[0],
                                            "log_prior": s.mh.log_density[1]},
                         progress=context.progress, segment_size=settings.segment_size,

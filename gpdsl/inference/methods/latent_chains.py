@@ -81,7 +81,7 @@ def run_latent_chains(problem: LatentGP, engine, settings, context, *, keep_late
     key_init, key_estimate, key_run = jax.random.split(key, 3)
     thetas = prior_initial_thetas(problem, key_init, settings.chains, settings.initial_values)
     states = jax.jit(jax.vmap(init))(jax.random.split(key_estimate, settings.chains), thetas)
-    result = run_chains(step, states, key_run, settings.warmup, settings.draws, extract=extract,
+    result = run_chains(step, states, key_run, settings.warmup, settings.draws, extract=extract, thin=settings.thin,
                         progress=context.progress, segment_size=settings.segment_size,
                         describe=theta_describer(problem, lambda state: extract(state)["theta"]),
                         **context.chain_checkpoint())

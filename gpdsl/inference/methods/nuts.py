@@ -67,7 +67,8 @@ def run_nuts(model, data, settings: NUTSSettings, context):
     check_program(program.code, model.name)
     fit = sample_stan(program.code, program.stan_data(model, data), chains=settings.chains, warmup=settings.warmup,
                       draws=settings.draws, seed=context.seed, adapt_delta=settings.adapt_delta,
-                      max_depth=settings.max_depth, progress=context.progress, backend=settings.backend)
+                      max_depth=settings.max_depth, progress=context.progress, backend=settings.backend,
+                      thin=settings.thin)
     names = [n for n in list(model.parameters) + list(model.latents) if n in fit.draws]
     weights = {f"{v.name}_z": v.raw_name for v in program.variables.values() if v.kind in ("hsgp", "state_space")}
     running = fit.sampling_time if fit.sampling_time is not None else fit.wall_time
