@@ -18,7 +18,7 @@ def classification_data() -> dict:
 
 
 @pytest.mark.parametrize("method, settings, names", [
-    ("gibbs", {}, None),
+    pytest.param("gibbs", {}, None, marks=pytest.mark.slow),  # the same driver call as pm's (latent_chains)
     ("pm", {"num_importance": 2}, ["tau", "sigma"]),
 ])
 def test_a_thinned_chain_is_every_thin_th_draw_of_the_unthinned_one(method, settings, names):
