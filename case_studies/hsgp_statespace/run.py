@@ -65,7 +65,7 @@ SCALARS = ("trend_sd", "trend_lengthscale", "year_sd", "year_lengthscale", "week
 @dataclass(frozen=True)
 class Size:
     """The days of the full fits and of the subset, the NUTS chains (number, warmup and draws per model) and pm's
-    (on the subset)."""
+    (on the subset: number, warmup, draws and thin)."""
 
     days: int
     subset: int
@@ -74,9 +74,9 @@ class Size:
 
 
 SIZES = {"full": Size(7305, 365, {"hsgp": (2, 400, 400), "state_space": (1, 150, 150), "exact": (1, 100, 100)},
-                     (4, 1000, 1000)),
+                     (4, 1000, 1000, 20)),
          "quick": Size(730, 120, {"hsgp": (1, 60, 60), "state_space": (1, 60, 60), "exact": (1, 60, 60)},
-                      (2, 200, 200))}
+                      (2, 200, 200, 2))}
 SAMPLERS = ("nuts", "pm")
 
 
@@ -119,11 +119,11 @@ def run_fit(fit: Fit, data: dict, size: Size, seed: int):
     if fit.method == "ml":
         result = gpdsl.fit(model, fields, "ml", seed=seed)
     elif fit.method == "pm":
-        chains, warmup, draws = size.pm
+        chains, warmup, draws, thin = size.pm
         estimate = gpdsl.fit(model, fields, "ml", seed=seed).posterior
         start = {name: float(estimate[name].values.ravel()[0]) for name in SCALARS if name in estimate}
         result = gpdsl.sample(model, fields, "pm", seed=seed, chains=chains, warmup=warmup, draws=draws,
-                              initial_values=start)
+                              thin=thin, initial_values=start)
     else:
         chains, warmup, draws = size.nuts[fit.model]
         result = gpdsl.sample(model, fields, "nuts", seed=seed, chains=chains, warmup=warmup, draws=draws)
@@ -146,7 +146,8 @@ def describe(fit: Fit, result, seconds: float, n: int) -> dict:
         summary = az.summary(result, var_names=names + (["weekday_effect"] if fit.model == "hsgp" else []),
                              kind="diagnostics")
         row["chains"], row["draws"] = int(posterior.sizes["chain"]), int(posterior.sizes["draw"])
-        row["warmup"] = json.loads(result.attrs.get("settings", "{}")).get("warmup")
+        settings = json.loads(result.attrs.get("settings", "{}"))
+        row["warmup"], row["thin"] = settings.get("warmup"), settings.get("thin", 1)
         row["max_rhat"] = float(summary["r_hat"].max())
         row["min_ess_bulk"] = float(summary["ess_bulk"].min())
         row["min_ess_tail"] = float(summary["ess_tail"].min())
@@ -252,6 +253,11 @@ def with_warmup(row: dict, size: Size) -> dict:
     return row
 
 
+def thinned(row: dict) -> str:
+    """`` x thin`` after the draws of a thinned chain (empty for one kept whole)."""
+    return f" x {row['thin']}" if row.get("thin", 1) > 1 else ""
+
+
 def table(rows: list[dict]) -> str:
     """The Markdown table of the fits."""
     lines = ["| model | N | method | wall s | of which Stan build s | sigma | trend lengthscale (days) "
@@ -267,7 +273,7 @@ def table(rows: list[dict]) -> str:
             f"{row['engine_seconds'].get('compile', 0):.0f}" if nuts else "", f"{e['sigma']:.3f}",
             f"{e['trend_lengthscale']:.0f}", f"{e['year_lengthscale']:.2f}",
             f"{row['log_marginal']:.1f}" if not sampler else "",
-            f"{row['chains']} x ({row['warmup']} + {row['draws']})" if sampler else "", rhat,
+            f"{row['chains']} x ({row['warmup']} + {row['draws']}{thinned(row)})" if sampler else "", rhat,
             f"{row['min_ess_bulk']:.0f}" if sampler else "", str(row["divergences"]) if nuts else ""]) + " |")
     return "\n".join(lines) + "\n"
 

@@ -152,11 +152,12 @@ CHAIN_METHODS = {"nuts": ("gp_classification.gpm", "cls.json"), "pm": ("gp_class
 
 
 @pytest.mark.parametrize("method", CHAIN_METHODS)
-@pytest.mark.parametrize("warmup, draws", [(LARGEST_INT, 1), (LARGEST_INT - 10, 11)])
-def test_iterations_beyond_32_bits_are_refused(work, capsys, method, warmup, draws):
-    """Stan failed with 'pop from empty list' at --warmup 2^31 - 1."""
+@pytest.mark.parametrize("warmup, draws, thin", [(LARGEST_INT, 1, 1), (LARGEST_INT - 10, 11, 1),
+                                                 (1000, 2 ** 20, 2 ** 11)])
+def test_iterations_beyond_32_bits_are_refused(work, capsys, method, warmup, draws, thin):
+    """Stan failed with 'pop from empty list' at --warmup 2^31 - 1; thinned chains run draws x thin iterations."""
     model, data = CHAIN_METHODS[method]
     out = work / "iterations.nc"
     refused(["sample", work / model, "--data", work / data, "--method", method, "--seed", 1, "--chains", 1,
-             "--warmup", warmup, "--draws", draws, "--out", out], capsys,
-            f"--warmup + draws must be at most {LARGEST_INT}", out, one_line=True)
+             "--warmup", warmup, "--draws", draws, "--thin", thin, "--out", out], capsys,
+            f"--warmup + draws x thin must be at most {LARGEST_INT}", out, one_line=True)
