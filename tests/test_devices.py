@@ -28,12 +28,13 @@ REFERENCE = {
     "gibbs": {"d5a5b0e8bb1d873c873a93934c235dfa289c5dd9020a5794dbf1385334c0072d",
               "59fc81d8967142f05787a6063ddfc9f535867f9bf1205250bf501bf9328e678c",
               "111e484bdb293efc8f44167e9cb57ffd428af5e698513cbb9b9186c645748ecd"},
-    "pm": {"ded32406e5321ee50c9a2d6508df6f7e1fc8226e7f4c11860dadb64bd032e0fb"},
+    "pm": {"ded32406e5321ee50c9a2d6508df6f7e1fc8226e7f4c11860dadb64bd032e0fb",
+           "b85508250cdae9501f6d775445a81cd2a44d318347ec7bef890501f574c89608"},
 }
 """sha256 of the posterior draws of :func:`seeded_run` made before ``--device`` (see the module's note): XLA compiles
 for the host's CPU, and a0cc308's gibbs draws differ in their last bits between the two x86-64 machines it ran on (the
 second, an AMD EPYC, gives the second digest, a0cc308 and this code alike; a third, an AMD EPYC with AVX-512 (family
-25, model 17), the third, a0cc308 and this code alike)."""
+25, model 17), the third, and pm's second, a0cc308 and this code alike)."""
 SETTINGS = {"gibbs": {}, "pm": {"num_importance": 2}}
 NO_GPU = not devices.gpu_devices()
 
