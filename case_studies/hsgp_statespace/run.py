@@ -13,7 +13,8 @@ Vehtari (2023): 7305 days, ``y`` the births relative to the average day (100), s
   as the paper's ``f4``; ``ml`` at full size;
 - ``pm`` (adaptive Metropolis on the exact Kalman marginal) on the state-space model on the first year, beside NUTS,
   every chain started at the ``ml`` estimate (from prior draws, chains stall where the trend is slow, about 32 nats of
-  log posterior below the ``ml`` estimate).
+  log posterior below the ``ml`` estimate), thinned (``--thin``) so that long chains pay the smoother's draws of ``f``
+  for the kept draws alone.
 
 Usage::
 

@@ -34,7 +34,7 @@ class ChainSettings:
     chains: int = option(4, "independent chains")
     warmup: int = option(1000, "warmup iterations per chain (adaptation; not kept)")
     draws: int = option(1000, "kept draws per chain")
-    thin: int = option(1, "keep every thin-th iteration after warmup: draws x thin iterations run (Stan's thin)")
+    thin: int = option(1, "keep every thin-th iteration after warmup (Stan's thin: draws x thin iterations run)")
 
     def __post_init__(self):
         require_positive_int("chains", self.chains)
