@@ -411,9 +411,10 @@ class _Record:
                 self.warmup_draws = (self.warmup_draws or []) + [draws]
                 self.warmup_infos = (self.warmup_infos or []) + [infos]
         else:
-            after_warmup = self.iteration - self.num_warmup + np.arange(length)
-            kept = np.flatnonzero(after_warmup % self.thin == 0)
-            draws, infos = (jax.tree.map(lambda leaf: leaf[:, kept], tree) for tree in (draws, infos))
+            if self.thin > 1:
+                after_warmup = self.iteration - self.num_warmup + np.arange(length)
+                kept = np.flatnonzero(after_warmup % self.thin == 0)
+                draws, infos = (jax.tree.map(lambda leaf: leaf[:, kept], tree) for tree in (draws, infos))
             self.sample_draws = (self.sample_draws or []) + [draws]
             self.sample_infos = (self.sample_infos or []) + [infos]
         self.iteration += length

@@ -196,7 +196,7 @@ def narx_names(model: ir.Model) -> dict:
     _, facts = classify(model).require((GP_REGRESSION,), "forecast")
     components = facts.node.statement.inputs.components
     needs = "forecast needs GP regression on a lag matrix: data matrix[N, L] X; vector[N] y; f ~ gp(X, k)"
-    if facts.node.statement.mean is not None or facts.node.offset is not None:
+    if facts.node.has_location:
         raise MethodError(f"{needs}; '{facts.name}' has a mean or terms added to it")
     if len(components) != 1 or not isinstance(components[0], ir.Ref) or components[0].name not in model.data:
         raise MethodError(f"{needs}; the inputs of '{facts.name}' are not one data variable")

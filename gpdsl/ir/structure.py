@@ -64,10 +64,15 @@ class GPNode:
     likelihood_loops: tuple[ir.ForLoop, ...] = ()
 
     @property
+    def has_location(self) -> bool:
+        """The GP has a mean (``gp(X, k, mean = m)``) or its likelihood adds terms to it (``normal(mu + f, s)``)."""
+        return self.statement.mean is not None or self.offset is not None
+
+    @property
     def plainly_marginalised(self) -> bool:
         """Integrated out under ``normal(f, s)`` with a zero mean and nothing added to ``f``: GP regression and GPLVM
         outputs as their engines take them."""
-        return self.marginalised and self.offset is None and self.statement.mean is None
+        return self.marginalised and not self.has_location
 
     @property
     def marginalised_whole(self) -> bool:

@@ -104,7 +104,7 @@ class GPRegression(HyperparameterBlocks, NormalObservations):
     def has_location(self) -> bool:
         """``y``'s location is more than a zero-mean ``f``: the GP has a mean (``gp(X, k, mean = m)``) or the
         likelihood adds terms to ``f`` (``normal(mu + beta * x + f, s)``)."""
-        return self.node.statement.mean is not None or self.node.offset is not None
+        return self.node.has_location
 
     def gp_mean(self, theta) -> jax.Array:
         """The GP's mean at every row, shape ``(N,)`` (zeros without ``mean =``)."""

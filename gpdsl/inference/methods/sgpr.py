@@ -24,7 +24,7 @@ def sgpr_refusal(model, facts, settings) -> str | None:
     """Why ``sgpr`` cannot fit the GP regression of ``facts``, or None: its bound takes ``y ~ normal(f, s)`` around
     a zero-mean GP, not a GP mean or terms added to ``f``."""
     node = facts.node
-    if node.statement.mean is None and node.offset is None:
+    if not node.has_location:
         return None
     return (f"sgpr fits y ~ normal({node.name}, s) around a zero-mean GP; '{node.name}' has "
             + ("a mean" if node.offset is None else "terms added to it in the likelihood")
