@@ -39,7 +39,7 @@ from gpdsl.ir.families import (ANY, BAYESIAN_GPLVM, DEEP_GP_CHAIN, DEEP_MAHALANO
                                 GP_REGRESSION, HSGP_LATENT_GP, LATENT_GP, LATENT_GP_EXTERNAL, LATENT_GPS, SEQUENTIAL_LATENT_GP,
                                 STATE_SPACE_LATENT_GP, STATE_SPACE_REGRESSION, STUDENT_T_PROCESS, Classification, classify, describe, predicting_families, require_priors)
 from gpdsl.ir.latent_hsgp import latent_hsgp_refusal
-from gpdsl.ir.structure import location_prediction_refusal, mean_prediction_refusal
+from gpdsl.ir.structure import input_prediction_refusal, location_prediction_refusal, mean_prediction_refusal
 from gpdsl.settings import (DMGPSettings, DSDGPSettings, EPMLSettings, GibbsSettings, MCMCEPSettings, MLSettings,
                             NUTSSettings, PMGPLVMSettings, PseudoMarginalSettings, SegmentedChainSettings,
                             SequentialSettings, SGPRSettings, SVGPSettings, SVIGPLVMSettings, VEMSettings)
@@ -245,7 +245,9 @@ class Method:
         if family in (GP_REGRESSION, STATE_SPACE_REGRESSION):
             return location_prediction_refusal(model, classification.facts[family].node)
         facts = classification.facts.get(LATENT_GP)
-        return None if facts is None else mean_prediction_refusal(model, facts.node)
+        if facts is None:
+            return None
+        return input_prediction_refusal(facts.node) or mean_prediction_refusal(model, facts.node)
 
     def predictive_choice(self, requested: str | None, new_inputs) -> str | None:
         """The draws a run makes at ``new_inputs``: ``"joint"``, ``"marginal"``, or None without new inputs.

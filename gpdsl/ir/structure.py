@@ -332,6 +332,17 @@ def parameter_bounds(model: ir.Model, name: str) -> tuple[list[float] | None, li
     return lower, upper
 
 
+def input_prediction_refusal(node: GPNode) -> str | None:
+    """Why new inputs of ``node`` cannot be given as one row per point, or None: one input variable, or a tuple of
+    them over one index (``(t, x)`` with a value of each per point), can; a tuple broadcast over several indexes
+    (``(t, X)`` with ``vector[T] t`` and ``array[T] matrix[N, 2] X``) cannot."""
+    inputs = node.statement.inputs
+    if len(inputs.components) == 1 or len(inputs.index_shape) == 1:
+        return None
+    return (f"predictions at new inputs of '{node.name}' need one input variable or a tuple of them over one index; "
+            f"its inputs are over {' x '.join(map(str, inputs.index_shape))}")
+
+
 def mean_prediction_refusal(model: ir.Model, node: GPNode) -> str | None:
     """Why the mean of ``node`` has no value at new inputs, or None when it has one (no mean, or a mean of
     parameters and of the GP's own input variable)."""
@@ -339,7 +350,7 @@ def mean_prediction_refusal(model: ir.Model, node: GPNode) -> str | None:
     if mean is None:
         return None
     components = node.statement.inputs.components
-    inputs = {components[0].name} if len(components) == 1 and isinstance(components[0], ir.Ref) else set()
+    inputs = {c.name for c in components if isinstance(c, ir.Ref)} if input_prediction_refusal(node) is None else set()
     others = sorted(name for name in expression_refs(mean) if name in model.data and name not in inputs
                     and name not in model.sizes)
     if others:

@@ -69,8 +69,13 @@ class HyperparameterBlocks:
         refusal = mean_prediction_refusal(self.jax_model.model, self.node)
         if refusal:
             raise MethodError(refusal, statement.mean.span)
-        name = statement.inputs.components[0].name
-        env = {**env, name: jnp.reshape(X_new, (-1,)) if jnp.ndim(env[name]) == 1 else jnp.asarray(X_new)}
+        X_new = jnp.reshape(jnp.asarray(X_new, dtype=float), (jnp.shape(X_new)[0], -1))
+        offsets = self.jax_model.gp_input_offsets(statement)
+        env = dict(env)
+        for name, start, stop in zip(statement.inputs.names, offsets[:-1], offsets[1:]):
+            if name is not None:
+                columns = X_new[:, start:stop]
+                env[name] = columns[:, 0] if jnp.ndim(env[name]) == 1 else columns
         return jnp.asarray(self.jax_model.evaluate(statement.mean, env), dtype=float)
 
     def theta_mask(self, selects) -> np.ndarray:

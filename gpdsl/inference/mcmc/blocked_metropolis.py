@@ -17,7 +17,10 @@ variates may be proposed at the second stage, since the first does not read them
 ``Sigma_r`` is adaptive Metropolis (Haario, Saksman & Tamminen 2001; :mod:`gpdsl.inference.mcmc.adaptation`):
 ``Sigma_r^(0)`` until ``g0`` states are in, then ``s_d (C_r + epsilon I)`` with ``s_d = 2.38^2 / d_r`` and
 ``C_r`` the covariance of all the block's states so far (warmup included). As in the paper it keeps
-adapting after warmup unless asked not to; Haario et al.'s chain stays ergodic.
+adapting after warmup unless asked not to; Haario et al.'s chain stays ergodic. With a ``target_acceptance`` each
+block's proposal is ``s_r^2 Sigma_r``, its global scale ``log s_r`` adapted by Robbins-Monro towards that
+acceptance rate while ``Sigma_r`` adapts (Andrieu & Thoms 2008, Alg. 4): a start covariance far from the target's
+scale then costs a few dozen iterations instead of the warmup.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from gpdsl.inference.mcmc.adaptation import (
     haario_covariance,
     moments_init,
     moments_update,
+    scale_init,
+    scale_update,
 )
 from gpdsl.inference.mcmc.mh import MHState, accept_reject, log_ratio, random_walk
 from gpdsl.numerics.linalg import cholesky
@@ -70,6 +75,8 @@ class BlockedState(NamedTuple):
         The current proposal covariance of each block, ``(d_r, d_r)``.
     screen_terms : tuple of jax.Array
         The surrogate's terms at the current point (empty without a screen).
+    scales : tuple of ScaleAdaptation
+        Each block's global scale ``s_r`` and its adaptation (empty without a target acceptance).
     """
 
     mh: MHState
@@ -77,6 +84,7 @@ class BlockedState(NamedTuple):
     moments: tuple
     covariances: tuple
     screen_terms: tuple = ()
+    scales: tuple = ()
 
     @property
     def position(self) -> jax.Array:
@@ -124,7 +132,7 @@ def check_blocks(blocks, dimension: int) -> list[np.ndarray]:
 
 def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance=0.01, g0: int = 200,
                             epsilon: float = 1e-6, adapt_after_warmup: bool = True, report: Callable | None = None,
-                            screen: Screen | None = None):
+                            screen: Screen | None = None, target_acceptance: float | None = None):
     """``(init, step)`` of adaptive Metropolis-within-Gibbs.
 
     Parameters
@@ -151,6 +159,9 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance=0
     screen : Screen, optional
         Delayed acceptance (module docstring): ``log_terms`` is then called as
         ``log_terms(rng_key, theta, current, screened)``, only for the proposals that pass the first stage.
+    target_acceptance : float, optional
+        Adapt each block's global scale towards this acceptance rate while the covariances adapt (module
+        docstring); without it the proposal is ``Sigma_r`` itself.
 
     Returns
     -------
@@ -167,12 +178,13 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance=0
         theta = jnp.asarray(theta, dtype=float)
         covariances = starts
         moments = tuple(moments_init(block.size) for block in blocks)
+        scales = () if target_acceptance is None else tuple(scale_init(1.0) for _ in blocks)
         if screen is None:
             terms, extras = log_terms(rng_key, theta, None)
-            return BlockedState(MHState(theta, terms), extras, moments, covariances)
+            return BlockedState(MHState(theta, terms), extras, moments, covariances, (), scales)
         screen_terms, screened = screen.evaluate(theta)
         terms, extras = log_terms(rng_key, theta, None, screened)
-        return BlockedState(MHState(theta, terms), extras, moments, covariances, tuple(screen_terms))
+        return BlockedState(MHState(theta, terms), extras, moments, covariances, tuple(screen_terms), scales)
 
     def propose(key, mh, extras, screen_terms, position):
         """The proposal's terms and extras, whether it passed the first stage, and its surrogate's terms."""
@@ -199,7 +211,8 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance=0
         accepted, rates, proposed, screened = [], [], [], []
         for r, block in enumerate(blocks):
             key_walk, key_target, key_accept = jax.random.split(jax.random.fold_in(rng_key, r), 3)
-            walk = random_walk(mh.position[block], jax.random.normal(key_walk, (block.size,)), 1.0,
+            scale = 1.0 if target_acceptance is None else jnp.exp(state.scales[r].log_scale)
+            walk = random_walk(mh.position[block], jax.random.normal(key_walk, (block.size,)), scale,
                                cholesky(state.covariances[r]))
             position = mh.position.at[block].set(walk)
             proposal, new_extras, passed, new_screen, first = propose(key_target, mh, extras, screen_terms, position)
@@ -216,11 +229,21 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance=0
         covariances = tuple(
             jnp.where(collect, haario_covariance(m, start, g0, epsilon), old)
             for m, start, old in zip(moments, starts, state.covariances))
+        scales = tuple(scale_update(adaptation, rate, target_acceptance, collect & (m.count > g0))
+                       for adaptation, rate, m in zip(state.scales, rates, state.moments))
         info = BlockedInfo(jnp.stack(accepted), jnp.stack(rates), jax.tree.map(lambda *leaves: jnp.stack(leaves),
                                                                                *proposed), jnp.stack(screened))
-        return BlockedState(mh, extras, moments, covariances, screen_terms), info
+        return BlockedState(mh, extras, moments, covariances, screen_terms, scales), info
 
     return init, step
+
+
+def proposal_covariances(state: BlockedState) -> tuple:
+    """Each block's proposal covariance in ``state``: ``Sigma_r``, times ``s_r^2`` where the scale adapts."""
+    if not state.scales:
+        return state.covariances
+    return tuple(jnp.exp(2.0 * scale.log_scale)[..., None, None] * covariance
+                 for scale, covariance in zip(state.scales, state.covariances))
 
 
 def _start_covariance(initial_covariance, size: int) -> jax.Array:

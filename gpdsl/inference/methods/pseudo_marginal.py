@@ -62,7 +62,8 @@ def exact_marginal_engine(problem, settings: PseudoMarginalSettings):
     view (:class:`~gpdsl.inference.families.gp_regression.GPRegression`).
 
     The walk's covariance is ``(0.5 * 2.38)^2 / p I`` (``pm``'s starting scale), or ``proposal_covariance``, until
-    ``min(MARGINAL_ADAPTATION_START, warmup / 2)`` warmup draws are in, then ``2.38^2 / p`` times theirs; nothing
+    ``min(MARGINAL_ADAPTATION_START, warmup / 2)`` warmup draws are in, then ``2.38^2 / p`` times theirs, and a global
+    scale on it is tuned towards ``target_acceptance`` throughout warmup (Andrieu & Thoms 2008, Alg. 4); nothing
     adapts after warmup, nor at all with ``proposal_covariance``."""
     from gpdsl.inference.mcmc.blocked_metropolis import make_blocked_metropolis
     from gpdsl.inference.mcmc.mh import MHInfo
@@ -76,7 +77,8 @@ def exact_marginal_engine(problem, settings: PseudoMarginalSettings):
         return (problem.log_marginal(theta), problem.log_prior(theta)), ()
 
     init, blocked_step = make_blocked_metropolis(log_terms, [range(p)], initial_covariance=start, g0=g0,
-                                                 adapt_after_warmup=False)
+                                                 adapt_after_warmup=False,
+                                                 target_acceptance=None if fixed else settings.target_acceptance)
 
     def step(rng_key, state, adapting=False):
         state, info = blocked_step(rng_key, state, adapting)
@@ -106,6 +108,7 @@ def _run(model, data, settings, context, engine, approximation):
     import numpy as np
 
     from gpdsl.inference.families.gp_regression import gp_regression_view
+    from gpdsl.inference.mcmc.blocked_metropolis import proposal_covariances
     from gpdsl.inference.mcmc.pseudo_marginal import proposal_covariance_of
     from gpdsl.inference.methods.draw_groups import add_draw_groups
     from gpdsl.inference.methods.latent_chains import run_latent_chains, view
@@ -114,7 +117,8 @@ def _run(model, data, settings, context, engine, approximation):
         problem = gp_regression_view(model, data, context.facts)
         output = run_latent_chains(
             problem, engine(problem, settings), settings, context, keep_latent=False,
-            report=lambda result: {"proposal_covariance": np.asarray(result.final_state.covariances[0]).tolist()})
+            report=lambda result: {"proposal_covariance":
+                                   np.asarray(proposal_covariances(result.final_state)[0]).tolist()})
         add_draw_groups(output, model, data, context)
         return output
     problem = view(model, data, context, grid=approximation == "laplace" and engine is pm_engine)

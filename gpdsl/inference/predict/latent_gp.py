@@ -19,6 +19,7 @@ from gpdsl.inference.approximations.gaussian import class_probability, predict_l
 from gpdsl.inference.approximations.laplace import laplace
 from gpdsl.inference.draw_map import over_draws
 from gpdsl.inference.families.latent_gp import LatentGP
+from gpdsl.ir.structure import input_prediction_refusal
 from gpdsl.numerics.linalg import cholesky, solve_triangular
 
 
@@ -26,8 +27,9 @@ def new_input_covariances(problem: LatentGP, theta, X_new, full: bool = False):
     """``K(X, X_new)`` (n, m) and the prior variances at ``X_new`` (m,), or with ``full`` their prior covariance
     (m, m), at hyperparameters ``theta``."""
     statement = problem.node.statement
-    if len(statement.inputs.components) != 1:
-        raise MethodError("predictions at new inputs are implemented for GPs over one input variable")
+    refusal = input_prediction_refusal(problem.node)
+    if refusal:
+        raise MethodError(refusal)
     env = problem.environment(theta)
     kernel = problem.jax_model.gp_kernel(statement, env)
     X = problem.jax_model.gp_inputs(statement, env)

@@ -157,6 +157,53 @@ def test_pm_with_ep_on_a_grid_is_refused_with_what_runs():
         make_latent_estimator(grid, "ep")
 
 
+def test_predictions_on_a_grid_are_the_dense_gp_conditional_of_each_draw():
+    """gibbs on the grid model, predicting at (t, x) rows: at training rows the draws of f themselves, at a new row
+    the dense GP conditional of each draw's f (standardised residuals of mean 0 and sd 1)."""
+    from gpdsl.api import run
+    from gpdsl.settings import GibbsSettings
+
+    data = grid_data(np.random.default_rng(0))
+    X = np.column_stack([data["t"], data["x"]])
+    new = np.vstack([X[:5], [[5.5, 1.0], [2.5, 0.3]]])
+    results = run(check_file(MODEL)[0], data, "gibbs", GibbsSettings(chains=2, warmup=100, draws=100), seed=1,
+                  new_inputs=new, predictive="marginal")
+    f, f_new = results.posterior["f"].values, results.predictions["f_new"].values
+    assert f_new.shape == (2, 100, 7)
+    np.testing.assert_allclose(f_new[..., :5], f[..., :5], atol=5e-3)
+
+    def kernel(A, B, draw):
+        sigma, ell_t, ell_x = (results.posterior[n].values.ravel()[draw] for n in ("sigma", "lengthscale_t",
+                                                                                   "lengthscale_x"))
+        r = np.sqrt(3.0) * np.abs(A[:, None, 1] - B[None, :, 1]) / ell_x
+        return sigma * np.exp(-0.5 * (A[:, None, 0] - B[None, :, 0]) ** 2 / ell_t ** 2) * (1 + r) * np.exp(-r)
+
+    residuals = []
+    for draw in range(200):
+        K = kernel(X, X, draw) + 1e-6 * np.eye(len(X))
+        k_star = kernel(X, new[5:], draw)
+        mean = k_star.T @ np.linalg.solve(K, f.reshape(200, -1)[draw])
+        variance = np.diag(kernel(new[5:], new[5:], draw)) - np.sum(k_star * np.linalg.solve(K, k_star), axis=0)
+        residuals.append((f_new.reshape(200, -1)[draw, 5:] - mean) / np.sqrt(variance))
+    residuals = np.asarray(residuals)
+    assert abs(residuals.mean()) < 4 / np.sqrt(residuals.size)
+    assert 0.8 < residuals.std() < 1.2
+
+
+def test_new_inputs_are_one_row_per_point_only_for_tuples_over_one_index():
+    from gpdsl.ir.structure import gp_nodes, input_prediction_refusal
+
+    assert input_prediction_refusal(gp_nodes(check_file(MODEL)[0])[0]) is None
+    broadcast = check_text("""
+data { int T; int N; vector[T] t; array[T] matrix[N, 1] X; array[T] vector[N] y; }
+model {
+  f ~ gp((t, X), rbf(t) * rbf(X));
+  for (i in 1:T) { y[i] ~ normal(f[i], 1); }
+}
+""")[0]
+    assert "over T x N" in input_prediction_refusal(gp_nodes(broadcast)[0])
+
+
 def poisson_grid_8x8():
     rng = np.random.default_rng(11)
     t, x = (m.ravel() for m in np.meshgrid(np.arange(8.0), np.arange(8.0), indexing="ij"))

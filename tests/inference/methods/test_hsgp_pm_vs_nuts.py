@@ -33,3 +33,22 @@ def test_pm_on_the_weights_agrees_with_nuts(approximation):
     failures = disagreements(ours, nuts, NAMES)
     failures += disagreements(replicate_statistics(ours), replicate_statistics(nuts), ["mean", "zeros"])
     assert not failures, f"posterior means differ by more than 4 combined MCSEs for {failures}"
+
+
+def test_pm_predicts_from_each_draws_weights_or_from_the_approximation_at_each_draw():
+    """With ``sample_latent`` the predictions at the training inputs are pm's draws of f (the basis at the inputs
+    times each draw's weights); without, each draw's weights come from the Laplace approximation at it, so the
+    predictions exist (and no pointwise groups, which need f)."""
+    import numpy as np
+
+    model, data = check_file("models/gp_hsgp.gpm")[0], counts()
+    new = np.r_[data["t"][:10], 10.5]
+    settings = dict(chains=2, warmup=100, draws=50, approximation="laplace", num_importance=2)
+    kept = run(model, data, "pm", PseudoMarginalSettings(**settings, sample_latent=True), seed=5, new_inputs=new)
+    f_new = kept.predictions["f_new"].values
+    assert f_new.shape == (2, 50, 11) and np.isfinite(f_new).all()
+    np.testing.assert_allclose(f_new[..., :10], kept.posterior["f"].values[..., :10], atol=1e-8)
+    assert "y" in kept.log_likelihood
+    alone = run(model, data, "pm", PseudoMarginalSettings(**settings), seed=5, new_inputs=new)
+    assert alone.predictions["f_new"].shape == (2, 50, 11) and np.isfinite(alone.predictions["f_new"].values).all()
+    assert "f" not in alone.posterior and not hasattr(alone, "log_likelihood")
