@@ -74,8 +74,8 @@ class Size:
     pm: tuple
 
 
-SIZES = {"full": Size(7305, 365, {"hsgp": (2, 400, 400), "state_space": (1, 150, 150), "exact": (1, 100, 100)},
-                     (4, 1000, 1000, 20)),
+SIZES = {"full": Size(7305, 365, {"hsgp": (4, 500, 1000), "state_space": (1, 150, 150), "exact": (1, 100, 100)},
+                     (4, 10000, 1000, 20)),
          "quick": Size(730, 120, {"hsgp": (1, 60, 60), "state_space": (1, 60, 60), "exact": (1, 60, 60)},
                       (2, 200, 200, 2))}
 SAMPLERS = ("nuts", "pm")
