@@ -135,3 +135,26 @@ def test_ml_fits_a_gp_with_a_mean_on_the_normal_marginal_around_it():
     assert float(results.sample_stats["log_marginal"].values.ravel()[0]) == pytest.approx(expected, abs=1e-8)
     mean_new = mu + beta * x_new + K[25:, :25] @ np.linalg.solve(C, d["y"] - mu - beta * d["x"])
     np.testing.assert_allclose(results.predictions["y_mean"].values.ravel(), mean_new, rtol=1e-7)
+
+
+def test_a_mean_of_tuple_inputs_is_evaluated_at_each_new_rows_columns():
+    """``gp((x, z), ..., mean = 1.5 - 0.7 * x + 0.4 * z)`` with a kernel of x alone: the predictive mean at new (x, z)
+    rows is ``m* + K*^T (K + s^2 I)^-1 (y - m)``, the mean read from each row's own x and z."""
+    import arviz as az
+
+    model, _ = check_text(FIXED.replace("vector[N] y; }", "vector[N] z; vector[N] y; }").replace(
+        "f ~ gp(x, 0.5 * rbf(lengthscale = 0.8), mean = 1.5 - 0.7 * x);",
+        "f ~ gp((x, z), 0.5 * rbf(x, lengthscale = 0.8), mean = 1.5 - 0.7 * x + 0.4 * z);"))
+    d = data()
+    d["z"] = np.linspace(-1.0, 1.0, d["N"])
+    new = np.array([[0.25, 2.0], [1.5, -3.0], [2.75, 0.5]])
+    fit = run(model, d, "gibbs", GibbsSettings(chains=4, warmup=300, draws=1500), seed=4, new_inputs=new)
+    x, y, N = d["x"], d["y"], d["N"]
+    m, m_new = 1.5 - 0.7 * x + 0.4 * d["z"], 1.5 - 0.7 * new[:, 0] + 0.4 * new[:, 1]
+    C = rbf(x, x, 0.8, 0.5) + 0.09 * np.eye(N)
+    exact = m_new + rbf(new[:, 0], x, 0.8, 0.5) @ np.linalg.solve(C, y - m)
+    draws = fit.predictions["f_new"].values
+    ess = az.ess(az.convert_to_dataset({"v": draws}))["v"].values
+    flat = draws.reshape(-1, draws.shape[-1])
+    z = (flat.mean(0) - exact) / (flat.std(0) / np.sqrt(ess))
+    assert np.all(np.abs(z) < 4.5), z
