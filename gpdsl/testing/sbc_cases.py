@@ -164,6 +164,30 @@ def state_space_data(n: int = 20) -> dict:
     return {"N": n, "t": t, "y": np.zeros(n, int)}
 
 
+STATE_SPACE_GROUPS_POISSON = """
+data { int N; vector[N] t; vector[N] series; array[N] int<lower=0> y; }
+parameters {
+  real mu ~ normal(0, 1);
+  real<lower=0> sigma ~ half_normal(1);
+  real<lower=0> ell ~ inv_gamma(5, 5);
+}
+model {
+  f ~ gp((t, series), square(sigma) * matern32(t, lengthscale = ell) * same(series), mean = mu,
+         approx = state_space);
+  y ~ poisson_log(f);
+}
+"""
+"""Poisson counts on independent series that share one latent state-space GP's kernel (``same(series)``): the state
+restarts at each series' first time."""
+
+
+def series_data(series: int = 2, n: int = 10) -> dict:
+    """``series`` series of ``n`` irregular times each on ``[0, 10]`` (fixed draws) and placeholder counts."""
+    rng = np.random.default_rng(2)
+    t = np.concatenate([np.sort(rng.uniform(0.0, 10.0, n)) for _ in range(series)])
+    return {"N": t.size, "t": t, "series": np.repeat(np.arange(1.0, series + 1.0), n), "y": np.zeros(t.size, int)}
+
+
 def daily_data(n: int = 28) -> dict:
     """``n`` consecutive days and placeholder outputs (``models/gp_state_space.gpm``)."""
     return {"N": n, "t": np.arange(n, dtype=float), "y": np.zeros(n)}
@@ -187,6 +211,9 @@ SETUPS = {
                                HSGP_POISSON, hsgp_data),
     "state-space-poisson": ModelSetup("Poisson counts on a latent state-space GP (Matern-3/2, `approx = state_space`), "
                                       "N = 20 irregular times", STATE_SPACE_POISSON, state_space_data),
+    "state-space-groups-poisson": ModelSetup("Poisson counts on two series of 10 irregular times sharing a latent "
+                                             "state-space GP's kernel (Matern-3/2 `* same(series)`), N = 20",
+                                             STATE_SPACE_GROUPS_POISSON, series_data),
     "state-space-normal": ModelSetup("a daily series on a state-space GP under a normal likelihood (trend + weekly, "
                                      "`models/gp_state_space.gpm`), N = 28 days", "gp_state_space.gpm", daily_data),
     "grid-poisson": ModelSetup("Poisson counts on a 4 x 5 space-time grid (`models/gp_grid_poisson.gpm`, "
@@ -295,11 +322,17 @@ CASES = (
             note="ESS on the basis weights of a Hilbert-space approximate GP"),
     SBCCase("pm-hsgp", "pm", _pm("laplace", warmup=300, draws=1000), "hsgp-poisson", 200, 23,
             note="importance sampling from the Laplace approximation of a Hilbert-space approximate GP's basis weights"),
+    SBCCase("pm-hsgp-ep", "pm", _pm("ep", warmup=300, draws=1000), "hsgp-poisson", 200, 36,
+            note="importance sampling from EP on a Hilbert-space approximate GP's basis weights"),
     SBCCase("pm-state-space", "pm", _pm("laplace", warmup=300, draws=1000), "state-space-poisson", 200, 31,
             note="importance sampling of a state-space GP's innovations from the Laplace approximation by Kalman "
                  "smoothing", vectorise=True),
     SBCCase("gibbs-state-space", "gibbs", _gibbs("surr", draws=1000), "state-space-poisson", 200, 32,
             note="ESS on a state-space GP's innovations, f by the state recursion"),
+    SBCCase("pm-state-space-ep", "pm", _pm("ep", warmup=300, draws=1000), "state-space-poisson", 200, 37,
+            note="importance sampling of a state-space GP's innovations from EP by Kalman smoothing", vectorise=True),
+    SBCCase("gibbs-state-space-groups", "gibbs", _gibbs("surr", draws=1000), "state-space-groups-poisson", 200, 38,
+            note="ESS on the innovations of independent series (same(series)), the state restarted per series"),
     SBCCase("pm-state-space-regression", "pm", _pm("laplace", warmup=300, draws=1000), "state-space-normal", 200, 35,
             note="adaptive Metropolis on the exact marginal likelihood by the Kalman filter (f integrated out)",
             vectorise=True),
