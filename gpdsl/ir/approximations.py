@@ -137,7 +137,10 @@ APPROXIMATIONS: dict[str, ApproximationSpec] = {spec.name: spec for spec in [
                                    "dimension", default=1.5, above=1),
          ApproximationSetting("constant", "1 keeps a periodic term's constant harmonic (j = 0), 0 drops it, as the "
                                           "HSGP paper's Stan code does where the model has an intercept",
-                              default=1, integer=True, at_least=0, at_most=1)),
+                              default=1, integer=True, at_least=0, at_most=1),
+         ApproximationSetting("max_columns", "the most input columns allowed: the basis grows as the product of m "
+                                             "over the columns, so past 3 it is seldom cheaper than the exact GP",
+                              default=3, integer=True, at_least=1)),
         "Hilbert-space approximate GP (Riutort-Mayol et al. 2023): f = PHI (sqrt(S(sqrt(lambda))) .* z), "
         "z ~ std_normal()",
         "gpdsl.semantics.approximations:verify_hsgp"),

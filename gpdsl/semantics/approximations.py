@@ -19,9 +19,6 @@ from gpdsl.semantics.context import CheckContext, fail
 from gpdsl.suggest import did_you_mean
 from gpdsl.syntax import ast
 
-MAX_HSGP_DIMENSION = 3
-"""The most input columns an HSGP takes: its basis grows as the product of ``m`` over the dimensions."""
-
 
 def check_approximation(ctx: CheckContext, argument: ast.KeywordArgument, inputs: ir.Inputs) -> Approximation:
     """The approximation named by ``approx = NAME(setting = value, ...)`` (or ``approx = NAME``) of a GP.
@@ -111,8 +108,8 @@ def _constant(setting: ApproximationSetting, expr: ast.Expr, what: str) -> float
 def verify_hsgp(statement: ir.GPStatement, approximation: Approximation) -> None:
     """Fail unless the Hilbert-space approximation can stand for this GP.
 
-    It needs one vector of latent values over data inputs of one index level with at most
-    :data:`MAX_HSGP_DIMENSION` columns (a fixed number), and a stationary kernel with a spectral density: a
+    It needs one vector of latent values over data inputs of one index level with at most ``max_columns`` columns
+    (a fixed number; 3 by default), and a stationary kernel with a spectral density: a
     kernel whose table entry spells one (rbf, the Matérn kernels), or sums and scalings of them, each over all
     the input columns.
 
@@ -126,7 +123,7 @@ def verify_hsgp(statement: ir.GPStatement, approximation: Approximation) -> None
         At the part of the statement that the approximation cannot take, with the reason.
     """
     if latent_inputs(statement) is not None:
-        _verify_over_latent_inputs(statement)
+        _verify_over_latent_inputs(statement, approximation)
         _verify_constant_harmonic(statement, approximation)
         return
     _verify_one_vector_over_data(statement, "hsgp",
@@ -135,7 +132,7 @@ def verify_hsgp(statement: ir.GPStatement, approximation: Approximation) -> None
                                  "inputs by their prior: give one whole latent variable, gp(X, k, approx = hsgp(...)) "
                                  "with X ~ normal(mu, sigma)")
     inputs = statement.inputs
-    _verify_dimension(inputs)
+    _verify_dimension(inputs, approximation)
     for term in sum_terms(statement.kernel):
         if periodic_leaf(term) is not None:
             _verify_periodic_series(statement, periodic_leaf(term))
@@ -151,16 +148,18 @@ def _verify_constant_harmonic(statement: ir.GPStatement, approximation: Approxim
              "remove constant = 0, or add the periodic term, e.g. periodic(lengthscale = ell, period = 7)")
 
 
-def _verify_dimension(inputs: ir.Inputs) -> None:
+def _verify_dimension(inputs: ir.Inputs, approximation: Approximation) -> None:
     if not isinstance(inputs.dim, int):
         fail(f"hsgp needs a fixed number of input columns; these have {inputs.dim}", inputs.span,
              "declare the columns as a number, e.g. matrix[N, 2] X")
-    if inputs.dim > MAX_HSGP_DIMENSION:
-        fail(f"hsgp takes inputs of at most {MAX_HSGP_DIMENSION} columns; these have {inputs.dim}", inputs.span,
-             "its basis grows as the product of m over the input columns; use the exact GP or fewer inputs")
+    limit = approximation.value("max_columns")
+    if inputs.dim > limit:
+        fail(f"hsgp takes inputs of at most {limit} columns; these have {inputs.dim}", inputs.span,
+             "its basis grows as the product of m over the input columns; use the exact GP or fewer inputs, or "
+             f"allow them with hsgp(..., max_columns = {inputs.dim})")
 
 
-def _verify_over_latent_inputs(statement: ir.GPStatement) -> None:
+def _verify_over_latent_inputs(statement: ir.GPStatement, approximation: Approximation) -> None:
     target = statement.target
     if target.indices or target.type.container not in ("vector", "matrix") or target.type.array_dims:
         fail(f"hsgp over latent inputs approximates a GP of a vector or of a matrix of independent columns; "
@@ -168,7 +167,7 @@ def _verify_over_latent_inputs(statement: ir.GPStatement) -> None:
              "write one statement over all the points: F ~ gp(X, k, approx = hsgp(...))")
     if len(statement.inputs.index_shape) != 1:
         fail("hsgp needs inputs with one row per point (one index level)", statement.inputs.span)
-    _verify_dimension(statement.inputs)
+    _verify_dimension(statement.inputs, approximation)
     for term in sum_terms(statement.kernel):
         if periodic_leaf(term) is not None:
             fail("hsgp over latent inputs takes no periodic term: its cosine series is in one observed variable",

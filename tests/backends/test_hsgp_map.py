@@ -19,7 +19,7 @@ def basis_on(X, m, c=1.3):
     return HSGPBasis(indices, centre, L, frequencies(indices, L), eigenfunctions(X, centre, L, indices), angles)
 
 
-@pytest.mark.parametrize("m", [(9,), (6, 4), (3, 4, 2)])
+@pytest.mark.parametrize("m", [(9,), (6, 4), (3, 4, 2), (2, 3, 2, 2)])
 def test_the_cosine_sums_are_the_basis_products(m):
     rng = np.random.default_rng(len(m))
     X = rng.uniform(-2.0, 3.0, size=(60, len(m))) * np.arange(1, len(m) + 1)

@@ -66,6 +66,27 @@ def test_every_spectral_density_passes_stanc_and_nothing_is_integrated_out():
     assert "multi_normal" not in code and "target += normal_lpdf(y | f + h, noise);" in code
 
 
+def test_four_input_columns_need_max_columns_and_then_pass_stanc():
+    """Past 3 input columns the checker refuses an HSGP unless ``max_columns`` allows them (the golden file
+    ``hsgp_four_dimensions`` holds the refusal); allowed, the 3^4 tensor-product basis passes stanc."""
+    from gpdsl.errors import ModelCheckError
+
+    text = """
+data { int N; matrix[N, 4] X; array[N] int<lower=0, upper=1> y; }
+parameters { real<lower=0> ell ~ gamma(2, 2); }
+model {
+  f ~ gp(X, rbf(lengthscale = ell), approx = hsgp(m = 3APPROX));
+  y ~ bernoulli_logit(f);
+}
+"""
+    with pytest.raises(ModelCheckError, match="at most 3 columns; these have 4"):
+        check_text(text.replace("APPROX", ""))
+    model, _ = check_text(text.replace("APPROX", ", max_columns = 4"))
+    program = generate_stan(model)
+    check_program(program.code)
+    assert "array[81, 4] int f_hsgp_indices = hsgp_indices({3, 3, 3, 3});" in program.code
+
+
 PERIODIC_TERMS = """
 data { int N; vector[N] t; vector[N] y; }
 parameters { real<lower=0> s ~ lognormal(0, 1); real<lower=0> ell ~ gamma(2, 2); real<lower=0> noise ~ half_normal(1); }

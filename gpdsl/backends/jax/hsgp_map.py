@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-LETTERS = "abc"
+LETTERS = "abcdefghijkl"
 
 
 @jax.tree_util.register_dataclass
