@@ -1,7 +1,7 @@
 """gibbs on a Hilbert-space approximate GP (elliptical slice sampling of the basis weights, hyperparameter updates with
 the weights fixed) and Stan's NUTS on the same HSGP program agree on the hyperparameters' posterior means, and on the
 replicates' mean, within four combined Monte Carlo standard errors (slow tier): models/gp_hsgp.gpm, 60 counts; with
-SURR and with SA, which keeps the basis coefficients fixed.
+SURR, with SA, which keeps the basis coefficients fixed, and with AA, which keeps the whitened weights fixed.
 gibbs's predictions at the training inputs are its f draws."""
 
 import numpy as np
@@ -26,9 +26,10 @@ def nuts_run():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("theta_update", ["surr", "sa"])
+@pytest.mark.parametrize("theta_update", ["surr", "sa", "aa"])
 def test_gibbs_on_the_weights_agrees_with_nuts(nuts_run, theta_update):
-    """``surr`` moves the hyperparameters with the weights fixed; ``sa`` with the basis coefficients fixed."""
+    """``surr`` moves the hyperparameters with the weights fixed; ``sa`` with the basis coefficients fixed; ``aa`` with
+    the whitened weights fixed, ``f`` moving with them."""
     model, data = check_file("models/gp_hsgp.gpm")[0], counts()
     ours = run(model, data, "gibbs", GibbsSettings(chains=4, warmup=1000, draws=4000, theta_update=theta_update),
                seed=5, new_inputs=data["t"][:5])
