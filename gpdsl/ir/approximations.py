@@ -138,6 +138,11 @@ APPROXIMATIONS: dict[str, ApproximationSpec] = {spec.name: spec for spec in [
          ApproximationSetting("constant", "1 keeps a periodic term's constant harmonic (j = 0), 0 drops it, as the "
                                           "HSGP paper's Stan code does where the model has an intercept",
                               default=1, integer=True, at_least=0, at_most=1),
+         ApproximationSetting("centred", "1 makes the Stan program sample the basis coefficients sqrt(S) .* z "
+                                         "themselves (centred; often better where the data pin them down, large N), "
+                                         "0 the standard normal weights z (non-centred, brms's form); gpdsl's own "
+                                         "engines whiten the weights either way",
+                              default=0, integer=True, at_least=0, at_most=1),
          ApproximationSetting("max_columns", "the most input columns allowed: the basis grows as the product of m "
                                              "over the columns, so past 3 it is seldom cheaper than the exact GP",
                               default=3, integer=True, at_least=1)),

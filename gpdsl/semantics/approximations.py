@@ -125,6 +125,9 @@ def verify_hsgp(statement: ir.GPStatement, approximation: Approximation) -> None
     if latent_inputs(statement) is not None:
         _verify_over_latent_inputs(statement, approximation)
         _verify_constant_harmonic(statement, approximation)
+        if approximation.value("centred") == 1:
+            fail("hsgp(centred = 1) samples the basis coefficients of data inputs; over latent inputs the weights "
+                 "are the standard normal ones", approximation.span, "remove centred = 1")
         return
     _verify_one_vector_over_data(statement, "hsgp",
                                  "write one statement over all the points: f ~ gp(x, k, approx = hsgp(...))",

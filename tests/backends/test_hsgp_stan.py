@@ -202,3 +202,55 @@ def test_over_latent_inputs_under_a_poisson_likelihood_stan_samples_the_basis_we
     theirs = log_prob_pystan(program.code, stan_data, unconstrained, jacobian=False)
     ours = np.array([latent_poisson_log_joint(p, data["y"]) for p in points])
     np.testing.assert_allclose(theirs, ours, rtol=1e-10)
+
+
+@pytest.mark.slow
+@needs_pystan
+def test_the_centred_program_is_the_non_centred_one_under_the_change_of_variables():
+    """``hsgp(..., centred = 1)`` samples the basis coefficients ``w = sqrt(S) .* z`` with prior ``normal(0,
+    sqrt(S))``: at ``w = s z`` its log density is the non-centred program's at ``z`` less ``sum(log s)`` (the
+    change of variables), and ``f_z`` is given back as a transformed parameter."""
+    from gpdsl.backends.jax.hsgp import hsgp_basis
+    from gpdsl.kernels.stationary import Matern32
+
+    text = (ROOT / "models" / "gp_hsgp.gpm").read_text()
+    centred_text = text.replace("approx = hsgp(m = 40, c = 1.5)", "approx = hsgp(m = 40, c = 1.5, centred = 1)")
+    assert centred_text != text
+    (plain, _), (centred, _) = check_text(text), check_text(centred_text)
+    plain_program, centred_program = generate_stan(plain), generate_stan(centred)
+    assert centred_program.parameter_names == ("mu", "sigma", "ell", "f_w")
+    assert "vector[40] f_z;" in centred_program.code and "target += normal_lpdf(f_w | 0, sqrt(" in centred_program.code
+    rng = np.random.default_rng(4)
+    t = np.sort(rng.uniform(0, 10, 30))
+    data = {"N": 30, "t": t, "y": rng.poisson(2.0, 30)}
+    basis = hsgp_basis(plain.gp_statements()[0], t[:, None])
+    for _ in range(3):
+        mu, sigma, ell, z = rng.normal(), rng.lognormal(0, 0.3), rng.lognormal(0, 0.3), rng.normal(size=40)
+        s = np.sqrt(np.asarray(basis.weight_variances(Matern32(sigma ** 2, ell))))
+        theirs = []
+        for program, weights in ((plain_program, {"f_z": z}), (centred_program, {"f_w": s * z})):
+            stan_data = program.stan_data(plain, data)
+            point = unconstrain_pystan(program.code, stan_data, {"mu": mu, "sigma": sigma, "ell": ell, **weights})
+            theirs.append(log_prob_pystan(program.code, stan_data, point[None], jacobian=False)[0])
+        np.testing.assert_allclose(theirs[1], theirs[0] - np.sum(np.log(s)), rtol=1e-10)
+
+
+def test_the_centred_program_samples_the_coefficients_and_gives_back_the_weights():
+    text = (ROOT / "models" / "gp_hsgp.gpm").read_text().replace("approx = hsgp(m = 40, c = 1.5)",
+                                                                 "approx = hsgp(m = 40, c = 1.5, centred = 1)")
+    program = generate_stan(check_text(text)[0])
+    check_program(program.code)
+    assert program.parameter_names == ("mu", "sigma", "ell", "f_w") and program.variables["f"].weights == "f_z"
+    for line in ("f_z = f_w ./ sqrt(square(sigma) * matern32_spd(f_hsgp_omega, 1.0, rep_vector(ell, 1)));",
+                 "f = f_hsgp_phi * f_w + mu;",
+                 "target += normal_lpdf(f_w | 0, sqrt(square(sigma) * matern32_spd(f_hsgp_omega, 1.0, "
+                 "rep_vector(ell, 1))));"):
+        assert line in program.code, line
+    assert "std_normal_lpdf(f_z)" not in program.code
+
+
+def test_centred_weights_over_latent_inputs_are_refused():
+    from gpdsl.errors import ModelCheckError
+
+    with pytest.raises(ModelCheckError, match=r"hsgp\(centred = 1\) samples the basis coefficients of data inputs"):
+        check_text(LATENT_INPUTS_POISSON.replace("approx = hsgp(m = ", "approx = hsgp(centred = 1, m = "))

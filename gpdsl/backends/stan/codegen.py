@@ -120,9 +120,12 @@ class StanVariable:
     block : str or None
         The Stan block declaring ``stan_name``.
     raw_name : str or None
-        For ``non_centred`` and ``hsgp``: the ``std_normal`` Stan parameter it is computed from.
+        For ``non_centred`` and ``hsgp``: the Stan parameter it is computed from (``std_normal``; of a centred HSGP,
+        ``hsgp(centred = 1)``, the basis coefficients with prior ``normal(0, sqrt(S))``).
     flattened : bool
         For ``non_centred`` over two-level inputs: ``raw_name`` is one vector over all T * N points.
+    whitened : str or None
+        For a centred HSGP: the transformed parameter of its standard normal weights (``raw_name`` otherwise).
     """
 
     name: str
@@ -131,6 +134,12 @@ class StanVariable:
     block: str | None
     raw_name: str | None = None
     flattened: bool = False
+    whitened: str | None = None
+
+    @property
+    def weights(self) -> str | None:
+        """The Stan name of the standard normal weights (an HSGP's or a state-space GP's innovations)."""
+        return self.whitened or self.raw_name
 
 
 @dataclass(frozen=True)
@@ -470,8 +479,12 @@ class _Generator:
             node = self._node(gps[0])
             latent_hsgp_marginalised = is_latent_hsgp(gps[0]) and len(statements) == 1 and node.marginalised_whole
             if gps[0].approximated_by(HSGP) and not latent_hsgp_marginalised:
-                self.variables[name] = StanVariable(name, "hsgp", sname, "transformed parameters",
-                                                    self.fresh(f"{sname}_z"))
+                if gps[0].approximation.value("centred"):
+                    whitened, raw = self.fresh(f"{sname}_z"), self.fresh(f"{sname}_w")
+                else:
+                    whitened, raw = None, self.fresh(f"{sname}_z")
+                self.variables[name] = StanVariable(name, "hsgp", sname, "transformed parameters", raw,
+                                                    whitened=whitened)
                 continue
             if gps[0].approximated_by(STATE_SPACE) and not (len(statements) == 1 and node.marginalised_whole):
                 self.variables[name] = StanVariable(name, "state_space", sname, "transformed parameters",
@@ -562,6 +575,9 @@ class _Generator:
             mapping = self.variables[name]
             if mapping.kind in ("non_centred", "hsgp", "state_space"):
                 self.blocks.add("transformed parameters", f"{stan_type(var.type)} {mapping.stan_name};")
+            if mapping.whitened is not None:
+                self.blocks.add("transformed parameters",
+                                f"{self._hsgp_weights_type(name, var.type)} {mapping.whitened};")
         self.blocks.add("transformed parameters",
                         *self._tree(_in_definition_order(self.model.statements), self._non_centred))
 
@@ -680,17 +696,24 @@ class _Generator:
             features = self._latent_hsgp_features(statement, local)
             mean = "" if statement.mean is None else f" + {self.translate(statement.mean)}"
             return ["{", *_indented(local + [f"{mapping.stan_name} = {features} * {mapping.raw_name}{mean};"]), "}"]
-        basis = self._hsgp_basis(statement.target.name)
-        if basis.parts:
-            terms = sum_terms(statement.kernel)
-            variances = [self._part_variances([terms[i] for i in indices], part) for indices, part in basis.parts]
-            density = variances[0]
-            for other in variances[1:]:
-                density = f"append_row({density}, {other})"
-        else:
-            density = self._spectral_density(statement.kernel, basis.omega)[0]
+        basis, density = self._hsgp_density(statement)
         mean = "" if statement.mean is None else f" + {self.translate(statement.mean)}"
-        return [f"{mapping.stan_name} = {basis.phi} * (sqrt({density}) .* {mapping.raw_name}){mean};"]
+        if mapping.whitened is None:
+            return [f"{mapping.stan_name} = {basis.phi} * (sqrt({density}) .* {mapping.raw_name}){mean};"]
+        return [f"{mapping.whitened} = {mapping.raw_name} ./ sqrt({density});",
+                f"{mapping.stan_name} = {basis.phi} * {mapping.raw_name}{mean};"]
+
+    def _hsgp_density(self, statement: ir.GPStatement) -> tuple["HSGPTransformedData", str]:
+        """The basis of an HSGP latent on data inputs and the expression of its weights' prior variances."""
+        basis = self._hsgp_basis(statement.target.name)
+        if not basis.parts:
+            return basis, self._spectral_density(statement.kernel, basis.omega)[0]
+        terms = sum_terms(statement.kernel)
+        variances = [self._part_variances([terms[i] for i in indices], part) for indices, part in basis.parts]
+        density = variances[0]
+        for other in variances[1:]:
+            density = f"append_row({density}, {other})"
+        return basis, density
 
     def _hsgp_term_bases(self, gp: ir.GPStatement, points: str, base: str, order: int) -> "HSGPTransformedData":
         """The basis of an HSGP whose kernel sum has periodic terms: the Laplacian part's (if any terms are not
@@ -870,6 +893,8 @@ class _Generator:
             raw = self.translate.index(mapping.raw_name, statement.target.indices)
             if statement.target.type.container == "matrix":
                 raw = f"to_vector({raw})"
+            if mapping.whitened is not None:
+                return [f"target += normal_lpdf({raw} | 0, sqrt({self._hsgp_density(statement)[1]}));"]
             return [f"target += std_normal_lpdf({raw});"]
         if isinstance(statement, ir.LikelihoodStatement) and id(statement) in self.marginal_of:
             return self._marginal(self.marginal_of[id(statement)], statement)

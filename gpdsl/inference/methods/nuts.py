@@ -70,7 +70,7 @@ def run_nuts(model, data, settings: NUTSSettings, context):
                       max_depth=settings.max_depth, progress=context.progress, backend=settings.backend,
                       thin=settings.thin)
     names = [n for n in list(model.parameters) + list(model.latents) if n in fit.draws]
-    weights = {f"{v.name}_z": v.raw_name for v in program.variables.values() if v.kind in ("hsgp", "state_space")}
+    weights = {f"{v.name}_z": v.weights for v in program.variables.values() if v.kind in ("hsgp", "state_space")}
     running = fit.sampling_time if fit.sampling_time is not None else fit.wall_time
     share = fit.warmup_share if fit.warmup_share is not None else 0.0
     timings = {"compile": fit.wall_time - running, "warmup": running * share,
