@@ -19,8 +19,8 @@ variates may be proposed at the second stage, since the first does not read them
 ``C_r`` the covariance of all the block's states so far (warmup included). As in the paper it keeps
 adapting after warmup unless asked not to; Haario et al.'s chain stays ergodic. With a ``target_acceptance`` each
 block's proposal is ``s_r^2 Sigma_r``, its global scale ``log s_r`` adapted by Robbins-Monro towards that
-acceptance rate while ``Sigma_r`` adapts (Andrieu & Thoms 2008, Alg. 4): a start covariance far from the target's
-scale then costs a few dozen iterations instead of the warmup.
+acceptance rate once ``Sigma_r`` follows the states (after ``g0`` of them) and while it adapts (Andrieu & Thoms 2008,
+Alg. 4): a covariance estimated from too few states then no longer sets the step.
 """
 
 from __future__ import annotations
@@ -160,8 +160,8 @@ def make_blocked_metropolis(log_terms: Callable, blocks, *, initial_covariance=0
         Delayed acceptance (module docstring): ``log_terms`` is then called as
         ``log_terms(rng_key, theta, current, screened)``, only for the proposals that pass the first stage.
     target_acceptance : float, optional
-        Adapt each block's global scale towards this acceptance rate while the covariances adapt (module
-        docstring); without it the proposal is ``Sigma_r`` itself.
+        Adapt each block's global scale towards this acceptance rate once its covariance follows the states and
+        while it adapts (module docstring); without it the proposal is ``Sigma_r`` itself.
 
     Returns
     -------

@@ -62,8 +62,8 @@ def exact_marginal_engine(problem, settings: PseudoMarginalSettings):
     view (:class:`~gpdsl.inference.families.gp_regression.GPRegression`).
 
     The walk's covariance is ``(0.5 * 2.38)^2 / p I`` (``pm``'s starting scale), or ``proposal_covariance``, until
-    ``min(MARGINAL_ADAPTATION_START, warmup / 2)`` warmup draws are in, then ``2.38^2 / p`` times theirs, and a global
-    scale on it is tuned towards ``target_acceptance`` throughout warmup (Andrieu & Thoms 2008, Alg. 4); nothing
+    ``min(MARGINAL_ADAPTATION_START, warmup / 2)`` warmup draws are in, then ``2.38^2 / p`` times theirs, and from then on a
+    global scale on it is tuned towards ``target_acceptance`` (Andrieu & Thoms 2008, Alg. 4); nothing
     adapts after warmup, nor at all with ``proposal_covariance``."""
     from gpdsl.inference.mcmc.blocked_metropolis import make_blocked_metropolis
     from gpdsl.inference.mcmc.mh import MHInfo
