@@ -18,8 +18,13 @@ The model files (priors as data, Table 1 as decided in ``../shared/specs/sgplvm.
 Usage::
 
     python case_studies/gadd2021_sgplvm/run.py --part sinusoid|airquality|all [--quick] [--fresh] [--pm auto|skip]
+    python case_studies/gadd2021_sgplvm/run.py --part airquality --paper   # PM at the paper's 4 x 5000, Q = 1000
 
-Outputs go to ``case_studies/gadd2021_sgplvm/results/`` (``*_quick.*`` from ``--quick``), written atomically;
+``--device auto|cpu|gpu`` (default auto: a GPU where JAX sees one) says where gpdsl's JAX engines run (VEM and
+PM; NUTS runs in Stan on the CPU); it is said on standard error and recorded in each PM row.
+
+Outputs go to ``case_studies/gadd2021_sgplvm/results/`` (``*_quick.*`` from ``--quick``, ``*_paper.*`` from
+``--paper``), written atomically;
 each fit's summary is cached in ``results/cache/`` (``--fresh`` ignores the cache). The pseudo-marginal rows
 come from :func:`pm_run` (the PM hook): it runs ``pm-gplvm`` when the method is registered and records
 "not run" with the reason otherwise.
@@ -64,6 +69,7 @@ from case_studies.gadd2021_sgplvm import paper_tables
 from gpdsl import load_data, load_model, run
 from gpdsl.storage.atomic import atomic_write_text
 from gpdsl.datasets import sinusoids
+from gpdsl.numerics.devices import DeviceError, resolve_device, running_on
 from gpdsl.inference.families.gplvm import gplvm_problem
 from gpdsl.inference.predict.gp_prior_latents import predict_outputs
 from gpdsl.results import groups, save_png
@@ -126,6 +132,13 @@ CONFIG = {
                               "delayed_acceptance": True, "proposal": "laplace"}},
     },
 }
+CONFIG["paper"] = {"airquality": {**CONFIG["full"]["airquality"],
+                                  "pm": {**CONFIG["full"]["airquality"]["pm"], "warmup": 1000, "draws": 4000,
+                                         "num_importance": 1000, "g0": 200, "thin": 20}}}
+"""Air quality's PM at the paper's length (4 chains x 5000 iterations, burn-in 1000, Q = 1000, g0 = 200); the
+bands and checks use every 20th kept state (800, of which 200 evenly spaced as in ``full``)."""
+DEVICE = {"device": "auto"}
+"""The ``device`` of every VEM and PM run (``--device``, set by :func:`main`)."""
 
 
 def write_text(path: Path, text: str) -> None:
@@ -160,7 +173,7 @@ def vem_fit(model_path: Path, data: dict, vem: dict):
     values, _ = load_data(model_data(model, **data), model)
     settings = VEMSettings(psi="analytic", num_inducing=min(data["N"], 50), max_iterations=vem["max_iterations"],
                            starts=vem["starts"], seed=0)
-    _, fit = run(model, values, "vem", settings, seed=0, keep_state=True)
+    _, fit = run(model, values, "vem", settings, seed=0, keep_state=True, **DEVICE)
     return fit
 
 
@@ -263,10 +276,11 @@ def pm_run(model_path: Path, data: dict, pm: dict, mode: str, checkpoint: Path |
     if checkpoint is not None:
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
     result = run(model, model_data(model, **data), "pm-gplvm", pm_settings(pm), seed=pm["seed"],
-                 checkpoint=checkpoint, progress=True)
+                 checkpoint=checkpoint, progress=True, **DEVICE)
     if checkpoint is not None:
         checkpoint.unlink(missing_ok=True)
     out = {"status": "run", "wall_seconds": time.perf_counter() - started, "pm_settings": pm,
+           "device": result.attrs.get("device"), "device_name": result.attrs.get("device_name"),
            **chain_diagnostics(result)}
     stats = groups(result)["sample_stats"]
     report = results_json(result, "report")
@@ -885,7 +899,7 @@ def run_airquality(mode: str, fresh: bool, pm_mode: str) -> dict:
                "data": {"days": len(d["keep"]), "rows": int(d["keep"].sum()), "output_centre": d["centre"],
                         "output_scale": d["scale"]},
                "methods": {name: slim(row) for name, row in rows.items()}}
-    suffix = "" if mode == "full" else "_quick"
+    suffix = "" if mode == "full" else f"_{mode}"
     write_text(RESULTS / f"airquality{suffix}.json", to_json(summary))
     write_text(RESULTS / f"airquality{suffix}.md", airquality_markdown(summary))
     aq_pairs = (("s1[1]", "s1[2]", r"$\sigma_1$ (day)", r"$\sigma_2$ (month)"),
@@ -1019,12 +1033,24 @@ def main(argv=None) -> None:
     parser.add_argument("--fresh", action="store_true", help="ignore the cached fits in results/cache")
     parser.add_argument("--pm", choices=("auto", "skip"), default="auto",
                         help="auto: run pm-gplvm when it is registered (else 'not run'); skip: do not run it")
+    parser.add_argument("--paper", action="store_true",
+                        help="airquality only: PM at the paper's length (CONFIG['paper']: 4 x 5000, Q = 1000)")
+    parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
+                        help="where gpdsl's JAX engines (VEM, PM) run (default: a GPU where JAX sees one)")
     args = parser.parse_args(argv)
-    mode = "quick" if args.quick else "full"
-    if args.part in ("sinusoid", "all"):
-        print(sinusoid_markdown(run_sinusoid(mode, args.fresh, args.pm)))
-    if args.part in ("airquality", "all"):
-        print(airquality_markdown(run_airquality(mode, args.fresh, args.pm)))
+    if args.paper and (args.quick or args.part != "airquality"):
+        parser.error("--paper is for --part airquality, without --quick")
+    try:
+        platform = resolve_device(args.device)
+    except DeviceError as error:
+        parser.error(error.render())
+    DEVICE["device"] = args.device
+    mode = "paper" if args.paper else "quick" if args.quick else "full"
+    with running_on(platform):
+        if args.part in ("sinusoid", "all"):
+            print(sinusoid_markdown(run_sinusoid(mode, args.fresh, args.pm)))
+        if args.part in ("airquality", "all"):
+            print(airquality_markdown(run_airquality(mode, args.fresh, args.pm)))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ of f over all (date, maturity, strike) points from the GP with the squared-expon
 ``(l_T, l_K, l_t, sigma_f) = (0.5, 0.3, 0.5, 0.75)`` on inputs scaled to [0, 1] (the strike as moneyness
 ``K / S_t``); volatility ``softplus(f - 1.5)``; prices from the Crank-Nicolson Dupire solver with r = 0
 (:func:`gpdsl.testing.external_likelihoods.dupire_call_prices`), plus
-Gaussian noise of s.d. 0.05.
+Gaussian noise of s.d. 0.05. The data hold each option's strike and maturity (``strike``, ``maturity``, for the
+NumPy pricer) and each date's distinct strikes with the common maturities (``strikes``, ``maturities``, for the
+JAX pricer, whose options are strike-major on that grid).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def simulate_options(steps: int = 12, seed: int = 2018) -> tuple[dict, dict]:
     prices = np.asarray(prices)
     data = {"T": steps, "N": X.shape[0], "t": t, "X": np.broadcast_to(X, (steps,) + X.shape).copy(),
             "c": prices + SIGMA_C * rng.normal(size=prices.shape), "strike": np.asarray(strikes),
-            "maturity": np.broadcast_to(maturity, prices.shape).copy(), "spot": spot}
+            "maturity": np.broadcast_to(maturity, prices.shape).copy(), "spot": spot,
+            "K": MONEYNESS.size, "M": MATURITIES.size, "strikes": np.asarray(strikes)[:, ::MATURITIES.size],
+            "maturities": MATURITIES}
     truth = {"f": f, "volatility": volatility, "prices": prices, "spot": spot}
     return data, truth

@@ -73,8 +73,9 @@ class HeldOutStep:
         return jax.scipy.stats.multivariate_normal.logpdf(self.y_test, mean + values["alpha"][0], cov)
 
 
-def prediction_experiment(model, data, settings, seed):
-    """Running means of ``ll*`` for the sequential scheme and the no-history baseline (arrays of length M)."""
+def prediction_experiment(model, data, settings, seed, device="auto"):
+    """Running means of ``ll*`` for the sequential scheme and the no-history baseline (arrays of length M); the
+    runs on ``device`` (the held-out step runs on JAX's default device: ``run.py`` makes it the run's)."""
     from gpdsl.inference.families.sequential import sequential_view
     from gpdsl.inference.mcmc.sequential import make_step_pass, moment_match
     from gpdsl.inference.mcmc.z_space import split
@@ -86,7 +87,7 @@ def prediction_experiment(model, data, settings, seed):
     earlier = {**data, "T": steps - 1, "t": data["t"][:last], "X": data["X"][:last], "y": data["y"][:last]}
     with tempfile.TemporaryDirectory() as directory:
         checkpoint = Path(directory) / "steps.npz"
-        gpdsl.run(model, earlier, "sequential", settings, seed=seed, checkpoint=checkpoint)
+        gpdsl.run(model, earlier, "sequential", settings, seed=seed, checkpoint=checkpoint, device=device)
         with np.load(checkpoint) as stored:
             thetas, fs = stored["thetas"][-1], stored["fs"][-1]
     checked, _ = gpdsl.check(model)
@@ -100,7 +101,7 @@ def prediction_experiment(model, data, settings, seed):
         new_thetas, jnp.asarray(fs), new_fs)
     alone = {"T": 1, "N": int(train.sum()), "t": data["t"][last:], "X": data["X"][last][train][None],
              "y": data["y"][last][train][None]}
-    baseline_fit = gpdsl.run(model, alone, "sequential", settings, seed=seed)
+    baseline_fit = gpdsl.run(model, alone, "sequential", settings, seed=seed, device=device)
     base_thetas = jax.vmap(lambda v: view.unconstrain_theta(v))(
         {name: jnp.asarray(baseline_fit.posterior[name].values[0, :, 0]) for name in view.theta_names})
     base_fs = jnp.asarray(baseline_fit.posterior["f"].values[0, :, 0])

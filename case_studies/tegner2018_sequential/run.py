@@ -5,13 +5,19 @@ Usage::
     python case_studies/tegner2018_sequential/run.py coverage [--quick]   # Sec. 4.1, Fig. 1
     python case_studies/tegner2018_sequential/run.py prediction [--quick] # Fig. 2: held-out predictive density
     python case_studies/tegner2018_sequential/run.py full [--quick | --reduced]  # Fig. 3: full against sequential
-    python case_studies/tegner2018_sequential/run.py pricing [--quick | --pricing-size reduced]  # Sec. 4.2, Figs. 4-5
+    python case_studies/tegner2018_sequential/run.py pricing [--quick | --pricing-size reduced] [--pricer numpy]
+                                                          # Sec. 4.2, Figs. 4-5
 
-Each prints its figures and writes ``results/<experiment>[_quick].json`` and a ``.png`` beside it (generated
-outputs, not kept in git). The paper's settings are the defaults; ``--quick`` shrinks T, N and M to check the
+Every experiment takes ``--device auto|cpu|gpu`` (default auto: a GPU where JAX sees one), said on standard error and
+recorded in the JSON.
+
+Each prints its figures and writes ``results/<experiment>[_quick].json`` and a ``.png`` beside it
+(``pricing_<size>[_numpy]`` for the pricing experiment; the committed ones are the runs the README quotes). The paper's settings are the defaults; ``--quick`` shrinks T, N and M to check the
 pipeline in minutes. The data come from ``gpdsl.datasets.tegner_sequential`` (Sec. 4.1, seeded) and ``option_data.py``
-(Sec. 4.2); the pricing likelihood is ``gpdsl.testing.external_likelihoods.call_price_log_likelihood``, an
-external plug-in. The runs go through the public API (``gpdsl.run``, ``gpdsl.settings``, ``gpdsl.results``); the
+(Sec. 4.2); the pricing likelihood is an external plug-in, ``gpdsl.testing.local_volatility.call_price_log_likelihood``
+(JAX, compiled with the sampler; ``local_volatility.gpm``) or, with ``--pricer numpy``,
+``gpdsl.testing.external_likelihoods.call_price_log_likelihood`` (NumPy through a host callback;
+``local_volatility_numpy.gpm``). The runs go through the public API (``gpdsl.run``, ``gpdsl.settings``, ``gpdsl.results``); the
 held-out step of ``prediction.py`` uses engine functions (see there), and the outputs are written by
 ``gpdsl.storage.atomic.atomic_write_text`` (all or nothing).
 """
@@ -34,12 +40,15 @@ import numpy as np  # noqa: E402
 import gpdsl  # noqa: E402
 from gpdsl.datasets import tegner_sequential as simulate  # noqa: E402
 from gpdsl.datasets.synthetic import TEGNER_SIGMA_Y as SIGMA_Y  # noqa: E402
+from gpdsl.numerics.devices import DeviceError, device_attributes, resolve_device, running_on  # noqa: E402
 from gpdsl.storage.atomic import atomic_write_text  # noqa: E402
 from gpdsl.settings import SequentialSettings  # noqa: E402
 
 RESULTS = HERE / "results"
 MODEL = ROOT / "models" / "sequential_latent_gp.gpm"
-PRICING_MODEL = HERE / "local_volatility.gpm"
+PRICING_MODELS = {"jax": HERE / "local_volatility.gpm", "numpy": HERE / "local_volatility_numpy.gpm"}
+DEVICE = {"device": "auto"}
+"""The ``--device`` every ``gpdsl.run`` of this script passes (set by :func:`main`)."""
 
 
 def paper_settings(quick: bool, **changes) -> SequentialSettings:
@@ -58,7 +67,7 @@ def coverage(quick: bool, seed: int) -> dict:
     steps, n = (5, 100) if quick else (20, 200)
     data, truth = simulate(steps, n, seed)
     started = time.perf_counter()
-    fit = gpdsl.run(MODEL, data, "sequential", paper_settings(quick), seed=seed)
+    fit = gpdsl.run(MODEL, data, "sequential", paper_settings(quick), seed=seed, **DEVICE)
     seconds = json.loads(fit.attrs["report"])["seconds_per_step"]
     f = fit.posterior["f"].values[0]                      # (M, T, N)
     mu = fit.posterior["alpha"].values[0, :, :, 0]         # (M, T)
@@ -88,7 +97,7 @@ def prediction(quick: bool, seed: int) -> dict:
 
     steps, n = (5, 100) if quick else (20, 200)
     data, _ = simulate(steps, n, seed)
-    result = prediction_experiment(MODEL, data, paper_settings(quick), seed)
+    result = prediction_experiment(MODEL, data, paper_settings(quick), seed, **DEVICE)
     from matplotlib.figure import Figure
 
     from gpdsl.results import save_png
@@ -113,19 +122,24 @@ full baseline (cubic in t) fits in well under an hour; the paper's chains are 10
 
 def full_against_sequential(quick: bool, seed: int, reduced: bool = False) -> dict:
     """Fig. 3: per step, the wall time and the variance of the hyperparameter samples, full baseline against
-    sequential, at N = 100, T = 10 (the same number of states)."""
+    sequential, at N = 100, T = 10 (the same number of states). Each scheme's finished steps are written to a
+    checkpoint in ``results/cache`` (with the seconds each took) and an interrupted run resumes from it."""
     steps, n = (4, 40) if quick else (10, 100)
+    label = "_quick" if quick else "_reduced" if reduced else ""
     data, _ = simulate(steps, n, seed)
     out = {"T": steps, "N": n, "seed": seed, "reduced": reduced}
     for scheme in ("sequential", "full"):
         settings = paper_settings(quick, scheme=scheme, **(FULL_REDUCED if reduced else {}))
         out["settings"] = {"states": settings.states, "burn_in": settings.burn_in, "thin": settings.thin}
-        fit = gpdsl.run(MODEL, data, "sequential", settings, seed=seed)
+        checkpoint = RESULTS / "cache" / f"full_{scheme}{label}.npz"
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        fit = gpdsl.run(MODEL, data, "sequential", settings, seed=seed, checkpoint=checkpoint, progress=True, **DEVICE)
+        checkpoint.unlink(missing_ok=True)
         seconds = json.loads(fit.attrs["report"])["seconds_per_step"]
         variances = {name: fit.posterior[name].values[0].var(axis=0).tolist() for name in ("kappa", "alpha")}
         out[scheme] = {"seconds_per_step": seconds, "variance_per_step": variances}
     out["paper"] = {"full": "1 min at t = 1 to 11 h at t = 10", "sequential": "3 min in all"}
-    _figure_full(out, f"full{'_quick' if quick else '_reduced' if reduced else ''}.png")
+    _figure_full(out, f"full{label}.png")
     return out
 
 
@@ -170,10 +184,11 @@ PRICING_SIZES = {
 and two smaller ones: ``quick`` checks the pipeline, ``reduced`` is the whole T = 12 with M = 100."""
 
 
-def pricing(quick: bool, seed: int, size: str | None = None) -> dict:
+def pricing(quick: bool, seed: int, size: str | None = None, pricer: str = "jax") -> dict:
     """Sec. 4.2: the posterior of the local volatility at the last date against the truth (Fig. 4), and the
     prices of the posterior-mean volatility against the observed ones (Fig. 5). SDSS's S is the inverse
-    curvature of the pricing likelihood (spec decision 14)."""
+    curvature of the pricing likelihood (spec decision 14). Each finished step is written to a checkpoint in
+    ``results/cache`` and an interrupted run resumes from it."""
     from case_studies.tegner2018_sequential.option_data import simulate_options
 
     size = size or ("quick" if quick else "paper")
@@ -182,7 +197,11 @@ def pricing(quick: bool, seed: int, size: str | None = None) -> dict:
     data, truth = simulate_options(steps, seed)
     settings = SequentialSettings(window=1, surrogate="curvature", **config)
     started = time.perf_counter()
-    fit = gpdsl.run(PRICING_MODEL, data, "sequential", settings, seed=seed, allow_external=True)
+    checkpoint = RESULTS / "cache" / f"pricing_{size}_{pricer}.npz"
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    fit = gpdsl.run(PRICING_MODELS[pricer], data, "sequential", settings, seed=seed, allow_external=True,
+                    checkpoint=checkpoint, progress=True, **DEVICE)
+    checkpoint.unlink(missing_ok=True)
     seconds = json.loads(fit.attrs["report"])["seconds_per_step"]
     f = fit.posterior["f"].values[0, :, -1]
     mu = fit.posterior["alpha"].values[0, :, -1, 0]
@@ -190,10 +209,10 @@ def pricing(quick: bool, seed: int, size: str | None = None) -> dict:
     true_vol = truth["volatility"][-1]
     low, high = np.quantile(volatility, [0.025, 0.975], axis=0)
     fitted_prices = _prices(volatility.mean(axis=0), data, steps - 1)
-    suffix = "" if size == "paper" else f"_{size}"
+    suffix = f"_{size}" + ("" if pricer == "jax" else f"_{pricer}")
     _figure_pricing(volatility, true_vol, data["c"][-1], fitted_prices, f"pricing{suffix}.png")
     observed = data["c"][-1]
-    return {"T": steps, "seed": seed, "size": size, "settings": {"steps": steps, **config},
+    return {"T": steps, "seed": seed, "size": size, "pricer": pricer, "settings": {"steps": steps, **config},
             "seconds_per_step": seconds, "seconds_total": time.perf_counter() - started,
             "volatility_covered_95": float(np.mean((true_vol >= low) & (true_vol <= high))),
             "volatility_abs_error_of_mean": float(np.mean(np.abs(volatility.mean(0) - true_vol))),
@@ -276,22 +295,34 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=2018)
     parser.add_argument("--pricing-size", choices=sorted(PRICING_SIZES), default=None,
                         help="pricing only: the settings of PRICING_SIZES (default: paper, or quick with --quick)")
+    parser.add_argument("--pricer", choices=sorted(PRICING_MODELS), default="jax",
+                        help="pricing only: the Dupire pricer in JAX (compiled, batched) or NumPy (host callback)")
     parser.add_argument("--reduced", action="store_true", help="full only: the chains of FULL_REDUCED")
+    parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
+                        help="where gpdsl's JAX engines run (default: a GPU where JAX sees one)")
     args = parser.parse_args(argv)
-    if args.pricing_size is not None and args.experiment != "pricing":
-        parser.error("--pricing-size is for the pricing experiment")
+    DEVICE["device"] = args.device
+    try:
+        platform = resolve_device(args.device)
+    except DeviceError as error:
+        parser.error(error.render())
+    if (args.pricing_size is not None or args.pricer != "jax") and args.experiment != "pricing":
+        parser.error("--pricing-size and --pricer are for the pricing experiment")
     if args.reduced and args.experiment != "full":
         parser.error("--reduced is for the full experiment")
-    if args.pricing_size is not None:
-        result = pricing(args.quick, args.seed, args.pricing_size)
-        suffix = "" if args.pricing_size == "paper" else f"_{args.pricing_size}"
-    elif args.reduced:
-        result = full_against_sequential(args.quick, args.seed, reduced=True)
-        suffix = "_reduced"
-    else:
-        result = EXPERIMENTS[args.experiment](args.quick, args.seed)
-        suffix = "_quick" if args.quick else ""
+    with running_on(platform):
+        if args.experiment == "pricing":
+            size = args.pricing_size or ("quick" if args.quick else "paper")
+            result = pricing(args.quick, args.seed, size, args.pricer)
+            suffix = f"_{size}" + ("" if args.pricer == "jax" else f"_{args.pricer}")
+        elif args.reduced:
+            result = full_against_sequential(args.quick, args.seed, reduced=True)
+            suffix = "_reduced"
+        else:
+            result = EXPERIMENTS[args.experiment](args.quick, args.seed)
+            suffix = "_quick" if args.quick else ""
     RESULTS.mkdir(exist_ok=True)
+    result = {**result, **device_attributes(platform)}
     atomic_write_text(RESULTS / f"{args.experiment}{suffix}.json", json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
     return 0

@@ -9,7 +9,8 @@ must hold no host callback primitive: then a segment runs on a GPU without a rou
 
 The one documented exception is an external likelihood written in NumPy (:mod:`gpdsl.externals`), which runs on
 the host through ``jax.pure_callback``: the last test shows that the check sees it. ``models/local_volatility.gpm``
-is checked here with a JAX external likelihood, which is compiled with the segment.
+is checked here with a JAX external likelihood, which is compiled with the segment, and so is the pricing model
+with the JAX Dupire pricer (``gpdsl.testing.local_volatility``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from gpdsl.api import check_file, execute, prepare
@@ -100,9 +102,10 @@ def external_module(tmp_path_factory):
         del sys.modules[module]
 
 
-def traced_segment(model, method: str):
+def traced_segment(model, method: str, data=None):
     settings = methods()[method].settings_from(smallest_settings(method))
-    prepared = prepare(model, small_data(model), method, settings, seed=1, allow_external=True)
+    data = small_data(model) if data is None else data
+    prepared = prepare(model, data, method, settings, seed=1, allow_external=True)
     token = CHAIN_EXECUTOR.set(segment_jaxpr)
     try:
         execute(prepared)
@@ -137,3 +140,49 @@ def test_a_numpy_external_likelihood_is_the_documented_host_callback(external_mo
     model = check_text(text)[0]
     method = next(m for m, values, refusal in answers(model) if m in CHAIN_METHODS and refusal is None)
     assert "pure_callback" in primitives(traced_segment(model, method))
+
+
+PRICING = """
+data {
+  int T; int N; int K; int M;
+  vector[T] t;
+  array[T] matrix[N, 2] X;
+  array[T] vector[N] c;
+  array[T] vector[K] strikes;
+  vector[M] maturities;
+  vector[T] spot;
+}
+parameters {
+  vector[4] kappa ~ scaled_sigmoid_normal(lower = 0, upper = [1, 1, 1, 1]);
+  vector[2] alpha ~ scaled_sigmoid_normal(lower = [-3, 0], upper = [0, 0.5]);
+}
+model {
+  f ~ gp((t, X), kappa[4]^2 * rbf(t, lengthscale = kappa[3]) * rbf(X, lengthscale = kappa[1:2]));
+  for (i in 1:T) {
+    c[i] ~ external("gpdsl.testing.local_volatility:call_price_log_likelihood",
+                    softplus(f[i] + alpha[1]), alpha[2], spot[i], strikes[i], maturities);
+  }
+}
+"""
+"""The pricing model of Tegner et al. (2018, Sec. 4.2) with the JAX Dupire pricer as its external likelihood."""
+
+
+def pricing_data() -> dict:
+    """Two dates of 3 strikes x 2 maturities, priced at a volatility of 0.2."""
+    from gpdsl.testing.local_volatility import dupire_call_prices
+
+    strikes, maturities, spot = np.array([[1.1, 1.0, 0.9], [1.2, 1.0, 0.8]]) * 100, np.array([0.25, 0.5]), [100, 100]
+    prices = [np.asarray(dupire_call_prices(np.full((2, 3), 0.2), 100.0, k[::-1], maturities))[:, ::-1].T.ravel()
+              for k in strikes]
+    X = np.stack([np.repeat(np.linspace(0, 1, 3), 2), np.tile([0.0, 1.0], 3)], axis=1)
+    return {"T": 2, "N": 6, "K": 3, "M": 2, "t": np.array([0.0, 1.0]), "X": np.stack([X, X]), "c": np.stack(prices),
+            "strikes": strikes, "maturities": maturities, "spot": np.asarray(spot, float)}
+
+
+def test_a_jax_external_likelihood_runs_inside_the_segment():
+    from gpdsl.api import check_text
+
+    model = check_text(PRICING)[0]
+    found = primitives(traced_segment(model, "sequential", pricing_data()))
+    assert "scan" in found
+    assert not found & set(CALLBACKS)
