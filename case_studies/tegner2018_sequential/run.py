@@ -217,7 +217,30 @@ def pricing(quick: bool, seed: int, size: str | None = None, pricer: str = "jax"
             "volatility_covered_95": float(np.mean((true_vol >= low) & (true_vol <= high))),
             "volatility_abs_error_of_mean": float(np.mean(np.abs(volatility.mean(0) - true_vol))),
             "price_rmse_of_mean_volatility": float(np.sqrt(np.mean((fitted_prices - observed) ** 2))),
+            "price_rmse_per_state": _state_price_rmse(volatility, true_vol, data, steps - 1),
             "paper": {"seconds_step_1": 18 * 60, "seconds_steps_2_T": 24 * 60}}
+
+
+def _state_price_rmse(volatility, true_vol, data, step) -> dict:
+    """How closely each state's volatility prices the last date's options (the JAX pricer, 45 steps between
+    maturities): the RMSE of its prices against the observed ones, quantiles over the states, beside the true
+    volatility's (the noise's s.d. is 0.05)."""
+    import jax
+    import jax.numpy as jnp
+
+    from gpdsl.testing.local_volatility import call_price_log_likelihood
+
+    observed, count = jnp.asarray(data["c"][step]), data["c"][step].size
+    spot, strikes, maturities = float(data["spot"][step]), jnp.asarray(data["strikes"][step]), data["maturities"]
+    log_2pi = float(np.log(2 * np.pi))
+
+    def rmse(vol):  # from log N(c; C(vol), I): the sum of squares is -2 (log likelihood + n/2 log 2 pi)
+        log_likelihood = call_price_log_likelihood(observed, vol, 1.0, spot, strikes, jnp.asarray(maturities))
+        return jnp.sqrt(-2.0 * (log_likelihood + 0.5 * count * log_2pi) / count)
+
+    per_state = np.asarray(jax.jit(jax.lax.map, static_argnums=0)(rmse, jnp.asarray(volatility)))
+    low, median, high = np.quantile(per_state, [0.05, 0.5, 0.95])
+    return {"median": float(median), "q05": float(low), "q95": float(high), "true_volatility": float(rmse(true_vol))}
 
 
 def _prices(volatility, data, step) -> np.ndarray:
