@@ -4,7 +4,7 @@ Usage::
 
     python case_studies/tegner2018_sequential/run.py coverage [--quick]   # Sec. 4.1, Fig. 1
     python case_studies/tegner2018_sequential/run.py prediction [--quick] # Fig. 2: held-out predictive density
-    python case_studies/tegner2018_sequential/run.py full [--quick | --reduced]  # Fig. 3: full against sequential
+    python case_studies/tegner2018_sequential/run.py full [--quick | --reduced] [--full-steps K]  # Fig. 3
     python case_studies/tegner2018_sequential/run.py pricing [--quick | --pricing-size reduced] [--pricer numpy]
                                                           # Sec. 4.2, Figs. 4-5
 
@@ -120,20 +120,31 @@ FULL_REDUCED = {"states": 200, "burn_in": 200, "thin": 1}
 full baseline (cubic in t) fits in well under an hour; the paper's chains are 1000 + 5 x 1000."""
 
 
-def full_against_sequential(quick: bool, seed: int, reduced: bool = False) -> dict:
+def first_steps(data: dict, steps: int) -> dict:
+    """The data of the first ``steps`` time steps: what the full baseline sees up to step ``steps``. Each step's
+    chain draws from its own key (the seed folded with t), so these steps repeat those of the whole run."""
+    return {**data, "T": steps, "t": data["t"][:steps], "X": data["X"][:steps], "y": data["y"][:steps]}
+
+
+def full_against_sequential(quick: bool, seed: int, reduced: bool = False, full_steps: int | None = None) -> dict:
     """Fig. 3: per step, the wall time and the variance of the hyperparameter samples, full baseline against
     sequential, at N = 100, T = 10 (the same number of states). Each scheme's finished steps are written to a
-    checkpoint in ``results/cache`` (with the seconds each took) and an interrupted run resumes from it."""
+    checkpoint in ``results/cache`` (with the seconds each took) and an interrupted run resumes from it.
+    ``full_steps`` stops the full baseline, whose cost grows cubically in t, after that many steps (its later
+    steps are then not run; the sequential scheme runs all of them)."""
     steps, n = (4, 40) if quick else (10, 100)
+    full_steps = steps if full_steps is None else min(full_steps, steps)
     label = "_quick" if quick else "_reduced" if reduced else ""
     data, _ = simulate(steps, n, seed)
-    out = {"T": steps, "N": n, "seed": seed, "reduced": reduced}
+    out = {"T": steps, "N": n, "seed": seed, "reduced": reduced, "full_steps": full_steps}
     for scheme in ("sequential", "full"):
         settings = paper_settings(quick, scheme=scheme, **(FULL_REDUCED if reduced else {}))
         out["settings"] = {"states": settings.states, "burn_in": settings.burn_in, "thin": settings.thin}
         checkpoint = RESULTS / "cache" / f"full_{scheme}{label}.npz"
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        fit = gpdsl.run(MODEL, data, "sequential", settings, seed=seed, checkpoint=checkpoint, progress=True, **DEVICE)
+        scheme_data = first_steps(data, full_steps) if scheme == "full" else data
+        fit = gpdsl.run(MODEL, scheme_data, "sequential", settings, seed=seed, checkpoint=checkpoint, progress=True,
+                        **DEVICE)
         checkpoint.unlink(missing_ok=True)
         seconds = json.loads(fit.attrs["report"])["seconds_per_step"]
         variances = {name: fit.posterior[name].values[0].var(axis=0).tolist() for name in ("kappa", "alpha")}
@@ -151,23 +162,22 @@ def _figure_full(out: dict, name: str) -> None:
     from gpdsl.results import save_png
 
     figure = Figure(figsize=(10, 3.8), layout="constrained")
-    steps = np.arange(1, out["T"] + 1)
+    steps = {scheme: np.arange(1, len(out[scheme]["seconds_per_step"]) + 1) for scheme in ("sequential", "full")}
     axis = figure.add_subplot(1, 2, 1)
     for scheme, style in (("sequential", "-o"), ("full", "--s")):
-        axis.semilogy(steps, out[scheme]["seconds_per_step"], style, ms=3, label=scheme)
+        axis.semilogy(steps[scheme], out[scheme]["seconds_per_step"], style, ms=3, label=scheme)
     axis.set_xlabel("step t")
     axis.set_ylabel("seconds")
     axis.set_title("wall time per step")
     axis.legend(fontsize=7)
     axis = figure.add_subplot(1, 2, 2)
     for block in ("kappa", "alpha"):
-        columns = np.asarray(out["sequential"]["variance_per_step"][block]).reshape(out["T"], -1).shape[1]
-        for j in range(columns):
-            label = f"{block}[{j + 1}]"
-            line, = axis.semilogy(steps, np.asarray(out["sequential"]["variance_per_step"][block]).reshape(
-                out["T"], -1)[:, j], "-", lw=1, label=label)
-            axis.semilogy(steps, np.asarray(out["full"]["variance_per_step"][block]).reshape(out["T"], -1)[:, j],
-                          "--", lw=1, color=line.get_color())
+        variances = {scheme: np.asarray(out[scheme]["variance_per_step"][block]).reshape(len(steps[scheme]), -1)
+                     for scheme in ("sequential", "full")}
+        for j in range(variances["sequential"].shape[1]):
+            line, = axis.semilogy(steps["sequential"], variances["sequential"][:, j], "-", lw=1,
+                                  label=f"{block}[{j + 1}]")
+            axis.semilogy(steps["full"], variances["full"][:, j], "--", lw=1, color=line.get_color())
     axis.set_xlabel("step t")
     axis.set_title("variance of the draws (solid: sequential, dashed: full)")
     axis.legend(fontsize=6, ncol=2)
@@ -321,6 +331,8 @@ def main(argv=None) -> int:
     parser.add_argument("--pricer", choices=sorted(PRICING_MODELS), default="jax",
                         help="pricing only: the Dupire pricer in JAX (compiled, batched) or NumPy (host callback)")
     parser.add_argument("--reduced", action="store_true", help="full only: the chains of FULL_REDUCED")
+    parser.add_argument("--full-steps", type=int, default=None, metavar="K",
+                        help="full only: run the full baseline through step K alone (its cost grows cubically in t)")
     parser.add_argument("--device", choices=("auto", "cpu", "gpu"), default="auto",
                         help="where gpdsl's JAX engines run (default: a GPU where JAX sees one)")
     args = parser.parse_args(argv)
@@ -331,16 +343,18 @@ def main(argv=None) -> int:
         parser.error(error.render())
     if (args.pricing_size is not None or args.pricer != "jax") and args.experiment != "pricing":
         parser.error("--pricing-size and --pricer are for the pricing experiment")
-    if args.reduced and args.experiment != "full":
-        parser.error("--reduced is for the full experiment")
+    if (args.reduced or args.full_steps is not None) and args.experiment != "full":
+        parser.error("--reduced and --full-steps are for the full experiment")
+    if args.full_steps is not None and args.full_steps < 1:
+        parser.error(f"--full-steps must be at least 1, not {args.full_steps}")
     with running_on(platform):
         if args.experiment == "pricing":
             size = args.pricing_size or ("quick" if args.quick else "paper")
             result = pricing(args.quick, args.seed, size, args.pricer)
             suffix = f"_{size}" + ("" if args.pricer == "jax" else f"_{args.pricer}")
-        elif args.reduced:
-            result = full_against_sequential(args.quick, args.seed, reduced=True)
-            suffix = "_reduced"
+        elif args.experiment == "full":
+            result = full_against_sequential(args.quick, args.seed, reduced=args.reduced, full_steps=args.full_steps)
+            suffix = "_quick" if args.quick else "_reduced" if args.reduced else ""
         else:
             result = EXPERIMENTS[args.experiment](args.quick, args.seed)
             suffix = "_quick" if args.quick else ""

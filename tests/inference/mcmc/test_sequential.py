@@ -125,6 +125,16 @@ def test_the_full_scheme_shares_step_one_and_a_window_of_two_runs(three_steps):
     assert not np.array_equal(full.posterior["s"].values[:, :, 2], sequential.posterior["s"].values[:, :, 2])
 
 
+def test_the_first_steps_of_a_run_repeat_on_the_first_steps_data(three_steps):
+    first_two = {**three_steps, "T": 2, "t": three_steps["t"][:2], "X": three_steps["X"][:2],
+                 "y": three_steps["y"][:2]}
+    for scheme in ("full", "sequential"):
+        whole = api.run(NOISY, three_steps, "sequential", settings(scheme=scheme), seed=4)
+        part = api.run(NOISY, first_two, "sequential", settings(scheme=scheme), seed=4)
+        for name in ("s", "ell", "f"):
+            np.testing.assert_array_equal(part.posterior[name].values, whole.posterior[name].values[:, :, :2])
+
+
 def test_a_failing_external_likelihood_is_named_with_its_step(tmp_path, three_steps):
     text = NOISY.replace("y[i] ~ normal(f[i], s);",
                          'y[i] ~ external("gpdsl.testing.external_likelihoods:normal_numpy_checked", f[i], s);')
