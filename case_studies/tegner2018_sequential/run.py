@@ -18,7 +18,8 @@ pipeline in minutes. The data come from ``gpdsl.datasets.tegner_sequential`` (Se
 (JAX, compiled with the sampler; ``local_volatility.gpm``) or, with ``--pricer numpy``,
 ``gpdsl.testing.external_likelihoods.call_price_log_likelihood`` (NumPy through a host callback;
 ``local_volatility_numpy.gpm``). The runs go through the public API (``gpdsl.run``, ``gpdsl.settings``, ``gpdsl.results``); the
-held-out step of ``prediction.py`` uses engine functions (see there), and the outputs are written by
+held-out step of ``prediction.py`` and Fig. 3's full baseline, run one step at a time so that each finished step is
+kept (:func:`full_baseline`), use engine functions, and the outputs are written by
 ``gpdsl.storage.atomic.atomic_write_text`` (all or nothing).
 """
 
@@ -120,35 +121,66 @@ FULL_REDUCED = {"states": 200, "burn_in": 200, "thin": 1}
 full baseline (cubic in t) fits in well under an hour; the paper's chains are 1000 + 5 x 1000."""
 
 
-def first_steps(data: dict, steps: int) -> dict:
-    """The data of the first ``steps`` time steps: what the full baseline sees up to step ``steps``. Each step's
-    chain draws from its own key (the seed folded with t), so these steps repeat those of the whole run."""
-    return {**data, "T": steps, "t": data["t"][:steps], "X": data["X"][:steps], "y": data["y"][:steps]}
+def full_baseline(data: dict, settings, seed: int, steps: int, cache: Path) -> dict:
+    """The full baseline (``scheme="full"``) through step ``steps``, one step at a time: step t's chain on
+    ``f_1:t`` alone (:func:`gpdsl.inference.methods.sequential.step_chain` on the model's sequential view), from the
+    key ``gpdsl.run`` gives it (the seed folded with t), so its draws are those of ``gpdsl.run(..., scheme="full")``.
+    Each finished step's seconds and variances are written to ``cache`` (one JSON per step, atomically), so a run
+    to a later step extends an earlier one and an interrupted run keeps its finished steps."""
+    import jax
+    import jax.numpy as jnp
+
+    from gpdsl.backends.jax.lowering import constrain_blocks
+    from gpdsl.inference.families.sequential import sequential_view
+    from gpdsl.inference.mcmc.z_space import z_prior
+    from gpdsl.inference.methods.sequential import step_chain
+    from gpdsl.ir.families import SEQUENTIAL_LATENT_GP, classify
+
+    model, _ = gpdsl.check(MODEL)
+    values, _ = gpdsl.load_data(data, model)
+    view = sequential_view(model, values, classify(model).facts[SEQUENTIAL_LATENT_GP])
+    prior = z_prior(view, "sequential")
+    cache.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for t in range(1, steps + 1):
+        path = cache / f"step_{t}.json"
+        if not path.exists():
+            started = time.perf_counter()
+            thetas, _ = step_chain(view, t, settings, jax.random.fold_in(jax.random.PRNGKey(seed), t), prior,
+                                   progress=True)
+            seconds = time.perf_counter() - started
+            constrained = jax.vmap(lambda theta: constrain_blocks(theta, view.theta_blocks)[0])(jnp.asarray(thetas))
+            row = {"t": t, "seconds": seconds,
+                   "variance": {name: np.asarray(constrained[name]).var(axis=0).tolist() for name in ("kappa", "alpha")}}
+            atomic_write_text(path, json.dumps(row))
+            print(f"full baseline: step {t}/{steps} in {seconds:.1f} s", file=sys.stderr, flush=True)
+        rows.append(json.loads(path.read_text()))
+    return {"seconds_per_step": [row["seconds"] for row in rows],
+            "variance_per_step": {name: [row["variance"][name] for row in rows] for name in ("kappa", "alpha")}}
 
 
 def full_against_sequential(quick: bool, seed: int, reduced: bool = False, full_steps: int | None = None) -> dict:
     """Fig. 3: per step, the wall time and the variance of the hyperparameter samples, full baseline against
-    sequential, at N = 100, T = 10 (the same number of states). Each scheme's finished steps are written to a
-    checkpoint in ``results/cache`` (with the seconds each took) and an interrupted run resumes from it.
-    ``full_steps`` stops the full baseline, whose cost grows cubically in t, after that many steps (its later
-    steps are then not run; the sequential scheme runs all of them)."""
+    sequential, at N = 100, T = 10 (the same number of states). The sequential run writes a checkpoint in
+    ``results/cache`` after each step and resumes from it; the full baseline keeps each finished step there
+    (:func:`full_baseline`). ``full_steps`` stops the full baseline, whose cost grows cubically in t, after that
+    many steps; a later run with more steps starts where it stopped."""
     steps, n = (4, 40) if quick else (10, 100)
     full_steps = steps if full_steps is None else min(full_steps, steps)
     label = "_quick" if quick else "_reduced" if reduced else ""
     data, _ = simulate(steps, n, seed)
     out = {"T": steps, "N": n, "seed": seed, "reduced": reduced, "full_steps": full_steps}
-    for scheme in ("sequential", "full"):
-        settings = paper_settings(quick, scheme=scheme, **(FULL_REDUCED if reduced else {}))
-        out["settings"] = {"states": settings.states, "burn_in": settings.burn_in, "thin": settings.thin}
-        checkpoint = RESULTS / "cache" / f"full_{scheme}{label}.npz"
-        checkpoint.parent.mkdir(parents=True, exist_ok=True)
-        scheme_data = first_steps(data, full_steps) if scheme == "full" else data
-        fit = gpdsl.run(MODEL, scheme_data, "sequential", settings, seed=seed, checkpoint=checkpoint, progress=True,
-                        **DEVICE)
-        checkpoint.unlink(missing_ok=True)
-        seconds = json.loads(fit.attrs["report"])["seconds_per_step"]
-        variances = {name: fit.posterior[name].values[0].var(axis=0).tolist() for name in ("kappa", "alpha")}
-        out[scheme] = {"seconds_per_step": seconds, "variance_per_step": variances}
+    settings = paper_settings(quick, scheme="sequential", **(FULL_REDUCED if reduced else {}))
+    out["settings"] = {"states": settings.states, "burn_in": settings.burn_in, "thin": settings.thin}
+    checkpoint = RESULTS / "cache" / f"full_sequential{label}.npz"
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    fit = gpdsl.run(MODEL, data, "sequential", settings, seed=seed, checkpoint=checkpoint, progress=True, **DEVICE)
+    checkpoint.unlink(missing_ok=True)
+    out["sequential"] = {"seconds_per_step": json.loads(fit.attrs["report"])["seconds_per_step"],
+                         "variance_per_step": {name: fit.posterior[name].values[0].var(axis=0).tolist()
+                                               for name in ("kappa", "alpha")}}
+    out["full"] = full_baseline(data, paper_settings(quick, scheme="full", **(FULL_REDUCED if reduced else {})), seed,
+                                full_steps, RESULTS / "cache" / f"full_baseline{label}_seed{seed}")
     out["paper"] = {"full": "1 min at t = 1 to 11 h at t = 10", "sequential": "3 min in all"}
     _figure_full(out, f"full{label}.png")
     return out
