@@ -45,9 +45,9 @@ SEED = 2
 
 
 class Posterior:
-    """``log p(xi | Y, X)`` up to a constant in unconstrained ``xi``: the Laplace evidence of the latent inputs (or
-    PM's importance estimate) plus the log prior and the Jacobian, with the proposal and variational start of the
-    paper-size PM run (``CONFIG["paper"]``)."""
+    """``log p(xi | Y, X)`` up to a constant in unconstrained ``xi``: PM's importance estimate of the marginal
+    likelihood plus the log prior and the Jacobian, with the proposal and variational start of the paper-size PM
+    run (``CONFIG["paper"]``), and the Laplace fit of the latent inputs that proposal is built from."""
 
     def __init__(self, seed: int = SEED):
         import jax
@@ -65,51 +65,33 @@ class Posterior:
         model = load_model(str(study.AIRQUALITY_MODEL))
         values, _ = load_data(study.model_data(model, **study.airquality_fit_data(part)), model)
         _, facts = classify(model).require(PM_GPLVM_FAMILIES, "pm-gplvm")
-        problem = gplvm_view(model, values, facts)
-        self.problem = problem
-        self.fit = fit_vem_starts(problem, variational_settings(problem, self.settings, seed))
-        proposal = make_pm_proposal(problem, self.settings, self.fit)
+        self.problem = problem = gplvm_view(model, values, facts)
+        proposal = make_pm_proposal(problem, self.settings, fit_vem_starts(problem, variational_settings(
+            problem, self.settings, seed)))
         estimate = make_estimate(problem, proposal, self.settings.num_importance)
 
         def log_prior(theta):
             _, log_jacobian = problem.constrain(theta)
             return problem.log_hyperprior(theta) + log_jacobian
 
-        def surrogate(theta):
-            return proposal.surrogate(proposal.fit(theta)) + log_prior(theta)
+        def estimates(keys, theta, fitted):
+            return jax.lax.map(lambda key: estimate(key, theta, fitted=fitted).log_marginal, keys)
 
-        def estimates(keys, theta):
-            fitted = proposal.fit(theta)
-            logs = jax.lax.map(lambda key: estimate(key, theta, fitted=fitted).log_marginal, keys)
-            return logs + log_prior(theta)
-
-        self._surrogate = jax.jit(surrogate)
+        self.fit = jax.jit(proposal.fit)
         self._estimates = jax.jit(estimates)
         self._log_prior = jax.jit(log_prior)
-        self._fit = jax.jit(proposal.fit)
-        self.evaluations = 0
 
-    def unconstrain(self, values: dict | None) -> np.ndarray:
-        if values is None:
-            return np.asarray(self.fit.params.theta, dtype=float)
+    def unconstrain(self, values: dict) -> np.ndarray:
         return np.asarray(self.problem.unconstrain_theta({n: np.asarray(values[n], dtype=float)
                                                           for n in self.problem.theta_names}))
-
-    def values(self, theta) -> dict:
-        return {n: np.asarray(v).tolist() for n, v in self.problem.theta_values(np.asarray(theta)).items()}
-
-    def surrogate(self, theta) -> float:
-        self.evaluations += 1
-        value = float(self._surrogate(np.asarray(theta, dtype=float)))
-        return value if math.isfinite(value) else -1e10
 
     def log_prior(self, theta) -> float:
         return float(self._log_prior(np.asarray(theta, dtype=float)))
 
-    def latent_modes(self, theta) -> list[float]:
-        """The Laplace evidence of each distinct latent mode the searches found at ``theta`` (mirror images and
-        repeats counted once), best first."""
-        fitted = self._fit(np.asarray(theta, dtype=float))
+    @staticmethod
+    def latent_modes(fitted) -> list[float]:
+        """The Laplace evidence of each distinct latent mode of a fit (mirror images and repeats counted once),
+        best first."""
         modes = np.asarray(fitted.mode).reshape(len(fitted.log_evidence), -1)
         kept = []
         for k in np.argsort(-np.asarray(fitted.log_evidence)):
@@ -120,27 +102,32 @@ class Posterior:
                 kept.append(int(k))
         return [float(fitted.log_evidence[k]) for k in kept]
 
-    def estimates(self, theta, seed: int, replicates: int) -> np.ndarray:
+    def estimates(self, theta, fitted, seed: int, replicates: int) -> np.ndarray:
+        """``replicates`` estimates of ``log p(Y | X, xi)`` from the proposal ``fitted`` at ``theta``."""
         import jax
 
         keys = jax.random.split(jax.random.PRNGKey(seed), replicates)
-        return np.asarray(self._estimates(keys, np.asarray(theta, dtype=float)))
+        return np.asarray(self._estimates(keys, np.asarray(theta, dtype=float), fitted))
 
 
 def slice_along_day_weight(posterior: Posterior, base: dict, seed: int) -> dict:
     """The log posterior along the day weight with the other hyperparameters at ``base``: PM's estimate (the log
-    mean of ``REPLICATES`` estimates of Q = 1000 draws each, and their spread), the surrogate, and the Laplace
-    evidence of each latent mode the searches found (mirror images counted once)."""
+    mean of ``REPLICATES`` estimates of Q = 1000 draws each, and their spread), the surrogate of delayed acceptance
+    (the best latent mode's Laplace evidence), and the Laplace evidence of each latent mode the searches found
+    (mirror images counted once); all plus the log prior but the modes'."""
     rows = {"day_weight": DAY_WEIGHTS.tolist(), "log_posterior": [], "estimates": [], "surrogate": [],
             "latent_modes": [], "log_prior": []}
     for k, day in enumerate(DAY_WEIGHTS):
         theta = posterior.unconstrain({**base, "s1": [float(day), base["s1"][1]]})
-        estimates = posterior.estimates(theta, seed + k, REPLICATES)
+        fitted = posterior.fit(theta)
+        log_prior = posterior.log_prior(theta)
+        estimates = posterior.estimates(theta, fitted, seed + k, REPLICATES) + log_prior
+        modes = posterior.latent_modes(fitted)
         rows["estimates"].append(estimates.tolist())
         rows["log_posterior"].append(float(np.logaddexp.reduce(estimates) - math.log(estimates.size)))
-        rows["surrogate"].append(posterior.surrogate(theta))
-        rows["log_prior"].append(posterior.log_prior(theta))
-        rows["latent_modes"].append(posterior.latent_modes(theta))
+        rows["surrogate"].append(modes[0] + log_prior)
+        rows["log_prior"].append(log_prior)
+        rows["latent_modes"].append(modes)
     return rows
 
 
@@ -174,7 +161,7 @@ def figure(out: dict, path: Path) -> Path:
     return save_png(fig, path)
 
 
-def find_modes(posterior: Posterior) -> dict:
+def day_weight_slices(posterior: Posterior) -> dict:
     started = time.perf_counter()
     out = {"bases": BASES, "replicates": REPLICATES, "num_importance": posterior.settings.num_importance,
            "slices": {}}
@@ -195,7 +182,7 @@ def main(argv=None) -> int:
     except DeviceError as error:
         parser.error(error.render())
     with running_on(platform):
-        out = find_modes(Posterior())
+        out = day_weight_slices(Posterior())
     out.update(device_attributes(platform))
     study.RESULTS.mkdir(exist_ok=True)
     atomic_write_text(study.RESULTS / "airquality_modes.json", json.dumps(out, indent=1))
