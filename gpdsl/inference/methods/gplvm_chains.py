@@ -86,7 +86,7 @@ def make_pm_proposal(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMF
     the exact posterior of the latent inputs, searched from the variational fit's means (``"laplace"``)."""
     if settings.proposal == "laplace":
         laplace = make_laplace(problem, fit.mean, starts=settings.laplace_starts, seed=fit.settings.seed,
-                               max_iterations=settings.laplace_iterations)
+                               max_iterations=settings.laplace_iterations, gtol=settings.laplace_gtol)
         return laplace_proposal(problem, laplace, symmetrise=settings.symmetrise, defensive=settings.defensive)
     return variational_proposal(problem, make_pm_e_step(problem, settings, fit), symmetrise=settings.symmetrise,
                                 defensive=settings.defensive)

@@ -94,3 +94,29 @@ def test_the_closed_form_hessian_equals_automatic_differentiation(kernel):
     v = jnp.asarray(rng.normal(size=(Q, N)))
     expected = jax.hessian(lambda flat: -whitened_log_posterior(problem, theta, L_p, flat.reshape(Q, N)))(v.ravel())
     np.testing.assert_allclose(whitened_negative_hessian(problem, theta, L_p, v), expected, rtol=1e-9, atol=1e-10)
+
+
+def test_a_looser_gradient_tolerance_stops_the_searches_sooner_at_nearly_the_same_modes():
+    from gpdsl.api import load_model
+    from gpdsl.data.io import load_data
+    from gpdsl.inference.families.gplvm import gplvm_problem
+    from gpdsl.inference.mcmc.gplvm_laplace import make_laplace
+    from gpdsl.settings.fields import SettingError
+    from gpdsl.settings.sampling import PMGPLVMSettings
+
+    rng = np.random.default_rng(6)
+    N, Q, D = 12, 1, 3
+    model = load_model(CLOSED_FORM_MODEL.replace("KERNEL", "rbf(variance = 1.3, lengthscale = ell)"))
+    values, _ = load_data({"N": N, "Q": Q, "D": D, "X": np.linspace(0.0, 1.0, N)[:, None],
+                           "Y": rng.normal(size=(N, D))}, model)
+    problem = gplvm_problem(model, values)
+    theta = jnp.asarray([0.2, -0.3])
+    start = rng.normal(size=(N, Q))
+    tight = make_laplace(problem, start, starts=2, gtol=1e-8)(theta)
+    loose = make_laplace(problem, start, starts=2, gtol=1e-2)(theta)
+    assert int(loose.iterations) < int(tight.iterations)
+    # the whitened curvature is at least 1, so a gradient below 1e-2 puts each mode within 1e-2 sqrt(N Q) of the tight one
+    assert np.max(np.abs(np.asarray(loose.mode) - np.asarray(tight.mode))) < 1e-2 * np.sqrt(N * Q)
+    np.testing.assert_allclose(loose.log_evidence, tight.log_evidence, atol=1e-2)
+    with pytest.raises(SettingError, match="laplace_gtol"):
+        PMGPLVMSettings(laplace_gtol=0.0)
