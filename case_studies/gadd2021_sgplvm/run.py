@@ -138,7 +138,7 @@ CONFIG["paper"] = {"airquality": {**CONFIG["full"]["airquality"],
 """Air quality's PM at the paper's length (4 chains x 5000 iterations, burn-in 1000, Q = 1000, g0 = 200); the
 bands and checks use every 20th kept state (800, of which 200 evenly spaced as in ``full``). The Laplace mode
 searches stop at a largest gradient component of 1e-2 (not 1e-5), which takes a quarter off each proposal and
-moves the Laplace evidence by at most 0.01 nats (README, "What was not run")."""
+moves the Laplace evidence by at most 0.01 nats (README, "At the paper's size")."""
 DEVICE = {"device": "auto"}
 """The ``device`` of every VEM and PM run (``--device``, set by :func:`main`)."""
 
@@ -244,7 +244,8 @@ def pm_settings(pm: dict):
                            num_importance=pm["num_importance"], blocks=BLOCKS, g0=pm["g0"],
                            e_step_iterations=pm["e_step_iterations"], latent_sweeps=pm["latent_sweeps"],
                            correlation=pm["correlation"], delayed_acceptance=pm["delayed_acceptance"],
-                           proposal=pm["proposal"], laplace_gtol=pm.get("laplace_gtol", 1e-5))
+                           proposal=pm["proposal"],
+                           **{name: pm[name] for name in ("laplace_gtol",) if name in pm})
 
 
 def unconstrained(problem, draws: dict) -> np.ndarray:
