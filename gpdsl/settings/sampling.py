@@ -301,6 +301,12 @@ class PMGPLVMSettings(SegmentedChainSettings):
         traps the chain. Exact for any ``rho`` in ``[0, 1)``; 0 draws them afresh, as the paper does. On sinusoid
         case 1 (4 chains x 1500 iterations) the default 0.99 gave R-hat 1.06 and a smallest bulk ESS of 97 where
         fresh draws gave 1.44 and 9 (chains stuck for up to 480 iterations).
+    noise_refreshes : int
+        Elliptical slice updates of those normal variates alone, at the current ``xi``, before each iteration
+        (pseudo-marginal slice sampling, Murray & Graham 2016; :func:`~gpdsl.inference.mcmc.gplvm_estimate.make_noise_refresh`).
+        Exact. A chain that accepted a lucky estimate otherwise holds it until a proposal's estimate matches it;
+        the refresh lets it fall back. The proposal at ``xi`` is kept in the state, so an update costs a few
+        estimates' weights (its slice's shrinks), not a mode search or an E-step. 0: none.
     delayed_acceptance : bool
         Delayed acceptance (:mod:`gpdsl.inference.mcmc.blocked_metropolis`): a proposal first meets the E-step's
         bound, or the Laplace approximation of ``log p(Y | X, xi)`` (plus the log prior), as a surrogate, and the importance estimate is made only
@@ -355,6 +361,9 @@ class PMGPLVMSettings(SegmentedChainSettings):
                          choices=E_STEP_UPDATES)
     correlation: float = option(0.99, "correlated pseudo-marginal: the importance draws' normal variates move with "
                                       "this correlation at each proposal (0: fresh, as the paper)")
+    noise_refreshes: int = option(0, "elliptical slice updates of the importance draws' normal variates at the "
+                                     "current xi before each iteration (exact; frees a chain held by a lucky "
+                                     "estimate; each costs a few estimates' weights, not a proposal's search)")
     delayed_acceptance: bool = option(False, "screen each proposal by the E-step's bound and estimate the marginal "
                                              "likelihood only for those that pass (exact; the paper estimates at "
                                              "every proposal)")
@@ -376,6 +385,7 @@ class PMGPLVMSettings(SegmentedChainSettings):
                      "laplace_starts"):
             require_positive_int(name, getattr(self, name))
         require_positive_int("latent_sweeps", self.latent_sweeps, allow_zero=True)
+        require_positive_int("noise_refreshes", self.noise_refreshes, allow_zero=True)
         if self.num_inducing is not None:
             require_positive_int("num_inducing", self.num_inducing)
         require_number("initial_covariance", self.initial_covariance, 0, open_low=True)

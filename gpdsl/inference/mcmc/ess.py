@@ -125,6 +125,40 @@ def mapped_ess_step(rng_key, z, image_z, loglik_z, chol, apply_map, image_loglik
     return z_new, image_new, value, info
 
 
+def standard_normal_ess_step(rng_key, u, loglik_u, loglik: Callable, max_shrinks: int = 100):
+    """One elliptical slice update of a pytree ``u`` of independent standard normals under any log-likelihood.
+
+    The update of the auxiliary variates of a pseudo-marginal estimate at fixed parameters (Murray & Graham
+    2016): ``loglik(u)`` is the log of the estimate made from ``u``, so the step leaves
+    ``p_hat(u) N(u; 0, I)`` invariant, the extended target of the pseudo-marginal chain given its parameters.
+
+    Parameters
+    ----------
+    rng_key : jax.Array
+        PRNG key.
+    u : pytree of jax.Array
+        Current variates, every leaf standard normal a priori.
+    loglik_u : jax.Array
+        ``loglik(u)``, cached.
+    loglik : callable
+        ``loglik(u) -> scalar`` (NaN counts as minus infinity).
+    max_shrinks : int
+        See :func:`ess_step`.
+
+    Returns
+    -------
+    u_new : pytree
+    loglik_new : jax.Array
+    info : ESSInfo
+    """
+    leaves, treedef = jax.tree.flatten(u)
+    key_nu, key_uniforms = jax.random.split(rng_key)
+    keys = jax.random.split(key_nu, len(leaves))
+    nu = jax.tree.unflatten(treedef, [jax.random.normal(key, leaf.shape, leaf.dtype) for key, leaf in zip(keys, leaves)])
+    uniforms = jax.random.uniform(key_uniforms, (2 + max_shrinks,), dtype=jnp.result_type(float))
+    return _slice_on_ellipse(uniforms, u, nu, loglik_u, loglik, None, max_shrinks)
+
+
 def _slice_on_ellipse(uniforms, f, nu, loglik_f, loglik, mean, max_shrinks):
     """The slice height, the first angle and the shrinking bracket of one ESS step (``uniforms``: ``2 +
     max_shrinks`` of them); ``f``, ``nu`` and ``mean`` may be matching pytrees."""

@@ -25,6 +25,7 @@ from jax.scipy.special import logsumexp, ndtr
 
 from gpdsl.errors import MethodError
 from gpdsl.inference.families.gplvm import GPLVMProblem
+from gpdsl.inference.mcmc.ess import standard_normal_ess_step
 from gpdsl.numerics.linalg import cholesky, logdet_chol, solve_triangular
 from gpdsl.numerics import GP_JITTER
 from gpdsl.numerics.devices import run_platform
@@ -51,7 +52,10 @@ class Estimate(NamedTuple):
     q : tuple, optional
         ``(latent, inducing)`` of the E-step's optimum (kept by the warm-started, approximate chain).
     noise : ImportanceNoise, optional
-        The variates of the draws (kept by the correlated chain).
+        The variates of the draws (kept by the correlated chain, and by a chain that refreshes them).
+    fitted : optional
+        The proposal at ``xi`` the draws came from (kept by a chain that refreshes the variates,
+        :func:`make_noise_refresh`).
     """
 
     log_marginal: jax.Array
@@ -60,6 +64,7 @@ class Estimate(NamedTuple):
     effective_draws: jax.Array
     q: Any = None
     noise: Any = None
+    fitted: Any = None
 
 
 def require_observed(problem: GPLVMProblem, purpose: str) -> None:
@@ -266,7 +271,7 @@ def variational_proposal(problem: GPLVMProblem, e_step, *, symmetrise: bool = Tr
 
 
 def make_estimate(problem: GPLVMProblem, proposal: ImportanceProposal, num_importance: int, *,
-                  keep_q: bool = False):
+                  keep_q: bool = False, keep_fitted: bool = False):
     """``(rng_key, theta, start=None, noise=None, fitted=None) -> Estimate``: the proposal at ``theta`` (or
     ``fitted``, when the caller made it), then eq. (4) with ``num_importance`` draws (made from ``noise`` when
     given, else from ``rng_key``).
@@ -283,6 +288,8 @@ def make_estimate(problem: GPLVMProblem, proposal: ImportanceProposal, num_impor
     keep_q : bool
         Return what the proposal keeps in :attr:`Estimate.q`. A ``start`` given to the estimate is passed to the
         proposal's fit: the warm start of the approximate chain.
+    keep_fitted : bool
+        Return the proposal at ``xi`` in :attr:`Estimate.fitted` (for :func:`make_noise_refresh`).
 
     Returns
     -------
@@ -308,6 +315,50 @@ def make_estimate(problem: GPLVMProblem, proposal: ImportanceProposal, num_impor
             noise = draw_noise(rng_key, num_importance, problem.latent_dim, problem.num_points)
         log_marginal, effective = log_mean_weight(proposal.log_weights(theta, fitted, noise), num_importance)
         return Estimate(log_marginal, proposal.surrogate(fitted), proposal.iterations(fitted), effective,
-                        proposal.keep(fitted) if keep_q else None, kept)
+                        proposal.keep(fitted) if keep_q else None, kept, fitted if keep_fitted else None)
 
     return estimate
+
+
+def make_noise_refresh(proposal: ImportanceProposal, num_importance: int, steps: int):
+    """``(rng_key, theta, estimate) -> (Estimate, shrinks)``: ``steps`` elliptical slice updates of the variates of
+    the current estimate at fixed ``xi`` (:func:`~gpdsl.inference.mcmc.ess.standard_normal_ess_step`).
+
+    The pseudo-marginal chain is exact on ``(xi, u)`` with target ``p(xi) p_hat(Y | xi, u) N(u; 0, I)``; a chain
+    that accepted a lucky estimate (one draw far in the upper tail of the weights) keeps it until a proposal
+    matches it, and a correlated chain's proposals inherit most of its variates. Moving ``u`` alone under that
+    target, with ``xi`` and so the proposal fixed, costs only the draws' weights (the proposal at ``xi`` is kept
+    in :attr:`Estimate.fitted`), leaves the chain exact, and lets the estimate fall back into the bulk of its
+    distribution (Murray & Graham 2016, pseudo-marginal slice sampling).
+
+    Parameters
+    ----------
+    proposal : ImportanceProposal
+    num_importance : int
+        Draws per estimate.
+    steps : int
+        Slice updates per call.
+
+    Returns
+    -------
+    callable
+        The estimate returned carries the new variates and ``log p_hat``; its ``effective_draws`` is NaN (not
+        recomputed). ``shrinks`` counts the extra estimates the slices needed beyond one per step.
+    """
+
+    def refresh(rng_key, theta, estimate: Estimate):
+        def log_marginal(noise):
+            return log_mean_weight(proposal.log_weights(theta, estimate.fitted, noise), num_importance)[0]
+
+        def one(carry, key):
+            noise, value = carry
+            noise, value, info = standard_normal_ess_step(key, noise, value, log_marginal)
+            return (noise, value), info.num_shrinks
+
+        (noise, value), shrinks = jax.lax.scan(one, (estimate.noise, estimate.log_marginal),
+                                               jax.random.split(rng_key, steps))
+        refreshed = estimate._replace(log_marginal=value, noise=noise,
+                                      effective_draws=jnp.full_like(estimate.effective_draws, jnp.nan))
+        return refreshed, jnp.sum(shrinks)
+
+    return refresh

@@ -21,6 +21,7 @@ from gpdsl.inference.mcmc.gplvm_estimate import (
     correlated_noise,
     draw_noise,
     make_estimate,
+    make_noise_refresh,
     require_observed,
     variational_proposal,
 )
@@ -92,12 +93,14 @@ def make_pm_proposal(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMF
                                 defensive=settings.defensive)
 
 
-def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit):
+def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit, proposal=None):
     """``(rng_key, theta, current=None, screened=None) -> ((log p_hat(Y | theta), log p(theta) + log Jacobian),
     Estimate)``, and with ``settings.delayed_acceptance`` the :class:`Screen` whose proposal at ``theta`` is
-    ``screened`` (else None)."""
-    proposal = make_pm_proposal(problem, settings, fit)
-    estimate = make_estimate(problem, proposal, settings.num_importance, keep_q=settings.warm_start)
+    ``screened`` (else None). ``proposal`` defaults to :func:`make_pm_proposal`'s."""
+    proposal = proposal or make_pm_proposal(problem, settings, fit)
+    refreshed = settings.noise_refreshes > 0
+    estimate = make_estimate(problem, proposal, settings.num_importance, keep_q=settings.warm_start,
+                             keep_fitted=refreshed)
 
     def log_prior(theta):
         _, log_jacobian = problem.constrain(theta)
@@ -106,9 +109,10 @@ def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit
     def log_terms(rng_key, theta, current=None, screened=None):
         start = current.q if settings.warm_start and current is not None else None
         noise = None
-        if settings.correlation > 0.0:
+        if settings.correlation > 0.0 or refreshed:
             noise = (draw_noise(rng_key, settings.num_importance, problem.latent_dim, problem.num_points)
-                     if current is None else correlated_noise(current.noise, rng_key, settings.correlation))
+                     if current is None or settings.correlation == 0.0
+                     else correlated_noise(current.noise, rng_key, settings.correlation))
         result = estimate(rng_key, theta, start, noise, fitted=screened)
         return (result.log_marginal, log_prior(theta)), result
 
@@ -127,6 +131,19 @@ def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit
     return log_terms, Screen(evaluate, skipped)
 
 
+def with_noise_refresh(step, refresh):
+    """``step`` of the blocked chain preceded, at each iteration, by ``refresh`` of the current estimate's variates
+    at the current ``xi`` (:func:`~gpdsl.inference.mcmc.gplvm_estimate.make_noise_refresh`)."""
+
+    def refreshed_step(rng_key, state, adapting=False):
+        key_refresh, key_step = jax.random.split(rng_key)
+        estimate, _ = refresh(key_refresh, state.position, state.extras)
+        mh = state.mh._replace(log_density=(estimate.log_marginal, *state.mh.log_density[1:]))
+        return step(key_step, state._replace(mh=mh, extras=estimate), adapting)
+
+    return refreshed_step
+
+
 def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, context):
     """Fit the variational start, run the chains, and collect a :class:`~gpdsl.results.method_output.MethodOutput`."""
     blocks, block_names = block_indices(problem, settings.blocks)
@@ -135,11 +152,15 @@ def run_pm_gplvm_chains(problem: GPLVMProblem, settings: PMGPLVMSettings, contex
     with stage(f"variational start: {counted(settings.vem_starts, 'fit')} by vem", enabled=shown):
         fit = fit_vem_starts(problem, variational_settings(problem, settings, context.seed), progress=shown)
     with stage(f"{settings.proposal} proposal", enabled=shown):
-        log_terms, screen = make_log_terms(problem, settings, fit)
+        proposal = make_pm_proposal(problem, settings, fit)
+        log_terms, screen = make_log_terms(problem, settings, fit, proposal)
     init, step = make_blocked_metropolis(
         log_terms, blocks, initial_covariance=settings.initial_covariance, g0=settings.g0,
         epsilon=settings.adapt_epsilon, adapt_after_warmup=settings.adapt_after_warmup,
-        report=lambda estimate: estimate._replace(q=None, noise=None), screen=screen)
+        report=lambda estimate: estimate._replace(q=None, noise=None, fitted=None), screen=screen)
+    if settings.noise_refreshes:
+        step = with_noise_refresh(step, make_noise_refresh(proposal, settings.num_importance,
+                                                           settings.noise_refreshes))
     key_start, key_init, key_run, key_latent = jax.random.split(jax.random.PRNGKey(context.seed), 4)
     theta_ml = jnp.asarray(fit.params.theta)
     starts = theta_ml + settings.start_noise * jax.random.normal(key_start, (settings.chains, theta_ml.size))
@@ -242,6 +263,7 @@ def _report(problem: GPLVMProblem, fit: VEMFit, block_names, result, settings: P
         **chain_report(result),
         "exact": not settings.warm_start,
         "correlation": settings.correlation,
+        "noise_refreshes": settings.noise_refreshes,
         "delayed_acceptance": settings.delayed_acceptance,
         "proposal": settings.proposal,
         "block_screen_pass": np.asarray(result.infos.screened, dtype=float).mean(axis=(0, 1)).tolist(),

@@ -242,18 +242,20 @@ def test_blocks_must_split_the_coordinates():
         check_blocks([[0, 1], []], 2)
 
 
-@pytest.mark.parametrize("correlation, delayed, proposal", [
-    pytest.param(0.0, False, "variational", marks=pytest.mark.slow), (0.95, False, "variational"),
-    pytest.param(0.95, True, "variational", marks=pytest.mark.slow), (0.95, True, "laplace")])
-def test_pm_gplvm_chain_recovers_the_grid_posterior_of_one_hyperparameter(tiny, correlation, delayed, proposal):
+@pytest.mark.parametrize("correlation, delayed, proposal, refreshes", [
+    pytest.param(0.0, False, "variational", 0, marks=pytest.mark.slow), (0.95, False, "variational", 0),
+    pytest.param(0.95, True, "variational", 0, marks=pytest.mark.slow), (0.95, True, "laplace", 0),
+    (0.95, True, "laplace", 2), pytest.param(0.0, False, "variational", 1, marks=pytest.mark.slow)])
+def test_pm_gplvm_chain_recovers_the_grid_posterior_of_one_hyperparameter(tiny, correlation, delayed, proposal,
+                                                                          refreshes):
     """Posterior mean and sd of s1 from 4 chains within 4 MCSE of the posterior on a grid (the marginal likelihood
-    at each grid point by :func:`marginal_by_prior_sampling`)."""
+    at each grid point by :func:`marginal_by_prior_sampling`); with and without refreshes of the draws' variates."""
     import arviz as az
 
     model, data, _, x, Y = tiny
     settings = PMGPLVMSettings(chains=4, warmup=300, draws=1500, num_importance=200, g0=100, num_inducing=6,
                                e_step_iterations=200, e_step_tol=1e-6, correlation=correlation,
-                               delayed_acceptance=delayed, proposal=proposal)
+                               delayed_acceptance=delayed, proposal=proposal, noise_refreshes=refreshes)
     results = run(model, data, "pm-gplvm", settings, seed=5)
     draws = np.asarray(results.posterior["s1"])
     grid = np.linspace(0.01, 2.5, 80)
@@ -367,3 +369,33 @@ def test_correlated_noise_keeps_the_standard_normal_and_its_correlation():
     u, v = np.ravel(noise.normals), np.ravel(moved.normals)
     assert abs(v.std() - 1.0) < 0.01 and abs(np.corrcoef(u, v)[0, 1] - 0.9) < 0.01
     assert moved.picks.shape == noise.picks.shape and moved.flips.shape == noise.flips.shape
+
+
+def test_a_refresh_moves_the_variates_at_fixed_xi_and_keeps_the_estimate_of_them(tiny):
+    """After refreshes the state's ``log p_hat`` is the estimate of its new variates under the kept proposal, and a
+    lucky estimate (the largest of 200 at one ``xi``) falls back towards the bulk of the estimates."""
+    from gpdsl.inference.mcmc.gplvm_estimate import draw_noise, log_mean_weight, make_noise_refresh
+
+    _, _, problem, _, _ = tiny
+    laplace = make_laplace(problem, jnp.zeros((problem.num_points, problem.latent_dim)), starts=2)
+    proposal = laplace_proposal(problem, laplace, defensive=0.1)
+    estimate = make_estimate(problem, proposal, 20, keep_fitted=True)
+    theta = jnp.asarray([0.0])
+
+    def at(key):
+        noise = draw_noise(key, 20, problem.latent_dim, problem.num_points)
+        return estimate(key, theta, noise=noise)
+
+    estimates = jax.jit(jax.vmap(at))(jax.random.split(jax.random.PRNGKey(0), 200))
+    values = np.asarray(estimates.log_marginal)
+    lucky = jax.tree.map(lambda leaf: leaf[int(np.argmax(values))], estimates)
+    refresh = jax.jit(make_noise_refresh(proposal, 20, steps=25))
+    refreshed, _ = refresh(jax.random.PRNGKey(1), theta, lucky)
+    again = log_mean_weight(proposal.log_weights(theta, lucky.fitted, refreshed.noise), 20)[0]
+    assert np.isclose(float(refreshed.log_marginal), float(again))
+    assert not np.allclose(np.asarray(refreshed.noise.normals), np.asarray(lucky.noise.normals))
+    falls = [float(refresh(jax.random.PRNGKey(k), theta, lucky)[0].log_marginal) for k in range(2, 12)]
+    halfway = 0.5 * (values.max() + np.median(values))
+    assert np.median(falls) < halfway, (np.median(falls), values.max(), np.median(values))
+    with pytest.raises(SettingError, match="noise_refreshes"):
+        PMGPLVMSettings(noise_refreshes=-1)
