@@ -39,7 +39,7 @@ MODEL_FOR = {"nuts": ("gp_classification", "cls"), "pm": ("gp_classification", "
              "vem": ("bayesian_gplvm", "lvm"), "ml": ("gp_regression", "reg"), "sgpr": ("gp_regression", "reg"),
              "svgp": ("gp_classification", "cls"), "svi-gplvm": ("bayesian_gplvm", "lvm"), "dmgp": ("deep_mahalanobis_gp", "deep"),
              "dsdgp": ("deep_gp", "deep"), "sequential": ("sequential_latent_gp", "seq")}
-ZERO_ALLOWED = {"warmup", "refresh_steps", "latent_sweeps", "warmup_iterations", "restarts", "adapt_epsilon",
+ZERO_ALLOWED = {"warmup", "refresh_steps", "noise_refreshes", "latent_sweeps", "warmup_iterations", "restarts", "adapt_epsilon",
                 "start_noise", "defensive", "correlation", "noise_fixed_steps", "batch_size", "burn_in",
                 "final_repeat_f"}
 
