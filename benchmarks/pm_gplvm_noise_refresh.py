@@ -3,12 +3,13 @@
 The air-quality chains at the paper's size (Q = 1000) held single states for up to 1133 iterations: a lucky estimate
 that the correlated proposals (rho = 0.99) inherit. ``noise_refreshes`` adds elliptical slice updates of the
 variates alone before each iteration (exact). Both runs here start from the same seed and settings (those of the case
-study's ``CONFIG["paper"]``, shortened); printed for each: seconds, seconds per iteration, acceptance per block, the
+study's ``CONFIG["paper"]`` and its data, shortened; no latent sweeps); printed for each: seconds, seconds per iteration, acceptance per block, the
 longest hold of a block (consecutive kept draws where it did not move, summed over chains' worst), the largest
 R-hat and the smallest bulk ESS over the hyperparameters, and ESS per second, with the ratio of the last.
 
-Run: ``python benchmarks/pm_gplvm_noise_refresh.py [--warmup 300] [--draws 900] [--num-importance 1000]
-[--refreshes 2]`` (about 20 minutes per run at the defaults on a 2-core machine).
+Run: ``python benchmarks/pm_gplvm_noise_refresh.py [--warmup 300] [--draws 900] [--refreshes 2]`` (about 25
+minutes for the plain run at the defaults on a 2-core machine); the data come from ``GPDSL_DATA_MIRROR`` or
+``../shared/data`` where set, else from the loader's source.
 """
 
 from __future__ import annotations
@@ -24,26 +25,15 @@ sys.path.insert(0, str(REPO))
 
 import gpdsl  # noqa: E402,F401  (sets the XLA device count before JAX loads)
 
+from dataclasses import replace  # noqa: E402
+
 import numpy as np  # noqa: E402
 
+from case_studies.gadd2021_sgplvm import run as study  # noqa: E402
 from gpdsl import load_model, run, summarize  # noqa: E402
-from gpdsl.datasets import airquality  # noqa: E402
 from gpdsl.settings import PMGPLVMSettings  # noqa: E402
 
-MODEL = REPO / "case_studies" / "gadd2021_sgplvm" / "sgplvm_airquality.gpm"
-HYPERPARAMETERS = ["s1", "theta", "theta_S", "noise"]
-BLOCKS = [["s1", "theta"], ["theta_S", "noise"]]
-
-
-def airquality_data(mirror: str | None) -> dict:
-    """The 116 days with ozone: inputs (day, month) raw, outputs (log ozone, temperature) standardised."""
-    table = airquality(mirror=mirror)
-    month = table.X[:, list(table.feature_names).index("Month")]
-    temp = table.X[:, list(table.feature_names).index("Temp")]
-    keep = ~np.isnan(table.y)
-    X = np.column_stack([np.arange(len(month), dtype=float), month])[keep]
-    Y = np.column_stack([np.log(table.y[keep]), temp[keep]])
-    return {"N": int(keep.sum()), "Q": 1, "D": 2, "X": X, "Y": (Y - Y.mean(axis=0)) / Y.std(axis=0)}
+HYPERPARAMETERS = list(study.HYPERPARAMETERS)
 
 
 def longest_hold(values: np.ndarray) -> int:
@@ -72,23 +62,21 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warmup", type=int, default=300)
     parser.add_argument("--draws", type=int, default=900)
-    parser.add_argument("--num-importance", type=int, default=1000)
     parser.add_argument("--refreshes", type=int, default=2)
     parser.add_argument("--seed", type=int, default=2)
-    parser.add_argument("--mirror", default=None, help="a local mirror of the datasets (GPDSL_DATA_MIRROR)")
     parser.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = parser.parse_args(argv)
 
-    model, data = load_model(MODEL), airquality_data(args.mirror)
-    common = dict(chains=4, warmup=args.warmup, draws=args.draws, num_importance=args.num_importance, g0=200,
-                  blocks=BLOCKS, correlation=0.99, delayed_acceptance=True, proposal="laplace", laplace_gtol=1e-2,
-                  latent_sweeps=0)
+    part = study.CONFIG["paper"]["airquality"]
+    model, data = load_model(study.AIRQUALITY_MODEL), study.airquality_fit_data(part)
+    paper = replace(study.pm_settings(part["pm"]), warmup=args.warmup, draws=args.draws, latent_sweeps=0)
     rows = {}
     for name, refreshes in (("plain", 0), (f"refresh x{args.refreshes}", args.refreshes)):
-        rows[name] = measure(model, data, PMGPLVMSettings(noise_refreshes=refreshes, **common), args.seed)
+        rows[name] = measure(model, data, replace(paper, noise_refreshes=refreshes), args.seed)
         print(f"{name}: {json.dumps({k: v for k, v in rows[name].items() if k != 'summary'})}", flush=True)
     print(f"air quality, N = {data['N']}, pm-gplvm 4 chains x ({args.warmup} + {args.draws}), Q = "
-          f"{args.num_importance}, blocks {BLOCKS}, correlation 0.99, delayed acceptance, Laplace proposal (gtol 1e-2)")
+          f"{paper.num_importance}, blocks {study.BLOCKS}, correlation {paper.correlation}, delayed acceptance "
+          f"{paper.delayed_acceptance}, {paper.proposal} proposal (gtol {paper.laplace_gtol})")
     print(f"{'run':<14}{'seconds':>9}{'s/it':>7}{'acceptance':>16}{'hold':>6}{'R-hat':>7}{'min ESS':>9}{'ESS/s':>8}")
     for name, r in rows.items():
         print(f"{name:<14}{r['seconds']:>9.0f}{r['seconds_per_iteration']:>7.2f}{str(r['acceptance']):>16}"

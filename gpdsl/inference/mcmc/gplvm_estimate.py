@@ -321,7 +321,7 @@ def make_estimate(problem: GPLVMProblem, proposal: ImportanceProposal, num_impor
 
 
 def make_noise_refresh(proposal: ImportanceProposal, num_importance: int, steps: int):
-    """``(rng_key, theta, estimate) -> (Estimate, shrinks)``: ``steps`` elliptical slice updates of the variates of
+    """``(rng_key, theta, estimate) -> Estimate``: ``steps`` elliptical slice updates of the variates of
     the current estimate at fixed ``xi`` (:func:`~gpdsl.inference.mcmc.ess.standard_normal_ess_step`).
 
     The pseudo-marginal chain is exact on ``(xi, u)`` with target ``p(xi) p_hat(Y | xi, u) N(u; 0, I)``; a chain
@@ -343,7 +343,7 @@ def make_noise_refresh(proposal: ImportanceProposal, num_importance: int, steps:
     -------
     callable
         The estimate returned carries the new variates and ``log p_hat``; its ``effective_draws`` is NaN (not
-        recomputed). ``shrinks`` counts the extra estimates the slices needed beyond one per step.
+        recomputed).
     """
 
     def refresh(rng_key, theta, estimate: Estimate):
@@ -351,14 +351,12 @@ def make_noise_refresh(proposal: ImportanceProposal, num_importance: int, steps:
             return log_mean_weight(proposal.log_weights(theta, estimate.fitted, noise), num_importance)[0]
 
         def one(carry, key):
-            noise, value = carry
-            noise, value, info = standard_normal_ess_step(key, noise, value, log_marginal)
-            return (noise, value), info.num_shrinks
+            noise, value, _ = standard_normal_ess_step(key, *carry, log_marginal)
+            return (noise, value), None
 
-        (noise, value), shrinks = jax.lax.scan(one, (estimate.noise, estimate.log_marginal),
-                                               jax.random.split(rng_key, steps))
-        refreshed = estimate._replace(log_marginal=value, noise=noise,
-                                      effective_draws=jnp.full_like(estimate.effective_draws, jnp.nan))
-        return refreshed, jnp.sum(shrinks)
+        (noise, value), _ = jax.lax.scan(one, (estimate.noise, estimate.log_marginal),
+                                         jax.random.split(rng_key, steps))
+        return estimate._replace(log_marginal=value, noise=noise,
+                                 effective_draws=jnp.full_like(estimate.effective_draws, jnp.nan))
 
     return refresh

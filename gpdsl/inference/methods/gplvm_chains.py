@@ -97,7 +97,8 @@ def make_log_terms(problem: GPLVMProblem, settings: PMGPLVMSettings, fit: VEMFit
     """``(rng_key, theta, current=None, screened=None) -> ((log p_hat(Y | theta), log p(theta) + log Jacobian),
     Estimate)``, and with ``settings.delayed_acceptance`` the :class:`Screen` whose proposal at ``theta`` is
     ``screened`` (else None). ``proposal`` defaults to :func:`make_pm_proposal`'s."""
-    proposal = proposal or make_pm_proposal(problem, settings, fit)
+    if proposal is None:
+        proposal = make_pm_proposal(problem, settings, fit)
     refreshed = settings.noise_refreshes > 0
     estimate = make_estimate(problem, proposal, settings.num_importance, keep_q=settings.warm_start,
                              keep_fitted=refreshed)
@@ -137,7 +138,7 @@ def with_noise_refresh(step, refresh):
 
     def refreshed_step(rng_key, state, adapting=False):
         key_refresh, key_step = jax.random.split(rng_key)
-        estimate, _ = refresh(key_refresh, state.position, state.extras)
+        estimate = refresh(key_refresh, state.position, state.extras)
         mh = state.mh._replace(log_density=(estimate.log_marginal, *state.mh.log_density[1:]))
         return step(key_step, state._replace(mh=mh, extras=estimate), adapting)
 
